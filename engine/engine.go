@@ -1,0 +1,161 @@
+// Package engine runs one loaded model: it owns the device goroutine, the model,
+// its cache and scratch memory, and offers scoring and streaming generation.
+package engine
+
+import (
+	"fmt"
+
+	"bagel/backend"
+	"bagel/ops"
+	"bagel/qwen"
+	"bagel/safetensors"
+	"bagel/tokenizer"
+)
+
+// Options configure Load.
+type Options struct {
+	Backend       string // auto, cpu, cuda, metal
+	ContextLength int    // tokens of KV cache; 0: min(max_position_embeddings, 8192)
+	Threads       int    // CPU backend threads; 0: all cores
+}
+
+// DefaultContextLength is used when neither the options nor the config give one.
+const DefaultContextLength = 8192
+
+// Engine is one loaded model on one device.
+type Engine struct {
+	Dir           string
+	Config        *qwen.Config
+	BackendName   string // the device's description
+	BackendReason string // why this backend was chosen
+
+	loop    *deviceLoop
+	dev     backend.Device
+	ck      *safetensors.Checkpoint
+	model   *qwen.Model
+	cache   *qwen.Cache
+	scratch *ops.Arena
+	ctx     *ops.Ctx
+
+	tok                   *tokenizer.Tokenizer
+	tmpl                  *tokenizer.Template
+	tmplErr               error // why there is no template
+	eos                   []int // stop tokens
+	thinkOpen, thinkClose int   // <think>, </think> ids, -1 when absent
+}
+
+// Load opens the model folder dir and binds it on the chosen backend. Every
+// problem with the folder comes back as an error naming the file and what is wrong.
+func Load(dir string, opt Options) (*Engine, error) {
+	cfg, top, err := qwen.ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	quant, err := safetensors.ParseQuantization(top)
+	if err != nil {
+		return nil, fmt.Errorf("config.json: %w", err)
+	}
+	ck, err := safetensors.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{Dir: dir, Config: cfg, ck: ck}
+	if err := e.loadText(); err != nil {
+		_ = ck.Close()
+		return nil, err
+	}
+	e.loop = newDeviceLoop()
+	n := opt.ContextLength
+	if n <= 0 {
+		n = DefaultContextLength
+		if cfg.MaxPositionEmbedding > 0 && cfg.MaxPositionEmbedding < n {
+			n = cfg.MaxPositionEmbedding
+		}
+	}
+	err = e.loop.do(func() error {
+		dev, reason, err := openDevice(opt.Backend, opt.Threads)
+		if err != nil {
+			return err
+		}
+		e.dev, e.BackendName, e.BackendReason = dev, dev.Name(), reason
+		e.scratch = ops.NewArena(dev)
+		e.ctx = ops.NewCtx(dev, e.scratch)
+		if e.model, err = qwen.Load(e.ctx, ck, cfg, quant); err != nil {
+			return err
+		}
+		e.cache, err = e.model.NewCache(e.ctx, n)
+		return err
+	})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close releases the device, the model and the checkpoint mapping. Idempotent.
+func (e *Engine) Close() {
+	if e.loop == nil {
+		return
+	}
+	_ = e.loop.do(func() error {
+		if e.cache != nil {
+			e.cache.Free(e.ctx)
+		}
+		if e.scratch != nil {
+			e.scratch.Release()
+		}
+		if e.model != nil {
+			e.model.Close()
+		}
+		if e.dev != nil {
+			return e.dev.Close()
+		}
+		return nil
+	})
+	e.loop.stop()
+	e.loop = nil
+	// The mapping goes last: GPU buffers may wrap it without a copy.
+	if e.ck != nil {
+		_ = e.ck.Close()
+	}
+}
+
+// ContextLength is the number of tokens the cache holds.
+func (e *Engine) ContextLength() int { return e.cache.Capacity }
+
+// Counters are the device's running dispatch / command-buffer / sync counts.
+func (e *Engine) Counters() backend.Counters {
+	var c backend.Counters
+	_ = e.loop.do(func() error { c = e.dev.Counters(); return nil })
+	return c
+}
+
+// forward runs on the device goroutine: tokens at the cache position, returning
+// logits f32 for the last token or all tokens. A failure resets the cache, whose
+// state is then unknown.
+func (e *Engine) forward(tokens []int32, all bool) ([]float32, error) {
+	var out []float32
+	err := e.loop.do(func() error {
+		defer e.scratch.Reset()
+		ok := false
+		defer func() {
+			if !ok {
+				_ = e.cache.Reset(e.ctx)
+			}
+		}()
+		logits, err := e.model.Forward(e.ctx, e.cache, tokens, all)
+		if err != nil {
+			return err
+		}
+		out, err = ops.ReadF32(e.ctx, logits)
+		ok = err == nil
+		return err
+	})
+	return out, err
+}
+
+// resetCache starts a new sequence.
+func (e *Engine) resetCache() error {
+	return e.loop.do(func() error { return e.cache.Reset(e.ctx) })
+}

@@ -1,0 +1,296 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"bagel/backend"
+	"bagel/tokenizer"
+)
+
+// Request is one generation: a conversation rendered through the model's chat
+// template, or a raw prompt used as is.
+type Request struct {
+	Messages       []tokenizer.Message
+	Prompt         string // used when Messages is empty
+	PromptIDs      []int  // used as is when set (no template, no tokenizer needed)
+	EnableThinking bool
+	MaxTokens      int // 0: until a stop token or the context is full
+	Sampling       Sampling
+}
+
+// EventKind tells what an Event carries.
+type EventKind int
+
+const (
+	EventToken EventKind = iota // one per sampled token: Token, and its Text (may be empty; Thinking marks reasoning)
+	EventStats                  // Stats, sent a few times a second and before Done
+	EventDone                   // Reason and final Stats
+	EventError                  // Err; no Done follows
+)
+
+// Done reasons.
+const (
+	ReasonStop      = "stop"      // an end-of-sequence token
+	ReasonLength    = "length"    // MaxTokens reached
+	ReasonContext   = "context"   // the context length is full
+	ReasonCancelled = "cancelled" // the caller's context was cancelled
+)
+
+// Event is one item of a generation's stream.
+type Event struct {
+	Kind     EventKind
+	Text     string
+	Thinking bool // Text is inside <think>…</think>
+	Token    int  // the sampled token id (EventToken; -1 for the final flush of held-back text)
+	Stats    Stats
+	Reason   string
+	Err      error
+}
+
+// Stats describe a generation so far.
+type Stats struct {
+	Backend              string
+	PromptTokens         int
+	ReusedPromptTokens   int // from the prompt cache (0 until it exists)
+	GeneratedTokens      int
+	TimeToFirstToken     time.Duration
+	PrefillTokensPerSec  float64
+	DecodeTokensPerSec   float64
+	KVLength             int
+	ContextLength        int
+	DispatchesPerToken   float64 // per decode token
+	CommandBuffersPerTok float64
+	HostSyncsPerToken    float64
+}
+
+// Generate streams the reply to req. The channel closes after EventDone or
+// EventError. Cancelling ctx stops the generation within one decode step with
+// reason "cancelled"; the goroutine behind the channel always ends.
+func (e *Engine) Generate(ctx context.Context, req Request) <-chan Event {
+	out := make(chan Event, 16)
+	go func() {
+		defer close(out)
+		g := &generation{e: e, ctx: ctx, out: out}
+		if err := g.run(req); err != nil {
+			g.send(Event{Kind: EventError, Err: err})
+		}
+	}()
+	return out
+}
+
+type generation struct {
+	e   *Engine
+	ctx context.Context
+	out chan<- Event
+}
+
+// send delivers ev unless the caller has gone (cancelled), so the goroutine never blocks forever.
+func (g *generation) send(ev Event) bool {
+	select {
+	case g.out <- ev:
+		return true
+	case <-g.ctx.Done():
+		// A cancelled caller may still read Done: try without blocking.
+		select {
+		case g.out <- ev:
+		default:
+		}
+		return false
+	}
+}
+
+// PromptTokens renders and encodes req as the model will see it.
+func (e *Engine) PromptTokens(req Request) ([]int, error) {
+	if len(req.PromptIDs) > 0 {
+		for _, id := range req.PromptIDs {
+			if id < 0 || id >= e.Config.VocabSize {
+				return nil, fmt.Errorf("prompt token id %d is outside the vocabulary (0..%d)", id, e.Config.VocabSize-1)
+			}
+		}
+		return req.PromptIDs, nil
+	}
+	if e.tok == nil {
+		return nil, fmt.Errorf("%s: no tokenizer.json: this model folder cannot generate text", e.Dir)
+	}
+	text := req.Prompt
+	if len(req.Messages) > 0 {
+		if e.tmpl == nil {
+			return nil, fmt.Errorf("%s: %v", e.Dir, e.tmplErr)
+		}
+		var err error
+		text, err = e.tmpl.Render(req.Messages, tokenizer.RenderOptions{AddGenerationPrompt: true, EnableThinking: req.EnableThinking})
+		if err != nil {
+			return nil, err
+		}
+	}
+	ids := e.tok.Encode(text)
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("the prompt is empty")
+	}
+	return ids, nil
+}
+
+// prefillChunk bounds the tokens of one prefill forward (and so its scratch memory).
+const prefillChunk = 512
+
+func (g *generation) run(req Request) error {
+	e := g.e
+	if err := req.Sampling.Validate(); err != nil {
+		return err
+	}
+	if req.MaxTokens < 0 {
+		return fmt.Errorf("max tokens must be ≥ 0, got %d", req.MaxTokens)
+	}
+	prompt, err := e.PromptTokens(req)
+	if err != nil {
+		return err
+	}
+	if len(prompt) >= e.ContextLength() {
+		return fmt.Errorf("the prompt has %d tokens; the context length is %d: shorten the conversation or raise the context length", len(prompt), e.ContextLength())
+	}
+	st := Stats{Backend: e.BackendName, PromptTokens: len(prompt), ContextLength: e.ContextLength()}
+	start := time.Now()
+	if err := e.resetCache(); err != nil {
+		return err
+	}
+	var logits []float32
+	for i := 0; i < len(prompt); i += prefillChunk {
+		if g.ctx.Err() != nil {
+			g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
+			return nil
+		}
+		chunk := toInt32(prompt[i:min(i+prefillChunk, len(prompt))])
+		if logits, err = e.forward(chunk, false); err != nil {
+			return err
+		}
+	}
+	prefillTime := time.Since(start)
+	st.PrefillTokensPerSec = float64(len(prompt)) / prefillTime.Seconds()
+	st.KVLength = len(prompt)
+
+	smp := newSampler(req.Sampling)
+	history := []int{prompt[len(prompt)-1]}
+	thinking := startsThinking(e, prompt)
+	var dec *tokenizer.StreamDecoder
+	if e.tok != nil {
+		dec = e.tok.NewStreamDecoder()
+	}
+	startCounters := e.Counters()
+	decodeStart := time.Now()
+	lastStats := time.Now()
+	reason := ""
+	for {
+		id := smp.sample(logits, history)
+		if st.GeneratedTokens == 0 {
+			st.TimeToFirstToken = time.Since(start)
+			decodeStart = time.Now()
+			startCounters = e.Counters()
+		}
+		st.GeneratedTokens++
+		history = append(history, id)
+		if e.isEOS(id) {
+			reason = ReasonStop
+			break
+		}
+		text := ""
+		switch {
+		case id == e.thinkOpen:
+			thinking = true
+		case id == e.thinkClose:
+			thinking = false
+		case dec != nil:
+			text = dec.Add(id)
+		}
+		if !g.send(Event{Kind: EventToken, Text: text, Thinking: thinking, Token: id}) {
+			reason = ReasonCancelled
+			break
+		}
+		if req.MaxTokens > 0 && st.GeneratedTokens >= req.MaxTokens {
+			reason = ReasonLength
+			break
+		}
+		if st.KVLength >= e.ContextLength() {
+			reason = ReasonContext
+			break
+		}
+		if g.ctx.Err() != nil {
+			reason = ReasonCancelled
+			break
+		}
+		if logits, err = e.forward([]int32{int32(id)}, false); err != nil {
+			return err
+		}
+		st.KVLength++
+		if time.Since(lastStats) >= 200*time.Millisecond {
+			g.decodeStats(&st, decodeStart, startCounters)
+			g.send(Event{Kind: EventStats, Stats: st})
+			lastStats = time.Now()
+		}
+	}
+	if dec != nil {
+		if rest := dec.Flush(); rest != "" {
+			g.send(Event{Kind: EventToken, Text: rest, Thinking: thinking, Token: -1})
+		}
+	}
+	g.decodeStats(&st, decodeStart, startCounters)
+	g.send(Event{Kind: EventDone, Reason: reason, Stats: st})
+	return nil
+}
+
+// decodeStats fills the decode rate and per-token device counts: the decode steps
+// are the generated tokens after the first (which came from the prefill).
+func (g *generation) decodeStats(st *Stats, decodeStart time.Time, c0 backend.Counters) {
+	steps := st.GeneratedTokens - 1
+	if steps <= 0 {
+		return
+	}
+	st.DecodeTokensPerSec = float64(steps) / time.Since(decodeStart).Seconds()
+	c := g.e.Counters()
+	st.DispatchesPerToken = float64(c.Dispatches-c0.Dispatches) / float64(steps)
+	st.CommandBuffersPerTok = float64(c.CommandBuffers-c0.CommandBuffers) / float64(steps)
+	st.HostSyncsPerToken = float64(c.HostSyncs-c0.HostSyncs) / float64(steps)
+}
+
+// startsThinking tells whether the prompt leaves the model inside a <think> block
+// (templates that open it in the generation prompt).
+func startsThinking(e *Engine, prompt []int) bool {
+	for i := len(prompt) - 1; i >= 0 && i >= len(prompt)-8; i-- {
+		switch prompt[i] {
+		case e.thinkOpen:
+			return true
+		case e.thinkClose:
+			return false
+		}
+	}
+	return false
+}
+
+func (e *Engine) isEOS(id int) bool {
+	for _, s := range e.eos {
+		if s == id {
+			return true
+		}
+	}
+	return false
+}
+
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// StatsLine is the one-line summary printed after a generation.
+func (s Stats) StatsLine() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d prompt tokens, %.1f tok/s prefill, TTFT %.0f ms; %d tokens, %.1f tok/s decode; KV %d/%d; %.0f dispatches, %.1f command buffers, %.1f syncs per token; %s",
+		s.PromptTokens, s.PrefillTokensPerSec, float64(s.TimeToFirstToken.Microseconds())/1000,
+		s.GeneratedTokens, s.DecodeTokensPerSec, s.KVLength, s.ContextLength,
+		s.DispatchesPerToken, s.CommandBuffersPerTok, s.HostSyncsPerToken, s.Backend)
+	return b.String()
+}

@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// Sampling are the sampler settings, with mlx-lm's meanings (MLX_QWEN35.md §5):
+// Temperature 0 is greedy; TopP, MinP and TopK filter the untempered distribution
+// in that order (0 or 1 turns each off); RepetitionPenalty (1 = off) divides
+// positive and multiplies negative logits of tokens seen in the last
+// RepetitionContext tokens, once per distinct token.
+type Sampling struct {
+	Temperature       float64
+	TopP              float64
+	TopK              int
+	MinP              float64
+	RepetitionPenalty float64
+	RepetitionContext int // default 20
+	Seed              uint64
+}
+
+// Validate reports a setting outside its range, naming it.
+func (s Sampling) Validate() error {
+	switch {
+	case s.Temperature < 0 || math.IsNaN(s.Temperature):
+		return fmt.Errorf("temperature must be ≥ 0, got %g", s.Temperature)
+	case s.TopP < 0 || s.TopP > 1 || math.IsNaN(s.TopP):
+		return fmt.Errorf("top-p must be in [0, 1], got %g", s.TopP)
+	case s.TopK < 0:
+		return fmt.Errorf("top-k must be ≥ 0, got %d", s.TopK)
+	case s.MinP < 0 || s.MinP > 1 || math.IsNaN(s.MinP):
+		return fmt.Errorf("min-p must be in [0, 1], got %g", s.MinP)
+	case s.RepetitionPenalty < 0 || math.IsNaN(s.RepetitionPenalty):
+		return fmt.Errorf("repetition penalty must be ≥ 0, got %g", s.RepetitionPenalty)
+	case s.RepetitionContext < 0:
+		return fmt.Errorf("repetition context must be ≥ 0, got %d", s.RepetitionContext)
+	}
+	return nil
+}
+
+// sampler draws tokens from logits with a seeded generator.
+type sampler struct {
+	s   Sampling
+	rng *rand.Rand
+}
+
+func newSampler(s Sampling) *sampler {
+	if s.RepetitionContext == 0 {
+		s.RepetitionContext = 20
+	}
+	return &sampler{s: s, rng: rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15))}
+}
+
+// sample picks the next token. history is the token context the repetition
+// penalty sees (mlx-lm: the last prompt token and the generated ones). logits is
+// modified.
+func (p *sampler) sample(logits []float32, history []int) int {
+	if r := p.s.RepetitionPenalty; r != 0 && r != 1 {
+		ctx := history[max(0, len(history)-p.s.RepetitionContext):]
+		seen := map[int]bool{}
+		for _, id := range ctx {
+			if seen[id] || id < 0 || id >= len(logits) {
+				continue
+			}
+			seen[id] = true
+			if logits[id] < 0 {
+				logits[id] *= float32(r)
+			} else {
+				logits[id] /= float32(r)
+			}
+		}
+	}
+	if p.s.Temperature == 0 {
+		return argmax(logits)
+	}
+	// logprobs of the untempered distribution
+	lse := LogSumExp(logits)
+	lp := func(id int) float64 { return float64(logits[id]) - lse }
+	// Every filter keeps a prefix of the tokens sorted by probability, so the
+	// result is the shortest prefix; with top-k set only k tokens need sorting.
+	var order []int
+	switch {
+	case p.s.TopK > 0:
+		order = TopK(logits, p.s.TopK)
+	case (p.s.TopP > 0 && p.s.TopP < 1) || p.s.MinP > 0:
+		order = make([]int, len(logits))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return logits[order[a]] > logits[order[b]] })
+	default:
+		order = make([]int, len(logits))
+		for i := range order {
+			order[i] = i
+		}
+	}
+	keep := len(order)
+	if tp := p.s.TopP; tp > 0 && tp < 1 {
+		// mlx-lm keeps tokens whose ascending cumulative probability exceeds 1−p:
+		// the smallest top set whose mass reaches p.
+		cum := 0.0
+		for i, id := range order[:keep] {
+			cum += math.Exp(lp(id))
+			if cum >= tp {
+				keep = i + 1
+				break
+			}
+		}
+	}
+	if mp := p.s.MinP; mp > 0 {
+		limit := lp(order[0]) + math.Log(mp)
+		n := 1 // min_tokens_to_keep
+		for n < keep && lp(order[n]) >= limit {
+			n++
+		}
+		keep = n
+	}
+	// categorical over the kept tokens at the temperature
+	inv := 1 / p.s.Temperature
+	best := math.Inf(-1)
+	for _, id := range order[:keep] {
+		best = math.Max(best, lp(id)*inv)
+	}
+	weights := make([]float64, keep)
+	var total float64
+	for i, id := range order[:keep] {
+		weights[i] = math.Exp(lp(id)*inv - best)
+		total += weights[i]
+	}
+	u := p.rng.Float64() * total
+	for i, w := range weights {
+		u -= w
+		if u < 0 {
+			return order[i]
+		}
+	}
+	return order[keep-1]
+}
+
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}

@@ -1,0 +1,44 @@
+package ops
+
+import "bagel/backend"
+
+// SplitQGate splits the gated q projection, laid out per head as [q_h | gate_h]:
+// src bf16 [T, H, 2D] → q, gate bf16 [T, H, D].
+func SplitQGate(c *Ctx, src, q, gate Tensor) {
+	check(len(q.Shape) == 3, "split_qgate: q %v", q)
+	t, h, d := q.Shape[0], q.Shape[1], q.Shape[2]
+	check(src.Elements() == 2*t*h*d && gate.Elements() == t*h*d, "split_qgate: src %v q %v gate %v", src, q, gate)
+	c.dispatch("split_qgate_bf16", src.Arg(), q.Arg(), gate.Arg(), backend.Int(t), backend.Int(h), backend.Int(d))
+}
+
+// RoPE rotates, in place, the first rotDims dims of every head of x bf16 [T, H, D]
+// (NeoX halves), token t at position pos0+t.
+func RoPE(c *Ctx, x Tensor, rotDims, pos0 int, theta float32) {
+	checkDType("rope x", x, backend.BF16)
+	check(len(x.Shape) == 3 && rotDims%2 == 0 && rotDims <= x.Shape[2], "rope: x %v rotDims %d", x, rotDims)
+	c.dispatch("rope_neox_bf16", x.Arg(), backend.Int(x.Shape[0]), backend.Int(x.Shape[1]), backend.Int(x.Shape[2]),
+		backend.Int(rotDims), backend.Int(pos0), backend.Float(theta))
+}
+
+// KVAppend writes k, v bf16 [T, Hkv, D] into the caches bf16 [Hkv, Cap, D] at pos0.
+func KVAppend(c *Ctx, k, v, kCache, vCache Tensor, pos0 int) {
+	check(len(k.Shape) == 3 && len(kCache.Shape) == 3, "kv_append: k %v cache %v", k, kCache)
+	t, h, d := k.Shape[0], k.Shape[1], k.Shape[2]
+	capacity := kCache.Shape[1]
+	check(kCache.Shape[0] == h && kCache.Shape[2] == d && v.Elements() == k.Elements(), "kv_append: k %v v %v cache %v", k, v, kCache)
+	check(pos0+t <= capacity, "kv_append: %d tokens at %d exceed capacity %d", t, pos0, capacity)
+	c.dispatch("kv_append_bf16", k.Arg(), v.Arg(), kCache.Arg(), vCache.Arg(),
+		backend.Int(t), backend.Int(h), backend.Int(d), backend.Int(capacity), backend.Int(pos0))
+}
+
+// Attention is causal scaled dot-product attention of q bf16 [T, Hq, D] over the
+// first kvLen cached positions (the last T of which are q's own), GQA by head groups.
+func Attention(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) {
+	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
+	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
+	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
+	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
+	check(kvLen >= t && kvLen <= capacity, "attention: kvLen %d for %d queries, capacity %d", kvLen, t, capacity)
+	c.dispatch("attention_bf16", q.Arg(), kCache.Arg(), vCache.Arg(), out.Arg(),
+		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen), backend.Float(scale))
+}

@@ -1,0 +1,43 @@
+package ops
+
+import "bagel/backend"
+
+// Conv1dSiLU is the GDN short causal depthwise convolution over x bf16 [T, C] with
+// the last K−1 input rows of earlier calls in state bf16 [K−1, C] (updated), weight
+// bf16 [C, K]; out bf16 [T, C] = silu(conv).
+func Conv1dSiLU(c *Ctx, x, state, w, out Tensor, kernelSize int) {
+	check(len(x.Shape) == 2, "conv1d: x %v", x)
+	t, ch := x.Shape[0], x.Shape[1]
+	check(state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize && out.Elements() == t*ch,
+		"conv1d: x %v state %v w %v out %v", x, state, w, out)
+	c.dispatch("conv1d_silu_bf16", x.Arg(), state.Arg(), w.Arg(), out.Arg(), backend.Int(t), backend.Int(ch), backend.Int(kernelSize))
+}
+
+// GDNGates computes the per-token, per-v-head decay g = exp(−exp(A_log)·softplus(a+dt_bias))
+// and write strength beta = σ(b): a, b bf16 [T, Hv] → g, beta f32 [T, Hv].
+func GDNGates(c *Ctx, a, b, aLog, dtBias, g, beta Tensor) {
+	checkDType("gdn_gates aLog", aLog, backend.F32)
+	hv := aLog.Elements()
+	t := a.Elements() / hv
+	check(a.Elements() == t*hv && b.Elements() == t*hv && g.Elements() == t*hv && beta.Elements() == t*hv && dtBias.Elements() == hv,
+		"gdn_gates: a %v b %v aLog %v", a, b, aLog)
+	c.dispatch("gdn_gates_bf16", a.Arg(), b.Arg(), aLog.Arg(), dtBias.Arg(), g.Arg(), beta.Arg(), backend.Int(t), backend.Int(hv))
+}
+
+// GDNShape is the geometry of one Gated-DeltaNet layer.
+type GDNShape struct{ Hk, Hv, Dk, Dv int }
+
+// ConvDim is the width of the fused [q | k | v] projection.
+func (s GDNShape) ConvDim() int { return 2*s.Hk*s.Dk + s.Hv*s.Dv }
+
+// GDNRecurrence runs the gated delta rule over T tokens, sequentially in t, from the
+// convolved [q | k | v] rows conv bf16 [T, ConvDim], gates g, beta f32 [T, Hv] and
+// state f32 [Hv, Dv, Dk] (updated); out bf16 [T, Hv, Dv].
+func GDNRecurrence(c *Ctx, conv, g, beta, state, out Tensor, s GDNShape) {
+	checkDType("gdn state", state, backend.F32)
+	t := g.Elements() / s.Hv
+	check(conv.Elements() == t*s.ConvDim() && beta.Elements() == t*s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv,
+		"gdn_recurrence: conv %v g %v state %v out %v shape %+v", conv, g, state, out, s)
+	c.dispatch("gdn_recurrence_bf16", conv.Arg(), g.Arg(), beta.Arg(), state.Arg(), out.Arg(),
+		backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv))
+}

@@ -1,0 +1,121 @@
+package ops
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"bagel/backend"
+)
+
+// Element types, re-exported so the model names them without importing backend.
+const (
+	F32  = backend.F32
+	BF16 = backend.BF16
+	F16  = backend.F16
+	U32  = backend.U32
+	I32  = backend.I32
+)
+
+// WrapHost makes a device view of host memory that outlives it (an mmap'd
+// checkpoint file): no copy on CPU and Metal, an upload on CUDA. The result is a
+// byte region (U32 elements, rounded down); take typed views with View.
+func WrapHost(c *Ctx, data []byte) (Tensor, error) {
+	b, err := c.Dev.WrapHost(data)
+	if err != nil {
+		return Tensor{}, err
+	}
+	return Tensor{Buf: b, DType: U32, Shape: []int{len(data) / 4}}, nil
+}
+
+// View is a typed tensor at byte offset off of base's buffer.
+func View(base Tensor, off int, dtype backend.DType, shape []int) Tensor {
+	t := Tensor{Buf: base.Buf, Off: base.Off + off, DType: dtype, Shape: append([]int(nil), shape...)}
+	check(t.Off+t.Bytes() <= base.Buf.Len(), "view %v at %d past buffer of %d bytes", t, t.Off, base.Buf.Len())
+	return t
+}
+
+// Upload allocates a device tensor and copies data (raw little-endian elements) into it.
+func Upload(c *Ctx, dtype backend.DType, shape []int, data []byte) (Tensor, error) {
+	t := Tensor{DType: dtype, Shape: append([]int(nil), shape...)}
+	if len(data) != t.Bytes() {
+		return Tensor{}, fmt.Errorf("upload %v: %d bytes given", t, len(data))
+	}
+	b, err := c.Dev.Alloc(max(t.Bytes(), 4))
+	if err != nil {
+		return Tensor{}, err
+	}
+	t.Buf = b
+	if err := c.Dev.Write(b, 0, data); err != nil {
+		c.Dev.Free(b)
+		return Tensor{}, err
+	}
+	return t, nil
+}
+
+// Alloc is a zero-filled device tensor of its own buffer (caches, states).
+func Alloc(c *Ctx, dtype backend.DType, shape ...int) (Tensor, error) {
+	t := Tensor{DType: dtype, Shape: append([]int(nil), shape...)}
+	b, err := c.Dev.Alloc(max(t.Bytes(), 4))
+	if err != nil {
+		return Tensor{}, fmt.Errorf("allocating %v (%d bytes): %w", t, t.Bytes(), err)
+	}
+	t.Buf = b
+	return t, nil
+}
+
+// Free releases a tensor's buffer (one made by Alloc, Upload or WrapHost).
+func Free(c *Ctx, t Tensor) {
+	if t.Buf != nil {
+		c.Dev.Free(t.Buf)
+	}
+}
+
+// Zero fills t with zeros.
+func Zero(c *Ctx, t Tensor) error {
+	return c.Dev.Write(t.Buf, t.Off, make([]byte, t.Bytes()))
+}
+
+// Submit sends what the context recorded to the device and starts a new encoder.
+func Submit(c *Ctx) error {
+	err := c.Enc.Submit()
+	c.Enc = c.Dev.Encoder()
+	return err
+}
+
+// ReadF32 submits pending work, waits for it and returns t (f32) on the host.
+func ReadF32(c *Ctx, t Tensor) ([]float32, error) {
+	checkDType("read", t, backend.F32)
+	if err := Submit(c); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, t.Bytes())
+	if err := c.Dev.Read(t.Buf, t.Off, raw); err != nil {
+		return nil, err
+	}
+	out := make([]float32, t.Elements())
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return out, nil
+}
+
+// ReadBytes submits pending work, waits, and returns t's raw bytes.
+func ReadBytes(c *Ctx, t Tensor) ([]byte, error) {
+	if err := Submit(c); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, t.Bytes())
+	return raw, c.Dev.Read(t.Buf, t.Off, raw)
+}
+
+// WriteInt32 copies host ids into an i32 tensor.
+func WriteInt32(c *Ctx, t Tensor, v []int32) error {
+	checkDType("write ids", t, backend.I32)
+	check(len(v) == t.Elements(), "write ids: %d values into %v", len(v), t)
+	raw := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(raw[4*i:], uint32(x))
+	}
+	return c.Dev.Write(t.Buf, t.Off, raw)
+}

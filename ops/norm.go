@@ -1,0 +1,25 @@
+package ops
+
+import "bagel/backend"
+
+// RMSNorm normalises each row of x over the width of w: out = w ⊙ x̂ (MLX fast.rms_norm).
+// x, out bf16 [R, N] (out may be x); w bf16 [N].
+func RMSNorm(c *Ctx, x, w, out Tensor, eps float32) {
+	checkDType("rms_norm x", x, backend.BF16)
+	checkDType("rms_norm w", w, backend.BF16)
+	n := w.Elements()
+	check(x.Elements()%n == 0 && out.Elements() == x.Elements(), "rms_norm: x %v w %v out %v", x, w, out)
+	r := x.Elements() / n
+	c.dispatch("rms_norm_bf16", x.Arg(), w.Arg(), out.Arg(), backend.Int(r), backend.Int(n), backend.Float(eps))
+}
+
+// RMSNormGated is the GDN output norm: out = (w ⊙ x̂) · silu(z), rows of width N.
+// x, z, out bf16 [R, N]; w bf16 [N].
+func RMSNormGated(c *Ctx, x, z, w, out Tensor, eps float32) {
+	checkDType("rms_norm_gated x", x, backend.BF16)
+	n := w.Elements()
+	check(x.Elements()%n == 0 && z.Elements() == x.Elements() && out.Elements() == x.Elements(),
+		"rms_norm_gated: x %v z %v w %v out %v", x, z, w, out)
+	r := x.Elements() / n
+	c.dispatch("rms_norm_gated_bf16", x.Arg(), z.Arg(), w.Arg(), out.Arg(), backend.Int(r), backend.Int(n), backend.Float(eps))
+}

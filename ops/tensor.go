@@ -1,0 +1,86 @@
+// Package ops is the backend-neutral operation layer: one function per operation
+// (ops.RMSNorm, ops.QMatmul, ...). Each checks shapes and dtypes, picks the kernel
+// (name with dtype suffix, kernels/README.md) and records it on the context's
+// encoder with the launch geometry from package kernels. The model composes these
+// functions and never sees a backend type beyond Tensor's buffer.
+//
+// A shape or dtype mismatch here is a programmer error and panics; the engine
+// recovers it on the device goroutine and reports it.
+package ops
+
+import (
+	"fmt"
+
+	"bagel/backend"
+)
+
+// Tensor is a dense row-major region of a device buffer.
+type Tensor struct {
+	Buf   backend.Buffer
+	Off   int // bytes from the start of Buf
+	DType backend.DType
+	Shape []int
+}
+
+// Elements is the product of the shape.
+func (t Tensor) Elements() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Bytes is the size of the region.
+func (t Tensor) Bytes() int { return t.Elements() * t.DType.Size() }
+
+// Arg is the tensor as a kernel argument.
+func (t Tensor) Arg() backend.Arg { return backend.Buf(t.Buf, t.Off) }
+
+// Rows views rows [from, to) of the outermost dimension.
+func (t Tensor) Rows(from, to int) Tensor {
+	if from < 0 || to > t.Shape[0] || from > to {
+		panic(fmt.Sprintf("ops: rows [%d,%d) of shape %v", from, to, t.Shape))
+	}
+	rowBytes := t.Bytes() / t.Shape[0]
+	shape := append([]int{to - from}, t.Shape[1:]...)
+	return Tensor{Buf: t.Buf, Off: t.Off + from*rowBytes, DType: t.DType, Shape: shape}
+}
+
+// Reshape views the same elements under another shape.
+func (t Tensor) Reshape(shape ...int) Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	if n != t.Elements() {
+		panic(fmt.Sprintf("ops: reshape %v to %v", t.Shape, shape))
+	}
+	return Tensor{Buf: t.Buf, Off: t.Off, DType: t.DType, Shape: append([]int(nil), shape...)}
+}
+
+func (t Tensor) String() string { return fmt.Sprintf("%v%v", t.DType, t.Shape) }
+
+// QLinear is an MLX affine-quantized weight: codes [experts?, Out, In*Bits/32] u32
+// with scales and biases [experts?, Out, In/GroupSize] bf16. Experts is 0 for a 2-D layer.
+type QLinear struct {
+	Name            string // checkpoint module path, for messages
+	W, Scales, Bias Tensor
+	Bits, GroupSize int
+	Out, In         int
+	Experts         int
+}
+
+func (q QLinear) args() []backend.Arg {
+	return []backend.Arg{q.W.Arg(), q.Scales.Arg(), q.Bias.Arg()}
+}
+
+func check(cond bool, format string, a ...any) {
+	if !cond {
+		panic("ops: " + fmt.Sprintf(format, a...))
+	}
+}
+
+func checkDType(name string, t Tensor, want backend.DType) {
+	check(t.DType == want, "%s: %s is %v, want %v", name, "tensor", t.DType, want)
+}
