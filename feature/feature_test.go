@@ -1,0 +1,33 @@
+package feature
+
+import "testing"
+
+func TestSwitchValueOrder(t *testing.T) {
+	Register(Switch{Name: "test-on", Description: "d", Default: true, Env: "BAGEL_NO_TEST_ON"})
+	Register(Switch{Name: "test-off", Description: "d", Default: false, Env: "BAGEL_TEST_OFF"})
+	defer Reset()
+	if !On("test-on") || On("test-off") {
+		t.Fatal("defaults not applied")
+	}
+	t.Setenv("BAGEL_NO_TEST_ON", "1")
+	t.Setenv("BAGEL_TEST_OFF", "1")
+	if On("test-on") || !On("test-off") {
+		t.Fatal("environment not applied")
+	}
+	if err := Set("test-on", true); err != nil {
+		t.Fatal(err)
+	}
+	if !On("test-on") {
+		t.Fatal("Set does not win over the environment")
+	}
+	if err := Set("nope", true); err == nil {
+		t.Fatal("Set accepted an unknown switch")
+	}
+	names := map[string]bool{}
+	for _, s := range All() {
+		names[s.Name] = true
+	}
+	if !names["test-on"] || !names["test-off"] {
+		t.Fatalf("All() = %v", All())
+	}
+}
