@@ -7,3 +7,5 @@ require (
 	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.44.0
 )
+
+require github.com/ebitengine/purego v0.11.3 // indirect
