@@ -17,6 +17,9 @@ type Options struct {
 	Backend       string // auto, cpu, cuda, metal
 	ContextLength int    // tokens of KV cache; 0: min(max_position_embeddings, 8192)
 	Threads       int    // CPU backend threads; 0: all cores
+	// Progress, when set, is called from the loading goroutine with the fraction
+	// done (0..1) and what is being done.
+	Progress func(fraction float64, stage string)
 }
 
 // DefaultContextLength is used when neither the options nor the config give one.
@@ -72,6 +75,12 @@ func Load(dir string, opt Options) (*Engine, error) {
 			n = cfg.MaxPositionEmbedding
 		}
 	}
+	progress := func(f float64, stage string) {
+		if opt.Progress != nil {
+			opt.Progress(f, stage)
+		}
+	}
+	progress(0.05, "opening the device")
 	err = e.loop.do(func() error {
 		dev, reason, err := openDevice(opt.Backend, opt.Threads)
 		if err != nil {
@@ -80,9 +89,10 @@ func Load(dir string, opt Options) (*Engine, error) {
 		e.dev, e.BackendName, e.BackendReason = dev, dev.Name(), reason
 		e.scratch = ops.NewArena(dev)
 		e.ctx = ops.NewCtx(dev, e.scratch)
-		if e.model, err = qwen.Load(e.ctx, ck, cfg, quant); err != nil {
+		if e.model, err = qwen.Load(e.ctx, ck, cfg, quant, func(f float64) { progress(0.1+0.8*f, "binding weights") }); err != nil {
 			return err
 		}
+		progress(0.95, "allocating the cache")
 		e.cache, err = e.model.NewCache(e.ctx, n)
 		return err
 	})
@@ -90,6 +100,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	progress(1, "ready")
 	return e, nil
 }
 
@@ -158,4 +169,15 @@ func (e *Engine) forward(tokens []int32, all bool) ([]float32, error) {
 // resetCache starts a new sequence.
 func (e *Engine) resetCache() error {
 	return e.loop.do(func() error { return e.cache.Reset(e.ctx) })
+}
+
+// Memory is the device memory a loaded model holds, in bytes.
+type Memory struct {
+	Weights int64 // the checkpoint files bound (mapped or uploaded)
+	Cache   int64 // KV cache and GDN states for the context length
+}
+
+// Memory reports the loaded model's footprint.
+func (e *Engine) Memory() Memory {
+	return Memory{Weights: e.model.WeightBytes, Cache: e.cache.Bytes()}
 }

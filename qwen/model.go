@@ -15,18 +15,20 @@ type Model struct {
 	finalNorm ops.Tensor  // bf16 [hidden]
 	layers    []layer
 	bind      *binder
+	progress  func(float64)
 	// WeightBytes is the size of the checkpoint tensors the model uses.
 	WeightBytes int64
 }
 
 // Load binds the checkpoint's weights for cfg on the context's device, checking
-// every tensor's presence, dtype and shape against the config.
-func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, quant *safetensors.Quantization) (*Model, error) {
+// every tensor's presence, dtype and shape against the config. progress, when not
+// nil, is called with the fraction of layers bound (uploads make this slow on CUDA).
+func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, quant *safetensors.Quantization, progress func(float64)) (*Model, error) {
 	b, err := newBinder(c, ck, quant)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: cfg, bind: b}
+	m := &Model{Cfg: cfg, bind: b, progress: progress}
 	if err := m.bindAll(); err != nil {
 		b.release()
 		return nil, err
@@ -69,6 +71,9 @@ func (m *Model) bindAll() error {
 	for i := range m.layers {
 		if err := m.bindLayer(i); err != nil {
 			return err
+		}
+		if m.progress != nil {
+			m.progress(float64(i+1) / float64(len(m.layers)))
 		}
 	}
 	return nil

@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"bagel/internal/testmodel"
+	"bagel/safetensors"
+)
+
+// copyModel copies a test model's files into a fresh folder the case may break.
+func copyModel(t *testing.T, name string) string {
+	t.Helper()
+	src := testmodel.Weights(t, name)
+	dst := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// editJSON rewrites a JSON file of dir through f.
+func editJSON(t *testing.T, path string, f func(m map[string]any)) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	f(m)
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editHeader rewrites the JSON header of a safetensors file through f, keeping
+// the data section as it is.
+func editHeader(t *testing.T, path string, f func(h map[string]any)) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(data)
+	var h map[string]any
+	if err := json.Unmarshal(data[8:8+n], &h); err != nil {
+		t.Fatal(err)
+	}
+	f(h)
+	hdr, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(hdr)%8 != 0 {
+		hdr = append(hdr, ' ')
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	out = append(out, hdr...)
+	out = append(out, data[8+n:]...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func textConfig(m map[string]any) map[string]any { return m["text_config"].(map[string]any) }
+
+// TestBrokenModelFolders: every broken folder gives an error that names the file
+// (and tensor) and the problem; none panics; none leaks a mapping.
+func TestBrokenModelFolders(t *testing.T) {
+	const model = "tiny-moe"
+	const st = "model.safetensors"
+	prefix := "language_model.model."
+	cases := []struct {
+		name    string
+		breakIt func(t *testing.T, dir string)
+		want    []string // substrings of the error
+	}{
+		{"missing config", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "config.json")) },
+			[]string{"config.json", "not found"}},
+		{"invalid config JSON", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "qwen3_5",`), 0o644)
+		}, []string{"config.json", "invalid JSON"}},
+		{"unknown model_type", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) { m["model_type"] = "llama" })
+		}, []string{"config.json", `"llama"`, "not supported"}},
+		{"no safetensors", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, st)) },
+			[]string{"safetensors"}},
+		{"index names a missing shard", func(t *testing.T, dir string) {
+			idx := map[string]any{"weight_map": map[string]string{prefix + "embed_tokens.weight": "model-00002-of-00002.safetensors"}}
+			data, _ := json.Marshal(idx)
+			os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), data, 0o644)
+		}, []string{"model-00002-of-00002.safetensors", "model.safetensors.index.json"}},
+		{"truncated safetensors", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, st)
+			fi, _ := os.Stat(p)
+			os.Truncate(p, fi.Size()/2)
+		}, []string{st}},
+		{"header length past end of file", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, st)
+			data, _ := os.ReadFile(p)
+			binary.LittleEndian.PutUint64(data, uint64(len(data))*4)
+			os.WriteFile(p, data, 0o644)
+		}, []string{st, "header length"}},
+		{"tensor data outside the file", func(t *testing.T, dir string) {
+			editHeader(t, filepath.Join(dir, st), func(h map[string]any) {
+				e := h[prefix+"norm.weight"].(map[string]any)
+				e["data_offsets"] = []int64{1 << 40, 1<<40 + 128}
+			})
+		}, []string{st, prefix + "norm.weight"}},
+		{"missing tensor", func(t *testing.T, dir string) {
+			editHeader(t, filepath.Join(dir, st), func(h map[string]any) { delete(h, prefix+"layers.0.linear_attn.A_log") })
+		}, []string{"missing tensor", prefix + "layers.0.linear_attn.A_log"}},
+		{"shape disagrees with config", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
+				textConfig(m)["linear_value_head_dim"] = 32.0
+			})
+		}, []string{prefix + "layers.0.linear_attn"}},
+		{"packed shape disagrees with bits", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
+				for _, k := range []string{"quantization", "quantization_config"} {
+					if q, ok := m[k].(map[string]any); ok {
+						q["bits"] = 8.0
+					}
+				}
+			})
+		}, []string{"embed_tokens", "bits"}},
+		{"unsupported quantization mode", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
+				for _, k := range []string{"quantization", "quantization_config"} {
+					if q, ok := m[k].(map[string]any); ok {
+						q["mode"] = "mxfp4"
+					}
+				}
+			})
+		}, []string{"quantization mode mxfp4 is not supported yet"}},
+	}
+	base := safetensors.OpenMappings()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyModel(t, model)
+			c.breakIt(t, dir)
+			e, err := Load(dir, Options{Backend: "cpu", ContextLength: 16})
+			if err == nil {
+				e.Close()
+				t.Fatal("Load succeeded on a broken folder")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if n := safetensors.OpenMappings(); n != base {
+				t.Errorf("%d mappings left open after the failed load", n-base)
+			}
+		})
+	}
+}

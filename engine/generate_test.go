@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"bagel/internal/testmodel"
+	"bagel/tokenizer"
+)
+
+func collect(t *testing.T, ch <-chan Event) (ids []int, text string, done Event) {
+	t.Helper()
+	for ev := range ch {
+		switch ev.Kind {
+		case EventToken:
+			if ev.Token >= 0 {
+				ids = append(ids, ev.Token)
+			}
+			text += ev.Text
+		case EventDone:
+			done = ev
+		case EventError:
+			t.Fatal(ev.Err)
+		}
+	}
+	return ids, text, done
+}
+
+func TestSeededSamplingIsReproducible(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	req := Request{PromptIDs: []int{9707, 11, 1246, 525}, MaxTokens: 8,
+		Sampling: Sampling{Temperature: 1.0, TopP: 0.95, TopK: 50, MinP: 0.01, RepetitionPenalty: 1.1, Seed: 42}}
+	a, _, doneA := collect(t, e.Generate(context.Background(), req))
+	b, _, _ := collect(t, e.Generate(context.Background(), req))
+	if len(a) != 8 || doneA.Reason != ReasonLength && doneA.Reason != ReasonStop {
+		t.Fatalf("got %d tokens, reason %q", len(a), doneA.Reason)
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("same seed, different tokens: %v vs %v", a, b)
+		}
+	}
+	if doneA.Stats.GeneratedTokens != len(a) || doneA.Stats.PromptTokens != 4 || doneA.Stats.DispatchesPerToken <= 0 {
+		t.Errorf("stats: %+v", doneA.Stats)
+	}
+}
+
+// TestCancelStopsWithinOneStep: cancelling ends the stream with "cancelled" and
+// leaves no goroutine behind.
+func TestCancelStopsWithinOneStep(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := e.Generate(ctx, Request{PromptIDs: []int{1, 2, 3}, Sampling: Sampling{Temperature: 1, Seed: 1}})
+	tokens, reason := 0, ""
+	for ev := range ch {
+		switch ev.Kind {
+		case EventToken:
+			tokens++
+			if tokens == 3 {
+				cancel()
+			}
+		case EventDone:
+			reason = ev.Reason
+		case EventError:
+			t.Fatal(ev.Err)
+		}
+	}
+	cancel()
+	if reason != ReasonCancelled {
+		t.Fatalf("reason %q, want cancelled", reason)
+	}
+	if tokens > 4 {
+		t.Errorf("%d tokens arrived; cancel after the 3rd should stop within one step", tokens)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines before, %d after", before, n)
+	}
+}
+
+func TestGenerateBadInput(t *testing.T) {
+	dir := testmodel.Dir(t, "tiny-dense")
+	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	cases := []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"prompt longer than the context", Request{Prompt: strings.Repeat("bagel ", 40)}, "context length"},
+		{"token outside the vocabulary", Request{PromptIDs: []int{1 << 30}}, "outside the vocabulary"},
+		{"negative temperature", Request{Prompt: "hi", Sampling: Sampling{Temperature: -1}}, "temperature"},
+		{"top-p above 1", Request{Prompt: "hi", Sampling: Sampling{TopP: 2}}, "top-p"},
+		{"conversation ending with the assistant", Request{Messages: []tokenizer.Message{
+			{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}}}, "assistant"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got error
+			for ev := range e.Generate(context.Background(), c.req) {
+				if ev.Kind == EventError {
+					got = ev.Err
+				}
+			}
+			if got == nil || !strings.Contains(got.Error(), c.want) {
+				t.Fatalf("error %v, want one mentioning %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestGenerateText runs the whole text path: template, tokenizer, streaming decode.
+func TestGenerateText(t *testing.T) {
+	e, err := Load(testmodel.Dir(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	req := Request{Messages: []tokenizer.Message{{Role: "user", Content: "Hello!"}}, MaxTokens: 6}
+	ids, text, done := collect(t, e.Generate(context.Background(), req))
+	if len(ids) == 0 || done.Reason == "" {
+		t.Fatalf("ids %v reason %q", ids, done.Reason)
+	}
+	var plain []int // the streamed text leaves out the think tags
+	for _, id := range ids {
+		if id != e.thinkOpen && id != e.thinkClose && !e.isEOS(id) {
+			plain = append(plain, id)
+		}
+	}
+	if want := e.tok.Decode(plain); text != want {
+		t.Errorf("streamed %q, decode %q", text, want)
+	}
+}

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"math"
+	"testing"
+)
+
+func TestSamplerGreedyAndFilters(t *testing.T) {
+	logits := func() []float32 { return []float32{1, 3, 2, 0.5, 2.9} }
+	if got := newSampler(Sampling{}).sample(logits(), nil); got != 1 {
+		t.Errorf("greedy: %d, want 1", got)
+	}
+	// top-k 1 at any temperature is greedy
+	for seed := uint64(0); seed < 20; seed++ {
+		if got := newSampler(Sampling{Temperature: 5, TopK: 1, Seed: seed}).sample(logits(), nil); got != 1 {
+			t.Fatalf("top-k 1: %d", got)
+		}
+	}
+	// min-p 0.5 keeps tokens within ln(0.5) of the best: ids 1 and 4 only
+	seen := map[int]bool{}
+	for seed := uint64(0); seed < 200; seed++ {
+		seen[newSampler(Sampling{Temperature: 1, MinP: 0.5, Seed: seed}).sample(logits(), nil)] = true
+	}
+	if len(seen) != 2 || !seen[1] || !seen[4] {
+		t.Errorf("min-p 0.5 sampled %v, want {1, 4}", seen)
+	}
+	// top-p 0.5: p(1)≈0.38, p(4)≈0.35 → the smallest set reaching 0.5 is {1, 4}
+	seen = map[int]bool{}
+	for seed := uint64(0); seed < 200; seed++ {
+		seen[newSampler(Sampling{Temperature: 1, TopP: 0.5, Seed: seed}).sample(logits(), nil)] = true
+	}
+	if len(seen) != 2 || !seen[1] || !seen[4] {
+		t.Errorf("top-p 0.5 sampled %v, want {1, 4}", seen)
+	}
+}
+
+func TestRepetitionPenalty(t *testing.T) {
+	l := []float32{2, -2, 1}
+	newSampler(Sampling{RepetitionPenalty: 2}).sample(l, []int{0, 1, 0})
+	if l[0] != 1 || l[1] != -4 || l[2] != 1 {
+		t.Errorf("penalised logits %v, want [1 -4 1] (each token once)", l)
+	}
+}
+
+func TestSamplerFrequencies(t *testing.T) {
+	// temperature 1 over two tokens with logits ln 3 and 0: frequencies 3:1
+	l := []float32{float32(math.Log(3)), 0}
+	s := newSampler(Sampling{Temperature: 1, Seed: 9})
+	n := 0
+	for i := 0; i < 4000; i++ {
+		if s.sample(append([]float32(nil), l...), nil) == 0 {
+			n++
+		}
+	}
+	if f := float64(n) / 4000; math.Abs(f-0.75) > 0.03 {
+		t.Errorf("frequency of the likelier token %.3f, want 0.75", f)
+	}
+}
+
+func TestTopK(t *testing.T) {
+	got := TopK([]float32{1, 5, 3, 5, -1, 4}, 3)
+	want := []int{1, 3, 5}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("TopK = %v, want %v", got, want)
+		}
+	}
+}
