@@ -5,7 +5,7 @@
 // which one runs; they name a kernel ("rms_norm_bf16"), give a grid and its
 // arguments, and the backend runs the kernel of that name. The CPU backend runs a Go
 // function with the same name and argument order, which makes it the oracle every
-// GPU kernel is tested against (docs/kernels.md lists every kernel and its arguments).
+// GPU kernel is tested against (kernels/README.md lists every kernel and its arguments).
 package backend
 
 import "fmt"

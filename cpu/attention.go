@@ -1,0 +1,130 @@
+package cpu
+
+import (
+	"math"
+
+	"bagel/backend"
+)
+
+// split_qgate_bf16: the gated q projection is laid out per head [q_h | gate_h];
+// the first D values of each head go to q, the last D to gate.
+func splitQGate(a *args) {
+	T, H, D := a.intArg("T"), a.intArg("H"), a.intArg("D")
+	src := a.bf16s("src", T*H*2*D) // (T, H, 2D)
+	q := a.bf16s("q", T*H*D)       // (T, H, D)
+	gate := a.bf16s("gate", T*H*D) // (T, H, D)
+	for th := range T * H {
+		copy(q[th*D:(th+1)*D], src[th*2*D:th*2*D+D])
+		copy(gate[th*D:(th+1)*D], src[th*2*D+D:(th+1)*2*D])
+	}
+}
+
+// rope_neox_bf16: in place, token t at position p = pos0+t, for i < h = rotDims/2:
+// a = p·theta^(−2i/rotDims), (x_i, x_{i+h}) → (x_i cos a − x_{i+h} sin a,
+// x_i sin a + x_{i+h} cos a). Dims ≥ rotDims are untouched.
+//
+// The angle is formed in f32 as MLX does (inverse frequency rounded to f32, then
+// times the position in f32), so at long positions it carries the same f32
+// error as the GPU kernels; cos and sin of that f32 angle are then exact.
+func ropeNeox(a *args) {
+	T, H, D := a.intArg("T"), a.intArg("H"), a.intArg("D")
+	rotDims, pos0, theta := a.intArg("rotDims"), a.intArg("pos0"), a.floatArg("theta")
+	a.check(rotDims%2 == 0 && rotDims <= D, "rotDims", "%d, want even and ≤ D=%d", rotDims, D)
+	x := a.bf16s("x", T*H*D) // (T, H, D)
+	half := rotDims / 2
+	invFreq := make([]float32, half) // theta^(−2i/rotDims)
+	for i := range half {
+		invFreq[i] = float32(math.Pow(float64(theta), -float64(2*i)/float64(rotDims)))
+	}
+	cos, sin := make([]float32, half), make([]float32, half)
+	for t := range T {
+		p := float32(pos0 + t)
+		for i := range half {
+			angle := p * invFreq[i]
+			cos[i] = float32(math.Cos(float64(angle)))
+			sin[i] = float32(math.Sin(float64(angle)))
+		}
+		for h := range H {
+			head := x[(t*H+h)*D : (t*H+h+1)*D]
+			for i := range half {
+				x1, x2 := f32(head[i]), f32(head[i+half])
+				head[i] = backend.F32ToBF16(x1*cos[i] - x2*sin[i])
+				head[i+half] = backend.F32ToBF16(x1*sin[i] + x2*cos[i])
+			}
+		}
+	}
+}
+
+// kv_append_bf16: kcache[h,pos0+t,:] = k[t,h,:], vcache likewise.
+func kvAppend(a *args) {
+	T, Hkv, D := a.intArg("T"), a.intArg("Hkv"), a.intArg("D")
+	Cap, pos0 := a.intArg("Cap"), a.intArg("pos0")
+	a.check(pos0+T <= Cap, "pos0", "%d tokens at %d exceed Cap=%d", T, pos0, Cap)
+	k := a.bf16s("k", T*Hkv*D)             // (T, Hkv, D)
+	v := a.bf16s("v", T*Hkv*D)             // (T, Hkv, D)
+	kcache := a.bf16s("kcache", Hkv*Cap*D) // (Hkv, Cap, D)
+	vcache := a.bf16s("vcache", Hkv*Cap*D) // (Hkv, Cap, D)
+	for t := range T {
+		for h := range Hkv {
+			src, dst := (t*Hkv+h)*D, (h*Cap+pos0+t)*D
+			copy(kcache[dst:dst+D], k[src:src+D])
+			copy(vcache[dst:dst+D], v[src:src+D])
+		}
+	}
+}
+
+// attention_bf16: causal attention over the first kvLen cached positions, whose
+// last T are the queries' own. Query t is at position kvLen−T+t and sees keys
+// 0..kvLen−T+t; q-head h reads kv-head h/(Hq/Hkv). Scores scale·q·k, softmax and
+// Σ p·v all in f32; out rounded once.
+func attention(a *args) {
+	T, Hq, Hkv, D := a.intArg("T"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
+	Cap, kvLen, scale := a.intArg("Cap"), a.intArg("kvLen"), a.floatArg("scale")
+	a.check(Hkv > 0 && Hq%Hkv == 0, "Hkv", "%d does not divide Hq=%d", Hkv, Hq)
+	a.check(T <= kvLen && kvLen <= Cap, "kvLen", "%d, want T=%d ≤ kvLen ≤ Cap=%d", kvLen, T, Cap)
+	q := a.bf16s("q", T*Hq*D)              // (T, Hq, D)
+	kcache := a.bf16s("kcache", Hkv*Cap*D) // (Hkv, Cap, D)
+	vcache := a.bf16s("vcache", Hkv*Cap*D) // (Hkv, Cap, D)
+	out := a.bf16s("out", T*Hq*D)          // (T, Hq, D)
+	group := Hq / Hkv
+
+	// One work item is one (token, q-head) pair.
+	a.parallel(T*Hq, 2*kvLen*D, func(lo, hi int) {
+		qf := make([]float32, D)         // this query, widened
+		scores := make([]float32, kvLen) // scale·q·k, then softmax weights
+		acc := make([]float32, D)        // Σ p·v
+		for item := lo; item < hi; item++ {
+			t, h := item/Hq, item%Hq
+			kvh := h / group
+			last := kvLen - T + t // the newest key this query sees
+			for d := range D {
+				qf[d] = f32(q[item*D+d])
+			}
+			maxScore := float32(math.Inf(-1))
+			for j := 0; j <= last; j++ {
+				key := kcache[(kvh*Cap+j)*D : (kvh*Cap+j+1)*D]
+				var s float32
+				for d := range D {
+					s += qf[d] * f32(key[d])
+				}
+				scores[j] = scale * s
+				maxScore = max(maxScore, scores[j])
+			}
+			var sum float32
+			for j := 0; j <= last; j++ {
+				scores[j] = expf(scores[j] - maxScore)
+				sum += scores[j]
+			}
+			clear(acc)
+			for j := 0; j <= last; j++ {
+				val := vcache[(kvh*Cap+j)*D : (kvh*Cap+j+1)*D]
+				for d := range D {
+					acc[d] += scores[j] * f32(val[d])
+				}
+			}
+			for d := range D {
+				out[item*D+d] = backend.F32ToBF16(acc[d] / sum)
+			}
+		}
+	})
+}

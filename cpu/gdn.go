@@ -1,0 +1,131 @@
+package cpu
+
+import "bagel/backend"
+
+// conv1d_silu_bf16: depthwise causal convolution with a carried state.
+// ci = concat(state, x) by rows (K−1+T, C); out[t,c] = bf16(silu(Σ_k ci[t+k,c]·w[c,k]))
+// in f32, so w[c,K−1] multiplies the current token; afterwards state = the last
+// K−1 rows of ci (raw inputs, not outputs).
+func conv1dSilu(a *args) {
+	T, C, K := a.intArg("T"), a.intArg("C"), a.intArg("K")
+	a.check(K >= 1, "K", "%d, want ≥ 1", K)
+	x := a.bf16s("x", T*C)             // (T, C)
+	state := a.bf16s("state", (K-1)*C) // (K−1, C), in/out
+	w := a.bf16s("w", C*K)             // (C, K)
+	out := a.bf16s("out", T*C)         // (T, C)
+
+	ci := make([]uint16, 0, (K-1+T)*C) // (K−1+T, C)
+	ci = append(ci, state...)
+	ci = append(ci, x...)
+	for t := range T {
+		for c := range C {
+			var s float32
+			for k := range K {
+				s += f32(ci[(t+k)*C+c]) * f32(w[c*K+k])
+			}
+			out[t*C+c] = backend.F32ToBF16(silu(s))
+		}
+	}
+	copy(state, ci[T*C:])
+}
+
+// gdn_gates_bf16: the Gated DeltaNet's per-token, per-v-head gates.
+// beta = bf16(σ(b)); g = exp(−exp(aLog)·bf16(softplus(bf16(a+dtBias)))), the
+// decay itself (not its log). Both are stored as f32.
+func gdnGates(a *args) {
+	T, Hv := a.intArg("T"), a.intArg("Hv")
+	alpha := a.bf16s("a", T*Hv)     // (T, Hv)
+	b := a.bf16s("b", T*Hv)         // (T, Hv)
+	aLog := a.f32s("aLog", Hv)      // (Hv)
+	dtBias := a.bf16s("dtBias", Hv) // (Hv)
+	g := a.f32s("g", T*Hv)          // (T, Hv)
+	beta := a.f32s("beta", T*Hv)    // (T, Hv)
+	for t := range T {
+		for h := range Hv {
+			i := t*Hv + h
+			beta[i] = backend.RoundBF16(sigmoid(f32(b[i])))
+			sp := backend.RoundBF16(softplus(backend.RoundBF16(f32(alpha[i]) + f32(dtBias[h]))))
+			g[i] = expf(-expf(aLog[h]) * sp)
+		}
+	}
+}
+
+// gdn_recurrence_bf16: the gated delta rule, sequential over tokens.
+//
+//	conv  bf16 (T, 2·Hk·Dk + Hv·Dv)  per token [q (Hk,Dk) | k (Hk,Dk) | v (Hv,Dv)]
+//	g     f32  (T, Hv)               decay
+//	beta  f32  (T, Hv)
+//	state f32  (Hv, Dv, Dk)          in/out, S[dv,dk] per v-head
+//	out   bf16 (T, Hv, Dv)
+//
+// Per token and k-head, q and k are rms-normalised without weight (eps 1e-6)
+// and scaled, with the bf16 roundings MLX makes:
+// q = bf16(bf16(q̂)·(1/Dk)), k = bf16(bf16(k̂)·Dk^−½).
+// Per v-head h reading k-head h/(Hv/Hk): S ← g·S; u = S·k; δ = beta·(v−u);
+// S ← S + δ⊗k; out = bf16(S·q), all in f32.
+func gdnRecurrence(a *args) {
+	T, Hk, Hv := a.intArg("T"), a.intArg("Hk"), a.intArg("Hv")
+	Dk, Dv := a.intArg("Dk"), a.intArg("Dv")
+	a.check(Hk > 0 && Hv%Hk == 0, "Hk", "%d does not divide Hv=%d", Hk, Hv)
+	width := 2*Hk*Dk + Hv*Dv
+	conv := a.bf16s("conv", T*width)   // (T, 2·Hk·Dk + Hv·Dv)
+	g := a.f32s("g", T*Hv)             // (T, Hv)
+	beta := a.f32s("beta", T*Hv)       // (T, Hv)
+	state := a.f32s("state", Hv*Dv*Dk) // (Hv, Dv, Dk)
+	out := a.bf16s("out", T*Hv*Dv)     // (T, Hv, Dv)
+
+	// Normalised q and k of every token and k-head, bf16 values held as f32.
+	// The scales are f32, as kernels/README.md writes them. MLX multiplies by a
+	// Python float, which it casts to the array's dtype: bf16(Dk^−½) for Dk = 128
+	// is 0.08837890625, not 0.0883883476, and can move k by one bf16 ulp.
+	qScale := 1 / float32(Dk)
+	kScale := rsqrtf(float32(Dk))
+	qn := make([]float32, T*Hk*Dk) // (T, Hk, Dk)
+	kn := make([]float32, T*Hk*Dk) // (T, Hk, Dk)
+	for t := range T {
+		row := conv[t*width : (t+1)*width]
+		for h := range Hk {
+			normScaled(row[h*Dk:(h+1)*Dk], qScale, qn[(t*Hk+h)*Dk:])
+			normScaled(row[(Hk+h)*Dk:(Hk+h+1)*Dk], kScale, kn[(t*Hk+h)*Dk:])
+		}
+	}
+
+	// The v-heads are independent: one work item is one head over all tokens.
+	r := Hv / Hk
+	a.parallel(Hv, T*Dv*Dk*4, func(lo, hi int) {
+		for h := lo; h < hi; h++ {
+			S := state[h*Dv*Dk : (h+1)*Dv*Dk] // (Dv, Dk)
+			hk := h / r
+			for t := range T {
+				k := kn[(t*Hk+hk)*Dk : (t*Hk+hk+1)*Dk] // (Dk)
+				q := qn[(t*Hk+hk)*Dk : (t*Hk+hk+1)*Dk] // (Dk)
+				v := conv[t*width+2*Hk*Dk+h*Dv:]       // (Dv)
+				gt, bt := g[t*Hv+h], beta[t*Hv+h]
+				for dv := range Dv {
+					Srow := S[dv*Dk : (dv+1)*Dk]
+					var u float32 // (S·k)[dv] after the decay
+					for dk := range Dk {
+						Srow[dk] *= gt
+						u += Srow[dk] * k[dk]
+					}
+					delta := bt * (f32(v[dv]) - u)
+					var o float32 // (S·q)[dv] after the update
+					for dk := range Dk {
+						Srow[dk] += delta * k[dk]
+						o += Srow[dk] * q[dk]
+					}
+					out[(t*Hv+h)*Dv+dv] = backend.F32ToBF16(o)
+				}
+			}
+		}
+	})
+}
+
+// normScaled writes bf16(bf16(x·rsqrt(mean(x²)+1e-6))·scale) of the bf16 row x
+// into out[:len(x)], the values held as f32.
+func normScaled(x []uint16, scale float32, out []float32) {
+	inv := rmsInv(x, 1e-6)
+	for i, h := range x {
+		out[i] = backend.RoundBF16(backend.RoundBF16(f32(h)*inv) * scale)
+	}
+}

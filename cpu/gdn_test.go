@@ -1,0 +1,193 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"bagel/backend"
+)
+
+func runConv(t *testing.T, d *Device, x []float32, state backend.Buffer, w []float32, T, C, K int) []float32 {
+	out := poisonBuf(t, d, 2*T*C)
+	dispatch(d, "conv1d_silu_bf16", arg(bf16Buf(t, d, x)), arg(state), arg(bf16Buf(t, d, w)), arg(out),
+		backend.Int(T), backend.Int(C), backend.Int(K))
+	return readBF16(t, d, out, T*C)
+}
+
+// TestConv1dSilu checks the formula, and that carrying the state across a call
+// of 3 tokens and one of 2 (fewer than K−1) equals one call of all 5.
+func TestConv1dSilu(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	d := newTestDevice()
+	const C, K = 5, 4
+	x := randBF16(rng, 5*C, 1)
+	w := randBF16(rng, C*K, 0.5)
+	state0 := randBF16(rng, (K-1)*C, 1)
+
+	whole := bf16Buf(t, d, state0)
+	outWhole := runConv(t, d, x, whole, w, 5, C, K)
+	ci := append(slices.Clone(state0), x...) // (K−1+5, C)
+	for tok := range 5 {
+		for c := range C {
+			var s float64
+			for k := range K {
+				s += float64(ci[(tok+k)*C+c]) * float64(w[c*K+k])
+			}
+			if g := outWhole[tok*C+c]; !bf16Close(g, silu64(s), 1e-6) {
+				t.Fatalf("out[%d,%d] = %v, want %v", tok, c, g, silu64(s))
+			}
+		}
+	}
+	if got, want := readBF16(t, d, whole, (K-1)*C), ci[5*C:]; !slices.Equal(got, want) {
+		t.Fatalf("state = %v, want the last K−1 input rows %v", got, want)
+	}
+
+	split := bf16Buf(t, d, state0)
+	out := append(runConv(t, d, x[:3*C], split, w, 3, C, K), runConv(t, d, x[3*C:], split, w, 2, C, K)...)
+	if !slices.Equal(out, outWhole) {
+		t.Fatalf("3+2 tokens: %v\nwant 5 tokens: %v", out, outWhole)
+	}
+	if a, b := readBF16(t, d, split, (K-1)*C), readBF16(t, d, whole, (K-1)*C); !slices.Equal(a, b) {
+		t.Fatalf("state after 3+2 tokens %v, after 5 %v", a, b)
+	}
+}
+
+func TestGDNGates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	d := newTestDevice()
+	const T, Hv = 3, 4
+	a, b := randBF16(rng, T*Hv, 2), randBF16(rng, T*Hv, 2)
+	aLog := []float32{0, -1.5, 0.7, 2}
+	dtBias := randBF16(rng, Hv, 1)
+	a[0], dtBias[0] = 0, 0 // the hand case below
+	g, beta := poisonBuf(t, d, 4*T*Hv), poisonBuf(t, d, 4*T*Hv)
+	dispatch(d, "gdn_gates_bf16", arg(bf16Buf(t, d, a)), arg(bf16Buf(t, d, b)), arg(f32Buf(t, d, aLog)), arg(bf16Buf(t, d, dtBias)),
+		arg(g), arg(beta), backend.Int(T), backend.Int(Hv))
+	gotG, gotBeta := readF32(t, d, g, T*Hv), readF32(t, d, beta, T*Hv)
+
+	// a+dtBias = 0, aLog = 0: softplus(0) = ln 2 rounds to bf16 0.69140625, so
+	// g = e^−0.69140625 = 0.5008712, not 0.5.
+	if math.Abs(float64(gotG[0])-0.5008712) > 1e-6 {
+		t.Fatalf("g[0,0] = %v, want 0.5008712", gotG[0])
+	}
+	for tok := range T {
+		for h := range Hv {
+			i := tok*Hv + h
+			wantBeta := backend.RoundBF16(float32(sigmoid64(float64(b[i]))))
+			if math.Abs(float64(gotBeta[i]-wantBeta)) > float64(wantBeta)/256 || backend.RoundBF16(gotBeta[i]) != gotBeta[i] {
+				t.Fatalf("beta[%d,%d] = %v, want bf16 %v", tok, h, gotBeta[i], wantBeta)
+			}
+			x := float64(backend.RoundBF16(a[i] + dtBias[h]))
+			sp := float64(backend.RoundBF16(float32(math.Log1p(math.Exp(x)))))
+			want := math.Exp(-math.Exp(float64(aLog[h])) * sp)
+			// One bf16 step of sp either way: |Δ ln g| ≤ e^aLog·sp/128.
+			if tol := want * math.Exp(float64(aLog[h])) * sp / 128; math.Abs(float64(gotG[i])-want) > tol+1e-7 {
+				t.Fatalf("g[%d,%d] = %v, want %v", tok, h, gotG[i], want)
+			}
+		}
+	}
+}
+
+// gdnCase is the input of gdn_recurrence_bf16.
+type gdnCase struct {
+	T, Hk, Hv, Dk, Dv int
+	conv              []float32 // (T, 2·Hk·Dk + Hv·Dv)
+	g, beta           []float32 // (T, Hv)
+	state             []float32 // (Hv, Dv, Dk)
+}
+
+func newGDNCase(rng *rand.Rand, T, Hk, Hv, Dk, Dv int) gdnCase {
+	c := gdnCase{T: T, Hk: Hk, Hv: Hv, Dk: Dk, Dv: Dv, conv: randBF16(rng, T*(2*Hk*Dk+Hv*Dv), 1)}
+	for range T * Hv {
+		c.g = append(c.g, float32(0.5+0.5*rng.Float64()))
+		c.beta = append(c.beta, backend.RoundBF16(float32(rng.Float64())))
+	}
+	for range Hv * Dv * Dk {
+		c.state = append(c.state, float32(rng.NormFloat64()*0.1))
+	}
+	return c
+}
+
+// run runs tokens [t0, t1) on the state buffer and returns their outputs.
+func (c gdnCase) run(t *testing.T, d *Device, state backend.Buffer, t0, t1 int) []float32 {
+	width := 2*c.Hk*c.Dk + c.Hv*c.Dv
+	n := t1 - t0
+	out := poisonBuf(t, d, 2*n*c.Hv*c.Dv)
+	dispatch(d, "gdn_recurrence_bf16", arg(bf16Buf(t, d, c.conv[t0*width:t1*width])),
+		arg(f32Buf(t, d, c.g[t0*c.Hv:t1*c.Hv])), arg(f32Buf(t, d, c.beta[t0*c.Hv:t1*c.Hv])), arg(state), arg(out),
+		backend.Int(n), backend.Int(c.Hk), backend.Int(c.Hv), backend.Int(c.Dk), backend.Int(c.Dv))
+	return readBF16(t, d, out, n*c.Hv*c.Dv)
+}
+
+func TestGDNRecurrenceSplitEqualsWhole(t *testing.T) {
+	d := newTestDevice()
+	c := newGDNCase(rand.New(rand.NewPCG(25, 26)), 4, 2, 4, 16, 8)
+	whole := f32Buf(t, d, c.state)
+	outWhole := c.run(t, d, whole, 0, 4)
+	split := f32Buf(t, d, c.state)
+	out := append(c.run(t, d, split, 0, 2), c.run(t, d, split, 2, 4)...)
+	if !slices.Equal(out, outWhole) {
+		t.Fatalf("2+2 tokens: %v\nwant 4 tokens: %v", out, outWhole)
+	}
+	n := c.Hv * c.Dv * c.Dk
+	if a, b := readF32(t, d, split, n), readF32(t, d, whole, n); !slices.Equal(a, b) {
+		t.Fatal("state after 2+2 tokens differs from the state after 4")
+	}
+}
+
+// TestGDNRecurrenceOneToken checks T=1 against the formula in float64, with the
+// contract's bf16 roundings of the normalised q and k (Dk = 32 makes Dk^−½
+// inexact, so the rounding of k̂ before the scale shows). Two k-heads for four
+// v-heads: v-head h must read k-head h/2 (h%2 would fail).
+func TestGDNRecurrenceOneToken(t *testing.T) {
+	d := newTestDevice()
+	const Hk, Hv, Dk, Dv = 2, 4, 32, 8
+	c := newGDNCase(rand.New(rand.NewPCG(27, 28)), 1, Hk, Hv, Dk, Dv)
+	state := f32Buf(t, d, c.state)
+	got := c.run(t, d, state, 0, 1)
+	gotState := readF32(t, d, state, Hv*Dv*Dk)
+
+	norm := func(x []float32, scale float64) []float64 {
+		var ss float64
+		for _, v := range x {
+			ss += float64(v) * float64(v)
+		}
+		inv := 1 / math.Sqrt(ss/float64(len(x))+1e-6)
+		out := make([]float64, len(x))
+		for i, v := range x {
+			xhat := float64(backend.RoundBF16(float32(float64(v) * inv)))
+			out[i] = float64(backend.RoundBF16(float32(xhat * scale)))
+		}
+		return out
+	}
+	for h := range Hv {
+		hk := h / (Hv / Hk)
+		q := norm(c.conv[hk*Dk:(hk+1)*Dk], 1/float64(Dk))
+		k := norm(c.conv[(Hk+hk)*Dk:(Hk+hk+1)*Dk], 1/math.Sqrt(Dk))
+		v := c.conv[2*Hk*Dk+h*Dv:]
+		g, beta := float64(c.g[h]), float64(c.beta[h])
+		for dv := range Dv {
+			S := make([]float64, Dk)
+			var u float64
+			for dk := range Dk {
+				S[dk] = g * float64(c.state[(h*Dv+dv)*Dk+dk])
+				u += S[dk] * k[dk]
+			}
+			delta := beta * (float64(v[dv]) - u)
+			var o, mag float64
+			for dk := range Dk {
+				S[dk] += delta * k[dk]
+				o += S[dk] * q[dk]
+				mag += math.Abs(S[dk] * q[dk])
+				if gs := float64(gotState[(h*Dv+dv)*Dk+dk]); math.Abs(gs-S[dk]) > 1e-5*(math.Abs(S[dk])+0.1) {
+					t.Fatalf("state[%d,%d,%d] = %v, want %v", h, dv, dk, gs, S[dk])
+				}
+			}
+			if g := got[h*Dv+dv]; !bf16Close(g, o, 1e-5*mag) {
+				t.Fatalf("out[%d,%d] = %v, want %v", h, dv, g, o)
+			}
+		}
+	}
+}

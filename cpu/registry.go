@@ -1,0 +1,221 @@
+package cpu
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"bagel/backend"
+)
+
+// kernel is one row of kernels/README.md: the Go reference and the names of its
+// buffers and scalars in argument order. A scalar name ending in ":f32" is an f32
+// scalar; the others are int32.
+type kernel struct {
+	run     func(a *args)
+	buffers []string
+	scalars []string
+}
+
+func sig(run func(a *args), buffers, scalars string) kernel {
+	return kernel{run: run, buffers: strings.Fields(buffers), scalars: strings.Fields(scalars)}
+}
+
+// registry lists every kernel of kernels/README.md, in its order.
+var registry = map[string]kernel{
+	"embed_dequant_bf16":      sig(embedDequant, "ids w scales biases out", "T In bits gs"),
+	"qmatmul_bf16":            sig(qmatmulBF16, "x w scales biases out", "T In Out bits gs"),
+	"qmatmul_bf16_f32":        sig(qmatmulF32, "x w scales biases out", "T In Out bits gs"),
+	"qmatmul_gather_bf16":     sig(qmatmulGather, "x ids w scales biases out", "T K In Out bits gs xPerSlot"),
+	"rms_norm_bf16":           sig(rmsNorm, "x w out", "R N eps:f32"),
+	"rms_norm_gated_bf16":     sig(rmsNormGated, "x z w out", "R N eps:f32"),
+	"split_qgate_bf16":        sig(splitQGate, "src q gate", "T H D"),
+	"rope_neox_bf16":          sig(ropeNeox, "x", "T H D rotDims pos0 theta:f32"),
+	"kv_append_bf16":          sig(kvAppend, "k v kcache vcache", "T Hkv D Cap pos0"),
+	"attention_bf16":          sig(attention, "q kcache vcache out", "T Hq Hkv D Cap kvLen scale:f32"),
+	"sigmoid_mul_bf16":        sig(sigmoidMul, "x gate out", "N"),
+	"add_bf16":                sig(add, "a b out", "N"),
+	"swiglu_bf16":             sig(swiglu, "gate up out", "N"),
+	"add_sigmoid_scaled_bf16": sig(addSigmoidScaled, "x y gate out", "T H"),
+	"conv1d_silu_bf16":        sig(conv1dSilu, "x state w out", "T C K"),
+	"gdn_gates_bf16":          sig(gdnGates, "a b aLog dtBias g beta", "T Hv"),
+	"gdn_recurrence_bf16":     sig(gdnRecurrence, "conv g beta state out", "T Hk Hv Dk Dv"),
+	"router_topk_bf16":        sig(routerTopK, "logits ids weights", "T E K norm"),
+	"moe_combine_bf16":        sig(moeCombine, "y weights out", "T K H"),
+}
+
+// Kernels lists the names of all kernels, sorted, so that other backends' tests
+// can check they cover the same set.
+func Kernels() []string {
+	names := make([]string, 0, len(registry))
+	for name := range registry {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// args is one dispatch's arguments, read by name. Every reader checks what it
+// reads and panics with the kernel and argument named.
+type args struct {
+	kernel  string
+	sig     kernel
+	list    []backend.Arg
+	threads int
+}
+
+// newArgs checks the count and kind of every argument against the signature.
+func newArgs(name string, k kernel, list []backend.Arg, threads int) *args {
+	a := &args{kernel: name, sig: k, list: list, threads: threads}
+	if want := len(k.buffers) + len(k.scalars); len(list) != want {
+		panic(fmt.Sprintf("cpu: %s: %d arguments, want %d (%s | %s)", name, len(list), want,
+			strings.Join(k.buffers, " "), strings.Join(k.scalars, " ")))
+	}
+	for i, arg := range list {
+		switch {
+		case i < len(k.buffers):
+			if arg.Kind != backend.ArgBuffer {
+				a.fail(i, "want a buffer, got argument kind %d", arg.Kind)
+			}
+			buf, ok := arg.Buf.(*buffer)
+			if !ok || buf == nil {
+				a.fail(i, "buffer %T is not a cpu buffer", arg.Buf)
+			}
+			if buf.freed {
+				a.fail(i, "buffer was freed")
+			}
+			if arg.Off < 0 || arg.Off > len(buf.data) {
+				a.fail(i, "offset %d outside a buffer of %d bytes", arg.Off, len(buf.data))
+			}
+		case strings.HasSuffix(k.scalars[i-len(k.buffers)], ":f32"):
+			if arg.Kind != backend.ArgFloat {
+				a.fail(i, "want an f32 scalar, got argument kind %d", arg.Kind)
+			}
+		default:
+			if arg.Kind != backend.ArgInt {
+				a.fail(i, "want an int32 scalar, got argument kind %d", arg.Kind)
+			}
+		}
+	}
+	return a
+}
+
+// name is argument i's name in the signature.
+func (a *args) name(i int) string {
+	if i < len(a.sig.buffers) {
+		return a.sig.buffers[i]
+	}
+	return strings.TrimSuffix(a.sig.scalars[i-len(a.sig.buffers)], ":f32")
+}
+
+func (a *args) fail(i int, format string, v ...any) {
+	panic(fmt.Sprintf("cpu: %s: argument %d (%s): %s", a.kernel, i, a.name(i), fmt.Sprintf(format, v...)))
+}
+
+// index finds the argument called name; a name missing from the signature is a
+// bug in this package.
+func (a *args) index(name string) int {
+	for i := range a.list {
+		if a.name(i) == name {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("cpu: %s: no argument named %q", a.kernel, name))
+}
+
+// view is n elements of size bytes of buffer argument name, from its offset.
+func (a *args) view(name string, n, size int) unsafe.Pointer {
+	i := a.index(name)
+	arg := a.list[i]
+	data := arg.Buf.(*buffer).data
+	if n < 0 || n > (len(data)-arg.Off)/size {
+		a.fail(i, "needs %d elements of %d bytes, buffer has %d bytes from offset %d", n, size, len(data), arg.Off)
+	}
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&data[arg.Off])
+}
+
+// avail is how many whole elements of size bytes buffer argument name holds
+// from its offset to the end of the buffer.
+func (a *args) avail(name string, size int) int {
+	arg := a.list[a.index(name)]
+	return (len(arg.Buf.(*buffer).data) - arg.Off) / size
+}
+
+// bf16s is n bf16 bit patterns of buffer argument name.
+func (a *args) bf16s(name string, n int) []uint16 {
+	return unsafe.Slice((*uint16)(a.view(name, n, 2)), n)
+}
+
+// f32s is n float32 of buffer argument name.
+func (a *args) f32s(name string, n int) []float32 {
+	return unsafe.Slice((*float32)(a.view(name, n, 4)), n)
+}
+
+// u32s is n uint32 of buffer argument name.
+func (a *args) u32s(name string, n int) []uint32 {
+	return unsafe.Slice((*uint32)(a.view(name, n, 4)), n)
+}
+
+// i32s is n int32 of buffer argument name.
+func (a *args) i32s(name string, n int) []int32 {
+	return unsafe.Slice((*int32)(a.view(name, n, 4)), n)
+}
+
+// intArg is the int32 scalar name. Every int scalar of the contract is a count,
+// a size, a position or a flag, so a negative one panics.
+func (a *args) intArg(name string) int {
+	i := a.index(name)
+	v := int(a.list[i].Int)
+	if v < 0 {
+		a.fail(i, "negative value %d", v)
+	}
+	return v
+}
+
+// floatArg is the f32 scalar name (without the ":f32" suffix).
+func (a *args) floatArg(name string) float32 { return a.list[a.index(name)].F32 }
+
+// check panics naming argument name when ok is false.
+func (a *args) check(ok bool, name string, format string, v ...any) {
+	if !ok {
+		a.fail(a.index(name), format, v...)
+	}
+}
+
+// parallel runs fn over [0, n) in contiguous chunks, one per goroutine, up to the
+// device's thread count. cost is the rough work of one item (multiply-adds); small
+// jobs run on the calling goroutine, where a goroutine would cost more than it saves.
+func (a *args) parallel(n, cost int, fn func(lo, hi int)) {
+	workers := min(a.threads, n)
+	if workers <= 1 || n*cost < 1<<14 {
+		fn(0, n)
+		return
+	}
+	// A panic in a worker is carried back to the dispatching goroutine, where
+	// the engine recovers it; left in the worker it would end the process.
+	var (
+		wg     sync.WaitGroup
+		once   sync.Once
+		failed any
+	)
+	for w := range workers {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { failed = r })
+				}
+			}()
+			fn(lo, hi)
+		})
+	}
+	wg.Wait()
+	if failed != nil {
+		panic(failed)
+	}
+}
