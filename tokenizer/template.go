@@ -1,0 +1,192 @@
+package tokenizer
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string // "system", "user", "assistant" or "tool"
+	Content string
+	// Reasoning is an assistant turn's thinking, without <think> tags (the
+	// templates' reasoning_content). Empty means "not given": the template
+	// then looks for a <think>...</think> block inside Content instead.
+	Reasoning string
+}
+
+// RenderOptions are the template variables a caller controls.
+type RenderOptions struct {
+	// AddGenerationPrompt appends the header of the assistant turn the model
+	// is to write next.
+	AddGenerationPrompt bool
+	// EnableThinking lets the model think before answering. When false, the
+	// generation prompt carries an empty <think>\n\n</think>\n\n block, which
+	// is how Qwen templates turn thinking off.
+	EnableThinking bool
+}
+
+// Template renders conversations the way one recognised Qwen chat template
+// does.
+type Template struct {
+	name   string
+	render func(msgs []Message, opts RenderOptions) (string, error)
+}
+
+// Name is the template family ("Qwen3", "Qwen3.5").
+func (t *Template) Name() string { return t.name }
+
+// Render returns the prompt text for msgs. It refuses what the template would
+// refuse (no user turn in a Qwen3.5 conversation, a system turn after the
+// first) and one thing the template would silently accept: a conversation that
+// ends with an assistant turn when a generation prompt is asked for, which
+// would open a second assistant turn after it.
+func (t *Template) Render(msgs []Message, opts RenderOptions) (string, error) {
+	if len(msgs) == 0 {
+		return "", errors.New("chat template: no messages")
+	}
+	for i, m := range msgs {
+		switch m.Role {
+		case "system", "user", "assistant", "tool":
+		default:
+			return "", fmt.Errorf("chat template: message %d has role %q; want system, user, assistant or tool", i, m.Role)
+		}
+	}
+	if opts.AddGenerationPrompt && msgs[len(msgs)-1].Role == "assistant" {
+		return "", errors.New("chat template: the conversation ends with an assistant turn, so a generation prompt cannot follow it (render without the generation prompt to continue that turn)")
+	}
+	return t.render(msgs, opts)
+}
+
+// LoadTemplate reads a model folder's chat template: chat_template.jinja if
+// present (transformers prefers it), else tokenizer_config.json's
+// chat_template, and recognises it.
+func LoadTemplate(dir string) (*Template, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
+	if err == nil {
+		t, err := ParseTemplate(string(data))
+		if err != nil {
+			return nil, fmt.Errorf("chat_template.jinja: %w", err)
+		}
+		return t, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("chat_template.jinja: %w", err)
+	}
+	cfg, err := readTokenizerConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil || cfg.ChatTemplate == "" {
+		return nil, fmt.Errorf("no chat template in %s: neither chat_template.jinja nor a chat_template in tokenizer_config.json", dir)
+	}
+	t, err := ParseTemplate(cfg.ChatTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer_config.json: %w", err)
+	}
+	return t, nil
+}
+
+//go:embed templates/*.jinja
+var knownTemplates embed.FS
+
+// family is a known template: its text (templates/*.jinja, copied verbatim
+// from the checkpoints) and the places where released checkpoints differ in
+// ways that do not change what Render produces.
+type family struct {
+	name     string
+	file     string
+	variants [][]string // each row: interchangeable spellings of one passage
+	render   func(msgs []Message, opts RenderOptions) (string, error)
+}
+
+var families = []family{
+	{name: "Qwen3", file: "templates/qwen3.jinja", render: renderQwen3},
+	{
+		name: "Qwen3.5", file: "templates/qwen35.jinja", render: renderQwen35,
+		variants: [][]string{
+			// Qwen3.6 adds an opt-in preserve_thinking variable; left undefined
+			// (we never set it) it behaves like the Qwen3.5 line.
+			{
+				`{%- if loop.index0 > ns.last_query_index %}`,
+				`{%- if (preserve_thinking is defined and preserve_thinking is true) or (loop.index0 > ns.last_query_index) %}`,
+			},
+			// Two spellings of the tool-call argument loop; Message has no tool
+			// calls, so neither is ever reached.
+			{
+				"{%- if tool_call.arguments is mapping %}\n{%- for args_name in tool_call.arguments %}\n{%- set args_value = tool_call.arguments[args_name] %}",
+				"{%- if tool_call.arguments is defined %}\n{%- for args_name, args_value in tool_call.arguments|items %}",
+			},
+			// The large checkpoints think unless enable_thinking is false, the
+			// small ones (0.8B-9B) only when it is true. Render always defines
+			// enable_thinking, so both give the same prompt.
+			{
+				"{%- if enable_thinking is defined and enable_thinking is false %}\n{{- '<think>\\n\\n</think>\\n\\n' }}\n{%- else %}\n{{- '<think>\\n' }}\n{%- endif %}",
+				"{%- if enable_thinking is defined and enable_thinking is true %}\n{{- '<think>\\n' }}\n{%- else %}\n{{- '<think>\\n\\n</think>\\n\\n' }}\n{%- endif %}",
+			},
+		},
+	},
+}
+
+// ParseTemplate recognises a chat template's source text. Recognition is by
+// the whole text, compared line by line with indentation ignored, against the
+// known Qwen templates, allowing only the listed variants: a fine-tune that
+// edits anything else gets an error rather than a prompt its model was not
+// trained on.
+func ParseTemplate(src string) (*Template, error) {
+	bestName, bestLine, bestText := "", -1, ""
+	for _, f := range families {
+		got := canonical(src)
+		known, err := knownTemplates.ReadFile(f.file)
+		if err != nil {
+			panic(err) // embedded at build time
+		}
+		want := canonical(string(known))
+		for i, row := range f.variants {
+			marker := fmt.Sprintf("\x00variant %d\x00", i)
+			for _, v := range row {
+				got = strings.ReplaceAll(got, v, marker)
+				want = strings.ReplaceAll(want, v, marker)
+			}
+		}
+		if got == want {
+			return &Template{name: f.name, render: f.render}, nil
+		}
+		if line, text := firstDifference(got, want); line > bestLine {
+			bestName, bestLine, bestText = f.name, line, text
+		}
+	}
+	if strings.TrimSpace(src) == "" {
+		return nil, errors.New("unsupported chat template (empty)")
+	}
+	return nil, fmt.Errorf("unsupported chat template (not one of the known Qwen3 / Qwen3.5 templates; closest is %s, which differs at non-blank line %d: %q)", bestName, bestLine, bestText)
+}
+
+// canonical drops indentation, trailing blanks and empty lines: Qwen templates
+// put every tag in {%- -%} form, so none of that reaches the output.
+func canonical(src string) string {
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	var lines []string
+	for _, l := range strings.Split(src, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// firstDifference returns the 1-based line of got where it first departs from
+// want, and that line.
+func firstDifference(got, want string) (int, string) {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range g {
+		if i >= len(w) || g[i] != w[i] {
+			return i + 1, strings.ReplaceAll(g[i], "\x00", "")
+		}
+	}
+	return len(g) + 1, "(end of template)"
+}
