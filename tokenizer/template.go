@@ -11,12 +11,12 @@ import (
 
 // Message is one turn of a conversation.
 type Message struct {
-	Role    string // "system", "user", "assistant" or "tool"
-	Content string
+	Role    string `json:"role"` // "system", "user", "assistant" or "tool"
+	Content string `json:"content"`
 	// Reasoning is an assistant turn's thinking, without <think> tags (the
 	// templates' reasoning_content). Empty means "not given": the template
 	// then looks for a <think>...</think> block inside Content instead.
-	Reasoning string
+	Reasoning string `json:"reasoning_content,omitempty"`
 }
 
 // RenderOptions are the template variables a caller controls.
