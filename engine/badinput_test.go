@@ -144,7 +144,7 @@ func TestBrokenModelFolders(t *testing.T) {
 					}
 				}
 			})
-		}, []string{"embed_tokens", "bits"}},
+		}, []string{"embed_tokens", "8-bit", "want"}},
 		{"unsupported quantization mode", func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
 				for _, k := range []string{"quantization", "quantization_config"} {

@@ -72,6 +72,7 @@ const (
 	lseTol       = 0.1  // |Δlogsumexp| at every position
 	clearMargin  = 0.3  // reference margin above which the top-1 must agree
 	top1MinShare = 0.96 // share of clear positions whose top-1 agrees (router ties in the MoE)
+	greedyMargin = 0.15 // greedy tokens are compared up to the first step with a thinner margin
 )
 
 // TestScoreMatchesTransformers compares teacher-forced logits with transformers'
@@ -166,7 +167,7 @@ func TestGreedyMatchesTransformers(t *testing.T) {
 				got := greedyIDs(t, e, ref.PromptIDs, len(ref.GeneratedIDs))
 				compared := 0
 				for i, id := range ref.GeneratedIDs {
-					if ref.Margins[i] < clearMargin {
+					if ref.Margins[i] < greedyMargin {
 						break
 					}
 					compared++
@@ -178,7 +179,7 @@ func TestGreedyMatchesTransformers(t *testing.T) {
 					}
 				}
 				t.Logf("greedy %d: %d of %d tokens compared", gi, compared, len(ref.GeneratedIDs))
-				if compared < 4 {
+				if compared < 6 {
 					t.Errorf("greedy %d: only %d tokens have a clear margin; pick a clearer prompt", gi, compared)
 				}
 			}

@@ -34,7 +34,7 @@ VOCAB = 151936
 EOS_IDS = [151645, 151643]  # Qwen3 <|im_end|>, <|endoftext|>
 MAX_PROMPT_ID = 151643  # prompt ids are < this (ordinary tokens)
 TOP_K = 20
-GREEDY_NEW_TOKENS = 24
+GREEDY_NEW_TOKENS = 12
 GREEDY_KEEP = 2  # greedy references kept per model (best of the candidates)
 
 # --------------------------------------------------------------------------
@@ -669,8 +669,12 @@ def write_quant_vectors(out_dir):
 
 
 def greedy_candidates():
+    # Random models are rarely confident for 12 steps in a row, so many candidates
+    # are tried and the ones whose smallest step margin is largest are kept: a bf16
+    # engine can then be held to every generated token.
     rng = np.random.default_rng(777)
-    return [[int(v) for v in rng.integers(0, MAX_PROMPT_ID, size=n)] for n in (5, 9, 12, 17, 20, 26, 33, 40)]
+    lengths = (5, 9, 12, 17, 20, 26, 33, 40)
+    return [[int(v) for v in rng.integers(0, MAX_PROMPT_ID, size=lengths[i % len(lengths)])] for i in range(300)]
 
 
 def make_prompts():
@@ -854,8 +858,9 @@ def run_hf(out_dir, name, spec, B, model_dir, device):
             tfp = full[len(ids) - 1:len(seq) - 1]
             gen_consistency.append(float((dec - tfp).abs().max()))
             cands.append({"prompt_ids": ids, "generated_ids": gen, "margins": margins, "top1_logits": top1})
-            print(f"[{name}] greedy candidate len {len(ids)}: min margin {min(margins):.4f}; "
-                  f"cached-decode vs teacher-forced max|dlogit| {gen_consistency[-1]:.3g}", flush=True)
+            if len(cands) % 50 == 0:
+                print(f"[{name}] greedy candidate {len(cands)}: min margin {min(margins):.4f}; "
+                      f"cached-decode vs teacher-forced max|dlogit| {gen_consistency[-1]:.3g}", flush=True)
         # keep the GREEDY_KEEP candidates whose smallest step margin is largest, so that
         # a bf16 engine can be held to the whole generated sequence
         order = sorted(range(len(cands)), key=lambda j: -min(cands[j]["margins"]))
