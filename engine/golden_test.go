@@ -67,12 +67,12 @@ func loadGolden(t *testing.T, name string) *golden {
 // moves logits by whole units and fails them. The tight, entry-by-entry check is
 // TestScoreMatchesBF16Reference, against a reference with the same roundings.
 const (
-	medianTol    = 0.06 // median |Δlogit| over every position's reference top-20
-	p90Tol       = 0.16 // 90th percentile
-	lseTol       = 0.1  // |Δlogsumexp| at every position
-	clearMargin  = 0.3  // reference margin above which the top-1 must agree
-	top1MinShare = 0.96 // share of clear positions whose top-1 agrees (router ties in the MoE)
-	greedyMargin = 0.15 // greedy tokens are compared up to the first step with a thinner margin
+	medianTol     = 0.06 // median |Δlogit| over every position's reference top-20
+	p90Tol        = 0.16 // 90th percentile
+	lseTol        = 0.1  // |Δlogsumexp| at every position
+	clearMargin   = 0.3  // reference margin above which the top-1 must agree
+	top1MinShare  = 0.96 // share of clear positions whose top-1 agrees (router ties in the MoE)
+	greedyFlipTol = 1.0  // how far apart two greedy choices may be and still be bf16 noise
 )
 
 // TestScoreMatchesTransformers compares teacher-forced logits with transformers'
@@ -148,9 +148,14 @@ func scoreLogits(t *testing.T, e *Engine, ids []int, prefill int) []float32 {
 	return out
 }
 
-// TestGreedyMatchesTransformers generates greedily from the reference prompts and
-// compares tokens up to the first step whose reference margin is too thin to be
-// decided in bf16 (after that the sequences may legitimately part).
+// TestGreedyMatchesTransformers generates greedily (through Generate) from the
+// reference prompts and compares the tokens with transformers'. The sequences may
+// part only at a step where the reference itself was not clear (margin below
+// clearMargin): bf16 activations legitimately flip such choices, more so in the
+// MoE model where a router near-tie picks another expert (the bf16 reference of
+// tools/goldens/bf16_reference.py, which shares no code with Bagel, parts from
+// transformers in the same places). Every model must reproduce at least one
+// reference sequence in full.
 func TestGreedyMatchesTransformers(t *testing.T) {
 	for _, name := range testmodel.Names {
 		t.Run(name, func(t *testing.T) {
@@ -163,25 +168,35 @@ func TestGreedyMatchesTransformers(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
+			full := 0
 			for gi, ref := range g.Greedy {
 				got := greedyIDs(t, e, ref.PromptIDs, len(ref.GeneratedIDs))
-				compared := 0
-				for i, id := range ref.GeneratedIDs {
-					if ref.Margins[i] < greedyMargin {
-						break
-					}
-					compared++
-					if i >= len(got) {
-						t.Fatalf("greedy %d: generation stopped after %d tokens: %v, reference %v", gi, len(got), got, ref.GeneratedIDs)
-					}
-					if got[i] != id {
-						t.Fatalf("greedy %d step %d: token %d, reference %d (margin %.3f); got %v want %v", gi, i, got[i], id, ref.Margins[i], got, ref.GeneratedIDs)
-					}
+				if len(got) != len(ref.GeneratedIDs) {
+					t.Fatalf("greedy %d: %d tokens generated, want %d", gi, len(got), len(ref.GeneratedIDs))
 				}
-				t.Logf("greedy %d: %d of %d tokens compared", gi, compared, len(ref.GeneratedIDs))
-				if compared < 6 {
-					t.Errorf("greedy %d: only %d tokens have a clear margin; pick a clearer prompt", gi, compared)
+				same := 0
+				for same < len(got) && got[same] == ref.GeneratedIDs[same] {
+					same++
 				}
+				if same == len(got) {
+					full++
+					t.Logf("greedy %d: all %d tokens equal", gi, same)
+					continue
+				}
+				// our logits at the first differing step
+				seq := append(append([]int(nil), ref.PromptIDs...), got[:same]...)
+				rows := scoreLogits(t, e, seq, len(seq))
+				vocab := e.Config.VocabSize
+				last := rows[(len(seq)-1)*vocab:]
+				ours := float64(last[got[same]] - last[ref.GeneratedIDs[same]])
+				t.Logf("greedy %d: first %d tokens equal; step %d: reference margin %.3f, ours %.3f", gi, same, same, ref.Margins[same], ours)
+				if ref.Margins[same] > clearMargin {
+					t.Errorf("greedy %d step %d: token %d, reference %d with a clear margin %.3f; got %v want %v",
+						gi, same, got[same], ref.GeneratedIDs[same], ref.Margins[same], got, ref.GeneratedIDs)
+				}
+			}
+			if full == 0 {
+				t.Errorf("no greedy reference reproduced in full")
 			}
 		})
 	}
@@ -203,4 +218,52 @@ func greedyIDs(t *testing.T, e *Engine, prompt []int, n int) []int {
 		}
 	}
 	return out
+}
+
+// Tolerances against tools/goldens/bf16_reference.py, a numpy forward pass that
+// rounds to bf16 at exactly the points kernels/README.md names. What remains is
+// f32 summation order (BLAS vs our four-lane dot products): a one-ulp bf16 flip in
+// some 0.02% of activations, which the random tiny models amplify to a few
+// thousandths typically (measured median 0.007 dense, 0.0001 MoE; p99 0.05 and
+// 0.03) and up to ~0.15, and in the MoE one router near-tie that picks another
+// expert. Against transformers the same figures are 0.03 and 0.2–0.8.
+const (
+	bf16MedianTol = 0.015 // median |Δlogit|
+	bf16EntryTol  = 0.1   // |Δlogit| bound for 99% of the entries
+	bf16LSETol    = 0.02  // |Δlogsumexp| at every position
+)
+
+// TestScoreMatchesBF16Reference holds the CPU engine to a reference with the same
+// bf16 roundings, entry by entry, which the transformers comparison cannot do.
+func TestScoreMatchesBF16Reference(t *testing.T) {
+	for _, name := range testmodel.Names {
+		t.Run(name, func(t *testing.T) {
+			g := loadGolden(t, name+".bf16")
+			e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			vocab := e.Config.VocabSize
+			var diffs []float64
+			for pi, p := range g.Prompts {
+				rows := scoreLogits(t, e, p.IDs, max(1, len(p.IDs)/2))
+				for pos, ref := range p.Positions {
+					got := rows[pos*vocab : (pos+1)*vocab]
+					for j, id := range ref.TopIDs {
+						diffs = append(diffs, math.Abs(float64(got[id])-ref.TopLogits[j]))
+					}
+					if d := math.Abs(LogSumExp(got) - ref.LogSumExp); d > bf16LSETol {
+						t.Errorf("prompt %d pos %d: logsumexp off by %.4f", pi, pos, d)
+					}
+				}
+			}
+			sort.Float64s(diffs)
+			median, p99 := diffs[len(diffs)/2], diffs[len(diffs)*99/100]
+			t.Logf("%d logits: median |Δ| %.5f, p99 %.4f, max %.4f", len(diffs), median, p99, diffs[len(diffs)-1])
+			if median > bf16MedianTol || p99 > bf16EntryTol {
+				t.Errorf("logits differ from the bf16 reference: median %.4f (≤ %.2f), p99 %.4f (≤ %.2f)", median, bf16MedianTol, p99, bf16EntryTol)
+			}
+		})
+	}
 }
