@@ -1,0 +1,348 @@
+//go:build linux
+
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"unsafe"
+
+	"bagel/backend"
+	"bagel/kernels"
+)
+
+// Device is one NVIDIA GPU with its primary context and one stream.
+type Device struct {
+	drv     *driver
+	nv      *nvrtc // nil when NVRTC is absent: the embedded PTX is used
+	nvErr   error  // why nv is nil
+	dev     int32
+	ctx     uintptr
+	stream  uintptr
+	name    string
+	major   int
+	minor   int
+	memory  uint64
+	version int32 // driver API version, e.g. 13000
+
+	mod      *module // loaded at the first dispatch
+	modErr   error   // a failed load, returned by every later Submit
+	forcePTX bool    // BAGEL_CUDA_PTX=1: use the embedded PTX even with NVRTC present
+
+	counters backend.Counters
+	closed   bool
+}
+
+var _ backend.Device = (*Device)(nil)
+
+// New opens GPU ordinal (0 for the first), retains its primary context, makes it
+// current on the calling OS thread and creates a stream. The caller's goroutine
+// must be locked to its thread (runtime.LockOSThread) and make every later call.
+// Without the driver the error contains "no CUDA driver"; without a GPU,
+// "no CUDA device".
+//
+// BAGEL_CUDA_PTX=1 makes the device load the embedded PTX instead of compiling
+// with NVRTC (to test the driver-only path on a machine that has NVRTC).
+func New(ordinal int) (*Device, error) {
+	drv, err := loadDriver()
+	if err != nil {
+		return nil, err
+	}
+	if err := drv.check(drv.cuInit(0), "cuInit", ""); err != nil {
+		return nil, fmt.Errorf("%w (no CUDA device usable by the driver?)", err)
+	}
+	dev := &Device{drv: drv, forcePTX: os.Getenv("BAGEL_CUDA_PTX") == "1"}
+	var count int32
+	if err := drv.check(drv.cuDeviceGetCount(&count), "cuDeviceGetCount", ""); err != nil {
+		return nil, err
+	}
+	if count == 0 {
+		return nil, fmt.Errorf("cuda: no CUDA device")
+	}
+	if ordinal < 0 || ordinal >= int(count) {
+		return nil, fmt.Errorf("cuda: device %d requested, %d present", ordinal, count)
+	}
+	steps := []struct {
+		r    func() cuResult
+		call string
+	}{
+		{func() cuResult { return drv.cuDriverGetVersion(&dev.version) }, "cuDriverGetVersion"},
+		{func() cuResult { return drv.cuDeviceGet(&dev.dev, int32(ordinal)) }, "cuDeviceGet"},
+		{func() cuResult { return dev.attribute(attrComputeCapabilityMajor, &dev.major) }, "cuDeviceGetAttribute(major)"},
+		{func() cuResult { return dev.attribute(attrComputeCapabilityMinor, &dev.minor) }, "cuDeviceGetAttribute(minor)"},
+		{func() cuResult { return drv.cuDeviceTotalMem(&dev.memory, dev.dev) }, "cuDeviceTotalMem"},
+		{func() cuResult {
+			var buf [256]byte
+			r := drv.cuDeviceGetName(&buf[0], int32(len(buf)), dev.dev)
+			dev.name = strings.TrimRight(string(buf[:]), "\x00")
+			return r
+		}, "cuDeviceGetName"},
+		{func() cuResult { return drv.cuDevicePrimaryCtxRetain(&dev.ctx, dev.dev) }, "cuDevicePrimaryCtxRetain"},
+		{func() cuResult { return drv.cuCtxSetCurrent(dev.ctx) }, "cuCtxSetCurrent"},
+		{func() cuResult { return drv.cuStreamCreate(&dev.stream, 0) }, "cuStreamCreate"},
+	}
+	for _, s := range steps {
+		if err := drv.check(s.r(), s.call, ""); err != nil {
+			if dev.ctx != 0 {
+				drv.cuDevicePrimaryCtxRelease(dev.dev)
+			}
+			return nil, err
+		}
+	}
+	dev.nv, dev.nvErr = loadNVRTC()
+	return dev, nil
+}
+
+func (d *Device) attribute(attr int32, out *int) cuResult {
+	var v int32
+	r := d.drv.cuDeviceGetAttribute(&v, attr, d.dev)
+	*out = int(v)
+	return r
+}
+
+// Name is the GPU's name, e.g. "NVIDIA H200".
+func (d *Device) Name() string { return d.name }
+
+// ComputeCapability is the GPU's (major, minor), e.g. (9, 0) on H100/H200.
+func (d *Device) ComputeCapability() (major, minor int) { return d.major, d.minor }
+
+// Describe is a one-line summary for logs: GPU, memory, capability, driver and
+// how kernels are compiled.
+func (d *Device) Describe() string {
+	how := "embedded PTX (NVRTC not found)"
+	switch {
+	case d.forcePTX:
+		how = "embedded PTX (BAGEL_CUDA_PTX=1)"
+	case d.nv != nil:
+		how = "NVRTC " + d.nv.Version() + " (" + d.nv.path + ")"
+	}
+	return fmt.Sprintf("%s, %.1f GiB, sm_%d%d, driver API %d.%d, kernels: %s",
+		d.name, float64(d.memory)/(1<<30), d.major, d.minor, d.version/1000, d.version%1000/10, how)
+}
+
+// buffer is device memory: ptr is a CUdeviceptr.
+type buffer struct {
+	dev   *Device
+	ptr   uint64
+	n     int
+	freed bool
+}
+
+func (b *buffer) Len() int { return b.n }
+
+// Alloc returns n zero bytes of device memory.
+func (d *Device) Alloc(n int) (backend.Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("cuda: alloc of %d bytes", n)
+	}
+	b := &buffer{dev: d, n: n}
+	if n == 0 {
+		return b, nil
+	}
+	if err := d.drv.check(d.drv.cuMemAlloc(&b.ptr, uint64(n)), "cuMemAlloc", ""); err != nil {
+		return nil, fmt.Errorf("%w (%d bytes)", err, n)
+	}
+	if err := d.drv.check(d.drv.cuMemsetD8(b.ptr, 0, uint64(n)), "cuMemsetD8", ""); err != nil {
+		d.drv.cuMemFree(b.ptr)
+		return nil, err
+	}
+	return b, nil
+}
+
+// WrapHost uploads data into new device memory (a discrete GPU cannot use the
+// mmap'd file in place); data may be released afterwards.
+func (d *Device) WrapHost(data []byte) (backend.Buffer, error) {
+	b, err := d.Alloc(len(data))
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Write(b, 0, data); err != nil {
+		d.Free(b)
+		return nil, err
+	}
+	return b, nil
+}
+
+// deviceBytes checks that n bytes at off lie inside b, a live buffer of d.
+func (d *Device) deviceBytes(b backend.Buffer, off, n int) (*buffer, error) {
+	buf, ok := b.(*buffer)
+	switch {
+	case !ok || buf == nil:
+		return nil, fmt.Errorf("buffer %T is not a cuda buffer", b)
+	case buf.dev != d:
+		return nil, fmt.Errorf("buffer belongs to another device")
+	case buf.freed:
+		return nil, fmt.Errorf("buffer was freed")
+	case off < 0 || n < 0 || off > buf.n || n > buf.n-off:
+		return nil, fmt.Errorf("%d bytes at offset %d outside a buffer of %d", n, off, buf.n)
+	}
+	return buf, nil
+}
+
+// Write copies src into b at off. It is ordered after every launch made so far
+// and returns when src may be reused.
+func (d *Device) Write(b backend.Buffer, off int, src []byte) error {
+	buf, err := d.deviceBytes(b, off, len(src))
+	if err != nil {
+		return fmt.Errorf("cuda: write: %w", err)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	return d.drv.check(d.drv.cuMemcpyHtoD(buf.ptr+uint64(off), unsafe.Pointer(&src[0]), uint64(len(src))), "cuMemcpyHtoD", "")
+}
+
+// Read waits for the stream, then copies from b at off into dst. A host sync.
+func (d *Device) Read(b backend.Buffer, off int, dst []byte) error {
+	buf, err := d.deviceBytes(b, off, len(dst))
+	if err != nil {
+		return fmt.Errorf("cuda: read: %w", err)
+	}
+	if err := d.Synchronize(); err != nil {
+		return err
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	return d.drv.check(d.drv.cuMemcpyDtoH(unsafe.Pointer(&dst[0]), buf.ptr+uint64(off), uint64(len(dst))), "cuMemcpyDtoH", "")
+}
+
+// Synchronize waits for all launched work; it counts as a host sync. A kernel
+// that faulted reports here (CUDA errors of asynchronous work surface late).
+func (d *Device) Synchronize() error {
+	d.counters.HostSyncs++
+	return d.drv.check(d.drv.cuStreamSynchronize(d.stream), "cuStreamSynchronize", "")
+}
+
+// Counters returns the running totals.
+func (d *Device) Counters() backend.Counters { return d.counters }
+
+// Free releases b's device memory (cuMemFree waits for work that may use it).
+func (d *Device) Free(b backend.Buffer) {
+	buf, ok := b.(*buffer)
+	if !ok || buf == nil || buf.freed || buf.dev != d {
+		return
+	}
+	if buf.ptr != 0 {
+		d.drv.cuMemFree(buf.ptr)
+	}
+	buf.freed, buf.ptr = true, 0
+}
+
+// Close waits for the stream and releases the module, the stream and the context.
+func (d *Device) Close() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	err := d.drv.check(d.drv.cuStreamSynchronize(d.stream), "cuStreamSynchronize", "")
+	if d.mod != nil {
+		d.drv.cuModuleUnload(d.mod.handle)
+	}
+	d.drv.cuStreamDestroy(d.stream)
+	d.drv.cuDevicePrimaryCtxRelease(d.dev)
+	return err
+}
+
+// Encoder returns an encoder that launches each dispatch on the device's stream.
+func (d *Device) Encoder() backend.Encoder { return &encoder{dev: d} }
+
+// encoder launches at Dispatch and reports at Submit.
+type encoder struct {
+	dev *Device
+	err error // the first launch error
+}
+
+// Dispatch launches kernel on the stream. An unknown kernel, arguments that do
+// not match its signature or a threadgroup over 1024 threads panic (programmer
+// errors); compile, load and launch errors are returned by Submit. A dispatch
+// with an empty grid launches nothing.
+func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...backend.Arg) {
+	d := e.dev
+	sig, ok := kernels.Signatures()[kernel]
+	if !ok {
+		panic(fmt.Sprintf("cuda: unknown kernel %q", kernel))
+	}
+	params := d.marshal(kernel, sig, args)
+	grid, group = norm3(grid), norm3(group)
+	if threads := group.X * group.Y * group.Z; threads > 1024 || threads < 1 {
+		panic(fmt.Sprintf("cuda: %s: threadgroup %v has %d threads, want 1..1024", kernel, group, threads))
+	}
+	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || e.err != nil {
+		return
+	}
+	fn, err := d.function(kernel)
+	if err != nil {
+		e.err = err
+		return
+	}
+	ptrs := make([]unsafe.Pointer, len(params))
+	for i := range params {
+		ptrs[i] = unsafe.Pointer(&params[i])
+	}
+	r := d.drv.cuLaunchKernel(fn, uint32(grid.X), uint32(grid.Y), uint32(grid.Z),
+		uint32(group.X), uint32(group.Y), uint32(group.Z), 0, d.stream, unsafe.Pointer(&ptrs[0]), nil)
+	if err := d.drv.check(r, "cuLaunchKernel", kernel); err != nil {
+		e.err = fmt.Errorf("%w (grid %v, group %v)", err, grid, group)
+		return
+	}
+	d.counters.Dispatches++
+}
+
+// norm3 treats a zero Y or Z as 1 (a 1-D launch written as Dim3{X: n}).
+func norm3(v backend.Dim3) backend.Dim3 {
+	if v.Y == 0 {
+		v.Y = 1
+	}
+	if v.Z == 0 {
+		v.Z = 1
+	}
+	return v
+}
+
+// marshal checks args against the kernel's signature and lays out one 8-byte
+// slot per argument: a buffer becomes its CUdeviceptr plus offset, an int an
+// int32, a float a float32 (little-endian, in the slot's low bytes).
+func (d *Device) marshal(kernel string, sig kernels.Signature, args []backend.Arg) []uint64 {
+	if len(args) != len(sig.Params) {
+		panic(fmt.Sprintf("cuda: %s: %d arguments, want %d", kernel, len(args), len(sig.Params)))
+	}
+	slots := make([]uint64, len(args))
+	for i, a := range args {
+		p := sig.Params[i]
+		switch {
+		case p.Buffer:
+			if a.Kind != backend.ArgBuffer {
+				panic(fmt.Sprintf("cuda: %s: argument %d (%s) wants a buffer", kernel, i, p.Name))
+			}
+			buf, err := d.deviceBytes(a.Buf, a.Off, 0)
+			if err != nil {
+				panic(fmt.Sprintf("cuda: %s: argument %d (%s): %v", kernel, i, p.Name, err))
+			}
+			slots[i] = buf.ptr + uint64(a.Off)
+		case p.Type == "float":
+			if a.Kind != backend.ArgFloat {
+				panic(fmt.Sprintf("cuda: %s: argument %d (%s) wants an f32 scalar", kernel, i, p.Name))
+			}
+			slots[i] = uint64(math.Float32bits(a.F32))
+		default:
+			if a.Kind != backend.ArgInt {
+				panic(fmt.Sprintf("cuda: %s: argument %d (%s) wants an int32 scalar", kernel, i, p.Name))
+			}
+			slots[i] = uint64(uint32(a.Int))
+		}
+	}
+	return slots
+}
+
+// Submit returns the first error of this encoder's launches (or of the module
+// load) and counts one command buffer. Launches are already queued; Submit does
+// not wait for them.
+func (e *encoder) Submit() error {
+	e.dev.counters.CommandBuffers++
+	err := e.err
+	e.err = nil
+	return err
+}

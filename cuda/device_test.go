@@ -1,0 +1,194 @@
+//go:build linux
+
+package cuda
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"bagel/backend"
+	"bagel/gputest"
+	"bagel/kernels"
+)
+
+// openOrSkip opens GPU 0 on the test's goroutine, which the caller has locked to
+// its OS thread. Without a driver or GPU the test is skipped with the reason,
+// unless BAGEL_REQUIRE_GPU=1 (make gpu-test), where that is a failure.
+func openOrSkip(t *testing.T) *Device {
+	t.Helper()
+	dev, err := New(0)
+	if err != nil {
+		if os.Getenv("BAGEL_REQUIRE_GPU") == "1" {
+			t.Fatalf("BAGEL_REQUIRE_GPU=1 but: %v", err)
+		}
+		t.Skipf("skipping CUDA test, no usable GPU: %v", err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	t.Log(dev.Describe())
+	return dev
+}
+
+// TestNoDriverError checks the error the engine keys its CPU fallback on.
+func TestNoDriverError(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev, err := New(0)
+	if err == nil {
+		dev.Close()
+		t.Skip("a CUDA GPU is present")
+	}
+	if !strings.Contains(err.Error(), "no CUDA") && !strings.Contains(err.Error(), "cuInit") {
+		t.Errorf("error %q names neither a missing driver nor a missing device", err)
+	}
+}
+
+// TestKernels runs every kernel case of gputest against the CPU reference.
+func TestKernels(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+	gputest.Run(t, dev, gputest.Options{})
+	t.Logf("kernels loaded from: %s; counters %+v", dev.ModuleOrigin(), dev.Counters())
+}
+
+// TestKernelsEmbeddedPTX runs the small cases with the kernels JIT-compiled from
+// the embedded PTX, the path of a machine with the driver but no NVRTC.
+func TestKernelsEmbeddedPTX(t *testing.T) {
+	if EmbeddedPTXHash() != kernels.SourceHash() {
+		t.Skip("embedded PTX is stale (TestEmbeddedPTXIsCurrent reports it)")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t.Setenv("BAGEL_CUDA_PTX", "1")
+	dev := openOrSkip(t)
+	gputest.Run(t, dev, gputest.Options{Small: true})
+	if got := dev.ModuleOrigin(); got != "embedded PTX" {
+		t.Errorf("kernels loaded from %q, want the embedded PTX", got)
+	}
+}
+
+// TestCompileCache checks that a second device finds the cubin the first wrote.
+func TestCompileCache(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for i, want := range []string{"", "cubin cache"} {
+		dev := openOrSkip(t)
+		if err := smallAdd(dev); err != nil {
+			t.Fatal(err)
+		}
+		if got := dev.ModuleOrigin(); want != "" && got != want {
+			t.Errorf("device %d loaded kernels from %q, want %q", i, got, want)
+		}
+		dev.Close()
+	}
+}
+
+// smallAdd runs add_bf16 on two short vectors and checks the sum.
+func smallAdd(dev *Device) error {
+	a, _ := dev.Alloc(8)
+	b, _ := dev.Alloc(8)
+	out, _ := dev.Alloc(8)
+	one := []byte{0x80, 0x3f, 0x80, 0x3f, 0x80, 0x3f, 0x80, 0x3f} // four bf16 1.0
+	dev.Write(a, 0, one)
+	dev.Write(b, 0, one)
+	args := []backend.Arg{backend.Buf(a, 0), backend.Buf(b, 0), backend.Buf(out, 0), backend.Int(4)}
+	grid, group := kernels.Launch("add_bf16", args)
+	enc := dev.Encoder()
+	enc.Dispatch("add_bf16", grid, group, args...)
+	if err := enc.Submit(); err != nil {
+		return err
+	}
+	got := make([]byte, 8)
+	if err := dev.Read(out, 0, got); err != nil {
+		return err
+	}
+	if want := []byte{0, 0x40, 0, 0x40, 0, 0x40, 0, 0x40}; !bytes.Equal(got, want) {
+		return &mismatchError{got, want}
+	}
+	return nil
+}
+
+type mismatchError struct{ got, want []byte }
+
+func (e *mismatchError) Error() string { return "add_bf16: wrong sum" }
+
+// TestDevice covers memory, ordering, counters and the programmer-error panics.
+func TestDevice(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+
+	// Alloc is zero-filled; Write and Read honour offsets.
+	buf, err := dev.Alloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 16)
+	if err := dev.Read(buf, 1000, got); err != nil || !bytes.Equal(got, make([]byte, 16)) {
+		t.Fatalf("fresh buffer reads %v, %v; want zeros", got, err)
+	}
+	if err := dev.Write(buf, 3, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Read(buf, 2, got[:7]); err != nil || string(got[:7]) != "\x00hello\x00" {
+		t.Fatalf("read back %q, %v", got[:7], err)
+	}
+	if err := dev.Read(buf, 1<<20-2, got[:4]); err == nil {
+		t.Error("read past the end succeeded")
+	}
+
+	// A dependent chain of dispatches in one encoder runs in order:
+	// out = ((1+1)+1)+1 = 4, counted as 3 dispatches and 1 command buffer.
+	before := dev.Counters()
+	a, _ := dev.Alloc(2)
+	one, _ := dev.Alloc(2)
+	dev.Write(a, 0, []byte{0x80, 0x3f})
+	dev.Write(one, 0, []byte{0x80, 0x3f})
+	enc := dev.Encoder()
+	for range 3 {
+		args := []backend.Arg{backend.Buf(a, 0), backend.Buf(one, 0), backend.Buf(a, 0), backend.Int(1)}
+		grid, group := kernels.Launch("add_bf16", args)
+		enc.Dispatch("add_bf16", grid, group, args...)
+	}
+	if err := enc.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Read(a, 0, got[:2]); err != nil || got[0] != 0x80 || got[1] != 0x40 {
+		t.Errorf("chained adds give % x, %v; want 4.0 (80 40)", got[:2], err)
+	}
+	c := dev.Counters()
+	if c.Dispatches-before.Dispatches != 3 || c.CommandBuffers-before.CommandBuffers != 1 || c.HostSyncs-before.HostSyncs != 1 {
+		t.Errorf("counters moved by %+v → %+v, want 3 dispatches, 1 command buffer, 1 host sync", before, c)
+	}
+
+	// Programmer errors panic in Dispatch.
+	for name, call := range map[string]func(){
+		"unknown kernel": func() { dev.Encoder().Dispatch("no_such_kernel", backend.Dim3{X: 1}, backend.Dim3{X: 1}) },
+		"wrong count":    func() { dev.Encoder().Dispatch("add_bf16", backend.Dim3{X: 1}, backend.Dim3{X: 32}, backend.Int(1)) },
+		"wrong kind": func() {
+			dev.Encoder().Dispatch("add_bf16", backend.Dim3{X: 1}, backend.Dim3{X: 32},
+				backend.Int(1), backend.Buf(a, 0), backend.Buf(a, 0), backend.Int(1))
+		},
+		"huge group": func() {
+			dev.Encoder().Dispatch("add_bf16", backend.Dim3{X: 1}, backend.Dim3{X: 2048},
+				backend.Buf(a, 0), backend.Buf(a, 0), backend.Buf(a, 0), backend.Int(1))
+		},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: Dispatch did not panic", name)
+				}
+			}()
+			call()
+		}()
+	}
+
+	dev.Free(buf)
+	if err := dev.Write(buf, 0, []byte{1}); err == nil {
+		t.Error("write to a freed buffer succeeded")
+	}
+}

@@ -1,0 +1,148 @@
+//go:build linux
+
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// cuResult is a CUresult of the driver API; 0 is CUDA_SUCCESS.
+type cuResult int32
+
+// Device attributes (CUdevice_attribute) read by New.
+const (
+	attrComputeCapabilityMajor = 75
+	attrComputeCapabilityMinor = 76
+)
+
+// driver holds the driver API entry points. The _v2 symbols are the ones the
+// CUDA headers map the plain names to since CUDA 4 (64-bit sizes and pointers).
+type driver struct {
+	cuInit                    func(flags uint32) cuResult
+	cuDriverGetVersion        func(v *int32) cuResult
+	cuDeviceGetCount          func(n *int32) cuResult
+	cuDeviceGet               func(dev *int32, ordinal int32) cuResult
+	cuDeviceGetName           func(name *byte, n int32, dev int32) cuResult
+	cuDeviceGetAttribute      func(v *int32, attr int32, dev int32) cuResult
+	cuDeviceTotalMem          func(bytes *uint64, dev int32) cuResult
+	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) cuResult
+	cuDevicePrimaryCtxRelease func(dev int32) cuResult
+	cuCtxSetCurrent           func(ctx uintptr) cuResult
+	cuStreamCreate            func(stream *uintptr, flags uint32) cuResult
+	cuStreamDestroy           func(stream uintptr) cuResult
+	cuStreamSynchronize       func(stream uintptr) cuResult
+	cuMemAlloc                func(ptr *uint64, n uint64) cuResult
+	cuMemFree                 func(ptr uint64) cuResult
+	cuMemsetD8                func(ptr uint64, v uint8, n uint64) cuResult
+	cuMemcpyHtoD              func(dst uint64, src unsafe.Pointer, n uint64) cuResult
+	cuMemcpyDtoH              func(dst unsafe.Pointer, src uint64, n uint64) cuResult
+	cuModuleLoadData          func(mod *uintptr, image unsafe.Pointer) cuResult
+	cuModuleUnload            func(mod uintptr) cuResult
+	cuModuleGetFunction       func(fn *uintptr, mod uintptr, name string) cuResult
+	cuLaunchKernel            func(fn uintptr, gx, gy, gz, bx, by, bz, sharedBytes uint32, stream uintptr, params, extra unsafe.Pointer) cuResult
+	cuGetErrorName            func(r cuResult, s *uintptr) cuResult
+	cuGetErrorString          func(r cuResult, s *uintptr) cuResult
+}
+
+// loadDriver opens libcuda.so.1 and binds the entry points. A missing library
+// is the "no CUDA driver" case the engine answers by falling back to the CPU.
+func loadDriver() (*driver, error) {
+	var lib uintptr
+	var errs []string
+	for _, name := range []string{"libcuda.so.1", "libcuda.so"} {
+		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err == nil {
+			lib = h
+			break
+		}
+		errs = append(errs, err.Error())
+	}
+	if lib == 0 {
+		return nil, fmt.Errorf("cuda: no CUDA driver (libcuda.so.1 not loadable: %v)", errs)
+	}
+	d := &driver{}
+	syms := []struct {
+		fn   any
+		name string
+	}{
+		{&d.cuInit, "cuInit"},
+		{&d.cuDriverGetVersion, "cuDriverGetVersion"},
+		{&d.cuDeviceGetCount, "cuDeviceGetCount"},
+		{&d.cuDeviceGet, "cuDeviceGet"},
+		{&d.cuDeviceGetName, "cuDeviceGetName"},
+		{&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
+		{&d.cuDeviceTotalMem, "cuDeviceTotalMem_v2"},
+		{&d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
+		{&d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
+		{&d.cuCtxSetCurrent, "cuCtxSetCurrent"},
+		{&d.cuStreamCreate, "cuStreamCreate"},
+		{&d.cuStreamDestroy, "cuStreamDestroy_v2"},
+		{&d.cuStreamSynchronize, "cuStreamSynchronize"},
+		{&d.cuMemAlloc, "cuMemAlloc_v2"},
+		{&d.cuMemFree, "cuMemFree_v2"},
+		{&d.cuMemsetD8, "cuMemsetD8_v2"},
+		{&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"},
+		{&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"},
+		{&d.cuModuleLoadData, "cuModuleLoadData"},
+		{&d.cuModuleUnload, "cuModuleUnload"},
+		{&d.cuModuleGetFunction, "cuModuleGetFunction"},
+		{&d.cuLaunchKernel, "cuLaunchKernel"},
+		{&d.cuGetErrorName, "cuGetErrorName"},
+		{&d.cuGetErrorString, "cuGetErrorString"},
+	}
+	for _, s := range syms {
+		if err := register(s.fn, lib, s.name); err != nil {
+			return nil, fmt.Errorf("cuda: no CUDA driver: libcuda.so.1 lacks %s (driver too old?): %w", s.name, err)
+		}
+	}
+	return d, nil
+}
+
+// register binds one symbol, turning purego's panic on a missing one into an error.
+func register(fn any, lib uintptr, name string) (err error) {
+	if _, err := purego.Dlsym(lib, name); err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	purego.RegisterLibFunc(fn, lib, name)
+	return nil
+}
+
+// check turns a CUresult into an error naming the call (and, where given, the
+// kernel), e.g. "cuda: cuLaunchKernel (attention_bf16): CUDA_ERROR_INVALID_VALUE: invalid argument".
+func (d *driver) check(r cuResult, call string, kernel string) error {
+	if r == 0 {
+		return nil
+	}
+	var name, desc uintptr
+	d.cuGetErrorName(r, &name)
+	d.cuGetErrorString(r, &desc)
+	where := call
+	if kernel != "" {
+		where += " (" + kernel + ")"
+	}
+	return fmt.Errorf("cuda: %s: %s (%d): %s", where, cString(name, fmt.Sprint("CUDA error")), int(r), cString(desc, "unknown error"))
+}
+
+// cString copies a NUL-terminated C string; fallback when p is NULL.
+func cString(p uintptr, fallback string) string {
+	if p == 0 {
+		return fallback
+	}
+	var b []byte
+	for i := uintptr(0); ; i++ {
+		c := *(*byte)(unsafe.Add(unsafe.Pointer(nil), p+i)) // C memory owned by the driver
+		if c == 0 {
+			break
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}

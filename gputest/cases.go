@@ -1,0 +1,296 @@
+package gputest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"bagel/backend"
+)
+
+// Spec makes one case; Large marks the shapes too big for a CPU-only run.
+type Spec struct {
+	Kernel string
+	Label  string
+	Large  bool
+	Make   func(r *rand.Rand) *Case
+}
+
+// Tolerances on ‖gpu−cpu‖/‖cpu‖. A bf16 output differs from the reference only
+// where an f32 ulp of difference (summation order, a GPU exp or rsqrt) crosses a
+// bf16 rounding boundary, which moves that element by one bf16 ulp (2^−8
+// relative); over a tensor that stays far below 1e-3. f32 outputs differ by
+// accumulation order only.
+const (
+	tolExact = 0    // copies
+	tolBF16  = 4e-3 // bf16 outputs of f32 math
+	tolF32   = 1e-4 // f32 outputs
+	tolState = 1e-3 // the GDN state after several tokens
+)
+
+// qwen names the real Qwen3.5-35B-A3B shapes used below.
+const (
+	hidden   = 2048
+	qProjOut = 8192 // 16 heads × 256 × [q | gate]
+	headDim  = 256
+	qHeads   = 16
+	kvHeads  = 2
+	convDim  = 8192 // 2·Hk·Dk + Hv·Dv
+	gdnHk    = 16
+	gdnHv    = 32
+	gdnD     = 128
+	experts  = 256
+	topK     = 8
+	moeInt   = 512
+	vocab    = 248320
+)
+
+// Specs lists every case, grouped by kernel in README order.
+func Specs() []Spec {
+	var s []Spec
+	add := func(kernel string, large bool, label string, make func(g gen) *Case) {
+		s = append(s, Spec{Kernel: kernel, Label: label, Large: large, Make: func(r *rand.Rand) *Case {
+			c := make(gen{r})
+			c.Kernel, c.Shape = kernel, label
+			return c
+		}})
+	}
+
+	// embed_dequant_bf16: ids, w, scales, biases, out | T, In, bits, gs
+	for _, p := range []struct{ V, In, T, bits, gs int }{
+		{vocab, hidden, 5, 4, 64}, {1000, 96, 3, 3, 32}, {500, 128, 4, 6, 64},
+		{300, 256, 2, 8, 128}, {77, 160, 3, 5, 32}, {64, 64, 1, 2, 32},
+	} {
+		add("embed_dequant_bf16", p.V == vocab, fmt.Sprintf("V=%d In=%d T=%d bits=%d gs=%d", p.V, p.In, p.T, p.bits, p.gs), func(g gen) *Case {
+			w, sc, bi := g.quant(p.V, p.In, p.bits, p.gs)
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("ids", backend.I32, g.ids(p.T, p.V)), in("w", backend.U32, w), in("scales", backend.BF16, sc),
+				in("biases", backend.BF16, bi), out("out", backend.BF16, p.T*p.In),
+			}, Scalars: ints(p.T, p.In, p.bits, p.gs)}
+		})
+	}
+
+	// qmatmul_bf16 / qmatmul_bf16_f32: x, w, scales, biases, out | T, In, Out, bits, gs
+	type mm struct{ T, In, Out, bits, gs int }
+	qmm := func(kernel string, outType backend.DType, tol float64, shapes []mm) {
+		for _, p := range shapes {
+			large := p.Out*p.In >= vocab*hidden
+			add(kernel, large, fmt.Sprintf("T=%d %d→%d bits=%d gs=%d", p.T, p.In, p.Out, p.bits, p.gs), func(g gen) *Case {
+				w, sc, bi := g.quant(p.Out, p.In, p.bits, p.gs)
+				return &Case{Tol: tol, Buffers: []Buffer{
+					in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("w", backend.U32, w), in("scales", backend.BF16, sc),
+					in("biases", backend.BF16, bi), out("out", outType, p.T*p.Out),
+				}, Scalars: ints(p.T, p.In, p.Out, p.bits, p.gs)}
+			})
+		}
+	}
+	qmm("qmatmul_bf16", backend.BF16, tolBF16, []mm{
+		{1, hidden, qProjOut, 4, 64}, {1, hidden, experts, 8, 64}, {1, 4096, hidden, 4, 64},
+		{1, moeInt, hidden, 4, 64}, {9, hidden, qProjOut, 4, 64}, {3, 160, 37, 3, 32},
+		{3, 160, 37, 5, 32}, {2, 192, 41, 6, 64}, {2, 128, 33, 2, 128}, {2, 256, 40, 8, 128},
+		{4, 512, 1, 8, 64},
+	})
+	qmm("qmatmul_bf16_f32", backend.F32, tolF32, []mm{
+		{1, hidden, vocab, 4, 64}, {4, hidden, 1000, 8, 64}, {2, 192, 77, 6, 64}, {3, 96, 5, 3, 32},
+	})
+
+	// qmatmul_gather_bf16: x, ids, w, scales, biases, out | T, K, In, Out, bits, gs, xPerSlot
+	for _, p := range []struct{ T, K, E, In, Out, bits, gs, xPerSlot int }{
+		{1, topK, experts, hidden, moeInt, 4, 64, 0}, {1, topK, experts, moeInt, hidden, 4, 64, 1},
+		{5, topK, experts, hidden, moeInt, 4, 64, 0}, {3, 2, 5, 96, 33, 3, 32, 1}, {2, 3, 4, 128, 17, 8, 128, 0},
+	} {
+		add("qmatmul_gather_bf16", false, fmt.Sprintf("T=%d K=%d E=%d %d→%d bits=%d gs=%d xPerSlot=%d", p.T, p.K, p.E, p.In, p.Out, p.bits, p.gs, p.xPerSlot), func(g gen) *Case {
+			w, sc, bi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
+			xRows := p.T
+			if p.xPerSlot != 0 {
+				xRows = p.T * p.K
+			}
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(xRows*p.In, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E)),
+				in("w", backend.U32, w), in("scales", backend.BF16, sc), in("biases", backend.BF16, bi),
+				out("out", backend.BF16, p.T*p.K*p.Out),
+			}, Scalars: ints(p.T, p.K, p.In, p.Out, p.bits, p.gs, p.xPerSlot)}
+		})
+	}
+
+	// rms_norm_bf16: x, w, out | R, N, eps;  rms_norm_gated_bf16: x, z, w, out | R, N, eps
+	for _, p := range []struct {
+		R, N    int
+		inPlace bool
+	}{{1, hidden, false}, {7, hidden, false}, {5 * qHeads, headDim, false}, {3, 100, false}, {2, 5000, false}, {4, hidden, true}, {2, 7, false}} {
+		label := fmt.Sprintf("R=%d N=%d", p.R, p.N)
+		if p.inPlace {
+			label += " in place"
+		}
+		add("rms_norm_bf16", false, label, func(g gen) *Case {
+			x := g.bf16(p.R*p.N, 2)
+			bufs := []Buffer{in("x", backend.BF16, x), in("w", backend.BF16, g.bf16Uniform(p.N, 0.5, 1.5)), out("out", backend.BF16, p.R*p.N)}
+			if p.inPlace {
+				bufs[0] = inout("x", backend.BF16, x)
+				bufs[2] = alias("out", "x", backend.BF16)
+			}
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: append(ints(p.R, p.N), backend.Float(1e-6))}
+		})
+	}
+	for _, p := range []struct{ R, N int }{{gdnHv, gdnD}, {5 * gdnHv, gdnD}, {3, 77}, {1, 1000}} {
+		add("rms_norm_gated_bf16", false, fmt.Sprintf("R=%d N=%d", p.R, p.N), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(p.R*p.N, 1)), in("z", backend.BF16, g.bf16(p.R*p.N, 2)),
+				in("w", backend.BF16, g.bf16Uniform(p.N, 0.5, 1.5)), out("out", backend.BF16, p.R*p.N),
+			}, Scalars: append(ints(p.R, p.N), backend.Float(1e-6))}
+		})
+	}
+
+	// split_qgate_bf16: src, q, gate | T, H, D
+	for _, p := range []struct{ T, H, D int }{{1, qHeads, headDim}, {5, qHeads, headDim}, {2, 3, 7}} {
+		add("split_qgate_bf16", false, fmt.Sprintf("T=%d H=%d D=%d", p.T, p.H, p.D), func(g gen) *Case {
+			n := p.T * p.H * p.D
+			return &Case{Tol: tolExact, Buffers: []Buffer{
+				in("src", backend.BF16, g.bf16(2*n, 1)), out("q", backend.BF16, n), out("gate", backend.BF16, n),
+			}, Scalars: ints(p.T, p.H, p.D)}
+		})
+	}
+
+	// rope_neox_bf16: x (in place) | T, H, D, rotDims, pos0, theta
+	for _, p := range []struct {
+		T, H, D, rot, pos0 int
+		theta              float32
+	}{
+		{1, qHeads, headDim, 64, 0, 1e7}, {1, kvHeads, headDim, 64, 4095, 1e7}, {7, qHeads, headDim, 64, 100, 1e7},
+		{3, 3, 10, 6, 17, 10000}, {1, qHeads, 128, 128, 30000, 1e6},
+	} {
+		add("rope_neox_bf16", false, fmt.Sprintf("T=%d H=%d D=%d rot=%d pos0=%d θ=%g", p.T, p.H, p.D, p.rot, p.pos0, p.theta), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: []Buffer{inout("x", backend.BF16, g.bf16(p.T*p.H*p.D, 1))},
+				Scalars: append(ints(p.T, p.H, p.D, p.rot, p.pos0), backend.Float(p.theta))}
+		})
+	}
+
+	// kv_append_bf16: k, v, kcache, vcache | T, Hkv, D, Cap, pos0
+	for _, p := range []struct{ T, H, D, Cap, pos0 int }{{1, kvHeads, headDim, 4096, 4095}, {7, kvHeads, headDim, 64, 10}, {3, 3, 7, 5, 2}} {
+		add("kv_append_bf16", false, fmt.Sprintf("T=%d Hkv=%d D=%d Cap=%d pos0=%d", p.T, p.H, p.D, p.Cap, p.pos0), func(g gen) *Case {
+			n, c := p.T*p.H*p.D, p.H*p.Cap*p.D
+			return &Case{Tol: tolExact, Buffers: []Buffer{
+				in("k", backend.BF16, g.bf16(n, 1)), in("v", backend.BF16, g.bf16(n, 1)),
+				inout("kcache", backend.BF16, g.bf16(c, 1)), inout("vcache", backend.BF16, g.bf16(c, 1)),
+			}, Scalars: ints(p.T, p.H, p.D, p.Cap, p.pos0)}
+		})
+	}
+
+	// attention_bf16: q, kcache, vcache, out | T, Hq, Hkv, D, Cap, kvLen, scale
+	for _, p := range []struct{ T, Hq, Hkv, D, Cap, kvLen int }{
+		{1, qHeads, kvHeads, headDim, 4096, 1}, {1, qHeads, kvHeads, headDim, 4096, 4096},
+		{1, qHeads, kvHeads, headDim, 3001, 3000}, {16, qHeads, kvHeads, headDim, 16, 16},
+		{9, qHeads, kvHeads, headDim, 1000, 700}, {2, 4, 4, 128, 40, 33}, {3, 6, 2, 80, 5, 5},
+		{1, 8, 1, 64, 2, 2},
+	} {
+		add("attention_bf16", false, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d Cap=%d kvLen=%d", p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen), func(g gen) *Case {
+			c := p.Hkv * p.Cap * p.D
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("q", backend.BF16, g.bf16(p.T*p.Hq*p.D, 1)), in("kcache", backend.BF16, g.bf16(c, 1)),
+				in("vcache", backend.BF16, g.bf16(c, 1)), out("out", backend.BF16, p.T*p.Hq*p.D),
+			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen), backend.Float(float32(1/math.Sqrt(float64(p.D)))))}
+		})
+	}
+
+	// Elementwise: x|a|gate, ..., out | N  (or T, H)
+	for _, n := range []int{qHeads * headDim, 1, 12345} {
+		add("sigmoid_mul_bf16", false, fmt.Sprintf("N=%d", n), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: []Buffer{in("x", backend.BF16, g.bf16(n, 1)), in("gate", backend.BF16, g.bf16(n, 3)), out("out", backend.BF16, n)}, Scalars: ints(n)}
+		})
+	}
+	for _, p := range []struct {
+		n       int
+		inPlace bool
+	}{{hidden, false}, {8*hidden + 5, false}, {hidden, true}} {
+		label := fmt.Sprintf("N=%d", p.n)
+		if p.inPlace {
+			label += " in place"
+		}
+		add("add_bf16", false, label, func(g gen) *Case {
+			a := g.bf16(p.n, 1)
+			bufs := []Buffer{in("a", backend.BF16, a), in("b", backend.BF16, g.bf16(p.n, 1)), out("out", backend.BF16, p.n)}
+			if p.inPlace {
+				bufs[0] = inout("a", backend.BF16, a)
+				bufs[2] = alias("out", "a", backend.BF16)
+			}
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(p.n)}
+		})
+	}
+	for _, n := range []int{moeInt, topK * moeInt, 777} {
+		add("swiglu_bf16", false, fmt.Sprintf("N=%d", n), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: []Buffer{in("gate", backend.BF16, g.bf16(n, 2)), in("up", backend.BF16, g.bf16(n, 1)), out("out", backend.BF16, n)}, Scalars: ints(n)}
+		})
+	}
+	for _, p := range []struct{ T, H int }{{1, hidden}, {5, hidden}, {3, 33}} {
+		add("add_sigmoid_scaled_bf16", false, fmt.Sprintf("T=%d H=%d", p.T, p.H), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(p.T*p.H, 1)), in("y", backend.BF16, g.bf16(p.T*p.H, 1)),
+				in("gate", backend.BF16, g.bf16(p.T, 2)), out("out", backend.BF16, p.T*p.H),
+			}, Scalars: ints(p.T, p.H)}
+		})
+	}
+
+	// conv1d_silu_bf16: x, state (in/out), w, out | T, C, K
+	for _, p := range []struct{ T, C, K int }{{1, convDim, 4}, {9, convDim, 4}, {2, 100, 4}, {1, 33, 2}, {5, 70, 1}, {3, 64, 8}} {
+		add("conv1d_silu_bf16", false, fmt.Sprintf("T=%d C=%d K=%d", p.T, p.C, p.K), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(p.T*p.C, 1)), inout("state", backend.BF16, g.bf16((p.K-1)*p.C, 1)),
+				in("w", backend.BF16, g.bf16(p.C*p.K, 0.5)), out("out", backend.BF16, p.T*p.C),
+			}, Scalars: ints(p.T, p.C, p.K)}
+		})
+	}
+
+	// gdn_gates_bf16: a, b, aLog, dtBias, g, beta | T, Hv
+	for _, p := range []struct{ T, Hv int }{{1, gdnHv}, {9, gdnHv}, {3, 5}} {
+		add("gdn_gates_bf16", false, fmt.Sprintf("T=%d Hv=%d", p.T, p.Hv), func(g gen) *Case {
+			return &Case{Tol: tolState, Buffers: []Buffer{
+				in("a", backend.BF16, g.bf16(p.T*p.Hv, 2)), in("b", backend.BF16, g.bf16(p.T*p.Hv, 2)),
+				in("aLog", backend.F32, g.f32Uniform(p.Hv, 0, 2.8, false)), in("dtBias", backend.BF16, g.bf16(p.Hv, 1)),
+				out("g", backend.F32, p.T*p.Hv), out("beta", backend.F32, p.T*p.Hv),
+			}, Scalars: ints(p.T, p.Hv)}
+		})
+	}
+
+	// gdn_recurrence_bf16: conv, g, beta, state (in/out), out | T, Hk, Hv, Dk, Dv
+	for _, p := range []struct{ T, Hk, Hv, Dk, Dv int }{
+		{1, gdnHk, gdnHv, gdnD, gdnD}, {9, gdnHk, gdnHv, gdnD, gdnD}, {64, gdnHk, gdnHv, gdnD, gdnD},
+		{3, 2, 6, 64, 48}, {2, 1, 1, 40, 24}, {2, 2, 2, 256, 32},
+	} {
+		add("gdn_recurrence_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv), func(g gen) *Case {
+			width := 2*p.Hk*p.Dk + p.Hv*p.Dv
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("conv", backend.BF16, g.bf16(p.T*width, 1)),
+				in("g", backend.F32, g.f32Uniform(p.T*p.Hv, 0.5, 1, false)),
+				in("beta", backend.F32, g.f32Uniform(p.T*p.Hv, 0, 1, true)),
+				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
+				out("out", backend.BF16, p.T*p.Hv*p.Dv),
+			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv)}
+		})
+	}
+
+	// router_topk_bf16: logits, ids, weights | T, E, K, norm
+	for _, p := range []struct{ T, E, K, norm int }{
+		{1, experts, topK, 1}, {9, experts, topK, 1}, {4, experts, topK, 0}, {3, 60, 4, 1}, {2, 512, 10, 1}, {2, 8, 8, 1},
+	} {
+		add("router_topk_bf16", false, fmt.Sprintf("T=%d E=%d K=%d norm=%d", p.T, p.E, p.K, p.norm), func(g gen) *Case {
+			// IDTol 0: ids must match exactly. A GPU softmax one f32 ulp off the
+			// CPU's could in principle round a p to the other side of a bf16
+			// boundary and reorder a near-tie; with random logits that is far
+			// rarer than one in 10⁴ runs, and a failure names the ids.
+			return &Case{Tol: tolBF16, IDTol: 0, Buffers: []Buffer{
+				in("logits", backend.BF16, g.bf16(p.T*p.E, 2)), out("ids", backend.I32, p.T*p.K), out("weights", backend.BF16, p.T*p.K),
+			}, Scalars: ints(p.T, p.E, p.K, p.norm)}
+		})
+	}
+
+	// moe_combine_bf16: y, weights, out | T, K, H
+	for _, p := range []struct{ T, K, H int }{{1, topK, hidden}, {5, topK, hidden}, {3, 3, 33}} {
+		add("moe_combine_bf16", false, fmt.Sprintf("T=%d K=%d H=%d", p.T, p.K, p.H), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("y", backend.BF16, g.bf16(p.T*p.K*p.H, 1)), in("weights", backend.BF16, g.bf16Uniform(p.T*p.K, 0, 0.5)),
+				out("out", backend.BF16, p.T*p.H),
+			}, Scalars: ints(p.T, p.K, p.H)}
+		})
+	}
+	return s
+}

@@ -1,0 +1,77 @@
+package gputest
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"bagel/backend"
+)
+
+// decode widens a bf16 or f32 buffer to float64.
+func decode(dt backend.DType, b []byte) []float64 {
+	switch dt {
+	case backend.BF16:
+		out := make([]float64, len(b)/2)
+		for i := range out {
+			out[i] = float64(backend.BF16ToF32(binary.LittleEndian.Uint16(b[2*i:])))
+		}
+		return out
+	case backend.F32:
+		out := make([]float64, len(b)/4)
+		for i := range out {
+			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		}
+		return out
+	}
+	panic(fmt.Sprintf("gputest: cannot compare %v as floats", dt))
+}
+
+// relErr is ‖got−want‖₂/‖want‖₂, or ‖got−want‖₂ when want is all zero. A NaN or
+// Inf in got (a poisoned element left unwritten) gives NaN or Inf.
+func relErr(got, want []float64) float64 {
+	var diff, norm float64
+	for i := range want {
+		d := got[i] - want[i]
+		diff += d * d
+		norm += want[i] * want[i]
+	}
+	if norm == 0 {
+		return math.Sqrt(diff)
+	}
+	return math.Sqrt(diff / norm)
+}
+
+// mismatch is the fraction of 32-bit words that differ.
+func mismatch(got, want []byte) float64 {
+	n := len(want) / 4
+	if n == 0 {
+		return 0
+	}
+	bad := 0
+	for i := 0; i < n; i++ {
+		if binary.LittleEndian.Uint32(got[4*i:]) != binary.LittleEndian.Uint32(want[4*i:]) {
+			bad++
+		}
+	}
+	return float64(bad) / float64(n)
+}
+
+// firstBad describes the first element that is not finite or differs the most,
+// to point at the failing index.
+func firstBad(dt backend.DType, gotB, wantB []byte) string {
+	got, want := decode(dt, gotB), decode(dt, wantB)
+	worst, at := -1.0, -1
+	for i := range want {
+		if math.IsNaN(got[i]) || math.IsInf(got[i], 0) {
+			return fmt.Sprintf(" (element %d is %v, want %v)", i, got[i], want[i])
+		}
+		if d := math.Abs(got[i] - want[i]); d > worst {
+			worst, at = d, i
+		}
+	}
+	if at < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (worst element %d: %v, want %v)", at, got[at], want[at])
+}

@@ -1,0 +1,150 @@
+package gputest
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"bagel/backend"
+)
+
+// Seed is the run's random seed: BAGEL_GPUTEST_SEED when set, otherwise the
+// clock, so every run draws fresh inputs. Run prints it; set it to replay a run.
+var Seed = sync.OnceValue(func() uint64 {
+	if s, err := strconv.ParseUint(os.Getenv("BAGEL_GPUTEST_SEED"), 10, 64); err == nil {
+		return s
+	}
+	return uint64(time.Now().UnixNano())
+})
+
+// newRand is the generator of one case, derived from the run's seed and the case.
+func newRand(kernel, label string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(kernel + "\x00" + label))
+	return rand.New(rand.NewPCG(Seed(), h.Sum64()))
+}
+
+// gen draws random tensors as little-endian bytes.
+type gen struct{ r *rand.Rand }
+
+// bf16 is n values of N(0, sigma²) rounded to bf16.
+func (g gen) bf16(n int, sigma float64) []byte {
+	b := make([]byte, 2*n)
+	for i := range n {
+		binary.LittleEndian.PutUint16(b[2*i:], backend.F32ToBF16(float32(g.r.NormFloat64()*sigma)))
+	}
+	return b
+}
+
+// bf16Uniform is n values uniform in [lo, hi) rounded to bf16.
+func (g gen) bf16Uniform(n int, lo, hi float64) []byte {
+	b := make([]byte, 2*n)
+	for i := range n {
+		binary.LittleEndian.PutUint16(b[2*i:], backend.F32ToBF16(float32(lo+(hi-lo)*g.r.Float64())))
+	}
+	return b
+}
+
+// f32 is n values of N(0, sigma²).
+func (g gen) f32(n int, sigma float64) []byte {
+	b := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(g.r.NormFloat64()*sigma)))
+	}
+	return b
+}
+
+// f32Uniform is n values uniform in [lo, hi); bf16 rounds them to bf16 values.
+func (g gen) f32Uniform(n int, lo, hi float64, bf16 bool) []byte {
+	b := make([]byte, 4*n)
+	for i := range n {
+		v := float32(lo + (hi-lo)*g.r.Float64())
+		if bf16 {
+			v = backend.RoundBF16(v)
+		}
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return b
+}
+
+// words is n random u32 (every code pattern equally likely).
+func (g gen) words(n int) []byte {
+	b := make([]byte, 4*n)
+	for i := 0; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], g.r.Uint64())
+	}
+	if len(b)%8 != 0 {
+		binary.LittleEndian.PutUint32(b[len(b)-4:], g.r.Uint32())
+	}
+	return b
+}
+
+// quant is an MLX affine-quantized [rows, in] matrix with random codes whose
+// dequantized values are centred near 0 with spread about ±0.02, as real
+// checkpoints' are: scale ≈ 0.04/(2^bits−1), bias ≈ −scale·(2^bits−1)/2.
+func (g gen) quant(rows, in, bits, gs int) (w, scales, biases []byte) {
+	w = g.words(rows * in * bits / 32)
+	groups := rows * in / gs
+	scales, biases = make([]byte, 2*groups), make([]byte, 2*groups)
+	levels := float64(int(1)<<bits - 1)
+	for i := range groups {
+		s := 0.04 / levels * (0.5 + g.r.Float64())
+		bias := -s * levels / 2 * (0.8 + 0.4*g.r.Float64())
+		binary.LittleEndian.PutUint16(scales[2*i:], backend.F32ToBF16(float32(s)))
+		binary.LittleEndian.PutUint16(biases[2*i:], backend.F32ToBF16(float32(bias)))
+	}
+	return w, scales, biases
+}
+
+// ids is n indices uniform in [0, hi).
+func (g gen) ids(n, hi int) []byte {
+	b := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(g.r.IntN(hi)))
+	}
+	return b
+}
+
+// experts is T rows of K distinct expert ids in [0, E), as a router picks them.
+func (g gen) experts(T, K, E int) []byte {
+	b := make([]byte, 4*T*K)
+	for t := range T {
+		perm := g.r.Perm(E)
+		for s := range K {
+			binary.LittleEndian.PutUint32(b[4*(t*K+s):], uint32(perm[s]))
+		}
+	}
+	return b
+}
+
+// Buffer constructors: an input, an output of n elements (poisoned), an
+// in/out buffer (initial data, compared afterwards), and an alias.
+func in(name string, dt backend.DType, data []byte) Buffer {
+	return Buffer{Name: name, DType: dt, Data: data}
+}
+
+func out(name string, dt backend.DType, n int) Buffer {
+	return Buffer{Name: name, DType: dt, Len: n * dt.Size(), Out: true}
+}
+
+func inout(name string, dt backend.DType, data []byte) Buffer {
+	return Buffer{Name: name, DType: dt, Data: data, Out: true}
+}
+
+func alias(name, of string, dt backend.DType) Buffer {
+	return Buffer{Name: name, DType: dt, Alias: of}
+}
+
+// ints is a list of int32 scalars.
+func ints(v ...int) []backend.Arg {
+	a := make([]backend.Arg, len(v))
+	for i, x := range v {
+		a[i] = backend.Int(x)
+	}
+	return a
+}

@@ -1,0 +1,134 @@
+// Rotary embedding, KV-cache append and causal attention.
+
+// rope_neox_bf16: x [T, H, D] in place. Token t is at position p = pos0 + t; for
+// i < rotDims/2, a = p·theta^(−2i/rotDims) (inverse frequency and angle in f32)
+// and (x_i, x_{i+rotDims/2}) is rotated by a. One thread per (t, h, i).
+KERNEL(rope_neox_bf16,
+       BUFFER(bf16_t, x, 0),
+       PARAM(int, T, 1),
+       PARAM(int, H, 2),
+       PARAM(int, D, 3),
+       PARAM(int, rotDims, 4),
+       PARAM(int, pos0, 5),
+       PARAM(float, theta, 6)) {
+  int half = rotDims / 2;
+  ulong idx = (ulong)TGID_X * (ulong)TG_SIZE_X + (ulong)TID_X;
+  if (idx >= (ulong)T * (ulong)H * (ulong)half) return;
+  int i = (int)(idx % (ulong)half);
+  ulong th = idx / (ulong)half;  // t·H + h
+  int t = (int)(th / (ulong)H);
+  float invFreq = powf(theta, -(float)(2 * i) / (float)rotDims);
+  float a = (float)(pos0 + t) * invFreq;
+  float c = cosf(a), s = sinf(a);
+  device bf16_t *head = x + th * (ulong)D;
+  float x1 = bf16_to_f32(head[i]), x2 = bf16_to_f32(head[i + half]);
+  head[i] = f32_to_bf16(x1 * c - x2 * s);
+  head[i + half] = f32_to_bf16(x1 * s + x2 * c);
+}
+
+// kv_append_bf16: kcache[h, pos0+t, :] = k[t, h, :] and vcache likewise; caches
+// [Hkv, Cap, D]. One thread per element of k.
+KERNEL(kv_append_bf16,
+       BUFFER(const bf16_t, k, 0),
+       BUFFER(const bf16_t, v, 1),
+       BUFFER(bf16_t, kcache, 2),
+       BUFFER(bf16_t, vcache, 3),
+       PARAM(int, T, 4),
+       PARAM(int, Hkv, 5),
+       PARAM(int, D, 6),
+       PARAM(int, Cap, 7),
+       PARAM(int, pos0, 8)) {
+  ulong idx = (ulong)TGID_X * (ulong)TG_SIZE_X + (ulong)TID_X;
+  if (idx >= (ulong)T * (ulong)Hkv * (ulong)D) return;
+  ulong d = idx % (ulong)D;
+  ulong th = idx / (ulong)D;
+  ulong h = th % (ulong)Hkv, t = th / (ulong)Hkv;
+  ulong dst = (h * (ulong)Cap + (ulong)pos0 + t) * (ulong)D + d;
+  kcache[dst] = k[idx];
+  vcache[dst] = v[idx];
+}
+
+// attention_bf16 works on heads of up to ATTN_MAX_D dims: each lane of a
+// SIMD-group holds dims lane, lane+32, ... of the query and of its output.
+#define ATTN_MAX_D 256
+#define ATTN_PER_LANE 8
+// ATTN_SIMDGROUPS is the threadgroup size / 32 that kernels.Launch uses.
+#define ATTN_SIMDGROUPS 8
+#define ATTN_NEG_BIG (-3.0e38f)
+
+// attention_bf16: q [T, Hq, D], kcache/vcache [Hkv, Cap, D], out [T, Hq, D].
+// Query t is at position kvLen−T+t and sees keys 0..kvLen−T+t; q-head h reads
+// kv-head h/(Hq/Hkv). Scores scale·(q·k) and softmax in f32.
+//
+// One threadgroup per (t, h). Its SIMD-groups take keys round-robin, each keeping
+// an online softmax (running max m, sum l, output o); the partial results are
+// merged through threadgroup memory at the end.
+KERNEL(attention_bf16,
+       BUFFER(const bf16_t, q, 0),
+       BUFFER(const bf16_t, kcache, 1),
+       BUFFER(const bf16_t, vcache, 2),
+       BUFFER(bf16_t, out, 3),
+       PARAM(int, T, 4),
+       PARAM(int, Hq, 5),
+       PARAM(int, Hkv, 6),
+       PARAM(int, D, 7),
+       PARAM(int, Cap, 8),
+       PARAM(int, kvLen, 9),
+       PARAM(float, scale, 10)) {
+  TG_MEM(float, sgMax, ATTN_SIMDGROUPS);
+  TG_MEM(float, sgSum, ATTN_SIMDGROUPS);
+  TG_MEM(float, sgOut, ATTN_SIMDGROUPS * ATTN_MAX_D);
+  int item = TGID_X;  // t·Hq + h
+  int t = item / Hq, h = item % Hq;
+  int kvh = h / (Hq / Hkv);
+  int last = kvLen - T + t;  // the newest key this query sees
+  int lane = LANE, sg = SIMD_ID, nsg = SIMD_COUNT;
+
+  float qv[ATTN_PER_LANE];
+  float o[ATTN_PER_LANE];
+  for (int i = 0; i < ATTN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    qv[i] = d < D ? bf16_to_f32(q[(ulong)item * (ulong)D + (ulong)d]) : 0.0f;
+    o[i] = 0.0f;
+  }
+  float m = ATTN_NEG_BIG, l = 0.0f;
+  ulong headBase = (ulong)kvh * (ulong)Cap;
+  for (int j = sg; j <= last; j += nsg) {
+    device const bf16_t *kr = kcache + (headBase + (ulong)j) * (ulong)D;
+    device const bf16_t *vr = vcache + (headBase + (ulong)j) * (ulong)D;
+    float dot = 0.0f;
+    for (int i = 0; i < ATTN_PER_LANE; i++) {
+      int d = lane + 32 * i;
+      if (d < D) dot += qv[i] * bf16_to_f32(kr[d]);
+    }
+    float s = scale * simd_sum(dot);
+    float mNew = fmaxf(m, s);
+    float corr = expf(m - mNew);
+    float p = expf(s - mNew);
+    l = l * corr + p;
+    for (int i = 0; i < ATTN_PER_LANE; i++) {
+      int d = lane + 32 * i;
+      if (d < D) o[i] = o[i] * corr + p * bf16_to_f32(vr[d]);
+    }
+    m = mNew;
+  }
+
+  if (lane == 0) {
+    sgMax[sg] = m;
+    sgSum[sg] = l;
+  }
+  for (int i = 0; i < ATTN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    if (d < D) sgOut[sg * ATTN_MAX_D + d] = o[i];
+  }
+  BARRIER();
+  float mAll = ATTN_NEG_BIG;
+  for (int s = 0; s < nsg; s++) mAll = fmaxf(mAll, sgMax[s]);
+  float lAll = 0.0f;
+  for (int s = 0; s < nsg; s++) lAll += sgSum[s] * expf(sgMax[s] - mAll);
+  for (int d = TID_X; d < D; d += TG_SIZE_X) {
+    float acc = 0.0f;
+    for (int s = 0; s < nsg; s++) acc += sgOut[s * ATTN_MAX_D + d] * expf(sgMax[s] - mAll);
+    out[(ulong)item * (ulong)D + (ulong)d] = f32_to_bf16(acc / lAll);
+  }
+}

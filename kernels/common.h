@@ -1,0 +1,45 @@
+// Helpers shared by every kernel, written in the portable dialect. Assembled
+// after the backend's prelude and before the kernel files.
+
+// bf16 is carried as its 16-bit pattern; these match backend.BF16ToF32 and
+// backend.F32ToBF16 (round to nearest even, NaN stays NaN) bit for bit.
+INLINE float bf16_to_f32(bf16_t v) { return as_float(((uint)v) << 16); }
+
+INLINE bf16_t f32_to_bf16(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (bf16_t)(u >> 16);
+}
+
+// round_bf16 is f rounded through bf16: the value a bf16 tensor would hold.
+INLINE float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+
+INLINE float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+INLINE float siluf(float x) { return x * sigmoidf(x); }
+
+INLINE int imin(int a, int b) { return a < b ? a : b; }
+INLINE int imax(int a, int b) { return a > b ? a : b; }
+
+// tg_sum is the sum of v over the threadgroup; every thread gets the same value.
+// partial holds one float per SIMD-group (at most 32). The first barrier lets
+// a kernel call tg_sum twice in a row with the same partial array.
+INLINE float tg_sum(float v, threadgroup float *partial, int lane, int simd, int nsimd) {
+  v = simd_sum(v);
+  BARRIER();
+  if (lane == 0) partial[simd] = v;
+  BARRIER();
+  float total = 0.0f;
+  for (int i = 0; i < nsimd; i++) total += partial[i];
+  return total;
+}
+
+// qcode is code j of a row's LSB-first bit stream of bits-wide codes; a 3-, 5- or
+// 6-bit code may continue in the next word.
+INLINE uint qcode(device const uint *row, int j, int bits) {
+  uint bit = (uint)j * (uint)bits;
+  uint word = bit >> 5, shift = bit & 31u;
+  uint q = row[word] >> shift;
+  if (shift + (uint)bits > 32u) q |= row[word + 1] << (32u - shift);
+  return q & ((1u << bits) - 1u);
+}

@@ -1,0 +1,86 @@
+// Elementwise kernels: one thread per output element, 1-D grid of
+// ceil(n/TG_SIZE_X) threadgroups.
+
+#define ELEMENT_INDEX ((ulong)TGID_X * (ulong)TG_SIZE_X + (ulong)TID_X)
+
+// sigmoid_mul_bf16: out = bf16(x·σ(gate)).
+KERNEL(sigmoid_mul_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const bf16_t, gate, 1),
+       BUFFER(bf16_t, out, 2),
+       PARAM(int, N, 3)) {
+  ulong i = ELEMENT_INDEX;
+  if (i >= (ulong)N) return;
+  out[i] = f32_to_bf16(bf16_to_f32(x[i]) * sigmoidf(bf16_to_f32(gate[i])));
+}
+
+// add_bf16: out = bf16(a + b); out may alias a.
+KERNEL(add_bf16,
+       BUFFER(const bf16_t, a, 0),
+       BUFFER(const bf16_t, b, 1),
+       BUFFER(bf16_t, out, 2),
+       PARAM(int, N, 3)) {
+  ulong i = ELEMENT_INDEX;
+  if (i >= (ulong)N) return;
+  out[i] = f32_to_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
+}
+
+// swiglu_bf16: out = bf16(silu(gate)·up).
+KERNEL(swiglu_bf16,
+       BUFFER(const bf16_t, gate, 0),
+       BUFFER(const bf16_t, up, 1),
+       BUFFER(bf16_t, out, 2),
+       PARAM(int, N, 3)) {
+  ulong i = ELEMENT_INDEX;
+  if (i >= (ulong)N) return;
+  out[i] = f32_to_bf16(siluf(bf16_to_f32(gate[i])) * bf16_to_f32(up[i]));
+}
+
+// add_sigmoid_scaled_bf16: out[t, :] = bf16(x[t, :] + σ(gate[t])·y[t, :]), [T, H].
+KERNEL(add_sigmoid_scaled_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const bf16_t, y, 1),
+       BUFFER(const bf16_t, gate, 2),
+       BUFFER(bf16_t, out, 3),
+       PARAM(int, T, 4),
+       PARAM(int, H, 5)) {
+  ulong i = ELEMENT_INDEX;
+  if (i >= (ulong)T * (ulong)H) return;
+  float g = sigmoidf(bf16_to_f32(gate[i / (ulong)H]));
+  out[i] = f32_to_bf16(bf16_to_f32(x[i]) + g * bf16_to_f32(y[i]));
+}
+
+// split_qgate_bf16: src [T, H, 2D] → q, gate [T, H, D]: per head the first D
+// values are the query, the last D its gate.
+KERNEL(split_qgate_bf16,
+       BUFFER(const bf16_t, src, 0),
+       BUFFER(bf16_t, q, 1),
+       BUFFER(bf16_t, gate, 2),
+       PARAM(int, T, 3),
+       PARAM(int, H, 4),
+       PARAM(int, D, 5)) {
+  ulong i = ELEMENT_INDEX;
+  if (i >= (ulong)T * (ulong)H * (ulong)D) return;
+  ulong row = i / (ulong)D, d = i % (ulong)D;
+  q[i] = src[row * 2 * (ulong)D + d];
+  gate[i] = src[row * 2 * (ulong)D + (ulong)D + d];
+}
+
+// moe_combine_bf16: out[t, h] = bf16(Σ_s weights[t, s]·y[t, s, h]), s in order.
+KERNEL(moe_combine_bf16,
+       BUFFER(const bf16_t, y, 0),
+       BUFFER(const bf16_t, weights, 1),
+       BUFFER(bf16_t, out, 2),
+       PARAM(int, T, 3),
+       PARAM(int, K, 4),
+       PARAM(int, H, 5)) {
+  ulong i = ELEMENT_INDEX;
+  if (i >= (ulong)T * (ulong)H) return;
+  ulong t = i / (ulong)H, h = i % (ulong)H;
+  float acc = 0.0f;
+  for (int s = 0; s < K; s++) {
+    ulong ts = t * (ulong)K + (ulong)s;
+    acc += bf16_to_f32(weights[ts]) * bf16_to_f32(y[ts * (ulong)H + h]);
+  }
+  out[i] = f32_to_bf16(acc);
+}

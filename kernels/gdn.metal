@@ -1,0 +1,139 @@
+// Gated DeltaNet pieces: the causal depthwise conv with its carried state, the
+// per-head gates, and the delta-rule recurrence.
+
+#define CONV_MAX_K 8
+
+// conv1d_silu_bf16: x [T, C], state [K−1, C] (in/out), w [C, K], out [T, C].
+// ci = concat(state, x) by rows; out[t, c] = bf16(silu(Σ_k ci[t+k, c]·w[c, k]));
+// afterwards state = the last K−1 rows of ci. One thread per channel walks the
+// tokens with the window in registers; K ≤ CONV_MAX_K.
+KERNEL(conv1d_silu_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(bf16_t, state, 1),
+       BUFFER(const bf16_t, w, 2),
+       BUFFER(bf16_t, out, 3),
+       PARAM(int, T, 4),
+       PARAM(int, C, 5),
+       PARAM(int, K, 6)) {
+  int c = TGID_X * TG_SIZE_X + TID_X;
+  if (c >= C) return;
+  float win[CONV_MAX_K];  // win[0..K-2]: the K−1 previous inputs, oldest first
+  float wc[CONV_MAX_K];
+  for (int k = 0; k < K; k++) wc[k] = bf16_to_f32(w[(ulong)c * (ulong)K + (ulong)k]);
+  for (int k = 0; k < K - 1; k++) win[k] = bf16_to_f32(state[(ulong)k * (ulong)C + (ulong)c]);
+  for (int t = 0; t < T; t++) {
+    win[K - 1] = bf16_to_f32(x[(ulong)t * (ulong)C + (ulong)c]);
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) acc += win[k] * wc[k];
+    out[(ulong)t * (ulong)C + (ulong)c] = f32_to_bf16(siluf(acc));
+    for (int k = 0; k < K - 1; k++) win[k] = win[k + 1];
+  }
+  for (int k = 0; k < K - 1; k++) state[(ulong)k * (ulong)C + (ulong)c] = f32_to_bf16(win[k]);
+}
+
+// log1p_f is log(1+x) for x ≥ 0 without losing small x (Goldberg's correction).
+INLINE float log1p_f(float x) {
+  float u = 1.0f + x;
+  if (u == 1.0f) return x;
+  return logf(u) * (x / (u - 1.0f));
+}
+
+// softplus_f is log(1+e^x) as MLX's logaddexp(x, 0): max(x,0) + log1p(e^−|x|).
+INLINE float softplus_f(float x) { return fmaxf(x, 0.0f) + log1p_f(expf(-fabsf(x))); }
+
+// gdn_gates_bf16: a, b [T, Hv]; aLog f32 [Hv]; dtBias [Hv]; g, beta f32 [T, Hv].
+// beta = bf16(σ(b)); g = exp(−exp(aLog)·bf16(softplus(bf16(a+dtBias)))).
+KERNEL(gdn_gates_bf16,
+       BUFFER(const bf16_t, a, 0),
+       BUFFER(const bf16_t, b, 1),
+       BUFFER(const float, aLog, 2),
+       BUFFER(const bf16_t, dtBias, 3),
+       BUFFER(float, g, 4),
+       BUFFER(float, beta, 5),
+       PARAM(int, T, 6),
+       PARAM(int, Hv, 7)) {
+  int i = TGID_X * TG_SIZE_X + TID_X;
+  if (i >= T * Hv) return;
+  int h = i % Hv;
+  beta[i] = round_bf16(sigmoidf(bf16_to_f32(b[i])));
+  float sp = round_bf16(softplus_f(round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(dtBias[h]))));
+  g[i] = expf(-expf(aLog[h]) * sp);
+}
+
+// The recurrence holds a state row of up to GDN_MAX_DK values, GDN_PER_LANE per lane.
+#define GDN_MAX_DK 256
+#define GDN_PER_LANE 8
+
+// gdn_recurrence_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], g and beta
+// f32 [T, Hv], state f32 [Hv, Dv, Dk] (in/out), out [T, Hv, Dv].
+// Per token: q and k of k-head hk are rms-normalised (eps 1e-6) and scaled,
+// q = bf16(bf16(q̂)·(1/Dk)), k = bf16(bf16(k̂)·Dk^−½); per v-head h (hk = h/(Hv/Hk)):
+// S ← g·S; u = S·k; δ = beta·(v−u); S ← S + δ⊗k; out = bf16(S·q).
+//
+// One SIMD-group owns one state row S[h, dv, :] (lane holds dk = lane+32i) for
+// all T tokens: the row is read once and written once. Every SIMD-group
+// normalises q and k itself (2·Dk loads and two simd_sums per token), so no
+// threadgroup memory or barrier is needed. Grid: Hv·ceil(Dv/SIMD_COUNT).
+KERNEL(gdn_recurrence_bf16,
+       BUFFER(const bf16_t, conv, 0),
+       BUFFER(const float, g, 1),
+       BUFFER(const float, beta, 2),
+       BUFFER(float, state, 3),
+       BUFFER(bf16_t, out, 4),
+       PARAM(int, T, 5),
+       PARAM(int, Hk, 6),
+       PARAM(int, Hv, 7),
+       PARAM(int, Dk, 8),
+       PARAM(int, Dv, 9)) {
+  int blocks = (Dv + SIMD_COUNT - 1) / SIMD_COUNT;
+  int h = TGID_X / blocks;
+  int dv = (TGID_X % blocks) * SIMD_COUNT + SIMD_ID;
+  if (h >= Hv || dv >= Dv) return;  // uniform across the SIMD-group
+  int lane = LANE;
+  int hk = h / (Hv / Hk);
+  int width = 2 * Hk * Dk + Hv * Dv;
+  float qScale = 1.0f / (float)Dk;
+  float kScale = 1.0f / sqrtf((float)Dk);
+
+  device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)dv) * (ulong)Dk;
+  float S[GDN_PER_LANE];
+  for (int i = 0; i < GDN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    S[i] = d < Dk ? srow[d] : 0.0f;
+  }
+  for (int t = 0; t < T; t++) {
+    device const bf16_t *row = conv + (ulong)t * (ulong)width;
+    float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
+    float qss = 0.0f, kss = 0.0f;
+    for (int i = 0; i < GDN_PER_LANE; i++) {
+      int d = lane + 32 * i;
+      qv[i] = d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
+      kv[i] = d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
+      qss += qv[i] * qv[i];
+      kss += kv[i] * kv[i];
+    }
+    float qInv = rsqrtf(simd_sum(qss) / (float)Dk + 1e-6f);
+    float kInv = rsqrtf(simd_sum(kss) / (float)Dk + 1e-6f);
+    float gt = g[t * Hv + h], bt = beta[t * Hv + h];
+    float vt = bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]);
+    float u = 0.0f;
+    for (int i = 0; i < GDN_PER_LANE; i++) {
+      qv[i] = round_bf16(round_bf16(qv[i] * qInv) * qScale);
+      kv[i] = round_bf16(round_bf16(kv[i] * kInv) * kScale);
+      S[i] *= gt;
+      u += S[i] * kv[i];
+    }
+    float delta = bt * (vt - simd_sum(u));
+    float o = 0.0f;
+    for (int i = 0; i < GDN_PER_LANE; i++) {
+      S[i] += delta * kv[i];
+      o += S[i] * qv[i];
+    }
+    o = simd_sum(o);
+    if (lane == 0) out[((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv + (ulong)dv] = f32_to_bf16(o);
+  }
+  for (int i = 0; i < GDN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    if (d < Dk) srow[d] = S[i];
+  }
+}

@@ -1,0 +1,57 @@
+// Prelude for the CUDA backend: maps the portable kernel dialect (see
+// prelude_metal.h for the list of macros) to CUDA C++, compiled at run time by
+// NVRTC. No headers are included: NVRTC provides the CUDA builtins.
+//
+// The program is compiled with --device-as-default-execution-space, so helper
+// functions need no __device__: NVRTC defines __device__ as a macro that
+// expands to __attribute__((device)), which the `device` macro at the end of
+// this file would empty wherever a helper is declared.
+//
+// Apple SIMD-groups and CUDA warps are both 32 lanes, so simd_* map to warp
+// shuffles over the full mask; every lane of a warp must reach them.
+
+typedef unsigned int uint;
+typedef unsigned short ushort;
+typedef unsigned char uchar;
+typedef unsigned long long ulong;
+typedef unsigned short bf16_t;
+
+#define INLINE __forceinline__
+
+#define KERNEL(name, ...) extern "C" __global__ void name(__VA_ARGS__)
+#define BUFFER(type, name, index) type *name
+#define PARAM(type, name, index) const type name
+
+#define TGID_X ((int)blockIdx.x)
+#define TID_X ((int)threadIdx.x)
+#define TG_SIZE_X ((int)blockDim.x)
+#define LANE ((int)(threadIdx.x & 31u))
+#define SIMD_ID ((int)(threadIdx.x >> 5))
+#define SIMD_COUNT ((int)(blockDim.x >> 5))
+
+#define TG_MEM(type, name, n) __shared__ type name[n]
+#define BARRIER() __syncthreads()
+#define DEVICE_BARRIER() __syncthreads()
+
+INLINE float as_float(uint u) { return __uint_as_float(u); }
+INLINE uint as_uint(float f) { return __float_as_uint(f); }
+
+INLINE float simd_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+INLINE float simd_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+INLINE float simd_shuffle_xor(float v, uint mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }
+INLINE int simd_shuffle_xor(int v, uint mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }
+INLINE uint simd_shuffle_xor(uint v, uint mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }
+
+// Address-space qualifiers of the dialect mean nothing to CUDA (pointers are
+// generic). They are defined last: defining `device` before any CUDA text would
+// break `__device__`.
+#define device
+#define constant
+#define thread
+#define threadgroup

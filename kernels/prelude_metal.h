@@ -1,0 +1,59 @@
+// Prelude for the Metal backend: maps the portable kernel dialect to native MSL.
+// Every kernels/*.metal file is appended to this text and compiled as one library.
+//
+// The dialect (see docs in prelude_cuda.h for the CUDA side):
+//   KERNEL(name, args...)      a kernel; its arguments are BUFFER and PARAM entries.
+//   BUFFER(type, name, index)  a device pointer, bound at [[buffer(index)]].
+//   PARAM(type, name, index)   a scalar passed by value (setBytes on Metal).
+//   TGID_X, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT
+//                              threadgroup id, thread id in the threadgroup,
+//                              threadgroup size, lane in the SIMD-group (warp),
+//                              SIMD-group index and count in the threadgroup.
+//   TG_MEM(type, name, n)      a threadgroup (shared) array in a kernel body.
+//   BARRIER()                  threadgroup barrier over threadgroup memory.
+//   DEVICE_BARRIER()           threadgroup barrier that also orders device memory.
+//   bf16_t, load/store helpers, simd_sum/simd_max/simd_shuffle_xor, imin/imax,
+//   and the C math names (expf, logf, ...) mapped to precise Metal math.
+#include <metal_stdlib>
+using namespace metal;
+
+typedef ushort bf16_t;
+
+#define INLINE inline
+
+#define KERNEL(name, ...)                                                 \
+  kernel void name(__VA_ARGS__,                                           \
+                   uint3 bagel_tgid [[threadgroup_position_in_grid]],     \
+                   uint3 bagel_tid [[thread_position_in_threadgroup]],    \
+                   uint3 bagel_tgsize [[threads_per_threadgroup]],        \
+                   uint bagel_lane [[thread_index_in_simdgroup]],         \
+                   uint bagel_simd [[simdgroup_index_in_threadgroup]])
+#define BUFFER(type, name, index) device type *name [[buffer(index)]]
+#define PARAM(type, name, index) constant type &name [[buffer(index)]]
+
+#define TGID_X ((int)bagel_tgid.x)
+#define TID_X ((int)bagel_tid.x)
+#define TG_SIZE_X ((int)bagel_tgsize.x)
+#define LANE ((int)bagel_lane)
+#define SIMD_ID ((int)bagel_simd)
+#define SIMD_COUNT ((int)(bagel_tgsize.x / 32))
+
+#define TG_MEM(type, name, n) threadgroup type name[n]
+#define BARRIER() threadgroup_barrier(mem_flags::mem_threadgroup)
+#define DEVICE_BARRIER() \
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup)
+
+// Precise math: Metal compiles with fast math by default; the CPU reference is exact.
+#define expf(x) metal::precise::exp(x)
+#define logf(x) metal::precise::log(x)
+#define sqrtf(x) metal::precise::sqrt(x)
+#define rsqrtf(x) metal::precise::rsqrt(x)
+#define cosf(x) metal::precise::cos(x)
+#define sinf(x) metal::precise::sin(x)
+#define powf(x, y) metal::precise::pow(x, y)
+#define fmaxf(x, y) metal::fmax(x, y)
+#define fminf(x, y) metal::fmin(x, y)
+#define fabsf(x) metal::fabs(x)
+
+INLINE float as_float(uint u) { return as_type<float>(u); }
+INLINE uint as_uint(float f) { return as_type<uint>(f); }

@@ -1,0 +1,190 @@
+package kernels
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// The kernel sources. common.h holds the helpers every kernel uses; the *.metal
+// files are the kernels, appended in name order.
+//
+//go:embed prelude_metal.h prelude_cuda.h common.h *.metal
+var sources embed.FS
+
+// MetalSource is the library source for the Metal backend: prelude_metal.h,
+// common.h and every kernel file.
+func MetalSource() string { return assemble("prelude_metal.h") }
+
+// CUDASource is the program source for the CUDA backend (NVRTC): prelude_cuda.h,
+// common.h and every kernel file. Kernels are extern "C", so their names are
+// the kernel names.
+func CUDASource() string { return assemble("prelude_cuda.h") }
+
+// SourceHash is the hex SHA-256 of CUDASource. The CUDA backend keys its compile
+// cache by it, and the PTX embedded in cuda/ records the hash it was built from.
+func SourceHash() string {
+	sum := sha256.Sum256([]byte(CUDASource()))
+	return hex.EncodeToString(sum[:])
+}
+
+// Files lists the kernel files (*.metal) in assembly order.
+func Files() []string {
+	names, err := fs.Glob(sources, "*.metal")
+	if err != nil {
+		panic(err)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// File returns one embedded file (a prelude, common.h or a kernel file).
+func File(name string) string {
+	b, err := sources.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("kernels: no embedded file %q", name))
+	}
+	return string(b)
+}
+
+// assemble joins prelude, common.h and the kernel files. #line directives keep
+// compiler messages pointing at the file and line a reader can open.
+func assemble(prelude string) string {
+	var sb strings.Builder
+	for _, name := range append([]string{prelude, "common.h"}, Files()...) {
+		fmt.Fprintf(&sb, "#line 1 %q\n", name)
+		sb.WriteString(File(name))
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+// Param is one kernel argument as declared in the source.
+type Param struct {
+	Name   string
+	Type   string // "const bf16_t", "uint", "int", "float", ...
+	Buffer bool   // BUFFER (a device pointer) rather than PARAM (a scalar)
+}
+
+// Signature is a kernel's name and arguments, in the order the source (and
+// kernels/README.md) gives them.
+type Signature struct {
+	Name   string
+	File   string
+	Params []Param
+}
+
+// Signatures parses every KERNEL(...) declaration of the kernel files. A
+// malformed declaration panics (the package tests parse all of them).
+var Signatures = sync.OnceValue(func() map[string]Signature {
+	sigs := map[string]Signature{}
+	for _, file := range Files() {
+		for _, sig := range parseKernels(file, File(file)) {
+			if _, dup := sigs[sig.Name]; dup {
+				panic(fmt.Sprintf("kernels: %s: kernel %s declared twice", file, sig.Name))
+			}
+			sigs[sig.Name] = sig
+		}
+	}
+	return sigs
+})
+
+// Names lists every kernel, sorted.
+func Names() []string {
+	var names []string
+	for name := range Signatures() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// parseKernels reads the KERNEL(name, BUFFER(type, name, i), ..., PARAM(type,
+// name, i)) declarations of one file. Buffers must come before scalars and the
+// indices must count 0, 1, 2, ... (they are Metal's [[buffer(i)]] slots).
+func parseKernels(file, src string) []Signature {
+	var sigs []Signature
+	rest := "\n" + src
+	for {
+		at := strings.Index(rest, "\nKERNEL(")
+		if at < 0 {
+			break
+		}
+		rest = rest[at+len("\nKERNEL("):]
+		body, ok := balanced(rest)
+		if !ok {
+			panic(fmt.Sprintf("kernels: %s: unbalanced KERNEL(", file))
+		}
+		parts := splitTop(body)
+		sig := Signature{Name: strings.TrimSpace(parts[0]), File: file}
+		for i, p := range parts[1:] {
+			p = strings.TrimSpace(p)
+			var param Param
+			switch {
+			case strings.HasPrefix(p, "BUFFER("):
+				param.Buffer = true
+				p = p[len("BUFFER("):]
+			case strings.HasPrefix(p, "PARAM("):
+				p = p[len("PARAM("):]
+			default:
+				panic(fmt.Sprintf("kernels: %s: %s: argument %d is %q, want BUFFER(...) or PARAM(...)", file, sig.Name, i, p))
+			}
+			fields := strings.Split(strings.TrimSuffix(p, ")"), ",")
+			if len(fields) != 3 || strings.TrimSpace(fields[2]) != fmt.Sprint(i) {
+				panic(fmt.Sprintf("kernels: %s: %s: argument %d (%q) must be (type, name, %d)", file, sig.Name, i, p, i))
+			}
+			param.Type, param.Name = strings.TrimSpace(fields[0]), strings.TrimSpace(fields[1])
+			if n := len(sig.Params); param.Buffer && n > 0 && !sig.Params[n-1].Buffer {
+				panic(fmt.Sprintf("kernels: %s: %s: buffer %s after a scalar", file, sig.Name, param.Name))
+			}
+			if !param.Buffer && param.Type != "int" && param.Type != "float" {
+				panic(fmt.Sprintf("kernels: %s: %s: scalar %s is %s, want int or float", file, sig.Name, param.Name, param.Type))
+			}
+			sig.Params = append(sig.Params, param)
+		}
+		sigs = append(sigs, sig)
+	}
+	return sigs
+}
+
+// balanced returns s up to the ')' that closes an already opened '('.
+func balanced(s string) (string, bool) {
+	depth := 1
+	for i, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return s[:i], true
+			}
+		}
+	}
+	return "", false
+}
+
+// splitTop splits s at the commas outside parentheses.
+func splitTop(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
+}
