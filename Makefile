@@ -3,7 +3,12 @@ GO      ?= go
 BIN     := bin/bagel
 TESTMODEL := build/testmodel/tiny-moe
 
-.PHONY: all build run test vet darwin-check metal-check gpu-test testmodel clean
+.PHONY: all build run test vet darwin-check testmodel clean
+
+.DEFAULT_GOAL := all
+
+# gpu-build, gpu-test, ptx and metal-check.
+include Makefile.gpu
 
 all: build
 
@@ -31,16 +36,8 @@ darwin-check:
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null .
 
-# Metal kernels parsed by clang against a stub Metal header (syntax and types).
-metal-check:
-	@if [ -x tools/metalcheck.sh ]; then tools/metalcheck.sh; else echo "metal-check: no tools/metalcheck.sh yet"; fi
-
 test: vet darwin-check metal-check
 	CGO_ENABLED=0 $(GO) test ./...
-
-# Kernel and end-to-end tests on an NVIDIA GPU (skipped cleanly without one).
-gpu-test:
-	CGO_ENABLED=0 $(GO) test -count=1 -tags gpu ./cuda/... ./gputest/... -v
 
 clean:
 	rm -rf bin build

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"bagel/internal/testmodel"
+)
+
+// The GPU end-to-end tests: score and generate on each GPU backend compiled into
+// this binary must match the CPU backend. They skip where the backend cannot
+// open (no driver), unless BAGEL_REQUIRE_GPU=1 (make gpu-test) turns that into a
+// failure. Same tolerances as against the bf16 reference: both sides round at
+// the same points and differ only in f32 summation order.
+func TestGPUMatchesCPU(t *testing.T) {
+	for _, backendName := range []string{"cuda", "metal"} {
+		if _, ok := gpuOpeners[backendName]; !ok {
+			continue
+		}
+		for _, name := range testmodel.Names {
+			t.Run(backendName+"/"+name, func(t *testing.T) {
+				gpu, err := Load(testmodel.Weights(t, name), Options{Backend: backendName, ContextLength: 256})
+				if err != nil {
+					if os.Getenv("BAGEL_REQUIRE_GPU") == "" && strings.Contains(err.Error(), "no ") {
+						t.Skipf("%s unavailable: %v", backendName, err)
+					}
+					t.Fatal(err)
+				}
+				defer gpu.Close()
+				cpu, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 256})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cpu.Close()
+				g := loadGolden(t, name)
+				vocab := cpu.Config.VocabSize
+				var diffs, lseDiffs []float64
+				for _, p := range g.Prompts {
+					prefill := max(1, len(p.IDs)/2)
+					a := scoreLogits(t, gpu, p.IDs, prefill)
+					b := scoreLogits(t, cpu, p.IDs, prefill)
+					for pos := range p.Positions {
+						ga, gb := a[pos*vocab:(pos+1)*vocab], b[pos*vocab:(pos+1)*vocab]
+						for _, id := range TopK(gb, 20) {
+							diffs = append(diffs, math.Abs(float64(ga[id]-gb[id])))
+						}
+						lseDiffs = append(lseDiffs, math.Abs(LogSumExp(ga)-LogSumExp(gb)))
+					}
+				}
+				sort.Float64s(diffs)
+				sort.Float64s(lseDiffs)
+				median, p99 := diffs[len(diffs)/2], diffs[len(diffs)*99/100]
+				// A router near-tie (MoE) may pick another expert on one side and move
+				// a few positions' logsumexp beyond the bf16 bound; most stay within it.
+				if lse99, lseMax := lseDiffs[len(lseDiffs)*99/100], lseDiffs[len(lseDiffs)-1]; lse99 > bf16LSETol || lseMax > lseTol {
+					t.Errorf("logsumexp differs: p99 %.4f (≤ %.2f), max %.4f (≤ %.2f)", lse99, bf16LSETol, lseMax, lseTol)
+				}
+				t.Logf("%s vs cpu, %d logits: median |Δ| %.5f, p99 %.4f, max %.4f", gpu.BackendName, len(diffs), median, p99, diffs[len(diffs)-1])
+				if median > bf16MedianTol || p99 > bf16EntryTol {
+					t.Errorf("%s differs from cpu: median %.4f (≤ %.3f), p99 %.4f (≤ %.2f)", backendName, median, bf16MedianTol, p99, bf16EntryTol)
+				}
+
+				// greedy generation: the same tokens wherever the CPU's choice is clear
+				for _, ref := range g.Greedy {
+					req := Request{PromptIDs: ref.PromptIDs, MaxTokens: len(ref.GeneratedIDs)}
+					want, _, _ := collect(t, cpu.Generate(context.Background(), req))
+					got, _, done := collect(t, gpu.Generate(context.Background(), req))
+					same := 0
+					for same < min(len(got), len(want)) && got[same] == want[same] {
+						same++
+					}
+					t.Logf("greedy: %d of %d tokens equal; %s", same, len(want), done.Stats.StatsLine())
+					if same < len(want) {
+						seq := append(append([]int(nil), ref.PromptIDs...), want[:same]...)
+						rows := scoreLogits(t, cpu, seq, len(seq))
+						last := rows[(len(seq)-1)*vocab:]
+						top := TopK(last, 2)
+						if margin := float64(last[top[0]] - last[top[1]]); margin > clearMargin {
+							t.Errorf("greedy step %d: %s token %d, cpu %d with a clear margin %.3f", same, backendName, got[same], want[same], margin)
+						}
+					}
+				}
+			})
+		}
+	}
+}
