@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/bagel
 TESTMODEL := build/testmodel/tiny-moe
 
-.PHONY: all build run test vet darwin-check testmodel clean
+.PHONY: all build run test vet darwin-check metal-test testmodel clean
 
 .DEFAULT_GOAL := all
 
@@ -31,10 +31,17 @@ run: build testmodel
 vet:
 	$(GO) vet ./...
 
-# The macOS build of every package is cross-compiled and vetted here (no Mac in CI).
+# The macOS build of every engine package (everything but the cgo UI) is
+# cross-compiled and vetted here (vet type-checks the _darwin_test.go files too;
+# no Mac in CI).
+ENGINE_PKGS = $(shell $(GO) list ./... | grep -v '^bagel/ui')
 darwin-check:
-	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet $(ENGINE_PKGS)
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null .
+
+# On a Mac: every kernel on Metal against the CPU, end to end score, residency on/off.
+metal-test:
+	BAGEL_REQUIRE_GPU=1 CGO_ENABLED=0 $(GO) test -count=1 -v ./metal/...
 
 test: vet darwin-check metal-check
 	CGO_ENABLED=0 $(GO) test ./...
