@@ -4,6 +4,7 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"bagel/backend"
 	"bagel/ops"
@@ -180,4 +181,18 @@ type Memory struct {
 // Memory reports the loaded model's footprint.
 func (e *Engine) Memory() Memory {
 	return Memory{Weights: e.model.WeightBytes, Cache: e.cache.Bytes()}
+}
+
+// gpuTime is the device time the backend has measured in total, where it measures
+// it (Metal's GPUStartTime/GPUEndTime per command buffer).
+func (e *Engine) gpuTime() (time.Duration, bool) {
+	var d time.Duration
+	ok := false
+	_ = e.loop.do(func() error {
+		if m, has := e.dev.(interface{ TotalGPUTime() time.Duration }); has {
+			d, ok = m.TotalGPUTime(), true
+		}
+		return nil
+	})
+	return d, ok
 }

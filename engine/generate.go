@@ -53,6 +53,8 @@ type Event struct {
 // Stats describe a generation so far.
 type Stats struct {
 	Backend              string
+	BackendReason        string        // why this backend was chosen ("auto: cuda available")
+	GPUTimePerToken      time.Duration // device time per decode token, where the backend measures it (Metal)
 	PromptTokens         int
 	ReusedPromptTokens   int // from the prompt cache (0 until it exists)
 	GeneratedTokens      int
@@ -151,7 +153,7 @@ func (g *generation) run(req Request) error {
 	if len(prompt) >= e.ContextLength() {
 		return fmt.Errorf("the prompt has %d tokens; the context length is %d: shorten the conversation or raise the context length", len(prompt), e.ContextLength())
 	}
-	st := Stats{Backend: e.BackendName, PromptTokens: len(prompt), ContextLength: e.ContextLength()}
+	st := Stats{Backend: e.BackendName, BackendReason: e.BackendReason, PromptTokens: len(prompt), ContextLength: e.ContextLength()}
 	start := time.Now()
 	if err := e.resetCache(); err != nil {
 		return err
@@ -179,6 +181,7 @@ func (g *generation) run(req Request) error {
 		dec = e.tok.NewStreamDecoder()
 	}
 	startCounters := e.Counters()
+	startGPU, _ := e.gpuTime()
 	decodeStart := time.Now()
 	lastStats := time.Now()
 	reason := ""
@@ -188,6 +191,7 @@ func (g *generation) run(req Request) error {
 			st.TimeToFirstToken = time.Since(start)
 			decodeStart = time.Now()
 			startCounters = e.Counters()
+			startGPU, _ = e.gpuTime()
 		}
 		st.GeneratedTokens++
 		history = append(history, id)
@@ -225,7 +229,7 @@ func (g *generation) run(req Request) error {
 		}
 		st.KVLength++
 		if time.Since(lastStats) >= 200*time.Millisecond {
-			g.decodeStats(&st, decodeStart, startCounters)
+			g.decodeStats(&st, decodeStart, startCounters, startGPU)
 			g.send(Event{Kind: EventStats, Stats: st})
 			lastStats = time.Now()
 		}
@@ -235,14 +239,14 @@ func (g *generation) run(req Request) error {
 			g.send(Event{Kind: EventToken, Text: rest, Thinking: thinking, Token: -1})
 		}
 	}
-	g.decodeStats(&st, decodeStart, startCounters)
+	g.decodeStats(&st, decodeStart, startCounters, startGPU)
 	g.send(Event{Kind: EventDone, Reason: reason, Stats: st})
 	return nil
 }
 
 // decodeStats fills the decode rate and per-token device counts: the decode steps
 // are the generated tokens after the first (which came from the prefill).
-func (g *generation) decodeStats(st *Stats, decodeStart time.Time, c0 backend.Counters) {
+func (g *generation) decodeStats(st *Stats, decodeStart time.Time, c0 backend.Counters, gpu0 time.Duration) {
 	steps := st.GeneratedTokens - 1
 	if steps <= 0 {
 		return
@@ -252,6 +256,9 @@ func (g *generation) decodeStats(st *Stats, decodeStart time.Time, c0 backend.Co
 	st.DispatchesPerToken = float64(c.Dispatches-c0.Dispatches) / float64(steps)
 	st.CommandBuffersPerTok = float64(c.CommandBuffers-c0.CommandBuffers) / float64(steps)
 	st.HostSyncsPerToken = float64(c.HostSyncs-c0.HostSyncs) / float64(steps)
+	if gpu, ok := g.e.gpuTime(); ok {
+		st.GPUTimePerToken = (gpu - gpu0) / time.Duration(steps)
+	}
 }
 
 // startsThinking tells whether the prompt leaves the model inside a <think> block
@@ -292,5 +299,11 @@ func (s Stats) StatsLine() string {
 		s.PromptTokens, s.PrefillTokensPerSec, float64(s.TimeToFirstToken.Microseconds())/1000,
 		s.GeneratedTokens, s.DecodeTokensPerSec, s.KVLength, s.ContextLength,
 		s.DispatchesPerToken, s.CommandBuffersPerTok, s.HostSyncsPerToken, s.Backend)
+	if s.GPUTimePerToken > 0 {
+		fmt.Fprintf(&b, ", GPU %.2f ms/token", float64(s.GPUTimePerToken.Microseconds())/1000)
+	}
+	if s.BackendReason != "" {
+		fmt.Fprintf(&b, " (%s)", s.BackendReason)
+	}
 	return b.String()
 }
