@@ -4,7 +4,6 @@ package cuda
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"unsafe"
@@ -306,33 +305,18 @@ func norm3(v backend.Dim3) backend.Dim3 {
 // slot per argument: a buffer becomes its CUdeviceptr plus offset, an int an
 // int32, a float a float32 (little-endian, in the slot's low bytes).
 func (d *Device) marshal(kernel string, sig kernels.Signature, args []backend.Arg) []uint64 {
-	if len(args) != len(sig.Params) {
-		panic(fmt.Sprintf("cuda: %s: %d arguments, want %d", kernel, len(args), len(sig.Params)))
-	}
+	bits := kernels.CheckArgs("cuda", kernel, sig, args)
 	slots := make([]uint64, len(args))
 	for i, a := range args {
-		p := sig.Params[i]
-		switch {
-		case p.Buffer:
-			if a.Kind != backend.ArgBuffer {
-				panic(fmt.Sprintf("cuda: %s: argument %d (%s) wants a buffer", kernel, i, p.Name))
-			}
-			buf, err := d.deviceBytes(a.Buf, a.Off, 0)
-			if err != nil {
-				panic(fmt.Sprintf("cuda: %s: argument %d (%s): %v", kernel, i, p.Name, err))
-			}
-			slots[i] = buf.ptr + uint64(a.Off)
-		case p.Type == "float":
-			if a.Kind != backend.ArgFloat {
-				panic(fmt.Sprintf("cuda: %s: argument %d (%s) wants an f32 scalar", kernel, i, p.Name))
-			}
-			slots[i] = uint64(math.Float32bits(a.F32))
-		default:
-			if a.Kind != backend.ArgInt {
-				panic(fmt.Sprintf("cuda: %s: argument %d (%s) wants an int32 scalar", kernel, i, p.Name))
-			}
-			slots[i] = uint64(uint32(a.Int))
+		if a.Kind != backend.ArgBuffer {
+			slots[i] = uint64(bits[i])
+			continue
 		}
+		buf, err := d.deviceBytes(a.Buf, a.Off, 0)
+		if err != nil {
+			panic(fmt.Sprintf("cuda: %s: argument %d (%s): %v", kernel, i, sig.Params[i].Name, err))
+		}
+		slots[i] = buf.ptr + uint64(a.Off)
 	}
 	return slots
 }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"strconv"
@@ -242,5 +243,27 @@ func TestFloatLiteralsAreSingle(t *testing.T) {
 				t.Errorf("%s:%d: double in a kernel", name, i+1)
 			}
 		}
+	}
+}
+
+func TestCheckArgs(t *testing.T) {
+	sig := Signatures()["add_bf16"]
+	dummy := backend.Buf(nil, 0)
+	bits := CheckArgs("test", "add_bf16", sig, []backend.Arg{dummy, dummy, dummy, backend.Int(7)})
+	if bits[3] != 7 {
+		t.Errorf("scalar bits %v", bits)
+	}
+	for name, args := range map[string][]backend.Arg{
+		"count": {dummy, dummy, dummy},
+		"kind":  {dummy, dummy, dummy, backend.Float(7)},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "add_bf16") {
+					t.Errorf("%s: panic %v, want one naming the kernel", name, r)
+				}
+			}()
+			CheckArgs("test", "add_bf16", sig, args)
+		}()
 	}
 }

@@ -2,7 +2,6 @@ package metal
 
 import (
 	"fmt"
-	"math"
 	"time"
 	"unsafe"
 
@@ -86,37 +85,22 @@ type boundArg struct {
 // bind checks args against the kernel's signature and resolves each buffer
 // argument to the Metal buffer that holds its offset.
 func (d *Device) bind(kernel string, sig kernels.Signature, args []backend.Arg) []boundArg {
-	if len(args) != len(sig.Params) {
-		panic(fmt.Sprintf("metal: %s: %d arguments, want %d", kernel, len(args), len(sig.Params)))
-	}
+	bits := kernels.CheckArgs("metal", kernel, sig, args)
 	out := make([]boundArg, len(args))
 	for i, a := range args {
-		p := sig.Params[i]
-		switch {
-		case p.Buffer:
-			if a.Kind != backend.ArgBuffer {
-				panic(fmt.Sprintf("metal: %s: argument %d (%s) wants a buffer", kernel, i, p.Name))
-			}
-			buf, err := d.own(a.Buf, a.Off, 0)
-			if err == nil && len(buf.mtl) == 0 {
-				err = fmt.Errorf("empty buffer")
-			}
-			if err != nil {
-				panic(fmt.Sprintf("metal: %s: argument %d (%s): %v", kernel, i, p.Name, err))
-			}
-			j, local := buf.plan.resolve(a.Off)
-			out[i] = boundArg{buf: buf.mtl[j], off: local}
-		case p.Type == "float":
-			if a.Kind != backend.ArgFloat {
-				panic(fmt.Sprintf("metal: %s: argument %d (%s) wants an f32 scalar", kernel, i, p.Name))
-			}
-			out[i] = boundArg{scalar: true, bits: math.Float32bits(a.F32)}
-		default:
-			if a.Kind != backend.ArgInt {
-				panic(fmt.Sprintf("metal: %s: argument %d (%s) wants an int32 scalar", kernel, i, p.Name))
-			}
-			out[i] = boundArg{scalar: true, bits: uint32(a.Int)}
+		if a.Kind != backend.ArgBuffer {
+			out[i] = boundArg{scalar: true, bits: bits[i]}
+			continue
 		}
+		buf, err := d.own(a.Buf, a.Off, 0)
+		if err == nil && len(buf.mtl) == 0 {
+			err = fmt.Errorf("empty buffer")
+		}
+		if err != nil {
+			panic(fmt.Sprintf("metal: %s: argument %d (%s): %v", kernel, i, sig.Params[i].Name, err))
+		}
+		j, local := buf.plan.resolve(a.Off)
+		out[i] = boundArg{buf: buf.mtl[j], off: local}
 	}
 	return out
 }
