@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync"
 )
 
 // deviceLoop runs every device call of an engine on one goroutine locked to its OS
@@ -13,7 +15,14 @@ import (
 type deviceLoop struct {
 	work chan func()
 	done chan struct{}
+	// mu orders do against stop: a generation still running when the model is
+	// closed (the app switches models mid-reply) gets ErrClosed, not a panic.
+	mu      sync.RWMutex
+	stopped bool
 }
+
+// ErrClosed is returned by an engine call after Close.
+var ErrClosed = errors.New("the model was unloaded")
 
 func newDeviceLoop() *deviceLoop {
 	d := &deviceLoop{work: make(chan func()), done: make(chan struct{})}
@@ -32,6 +41,11 @@ func newDeviceLoop() *deviceLoop {
 // mismatch in ops is a programmer error that panics) becomes an error, so the app
 // never dies from one.
 func (d *deviceLoop) do(f func() error) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.stopped {
+		return ErrClosed
+	}
 	result := make(chan error, 1)
 	d.work <- func() {
 		defer func() {
@@ -44,8 +58,15 @@ func (d *deviceLoop) do(f func() error) error {
 	return <-result
 }
 
-// stop ends the goroutine after the work already handed to it.
+// stop ends the goroutine after the work already handed to it; later calls of
+// do return ErrClosed. Idempotent.
 func (d *deviceLoop) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return
+	}
+	d.stopped = true
 	close(d.work)
 	<-d.done
 }

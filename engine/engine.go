@@ -4,6 +4,7 @@ package engine
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"bagel/backend"
@@ -40,6 +41,8 @@ type Engine struct {
 	cache   *qwen.Cache
 	scratch *ops.Arena
 	ctx     *ops.Ctx
+
+	closeOnce sync.Once
 
 	tok                   *tokenizer.Tokenizer
 	tmpl                  *tokenizer.Template
@@ -105,32 +108,34 @@ func Load(dir string, opt Options) (*Engine, error) {
 	return e, nil
 }
 
-// Close releases the device, the model and the checkpoint mapping. Idempotent.
+// Close releases the device, the model and the checkpoint mapping. It is safe to
+// call while a generation runs (that generation ends with ErrClosed) and more
+// than once.
 func (e *Engine) Close() {
-	if e.loop == nil {
-		return
-	}
-	_ = e.loop.do(func() error {
-		if e.cache != nil {
-			e.cache.Free(e.ctx)
+	e.closeOnce.Do(func() {
+		if e.loop != nil {
+			_ = e.loop.do(func() error {
+				if e.cache != nil {
+					e.cache.Free(e.ctx)
+				}
+				if e.scratch != nil {
+					e.scratch.Release()
+				}
+				if e.model != nil {
+					e.model.Close()
+				}
+				if e.dev != nil {
+					return e.dev.Close()
+				}
+				return nil
+			})
+			e.loop.stop()
 		}
-		if e.scratch != nil {
-			e.scratch.Release()
+		// The mapping goes last: GPU buffers may wrap it without a copy.
+		if e.ck != nil {
+			_ = e.ck.Close()
 		}
-		if e.model != nil {
-			e.model.Close()
-		}
-		if e.dev != nil {
-			return e.dev.Close()
-		}
-		return nil
 	})
-	e.loop.stop()
-	e.loop = nil
-	// The mapping goes last: GPU buffers may wrap it without a copy.
-	if e.ck != nil {
-		_ = e.ck.Close()
-	}
 }
 
 // ContextLength is the number of tokens the cache holds.

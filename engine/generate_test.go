@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -147,5 +148,37 @@ func TestGenerateText(t *testing.T) {
 	}
 	if want := e.tok.Decode(plain); text != want {
 		t.Errorf("streamed %q, decode %q", text, want)
+	}
+}
+
+// TestCloseDuringGeneration: unloading the model mid-reply (the app switching
+// models) ends the stream with ErrClosed, never a panic, and leaves no goroutine.
+func TestCloseDuringGeneration(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := e.Generate(context.Background(), Request{PromptIDs: []int{1, 2, 3}, Sampling: Sampling{Temperature: 1, Seed: 1}})
+	var last Event
+	n := 0
+	for ev := range ch {
+		if ev.Kind == EventToken {
+			if n++; n == 2 {
+				e.Close()
+			}
+		}
+		last = ev
+	}
+	if last.Kind != EventError || !errors.Is(last.Err, ErrClosed) {
+		t.Fatalf("last event %+v, want ErrClosed", last)
+	}
+	e.Close() // twice is fine
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines before, %d after", before, n)
 	}
 }
