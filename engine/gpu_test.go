@@ -88,3 +88,44 @@ func TestGPUMatchesCPU(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUOtherShapes runs the random checkpoints of other shapes and
+// quantizations on each GPU backend against the CPU backend.
+func TestGPUOtherShapes(t *testing.T) {
+	for _, backendName := range []string{"cuda", "metal"} {
+		if _, ok := gpuOpeners[backendName]; !ok {
+			continue
+		}
+		for name, spec := range otherSpecs {
+			t.Run(backendName+"/"+name, func(t *testing.T) {
+				dir := t.TempDir()
+				testmodel.WriteRandom(t, dir, spec)
+				gpu, err := Load(dir, Options{Backend: backendName, ContextLength: 64})
+				if err != nil {
+					if os.Getenv("BAGEL_REQUIRE_GPU") == "" && strings.Contains(err.Error(), "no ") {
+						t.Skipf("%s unavailable: %v", backendName, err)
+					}
+					t.Fatal(err)
+				}
+				defer gpu.Close()
+				cpu, err := Load(dir, Options{Backend: "cpu", ContextLength: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cpu.Close()
+				a := scoreLogits(t, gpu, otherIDs, 3)
+				b := scoreLogits(t, cpu, otherIDs, 3)
+				var num, den float64
+				for i := range a {
+					num += float64((a[i] - b[i]) * (a[i] - b[i]))
+					den += float64(b[i] * b[i])
+				}
+				rel := math.Sqrt(num / den)
+				t.Logf("%s: ‖gpu−cpu‖/‖cpu‖ = %.2e over %d logits", name, rel, len(a))
+				if rel > 1e-2 {
+					t.Errorf("relative error %.2e > 1e-2", rel)
+				}
+			})
+		}
+	}
+}
