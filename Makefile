@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/bagel
 TESTMODEL := build/testmodel/tiny-moe
 
-.PHONY: all build run test vet darwin-check metal-test testmodel clean
+.PHONY: all build run demo gui-deps bundle test vet darwin-check metal-test testmodel clean
 
 .DEFAULT_GOAL := all
 
@@ -12,8 +12,28 @@ include Makefile.gpu
 
 all: build
 
+# The window (Fyne's GLFW driver) is Bagel's only cgo: it needs a C compiler
+# and, on Linux, the X11/GL headers (make gui-deps). Without them `build` makes
+# the command-line tools alone, whose `bagel` with no arguments says so.
+GUI_READY = [ "$$(uname -s)" = Darwin ] || { command -v gcc >/dev/null && pkg-config --exists gl x11 xcursor xrandr xinerama xi xxf86vm xkbcommon 2>/dev/null; }
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) .
+	@if $(GUI_READY); then cgo=1; else cgo=0; echo "build: no X11/GL headers (make gui-deps installs them): building the command-line tools without the window"; fi; \
+	echo "CGO_ENABLED=$$cgo $(GO) build -o $(BIN) ."; CGO_ENABLED=$$cgo $(GO) build -o $(BIN) .
+
+# Debian/Ubuntu packages the window builds against (Fyne: gcc, GL and the X11 /
+# Wayland headers); installed when missing and this user can (root or sudo).
+GUI_APT := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev \
+	libxi-dev libxxf86vm-dev libwayland-dev libxkbcommon-dev
+gui-deps:
+	@if [ "$$(uname -s)" = Linux ] && command -v dpkg-query >/dev/null; then \
+	  missing=$$(for p in $(GUI_APT); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	  if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; \
+	    else echo "gui-deps: as root, run: apt-get install" $$missing; exit 1; fi; \
+	    echo "gui-deps: installing" $$missing; \
+	    $$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	  fi; \
+	fi
 
 # The tiny test model with the Qwen3 tokenizer beside it (testdata keeps the
 # tokenizer compressed and the weights without it).
@@ -25,10 +45,33 @@ $(TESTMODEL)/tokenizer.json: testdata/tokenizer/qwen3/tokenizer.json.gz
 	gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > $(TESTMODEL)/tokenizer_config.json
 	gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > $(TESTMODEL)/tokenizer.json
 
-run: build testmodel
+# The app, on a fresh machine too: GUI build packages, build, open the window.
+run: gui-deps build testmodel
+	@echo "bagel: drop a model folder on the window (a tiny random-weights test model is in $(TESTMODEL))"
+	./$(BIN)
+
+# One reply from the command line: the tiny test model on the CPU.
+demo: build testmodel
 	./$(BIN) generate -m $(TESTMODEL) -p "Tell me about bagels." --max-tokens 32 --backend cpu
 
-vet:
+# The app as a package: Bagel.app on macOS (the fyne tool reads FyneApp.toml),
+# a tarball of /usr/local with a .desktop file and the icon on Linux.
+VERSION = $(shell sed -n 's/^Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+BUNDLE  := build/bundle
+bundle: gui-deps
+ifeq ($(shell uname -s),Darwin)
+	$(GO) run fyne.io/tools/cmd/fyne@v1.7.4 package -os darwin -release
+	@echo "bundle: Bagel.app"
+else
+	rm -rf $(BUNDLE) && mkdir -p $(BUNDLE)/usr/local/bin $(BUNDLE)/usr/local/share/applications $(BUNDLE)/usr/local/share/pixmaps
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags "-s -w" -o $(BUNDLE)/usr/local/bin/bagel .
+	cp assets/bagel.desktop $(BUNDLE)/usr/local/share/applications/dev.bagel.chat.desktop
+	cp assets/icon.png $(BUNDLE)/usr/local/share/pixmaps/dev.bagel.chat.png
+	mkdir -p bin && tar -C $(BUNDLE) -cJf bin/Bagel-$(VERSION)-linux-$$($(GO) env GOARCH).tar.xz usr
+	@echo "bundle: bin/Bagel-$(VERSION)-linux-$$($(GO) env GOARCH).tar.xz (install: sudo tar -xJf FILE -C /)"
+endif
+
+vet: gui-deps
 	$(GO) vet ./...
 
 # The macOS build of every engine package (everything but the cgo UI) is
@@ -43,8 +86,12 @@ darwin-check:
 metal-test:
 	BAGEL_REQUIRE_GPU=1 CGO_ENABLED=0 $(GO) test -count=1 -v ./metal/...
 
+# Fyne's test driver needs no cgo on Linux, but Fyne's widgets do on macOS: there
+# the ui tests run with cgo.
+UI_CGO = $(if $(filter Darwin,$(shell uname -s)),1,0)
 test: vet darwin-check metal-check
-	CGO_ENABLED=0 $(GO) test ./...
+	CGO_ENABLED=0 $(GO) test $(ENGINE_PKGS)
+	CGO_ENABLED=$(UI_CGO) $(GO) test ./ui/...
 
 clean:
 	rm -rf bin build

@@ -1,8 +1,28 @@
+//go:build cgo
+
 package main
 
-import "fmt"
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/app"
 
-// runGUI opens the chat window.
+	"bagel/assets"
+	"bagel/ui"
+)
+
+// appID identifies Bagel to the desktop (preferences, notifications); it
+// matches FyneApp.toml.
+const appID = "dev.bagel.chat"
+
+// runGUI opens the chat window and returns when it is closed. The window needs
+// cgo (Fyne's GLFW driver); gui_nocgo.go stands in without it.
 func runGUI() error {
-	return fmt.Errorf("the chat window is not built yet; run 'bagel help' for the command line tools")
+	a := app.NewWithID(appID)
+	a.SetIcon(fyne.NewStaticResource("icon.png", assets.IconPNG))
+	w, err := ui.New(a, ui.Options{})
+	if err != nil {
+		return err
+	}
+	w.ShowAndRun()
+	return nil
 }

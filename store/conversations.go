@@ -1,0 +1,108 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Conversation is one chat: its title and its own system prompt.
+type Conversation struct {
+	ID           int64
+	Title        string
+	SystemPrompt string
+	Created      time.Time
+	Updated      time.Time // the last change to it or its messages
+}
+
+// ErrNotFound is returned for an id that is not (or no longer) in the database.
+var ErrNotFound = errors.New("not found")
+
+// Conversations lists every conversation, the most recently changed first.
+func (s *Store) Conversations() ([]Conversation, error) {
+	rows, err := s.db.Query(`SELECT id, title, system_prompt, created_at, updated_at
+		FROM conversations ORDER BY updated_at DESC, id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("listing chats: %w", err)
+	}
+	defer rows.Close()
+	var out []Conversation
+	for rows.Next() {
+		var c Conversation
+		var created, updated int64
+		if err := rows.Scan(&c.ID, &c.Title, &c.SystemPrompt, &created, &updated); err != nil {
+			return nil, fmt.Errorf("listing chats: %w", err)
+		}
+		c.Created, c.Updated = fromMillis(created), fromMillis(updated)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Conversation reads one conversation.
+func (s *Store) Conversation(id int64) (Conversation, error) {
+	c := Conversation{ID: id}
+	var created, updated int64
+	err := s.db.QueryRow(`SELECT title, system_prompt, created_at, updated_at FROM conversations WHERE id = ?`, id).
+		Scan(&c.Title, &c.SystemPrompt, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("chat %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return c, fmt.Errorf("reading chat %d: %w", id, err)
+	}
+	c.Created, c.Updated = fromMillis(created), fromMillis(updated)
+	return c, nil
+}
+
+// CreateConversation adds an empty conversation.
+func (s *Store) CreateConversation(title, systemPrompt string) (Conversation, error) {
+	now := time.Now()
+	res, err := s.db.Exec(`INSERT INTO conversations (title, system_prompt, created_at, updated_at) VALUES (?, ?, ?, ?)`,
+		title, systemPrompt, millis(now), millis(now))
+	if err != nil {
+		return Conversation{}, fmt.Errorf("creating a chat: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return Conversation{}, fmt.Errorf("creating a chat: %w", err)
+	}
+	return Conversation{ID: id, Title: title, SystemPrompt: systemPrompt, Created: fromMillis(millis(now)), Updated: fromMillis(millis(now))}, nil
+}
+
+// RenameConversation changes a conversation's title.
+func (s *Store) RenameConversation(id int64, title string) error {
+	return s.updateConversation(id, `title`, title)
+}
+
+// SetSystemPrompt changes a conversation's system prompt (used from its next reply on).
+func (s *Store) SetSystemPrompt(id int64, prompt string) error {
+	return s.updateConversation(id, `system_prompt`, prompt)
+}
+
+func (s *Store) updateConversation(id int64, column, value string) error {
+	res, err := s.db.Exec(`UPDATE conversations SET `+column+` = ?, updated_at = ? WHERE id = ?`, value, millis(time.Now()), id)
+	if err != nil {
+		return fmt.Errorf("updating chat %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("chat %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteConversation removes a conversation and its messages.
+func (s *Store) DeleteConversation(id int64) error {
+	return s.tx(func(tx *sql.Tx) error {
+		// The foreign key cascades too; deleting explicitly keeps that true even on
+		// a database opened without foreign_keys.
+		if _, err := tx.Exec(`DELETE FROM messages WHERE conversation_id = ?`, id); err != nil {
+			return fmt.Errorf("deleting chat %d: %w", id, err)
+		}
+		if _, err := tx.Exec(`DELETE FROM conversations WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("deleting chat %d: %w", id, err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,169 @@
+// Package ui is Bagel's window: a list of chats, the conversation with its
+// streaming Markdown replies, a composer, the live performance panel, the model
+// bar (drop / open / recent / unload, with a load progress bar) and settings.
+// It talks to the engine only (never to qwen, ops or a backend) and keeps chats
+// in a store.Store.
+//
+// Threads: every widget is touched on the Fyne thread. The engine loads and
+// generates on goroutines of its own; they hand results back through App.do
+// (fyne.Do in the app), so the window never waits for the engine.
+package ui
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"bagel/engine"
+	"bagel/store"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"github.com/adrg/xdg"
+)
+
+// appName names the config and data folders.
+const appName = "bagel"
+
+// Options configure New. The zero value is the real app.
+type Options struct {
+	ConfigDir string // settings.json lives here; "": $XDG_CONFIG_HOME/bagel
+	DataDir   string // chats.db lives here; "": $XDG_DATA_HOME/bagel
+	// RunOnMain runs f on the Fyne thread without waiting; nil means fyne.Do.
+	// Tests pass a queue they drain on the test goroutine, so widgets are only
+	// ever touched by one goroutine there too.
+	RunOnMain func(f func())
+}
+
+// App is the chat window and everything behind it. Its fields belong to the
+// Fyne thread.
+type App struct {
+	fyne         fyne.App
+	win          fyne.Window
+	do           func(func())
+	store        *store.Store
+	settings     Settings
+	settingsPath string
+
+	eng      *engine.Engine // nil: no model loaded
+	modelDir string
+	loading  bool        // a model is being validated or loaded
+	gen      *generation // the reply being generated, if any
+
+	convs   []store.Conversation
+	conv    *store.Conversation // the chat on screen; nil before the first one exists
+	msgs    []store.Message     // its messages
+	editing *store.Message      // the user message being edited in the composer
+
+	bar      *modelBar
+	chats    *chatList
+	chat     *chatView
+	composer *composer
+	perf     *perfPanel
+
+	settingsForm *settingsForm // the settings dialog last opened (tests fill it in)
+
+	startupErrors []error // shown once the window is up
+}
+
+// New builds the window on fa. The last model used starts loading when the
+// window is shown (Start).
+func New(fa fyne.App, opt Options) (*App, error) {
+	a := &App{fyne: fa, do: opt.RunOnMain}
+	if a.do == nil {
+		a.do = fyne.Do
+	}
+	configDir, dataDir := opt.ConfigDir, opt.DataDir
+	if configDir == "" {
+		configDir = filepath.Join(xdg.ConfigHome, appName)
+	}
+	if dataDir == "" {
+		dataDir = filepath.Join(xdg.DataHome, appName)
+	}
+	a.settingsPath = filepath.Join(configDir, "settings.json")
+	var err error
+	if a.settings, err = LoadSettings(a.settingsPath); err != nil {
+		a.startupErrors = append(a.startupErrors, err)
+	}
+	if err := a.settings.applySwitches(); err != nil {
+		a.startupErrors = append(a.startupErrors, fmt.Errorf("engine switches: %w", err))
+	}
+	if a.store, err = store.Open(filepath.Join(dataDir, "chats.db")); err != nil {
+		return nil, err
+	}
+
+	a.win = fa.NewWindow("Bagel")
+	a.win.SetIcon(fa.Icon())
+	a.bar = newModelBar(a)
+	a.chats = newChatList(a)
+	a.chat = newChatView(a)
+	a.composer = newComposer(a)
+	a.perf = newPerfPanel()
+
+	center := container.NewBorder(nil, a.composer.root, nil, nil, a.chat.root)
+	right := container.NewPadded(a.perf.root)
+	main := container.NewHSplit(a.chats.root, container.NewBorder(nil, nil, nil, right, center))
+	main.Offset = 0.2
+	a.win.SetContent(container.NewBorder(a.bar.root, nil, nil, nil, main))
+	a.win.SetMainMenu(a.mainMenu())
+	a.addShortcuts()
+	a.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { a.dropped(uris) })
+	a.win.SetOnClosed(a.shutdown)
+	a.win.Resize(fyne.NewSize(1280, 800))
+
+	a.reloadConversations()
+	if len(a.convs) > 0 {
+		a.selectConversation(a.convs[0].ID)
+	} else {
+		a.showConversation(nil, nil)
+	}
+	a.bar.refresh()
+	a.composer.refresh()
+	a.perf.showModel("", 0, engine.Memory{}, "no model loaded")
+	return a, nil
+}
+
+// Window is the main window.
+func (a *App) Window() fyne.Window { return a.win }
+
+// Start shows what went wrong while starting and reloads the last model.
+func (a *App) Start() {
+	for _, err := range a.startupErrors {
+		a.showError("Settings could not be read", err)
+	}
+	a.startupErrors = nil
+	a.chat.scroll.ScrollToBottom() // now that the window has its size
+	if dir := a.settings.LastModel; dir != "" {
+		a.openModel(dir)
+	}
+}
+
+// ShowAndRun shows the window, starts, and runs the app until it quits.
+func (a *App) ShowAndRun() {
+	a.win.Show()
+	a.Start()
+	a.fyne.Run()
+}
+
+// shutdown stops a generation (its partial reply is saved and marked), unloads
+// the model and closes the chat database.
+func (a *App) shutdown() {
+	if g := a.gen; g != nil {
+		g.cancel()
+		<-g.done // the stream goroutine saves the reply and posts, never waits for this thread
+	}
+	if a.eng != nil {
+		a.eng.Close()
+		a.eng = nil
+	}
+	if a.store != nil {
+		_ = a.store.Close()
+		a.store = nil
+	}
+}
+
+// saveSettings writes the settings; a failure is shown, never fatal.
+func (a *App) saveSettings() {
+	if err := a.settings.Save(a.settingsPath); err != nil {
+		a.showError("Settings could not be saved", err)
+	}
+}

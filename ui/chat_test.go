@@ -1,0 +1,346 @@
+package ui
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"bagel/store"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/test"
+)
+
+// TestSendStreamsReply types a message, sends it with Enter, and watches the
+// reply stream in, the performance panel move, and the summary appear.
+func TestSendStreamsReply(t *testing.T) {
+	s := testSettings()
+	s.MaxTokens = 40
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	if !h.a.chat.welcome.Visible() {
+		t.Error("an empty chat shows no welcome")
+	}
+
+	// Shift+Enter adds a line instead of sending.
+	entry := h.a.composer.entry
+	test.Type(entry, "Tell me about bagels.")
+	entry.KeyDown(&fyne.KeyEvent{Name: desktop.KeyShiftLeft})
+	entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	entry.KeyUp(&fyne.KeyEvent{Name: desktop.KeyShiftLeft})
+	if h.a.gen != nil || !strings.Contains(entry.Text, "\n") {
+		t.Fatalf("Shift+Enter: sent=%v, composer %q; want a new line", h.a.gen != nil, entry.Text)
+	}
+	entry.SetText("")
+
+	updatesBefore := h.a.perf.updates
+	generatedBefore := h.a.perf.values["Generated"].Text
+	h.typeAndSend("Tell me about bagels.")
+	if entry.Text != "" {
+		t.Errorf("the composer keeps %q after sending", entry.Text)
+	}
+	if h.a.composer.send.Text != "Stop" {
+		t.Errorf("the send button reads %q while answering, want Stop", h.a.composer.send.Text)
+	}
+	if len(h.a.msgs) != 2 || h.a.msgs[0].Content != "Tell me about bagels." {
+		t.Fatalf("messages on screen: %+v", h.a.msgs)
+	}
+	if h.a.conv.Title != "Tell me about bagels." {
+		t.Errorf("the chat is titled %q, want its first message", h.a.conv.Title)
+	}
+
+	// The reply is on screen while it is still being written.
+	h.waitFor("streamed text", func() bool {
+		return h.a.gen != nil && h.a.gen.latest.Content != "" && h.lastView().renderedContent != ""
+	})
+	reply := h.waitReplyDone()
+	if reply.Content == "" || reply.Status != store.StatusLength {
+		t.Fatalf("the reply: %+v; want text, status %q (max tokens 40)", reply, store.StatusLength)
+	}
+	if !strings.Contains(reply.Summary, "40 tokens at") || !strings.Contains(reply.Summary, "speculative off") {
+		t.Errorf("the summary %q lacks the panel's numbers", reply.Summary)
+	}
+	v := h.lastView()
+	if !v.footer.Visible() || v.footer.Text != reply.Summary {
+		t.Errorf("the summary under the reply reads %q (visible %v)", v.footer.Text, v.footer.Visible())
+	}
+	if v.buttons["Regenerate"] == nil || v.buttons["Copy"] == nil {
+		t.Errorf("the finished reply's actions: %v", v.buttons)
+	}
+	if h.a.perf.updates < updatesBefore+2 {
+		t.Errorf("the performance panel updated %d times during the reply", h.a.perf.updates-updatesBefore)
+	}
+	if got := h.a.perf.values["Generated"].Text; got == generatedBefore || !strings.HasPrefix(got, "40 tokens") {
+		t.Errorf("the panel's Generated row reads %q (before: %q)", got, generatedBefore)
+	}
+	if got := h.a.perf.values["Backend"].Text; !strings.Contains(got, "cpu") {
+		t.Errorf("the panel's Backend row reads %q", got)
+	}
+	if h.a.composer.send.Text != "Send" {
+		t.Errorf("the send button reads %q after the reply", h.a.composer.send.Text)
+	}
+
+	// Copy puts the reply's text on the clipboard.
+	test.Tap(v.buttons["Copy"])
+	if got := h.a.fyne.Clipboard().Content(); got != displayText(reply) {
+		t.Errorf("clipboard %q, want the reply", got)
+	}
+}
+
+// TestStopMidReply stops a long reply with Esc and with the Stop button; what
+// was written stays, marked stopped, on screen and in the database.
+func TestStopMidReply(t *testing.T) {
+	s := testSettings()
+	s.MaxTokens = 0 // until stopped (the 512-token context would take a while)
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+
+	for _, how := range []string{"Esc", "Stop button"} {
+		h.typeAndSend("Count to a thousand.")
+		h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+		if how == "Esc" {
+			h.a.composer.entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+		} else {
+			test.Tap(h.a.composer.send)
+		}
+		reply := h.waitReplyDone()
+		if reply.Status != store.StatusStopped || reply.Content == "" {
+			t.Fatalf("%s: the stopped reply is %+v; want its text, status %q", how, reply, store.StatusStopped)
+		}
+		if v := h.lastView(); !strings.Contains(v.status.Text, "stopped") {
+			t.Errorf("%s: the reply is marked %q on screen", how, v.status.Text)
+		}
+	}
+	if h.a.eng == nil {
+		t.Fatal("stopping unloaded the model")
+	}
+}
+
+// TestRegenerate replaces the last reply and keeps the question.
+func TestRegenerate(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.typeAndSend("Name a bagel topping.")
+	first := h.waitReplyDone()
+
+	test.Tap(h.lastView().buttons["Regenerate"])
+	if h.a.gen == nil {
+		t.Fatal("Regenerate started no reply")
+	}
+	second := h.waitReplyDone()
+	msgs, _ := h.a.store.Messages(h.a.conv.ID)
+	if len(msgs) != 2 || msgs[0].Content != "Name a bagel topping." || second.ID == first.ID || second.Content == "" {
+		t.Fatalf("after regenerate: %+v", msgs)
+	}
+	if len(h.a.msgs) != 2 || h.a.msgs[1].ID != second.ID {
+		t.Errorf("the screen shows %+v", h.a.msgs)
+	}
+}
+
+// TestEditLast moves the last question into the composer, and resending it
+// replaces the question and its reply; Esc cancels an edit.
+func TestEditLast(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.typeAndSend("What is a bialy?")
+	h.waitReplyDone()
+	userView := h.a.chat.views[h.a.msgs[0].ID]
+
+	test.Tap(userView.buttons["Edit"])
+	if h.a.composer.entry.Text != "What is a bialy?" || !h.a.composer.banner.Visible() || len(h.a.chat.box.Objects) != 0 {
+		t.Fatalf("editing: composer %q, banner %v, %d messages shown", h.a.composer.entry.Text, h.a.composer.banner.Visible(), len(h.a.chat.box.Objects))
+	}
+	h.a.composer.entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	if h.a.editing != nil || len(h.a.chat.box.Objects) != 2 {
+		t.Fatalf("Esc did not cancel the edit (%d messages shown)", len(h.a.chat.box.Objects))
+	}
+
+	test.Tap(h.a.chat.views[h.a.msgs[0].ID].buttons["Edit"])
+	h.a.composer.entry.SetText("")
+	h.typeAndSend("What is a bialy, really?")
+	h.waitReplyDone()
+	msgs, _ := h.a.store.Messages(h.a.conv.ID)
+	if len(msgs) != 2 || msgs[0].Content != "What is a bialy, really?" || msgs[1].Content == "" {
+		t.Fatalf("after the edit: %+v", msgs)
+	}
+}
+
+// TestSwitchConversations answers in one chat while another is on screen, and
+// shows each chat's own messages.
+func TestSwitchConversations(t *testing.T) {
+	s := testSettings()
+	s.MaxTokens = 30
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.typeAndSend("First chat")
+	h.waitReplyDone()
+	first := h.a.conv.ID
+
+	test.Tap(h.a.chats.newChat)
+	if h.a.conv == nil || h.a.conv.ID == first || len(h.a.chat.box.Objects) != 0 {
+		t.Fatal("New chat did not open an empty chat")
+	}
+	h.typeAndSend("Second chat")
+	second := h.a.conv.ID
+
+	// Back to the first chat while the second is answered.
+	h.a.chats.list.Select(indexOf(t, h.a.convs, first))
+	if h.a.conv.ID != first || len(h.a.msgs) != 2 || h.a.msgs[0].Content != "First chat" {
+		t.Fatalf("the first chat shows %+v", h.a.msgs)
+	}
+	h.waitFor("the second reply", func() bool { return h.a.gen == nil })
+	if h.a.conv.ID != first {
+		t.Fatal("the finished reply switched the chat on screen")
+	}
+	h.a.chats.list.Select(indexOf(t, h.a.convs, second))
+	if len(h.a.msgs) != 2 || h.a.msgs[0].Content != "Second chat" || h.a.msgs[1].Content == "" || h.a.msgs[1].Status == store.StatusGenerating {
+		t.Fatalf("the second chat shows %+v", h.a.msgs)
+	}
+	if got := []string{h.a.convs[0].Title, h.a.convs[1].Title}; got[0] != "Second chat" || got[1] != "First chat" {
+		t.Errorf("the chat list reads %q, want the latest first", got)
+	}
+}
+
+func indexOf(t *testing.T, convs []store.Conversation, id int64) int {
+	t.Helper()
+	for i, c := range convs {
+		if c.ID == id {
+			return i
+		}
+	}
+	t.Fatalf("chat %d is not in the list", id)
+	return -1
+}
+
+// TestDropNotAModel drops folders that are not models: each shows a dialog
+// naming the problem and the loaded model stays.
+func TestDropNotAModel(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	dir := h.loadModel("tiny-moe")
+	eng := h.a.eng
+
+	empty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(empty, "notes.txt"), []byte("not a model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "config.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, drop := range []string{empty, filepath.Join(broken, "config.json")} {
+		h.a.dropped([]fyne.URI{storage.NewFileURI(drop)})
+		h.waitFor("the check", func() bool { return !h.a.loading })
+		text := h.dialogText()
+		if !strings.Contains(text, "cannot be loaded") || !strings.Contains(text, "config.json") {
+			t.Errorf("dropping %s: dialog %q; want one naming config.json", drop, text)
+		}
+		if h.a.eng != eng || h.a.modelDir != dir {
+			t.Fatalf("dropping %s replaced the loaded model", drop)
+		}
+		h.a.win.Canvas().Overlays().Top().Hide()
+		h.a.win.Canvas().Overlays().Remove(h.a.win.Canvas().Overlays().Top())
+	}
+	// The model still answers.
+	h.typeAndSend("Still there?")
+	if reply := h.waitReplyDone(); reply.Content == "" {
+		t.Fatal("no reply after the failed drops")
+	}
+}
+
+// TestSwitchModelMidReply loads another model while a reply streams: the reply
+// is stopped and saved, and the new model answers the next message.
+func TestSwitchModelMidReply(t *testing.T) {
+	s := testSettings()
+	s.MaxTokens = 0
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.typeAndSend("A long story, please.")
+	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+	conv := h.a.conv.ID
+
+	dense := h.loadModel("tiny-dense")
+	if h.a.gen != nil || filepath.Base(dense) != h.a.modelName() {
+		t.Fatalf("after the switch: generation %v, model %q", h.a.gen != nil, h.a.modelName())
+	}
+	msgs, _ := h.a.store.Messages(conv)
+	if len(msgs) != 2 || msgs[1].Status != store.StatusStopped || msgs[1].Content == "" {
+		t.Fatalf("the interrupted reply: %+v", msgs)
+	}
+
+	// Unload in the middle of the next reply; the app then waits for a model.
+	h.a.settings.MaxTokens = 0
+	h.typeAndSend("And another.")
+	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+	test.Tap(h.a.bar.unload)
+	h.waitFor("the reply to stop", func() bool { return h.a.gen == nil })
+	if h.a.eng != nil || h.a.composer.send.Disabled() == false {
+		t.Fatalf("after unloading: engine %v, send enabled %v", h.a.eng != nil, !h.a.composer.send.Disabled())
+	}
+	if msgs, _ := h.a.store.Messages(conv); msgs[len(msgs)-1].Status != store.StatusStopped {
+		t.Fatalf("the reply cut by the unload: %+v", msgs[len(msgs)-1])
+	}
+}
+
+// TestInterruptedReplyShown opens a database holding a reply a crash cut off:
+// it is shown with its text, marked interrupted.
+func TestInterruptedReplyShown(t *testing.T) {
+	data := t.TempDir()
+	st, err := store.Open(filepath.Join(data, "chats.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := st.CreateConversation("crashed", "")
+	if _, err := st.Replace(c.ID, 0, store.Message{Role: store.RoleUser, Content: "hi"},
+		store.Message{Role: store.RoleAssistant, Content: "half an answ", Status: store.StatusGenerating}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	h := newHarness(t, nil, "", data)
+	if h.a.conv == nil || h.a.conv.ID != c.ID || len(h.a.msgs) != 2 {
+		t.Fatalf("the last chat is not on screen at start: %+v", h.a.msgs)
+	}
+	v := h.lastView()
+	if !strings.Contains(v.status.Text, "interrupted") || v.renderedContent != "half an answ" {
+		t.Fatalf("the cut reply shows %q marked %q", v.renderedContent, v.status.Text)
+	}
+}
+
+// TestRenameAndDelete renames a chat, then deletes it while it is being
+// answered: the reply stops, the chat goes, and the next one is shown.
+func TestRenameAndDelete(t *testing.T) {
+	s := testSettings()
+	s.MaxTokens = 0
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.typeAndSend("Keep me")
+	h.a.stop()
+	h.waitReplyDone()
+	keep := h.a.conv.ID
+
+	test.Tap(h.a.chats.newChat)
+	h.typeAndSend("Delete me")
+	doomed := h.a.conv.ID
+	h.a.setTitle(doomed, "Doomed chat")
+	if h.a.chat.title.Text != "Doomed chat" || h.a.convs[0].Title != "Doomed chat" {
+		t.Fatalf("after renaming: header %q, list %q", h.a.chat.title.Text, h.a.convs[0].Title)
+	}
+	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+	h.a.removeConversation(doomed)
+	h.waitFor("the chat to go", func() bool { return h.a.gen == nil && len(h.a.convs) == 1 })
+	if h.a.conv == nil || h.a.conv.ID != keep || h.a.convs[0].ID != keep {
+		t.Fatalf("after deleting: showing %+v, list %+v", h.a.conv, h.a.convs)
+	}
+	if msgs, _ := h.a.store.Messages(doomed); len(msgs) != 0 {
+		t.Fatalf("the deleted chat's messages remain: %+v", msgs)
+	}
+	if text := h.dialogText(); text != "" {
+		t.Errorf("deleting a chat mid-reply showed %q", text)
+	}
+}

@@ -1,0 +1,77 @@
+package ui
+
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+	"github.com/dustin/go-humanize"
+)
+
+// chatList is the sidebar: a New chat button over the saved conversations, the
+// most recent first.
+type chatList struct {
+	a       *App
+	root    fyne.CanvasObject
+	list    *widget.List
+	newChat *widget.Button
+	// quiet is set while the list's selection is changed from code, so that
+	// OnSelected only reacts to the user.
+	quiet bool
+}
+
+func newChatList(a *App) *chatList {
+	c := &chatList{a: a}
+	c.list = widget.NewList(
+		func() int { return len(a.convs) },
+		func() fyne.CanvasObject {
+			title := widget.NewLabel("")
+			title.Truncation = fyne.TextTruncateEllipsis
+			when := widget.NewLabel("")
+			when.Importance = widget.LowImportance
+			when.SizeName = theme.SizeNameCaptionText
+			return container.NewVBox(title, when)
+		},
+		func(id widget.ListItemID, o fyne.CanvasObject) {
+			if id >= len(a.convs) {
+				return
+			}
+			conv := a.convs[id]
+			box := o.(*fyne.Container)
+			box.Objects[0].(*widget.Label).SetText(conv.Title)
+			when := humanize.Time(conv.Updated)
+			if a.gen != nil && a.gen.convID == conv.ID {
+				when = "answering…"
+			}
+			box.Objects[1].(*widget.Label).SetText(when)
+		},
+	)
+	c.list.OnSelected = func(id widget.ListItemID) {
+		if c.quiet || id >= len(a.convs) {
+			return
+		}
+		a.selectConversation(a.convs[id].ID)
+	}
+	c.newChat = widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), a.newConversation)
+	c.newChat.Importance = widget.HighImportance
+	c.root = container.NewBorder(container.NewPadded(c.newChat), nil, nil, nil, c.list)
+	return c
+}
+
+// refresh redraws the list and selects the conversation on screen.
+func (c *chatList) refresh() {
+	c.quiet = true
+	defer func() { c.quiet = false }()
+	c.list.Refresh()
+	if c.a.conv == nil {
+		c.list.UnselectAll()
+		return
+	}
+	for i, conv := range c.a.convs {
+		if conv.ID == c.a.conv.ID {
+			c.list.Select(i)
+			return
+		}
+	}
+	c.list.UnselectAll()
+}

@@ -1,0 +1,180 @@
+package ui
+
+import (
+	"path/filepath"
+	"strings"
+
+	"bagel/store"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// chatView is the conversation on screen: a header with the chat's actions, the
+// messages in a scroll, and, for an empty chat, a welcome that says what to do.
+type chatView struct {
+	a       *App
+	root    fyne.CanvasObject
+	title   *widget.Label
+	system  *widget.Label
+	actions []*widget.Button // disabled without a chat
+	box     *fyne.Container
+	scroll  *container.Scroll
+	views   map[int64]*messageView
+	welcome *fyne.Container
+}
+
+func newChatView(a *App) *chatView {
+	c := &chatView{a: a, views: map[int64]*messageView{}}
+	c.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	c.title.Truncation = fyne.TextTruncateEllipsis
+	c.system = widget.NewLabel("")
+	c.system.Importance = widget.LowImportance
+	c.system.Truncation = fyne.TextTruncateEllipsis
+	c.actions = []*widget.Button{
+		widget.NewButtonWithIcon("Rename", theme.DocumentCreateIcon(), a.renameConversation),
+		widget.NewButtonWithIcon("Export", theme.DocumentSaveIcon(), a.exportConversation),
+		widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), a.deleteConversation),
+	}
+	systemBtn := widget.NewButtonWithIcon("System prompt", theme.SettingsIcon(), a.editSystemPrompt)
+	systemBtn.Importance = widget.LowImportance
+	buttons := container.NewHBox(systemBtn)
+	for _, b := range c.actions {
+		b.Importance = widget.LowImportance
+		buttons.Add(b)
+	}
+	header := container.NewBorder(nil, nil, nil, buttons, container.NewVBox(c.title, c.system))
+
+	c.box = container.NewVBox()
+	c.scroll = container.NewVScroll(c.box)
+	c.welcome = container.NewCenter(container.NewVBox())
+	c.root = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil,
+		container.NewStack(c.scroll, c.welcome))
+	return c
+}
+
+// show rebuilds the view for the app's conversation and messages.
+func (c *chatView) show() {
+	a := c.a
+	c.showHeader()
+	c.box.RemoveAll()
+	c.views = map[int64]*messageView{}
+	lastUser, lastReply := -1, -1
+	for i, m := range a.msgs {
+		if m.Role == store.RoleUser {
+			lastUser = i
+		} else {
+			lastReply = i
+		}
+	}
+	busy := a.gen != nil && a.conv != nil && a.gen.convID == a.conv.ID
+	for i, m := range a.msgs {
+		if a.editing != nil && m.ID >= a.editing.ID {
+			break // the turn being edited is in the composer, not here
+		}
+		actions := []messageAction{{"Copy", theme.ContentCopyIcon(), func() { a.copyMessage(m.ID) }}}
+		switch {
+		case busy:
+		case i == lastUser:
+			actions = append(actions, messageAction{"Edit", theme.DocumentCreateIcon(), a.editLast})
+		case i == lastReply && lastReply > lastUser:
+			actions = append(actions, messageAction{"Regenerate", theme.ViewRefreshIcon(), a.regenerate})
+		}
+		v := newMessageView(m, c.author(m), actions)
+		c.views[m.ID] = v
+		c.box.Add(v.root)
+	}
+	c.refreshEmpty()
+	c.scroll.ScrollToBottom()
+}
+
+// author is the header of a message: "You", or the model that wrote a reply.
+func (c *chatView) author(m store.Message) string {
+	if m.Role == store.RoleUser {
+		return "You"
+	}
+	if m.Model != "" {
+		return m.Model
+	}
+	return "Assistant"
+}
+
+func (c *chatView) showHeader() {
+	a := c.a
+	if a.conv == nil {
+		c.title.SetText(defaultTitle)
+		c.system.SetText("no system prompt")
+		for _, b := range c.actions {
+			b.Disable()
+		}
+		return
+	}
+	c.title.SetText(a.conv.Title)
+	if p := strings.TrimSpace(a.conv.SystemPrompt); p != "" {
+		c.system.SetText("System: " + strings.ReplaceAll(p, "\n", " "))
+	} else {
+		c.system.SetText("no system prompt")
+	}
+	for _, b := range c.actions {
+		b.Enable()
+	}
+}
+
+// updateMessage shows a new state of a streaming reply, following it down when
+// the view was at the bottom (a reader who scrolled up is left alone).
+func (c *chatView) updateMessage(m store.Message) {
+	v, ok := c.views[m.ID]
+	if !ok {
+		return
+	}
+	atBottom := c.scroll.Offset.Y >= c.box.MinSize().Height-c.scroll.Size().Height-2*theme.TextSize()
+	v.update(m)
+	if atBottom {
+		c.scroll.ScrollToBottom()
+	}
+}
+
+// refreshEmpty shows the welcome when the chat has no messages: what to do
+// first, depending on whether a model is loaded.
+func (c *chatView) refreshEmpty() {
+	a := c.a
+	if len(c.box.Objects) > 0 {
+		c.welcome.Hide()
+		return
+	}
+	var items []fyne.CanvasObject
+	big := widget.NewLabelWithStyle("", fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
+	big.SizeName = theme.SizeNameHeadingText
+	hint := widget.NewLabel("")
+	hint.Alignment = fyne.TextAlignCenter
+	hint.Importance = widget.LowImportance
+	switch {
+	case a.eng != nil:
+		big.SetText("Ask " + a.modelName() + " anything")
+		hint.SetText("Enter sends · Shift+Enter adds a line · Esc stops · Ctrl/Cmd+N starts a new chat")
+		items = append(items, big, hint)
+	case a.loading:
+		big.SetText("Loading the model…")
+		items = append(items, big)
+	default:
+		big.SetText("Drop a model folder here")
+		hint.SetText("an MLX-format Qwen3.5 checkpoint, e.g. mlx-community/Qwen3.5-35B-A3B-4bit")
+		open := widget.NewButtonWithIcon("Open model folder…", theme.FolderOpenIcon(), a.chooseModelFolder)
+		open.Importance = widget.HighImportance
+		items = append(items, widget.NewIcon(theme.DownloadIcon()), big, hint, container.NewCenter(open))
+		if len(a.settings.Recent) > 0 {
+			recent := widget.NewLabelWithStyle("Recent models", fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
+			items = append(items, recent)
+			for _, dir := range a.settings.Recent {
+				b := widget.NewButton(filepath.Base(dir), func() { a.openModel(dir) })
+				b.Importance = widget.LowImportance
+				items = append(items, b)
+			}
+		}
+	}
+	c.welcome.Objects = []fyne.CanvasObject{container.NewVBox(items...)}
+	c.welcome.Show()
+	c.welcome.Refresh()
+}

@@ -1,0 +1,155 @@
+package ui
+
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// composer is where the user writes: the message entry, Send (Stop while a
+// reply streams), the thinking toggle, and a banner while the last message is
+// being edited.
+type composer struct {
+	a        *App
+	root     fyne.CanvasObject
+	entry    *composerEntry
+	send     *widget.Button
+	think    *widget.Check
+	banner   *fyne.Container
+	hint     *widget.Label
+	stopping bool // Stop was pressed; the reply is being wrapped up
+}
+
+func newComposer(a *App) *composer {
+	c := &composer{a: a}
+	c.entry = newComposerEntry(a.sendComposer, a.stopOrCancelEdit)
+	c.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), a.sendOrStop)
+	c.send.Importance = widget.HighImportance
+	c.think = widget.NewCheck("Think", func(on bool) {
+		if a.settings.Thinking != on {
+			a.settings.Thinking = on
+			a.saveSettings()
+		}
+	})
+	c.think.SetChecked(a.settings.Thinking)
+	c.hint = widget.NewLabel("")
+	c.hint.Importance = widget.LowImportance
+	c.hint.SizeName = theme.SizeNameCaptionText
+	cancel := widget.NewButtonWithIcon("Cancel edit", theme.CancelIcon(), a.cancelEdit)
+	cancel.Importance = widget.LowImportance
+	editing := widget.NewLabel("Editing your last message: Send replaces it and the reply after it.")
+	editing.Importance = widget.WarningImportance
+	c.banner = container.NewBorder(nil, nil, nil, cancel, editing)
+	c.banner.Hide()
+	side := container.NewVBox(c.send, c.think)
+	c.root = container.NewPadded(container.NewVBox(
+		c.banner,
+		container.NewBorder(nil, nil, nil, side, c.entry),
+		c.hint,
+	))
+	return c
+}
+
+// refresh matches the buttons to the app's state.
+func (c *composer) refresh() {
+	a := c.a
+	busy := a.gen != nil
+	switch {
+	case busy:
+		c.send.SetText("Stop")
+		c.send.SetIcon(theme.MediaStopIcon())
+		c.send.Importance = widget.DangerImportance
+	default:
+		c.send.SetText("Send")
+		c.send.SetIcon(theme.MailSendIcon())
+		c.send.Importance = widget.HighImportance
+	}
+	c.send.Refresh()
+	if busy || a.eng != nil {
+		c.send.Enable()
+	} else {
+		c.send.Disable()
+	}
+	if a.editing != nil {
+		c.banner.Show()
+	} else {
+		c.banner.Hide()
+	}
+	switch {
+	case busy && c.stopping:
+		c.hint.SetText("stopping…")
+	case busy:
+		c.hint.SetText("answering… Esc or Stop ends the reply; what was written is kept")
+	case a.loading:
+		c.hint.SetText("loading the model…")
+	case a.eng == nil:
+		c.hint.SetText("load a model to chat: drop its folder on the window")
+	default:
+		c.hint.SetText("Enter sends · Shift+Enter new line · Ctrl/Cmd+Enter sends · Esc stops")
+	}
+}
+
+func (c *composer) focus() {
+	if cv := c.a.win.Canvas(); cv != nil {
+		cv.Focus(c.entry)
+	}
+}
+
+// composerEntry is a multi-line entry where Enter sends and Shift+Enter adds a
+// line (Fyne's own default is the other way round), Ctrl/Cmd+Enter sends too,
+// and Esc stops the reply.
+type composerEntry struct {
+	widget.Entry
+	onSend, onEscape func()
+	shiftDown        bool
+}
+
+func newComposerEntry(onSend, onEscape func()) *composerEntry {
+	e := &composerEntry{onSend: onSend, onEscape: onEscape}
+	e.MultiLine = true
+	e.Wrapping = fyne.TextWrapWord
+	e.SetPlaceHolder("Message the model…")
+	e.SetMinRowsVisible(3)
+	e.ExtendBaseWidget(e)
+	return e
+}
+
+func (e *composerEntry) KeyDown(k *fyne.KeyEvent) {
+	if k.Name == desktop.KeyShiftLeft || k.Name == desktop.KeyShiftRight {
+		e.shiftDown = true
+	}
+	e.Entry.KeyDown(k)
+}
+
+func (e *composerEntry) KeyUp(k *fyne.KeyEvent) {
+	if k.Name == desktop.KeyShiftLeft || k.Name == desktop.KeyShiftRight {
+		e.shiftDown = false
+	}
+	e.Entry.KeyUp(k)
+}
+
+func (e *composerEntry) TypedKey(k *fyne.KeyEvent) {
+	switch k.Name {
+	case fyne.KeyReturn, fyne.KeyEnter:
+		if !e.shiftDown {
+			e.onSend()
+			return
+		}
+		// With shift held and no OnSubmitted, the Entry inserts a newline.
+	case fyne.KeyEscape:
+		e.onEscape()
+		return
+	}
+	e.Entry.TypedKey(k)
+}
+
+func (e *composerEntry) TypedShortcut(s fyne.Shortcut) {
+	if cs, ok := s.(*desktop.CustomShortcut); ok && (cs.KeyName == fyne.KeyReturn || cs.KeyName == fyne.KeyEnter) &&
+		cs.Modifier&(fyne.KeyModifierControl|fyne.KeyModifierSuper) != 0 {
+		e.onSend()
+		return
+	}
+	e.Entry.TypedShortcut(s)
+}

@@ -1,0 +1,219 @@
+package ui
+
+import (
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"bagel/store"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+)
+
+// defaultTitle names a chat until its first message gives it a title.
+const defaultTitle = "New chat"
+
+// reloadConversations reads the list of chats.
+func (a *App) reloadConversations() {
+	convs, err := a.store.Conversations()
+	if err != nil {
+		a.showError("The chats could not be read", err)
+		return
+	}
+	a.convs = convs
+	a.chats.refresh()
+}
+
+// selectConversation shows the chat id. The one being answered keeps streaming
+// in the background and shows its live reply when selected again.
+func (a *App) selectConversation(id int64) {
+	conv, err := a.store.Conversation(id)
+	if err != nil {
+		a.showError("The chat could not be opened", err)
+		return
+	}
+	msgs, err := a.store.Messages(id)
+	if err != nil {
+		a.showError("The chat could not be opened", err)
+		return
+	}
+	if g := a.gen; g != nil && g.convID == id {
+		// The database has the reply as of its last save; the screen wants it live.
+		for i := range msgs {
+			if msgs[i].ID == g.latest.ID {
+				msgs[i] = g.latest
+			}
+		}
+	}
+	a.editing = nil
+	a.showConversation(&conv, msgs)
+}
+
+// showConversation puts conv (nil: none yet) on screen.
+func (a *App) showConversation(conv *store.Conversation, msgs []store.Message) {
+	a.conv, a.msgs = conv, msgs
+	a.chat.show()
+	a.chats.refresh()
+	a.composer.refresh()
+}
+
+// newConversation starts an empty chat; an empty chat on screen is reused
+// rather than piling up empty ones.
+func (a *App) newConversation() {
+	if a.conv != nil && len(a.msgs) == 0 {
+		a.composer.focus()
+		return
+	}
+	conv, err := a.store.CreateConversation(defaultTitle, "")
+	if err != nil {
+		a.showError("A new chat could not be created", err)
+		return
+	}
+	a.editing = nil
+	a.reloadConversations()
+	a.showConversation(&conv, nil)
+	a.composer.focus()
+}
+
+// ensureConversation returns the chat on screen, creating one if there is none.
+func (a *App) ensureConversation() (*store.Conversation, error) {
+	if a.conv != nil {
+		return a.conv, nil
+	}
+	conv, err := a.store.CreateConversation(defaultTitle, "")
+	if err != nil {
+		return nil, err
+	}
+	a.conv = &conv
+	a.reloadConversations()
+	return a.conv, nil
+}
+
+// titleFrom makes a chat title from its first message: the first line, cut at
+// a word near 48 characters.
+func titleFrom(text string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	line = strings.TrimSpace(line)
+	if utf8.RuneCountInString(line) <= 48 {
+		return line
+	}
+	r := []rune(line)[:48]
+	cut := string(r)
+	if i := strings.LastIndex(cut, " "); i > 24 {
+		cut = cut[:i]
+	}
+	return cut + "…"
+}
+
+// renameConversation asks for a new title for the chat on screen.
+func (a *App) renameConversation() {
+	if a.conv == nil {
+		return
+	}
+	id := a.conv.ID
+	entry := widget.NewEntry()
+	entry.SetText(a.conv.Title)
+	dialog.ShowForm("Rename chat", "Rename", "Cancel", []*widget.FormItem{widget.NewFormItem("Title", entry)}, func(ok bool) {
+		title := strings.TrimSpace(entry.Text)
+		if !ok || title == "" {
+			return
+		}
+		a.setTitle(id, title)
+	}, a.win)
+	a.win.Canvas().Focus(entry)
+}
+
+func (a *App) setTitle(id int64, title string) {
+	if err := a.store.RenameConversation(id, title); err != nil {
+		a.showError("The chat could not be renamed", err)
+		return
+	}
+	if a.conv != nil && a.conv.ID == id {
+		a.conv.Title = title
+		a.chat.showHeader()
+	}
+	a.reloadConversations()
+}
+
+// editSystemPrompt edits the system prompt of the chat on screen (creating the
+// chat if needed); it applies from the next reply.
+func (a *App) editSystemPrompt() {
+	conv, err := a.ensureConversation()
+	if err != nil {
+		a.showError("A new chat could not be created", err)
+		return
+	}
+	id := conv.ID
+	entry := widget.NewMultiLineEntry()
+	entry.Wrapping = fyne.TextWrapWord
+	entry.SetMinRowsVisible(6)
+	entry.SetPlaceHolder("For example: You are a concise assistant. Answer in English.")
+	entry.SetText(conv.SystemPrompt)
+	d := dialog.NewForm("System prompt for “"+conv.Title+"”", "Save", "Cancel",
+		[]*widget.FormItem{widget.NewFormItem("", entry)}, func(ok bool) {
+			if ok {
+				a.setSystemPrompt(id, strings.TrimSpace(entry.Text))
+			}
+		}, a.win)
+	d.Resize(fyne.NewSize(560, 300))
+	d.Show()
+	a.win.Canvas().Focus(entry)
+}
+
+func (a *App) setSystemPrompt(id int64, prompt string) {
+	if err := a.store.SetSystemPrompt(id, prompt); err != nil {
+		a.showError("The system prompt could not be saved", err)
+		return
+	}
+	if a.conv != nil && a.conv.ID == id {
+		a.conv.SystemPrompt = prompt
+		a.chat.showHeader()
+	}
+	a.reloadConversations()
+}
+
+// deleteConversation asks, then deletes the chat on screen; one being answered
+// is stopped first.
+func (a *App) deleteConversation() {
+	if a.conv == nil {
+		return
+	}
+	conv := *a.conv
+	dialog.ShowConfirm("Delete chat", "Delete “"+conv.Title+"” and its messages? This cannot be undone.", func(ok bool) {
+		if ok {
+			a.removeConversation(conv.ID)
+		}
+	}, a.win)
+}
+
+func (a *App) removeConversation(id int64) {
+	remove := func() {
+		if a.store == nil {
+			return // the window has closed
+		}
+		if err := a.store.DeleteConversation(id); err != nil && !errors.Is(err, store.ErrNotFound) {
+			a.showError("The chat could not be deleted", err)
+			return
+		}
+		a.reloadConversations()
+		if a.conv != nil && a.conv.ID == id {
+			if len(a.convs) > 0 {
+				a.selectConversation(a.convs[0].ID)
+			} else {
+				a.showConversation(nil, nil)
+			}
+		}
+	}
+	if g := a.gen; g != nil && g.convID == id {
+		// Wait for the generation to save its last words before deleting them.
+		g.cancel()
+		a.goSafe("deleting a chat", func() {
+			<-g.done
+			a.do(remove)
+		})
+		return
+	}
+	remove()
+}

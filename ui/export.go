@@ -1,0 +1,99 @@
+package ui
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"bagel/store"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
+)
+
+// exportMarkdown writes a chat as a Markdown document: the title, the system
+// prompt, each turn under a heading, reasoning in a collapsed <details> block,
+// partial replies marked, and each reply's performance summary.
+func exportMarkdown(conv store.Conversation, msgs []store.Message) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", conv.Title)
+	fmt.Fprintf(&b, "_Exported from Bagel · started %s_\n\n", conv.Created.Format("2006-01-02 15:04"))
+	if conv.SystemPrompt != "" {
+		fmt.Fprintf(&b, "**System prompt:**\n\n%s\n\n", quote(conv.SystemPrompt))
+	}
+	for _, m := range msgs {
+		if m.Role == store.RoleUser {
+			b.WriteString("## You\n\n")
+		} else {
+			author := m.Model
+			if author == "" {
+				author = "Assistant"
+			}
+			fmt.Fprintf(&b, "## %s\n\n", author)
+		}
+		if m.Reasoning != "" {
+			fmt.Fprintf(&b, "<details><summary>Reasoning</summary>\n\n%s\n\n</details>\n\n", strings.TrimSpace(m.Reasoning))
+		}
+		if text := strings.TrimSpace(displayText(m)); text != "" {
+			b.WriteString(text + "\n\n")
+		}
+		if s := statusText(m.Status); s != "" {
+			fmt.Fprintf(&b, "_(%s)_\n\n", strings.TrimPrefix(s, "· "))
+		}
+		if m.Role == store.RoleAssistant && m.Summary != "" {
+			fmt.Fprintf(&b, "<sub>%s</sub>\n\n", m.Summary)
+		}
+	}
+	return b.String()
+}
+
+func quote(s string) string {
+	return "> " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n> ")
+}
+
+var unsafeName = regexp.MustCompile(`[^\p{L}\p{N} ._-]+`)
+
+// exportFileName is a file name for a chat: its title without path characters.
+func exportFileName(title string) string {
+	name := strings.TrimSpace(unsafeName.ReplaceAllString(title, ""))
+	if name == "" {
+		name = "chat"
+	}
+	return name + ".md"
+}
+
+// exportConversation saves the chat on screen as a Markdown file the user picks.
+func (a *App) exportConversation() {
+	if a.conv == nil {
+		return
+	}
+	conv := *a.conv
+	msgs, err := a.store.Messages(conv.ID)
+	if err != nil {
+		a.showError("The chat could not be read", err)
+		return
+	}
+	text := exportMarkdown(conv, msgs)
+	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
+		if err != nil {
+			a.showError("The chat could not be exported", err)
+			return
+		}
+		if w == nil {
+			return // cancelled
+		}
+		_, werr := io.WriteString(w, text)
+		if cerr := w.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			a.showError("The chat could not be exported", fmt.Errorf("%s: %w", w.URI().Path(), werr))
+		}
+	}, a.win)
+	d.SetFileName(exportFileName(conv.Title))
+	d.SetFilter(storage.NewExtensionFileFilter([]string{".md"}))
+	d.Resize(fyne.NewSize(760, 520))
+	d.Show()
+}

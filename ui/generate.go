@@ -1,0 +1,259 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"bagel/engine"
+	"bagel/store"
+)
+
+// Cadences of a streaming reply. The text is re-rendered at most every
+// renderEvery (Markdown parsing per token would swamp the UI thread on a fast
+// GPU); the panel at least four times a second; the database every saveEvery,
+// which is what a crash can lose.
+const (
+	renderEvery = 50 * time.Millisecond
+	panelEvery  = 200 * time.Millisecond
+	saveEvery   = time.Second
+)
+
+// generation is one reply being generated. The stream goroutine owns the text;
+// the UI sees copies posted through App.do.
+type generation struct {
+	convID int64
+	cancel context.CancelFunc
+	done   chan struct{} // closed after the reply's final save and post
+	latest store.Message // the reply as last shown (UI thread)
+}
+
+// startGeneration asks the engine for a reply to msgs, saved into reply.
+func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, reply store.Message) {
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &generation{convID: conv.ID, cancel: cancel, done: make(chan struct{}), latest: reply}
+	a.gen = g
+	a.composer.stopping = false
+	a.composer.refresh()
+	req := engine.Request{
+		Messages:       msgs,
+		EnableThinking: a.settings.Thinking,
+		MaxTokens:      a.settings.MaxTokens,
+		Sampling:       a.settings.sampling(),
+	}
+	mem := a.eng.Memory()
+	events := a.eng.Generate(ctx, req)
+	a.perf.show(perfView{Phase: "reading the prompt…", Stats: engine.Stats{Backend: a.eng.BackendName, ContextLength: a.eng.ContextLength()}, Memory: mem})
+	a.goSafe("generating a reply", func() { a.stream(g, events, reply, mem) })
+}
+
+// stream reads the engine's events, keeps the reply's text, and posts
+// snapshots to the screen and the database at their cadences. It always ends
+// with one final save and post, however the generation ended.
+func (a *App) stream(g *generation, events <-chan engine.Event, reply store.Message, mem engine.Memory) {
+	defer close(g.done)
+	var content, reasoning strings.Builder
+	var st engine.Stats
+	var meter rateMeter
+	var genErr, saveErr error
+	reason := ""
+	start := time.Now()
+	tokens := 0
+	dirty, unsaved := false, false
+	lastPanel, lastSave := time.Time{}, time.Now()
+	ticker := time.NewTicker(renderEvery)
+	defer ticker.Stop()
+
+	snapshot := func(status string) store.Message {
+		m := reply
+		m.Content, m.Reasoning, m.Status = content.String(), reasoning.String(), status
+		return m
+	}
+	view := func(now time.Time, phase string) perfView {
+		v := perfView{Phase: phase, Stats: st, DecodeNow: meter.rate(now), Elapsed: now.Sub(start), Memory: mem}
+		// Between the engine's stats events the count runs ahead of them.
+		v.Stats.GeneratedTokens = max(v.Stats.GeneratedTokens, tokens)
+		return v
+	}
+
+loop:
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				break loop
+			}
+			switch ev.Kind {
+			case engine.EventToken:
+				if ev.Token >= 0 {
+					tokens++
+					meter.add(time.Now())
+				}
+				if ev.Thinking {
+					reasoning.WriteString(ev.Text)
+				} else {
+					content.WriteString(ev.Text)
+				}
+				dirty, unsaved = true, true
+			case engine.EventStats:
+				st = ev.Stats
+			case engine.EventDone:
+				st, reason = ev.Stats, ev.Reason
+			case engine.EventError:
+				genErr = ev.Err
+			}
+		case now := <-ticker.C:
+			if dirty {
+				m := snapshot(store.StatusGenerating)
+				a.do(func() { a.showReply(g, m) })
+				dirty = false
+			}
+			if now.Sub(lastPanel) >= panelEvery {
+				phase := "reading the prompt…"
+				if tokens > 0 {
+					phase = "writing the answer…"
+					if content.Len() == 0 && reasoning.Len() > 0 {
+						phase = "thinking…"
+					}
+				}
+				v, decoding := view(now, phase), tokens > 1
+				a.do(func() {
+					a.perf.show(v)
+					if decoding {
+						a.perf.sample(now, v.DecodeNow)
+					}
+				})
+				lastPanel = now
+			}
+			if unsaved && now.Sub(lastSave) >= saveEvery {
+				if err := a.store.UpdateMessage(snapshot(store.StatusGenerating)); err != nil && saveErr == nil {
+					saveErr = err
+				}
+				unsaved, lastSave = false, now
+			}
+		}
+	}
+
+	final := snapshot(finalStatus(reason, genErr))
+	if genErr != nil {
+		final.Summary = genErr.Error()
+	} else {
+		final.Summary = summaryLine(st, mem)
+	}
+	if err := a.store.UpdateMessage(final); err != nil && !errors.Is(err, store.ErrNotFound) && saveErr == nil {
+		saveErr = err // ErrNotFound: the chat was deleted while it was answered
+	}
+	v := view(time.Now(), finishedPhase(reason, genErr))
+	v.DecodeNow = st.DecodeTokensPerSec
+	a.do(func() { a.finishGeneration(g, final, v, genErr, saveErr) })
+}
+
+// finalStatus maps how a generation ended to the reply's status.
+func finalStatus(reason string, err error) string {
+	switch {
+	case err != nil:
+		return store.StatusError
+	case reason == engine.ReasonStop:
+		return store.StatusDone
+	case reason == engine.ReasonLength:
+		return store.StatusLength
+	case reason == engine.ReasonContext:
+		return store.StatusContext
+	}
+	return store.StatusStopped
+}
+
+func finishedPhase(reason string, err error) string {
+	switch {
+	case err != nil:
+		return "failed"
+	case reason == engine.ReasonStop:
+		return "finished"
+	case reason == engine.ReasonLength:
+		return "finished: max tokens reached"
+	case reason == engine.ReasonContext:
+		return "finished: the context is full"
+	}
+	return "stopped"
+}
+
+// showReply puts a streaming snapshot on screen if its chat is the one shown.
+func (a *App) showReply(g *generation, m store.Message) {
+	if a.gen != g {
+		return // a late post from a generation already finished
+	}
+	g.latest = m
+	if a.conv == nil || a.conv.ID != g.convID {
+		return
+	}
+	for i := range a.msgs {
+		if a.msgs[i].ID == m.ID {
+			a.msgs[i] = m
+		}
+	}
+	a.chat.updateMessage(m)
+}
+
+// finishGeneration shows the final reply and its summary, and what went wrong.
+func (a *App) finishGeneration(g *generation, final store.Message, v perfView, genErr, saveErr error) {
+	if a.gen == g {
+		a.gen = nil
+	}
+	a.composer.stopping = false
+	if a.store == nil {
+		return // the window has closed
+	}
+	a.perf.show(v)
+	if a.conv != nil && a.conv.ID == g.convID {
+		for i := range a.msgs {
+			if a.msgs[i].ID == final.ID {
+				a.msgs[i] = final
+			}
+		}
+		a.chat.show() // the finished reply gets its Regenerate button
+	}
+	a.chats.refresh()
+	a.composer.refresh()
+	if genErr != nil {
+		a.showError("The model failed while answering", genErr)
+	}
+	if saveErr != nil {
+		a.showError("The reply could not be saved", fmt.Errorf("%w (it stays on screen until the chat is closed)", saveErr))
+	}
+}
+
+// rateMeter measures decode tok/s over the last second from token arrival times.
+type rateMeter struct {
+	times []time.Time // arrivals within the window, oldest first
+}
+
+const rateWindow = time.Second
+
+func (m *rateMeter) add(t time.Time) {
+	m.times = append(m.times, t)
+	m.trim(t)
+}
+
+func (m *rateMeter) trim(now time.Time) {
+	cut := 0
+	for cut < len(m.times) && now.Sub(m.times[cut]) > rateWindow {
+		cut++
+	}
+	m.times = m.times[cut:]
+}
+
+// rate is the tokens per second over the window ending at now; 0 with fewer
+// than two tokens in it (a stalled or finished generation reads 0).
+func (m *rateMeter) rate(now time.Time) float64 {
+	m.trim(now)
+	if len(m.times) < 2 {
+		return 0
+	}
+	span := now.Sub(m.times[0])
+	if span <= 0 {
+		return 0
+	}
+	return float64(len(m.times)-1) / span.Seconds()
+}

@@ -1,0 +1,186 @@
+package ui
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"bagel/internal/testmodel"
+	"bagel/store"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+)
+
+// harness runs an App on Fyne's test driver against the real engine (CPU
+// backend, tiny test model). Updates the app posts from its goroutines queue up
+// and run on the test goroutine when the test waits, so widgets are only ever
+// touched from one goroutine, as in the real app.
+type harness struct {
+	t         *testing.T
+	a         *App
+	configDir string
+	dataDir   string
+	mu        sync.Mutex
+	queue     []func()
+}
+
+// testSettings keep replies short so the whole UI suite stays quick on two cores.
+func testSettings() Settings {
+	s := DefaultSettings()
+	s.Backend = "cpu"
+	s.MaxTokens = 12
+	s.ContextLength = 512
+	s.Thinking = false
+	s.Seed = 1
+	return s
+}
+
+// newHarness starts an app whose config and data live in configDir and dataDir
+// ("" : new temporary folders), with s saved as its settings first (nil: keep
+// the file there).
+func newHarness(t *testing.T, s *Settings, configDir, dataDir string) *harness {
+	t.Helper()
+	test.NewTempApp(t)
+	if configDir == "" {
+		configDir = t.TempDir()
+	}
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	h := &harness{t: t, configDir: configDir, dataDir: dataDir}
+	if s != nil {
+		if err := s.Save(configDir + "/settings.json"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := New(fyne.CurrentApp(), Options{ConfigDir: configDir, DataDir: dataDir, RunOnMain: h.post})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.a = a
+	t.Cleanup(h.close)
+	return h
+}
+
+func (h *harness) post(f func()) {
+	h.mu.Lock()
+	h.queue = append(h.queue, f)
+	h.mu.Unlock()
+}
+
+// pump runs what the app's goroutines posted so far.
+func (h *harness) pump() {
+	for {
+		h.mu.Lock()
+		q := h.queue
+		h.queue = nil
+		h.mu.Unlock()
+		if len(q) == 0 {
+			return
+		}
+		for _, f := range q {
+			f()
+		}
+	}
+}
+
+// waitFor pumps until cond holds. The limit is generous: it only turns a hang
+// into a failure, it measures nothing.
+func (h *harness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		h.pump()
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (h *harness) close() {
+	if h.a.store == nil {
+		return
+	}
+	h.a.shutdown()
+	h.pump()
+}
+
+// loadModel loads a fresh copy of the named test model and waits for it.
+func (h *harness) loadModel(name string) string {
+	h.t.Helper()
+	dir := testmodel.Dir(h.t, name)
+	h.a.openModel(dir)
+	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
+	if h.a.modelDir != dir {
+		h.t.Fatalf("loaded %q, want %q", h.a.modelDir, dir)
+	}
+	return dir
+}
+
+// typeAndSend types text into the composer and presses Enter.
+func (h *harness) typeAndSend(text string) {
+	h.t.Helper()
+	c := h.a.composer.entry
+	h.a.win.Canvas().Focus(c)
+	test.Type(c, text)
+	c.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	if h.a.gen == nil {
+		h.t.Fatalf("Enter did not start a reply (composer holds %q)", c.Text)
+	}
+}
+
+// waitReplyDone waits for the running reply to finish and returns it as saved.
+func (h *harness) waitReplyDone() store.Message {
+	h.t.Helper()
+	h.waitFor("the reply to finish", func() bool { return h.a.gen == nil })
+	msgs, err := h.a.store.Messages(h.a.conv.ID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	last := msgs[len(msgs)-1]
+	if last.Role != store.RoleAssistant {
+		h.t.Fatalf("the chat ends with a %s message", last.Role)
+	}
+	return last
+}
+
+// lastView is the view of the chat's last message on screen.
+func (h *harness) lastView() *messageView {
+	h.t.Helper()
+	if len(h.a.msgs) == 0 {
+		h.t.Fatal("no messages on screen")
+	}
+	v := h.a.chat.views[h.a.msgs[len(h.a.msgs)-1].ID]
+	if v == nil {
+		h.t.Fatal("the last message has no view")
+	}
+	return v
+}
+
+// dialogText is the text of the top dialog, "" when none is open.
+func (h *harness) dialogText() string {
+	top := h.a.win.Canvas().Overlays().Top()
+	if top == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, o := range test.LaidOutObjects(top) {
+		switch o := o.(type) {
+		case *widget.Label:
+			b.WriteString(o.Text + "\n")
+		case *canvas.Text:
+			b.WriteString(o.Text + "\n")
+		case *widget.RichText:
+			b.WriteString(o.String() + "\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,176 @@
+package ui
+
+import (
+	"strings"
+
+	"bagel/store"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// messageView shows one message: a header with its actions, the model's
+// reasoning in a collapsible section, the text (Markdown for replies) and, under
+// a finished reply, its one-line performance summary.
+type messageView struct {
+	msg  store.Message
+	root fyne.CanvasObject
+
+	header    *widget.Label
+	status    *widget.Label
+	actions   *fyne.Container
+	body      *widget.RichText
+	reasoning *widget.Accordion
+	thinking  *widget.RichText
+	footer    *widget.Label
+	buttons   map[string]*widget.Button // the actions, by label
+
+	// reasoningOpen is the state the view last gave the reasoning section; when
+	// the section differs, the user toggled it and the view stops managing it.
+	reasoningOpen   bool
+	userToggled     bool
+	renderedContent string
+	renderedReason  string
+}
+
+// messageAction is a button in a message's header.
+type messageAction struct {
+	label string
+	icon  fyne.Resource
+	run   func()
+}
+
+func newMessageView(m store.Message, author string, actions []messageAction) *messageView {
+	v := &messageView{msg: m, buttons: map[string]*widget.Button{}}
+	v.header = widget.NewLabelWithStyle(author, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.status = widget.NewLabel("")
+	v.status.Importance = widget.WarningImportance
+	v.actions = container.NewHBox()
+	for _, a := range actions {
+		b := widget.NewButtonWithIcon(a.label, a.icon, a.run)
+		b.Importance = widget.LowImportance
+		v.buttons[a.label] = b
+		v.actions.Add(b)
+	}
+	v.body = widget.NewRichText()
+	v.body.Wrapping = fyne.TextWrapWord
+	v.thinking = widget.NewRichText()
+	v.thinking.Wrapping = fyne.TextWrapWord
+	v.reasoning = widget.NewAccordion(widget.NewAccordionItem("Thinking", v.thinking))
+	v.reasoning.Hide()
+	v.footer = widget.NewLabel("")
+	v.footer.Wrapping = fyne.TextWrapWord
+	v.footer.Importance = widget.LowImportance
+	v.footer.TextStyle = fyne.TextStyle{Italic: true}
+	v.footer.SizeName = theme.SizeNameCaptionText
+	v.footer.Hide()
+
+	top := container.NewBorder(nil, nil, container.NewHBox(v.header, v.status), v.actions)
+	content := container.NewVBox(top, v.reasoning, v.body, v.footer)
+	if m.Role == store.RoleUser {
+		bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
+		bg.CornerRadius = 2 * theme.InputRadiusSize()
+		v.root = container.NewStack(bg, container.NewPadded(content))
+	} else {
+		v.root = container.NewPadded(content)
+	}
+	v.update(m)
+	return v
+}
+
+// update shows m, re-rendering only what changed: the streaming reply calls it
+// about twenty times a second.
+func (v *messageView) update(m store.Message) {
+	v.msg = m
+	if text := displayText(m); text != v.renderedContent || v.renderedContent == "" {
+		if m.Role == store.RoleUser {
+			// What the user typed is shown as typed: '*' or '#' in a question are
+			// not formatting.
+			v.body.Segments = []widget.RichTextSegment{&widget.TextSegment{Text: text, Style: widget.RichTextStyleParagraph}}
+			v.body.Refresh()
+		} else {
+			v.body.ParseMarkdown(text)
+		}
+		v.renderedContent = text
+		if text == "" {
+			v.body.Hide()
+		} else {
+			v.body.Show()
+		}
+	}
+	v.updateReasoning(m)
+	v.status.SetText(statusText(m.Status))
+	if m.Summary != "" && m.Status != store.StatusGenerating {
+		v.footer.SetText(m.Summary)
+		if m.Status == store.StatusError {
+			v.footer.Importance = widget.DangerImportance
+		}
+		v.footer.Show()
+	} else {
+		v.footer.Hide()
+	}
+}
+
+// updateReasoning shows the thinking open while the model thinks and closes it
+// once the answer starts, unless the user has toggled it.
+func (v *messageView) updateReasoning(m store.Message) {
+	if m.Reasoning == "" {
+		v.reasoning.Hide()
+		return
+	}
+	v.reasoning.Show()
+	if m.Reasoning != v.renderedReason {
+		v.thinking.ParseMarkdown(m.Reasoning)
+		v.renderedReason = m.Reasoning
+	}
+	item := v.reasoning.Items[0]
+	title := "Reasoning"
+	if m.Status == store.StatusGenerating && displayText(m) == "" {
+		title = "Thinking…"
+	}
+	if item.Title != title {
+		item.Title = title
+		v.reasoning.Refresh()
+	}
+	if item.Open != v.reasoningOpen {
+		v.userToggled = true
+	}
+	if v.userToggled {
+		return
+	}
+	open := m.Status == store.StatusGenerating && displayText(m) == ""
+	if open != item.Open {
+		if open {
+			v.reasoning.Open(0)
+		} else {
+			v.reasoning.Close(0)
+		}
+	}
+	v.reasoningOpen = open
+}
+
+// displayText is a message's text as shown: Qwen replies start with blank lines
+// after </think>.
+func displayText(m store.Message) string {
+	return strings.TrimLeft(m.Content, "\n ")
+}
+
+// statusText marks a partial reply with what stopped it.
+func statusText(status string) string {
+	switch status {
+	case store.StatusStopped:
+		return "· stopped"
+	case store.StatusLength:
+		return "· cut at max tokens"
+	case store.StatusContext:
+		return "· context full"
+	case store.StatusInterrupted:
+		return "· interrupted (the app closed while writing it)"
+	case store.StatusError:
+		return "· failed"
+	}
+	return ""
+}

@@ -1,0 +1,255 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"bagel/engine"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
+	"github.com/dustin/go-humanize"
+)
+
+// openModel checks the folder dir and estimates its memory off the UI thread,
+// then loads it — after a warning when it will not fit. A folder that is not a
+// model leaves the current model loaded and shows why.
+func (a *App) openModel(dir string) {
+	if a.loading {
+		a.showMessage("A model is loading", "Wait for it to finish, then choose the model again.")
+		return
+	}
+	a.loading = true
+	a.bar.showBusy("Checking "+filepath.Base(dir)+"…", -1)
+	a.composer.refresh()
+	ctxLen := a.settings.ContextLength
+	a.goSafe("checking a model folder", func() {
+		mem, err := engine.Estimate(dir, ctxLen)
+		a.do(func() {
+			a.loading = false
+			if err != nil {
+				if a.settings.LastModel == dir { // moved or deleted: do not retry at every start
+					a.settings.LastModel = ""
+					a.saveSettings()
+				}
+				a.bar.refresh()
+				a.composer.refresh()
+				a.showError("This folder cannot be loaded", naming(dir, err))
+				return
+			}
+			total, available := machineMemory()
+			if warning := fitWarning(mem, total, available); warning != "" {
+				a.bar.refresh()
+				a.composer.refresh()
+				dialog.ShowConfirm("This model may not fit in memory", warning+"\n\nLoad it anyway?", func(ok bool) {
+					if ok {
+						a.loadModel(dir, "")
+					}
+				}, a.win)
+				return
+			}
+			a.loadModel(dir, "")
+		})
+	})
+}
+
+// fitWarning compares the estimate with the machine's memory; "" when it fits
+// or the machine's memory is unknown.
+func fitWarning(mem engine.Memory, total, available uint64) string {
+	need := uint64(mem.Weights + mem.Cache)
+	what := fmt.Sprintf("It needs about %s (weights %s, cache %s for the context length).",
+		humanize.IBytes(need), humanize.IBytes(uint64(mem.Weights)), humanize.IBytes(uint64(mem.Cache)))
+	switch {
+	case total == 0:
+		return ""
+	case need > total:
+		return what + fmt.Sprintf(" This machine has %s in all: loading will fail or swap heavily. A smaller quantization or context length fits better.", humanize.IBytes(total))
+	case available > 0 && need > available:
+		return what + fmt.Sprintf(" Only %s of this machine's %s is free for it now: expect swapping; close other apps or lower the context length.", humanize.IBytes(available), humanize.IBytes(total))
+	}
+	return ""
+}
+
+// loadModel replaces the loaded model with dir: it stops a generation (its
+// reply is saved, marked stopped), closes the old engine and loads the new one,
+// all off the UI thread, with the progress on the model bar. When the load
+// fails and fallback is set, that model is loaded again.
+func (a *App) loadModel(dir, fallback string) {
+	a.loading = true
+	old, oldDir, g := a.eng, a.modelDir, a.gen
+	if fallback == "" && oldDir != dir {
+		fallback = oldDir
+	}
+	a.eng, a.modelDir = nil, ""
+	if g != nil {
+		g.cancel()
+	}
+	a.bar.showBusy("Loading "+filepath.Base(dir)+"…", 0)
+	a.composer.refresh()
+	a.perf.showModel("", 0, engine.Memory{}, "loading "+filepath.Base(dir))
+	opt := engine.Options{
+		Backend:       a.settings.Backend,
+		ContextLength: a.settings.ContextLength,
+		Progress:      a.loadProgress(dir),
+	}
+	a.goSafe("loading a model", func() {
+		if g != nil {
+			<-g.done
+		}
+		if old != nil {
+			old.Close()
+		}
+		e, err := engine.Load(dir, opt)
+		a.do(func() { a.modelLoaded(dir, e, err, fallback) })
+	})
+}
+
+// loadProgress returns the engine's progress callback: it runs on the loading
+// goroutine and posts to the model bar at most every 50 ms.
+func (a *App) loadProgress(dir string) func(float64, string) {
+	var mu sync.Mutex
+	var last time.Time
+	name := filepath.Base(dir)
+	return func(fraction float64, stage string) {
+		mu.Lock()
+		now := time.Now()
+		skip := fraction < 1 && now.Sub(last) < 50*time.Millisecond
+		if !skip {
+			last = now
+		}
+		mu.Unlock()
+		if !skip {
+			a.do(func() {
+				if a.loading {
+					a.bar.showBusy(fmt.Sprintf("Loading %s: %s…", name, stage), fraction)
+				}
+			})
+		}
+	}
+}
+
+func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback string) {
+	a.loading = false
+	if a.store == nil { // the window closed while loading
+		if e != nil {
+			e.Close()
+		}
+		return
+	}
+	if err != nil {
+		msg := naming(dir, err)
+		if fallback != "" {
+			msg = fmt.Errorf("%w\n\nLoading the previous model, %s, again.", msg, filepath.Base(fallback))
+		}
+		a.showError("The model could not be loaded", msg)
+		if fallback != "" {
+			a.loadModel(fallback, "")
+			return
+		}
+		a.bar.refresh()
+		a.composer.refresh()
+		a.perf.showModel("", 0, engine.Memory{}, "no model loaded")
+		return
+	}
+	a.eng, a.modelDir = e, dir
+	a.settings.LastModel = dir
+	a.settings.addRecent(dir)
+	a.saveSettings()
+	a.bar.refresh()
+	a.composer.refresh()
+	a.chat.refreshEmpty()
+	a.win.SetMainMenu(a.mainMenu())
+	a.perf.showModel(e.BackendName, e.ContextLength(), e.Memory(), "ready · "+e.BackendReason)
+}
+
+// unloadModel frees the model (stopping a generation first) without loading
+// another; the app then waits for a model to be dropped or chosen.
+func (a *App) unloadModel() {
+	if a.loading || a.eng == nil {
+		return
+	}
+	old, g := a.eng, a.gen
+	a.eng, a.modelDir = nil, ""
+	a.settings.LastModel = ""
+	a.saveSettings()
+	if g != nil {
+		g.cancel()
+	}
+	a.bar.refresh()
+	a.composer.refresh()
+	a.chat.refreshEmpty()
+	a.perf.showModel("", 0, engine.Memory{}, "no model loaded")
+	a.goSafe("unloading the model", func() {
+		if g != nil {
+			<-g.done
+		}
+		old.Close()
+	})
+}
+
+// dropped opens the first item dropped on the window: a model folder, or a
+// file inside one (config.json, a safetensors shard).
+func (a *App) dropped(uris []fyne.URI) {
+	if len(uris) == 0 {
+		return
+	}
+	path := uris[0].Path()
+	info, err := os.Stat(path)
+	if err != nil {
+		a.showError("The dropped item cannot be read", err)
+		return
+	}
+	if !info.IsDir() {
+		path = filepath.Dir(path)
+	}
+	a.openModel(path)
+}
+
+// chooseModelFolder shows the folder dialog, starting beside the last model.
+func (a *App) chooseModelFolder() {
+	d := dialog.NewFolderOpen(func(folder fyne.ListableURI, err error) {
+		if err != nil {
+			a.showError("The folder cannot be opened", err)
+			return
+		}
+		if folder != nil {
+			a.openModel(folder.Path())
+		}
+	}, a.win)
+	start := a.modelDir
+	if start == "" && len(a.settings.Recent) > 0 {
+		start = a.settings.Recent[0]
+	}
+	if start != "" {
+		if loc, err := storage.ListerForURI(storage.NewFileURI(filepath.Dir(start))); err == nil {
+			d.SetLocation(loc)
+		}
+	}
+	d.Resize(fyne.NewSize(760, 520))
+	d.Show()
+}
+
+// modelName is the loaded model's folder name.
+func (a *App) modelName() string {
+	if a.modelDir == "" {
+		return ""
+	}
+	return filepath.Base(a.modelDir)
+}
+
+// naming makes sure an error about a model folder names the folder.
+func naming(dir string, err error) error {
+	if strings.Contains(err.Error(), dir) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", dir, err)
+}
+
+// errNoModel is the sentence shown when a reply is asked for without a model.
+var errNoModel = errors.New("no model is loaded: drop an MLX model folder (for example Qwen3.5-35B-A3B-4bit) on the window, or use Open model folder…")

@@ -1,0 +1,112 @@
+package ui
+
+import (
+	"path/filepath"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// modelBar is the strip at the top: the loaded model and its backend, the
+// model actions, and a progress bar while a model is checked or loaded.
+type modelBar struct {
+	a        *App
+	root     fyne.CanvasObject
+	name     *widget.Label
+	detail   *widget.Label
+	open     *widget.Button
+	recent   *widget.Button
+	unload   *widget.Button
+	progress *widget.ProgressBar
+	busy     *widget.ProgressBarInfinite
+}
+
+func newModelBar(a *App) *modelBar {
+	b := &modelBar{a: a}
+	b.name = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	b.detail = widget.NewLabel("")
+	b.detail.Importance = widget.LowImportance
+	b.detail.Truncation = fyne.TextTruncateEllipsis
+	b.open = widget.NewButtonWithIcon("Open model folder…", theme.FolderOpenIcon(), a.chooseModelFolder)
+	b.recent = widget.NewButtonWithIcon("Recent", theme.HistoryIcon(), b.showRecent)
+	b.unload = widget.NewButtonWithIcon("Unload", theme.MediaStopIcon(), a.unloadModel)
+	settings := widget.NewButtonWithIcon("Settings", theme.SettingsIcon(), a.showSettings)
+	b.progress = widget.NewProgressBar()
+	b.progress.Hide()
+	b.busy = widget.NewProgressBarInfinite()
+	b.busy.Stop()
+	b.busy.Hide()
+	left := container.NewHBox(widget.NewIcon(theme.ComputerIcon()), b.name)
+	buttons := container.NewHBox(b.open, b.recent, b.unload, settings)
+	row := container.NewBorder(nil, nil, left, buttons, b.detail)
+	b.root = container.NewVBox(row, container.NewStack(b.progress, b.busy), widget.NewSeparator())
+	return b
+}
+
+// refresh shows the current model (or its absence) and hides the progress.
+func (b *modelBar) refresh() {
+	a := b.a
+	b.progress.Hide()
+	b.busy.Stop()
+	b.busy.Hide()
+	switch {
+	case a.eng != nil:
+		b.name.SetText(a.modelName())
+		b.detail.SetText(a.eng.BackendName + " · " + humanCount(a.eng.ContextLength()) + " context · " + memoryText(a.eng.Memory()))
+	default:
+		b.name.SetText("No model loaded")
+		b.detail.SetText("drop an MLX model folder on the window, or open one")
+	}
+	b.open.Enable()
+	b.unload.Disable()
+	if a.eng != nil {
+		b.unload.Enable()
+	}
+	if len(a.settings.Recent) > 0 {
+		b.recent.Enable()
+	} else {
+		b.recent.Disable()
+	}
+}
+
+// showBusy shows a stage and its progress (fraction < 0: not measurable).
+func (b *modelBar) showBusy(text string, fraction float64) {
+	b.name.SetText(text)
+	b.detail.SetText("")
+	b.unload.Disable()
+	if fraction < 0 {
+		b.progress.Hide()
+		b.busy.Show()
+		b.busy.Start()
+		return
+	}
+	b.busy.Stop()
+	b.busy.Hide()
+	b.progress.SetValue(fraction)
+	b.progress.Show()
+}
+
+// showRecent pops up the recent models under the button.
+func (b *modelBar) showRecent() {
+	menu := fyne.NewMenu("", b.a.recentItems()...)
+	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(b.recent)
+	widget.ShowPopUpMenuAtPosition(menu, b.a.win.Canvas(), pos.Add(fyne.NewPos(0, b.recent.Size().Height)))
+}
+
+// recentItems are the recent models as menu items (the loaded one marked).
+func (a *App) recentItems() []*fyne.MenuItem {
+	var items []*fyne.MenuItem
+	for _, dir := range a.settings.Recent {
+		item := fyne.NewMenuItem(filepath.Base(dir)+"  —  "+filepath.Dir(dir), func() { a.openModel(dir) })
+		item.Checked = dir == a.modelDir
+		items = append(items, item)
+	}
+	if len(items) == 0 {
+		item := fyne.NewMenuItem("No recent models", nil)
+		item.Disabled = true
+		items = append(items, item)
+	}
+	return items
+}

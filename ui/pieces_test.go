@@ -1,0 +1,124 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"bagel/engine"
+	"bagel/store"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/test"
+)
+
+func TestExportMarkdown(t *testing.T) {
+	conv := store.Conversation{Title: "Bagels", SystemPrompt: "Be brief.\nBe kind.", Created: time.Date(2026, 5, 1, 9, 30, 0, 0, time.UTC)}
+	msgs := []store.Message{
+		{Role: store.RoleUser, Content: "Why boil them?"},
+		{Role: store.RoleAssistant, Model: "Qwen3.5-35B-A3B-4bit", Reasoning: "Think about crust.", Content: "\n\nFor the **crust**.", Summary: "5 tokens at 90 tok/s"},
+		{Role: store.RoleUser, Content: "And then?"},
+		{Role: store.RoleAssistant, Content: "Bake", Status: store.StatusStopped},
+	}
+	got := exportMarkdown(conv, msgs)
+	for _, want := range []string{
+		"# Bagels\n",
+		"> Be brief.\n> Be kind.",
+		"## You\n\nWhy boil them?\n",
+		"## Qwen3.5-35B-A3B-4bit\n\n<details><summary>Reasoning</summary>\n\nThink about crust.\n\n</details>\n\nFor the **crust**.\n",
+		"<sub>5 tokens at 90 tok/s</sub>",
+		"## Assistant\n\nBake\n\n_(stopped)_",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the export lacks %q:\n%s", want, got)
+		}
+	}
+	if name := exportFileName("What/is: a *bagel*?"); name != "Whatis a bagel.md" {
+		t.Errorf("file name %q", name)
+	}
+}
+
+func TestFitWarning(t *testing.T) {
+	const gib = 1 << 30
+	mem := engine.Memory{Weights: 18 * gib, Cache: 2 * gib}
+	for _, c := range []struct {
+		total, available uint64
+		want             string
+	}{
+		{0, 0, ""},
+		{64 * gib, 48 * gib, ""},
+		{16 * gib, 12 * gib, "16 GiB in all"},
+		{32 * gib, 8 * gib, "Only 8.0 GiB"},
+	} {
+		got := fitWarning(mem, c.total, c.available)
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("fitWarning(total %d GiB, available %d GiB) = %q, want %q", c.total/gib, c.available/gib, got, c.want)
+		}
+	}
+}
+
+func TestRateMeter(t *testing.T) {
+	var m rateMeter
+	t0 := time.Now()
+	if m.rate(t0) != 0 {
+		t.Fatal("an empty meter reads non-zero")
+	}
+	for i := 0; i <= 100; i++ { // 50 tok/s for two seconds
+		m.add(t0.Add(time.Duration(i) * 20 * time.Millisecond))
+	}
+	now := t0.Add(2 * time.Second)
+	if r := m.rate(now); r < 45 || r > 55 {
+		t.Errorf("rate %g, want about 50", r)
+	}
+	if r := m.rate(now.Add(3 * time.Second)); r != 0 {
+		t.Errorf("a stalled meter reads %g", r)
+	}
+}
+
+func TestSparkline(t *testing.T) {
+	s := newSparkline(time.Minute)
+	w := test.NewTempWindow(t, s)
+	w.Resize(fyne.NewSize(300, 80))
+	t0 := time.Now()
+	for i := 0; i < 100; i++ {
+		s.add(t0.Add(time.Duration(i)*time.Second), float64(i))
+	}
+	if len(s.samples) != 61 || s.peak() != 99 {
+		t.Fatalf("kept %d samples, peak %g; want the last minute (61), peak 99", len(s.samples), s.peak())
+	}
+	// A gap (the time between two replies) is not joined by a line.
+	s.add(t0.Add(130*time.Second), 5)
+	r := test.TempWidgetRenderer(t, s).(*sparkRenderer)
+	r.Layout(fyne.NewSize(300, 80))
+	if last := r.lines[len(s.samples)-2]; last.Visible() {
+		t.Error("the gap between replies is drawn as a line")
+	}
+}
+
+// TestComposerKeys: Ctrl/Cmd+Enter sends too; Enter with nothing typed does nothing.
+func TestComposerKeys(t *testing.T) {
+	sent := 0
+	e := newComposerEntry(func() { sent++ }, func() {})
+	test.NewTempWindow(t, e)
+	e.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	e.TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierControl})
+	e.TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyEnter, Modifier: fyne.KeyModifierSuper})
+	if sent != 3 {
+		t.Errorf("sent %d times, want 3 (Enter, Ctrl+Enter, Cmd+Enter)", sent)
+	}
+	if e.Text != "" {
+		t.Errorf("the entry holds %q", e.Text)
+	}
+}
+
+func TestTitleFrom(t *testing.T) {
+	for in, want := range map[string]string{
+		"  Hello there \nsecond line":                                         "Hello there",
+		"Explain the difference between a bagel and a bialy in detail please": "Explain the difference between a bagel and a…",
+	} {
+		if got := titleFrom(in); got != want {
+			t.Errorf("titleFrom(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

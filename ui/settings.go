@@ -1,0 +1,152 @@
+package ui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"bagel/engine"
+)
+
+// Settings are what the user chose, saved as JSON in the xdg config dir
+// (settings.json). Sampling, max tokens and thinking apply to the next reply;
+// context length and backend to the next model load; switches at once.
+type Settings struct {
+	Temperature       float64 `json:"temperature"`
+	TopP              float64 `json:"top_p"`
+	TopK              int     `json:"top_k"`
+	MinP              float64 `json:"min_p"`
+	RepetitionPenalty float64 `json:"repetition_penalty"`
+	Seed              int64   `json:"seed"` // < 0: a new random seed for every reply
+
+	MaxTokens     int    `json:"max_tokens"`     // 0: until a stop token or a full context
+	ContextLength int    `json:"context_length"` // 0: the model's default (engine.DefaultContextLength at most)
+	Thinking      bool   `json:"thinking"`
+	Backend       string `json:"backend"` // one of engine.BackendNames
+
+	// Switches holds the engine switches the user set; the others keep their
+	// defaults (and environment overrides).
+	Switches map[string]bool `json:"switches,omitempty"`
+
+	LastModel string   `json:"last_model,omitempty"` // reloaded at start
+	Recent    []string `json:"recent_models,omitempty"`
+}
+
+// maxRecent bounds the recent-models menu.
+const maxRecent = 8
+
+// DefaultSettings follow Qwen3's recommended sampling for chat (temperature 0.7,
+// top-p 0.8, top-k 20) with thinking on, as the model cards advise.
+func DefaultSettings() Settings {
+	return Settings{
+		Temperature:       0.7,
+		TopP:              0.8,
+		TopK:              20,
+		RepetitionPenalty: 1,
+		Seed:              -1,
+		MaxTokens:         4096,
+		Thinking:          true,
+		Backend:           "auto",
+	}
+}
+
+// Validate names the first setting outside its range.
+func (s Settings) Validate() error {
+	if err := s.sampling().Validate(); err != nil {
+		return err
+	}
+	switch {
+	case s.MaxTokens < 0:
+		return fmt.Errorf("max tokens must be ≥ 0, got %d", s.MaxTokens)
+	case s.ContextLength < 0:
+		return fmt.Errorf("context length must be ≥ 0, got %d", s.ContextLength)
+	case !slices.Contains(engine.BackendNames, s.Backend):
+		return fmt.Errorf("unknown backend %q (want one of %v)", s.Backend, engine.BackendNames)
+	}
+	return nil
+}
+
+// sampling is the engine's view of the settings; a negative seed draws a new one.
+func (s Settings) sampling() engine.Sampling {
+	seed := uint64(s.Seed)
+	if s.Seed < 0 {
+		seed = rand.Uint64()
+	}
+	return engine.Sampling{
+		Temperature:       s.Temperature,
+		TopP:              s.TopP,
+		TopK:              s.TopK,
+		MinP:              s.MinP,
+		RepetitionPenalty: s.RepetitionPenalty,
+		Seed:              seed,
+	}
+}
+
+// addRecent puts dir first in the recent models.
+func (s *Settings) addRecent(dir string) {
+	s.Recent = slices.DeleteFunc(s.Recent, func(d string) bool { return d == dir })
+	s.Recent = append([]string{dir}, s.Recent...)
+	if len(s.Recent) > maxRecent {
+		s.Recent = s.Recent[:maxRecent]
+	}
+}
+
+// LoadSettings reads path; a missing file gives the defaults. Fields the file
+// lacks keep their defaults, so an older file still loads.
+func LoadSettings(path string) (Settings, error) {
+	s := DefaultSettings()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("settings: %w", err)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return DefaultSettings(), fmt.Errorf("settings %s: invalid JSON (%v); using the defaults", path, err)
+	}
+	if err := s.Validate(); err != nil {
+		return DefaultSettings(), fmt.Errorf("settings %s: %v; using the defaults", path, err)
+	}
+	return s, nil
+}
+
+// Save writes the settings atomically (a temporary file renamed over the old
+// one), so a crash never leaves half a file.
+func (s Settings) Save(path string) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	return nil
+}
+
+// applySwitches hands the saved switch values to the engine; switches this
+// build no longer registers are ignored.
+func (s Settings) applySwitches() error {
+	registered := map[string]bool{}
+	for _, sw := range engine.Switches() {
+		registered[sw.Name] = true
+	}
+	var errs []error
+	for name, on := range s.Switches {
+		if registered[name] {
+			errs = append(errs, engine.SetSwitch(name, on))
+		}
+	}
+	return errors.Join(errs...)
+}

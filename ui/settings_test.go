@@ -1,0 +1,118 @@
+package ui
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"bagel/engine"
+
+	"fyne.io/fyne/v2/widget"
+)
+
+// TestSettingsRoundTrip changes settings through the settings dialog, checks
+// the file, and starts a second app on the same config folder: it has the same
+// settings and reloads the last model by itself.
+func TestSettingsRoundTrip(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	dir := h.loadModel("tiny-moe")
+
+	h.a.showSettings()
+	f := h.a.settingsForm
+	f.temperature.SetText("0.25")
+	f.topP.SetText("0.9")
+	f.topK.SetText("40")
+	f.minP.SetText("0.05")
+	f.repetition.SetText("1.1")
+	f.seed.SetText("1234")
+	f.maxTokens.SetText("77")
+	f.thinking.SetChecked(true)
+	f.submit()
+
+	want := s
+	want.Temperature, want.TopP, want.TopK, want.MinP, want.RepetitionPenalty = 0.25, 0.9, 40, 0.05, 1.1
+	want.Seed, want.MaxTokens, want.Thinking = 1234, 77, true
+	want.LastModel, want.Recent = dir, []string{dir}
+	if !reflect.DeepEqual(h.a.settings, want) {
+		t.Fatalf("settings after Save:\n%+v\nwant\n%+v", h.a.settings, want)
+	}
+	if !h.a.composer.think.Checked {
+		t.Error("the composer's Think box does not follow the setting")
+	}
+	data, err := os.ReadFile(filepath.Join(h.configDir, "settings.json"))
+	if err != nil || !strings.Contains(string(data), `"temperature": 0.25`) {
+		t.Fatalf("settings.json: %s, %v", data, err)
+	}
+
+	// An invalid value is refused with a dialog and changes nothing.
+	h.a.showSettings()
+	h.a.settingsForm.topP.SetText("1.5")
+	h.a.settingsForm.submit()
+	if text := h.dialogText(); !strings.Contains(strings.ToLower(text), "top-p must be") {
+		t.Errorf("an invalid top-p shows %q", text)
+	}
+	if h.a.settings.TopP != 0.9 {
+		t.Errorf("an invalid top-p was applied: %g", h.a.settings.TopP)
+	}
+	h.close()
+
+	again := newHarness(t, nil, h.configDir, h.dataDir)
+	if !reflect.DeepEqual(again.a.settings, want) {
+		t.Fatalf("settings in a new app:\n%+v\nwant\n%+v", again.a.settings, want)
+	}
+	again.a.Start()
+	again.waitFor("the last model to reload", func() bool { return again.a.eng != nil })
+	if again.a.modelDir != dir {
+		t.Errorf("reloaded %q, want %q", again.a.modelDir, dir)
+	}
+}
+
+// TestSettingsFile covers the file itself: defaults when missing, kept
+// defaults for missing fields, and a readable error for a broken file.
+func TestSettingsFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	s, err := LoadSettings(path)
+	if err != nil || !reflect.DeepEqual(s, DefaultSettings()) {
+		t.Fatalf("missing file: %+v, %v", s, err)
+	}
+	os.WriteFile(path, []byte(`{"temperature": 0.1}`), 0o644)
+	s, err = LoadSettings(path)
+	if err != nil || s.Temperature != 0.1 || s.TopK != DefaultSettings().TopK {
+		t.Fatalf("partial file: %+v, %v", s, err)
+	}
+	os.WriteFile(path, []byte(`{"temperature": -3}`), 0o644)
+	if _, err := LoadSettings(path); err == nil || !strings.Contains(err.Error(), "temperature") {
+		t.Fatalf("a negative temperature: %v", err)
+	}
+	os.WriteFile(path, []byte(`{oops`), 0o644)
+	if _, err := LoadSettings(path); err == nil || !strings.Contains(err.Error(), "settings.json") {
+		t.Fatalf("broken JSON: %v", err)
+	}
+}
+
+// TestSettingsSwitches: the switches section lists the engine's registry, or
+// says there is none.
+func TestSettingsSwitches(t *testing.T) {
+	f := newSettingsForm(DefaultSettings())
+	if len(f.switches) != len(engine.Switches()) {
+		t.Fatalf("the form has %d switches, the engine %d", len(f.switches), len(engine.Switches()))
+	}
+	for _, sw := range engine.Switches() {
+		if c := f.switches[sw.Name]; c == nil || c.Text != sw.Description || c.Checked != engine.SwitchOn(sw.Name) {
+			t.Errorf("switch %s is not shown as registered", sw.Name)
+		}
+	}
+	none := false
+	for _, it := range f.form.Items {
+		if l, ok := it.Widget.(*widget.Label); ok && l.Text == "none registered" {
+			none = true
+		}
+	}
+	if none != (len(engine.Switches()) == 0) {
+		t.Errorf(`"none registered" shown: %v, with %d switches`, none, len(engine.Switches()))
+	}
+}

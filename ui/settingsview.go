@@ -1,0 +1,228 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"bagel/engine"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// settingsForm edits Settings. The engine switches section is built from the
+// engine's registry, so a new switch appears here without a UI change.
+type settingsForm struct {
+	form                                *widget.Form
+	temperature, topP, topK, minP       *widget.Entry
+	repetition, seed, maxTokens, ctxLen *widget.Entry
+	thinking                            *widget.Check
+	backend                             *widget.Select
+	switches                            map[string]*widget.Check
+	submit                              func() // Save: validate, apply, close
+}
+
+func newSettingsForm(s Settings) *settingsForm {
+	f := &settingsForm{switches: map[string]*widget.Check{}}
+	num := func(v string, check func(string) error) *widget.Entry {
+		e := widget.NewEntry()
+		e.SetText(v)
+		e.Validator = check
+		return e
+	}
+	float := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	f.temperature = num(float(s.Temperature), floatIn("temperature", 0, 100))
+	f.topP = num(float(s.TopP), floatIn("top-p", 0, 1))
+	f.topK = num(strconv.Itoa(s.TopK), intAtLeast("top-k", 0))
+	f.minP = num(float(s.MinP), floatIn("min-p", 0, 1))
+	f.repetition = num(float(s.RepetitionPenalty), floatIn("repetition penalty", 0, 100))
+	seed := "random"
+	if s.Seed >= 0 {
+		seed = strconv.FormatInt(s.Seed, 10)
+	}
+	f.seed = num(seed, func(v string) error {
+		if strings.TrimSpace(v) == "random" {
+			return nil
+		}
+		return intAtLeast("seed", 0)(v)
+	})
+	f.maxTokens = num(strconv.Itoa(s.MaxTokens), intAtLeast("max tokens", 0))
+	f.ctxLen = num(strconv.Itoa(s.ContextLength), intAtLeast("context length", 0))
+	f.thinking = widget.NewCheck("let the model think before it answers", nil)
+	f.thinking.SetChecked(s.Thinking)
+	f.backend = widget.NewSelect(engine.BackendNames, nil)
+	f.backend.SetSelected(s.Backend)
+
+	header := func(text string) *widget.FormItem {
+		return widget.NewFormItem("", widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+	}
+	item := func(label string, w fyne.CanvasObject, hint string) *widget.FormItem {
+		it := widget.NewFormItem(label, w)
+		it.HintText = hint
+		return it
+	}
+	items := []*widget.FormItem{
+		header("Sampling (applies to the next reply)"),
+		item("Temperature", f.temperature, "0 is greedy; Qwen suggests 0.6 with thinking, 0.7 without"),
+		item("Top-p", f.topP, "0 or 1 turns it off"),
+		item("Top-k", f.topK, "0 turns it off"),
+		item("Min-p", f.minP, "0 turns it off"),
+		item("Repetition penalty", f.repetition, "1 turns it off"),
+		item("Seed", f.seed, "a number for repeatable replies, or random"),
+		item("Max tokens", f.maxTokens, "per reply; 0: until the model stops or the context is full"),
+		item("Thinking", f.thinking, ""),
+		header("Model (applies when a model is loaded)"),
+		item("Context length", f.ctxLen, "tokens of KV cache; 0: the model's default (at most 8,192)"),
+		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
+		header("Engine switches (apply from the next load or reply)"),
+	}
+	switches := engine.Switches()
+	if len(switches) == 0 {
+		none := widget.NewLabel("none registered")
+		none.Importance = widget.LowImportance
+		items = append(items, widget.NewFormItem("", none))
+	}
+	for _, sw := range switches {
+		c := widget.NewCheck(sw.Description, nil)
+		c.SetChecked(engine.SwitchOn(sw.Name))
+		f.switches[sw.Name] = c
+		hint := "default " + onOff(sw.Default)
+		if sw.Env != "" {
+			hint += " · environment " + sw.Env
+		}
+		if len(sw.Backends) > 0 {
+			hint += " · " + strings.Join(sw.Backends, ", ")
+		}
+		items = append(items, item(sw.Name, c, hint))
+	}
+	f.form = widget.NewForm(items...)
+	return f
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+func floatIn(name string, lo, hi float64) func(string) error {
+	return func(v string) error {
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || x < lo || x > hi {
+			return fmt.Errorf("%s must be a number from %g to %g", name, lo, hi)
+		}
+		return nil
+	}
+}
+
+func intAtLeast(name string, lo int) func(string) error {
+	return func(v string) error {
+		x, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || x < lo {
+			return fmt.Errorf("%s must be a whole number ≥ %d", name, lo)
+		}
+		return nil
+	}
+}
+
+// read returns base with the form's values, or the first invalid field's error.
+func (f *settingsForm) read(base Settings) (Settings, error) {
+	s := base
+	var errs []error
+	parseF := func(e *widget.Entry, dst *float64) {
+		if err := e.Validator(e.Text); err != nil {
+			errs = append(errs, err)
+			return
+		}
+		*dst, _ = strconv.ParseFloat(strings.TrimSpace(e.Text), 64)
+	}
+	parseI := func(e *widget.Entry, dst *int) {
+		if err := e.Validator(e.Text); err != nil {
+			errs = append(errs, err)
+			return
+		}
+		*dst, _ = strconv.Atoi(strings.TrimSpace(e.Text))
+	}
+	parseF(f.temperature, &s.Temperature)
+	parseF(f.topP, &s.TopP)
+	parseI(f.topK, &s.TopK)
+	parseF(f.minP, &s.MinP)
+	parseF(f.repetition, &s.RepetitionPenalty)
+	parseI(f.maxTokens, &s.MaxTokens)
+	parseI(f.ctxLen, &s.ContextLength)
+	if err := f.seed.Validator(f.seed.Text); err != nil {
+		errs = append(errs, err)
+	} else if t := strings.TrimSpace(f.seed.Text); t == "random" {
+		s.Seed = -1
+	} else {
+		s.Seed, _ = strconv.ParseInt(t, 10, 64)
+	}
+	s.Thinking = f.thinking.Checked
+	s.Backend = f.backend.Selected
+	s.Switches = map[string]bool{}
+	for name, on := range base.Switches {
+		s.Switches[name] = on // switches this build lacks are kept for builds that have them
+	}
+	for name, c := range f.switches {
+		s.Switches[name] = c.Checked
+	}
+	if len(s.Switches) == 0 {
+		s.Switches = nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return base, err
+	}
+	return s, s.Validate()
+}
+
+// showSettings opens the settings dialog. Save and Cancel sit under the
+// scrolling form, so they are in view however long the switch list grows.
+func (a *App) showSettings() {
+	f := newSettingsForm(a.settings)
+	var d dialog.Dialog
+	f.submit = func() {
+		s, err := f.read(a.settings)
+		if err != nil {
+			a.showError("A setting is not valid", err)
+			return
+		}
+		d.Hide()
+		a.applySettings(s)
+	}
+	save := widget.NewButtonWithIcon("Save", theme.ConfirmIcon(), f.submit)
+	save.Importance = widget.HighImportance
+	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { d.Hide() })
+	scroll := container.NewVScroll(f.form)
+	scroll.SetMinSize(fyne.NewSize(640, 500))
+	buttons := container.NewHBox(layout.NewSpacer(), cancel, save)
+	d = dialog.NewCustomWithoutButtons("Settings", container.NewBorder(nil, buttons, nil, nil, scroll), a.win)
+	d.Show()
+	a.settingsForm = f
+}
+
+// applySettings saves s and applies it: sampling from the next reply, switches
+// at once, and — after asking — a reload for a new backend or context length.
+func (a *App) applySettings(s Settings) {
+	old := a.settings
+	a.settings = s
+	a.saveSettings()
+	if err := s.applySwitches(); err != nil {
+		a.showError("An engine switch could not be set", err)
+	}
+	a.composer.think.SetChecked(s.Thinking)
+	if a.eng != nil && (old.Backend != s.Backend || old.ContextLength != s.ContextLength) {
+		dir := a.modelDir
+		dialog.ShowConfirm("Reload the model?", "The backend and the context length apply when the model is loaded. Reload "+a.modelName()+" now?", func(ok bool) {
+			if ok && a.modelDir == dir && !a.loading {
+				a.loadModel(dir, "")
+			}
+		}, a.win)
+	}
+}

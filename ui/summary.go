@@ -1,0 +1,62 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"bagel/engine"
+
+	"github.com/dustin/go-humanize"
+)
+
+// Speculative decoding does not exist yet: the panel and summaries say so
+// rather than hide the row, so users comparing with other apps see the gap.
+const speculativeStatus = "off"
+
+// summaryLine is the one-line record under a finished reply: the same numbers
+// as the performance panel.
+func summaryLine(st engine.Stats, mem engine.Memory) string {
+	parts := []string{
+		fmt.Sprintf("%s tokens at %s tok/s", humanize.Comma(int64(st.GeneratedTokens)), rate(st.DecodeTokensPerSec)),
+		"TTFT " + duration(st.TimeToFirstToken),
+		fmt.Sprintf("prefill %s tokens at %s tok/s (%s cached)", humanize.Comma(int64(st.PromptTokens)),
+			rate(st.PrefillTokensPerSec), humanize.Comma(int64(st.ReusedPromptTokens))),
+		"KV " + kvText(st),
+		fmt.Sprintf("%.0f dispatches/token", st.DispatchesPerToken),
+	}
+	if st.GPUTimePerToken > 0 {
+		parts = append(parts, fmt.Sprintf("GPU %.2f ms/token", float64(st.GPUTimePerToken.Microseconds())/1000))
+	}
+	parts = append(parts, "speculative "+speculativeStatus, st.Backend)
+	if mem.Weights > 0 {
+		parts = append(parts, memoryText(mem))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// rate formats tokens per second: one decimal below 100, none above.
+func rate(tps float64) string {
+	if tps >= 100 {
+		return fmt.Sprintf("%.0f", tps)
+	}
+	return fmt.Sprintf("%.1f", tps)
+}
+
+// duration formats a short span in ms, a long one in s.
+func duration(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+func kvText(st engine.Stats) string {
+	return humanize.Comma(int64(st.KVLength)) + " / " + humanize.Comma(int64(st.ContextLength))
+}
+
+func memoryText(mem engine.Memory) string {
+	return "weights " + humanize.IBytes(uint64(mem.Weights)) + " + cache " + humanize.IBytes(uint64(mem.Cache))
+}
+
+func humanCount(n int) string { return humanize.Comma(int64(n)) }

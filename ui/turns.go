@@ -1,0 +1,190 @@
+package ui
+
+import (
+	"errors"
+	"strings"
+
+	"bagel/engine"
+	"bagel/store"
+)
+
+// sendOrStop is the composer's button: Send, or Stop while a reply streams.
+func (a *App) sendOrStop() {
+	if a.gen != nil {
+		a.stop()
+		return
+	}
+	a.sendComposer()
+}
+
+// sendComposer sends what the composer holds (Enter). While a reply streams it
+// does nothing: the text stays for the next turn.
+func (a *App) sendComposer() {
+	if a.gen != nil || a.loading {
+		return
+	}
+	text := strings.TrimSpace(a.composer.entry.Text)
+	if text == "" {
+		return
+	}
+	if a.send(text) {
+		a.composer.entry.SetText("")
+	}
+}
+
+// send adds a user message (replacing the one being edited, and what followed
+// it) and starts the reply. It reports whether the message was taken.
+func (a *App) send(text string) bool {
+	if a.eng == nil {
+		a.showError("No model loaded", errNoModel)
+		return false
+	}
+	conv, err := a.ensureConversation()
+	if err != nil {
+		a.showError("A new chat could not be created", err)
+		return false
+	}
+	var from int64
+	if a.editing != nil {
+		from = a.editing.ID
+	}
+	firstMessage := len(a.msgs) == 0 || (a.editing != nil && a.editing.ID == a.msgs[0].ID)
+	added, err := a.store.Replace(conv.ID, from,
+		store.Message{Role: store.RoleUser, Content: text},
+		store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.modelName()})
+	if err != nil {
+		a.showError("The message could not be saved", err)
+		return false
+	}
+	a.editing = nil
+	if firstMessage && (conv.Title == defaultTitle || conv.Title == "") {
+		a.setTitle(conv.ID, titleFrom(text))
+	}
+	a.startReply(added[1])
+	return true
+}
+
+// regenerate replaces the last reply with a new one.
+func (a *App) regenerate() {
+	if a.gen != nil || a.conv == nil {
+		return
+	}
+	if a.eng == nil {
+		a.showError("No model loaded", errNoModel)
+		return
+	}
+	lastUser := -1
+	for i, m := range a.msgs {
+		if m.Role == store.RoleUser {
+			lastUser = i
+		}
+	}
+	if lastUser < 0 {
+		return
+	}
+	var from int64
+	if lastUser+1 < len(a.msgs) {
+		from = a.msgs[lastUser+1].ID
+	}
+	added, err := a.store.Replace(a.conv.ID, from,
+		store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.modelName()})
+	if err != nil {
+		a.showError("The chat could not be saved", err)
+		return
+	}
+	a.startReply(added[0])
+}
+
+// editLast moves the last user message into the composer; Send replaces it and
+// its reply, Cancel edit (or Esc) puts everything back.
+func (a *App) editLast() {
+	if a.gen != nil {
+		return
+	}
+	for i := len(a.msgs) - 1; i >= 0; i-- {
+		if a.msgs[i].Role == store.RoleUser {
+			m := a.msgs[i]
+			a.editing = &m
+			a.composer.entry.SetText(m.Content)
+			a.chat.show()
+			a.composer.refresh()
+			a.composer.focus()
+			return
+		}
+	}
+}
+
+func (a *App) cancelEdit() {
+	if a.editing == nil {
+		return
+	}
+	a.editing = nil
+	a.composer.entry.SetText("")
+	a.chat.show()
+	a.composer.refresh()
+}
+
+// stop ends the reply being generated; what it wrote is kept, marked stopped.
+func (a *App) stop() {
+	if g := a.gen; g != nil {
+		g.cancel()
+		a.composer.stopping = true
+		a.composer.refresh()
+	}
+}
+
+// stopOrCancelEdit is Esc.
+func (a *App) stopOrCancelEdit() {
+	if a.gen != nil {
+		a.stop()
+		return
+	}
+	a.cancelEdit()
+}
+
+// copyMessage puts a message's text on the clipboard.
+func (a *App) copyMessage(id int64) {
+	for _, m := range a.msgs {
+		if m.ID == id {
+			a.fyne.Clipboard().SetContent(displayText(m))
+			return
+		}
+	}
+}
+
+// history is the conversation the model answers: the system prompt and every
+// message before the reply, partial replies included as they were shown.
+func history(conv store.Conversation, msgs []store.Message, replyID int64) []engine.Message {
+	var out []engine.Message
+	if conv.SystemPrompt != "" {
+		out = append(out, engine.Message{Role: "system", Content: conv.SystemPrompt})
+	}
+	for _, m := range msgs {
+		if m.ID >= replyID {
+			break
+		}
+		if m.Role == store.RoleAssistant && (m.Status == store.StatusError || displayText(m) == "" && m.Reasoning == "") {
+			continue // a failed or empty reply is not something the model said
+		}
+		out = append(out, engine.Message{Role: m.Role, Content: displayText(m), Reasoning: m.Reasoning})
+	}
+	return out
+}
+
+// startReply reloads the chat (now ending with the empty reply) and starts
+// generating it.
+func (a *App) startReply(reply store.Message) {
+	conv, err := a.store.Conversation(reply.ConversationID)
+	if err == nil {
+		var msgs []store.Message
+		if msgs, err = a.store.Messages(conv.ID); err == nil {
+			a.startGeneration(conv, history(conv, msgs, reply.ID), reply)
+			a.reloadConversations()
+			a.showConversation(&conv, msgs)
+			return
+		}
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		a.showError("The chat could not be read", err)
+	}
+}
