@@ -58,15 +58,25 @@ func (d *deviceLoop) do(f func() error) error {
 	return <-result
 }
 
-// stop ends the goroutine after the work already handed to it; later calls of
-// do return ErrClosed. Idempotent.
-func (d *deviceLoop) stop() {
+// stop runs release on the device goroutine as its last work, after the work
+// already handed to it, and ends the goroutine; from then on do returns
+// ErrClosed. Idempotent (release runs once).
+func (d *deviceLoop) stop(release func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
 		return
 	}
 	d.stopped = true
+	if release != nil {
+		finished := make(chan struct{})
+		d.work <- func() {
+			defer close(finished)
+			defer func() { _ = recover() }() // a failing release must not keep the goroutine
+			release()
+		}
+		<-finished
+	}
 	close(d.work)
 	<-d.done
 }

@@ -114,7 +114,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 func (e *Engine) Close() {
 	e.closeOnce.Do(func() {
 		if e.loop != nil {
-			_ = e.loop.do(func() error {
+			e.loop.stop(func() {
 				if e.cache != nil {
 					e.cache.Free(e.ctx)
 				}
@@ -125,11 +125,9 @@ func (e *Engine) Close() {
 					e.model.Close()
 				}
 				if e.dev != nil {
-					return e.dev.Close()
+					_ = e.dev.Close()
 				}
-				return nil
 			})
-			e.loop.stop()
 		}
 		// The mapping goes last: GPU buffers may wrap it without a copy.
 		if e.ck != nil {
