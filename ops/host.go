@@ -8,13 +8,24 @@ import (
 	"bagel/backend"
 )
 
-// Element types, re-exported so the model names them without importing backend.
+// DType is an element type; it and the constants below are re-exported so the
+// model names them without importing backend.
+type DType = backend.DType
+
+// Element types.
 const (
 	F32  = backend.F32
 	BF16 = backend.BF16
 	F16  = backend.F16
 	U32  = backend.U32
 	I32  = backend.I32
+)
+
+// BF16ToF32 and F32ToBF16 convert host values (loaders that fix a checkpoint's
+// layout at load, e.g. the norm shift of raw Hugging Face files).
+var (
+	BF16ToF32 = backend.BF16ToF32
+	F32ToBF16 = backend.F32ToBF16
 )
 
 // WrapHost makes a device view of host memory that outlives it (an mmap'd

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"bagel/backend"
 	"bagel/ops"
 	"bagel/safetensors"
 )
@@ -74,7 +73,7 @@ func (b *binder) view(t *safetensors.Tensor) (ops.Tensor, error) {
 }
 
 // tensor binds a non-quantized tensor, checking its shape (and dtype when want is set).
-func (b *binder) tensor(name string, want *backend.DType, shape ...int) (ops.Tensor, error) {
+func (b *binder) tensor(name string, want *ops.DType, shape ...int) (ops.Tensor, error) {
 	t, ok := b.ck.Tensor(name)
 	if !ok {
 		return ops.Tensor{}, fmt.Errorf("missing tensor %s", name)
@@ -106,13 +105,13 @@ func (b *binder) norm(name string, n int, shifted bool) (ops.Tensor, error) {
 	src, _ := b.ck.Tensor(name)
 	out := make([]byte, len(src.Data))
 	for i := 0; i < n; i++ {
-		w := backend.BF16ToF32(binary.LittleEndian.Uint16(src.Data[2*i:]))
-		binary.LittleEndian.PutUint16(out[2*i:], backend.F32ToBF16(w+1))
+		w := ops.BF16ToF32(binary.LittleEndian.Uint16(src.Data[2*i:]))
+		binary.LittleEndian.PutUint16(out[2*i:], ops.F32ToBF16(w+1))
 	}
 	return b.upload(ops.BF16, []int{n}, out)
 }
 
-func (b *binder) upload(dt backend.DType, shape []int, data []byte) (ops.Tensor, error) {
+func (b *binder) upload(dt ops.DType, shape []int, data []byte) (ops.Tensor, error) {
 	t, err := ops.Upload(b.c, dt, shape, data)
 	if err != nil {
 		return t, err
