@@ -4,11 +4,11 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"unsafe"
 
 	"bagel/backend"
+	"bagel/feature"
 	"bagel/kernels"
 )
 
@@ -28,7 +28,7 @@ type Device struct {
 
 	mod      *module // loaded at the first dispatch
 	modErr   error   // a failed load, returned by every later Submit
-	forcePTX bool    // BAGEL_CUDA_PTX=1: use the embedded PTX even with NVRTC present
+	forcePTX bool    // switch cuda-embedded-ptx (BAGEL_CUDA_PTX=1): the embedded PTX even with NVRTC present
 
 	counters backend.Counters
 	closed   bool
@@ -52,7 +52,7 @@ func New(ordinal int) (*Device, error) {
 	if err := drv.check(drv.cuInit(0), "cuInit", ""); err != nil {
 		return nil, fmt.Errorf("%w (no CUDA device usable by the driver?)", err)
 	}
-	dev := &Device{drv: drv, forcePTX: os.Getenv("BAGEL_CUDA_PTX") == "1"}
+	dev := &Device{drv: drv, forcePTX: feature.On(SwitchEmbeddedPTX)}
 	var count int32
 	if err := drv.check(drv.cuDeviceGetCount(&count), "cuDeviceGetCount", ""); err != nil {
 		return nil, err

@@ -30,12 +30,22 @@ func TestSettingsRoundTrip(t *testing.T) {
 	f.seed.SetText("1234")
 	f.maxTokens.SetText("77")
 	f.thinking.SetChecked(true)
+	// every registered engine switch has a box; turn each on
+	wantSwitches := map[string]bool{}
+	for _, sw := range engine.Switches() {
+		f.switches[sw.Name].SetChecked(true)
+		wantSwitches[sw.Name] = true
+		t.Cleanup(func() { _ = engine.SetSwitch(sw.Name, sw.Default) })
+	}
 	f.submit()
 
 	want := s
 	want.Temperature, want.TopP, want.TopK, want.MinP, want.RepetitionPenalty = 0.25, 0.9, 40, 0.05, 1.1
 	want.Seed, want.MaxTokens, want.Thinking = 1234, 77, true
 	want.LastModel, want.Recent = dir, []string{dir}
+	if len(wantSwitches) > 0 {
+		want.Switches = wantSwitches
+	}
 	if !reflect.DeepEqual(h.a.settings, want) {
 		t.Fatalf("settings after Save:\n%+v\nwant\n%+v", h.a.settings, want)
 	}
