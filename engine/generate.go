@@ -72,7 +72,9 @@ type Stats struct {
 // EventError. Cancelling ctx stops the generation within one decode step with
 // reason "cancelled"; the goroutine behind the channel always ends.
 func (e *Engine) Generate(ctx context.Context, req Request) <-chan Event {
-	out := make(chan Event, 16)
+	// Unbuffered: the reader sees every token as it is made, and a cancel takes
+	// effect at the next token instead of after a backlog.
+	out := make(chan Event)
 	go func() {
 		defer close(out)
 		g := &generation{e: e, ctx: ctx, out: out}
@@ -89,18 +91,25 @@ type generation struct {
 	out chan<- Event
 }
 
-// send delivers ev unless the caller has gone (cancelled), so the goroutine never blocks forever.
+// send delivers ev and reports whether the generation should go on. Once the
+// caller has cancelled, tokens are no longer delivered, and the final Done or
+// Error is offered for a second only: a reader that has gone never blocks the
+// goroutine.
 func (g *generation) send(ev Event) bool {
+	if g.ctx.Err() != nil {
+		if ev.Kind == EventDone || ev.Kind == EventError {
+			select {
+			case g.out <- ev:
+			case <-time.After(time.Second):
+			}
+		}
+		return false
+	}
 	select {
 	case g.out <- ev:
 		return true
 	case <-g.ctx.Done():
-		// A cancelled caller may still read Done: try without blocking.
-		select {
-		case g.out <- ev:
-		default:
-		}
-		return false
+		return g.send(ev)
 	}
 }
 
