@@ -3,12 +3,11 @@ package cpu
 import (
 	"encoding/binary"
 	"math"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"bagel/backend"
+	"bagel/kernels"
 )
 
 func TestCounters(t *testing.T) {
@@ -125,103 +124,42 @@ func TestParallelCoversAndCarriesPanics(t *testing.T) {
 	}, "boom in a worker")
 }
 
-// TestRegistryMatchesREADME parses the table of kernels/README.md and checks
-// that the registry has exactly its kernels, with buffers and scalars named and
+// TestRegistryMatchesREADME checks that the registry has exactly the kernels of
+// the contract table (kernels/README.md), with buffers and scalars named and
 // ordered as there (a scalar marked f32 there is an f32 scalar here).
 func TestRegistryMatchesREADME(t *testing.T) {
-	doc, err := os.ReadFile("../kernels/README.md")
+	rows, err := kernels.Contract()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	var prevBuffers, prevScalars []string
-	for _, line := range strings.Split(string(doc), "\n") {
-		if !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cols := splitRow(line)
-		if len(cols) < 4 {
-			t.Fatalf("table row with %d columns: %s", len(cols), line)
-		}
-		name := strings.Trim(cols[0], "` ")
-		names = append(names, name)
-		buffers, scalars := readmeNames(cols[1]), readmeNames(cols[2])
-		// "same" (or "same, out f32[...]") repeats the row above; the entries after
-		// it only retype arguments it already has.
-		if len(buffers) > 0 && buffers[0] == "same" {
-			buffers = prevBuffers
-		}
-		if len(scalars) > 0 && scalars[0] == "same" {
-			scalars = prevScalars
-		}
-		prevBuffers, prevScalars = buffers, scalars
-		k, ok := registry[name]
-		if !ok {
-			t.Errorf("README kernel %s is not in the registry", name)
-			continue
-		}
-		if !slices.Equal(k.buffers, buffers) {
-			t.Errorf("%s: buffers %v, README %v", name, k.buffers, buffers)
-		}
-		if !slices.Equal(k.scalars, scalars) {
-			t.Errorf("%s: scalars %v, README %v", name, k.scalars, scalars)
-		}
-	}
-	slices.Sort(names)
-	if !slices.Equal(names, Kernels()) {
-		t.Errorf("README kernels %v\nregistry %v", names, Kernels())
-	}
-}
-
-// splitRow splits a markdown table row on unescaped '|'.
-func splitRow(line string) []string {
-	line = strings.Trim(strings.TrimSpace(line), "|")
-	var cols []string
-	var cur strings.Builder
-	for i := 0; i < len(line); i++ {
-		switch {
-		case line[i] == '\\' && i+1 < len(line) && line[i+1] == '|':
-			cur.WriteByte('|')
-			i++
-		case line[i] == '|':
-			cols = append(cols, strings.TrimSpace(cur.String()))
-			cur.Reset()
-		default:
-			cur.WriteByte(line[i])
-		}
-	}
-	return append(cols, strings.TrimSpace(cur.String()))
-}
-
-// readmeNames is the argument names of a README cell: comma-separated entries
-// outside brackets, each named by its first word ("eps f32" → "eps:f32").
-func readmeNames(cell string) []string {
-	var names []string
-	depth, start := 0, 0
-	entry := func(s string) {
-		f := strings.Fields(s)
-		if len(f) == 0 {
-			return
-		}
-		if len(f) > 1 && f[1] == "f32" {
-			names = append(names, f[0]+":f32")
-		} else {
-			names = append(names, f[0])
-		}
-	}
-	for i, r := range cell {
-		switch r {
-		case '[', '(':
-			depth++
-		case ']', ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				entry(cell[start:i])
-				start = i + 1
+	names := func(args []kernels.ContractArg) []string {
+		var out []string
+		for _, a := range args {
+			if a.F32 {
+				out = append(out, a.Name+":f32")
+			} else {
+				out = append(out, a.Name)
 			}
 		}
+		return out
 	}
-	entry(cell[start:])
-	return names
+	var kernelNames []string
+	for _, row := range rows {
+		kernelNames = append(kernelNames, row.Name)
+		k, ok := registry[row.Name]
+		if !ok {
+			t.Errorf("README kernel %s is not in the registry", row.Name)
+			continue
+		}
+		if !slices.Equal(k.buffers, names(row.Buffers)) {
+			t.Errorf("%s: buffers %v, README %v", row.Name, k.buffers, names(row.Buffers))
+		}
+		if !slices.Equal(k.scalars, names(row.Scalars)) {
+			t.Errorf("%s: scalars %v, README %v", row.Name, k.scalars, names(row.Scalars))
+		}
+	}
+	slices.Sort(kernelNames)
+	if !slices.Equal(kernelNames, Kernels()) {
+		t.Errorf("README kernels %v\nregistry %v", kernelNames, Kernels())
+	}
 }

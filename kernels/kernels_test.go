@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,130 +10,43 @@ import (
 	"bagel/backend"
 )
 
-// readmeKernels parses the table of README.md: kernel name → buffer names and
-// scalar names ("same" rows inherit from the row above).
-func readmeKernels(t *testing.T) map[string][2][]string {
-	t.Helper()
-	text, err := os.ReadFile("README.md")
+func TestSignaturesMatchREADME(t *testing.T) {
+	sigs := Signatures()
+	rows, err := Contract()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := map[string][2][]string{}
-	var prev [2][]string
-	for _, line := range strings.Split(string(text), "\n") {
-		if !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cols := strings.Split(strings.ReplaceAll(line, `\|`, "/"), "|")
-		name := strings.Trim(strings.TrimSpace(cols[1]), "`")
-		var cur [2][]string
-		for c, col := range []string{cols[2], cols[3]} {
-			col = strings.TrimSpace(col)
-			if strings.HasPrefix(col, "same") {
-				cur[c] = prev[c]
-				continue
-			}
-			for _, item := range splitOutside(col) {
-				f := strings.Fields(item)
-				if len(f) > 0 {
-					cur[c] = append(cur[c], strings.TrimSuffix(f[0], ","))
-				}
-			}
-		}
-		rows[name] = cur
-		prev = cur
-	}
-	return rows
-}
-
-// splitOutside splits at commas outside [] and ().
-func splitOutside(s string) []string {
-	var parts []string
-	depth, start := 0, 0
-	for i, r := range s {
-		switch r {
-		case '[', '(':
-			depth++
-		case ']', ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				parts = append(parts, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(parts, s[start:])
-}
-
-func TestSignaturesMatchREADME(t *testing.T) {
-	sigs := Signatures()
-	readme := readmeKernels(t)
-	if len(readme) == 0 {
+	if len(rows) == 0 {
 		t.Fatal("no kernels parsed from README.md")
 	}
-	for name, want := range readme {
-		sig, ok := sigs[name]
+	inREADME := map[string]bool{}
+	for _, row := range rows {
+		inREADME[row.Name] = true
+		sig, ok := sigs[row.Name]
 		if !ok {
-			t.Errorf("%s: in README.md, no KERNEL in kernels/*.metal", name)
+			t.Errorf("%s: in README.md, no KERNEL in kernels/*.metal", row.Name)
 			continue
 		}
-		var bufs, scalars []string
+		var bufs, scalars []ContractArg
 		for _, p := range sig.Params {
 			if p.Buffer {
-				bufs = append(bufs, p.Name)
+				bufs = append(bufs, ContractArg{Name: p.Name})
 			} else {
-				scalars = append(scalars, p.Name)
+				scalars = append(scalars, ContractArg{Name: p.Name, F32: p.Type == "float"})
 			}
 		}
-		// A "same" column repeats the row above (qmatmul_bf16_f32 differs from
-		// qmatmul_bf16 in the output's dtype only, not in names).
-		if strings.Join(bufs, " ") != strings.Join(want[0], " ") {
-			t.Errorf("%s: buffers %v, README.md says %v", name, bufs, want[0])
+		if fmt.Sprint(bufs) != fmt.Sprint(row.Buffers) {
+			t.Errorf("%s: buffers %v, README.md says %v", row.Name, bufs, row.Buffers)
 		}
-		if strings.Join(scalars, " ") != strings.Join(want[1], " ") {
-			t.Errorf("%s: scalars %v, README.md says %v", name, scalars, want[1])
-		}
-		for _, p := range sig.Params {
-			if !p.Buffer {
-				isF32 := strings.Contains(readmeScalarType(t, name, p.Name), "f32")
-				if (p.Type == "float") != isF32 {
-					t.Errorf("%s: scalar %s is %s in the source, README.md f32=%v", name, p.Name, p.Type, isF32)
-				}
-			}
+		if fmt.Sprint(scalars) != fmt.Sprint(row.Scalars) {
+			t.Errorf("%s: scalars (name, f32) %v, README.md says %v", row.Name, scalars, row.Scalars)
 		}
 	}
 	for name := range sigs {
-		if _, ok := readme[name]; !ok {
+		if !inREADME[name] {
 			t.Errorf("%s: kernel has no row in README.md", name)
 		}
 	}
-}
-
-// readmeScalarType is the README's text for scalar name of kernel ("eps f32").
-func readmeScalarType(t *testing.T, kernel, name string) string {
-	text, _ := os.ReadFile("README.md")
-	var prev string
-	for _, line := range strings.Split(string(text), "\n") {
-		if !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cols := strings.Split(strings.ReplaceAll(line, `\|`, "/"), "|")
-		col := strings.TrimSpace(cols[3])
-		if strings.HasPrefix(col, "same") {
-			col = prev
-		}
-		prev = col
-		if strings.Trim(strings.TrimSpace(cols[1]), "`") != kernel {
-			continue
-		}
-		for _, item := range splitOutside(col) {
-			if f := strings.Fields(item); len(f) > 0 && f[0] == name {
-				return item
-			}
-		}
-	}
-	return ""
 }
 
 func TestEveryKernelHasGeometry(t *testing.T) {
