@@ -15,10 +15,11 @@
 // those two by f32 ulps as well; neither is "more right" than the GPU.
 //
 // Mapping to the contract:
-//   - registry.go: the table of kernel names and argument names, in README order,
-//     and the argument readers that check count, kind and bounds.
+//   - registry.go: kernel name → Go function (the argument names, types and
+//     order are the KERNEL declarations' in kernels/*.metal), and the argument
+//     readers that check count, kind and bounds.
 //   - quant.go: MLX affine dequantization, embed_dequant, qmatmul*, qmatmul_gather.
-//   - norm.go: rms_norm, rms_norm_gated.
+//   - norm.go: rms_norm, rms_norm_gated, add_rms_norm.
 //   - attention.go: split_qgate, rope_neox, kv_append, attention.
 //   - gdn.go: conv1d_silu, gdn_gates, gdn_recurrence.
 //   - moe.go: router_topk, moe_combine.
@@ -36,6 +37,7 @@ import (
 	"unsafe"
 
 	"bagel/backend"
+	"bagel/kernels"
 )
 
 // Device is the CPU backend. Its buffers are host memory.
@@ -161,13 +163,13 @@ type encoder struct{ dev *Device }
 // Dispatch runs kernel now; grid and group are ignored. An unknown kernel or
 // arguments that do not fit its signature panic (programmer errors).
 func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...backend.Arg) {
-	k, ok := registry[kernel]
+	run, ok := registry[kernel]
 	if !ok {
 		panic(fmt.Sprintf("cpu: unknown kernel %q", kernel))
 	}
-	a := newArgs(kernel, k, args, e.dev.threads)
+	a := newArgs(kernel, kernels.Lookup("cpu", kernel), args, e.dev.threads)
 	e.dev.dispatches.Add(1)
-	k.run(a)
+	run(a)
 }
 
 // Submit counts one command buffer; the work has already run.

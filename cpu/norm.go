@@ -48,3 +48,27 @@ func rmsInv(x []uint16, eps float32) float32 {
 	}
 	return rsqrtf(ss/float32(len(x)) + eps)
 }
+
+// add_rms_norm_bf16: per row, sum = bf16(a + b), then out = rms_norm(sum) as
+// rms_norm_bf16 computes it from the rounded sum: the residual add and the next
+// layer's input norm of the decode path in one pass, bit for bit the two
+// kernels in sequence. sum may alias a (the residual stream updated in place).
+func addRMSNorm(a *args) {
+	R, N, eps := a.intArg("R"), a.intArg("N"), a.floatArg("eps")
+	x := a.bf16s("a", R*N)     // (R, N) the residual stream
+	y := a.bf16s("b", R*N)     // (R, N) what is added to it
+	w := a.bf16s("w", N)       // (N)
+	sum := a.bf16s("sum", R*N) // (R, N)
+	out := a.bf16s("out", R*N) // (R, N)
+	for r := range R {
+		sr, or := sum[r*N:(r+1)*N], out[r*N:(r+1)*N]
+		for i := range N {
+			sr[i] = backend.F32ToBF16(f32(x[r*N+i]) + f32(y[r*N+i]))
+		}
+		inv := rmsInv(sr, eps)
+		for i := range N {
+			xhat := backend.RoundBF16(f32(sr[i]) * inv)
+			or[i] = backend.F32ToBF16(f32(w[i]) * xhat)
+		}
+	}
+}

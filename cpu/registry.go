@@ -3,47 +3,37 @@ package cpu
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"unsafe"
 
 	"bagel/backend"
+	"bagel/kernels"
 )
 
-// kernel is one row of kernels/README.md: the Go reference and the names of its
-// buffers and scalars in argument order. A scalar name ending in ":f32" is an f32
-// scalar; the others are int32.
-type kernel struct {
-	run     func(a *args)
-	buffers []string
-	scalars []string
-}
-
-func sig(run func(a *args), buffers, scalars string) kernel {
-	return kernel{run: run, buffers: strings.Fields(buffers), scalars: strings.Fields(scalars)}
-}
-
-// registry lists every kernel of kernels/README.md, in its order.
-var registry = map[string]kernel{
-	"embed_dequant_bf16":      sig(embedDequant, "ids w scales biases out", "T In bits gs"),
-	"qmatmul_bf16":            sig(qmatmulBF16, "x w scales biases out", "T In Out bits gs"),
-	"qmatmul_bf16_f32":        sig(qmatmulF32, "x w scales biases out", "T In Out bits gs"),
-	"qmatmul_gather_bf16":     sig(qmatmulGather, "x ids w scales biases out", "T K In Out bits gs xPerSlot"),
-	"rms_norm_bf16":           sig(rmsNorm, "x w out", "R N eps:f32"),
-	"rms_norm_gated_bf16":     sig(rmsNormGated, "x z w out", "R N eps:f32"),
-	"split_qgate_bf16":        sig(splitQGate, "src q gate", "T H D"),
-	"rope_neox_bf16":          sig(ropeNeox, "x", "T H D rotDims pos0 theta:f32"),
-	"kv_append_bf16":          sig(kvAppend, "k v kcache vcache", "T Hkv D Cap pos0"),
-	"attention_bf16":          sig(attention, "q kcache vcache out", "T Hq Hkv D Cap kvLen scale:f32"),
-	"sigmoid_mul_bf16":        sig(sigmoidMul, "x gate out", "N"),
-	"add_bf16":                sig(add, "a b out", "N"),
-	"swiglu_bf16":             sig(swiglu, "gate up out", "N"),
-	"add_sigmoid_scaled_bf16": sig(addSigmoidScaled, "x y gate out", "T H"),
-	"conv1d_silu_bf16":        sig(conv1dSilu, "x state w out", "T C K"),
-	"gdn_gates_bf16":          sig(gdnGates, "a b aLog dtBias g beta", "T Hv"),
-	"gdn_recurrence_bf16":     sig(gdnRecurrence, "conv g beta state out", "T Hk Hv Dk Dv"),
-	"router_topk_bf16":        sig(routerTopK, "logits ids weights", "T E K norm"),
-	"moe_combine_bf16":        sig(moeCombine, "y weights out", "T K H"),
+// registry maps every kernel of kernels/*.metal to its Go reference. The
+// arguments' names, types and order come from the kernel's KERNEL(...)
+// declaration (kernels.Signatures), which the functions read by name.
+var registry = map[string]func(a *args){
+	"embed_dequant_bf16":      embedDequant,
+	"qmatmul_bf16":            qmatmulBF16,
+	"qmatmul_bf16_f32":        qmatmulF32,
+	"qmatmul_gather_bf16":     qmatmulGather,
+	"rms_norm_bf16":           rmsNorm,
+	"rms_norm_gated_bf16":     rmsNormGated,
+	"add_rms_norm_bf16":       addRMSNorm,
+	"split_qgate_bf16":        splitQGate,
+	"rope_neox_bf16":          ropeNeox,
+	"kv_append_bf16":          kvAppend,
+	"attention_bf16":          attention,
+	"sigmoid_mul_bf16":        sigmoidMul,
+	"add_bf16":                add,
+	"swiglu_bf16":             swiglu,
+	"add_sigmoid_scaled_bf16": addSigmoidScaled,
+	"conv1d_silu_bf16":        conv1dSilu,
+	"gdn_gates_bf16":          gdnGates,
+	"gdn_recurrence_bf16":     gdnRecurrence,
+	"router_topk_bf16":        routerTopK,
+	"moe_combine_bf16":        moeCombine,
 }
 
 // Kernels lists the names of all kernels, sorted, so that other backends' tests
@@ -61,54 +51,37 @@ func Kernels() []string {
 // reads and panics with the kernel and argument named.
 type args struct {
 	kernel  string
-	sig     kernel
+	sig     kernels.Signature
 	list    []backend.Arg
 	threads int
 }
 
-// newArgs checks the count and kind of every argument against the signature.
-func newArgs(name string, k kernel, list []backend.Arg, threads int) *args {
-	a := &args{kernel: name, sig: k, list: list, threads: threads}
-	if want := len(k.buffers) + len(k.scalars); len(list) != want {
-		panic(fmt.Sprintf("cpu: %s: %d arguments, want %d (%s | %s)", name, len(list), want,
-			strings.Join(k.buffers, " "), strings.Join(k.scalars, " ")))
-	}
+// newArgs checks the count and kind of every argument against the kernel's
+// declaration (as the GPU backends do), then that each buffer is a live cpu
+// buffer and its offset lies inside it.
+func newArgs(name string, sig kernels.Signature, list []backend.Arg, threads int) *args {
+	kernels.CheckArgs("cpu", name, sig, list)
+	a := &args{kernel: name, sig: sig, list: list, threads: threads}
 	for i, arg := range list {
-		switch {
-		case i < len(k.buffers):
-			if arg.Kind != backend.ArgBuffer {
-				a.fail(i, "want a buffer, got argument kind %d", arg.Kind)
-			}
-			buf, ok := arg.Buf.(*buffer)
-			if !ok || buf == nil {
-				a.fail(i, "buffer %T is not a cpu buffer", arg.Buf)
-			}
-			if buf.freed {
-				a.fail(i, "buffer was freed")
-			}
-			if arg.Off < 0 || arg.Off > len(buf.data) {
-				a.fail(i, "offset %d outside a buffer of %d bytes", arg.Off, len(buf.data))
-			}
-		case strings.HasSuffix(k.scalars[i-len(k.buffers)], ":f32"):
-			if arg.Kind != backend.ArgFloat {
-				a.fail(i, "want an f32 scalar, got argument kind %d", arg.Kind)
-			}
-		default:
-			if arg.Kind != backend.ArgInt {
-				a.fail(i, "want an int32 scalar, got argument kind %d", arg.Kind)
-			}
+		if arg.Kind != backend.ArgBuffer {
+			continue
+		}
+		buf, ok := arg.Buf.(*buffer)
+		if !ok || buf == nil {
+			a.fail(i, "buffer %T is not a cpu buffer", arg.Buf)
+		}
+		if buf.freed {
+			a.fail(i, "buffer was freed")
+		}
+		if arg.Off < 0 || arg.Off > len(buf.data) {
+			a.fail(i, "offset %d outside a buffer of %d bytes", arg.Off, len(buf.data))
 		}
 	}
 	return a
 }
 
 // name is argument i's name in the signature.
-func (a *args) name(i int) string {
-	if i < len(a.sig.buffers) {
-		return a.sig.buffers[i]
-	}
-	return strings.TrimSuffix(a.sig.scalars[i-len(a.sig.buffers)], ":f32")
-}
+func (a *args) name(i int) string { return a.sig.Params[i].Name }
 
 func (a *args) fail(i int, format string, v ...any) {
 	panic(fmt.Sprintf("cpu: %s: argument %d (%s): %s", a.kernel, i, a.name(i), fmt.Sprintf(format, v...)))
@@ -117,10 +90,8 @@ func (a *args) fail(i int, format string, v ...any) {
 // index finds the argument called name; a name missing from the signature is a
 // bug in this package.
 func (a *args) index(name string) int {
-	for i := range a.list {
-		if a.name(i) == name {
-			return i
-		}
+	if i := a.sig.Param(name); i >= 0 {
+		return i
 	}
 	panic(fmt.Sprintf("cpu: %s: no argument named %q", a.kernel, name))
 }
@@ -177,7 +148,7 @@ func (a *args) intArg(name string) int {
 	return v
 }
 
-// floatArg is the f32 scalar name (without the ":f32" suffix).
+// floatArg is the f32 scalar name.
 func (a *args) floatArg(name string) float32 { return a.list[a.index(name)].F32 }
 
 // check panics naming argument name when ok is false.

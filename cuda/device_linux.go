@@ -260,16 +260,10 @@ type encoder struct {
 // with an empty grid launches nothing.
 func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...backend.Arg) {
 	d := e.dev
-	sig, ok := kernels.Signatures()[kernel]
-	if !ok {
-		panic(fmt.Sprintf("cuda: unknown kernel %q", kernel))
-	}
-	params := d.marshal(kernel, sig, args)
-	grid, group = norm3(grid), norm3(group)
-	if threads := group.X * group.Y * group.Z; threads > 1024 || threads < 1 {
-		panic(fmt.Sprintf("cuda: %s: threadgroup %v has %d threads, want 1..1024", kernel, group, threads))
-	}
-	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || e.err != nil {
+	c := kernels.Preflight("cuda", kernel, grid, group, args)
+	params := d.marshal(kernel, c, args)
+	grid, group = c.Grid, c.Group
+	if c.Empty() || e.err != nil {
 		return
 	}
 	fn, err := d.function(kernel)
@@ -290,22 +284,11 @@ func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...back
 	d.counters.Dispatches++
 }
 
-// norm3 treats a zero Y or Z as 1 (a 1-D launch written as Dim3{X: n}).
-func norm3(v backend.Dim3) backend.Dim3 {
-	if v.Y == 0 {
-		v.Y = 1
-	}
-	if v.Z == 0 {
-		v.Z = 1
-	}
-	return v
-}
-
-// marshal checks args against the kernel's signature and lays out one 8-byte
+// marshal lays out one 8-byte
 // slot per argument: a buffer becomes its CUdeviceptr plus offset, an int an
 // int32, a float a float32 (little-endian, in the slot's low bytes).
-func (d *Device) marshal(kernel string, sig kernels.Signature, args []backend.Arg) []uint64 {
-	bits := kernels.CheckArgs("cuda", kernel, sig, args)
+func (d *Device) marshal(kernel string, c kernels.Checked, args []backend.Arg) []uint64 {
+	bits, sig := c.ScalarBits, c.Sig
 	slots := make([]uint64, len(args))
 	for i, a := range args {
 		if a.Kind != backend.ArgBuffer {

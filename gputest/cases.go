@@ -141,6 +141,29 @@ func Specs() []Spec {
 		})
 	}
 
+	// add_rms_norm_bf16: a, b, w, sum, out | R, N, eps (the sum in place over a, as the decode path runs it)
+	for _, p := range []struct {
+		R, N    int
+		inPlace bool
+	}{{1, hidden, true}, {1, hidden, false}, {6, hidden, true}, {3, 100, false}, {2, 5000, true}, {2, 7, false}} {
+		label := fmt.Sprintf("R=%d N=%d", p.R, p.N)
+		if p.inPlace {
+			label += " in place"
+		}
+		add("add_rms_norm_bf16", false, label, func(g gen) *Case {
+			a := g.bf16(p.R*p.N, 2)
+			bufs := []Buffer{
+				in("a", backend.BF16, a), in("b", backend.BF16, g.bf16(p.R*p.N, 1)),
+				in("w", backend.BF16, g.bf16Uniform(p.N, 0.5, 1.5)), out("sum", backend.BF16, p.R*p.N), out("out", backend.BF16, p.R*p.N),
+			}
+			if p.inPlace {
+				bufs[0] = inout("a", backend.BF16, a)
+				bufs[3] = alias("sum", "a", backend.BF16)
+			}
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: append(ints(p.R, p.N), backend.Float(1e-6))}
+		})
+	}
+
 	// split_qgate_bf16: src, q, gate | T, H, D
 	for _, p := range []struct{ T, H, D int }{{1, qHeads, headDim}, {5, qHeads, headDim}, {2, 3, 7}} {
 		add("split_qgate_bf16", false, fmt.Sprintf("T=%d H=%d D=%d", p.T, p.H, p.D), func(g gen) *Case {

@@ -1,9 +1,11 @@
 package gputest
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 
+	"bagel/backend"
 	"bagel/cpu"
 	"bagel/kernels"
 )
@@ -31,16 +33,59 @@ func TestEveryKernelIsCovered(t *testing.T) {
 	}
 }
 
-// TestHarnessAgainstCPU runs the small cases with the CPU reference as the
-// device under test: every case must pass with zero error, which checks the
-// cases, the poisoning and the comparison themselves.
+// TestHarnessAgainstCPU holds the harness itself to account, with the CPU
+// reference as the device under test in two ways:
+//   - single-threaded against the reference's multi-threaded run: every case
+//     must agree exactly, so the reference's split over goroutines never changes
+//     a result (the GPU kernels are compared with one fixed reference);
+//   - a device that drops every dispatch: every case must fail, so each one
+//     has an output the harness compares and poisoning shows an unwritten output.
 func TestHarnessAgainstCPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
 	}
-	for _, r := range Run(t, cpu.New(0), Options{Small: true}) {
+	ref := cpu.New(0)
+	for _, r := range Run(t, cpu.New(1), Options{Small: true}) {
 		if r.Err != 0 {
-			t.Errorf("%s [%s]: CPU against CPU differs: %g", r.Kernel, r.Shape, r.Err)
+			t.Errorf("%s [%s]: one thread against %s differs: %g", r.Kernel, r.Shape, ref.Name(), r.Err)
+		}
+	}
+	lazy := dropDispatches{cpu.New(1)}
+	for _, spec := range Specs() {
+		if spec.Large {
+			continue
+		}
+		c := spec.Make(newRand(spec.Kernel, spec.Label))
+		if identity(t, ref, c) {
+			continue // e.g. RoPE at position 0: nothing to tell apart
+		}
+		if r := compare(lazy, ref, c); r.Pass {
+			t.Errorf("%s [%s]: passes with no dispatch at all (%s)", r.Kernel, r.Shape, r.Note)
 		}
 	}
 }
+
+// identity reports a case whose every output is an in/out buffer the kernel
+// leaves as it was.
+func identity(t *testing.T, ref backend.Device, c *Case) bool {
+	outs, err := execute(ref, c)
+	if err != nil {
+		t.Fatalf("%s [%s]: %v", c.Kernel, c.Shape, err)
+	}
+	for i, b := range c.Buffers {
+		if b.Out && (b.Data == nil || !bytes.Equal(outs[i], b.Data)) {
+			return false
+		}
+	}
+	return true
+}
+
+// dropDispatches is a device whose encoders record nothing.
+type dropDispatches struct{ backend.Device }
+
+func (d dropDispatches) Encoder() backend.Encoder { return dropEncoder{} }
+
+type dropEncoder struct{}
+
+func (dropEncoder) Dispatch(string, backend.Dim3, backend.Dim3, ...backend.Arg) {}
+func (dropEncoder) Submit() error                                               { return nil }

@@ -27,7 +27,7 @@ func CheckArgs(backendName, kernel string, sig Signature, args []backend.Arg) (s
 			want, what = backend.ArgFloat, "an f32 scalar"
 		}
 		if a.Kind != want {
-			panic(fmt.Sprintf("%s: %s: argument %d (%s) wants %s", backendName, kernel, i, p.Name, what))
+			panic(fmt.Sprintf("%s: %s: argument %d (%s): want %s, got argument kind %d", backendName, kernel, i, p.Name, what, a.Kind))
 		}
 		switch a.Kind {
 		case backend.ArgFloat:
@@ -37,4 +37,54 @@ func CheckArgs(backendName, kernel string, sig Signature, args []backend.Arg) (s
 		}
 	}
 	return bits
+}
+
+// Checked is one dispatch checked against its kernel's declaration: what every
+// backend's Dispatch does before it touches the device.
+type Checked struct {
+	Sig         Signature
+	ScalarBits  []uint32     // each scalar's 32 bits (0 for buffers), as CheckArgs
+	Grid, Group backend.Dim3 // with a zero Y or Z read as 1 (a 1-D launch written as Dim3{X: n})
+}
+
+// Empty reports a grid with no threadgroups: such a dispatch launches nothing.
+func (c Checked) Empty() bool { return c.Grid.X == 0 || c.Grid.Y == 0 || c.Grid.Z == 0 }
+
+// maxGroupThreads is the most threads a threadgroup may have on both GPU
+// backends (CUDA's block limit; Metal's per-pipeline limit is at most this and
+// is checked by the Metal backend against the pipeline).
+const maxGroupThreads = 1024
+
+// Preflight checks a dispatch: the kernel exists, the arguments match its
+// declaration (CheckArgs), and the threadgroup has 1..1024 threads. Each
+// failure panics naming the backend and the kernel: by the backend contract it
+// is a programmer error. The CPU backend, which ignores geometry, uses Lookup
+// and CheckArgs alone.
+func Preflight(backendName, kernel string, grid, group backend.Dim3, args []backend.Arg) Checked {
+	sig := Lookup(backendName, kernel)
+	c := Checked{Sig: sig, ScalarBits: CheckArgs(backendName, kernel, sig, args), Grid: norm3(grid), Group: norm3(group)}
+	if threads := c.Group.X * c.Group.Y * c.Group.Z; threads > maxGroupThreads || threads < 1 {
+		panic(fmt.Sprintf("%s: %s: threadgroup %v has %d threads, want 1..%d", backendName, kernel, c.Group, threads, maxGroupThreads))
+	}
+	return c
+}
+
+// Lookup returns kernel's declaration; an unknown kernel panics naming the backend.
+func Lookup(backendName, kernel string) Signature {
+	sig, ok := Signatures()[kernel]
+	if !ok {
+		panic(fmt.Sprintf("%s: unknown kernel %q", backendName, kernel))
+	}
+	return sig
+}
+
+// norm3 treats a zero Y or Z as 1.
+func norm3(v backend.Dim3) backend.Dim3 {
+	if v.Y == 0 {
+		v.Y = 1
+	}
+	if v.Z == 0 {
+		v.Z = 1
+	}
+	return v
 }

@@ -3,6 +3,7 @@
 // rope_neox_bf16: x [T, H, D] in place. Token t is at position p = pos0 + t; for
 // i < rotDims/2, a = p·theta^(−2i/rotDims) (inverse frequency and angle in f32)
 // and (x_i, x_{i+rotDims/2}) is rotated by a. One thread per (t, h, i).
+// launch: elements(T * H * (rotDims / 2))
 KERNEL(rope_neox_bf16,
        BUFFER(bf16_t, x, 0),
        PARAM(int, T, 1),
@@ -28,6 +29,7 @@ KERNEL(rope_neox_bf16,
 
 // kv_append_bf16: kcache[h, pos0+t, :] = k[t, h, :] and vcache likewise; caches
 // [Hkv, Cap, D]. One thread per element of k.
+// launch: elements(T * Hkv * D)
 KERNEL(kv_append_bf16,
        BUFFER(const bf16_t, k, 0),
        BUFFER(const bf16_t, v, 1),
@@ -63,6 +65,8 @@ KERNEL(kv_append_bf16,
 // One threadgroup per (t, h). Its SIMD-groups take keys round-robin, each keeping
 // an online softmax (running max m, sum l, output o); the partial results are
 // merged through threadgroup memory at the end.
+// launch: grid(T * Hq) group(ATTN_SIMDGROUPS * 32)
+// requires: D <= ATTN_MAX_D
 KERNEL(attention_bf16,
        BUFFER(const bf16_t, q, 0),
        BUFFER(const bf16_t, kcache, 1),

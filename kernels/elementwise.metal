@@ -4,6 +4,7 @@
 #define ELEMENT_INDEX ((ulong)TGID_X * (ulong)TG_SIZE_X + (ulong)TID_X)
 
 // sigmoid_mul_bf16: out = bf16(x·σ(gate)).
+// launch: elements(N)
 KERNEL(sigmoid_mul_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const bf16_t, gate, 1),
@@ -15,6 +16,7 @@ KERNEL(sigmoid_mul_bf16,
 }
 
 // add_bf16: out = bf16(a + b); out may alias a.
+// launch: elements(N)
 KERNEL(add_bf16,
        BUFFER(const bf16_t, a, 0),
        BUFFER(const bf16_t, b, 1),
@@ -26,6 +28,7 @@ KERNEL(add_bf16,
 }
 
 // swiglu_bf16: out = bf16(silu(gate)·up).
+// launch: elements(N)
 KERNEL(swiglu_bf16,
        BUFFER(const bf16_t, gate, 0),
        BUFFER(const bf16_t, up, 1),
@@ -37,6 +40,7 @@ KERNEL(swiglu_bf16,
 }
 
 // add_sigmoid_scaled_bf16: out[t, :] = bf16(x[t, :] + σ(gate[t])·y[t, :]), [T, H].
+// launch: elements(T * H)
 KERNEL(add_sigmoid_scaled_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const bf16_t, y, 1),
@@ -52,6 +56,7 @@ KERNEL(add_sigmoid_scaled_bf16,
 
 // split_qgate_bf16: src [T, H, 2D] → q, gate [T, H, D]: per head the first D
 // values are the query, the last D its gate.
+// launch: elements(T * H * D)
 KERNEL(split_qgate_bf16,
        BUFFER(const bf16_t, src, 0),
        BUFFER(bf16_t, q, 1),
@@ -67,6 +72,7 @@ KERNEL(split_qgate_bf16,
 }
 
 // moe_combine_bf16: out[t, h] = bf16(Σ_s weights[t, s]·y[t, s, h]), s in order.
+// launch: elements(T * H)
 KERNEL(moe_combine_bf16,
        BUFFER(const bf16_t, y, 0),
        BUFFER(const bf16_t, weights, 1),

@@ -7,6 +7,8 @@
 // ci = concat(state, x) by rows; out[t, c] = bf16(silu(Σ_k ci[t+k, c]·w[c, k]));
 // afterwards state = the last K−1 rows of ci. One thread per channel walks the
 // tokens with the window in registers; K ≤ CONV_MAX_K.
+// launch: elements(C)
+// requires: K <= CONV_MAX_K
 KERNEL(conv1d_silu_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(bf16_t, state, 1),
@@ -43,6 +45,7 @@ INLINE float softplus_f(float x) { return fmaxf(x, 0.0f) + log1p_f(expf(-fabsf(x
 
 // gdn_gates_bf16: a, b [T, Hv]; aLog f32 [Hv]; dtBias [Hv]; g, beta f32 [T, Hv].
 // beta = bf16(σ(b)); g = exp(−exp(aLog)·bf16(softplus(bf16(a+dtBias)))).
+// launch: elements(T * Hv)
 KERNEL(gdn_gates_bf16,
        BUFFER(const bf16_t, a, 0),
        BUFFER(const bf16_t, b, 1),
@@ -63,6 +66,8 @@ KERNEL(gdn_gates_bf16,
 // The recurrence holds a state row of up to GDN_MAX_DK values, GDN_PER_LANE per lane.
 #define GDN_MAX_DK 256
 #define GDN_PER_LANE 8
+// State rows (one SIMD-group each) per threadgroup of the recurrence.
+#define GDN_ROWS_PER_GROUP 4
 
 // gdn_recurrence_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], g and beta
 // f32 [T, Hv], state f32 [Hv, Dv, Dk] (in/out), out [T, Hv, Dv].
@@ -74,6 +79,8 @@ KERNEL(gdn_gates_bf16,
 // all T tokens: the row is read once and written once. Every SIMD-group
 // normalises q and k itself (2·Dk loads and two simd_sums per token), so no
 // threadgroup memory or barrier is needed. Grid: Hv·ceil(Dv/SIMD_COUNT).
+// launch: grid(Hv * ceil(Dv, GDN_ROWS_PER_GROUP)) group(GDN_ROWS_PER_GROUP * 32)
+// requires: Dk <= GDN_MAX_DK
 KERNEL(gdn_recurrence_bf16,
        BUFFER(const bf16_t, conv, 0),
        BUFFER(const float, g, 1),

@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -49,15 +48,60 @@ func TestSignaturesMatchREADME(t *testing.T) {
 	}
 }
 
-func TestEveryKernelHasGeometry(t *testing.T) {
+func TestEveryKernelHasALaunch(t *testing.T) {
 	for _, name := range Names() {
-		if _, ok := geometry[name]; !ok {
-			t.Errorf("%s: no launch geometry in kernels/geometry.go", name)
+		sig := Signatures()[name]
+		if sig.launch.grid == nil || sig.launch.group == nil {
+			t.Errorf("%s: no compiled launch", name)
 		}
 	}
-	for name := range geometry {
-		if _, ok := Signatures()[name]; !ok {
-			t.Errorf("%s: geometry for a kernel that does not exist", name)
+}
+
+// TestLaunchAnnotationErrors checks that a malformed annotation is refused with
+// a message naming what is wrong, not compiled into a wrong launch.
+func TestLaunchAnnotationErrors(t *testing.T) {
+	sig := Signature{Name: "k", Params: []Param{{Name: "x", Buffer: true}, {Name: "N", Type: "int"}, {Name: "eps", Type: "float"}}}
+	for text, want := range map[string]string{
+		"":                      "no \"// launch:\" line",
+		"elements(M)":           "M is neither",
+		"elements(eps)":         "eps is neither",
+		"rows(N)":               "rows takes",
+		"grid(N) group(":        "want elements",
+		"threads(N)":            "unknown form",
+		"elements(floor(N, 2))": "unknown function",
+		"elements(N +)":         "ends early",
+		"grid(N) group(32) (N)": "unexpected",
+	} {
+		sig.LaunchText = text
+		_, err := compileLaunch(sig, map[string]int{"LIMIT": 4})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("launch %q: error %v, want one containing %q", text, err, want)
+		}
+	}
+	sig.LaunchText, sig.RequiresText = "elements(N)", []string{"N < LIMIT"}
+	if _, err := compileLaunch(sig, map[string]int{"LIMIT": 4}); err == nil || !strings.Contains(err.Error(), "want A <= B") {
+		t.Errorf("requires with <: %v", err)
+	}
+}
+
+func TestExpressions(t *testing.T) {
+	env := exprEnv{params: map[string]int{"a": 0, "b": 1}, defines: map[string]int{"K": 8}}
+	for src, want := range map[string]int{
+		"a * b + K":      7*3 + 8,
+		"a - b - 1":      3,
+		"a / b * b":      6,
+		"(a + b) * 2":    20,
+		"ceil(a, 4) * 4": 8,
+		"min(256, max(32, ceil(a * 40, 32) * 32))": 256,
+		"max(32, ceil(a, 32) * 32)":                32,
+	} {
+		e, err := compileExpr(src, env)
+		if err != nil {
+			t.Errorf("%q: %v", src, err)
+			continue
+		}
+		if got := e([]int{7, 3}); got != want {
+			t.Errorf("%q = %d, want %d", src, got, want)
 		}
 	}
 }
@@ -84,6 +128,17 @@ func TestLaunchGeometry(t *testing.T) {
 		{"gdn_recurrence_bf16", append(bufs(5), ints(1, 16, 32, 128, 128)...), 32 * 32, 128},
 		{"add_bf16", append(bufs(3), ints(1000)...), 4, 256},
 		{"router_topk_bf16", append(bufs(3), ints(7, 256, 8, 1)...), 7, 32},
+		{"embed_dequant_bf16", append(bufs(5), ints(3, 2048, 4, 64)...), 24, 256},
+		{"qmatmul_bf16_f32", append(bufs(5), ints(1, 2048, 248320, 4, 64)...), 31040, 256},
+		{"rms_norm_gated_bf16", append(bufs(4), append(ints(32, 128), backend.Float(1e-6))...), 32, 128},
+		{"add_rms_norm_bf16", append(bufs(5), append(ints(1, 2048), backend.Float(1e-6))...), 1, 256},
+		{"split_qgate_bf16", append(bufs(3), ints(2, 16, 256)...), 32, 256},
+		{"rope_neox_bf16", append(bufs(1), append(ints(3, 16, 256, 64, 9), backend.Float(1e7))...), 6, 256},
+		{"kv_append_bf16", append(bufs(4), ints(1, 2, 256, 4096, 17)...), 2, 256},
+		{"conv1d_silu_bf16", append(bufs(4), ints(1, 8192, 4)...), 32, 256},
+		{"gdn_gates_bf16", append(bufs(6), ints(5, 32)...), 1, 256},
+		{"moe_combine_bf16", append(bufs(3), ints(2, 8, 2048)...), 16, 256},
+		{"add_sigmoid_scaled_bf16", append(bufs(4), ints(3, 2048)...), 24, 256},
 	}
 	for _, c := range cases {
 		grid, group := Launch(c.name, c.args)
@@ -93,28 +148,38 @@ func TestLaunchGeometry(t *testing.T) {
 	}
 }
 
-// TestDefinesMatchGo checks the fixed array sizes of the .metal files against the
-// Go constants that Launch uses to refuse shapes that do not fit.
-func TestDefinesMatchGo(t *testing.T) {
-	want := map[string]int{
-		"ATTN_MAX_D":      AttentionMaxHeadDim,
-		"ATTN_PER_LANE":   AttentionMaxHeadDim / 32,
-		"ATTN_SIMDGROUPS": AttentionSimdGroups,
-		"CONV_MAX_K":      ConvMaxKernel,
-		"GDN_MAX_DK":      GDNMaxKeyDim,
-		"GDN_PER_LANE":    GDNMaxKeyDim / 32,
-		"ROUTER_MAX_E":    RouterMaxExperts,
+// TestRequiresRefuseShapes checks that a shape over a kernel's fixed arrays
+// panics naming the kernel and the limit, instead of launching.
+func TestRequiresRefuseShapes(t *testing.T) {
+	ints := func(v ...int) []backend.Arg {
+		var a []backend.Arg
+		for _, x := range v {
+			a = append(a, backend.Int(x))
+		}
+		return a
 	}
-	src := MetalSource()
-	for name, v := range want {
-		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindStringSubmatch(src)
-		if m == nil {
-			t.Errorf("#define %s not found", name)
-			continue
+	bufs := func(n int) []backend.Arg { return make([]backend.Arg, n) }
+	defines := Defines()
+	for _, c := range []struct {
+		name, limit string
+		args        []backend.Arg
+	}{
+		{"attention_bf16", "ATTN_MAX_D", append(bufs(4), append(ints(1, 16, 2, defines["ATTN_MAX_D"]+32, 64, 1), backend.Float(1))...)},
+		{"conv1d_silu_bf16", "CONV_MAX_K", append(bufs(4), ints(1, 64, defines["CONV_MAX_K"]+1)...)},
+		{"gdn_recurrence_bf16", "GDN_MAX_DK", append(bufs(5), ints(1, 1, 1, defines["GDN_MAX_DK"]+1, 8)...)},
+		{"router_topk_bf16", "ROUTER_MAX_E", append(bufs(3), ints(1, defines["ROUTER_MAX_E"]+1, 8, 1)...)},
+	} {
+		if defines[c.limit] == 0 {
+			t.Errorf("#define %s not found", c.limit)
 		}
-		if got, _ := strconv.Atoi(m[1]); got != v {
-			t.Errorf("#define %s %d, Go says %d", name, got, v)
-		}
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), c.limit) || !strings.Contains(fmt.Sprint(r), c.name) {
+					t.Errorf("%s over %s: panic %v, want one naming both", c.name, c.limit, r)
+				}
+			}()
+			Launch(c.name, c.args)
+		}()
 	}
 }
 

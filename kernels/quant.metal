@@ -47,6 +47,7 @@ INLINE float qdot_row(device const bf16_t *x, device const uint *w,
 }
 
 // embed_dequant_bf16: out[t, j] = bf16(W[ids[t], j]); one thread per output element.
+// launch: elements(T * In)
 KERNEL(embed_dequant_bf16,
        BUFFER(const int, ids, 0),
        BUFFER(const uint, w, 1),
@@ -71,6 +72,7 @@ KERNEL(embed_dequant_bf16,
 // qmatmul_bf16: out[t, o] = bf16(Σ_j x[t, j]·W[o, j]).
 // One SIMD-group per output row; the grid is ceil(Out/SIMD_COUNT)·T threadgroups,
 // row blocks fastest so that neighbouring threadgroups share x[t].
+// launch: rows(Out, T)
 KERNEL(qmatmul_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -93,6 +95,7 @@ KERNEL(qmatmul_bf16,
 }
 
 // qmatmul_bf16_f32: as qmatmul_bf16 with an f32 output (logits).
+// launch: rows(Out, T)
 KERNEL(qmatmul_bf16_f32,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -117,6 +120,7 @@ KERNEL(qmatmul_bf16_f32,
 // qmatmul_gather_bf16: out[t, s, o] = bf16(Σ_j xrow[j]·W[ids[t, s], o, j]) with
 // w [E, Out, In*bits/32]; xrow is x[t, :] (xPerSlot = 0) or x[t, s, :] (xPerSlot = 1).
 // Grid: ceil(Out/SIMD_COUNT)·T·K threadgroups, one SIMD-group per output row.
+// launch: rows(Out, T * K)
 KERNEL(qmatmul_gather_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const int, ids, 1),

@@ -11,6 +11,8 @@
 // One SIMD-group per token. Lane l owns experts l, l+32, ...; each of the K
 // rounds is a lane-local scan and a butterfly argmax, after which the owner marks
 // the winner taken (p = −1). Only the owning lane ever touches p[e].
+// launch: grid(T) group(32)
+// requires: E <= ROUTER_MAX_E
 KERNEL(router_topk_bf16,
        BUFFER(const bf16_t, logits, 0),
        BUFFER(int, ids, 1),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -71,28 +72,68 @@ type Param struct {
 	Buffer bool   // BUFFER (a device pointer) rather than PARAM (a scalar)
 }
 
-// Signature is a kernel's name and arguments, in the order the source (and
-// kernels/README.md) gives them.
+// Signature is a kernel's declaration: its name and arguments, in the order the
+// source gives them, and its launch annotation (launch.go).
 type Signature struct {
 	Name   string
 	File   string
 	Params []Param
+	// LaunchText and RequiresText are the "// launch:" and "// requires:" lines
+	// of the comment right above the declaration.
+	LaunchText   string
+	RequiresText []string
+	launch       launchPlan
 }
 
-// Signatures parses every KERNEL(...) declaration of the kernel files. A
-// malformed declaration panics (the package tests parse all of them).
+// Param returns the index of the argument called name, or -1.
+func (s Signature) Param(name string) int {
+	for i, p := range s.Params {
+		if p.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Signatures parses every KERNEL(...) declaration of the kernel files and
+// compiles its launch annotation. A malformed declaration panics (the package
+// tests parse all of them).
 var Signatures = sync.OnceValue(func() map[string]Signature {
+	defines := Defines()
 	sigs := map[string]Signature{}
 	for _, file := range Files() {
 		for _, sig := range parseKernels(file, File(file)) {
 			if _, dup := sigs[sig.Name]; dup {
 				panic(fmt.Sprintf("kernels: %s: kernel %s declared twice", file, sig.Name))
 			}
+			plan, err := compileLaunch(sig, defines)
+			if err != nil {
+				panic(fmt.Sprintf("kernels: %s: %s: %v", file, sig.Name, err))
+			}
+			sig.launch = plan
 			sigs[sig.Name] = sig
 		}
 	}
 	return sigs
 })
+
+// Defines returns every "#define NAME integer" of common.h and the kernel files:
+// the fixed array sizes that launch annotations may name.
+func Defines() map[string]int {
+	defines := map[string]int{}
+	for _, name := range append([]string{"common.h"}, Files()...) {
+		for _, line := range strings.Split(File(name), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 3 || f[0] != "#define" {
+				continue
+			}
+			if v, err := strconv.Atoi(f[2]); err == nil {
+				defines[f[1]] = v
+			}
+		}
+	}
+	return defines
+}
 
 // Names lists every kernel, sorted.
 func Names() []string {
@@ -115,6 +156,7 @@ func parseKernels(file, src string) []Signature {
 		if at < 0 {
 			break
 		}
+		before := rest[:at]
 		rest = rest[at+len("\nKERNEL("):]
 		body, ok := balanced(rest)
 		if !ok {
@@ -122,6 +164,7 @@ func parseKernels(file, src string) []Signature {
 		}
 		parts := splitTop(body)
 		sig := Signature{Name: strings.TrimSpace(parts[0]), File: file}
+		sig.LaunchText, sig.RequiresText = annotations(before)
 		for i, p := range parts[1:] {
 			p = strings.TrimSpace(p)
 			var param Param
@@ -150,6 +193,26 @@ func parseKernels(file, src string) []Signature {
 		sigs = append(sigs, sig)
 	}
 	return sigs
+}
+
+// annotations reads the "// launch:" and "// requires:" lines of the comment
+// block that ends the text before a declaration.
+func annotations(before string) (launch string, requires []string) {
+	lines := strings.Split(before, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(line, "//") {
+			break
+		}
+		line = strings.TrimSpace(strings.TrimPrefix(line, "//"))
+		if v, ok := strings.CutPrefix(line, "launch:"); ok {
+			launch = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "requires:"); ok {
+			requires = append([]string{strings.TrimSpace(v)}, requires...)
+		}
+	}
+	return launch, requires
 }
 
 // balanced returns s up to the ')' that closes an already opened '('.

@@ -30,17 +30,11 @@ type encoder struct {
 // grid records nothing.
 func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...backend.Arg) {
 	d := e.dev
-	sig, ok := kernels.Signatures()[kernel]
-	if !ok {
-		panic(fmt.Sprintf("metal: unknown kernel %q", kernel))
-	}
-	bound := d.bind(kernel, sig, args)
-	grid, group = norm3(grid), norm3(group)
+	c := kernels.Preflight("metal", kernel, grid, group, args)
+	bound := d.bind(kernel, c, args)
+	grid, group = c.Grid, c.Group
 	threads := group.X * group.Y * group.Z
-	if threads > 1024 || threads < 1 {
-		panic(fmt.Sprintf("metal: %s: threadgroup %v has %d threads, want 1..1024", kernel, group, threads))
-	}
-	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || e.err != nil {
+	if c.Empty() || e.err != nil {
 		return
 	}
 	mtl.WithPool(func() {
@@ -82,10 +76,10 @@ type boundArg struct {
 	bits   uint32
 }
 
-// bind checks args against the kernel's signature and resolves each buffer
+// bind resolves each buffer
 // argument to the Metal buffer that holds its offset.
-func (d *Device) bind(kernel string, sig kernels.Signature, args []backend.Arg) []boundArg {
-	bits := kernels.CheckArgs("metal", kernel, sig, args)
+func (d *Device) bind(kernel string, c kernels.Checked, args []backend.Arg) []boundArg {
+	bits, sig := c.ScalarBits, c.Sig
 	out := make([]boundArg, len(args))
 	for i, a := range args {
 		if a.Kind != backend.ArgBuffer {
@@ -122,17 +116,6 @@ func (d *Device) pipeline(kernel string) (pipeline, error) {
 	p := pipeline{state: state, maxThreads: state.MaxTotalThreadsPerThreadgroup()}
 	d.pipelines[kernel] = p
 	return p, nil
-}
-
-// norm3 treats a zero Y or Z as 1 (a 1-D launch written as Dim3{X: n}).
-func norm3(v backend.Dim3) backend.Dim3 {
-	if v.Y == 0 {
-		v.Y = 1
-	}
-	if v.Z == 0 {
-		v.Z = 1
-	}
-	return v
 }
 
 // Submit commits the recorded command buffer without waiting for it. When

@@ -23,3 +23,21 @@ func RMSNormGated(c *Ctx, x, z, w, out Tensor, eps float32) {
 	r := x.Elements() / n
 	c.dispatch("rms_norm_gated_bf16", x.Arg(), z.Arg(), w.Arg(), out.Arg(), backend.Int(r), backend.Int(n), backend.Float(eps))
 }
+
+// AddRMSNorm adds b into the residual stream and normalises the result in one
+// dispatch: sum = a + b, out = w ⊙ norm(sum), bit for bit Add then RMSNorm.
+// a, b, sum, out bf16 [R, N] (sum may be a: the residual updated in place); w bf16 [N].
+func AddRMSNorm(c *Ctx, a, b, w, sum, out Tensor, eps float32) {
+	for _, t := range []struct {
+		what string
+		t    Tensor
+	}{{"a", a}, {"b", b}, {"w", w}, {"sum", sum}, {"out", out}} {
+		checkDType("add_rms_norm "+t.what, t.t, backend.BF16)
+	}
+	n := w.Elements()
+	e := a.Elements()
+	check(e%n == 0 && b.Elements() == e && sum.Elements() == e && out.Elements() == e,
+		"add_rms_norm: a %v b %v w %v sum %v out %v", a, b, w, sum, out)
+	c.dispatch("add_rms_norm_bf16", a.Arg(), b.Arg(), w.Arg(), sum.Arg(), out.Arg(),
+		backend.Int(e/n), backend.Int(n), backend.Float(eps))
+}

@@ -83,3 +83,49 @@ func f32bytes(v ...float32) []byte {
 	}
 	return out
 }
+
+// TestAddRMSNormIsAddThenNorm checks the fused residual add + norm against the
+// two ops it replaces, bit for bit, with the sum written in place over a.
+func TestAddRMSNormIsAddThenNorm(t *testing.T) {
+	dev := cpu.New(1)
+	c := ops.NewCtx(dev, ops.NewArena(dev))
+	const R, N = 3, 200
+	bf16s := func(n int, seed float64) []byte {
+		b := make([]byte, 2*n)
+		for i := range n {
+			v := float32(math.Sin(seed*float64(i+1))) * 3
+			binary.LittleEndian.PutUint16(b[2*i:], uint16(math.Float32bits(v)>>16))
+		}
+		return b
+	}
+	upload := func(data []byte, shape ...int) ops.Tensor {
+		x, err := ops.Upload(c, ops.BF16, shape, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	aData, bData, wData := bf16s(R*N, 1.3), bf16s(R*N, 0.7), bf16s(N, 2.9)
+	a1, a2, b, w := upload(aData, R, N), upload(aData, R, N), upload(bData, R, N), upload(wData, N)
+	out1, out2 := c.Scratch.Get(ops.BF16, R, N), c.Scratch.Get(ops.BF16, R, N)
+	ops.Add(c, a1, b, a1)
+	ops.RMSNorm(c, a1, w, out1, 1e-6)
+	ops.AddRMSNorm(c, a2, b, w, a2, out2, 1e-6)
+	if err := ops.Submit(c); err != nil {
+		t.Fatal(err)
+	}
+	for _, pair := range [][2]ops.Tensor{{a1, a2}, {out1, out2}} {
+		want, err := ops.ReadBytes(c, pair[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ops.ReadBytes(c, pair[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("fused result differs from Add then RMSNorm")
+		}
+	}
+	mustPanic(t, "add_rms_norm", func() { ops.AddRMSNorm(c, a1, w, w, a1, out1, 1e-6) })
+}
