@@ -26,6 +26,7 @@ var forbidden = map[string][]string{
 	"metal":       {"bagel/ops", "bagel/qwen", "bagel/engine", "bagel/ui"},
 	"kernels":     {"bagel/ops", "bagel/qwen", "bagel/engine", "bagel/ui", "bagel/cpu"},
 	"backend":     {"bagel/"},
+	"synth":       {"bagel/"},
 }
 
 func TestLayering(t *testing.T) {
