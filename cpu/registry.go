@@ -34,6 +34,7 @@ var registry = map[string]func(a *args){
 	"gdn_recurrence_bf16":     gdnRecurrence,
 	"router_topk_bf16":        routerTopK,
 	"moe_combine_bf16":        moeCombine,
+	"argmax_f32":              argmaxF32,
 }
 
 // Kernels lists the names of all kernels, sorted, so that other backends' tests

@@ -1,6 +1,7 @@
 package gputest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -88,16 +89,17 @@ func Specs() []Spec {
 		{1, hidden, qProjOut, 4, 64}, {1, hidden, experts, 8, 64}, {1, 4096, hidden, 4, 64},
 		{1, moeInt, hidden, 4, 64}, {9, hidden, qProjOut, 4, 64}, {3, 160, 37, 3, 32},
 		{3, 160, 37, 5, 32}, {2, 192, 41, 6, 64}, {2, 128, 33, 2, 128}, {2, 256, 40, 8, 128},
-		{4, 512, 1, 8, 64},
+		{4, 512, 1, 8, 64}, {2, 96, 7, 4, 32}, {1, 64, 3, 8, 32}, {3, 4096, 9, 4, 128},
 	})
 	qmm("qmatmul_bf16_f32", backend.F32, tolF32, []mm{
-		{1, hidden, vocab, 4, 64}, {4, hidden, 1000, 8, 64}, {2, 192, 77, 6, 64}, {3, 96, 5, 3, 32},
+		{1, hidden, vocab, 4, 64}, {4, hidden, 1000, 8, 64}, {2, 192, 77, 6, 64}, {3, 96, 5, 3, 32}, {2, 128, 13, 4, 128},
 	})
 
 	// qmatmul_gather_bf16: x, ids, w, scales, biases, out | T, K, In, Out, bits, gs, xPerSlot
 	for _, p := range []struct{ T, K, E, In, Out, bits, gs, xPerSlot int }{
 		{1, topK, experts, hidden, moeInt, 4, 64, 0}, {1, topK, experts, moeInt, hidden, 4, 64, 1},
 		{5, topK, experts, hidden, moeInt, 4, 64, 0}, {3, 2, 5, 96, 33, 3, 32, 1}, {2, 3, 4, 128, 17, 8, 128, 0},
+		{2, 3, 6, 64, 13, 4, 32, 1},
 	} {
 		add("qmatmul_gather_bf16", false, fmt.Sprintf("T=%d K=%d E=%d %d→%d bits=%d gs=%d xPerSlot=%d", p.T, p.K, p.E, p.In, p.Out, p.bits, p.gs, p.xPerSlot), func(g gen) *Case {
 			w, sc, bi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
@@ -313,6 +315,35 @@ func Specs() []Spec {
 				in("y", backend.BF16, g.bf16(p.T*p.K*p.H, 1)), in("weights", backend.BF16, g.bf16Uniform(p.T*p.K, 0, 0.5)),
 				out("out", backend.BF16, p.T*p.H),
 			}, Scalars: ints(p.T, p.K, p.H)}
+		})
+	}
+	// argmax_f32: x, out | R, N. Rows drawn as bf16-rounded values so that
+	// ties are common; some rows get NaNs, −∞ or a duplicated maximum placed
+	// before and after the first one.
+	for _, p := range []struct {
+		R, N int
+		kind string
+	}{{1, vocab, "plain"}, {3, 1000, "ties"}, {2, 4099, "nan"}, {2, 7, "all -inf"}, {4, 33, "max twice"}} {
+		add("argmax_f32", p.N == vocab, fmt.Sprintf("R=%d N=%d %s", p.R, p.N, p.kind), func(g gen) *Case {
+			x := g.f32Uniform(p.R*p.N, -4, 4, p.kind == "ties")
+			set := func(i int, v float32) { binary.LittleEndian.PutUint32(x[4*i:], math.Float32bits(v)) }
+			for r := range p.R {
+				switch p.kind {
+				case "nan":
+					for i := r; i < p.N; i += 3 {
+						set(r*p.N+i, float32(math.NaN()))
+					}
+				case "all -inf":
+					for i := range p.N {
+						set(r*p.N+i, float32(math.Inf(-1)))
+					}
+				case "max twice":
+					set(r*p.N+p.N-1-r, 9)
+					set(r*p.N+p.N/2-r, 9)
+				}
+			}
+			return &Case{Tol: tolExact, Buffers: []Buffer{in("x", backend.F32, x), out("out", backend.I32, p.R)},
+				Scalars: ints(p.R, p.N)}
 		})
 	}
 	return s

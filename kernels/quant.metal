@@ -69,10 +69,83 @@ KERNEL(embed_dequant_bf16,
   out[idx] = f32_to_bf16(v);
 }
 
+// The matrix-vector kernels give each SIMD-group QMV_ROWS consecutive output
+// rows and each threadgroup QMV_SIMDGROUPS SIMD-groups. A lane walks the words
+// lane, lane+32, ... of all its rows at once: each step loads one x slice (8
+// values for 4 bits, 4 for 8 bits) and reuses it for every row, and the rows'
+// word loads are independent, so QMV_ROWS coalesced 128-byte loads per
+// SIMD-group are in flight together. Scale and bias apply once per word. Codes
+// become floats through the exponent trick (0x4B000000 | q is 2^23 + q), which
+// is exact and cheaper than an integer conversion. Other widths read codes one
+// at a time. x must be 4-byte aligned (ops checks it): it is read as words.
+#ifndef QMV_ROWS
+#define QMV_ROWS 2
+#endif
+#ifndef QMV_SIMDGROUPS
+#define QMV_SIMDGROUPS 4
+#endif
+
+// code_f is the 4- or 8-bit code at bit shift of q as a float, exactly.
+INLINE float code_f(uint q, uint shift, uint mask) {
+  return as_float(((q >> shift) & mask) | 0x4B000000u) - 8388608.0f;
+}
+
+// qmv_rows sets acc[r] = Σ_j x[j]·W[row r, j] for the nrows (≤ QMV_ROWS) rows at
+// w, scales, biases (rows wstride words / sstride groups apart), summed across
+// the SIMD-group: every lane gets every sum.
+INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+                     device const bf16_t *biases, int nrows, int In, int bits, int gs, int lane,
+                     thread float *acc) {
+  ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
+  for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
+  device const uint *xw = (device const uint *)x;
+  if (bits == 4) {
+    for (int wi = lane; wi < In / 8; wi += 32) {
+      uint x01 = xw[4 * wi], x23 = xw[4 * wi + 1], x45 = xw[4 * wi + 2], x67 = xw[4 * wi + 3];
+      float xv[8] = {as_float(x01 << 16), as_float(x01 & 0xffff0000u), as_float(x23 << 16),
+                     as_float(x23 & 0xffff0000u), as_float(x45 << 16), as_float(x45 & 0xffff0000u),
+                     as_float(x67 << 16), as_float(x67 & 0xffff0000u)};
+      float xs = ((xv[0] + xv[1]) + (xv[2] + xv[3])) + ((xv[4] + xv[5]) + (xv[6] + xv[7]));
+      int g = wi * 8 / gs;
+      for (int r = 0; r < QMV_ROWS; r++) {
+        if (r >= nrows) break;
+        uint q = w[(ulong)r * wstride + (ulong)wi];
+        float qx = 0.0f;
+        for (int i = 0; i < 8; i++) qx += code_f(q, 4u * (uint)i, 15u) * xv[i];
+        acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx +
+                  bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
+      }
+    }
+  } else if (bits == 8) {
+    for (int wi = lane; wi < In / 4; wi += 32) {
+      uint x01 = xw[2 * wi], x23 = xw[2 * wi + 1];
+      float xv[4] = {as_float(x01 << 16), as_float(x01 & 0xffff0000u), as_float(x23 << 16),
+                     as_float(x23 & 0xffff0000u)};
+      float xs = (xv[0] + xv[1]) + (xv[2] + xv[3]);
+      int g = wi * 4 / gs;
+      for (int r = 0; r < QMV_ROWS; r++) {
+        if (r >= nrows) break;
+        uint q = w[(ulong)r * wstride + (ulong)wi];
+        float qx = 0.0f;
+        for (int i = 0; i < 4; i++) qx += code_f(q, 8u * (uint)i, 255u) * xv[i];
+        acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx +
+                  bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
+      }
+    }
+  } else {
+    for (int r = 0; r < QMV_ROWS; r++) {
+      if (r >= nrows) break;
+      acc[r] = qdot_row(x, w + (ulong)r * wstride, scales + (ulong)r * sstride, biases + (ulong)r * sstride,
+                        In, bits, gs, lane);
+    }
+    return;  // qdot_row has reduced already
+  }
+  for (int r = 0; r < QMV_ROWS; r++) acc[r] = simd_sum(acc[r]);
+}
+
 // qmatmul_bf16: out[t, o] = bf16(Σ_j x[t, j]·W[o, j]).
-// One SIMD-group per output row; the grid is ceil(Out/SIMD_COUNT)·T threadgroups,
-// row blocks fastest so that neighbouring threadgroups share x[t].
-// launch: rows(Out, T)
+// Row blocks vary fastest in the grid, so neighbouring threadgroups share x[t].
+// launch: grid(ceil(Out, QMV_ROWS * QMV_SIMDGROUPS) * T) group(QMV_SIMDGROUPS * 32)
 KERNEL(qmatmul_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -84,18 +157,21 @@ KERNEL(qmatmul_bf16,
        PARAM(int, Out, 7),
        PARAM(int, bits, 8),
        PARAM(int, gs, 9)) {
-  int blocks = (Out + SIMD_COUNT - 1) / SIMD_COUNT;
+  int perGroup = SIMD_COUNT * QMV_ROWS;
+  int blocks = (Out + perGroup - 1) / perGroup;
   int t = TGID_X / blocks;
-  int o = (TGID_X % blocks) * SIMD_COUNT + SIMD_ID;
+  int o = (TGID_X % blocks) * perGroup + SIMD_ID * QMV_ROWS;
   if (t >= T || o >= Out) return;  // uniform across the SIMD-group
-  float acc = qdot_row(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits),
-                       scales + (ulong)o * (ulong)(In / gs), biases + (ulong)o * (ulong)(In / gs),
-                       In, bits, gs, LANE);
-  if (LANE == 0) out[(ulong)t * (ulong)Out + (ulong)o] = f32_to_bf16(acc);
+  int nrows = imin(QMV_ROWS, Out - o);
+  float acc[QMV_ROWS];
+  qmv_rows(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits), scales + (ulong)o * (ulong)(In / gs),
+           biases + (ulong)o * (ulong)(In / gs), nrows, In, bits, gs, LANE, acc);
+  for (int r = 0; r < QMV_ROWS; r++)
+    if (LANE == r && r < nrows) out[(ulong)t * (ulong)Out + (ulong)(o + r)] = f32_to_bf16(acc[r]);
 }
 
 // qmatmul_bf16_f32: as qmatmul_bf16 with an f32 output (logits).
-// launch: rows(Out, T)
+// launch: grid(ceil(Out, QMV_ROWS * QMV_SIMDGROUPS) * T) group(QMV_SIMDGROUPS * 32)
 KERNEL(qmatmul_bf16_f32,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -107,20 +183,23 @@ KERNEL(qmatmul_bf16_f32,
        PARAM(int, Out, 7),
        PARAM(int, bits, 8),
        PARAM(int, gs, 9)) {
-  int blocks = (Out + SIMD_COUNT - 1) / SIMD_COUNT;
+  int perGroup = SIMD_COUNT * QMV_ROWS;
+  int blocks = (Out + perGroup - 1) / perGroup;
   int t = TGID_X / blocks;
-  int o = (TGID_X % blocks) * SIMD_COUNT + SIMD_ID;
+  int o = (TGID_X % blocks) * perGroup + SIMD_ID * QMV_ROWS;
   if (t >= T || o >= Out) return;
-  float acc = qdot_row(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits),
-                       scales + (ulong)o * (ulong)(In / gs), biases + (ulong)o * (ulong)(In / gs),
-                       In, bits, gs, LANE);
-  if (LANE == 0) out[(ulong)t * (ulong)Out + (ulong)o] = acc;
+  int nrows = imin(QMV_ROWS, Out - o);
+  float acc[QMV_ROWS];
+  qmv_rows(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits), scales + (ulong)o * (ulong)(In / gs),
+           biases + (ulong)o * (ulong)(In / gs), nrows, In, bits, gs, LANE, acc);
+  for (int r = 0; r < QMV_ROWS; r++)
+    if (LANE == r && r < nrows) out[(ulong)t * (ulong)Out + (ulong)(o + r)] = acc[r];
 }
 
 // qmatmul_gather_bf16: out[t, s, o] = bf16(Σ_j xrow[j]·W[ids[t, s], o, j]) with
 // w [E, Out, In*bits/32]; xrow is x[t, :] (xPerSlot = 0) or x[t, s, :] (xPerSlot = 1).
-// Grid: ceil(Out/SIMD_COUNT)·T·K threadgroups, one SIMD-group per output row.
-// launch: rows(Out, T * K)
+// The rows of one threadgroup belong to one (t, s), so to one expert.
+// launch: grid(ceil(Out, QMV_ROWS * QMV_SIMDGROUPS) * T * K) group(QMV_SIMDGROUPS * 32)
 KERNEL(qmatmul_gather_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const int, ids, 1),
@@ -135,14 +214,17 @@ KERNEL(qmatmul_gather_bf16,
        PARAM(int, bits, 10),
        PARAM(int, gs, 11),
        PARAM(int, xPerSlot, 12)) {
-  int blocks = (Out + SIMD_COUNT - 1) / SIMD_COUNT;
+  int perGroup = SIMD_COUNT * QMV_ROWS;
+  int blocks = (Out + perGroup - 1) / perGroup;
   int ts = TGID_X / blocks;  // t·K + s
-  int o = (TGID_X % blocks) * SIMD_COUNT + SIMD_ID;
+  int o = (TGID_X % blocks) * perGroup + SIMD_ID * QMV_ROWS;
   if (ts >= T * K || o >= Out) return;
+  int nrows = imin(QMV_ROWS, Out - o);
   ulong wrow = (ulong)ids[ts] * (ulong)Out + (ulong)o;
   int xrow = xPerSlot != 0 ? ts : ts / K;
-  float acc = qdot_row(x + (ulong)xrow * (ulong)In, w + wrow * (ulong)(In / 32 * bits),
-                       scales + wrow * (ulong)(In / gs), biases + wrow * (ulong)(In / gs),
-                       In, bits, gs, LANE);
-  if (LANE == 0) out[(ulong)ts * (ulong)Out + (ulong)o] = f32_to_bf16(acc);
+  float acc[QMV_ROWS];
+  qmv_rows(x + (ulong)xrow * (ulong)In, w + wrow * (ulong)(In / 32 * bits), scales + wrow * (ulong)(In / gs),
+           biases + wrow * (ulong)(In / gs), nrows, In, bits, gs, LANE, acc);
+  for (int r = 0; r < QMV_ROWS; r++)
+    if (LANE == r && r < nrows) out[(ulong)ts * (ulong)Out + (ulong)(o + r)] = f32_to_bf16(acc[r]);
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,11 +54,18 @@ func File(name string) string {
 	return string(b)
 }
 
-// assemble joins prelude, common.h and the kernel files. #line directives keep
-// compiler messages pointing at the file and line a reader can open.
+// assemble joins prelude, the tuning overrides, common.h and the kernel files.
+// #line directives keep compiler messages pointing at the file and line a
+// reader can open.
 func assemble(prelude string) string {
 	var sb strings.Builder
-	for _, name := range append([]string{prelude, "common.h"}, Files()...) {
+	fmt.Fprintf(&sb, "#line 1 %q\n", prelude)
+	sb.WriteString(File(prelude))
+	sb.WriteString("\n")
+	for _, o := range tuning() {
+		fmt.Fprintf(&sb, "#define %s %d\n", o.name, o.value)
+	}
+	for _, name := range append([]string{"common.h"}, Files()...) {
 		fmt.Fprintf(&sb, "#line 1 %q\n", name)
 		sb.WriteString(File(name))
 		sb.WriteString("\n")
@@ -132,8 +140,39 @@ func Defines() map[string]int {
 			}
 		}
 	}
+	for _, o := range tuning() {
+		defines[o.name] = o.value
+	}
 	return defines
 }
+
+// tuningEnv names the environment variable that overrides tunable kernel
+// constants for a tuning run ("QMV_ROWS=4,QMV_SIMDGROUPS=2"): the sources
+// define them under #ifndef, and the launch geometry reads the same values,
+// so one binary can try several shapes on the GPU machine. Unset in normal use.
+const tuningEnv = "BAGEL_KERNEL_TUNING"
+
+type override struct {
+	name  string
+	value int
+}
+
+// tuning parses tuningEnv once; a malformed entry panics naming it.
+var tuning = sync.OnceValue(func() []override {
+	var out []override
+	for _, kv := range strings.Split(os.Getenv(tuningEnv), ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		v, err := strconv.Atoi(val)
+		if !ok || err != nil || v <= 0 {
+			panic(fmt.Sprintf("kernels: %s: %q is not NAME=positive integer", tuningEnv, kv))
+		}
+		out = append(out, override{name, v})
+	}
+	return out
+})
 
 // Names lists every kernel, sorted.
 func Names() []string {

@@ -21,6 +21,7 @@ func QMatmul(c *Ctx, x Tensor, w QLinear, out Tensor) {
 	checkDType("qmatmul x", x, backend.BF16)
 	check(w.Experts == 0, "qmatmul: %s is a stacked expert weight", w.Name)
 	check(x.Elements()%w.In == 0, "qmatmul %s: x %v, In %d", w.Name, x, w.In)
+	check(x.Off%4 == 0, "qmatmul %s: x at byte offset %d: the kernel reads x as 4-byte words", w.Name, x.Off)
 	t := x.Elements() / w.In
 	check(out.Elements() == t*w.Out, "qmatmul %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
 	name := "qmatmul_bf16"
@@ -52,6 +53,7 @@ func QMatmulGather(c *Ctx, x, ids Tensor, w QLinear, out Tensor, perSlot bool) {
 		xRows, xPerSlot = t*k, 1
 	}
 	check(x.Elements() == xRows*w.In, "gather %s: x %v", w.Name, x)
+	check(x.Off%4 == 0, "gather %s: x at byte offset %d: the kernel reads x as 4-byte words", w.Name, x.Off)
 	check(out.Elements() == t*k*w.Out, "gather %s: out %v", w.Name, out)
 	args := append([]backend.Arg{x.Arg(), ids.Arg()}, w.args()...)
 	args = append(args, out.Arg(), backend.Int(t), backend.Int(k), backend.Int(w.In), backend.Int(w.Out),
