@@ -192,7 +192,7 @@ func (e *Engine) gpuTime() (time.Duration, bool) {
 	var d time.Duration
 	ok := false
 	_ = e.loop.do(func() error {
-		if m, has := e.dev.(interface{ TotalGPUTime() time.Duration }); has {
+		if m, has := e.dev.(backend.GPUTimer); has {
 			d, ok = m.TotalGPUTime(), true
 		}
 		return nil

@@ -65,7 +65,7 @@ func (b *binder) release() {
 }
 
 func (b *binder) view(t *safetensors.Tensor) (ops.Tensor, error) {
-	dt, err := t.BackendDType()
+	dt, err := dtypeOf(t)
 	if err != nil {
 		return ops.Tensor{}, err
 	}
