@@ -25,7 +25,7 @@ func runTokenize(args []string) error {
 	if *dir == "" {
 		return fmt.Errorf("-m DIR is required")
 	}
-	tok, err := tokenizer.Load(*dir)
+	tok, err := tokenizer.Open(*dir)
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func runDetokenize(args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, err := tokenizer.Load(*dir)
+	tok, err := tokenizer.Open(*dir)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@
 package engine
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
@@ -54,15 +53,7 @@ type Engine struct {
 // Load opens the model folder dir and binds it on the chosen backend. Every
 // problem with the folder comes back as an error naming the file and what is wrong.
 func Load(dir string, opt Options) (*Engine, error) {
-	cfg, top, err := qwen.ReadConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	quant, err := safetensors.ParseQuantization(top)
-	if err != nil {
-		return nil, fmt.Errorf("config.json: %w", err)
-	}
-	ck, err := safetensors.Open(dir)
+	cfg, ck, err := qwen.Open(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +84,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 		e.dev, e.BackendName, e.BackendReason = dev, dev.Name(), reason
 		e.scratch = ops.NewArena(dev)
 		e.ctx = ops.NewCtx(dev, e.scratch)
-		if e.model, err = qwen.Load(e.ctx, ck, cfg, quant, func(f float64) { progress(0.1+0.8*f, "binding weights") }); err != nil {
+		if e.model, err = qwen.Load(e.ctx, ck, cfg, func(f float64) { progress(0.1+0.8*f, "binding weights") }); err != nil {
 			return err
 		}
 		progress(0.95, "allocating the cache")

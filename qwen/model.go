@@ -20,11 +20,11 @@ type Model struct {
 	WeightBytes int64
 }
 
-// Load binds the checkpoint's weights for cfg on the context's device, checking
+// Load binds the checkpoint's weights for cfg (both from Open) on the context's device, checking
 // every tensor's presence, dtype and shape against the config. progress, when not
 // nil, is called with the fraction of layers bound (uploads make this slow on CUDA).
-func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, quant *safetensors.Quantization, progress func(float64)) (*Model, error) {
-	b, err := newBinder(c, ck, quant)
+func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, progress func(float64)) (*Model, error) {
+	b, err := newBinder(c, ck, cfg.Quant)
 	if err != nil {
 		return nil, err
 	}

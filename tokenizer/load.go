@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,6 +28,9 @@ type Tokenizer struct {
 	model      *bpe
 
 	eosID int // from tokenizer_config.json's eos_token; -1 when unknown
+
+	template    *Template // the chat template; nil with templateErr saying why
+	templateErr error
 }
 
 type addedToken struct {
@@ -85,16 +89,19 @@ type modelFile struct {
 // (tokenizers' byte_level.rs).
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 
-// Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json.
-// Only what Qwen checkpoints use is supported: a BPE model over GPT-2 byte-level
-// symbols, Unicode normalizers, a regex Split pre-tokenizer. Anything else is
-// an error naming the file and the unsupported part.
-func Load(dir string) (*Tokenizer, error) {
-	path := filepath.Join(dir, "tokenizer.json")
-	data, err := os.ReadFile(path)
+// Open is the one reader of a model folder's text files: tokenizer.json,
+// tokenizer_config.json (read once, for the eos token and the chat template) and
+// chat_template.jinja. Only what Qwen checkpoints use is supported: a BPE model
+// over GPT-2 byte-level symbols, Unicode normalizers, a regex Split
+// pre-tokenizer. Anything else is an error naming the file and the unsupported
+// part. Without tokenizer.json the error satisfies errors.Is(err,
+// fs.ErrNotExist). A missing or unrecognised chat template is not an error here:
+// Template reports it.
+func Open(dir string) (*Tokenizer, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("tokenizer.json: not found in %s", dir)
+			return nil, notFoundError{dir}
 		}
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
@@ -111,8 +118,19 @@ func Load(dir string) (*Tokenizer, error) {
 			tok.eosID = id
 		}
 	}
+	tok.template, tok.templateErr = loadTemplate(dir, func() (*tokenizerConfig, error) { return cfg, nil })
 	return tok, nil
 }
+
+// notFoundError is Open's error for a folder without tokenizer.json (which can
+// still score token ids, so the engine tells it from a broken file).
+type notFoundError struct{ dir string }
+
+func (e notFoundError) Error() string { return "tokenizer.json: not found in " + e.dir }
+func (e notFoundError) Unwrap() error { return fs.ErrNotExist }
+
+// Template is the folder's chat template, found by Open, or why there is none.
+func (t *Tokenizer) Template() (*Template, error) { return t.template, t.templateErr }
 
 func parseTokenizer(data []byte) (*Tokenizer, error) {
 	var f tokenizerFile

@@ -199,9 +199,9 @@ func TestLoadErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Load(write(t, c.files))
+			_, err := Open(write(t, c.files))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Load error = %v, want one containing %q", err, c.want)
+				t.Fatalf("Open error = %v, want one containing %q", err, c.want)
 			}
 		})
 	}
