@@ -31,7 +31,7 @@ func runTokenize(args []string) error {
 	}
 	ids := tok.Encode(*text)
 	if ids == nil {
-		ids = []int{}
+		ids = []int32{}
 	}
 	return json.NewEncoder(os.Stdout).Encode(ids)
 }
@@ -55,7 +55,7 @@ func runDetokenize(args []string) error {
 		return err
 	}
 	for _, id := range ids {
-		if id >= tok.VocabSize() {
+		if int(id) >= tok.VocabSize() {
 			return fmt.Errorf("--ids: %d is outside the vocabulary (size %d)", id, tok.VocabSize())
 		}
 	}

@@ -45,9 +45,9 @@ type Engine struct {
 
 	tok                   *tokenizer.Tokenizer
 	tmpl                  *tokenizer.Template
-	tmplErr               error // why there is no template
-	eos                   []int // stop tokens
-	thinkOpen, thinkClose int   // <think>, </think> ids, -1 when absent
+	tmplErr               error   // why there is no template
+	eos                   []int32 // stop tokens
+	thinkOpen, thinkClose int32   // <think>, </think> ids, -1 when absent
 }
 
 // Load opens the model folder dir and binds it on the chosen backend. Every

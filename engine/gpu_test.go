@@ -76,7 +76,7 @@ func TestGPUMatchesCPU(t *testing.T) {
 					}
 					t.Logf("greedy: %d of %d tokens equal; %s", same, len(want), done.Stats.StatsLine())
 					if same < len(want) {
-						seq := append(append([]int(nil), ref.PromptIDs...), want[:same]...)
+						seq := append(append([]int32(nil), ref.PromptIDs...), want[:same]...)
 						rows := scoreLogits(t, cpu, seq, len(seq))
 						last := rows[(len(seq)-1)*vocab:]
 						top := TopK(last, 2)

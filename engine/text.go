@@ -32,7 +32,7 @@ func (e *Engine) loadText() error {
 	// (qwen.Open applied both), the tokenizer's eos token.
 	if len(e.eos) == 0 {
 		if id, ok := tok.EOSTokenID(); ok {
-			e.eos = []int{id}
+			e.eos = []int32{id}
 		}
 	}
 	return nil

@@ -44,7 +44,7 @@ type Config struct {
 
 	// EOSTokenIDs are the stop tokens: config.json's eos_token_id, overridden by
 	// generation_config.json's when Open finds one (mlx-lm load_config).
-	EOSTokenIDs []int
+	EOSTokenIDs []int32
 	// Quant is config.json's quantization block; nil for an unquantized model.
 	Quant *safetensors.Quantization
 }
@@ -168,15 +168,15 @@ func ParseConfig(data []byte) (*Config, error) {
 }
 
 // ParseTokenIDs reads an id or a list of ids (eos_token_id's two forms); null or absent is empty.
-func ParseTokenIDs(raw json.RawMessage) ([]int, error) {
+func ParseTokenIDs(raw json.RawMessage) ([]int32, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var one int
+	var one int32
 	if json.Unmarshal(raw, &one) == nil {
-		return []int{one}, nil
+		return []int32{one}, nil
 	}
-	var many []int
+	var many []int32
 	if err := json.Unmarshal(raw, &many); err != nil {
 		return nil, fmt.Errorf("want an integer or a list of integers, got %s", raw)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,10 +17,10 @@ import (
 // Tokenizer is a byte-level BPE tokenizer loaded from tokenizer.json. It is
 // safe for concurrent use.
 type Tokenizer struct {
-	vocab      map[string]int // token string (byte-level form) -> id, added tokens included
-	idToToken  []string       // id -> token string; "" for unused ids
-	tokenBytes [][]byte       // id -> the bytes it decodes to
-	isAdded    []bool         // id -> an added (or special) token
+	vocab      map[string]int32 // token string (byte-level form) -> id, added tokens included
+	idToToken  []string         // id -> token string; "" for unused ids
+	tokenBytes [][]byte         // id -> the bytes it decodes to
+	isAdded    []bool           // id -> an added (or special) token
 
 	added      []addedToken    // matched in raw text before anything else
 	addedByLen [256][]int      // first byte -> indexes into added, longest first
@@ -27,7 +28,7 @@ type Tokenizer struct {
 	split      *regexp2.Regexp // the Split pre-tokenizer; matches and gaps both become pieces
 	model      *bpe
 
-	eosID int // from tokenizer_config.json's eos_token; -1 when unknown
+	eosID int32 // from tokenizer_config.json's eos_token; -1 when unknown
 
 	template    *Template // the chat template; nil with templateErr saying why
 	templateErr error
@@ -35,7 +36,7 @@ type Tokenizer struct {
 
 type addedToken struct {
 	content string
-	id      int
+	id      int32
 	special bool
 }
 
@@ -159,24 +160,24 @@ func parseTokenizer(data []byte) (*Tokenizer, error) {
 		return nil, errors.New("BPE dropout is not supported")
 	}
 
-	t := &Tokenizer{vocab: make(map[string]int, len(m.Vocab)+len(f.AddedTokens)), eosID: -1}
+	t := &Tokenizer{vocab: make(map[string]int32, len(m.Vocab)+len(f.AddedTokens)), eosID: -1}
 	size := 0
 	for s, id := range m.Vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("vocab entry %q has negative id %d", s, id)
+		if id < 0 || id > math.MaxInt32 {
+			return nil, fmt.Errorf("vocab entry %q has id %d, outside 0..2³¹-1", s, id)
 		}
-		t.vocab[s] = id
+		t.vocab[s] = int32(id)
 		size = max(size, id+1)
 	}
 	for _, a := range f.AddedTokens {
-		if a.ID < 0 || a.Content == "" {
+		if a.ID < 0 || a.ID > math.MaxInt32 || a.Content == "" {
 			return nil, fmt.Errorf("added token %q has id %d", a.Content, a.ID)
 		}
 		if a.SingleWord || a.LStrip || a.RStrip {
 			return nil, fmt.Errorf("added token %q uses single_word/lstrip/rstrip, which are not supported", a.Content)
 		}
-		t.vocab[a.Content] = a.ID
-		t.added = append(t.added, addedToken{content: a.Content, id: a.ID, special: a.Special})
+		t.vocab[a.Content] = int32(a.ID)
+		t.added = append(t.added, addedToken{content: a.Content, id: int32(a.ID), special: a.Special})
 		size = max(size, a.ID+1)
 	}
 	t.idToToken = make([]string, size)
@@ -379,15 +380,15 @@ func (t *Tokenizer) VocabSize() int { return len(t.idToToken) }
 // TokenID returns the id of a token given in its vocabulary form: the
 // byte-level string for BPE tokens ("Ġthe"), the content for added tokens
 // ("<|im_end|>").
-func (t *Tokenizer) TokenID(s string) (int, bool) {
+func (t *Tokenizer) TokenID(s string) (int32, bool) {
 	id, ok := t.vocab[s]
 	return id, ok
 }
 
 // TokenString returns a token's vocabulary form (see TokenID), or "" for an id
 // outside the vocabulary.
-func (t *Tokenizer) TokenString(id int) string {
-	if id < 0 || id >= len(t.idToToken) {
+func (t *Tokenizer) TokenString(id int32) string {
+	if id < 0 || int(id) >= len(t.idToToken) {
 		return ""
 	}
 	return t.idToToken[id]
@@ -395,11 +396,11 @@ func (t *Tokenizer) TokenString(id int) string {
 
 // IsSpecial reports whether id is an added token (<|im_start|>, <think>, ...),
 // which Encode matches before splitting and which decode to their literal text.
-func (t *Tokenizer) IsSpecial(id int) bool {
-	return id >= 0 && id < len(t.isAdded) && t.isAdded[id]
+func (t *Tokenizer) IsSpecial(id int32) bool {
+	return id >= 0 && int(id) < len(t.isAdded) && t.isAdded[id]
 }
 
 // EOSTokenID is tokenizer_config.json's eos_token, if the file names one that
 // is in the vocabulary. Generation stops on the ids from generation_config.json
 // or config.json first; this is the fallback.
-func (t *Tokenizer) EOSTokenID() (int, bool) { return t.eosID, t.eosID >= 0 }
+func (t *Tokenizer) EOSTokenID() (int32, bool) { return t.eosID, t.eosID >= 0 }

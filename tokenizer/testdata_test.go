@@ -113,10 +113,10 @@ type refs struct {
 }
 
 type encodeRef struct {
-	Name    string `json:"name"`
-	Text    string `json:"text"`
-	IDs     []int  `json:"ids"`
-	Decoded string `json:"decoded"`
+	Name    string  `json:"name"`
+	Text    string  `json:"text"`
+	IDs     []int32 `json:"ids"`
+	Decoded string  `json:"decoded"`
 }
 
 type chatRef struct {
