@@ -51,18 +51,18 @@ func runScore(args []string) error {
 }
 
 // parseIDs reads "1,2,3" (spaces allowed).
-func parseIDs(s string) ([]int, error) {
-	var ids []int
+func parseIDs(s string) ([]int32, error) {
+	var ids []int32
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
 		}
-		id, err := strconv.Atoi(f)
+		id, err := strconv.ParseInt(f, 10, 32)
 		if err != nil || id < 0 {
 			return nil, fmt.Errorf("--ids: %q is not a token id", f)
 		}
-		ids = append(ids, id)
+		ids = append(ids, int32(id))
 	}
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("--ids: no token ids")

@@ -25,13 +25,13 @@ func runTokenize(args []string) error {
 	if *dir == "" {
 		return fmt.Errorf("-m DIR is required")
 	}
-	tok, err := tokenizer.Load(*dir)
+	tok, err := tokenizer.Open(*dir)
 	if err != nil {
 		return err
 	}
 	ids := tok.Encode(*text)
 	if ids == nil {
-		ids = []int{}
+		ids = []int32{}
 	}
 	return json.NewEncoder(os.Stdout).Encode(ids)
 }
@@ -50,12 +50,12 @@ func runDetokenize(args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, err := tokenizer.Load(*dir)
+	tok, err := tokenizer.Open(*dir)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		if id >= tok.VocabSize() {
+		if int(id) >= tok.VocabSize() {
 			return fmt.Errorf("--ids: %d is outside the vocabulary (size %d)", id, tok.VocabSize())
 		}
 	}

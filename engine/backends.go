@@ -3,22 +3,24 @@ package engine
 import (
 	"fmt"
 	"runtime"
+	"strings"
 
 	"bagel/backend"
-	"bagel/cpu"
+	// The backends register themselves (backend.Register) from the files built for
+	// the OS they run on: cpu everywhere, cuda on linux, metal on darwin.
+	_ "bagel/cpu"
+	_ "bagel/cuda"
+	_ "bagel/metal"
 )
 
 // BackendNames are the values of Options.Backend.
 var BackendNames = []string{"auto", "cpu", "cuda", "metal"}
 
-// gpuOpeners are the GPU backends compiled into this binary, by name; their files
-// register them (cuda on linux, metal on darwin).
-var gpuOpeners = map[string]func() (backend.Device, error){}
-
 // openDevice picks the backend: an explicit name, or for "auto" Metal on macOS,
 // CUDA where the driver is, else the CPU. It returns the reason of the choice,
 // shown in the stats.
 func openDevice(name string, threads int) (backend.Device, string, error) {
+	opt := backend.Options{Threads: threads}
 	switch name {
 	case "", "auto":
 		order := []string{"cuda"}
@@ -27,26 +29,34 @@ func openDevice(name string, threads int) (backend.Device, string, error) {
 		}
 		var why []string
 		for _, n := range order {
-			open, ok := gpuOpeners[n]
+			open, ok := backend.Lookup(n)
 			if !ok {
 				why = append(why, n+" not built into this binary")
 				continue
 			}
-			dev, err := open()
+			dev, err := open(opt)
 			if err == nil {
 				return dev, "auto: " + n + " available", nil
 			}
 			why = append(why, fmt.Sprintf("%s unavailable: %v", n, err))
 		}
-		return cpu.New(threads), fmt.Sprintf("auto: CPU (%s)", join(why)), nil
+		dev, err := openCPU(opt)
+		if err != nil {
+			return nil, "", err
+		}
+		return dev, fmt.Sprintf("auto: CPU (%s)", strings.Join(why, "; ")), nil
 	case "cpu":
-		return cpu.New(threads), "chosen: cpu", nil
+		dev, err := openCPU(opt)
+		if err != nil {
+			return nil, "", err
+		}
+		return dev, "chosen: cpu", nil
 	case "cuda", "metal":
-		open, ok := gpuOpeners[name]
+		open, ok := backend.Lookup(name)
 		if !ok {
 			return nil, "", fmt.Errorf("backend %s is not available on %s/%s", name, runtime.GOOS, runtime.GOARCH)
 		}
-		dev, err := open()
+		dev, err := open(opt)
 		if err != nil {
 			return nil, "", fmt.Errorf("backend %s: %w", name, err)
 		}
@@ -55,13 +65,11 @@ func openDevice(name string, threads int) (backend.Device, string, error) {
 	return nil, "", fmt.Errorf("unknown backend %q (want one of auto, cpu, cuda, metal)", name)
 }
 
-func join(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += "; "
-		}
-		out += x
+// openCPU opens the reference backend, which every build registers.
+func openCPU(opt backend.Options) (backend.Device, error) {
+	open, ok := backend.Lookup("cpu")
+	if !ok {
+		return nil, fmt.Errorf("backend cpu is not registered (bagel/cpu not linked)")
 	}
-	return out
+	return open(opt)
 }

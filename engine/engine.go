@@ -3,7 +3,6 @@
 package engine
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
@@ -46,23 +45,15 @@ type Engine struct {
 
 	tok                   *tokenizer.Tokenizer
 	tmpl                  *tokenizer.Template
-	tmplErr               error // why there is no template
-	eos                   []int // stop tokens
-	thinkOpen, thinkClose int   // <think>, </think> ids, -1 when absent
+	tmplErr               error   // why there is no template
+	eos                   []int32 // stop tokens
+	thinkOpen, thinkClose int32   // <think>, </think> ids, -1 when absent
 }
 
 // Load opens the model folder dir and binds it on the chosen backend. Every
 // problem with the folder comes back as an error naming the file and what is wrong.
 func Load(dir string, opt Options) (*Engine, error) {
-	cfg, top, err := qwen.ReadConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	quant, err := safetensors.ParseQuantization(top)
-	if err != nil {
-		return nil, fmt.Errorf("config.json: %w", err)
-	}
-	ck, err := safetensors.Open(dir)
+	cfg, ck, err := qwen.Open(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +84,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 		e.dev, e.BackendName, e.BackendReason = dev, dev.Name(), reason
 		e.scratch = ops.NewArena(dev)
 		e.ctx = ops.NewCtx(dev, e.scratch)
-		if e.model, err = qwen.Load(e.ctx, ck, cfg, quant, func(f float64) { progress(0.1+0.8*f, "binding weights") }); err != nil {
+		if e.model, err = qwen.Load(e.ctx, ck, cfg, func(f float64) { progress(0.1+0.8*f, "binding weights") }); err != nil {
 			return err
 		}
 		progress(0.95, "allocating the cache")
@@ -192,7 +183,7 @@ func (e *Engine) gpuTime() (time.Duration, bool) {
 	var d time.Duration
 	ok := false
 	_ = e.loop.do(func() error {
-		if m, has := e.dev.(interface{ TotalGPUTime() time.Duration }); has {
+		if m, has := e.dev.(backend.GPUTimer); has {
 			d, ok = m.TotalGPUTime(), true
 		}
 		return nil

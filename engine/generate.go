@@ -14,8 +14,8 @@ import (
 // template, or a raw prompt used as is.
 type Request struct {
 	Messages       []tokenizer.Message
-	Prompt         string // used when Messages is empty
-	PromptIDs      []int  // used as is when set (no template, no tokenizer needed)
+	Prompt         string  // used when Messages is empty
+	PromptIDs      []int32 // used as is when set (no template, no tokenizer needed)
 	EnableThinking bool
 	MaxTokens      int // 0: until a stop token or the context is full
 	Sampling       Sampling
@@ -43,8 +43,8 @@ const (
 type Event struct {
 	Kind     EventKind
 	Text     string
-	Thinking bool // Text is inside <think>…</think>
-	Token    int  // the sampled token id (EventToken; -1 for the final flush of held-back text)
+	Thinking bool  // Text is inside <think>…</think>
+	Token    int32 // the sampled token id (EventToken; -1 for the final flush of held-back text)
 	Stats    Stats
 	Reason   string
 	Err      error
@@ -114,10 +114,10 @@ func (g *generation) send(ev Event) bool {
 }
 
 // PromptTokens renders and encodes req as the model will see it.
-func (e *Engine) PromptTokens(req Request) ([]int, error) {
+func (e *Engine) PromptTokens(req Request) ([]int32, error) {
 	if len(req.PromptIDs) > 0 {
 		for _, id := range req.PromptIDs {
-			if id < 0 || id >= e.Config.VocabSize {
+			if id < 0 || int(id) >= e.Config.VocabSize {
 				return nil, fmt.Errorf("prompt token id %d is outside the vocabulary (0..%d)", id, e.Config.VocabSize-1)
 			}
 		}
@@ -173,7 +173,7 @@ func (g *generation) run(req Request) error {
 			g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
 			return nil
 		}
-		chunk := toInt32(prompt[i:min(i+prefillChunk, len(prompt))])
+		chunk := prompt[i:min(i+prefillChunk, len(prompt))]
 		if logits, err = e.forward(chunk, false); err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func (g *generation) run(req Request) error {
 	st.KVLength = len(prompt)
 
 	smp := newSampler(req.Sampling)
-	history := []int{prompt[len(prompt)-1]}
+	history := []int32{prompt[len(prompt)-1]}
 	thinking := startsThinking(e, prompt)
 	var dec *tokenizer.StreamDecoder
 	if e.tok != nil {
@@ -233,7 +233,7 @@ func (g *generation) run(req Request) error {
 			reason = ReasonCancelled
 			break
 		}
-		if logits, err = e.forward([]int32{int32(id)}, false); err != nil {
+		if logits, err = e.forward([]int32{id}, false); err != nil {
 			return err
 		}
 		st.KVLength++
@@ -272,7 +272,7 @@ func (g *generation) decodeStats(st *Stats, decodeStart time.Time, c0 backend.Co
 
 // startsThinking tells whether the prompt leaves the model inside a <think> block
 // (templates that open it in the generation prompt).
-func startsThinking(e *Engine, prompt []int) bool {
+func startsThinking(e *Engine, prompt []int32) bool {
 	for i := len(prompt) - 1; i >= 0 && i >= len(prompt)-8; i-- {
 		switch prompt[i] {
 		case e.thinkOpen:
@@ -284,21 +284,13 @@ func startsThinking(e *Engine, prompt []int) bool {
 	return false
 }
 
-func (e *Engine) isEOS(id int) bool {
+func (e *Engine) isEOS(id int32) bool {
 	for _, s := range e.eos {
 		if s == id {
 			return true
 		}
 	}
 	return false
-}
-
-func toInt32(ids []int) []int32 {
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
 }
 
 // StatsLine is the one-line summary printed after a generation.

@@ -12,7 +12,7 @@ import (
 	"bagel/tokenizer"
 )
 
-func collect(t *testing.T, ch <-chan Event) (ids []int, text string, done Event) {
+func collect(t *testing.T, ch <-chan Event) (ids []int32, text string, done Event) {
 	t.Helper()
 	for ev := range ch {
 		switch ev.Kind {
@@ -36,7 +36,7 @@ func TestSeededSamplingIsReproducible(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	req := Request{PromptIDs: []int{9707, 11, 1246, 525}, MaxTokens: 8,
+	req := Request{PromptIDs: []int32{9707, 11, 1246, 525}, MaxTokens: 8,
 		Sampling: Sampling{Temperature: 1.0, TopP: 0.95, TopK: 50, MinP: 0.01, RepetitionPenalty: 1.1, Seed: 42}}
 	a, _, doneA := collect(t, e.Generate(context.Background(), req))
 	b, _, _ := collect(t, e.Generate(context.Background(), req))
@@ -63,7 +63,7 @@ func TestCancelStopsWithinOneStep(t *testing.T) {
 	defer e.Close()
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := e.Generate(ctx, Request{PromptIDs: []int{1, 2, 3}, Sampling: Sampling{Temperature: 1, Seed: 1}})
+	ch := e.Generate(ctx, Request{PromptIDs: []int32{1, 2, 3}, Sampling: Sampling{Temperature: 1, Seed: 1}})
 	tokens, reason := 0, ""
 	for ev := range ch {
 		switch ev.Kind {
@@ -107,7 +107,7 @@ func TestGenerateBadInput(t *testing.T) {
 		want string
 	}{
 		{"prompt longer than the context", Request{Prompt: strings.Repeat("bagel ", 40)}, "context length"},
-		{"token outside the vocabulary", Request{PromptIDs: []int{1 << 30}}, "outside the vocabulary"},
+		{"token outside the vocabulary", Request{PromptIDs: []int32{1 << 30}}, "outside the vocabulary"},
 		{"negative temperature", Request{Prompt: "hi", Sampling: Sampling{Temperature: -1}}, "temperature"},
 		{"top-p above 1", Request{Prompt: "hi", Sampling: Sampling{TopP: 2}}, "top-p"},
 		{"conversation ending with the assistant", Request{Messages: []tokenizer.Message{
@@ -140,7 +140,7 @@ func TestGenerateText(t *testing.T) {
 	if len(ids) == 0 || done.Reason == "" {
 		t.Fatalf("ids %v reason %q", ids, done.Reason)
 	}
-	var plain []int // the streamed text leaves out the think tags
+	var plain []int32 // the streamed text leaves out the think tags
 	for _, id := range ids {
 		if id != e.thinkOpen && id != e.thinkClose && !e.isEOS(id) {
 			plain = append(plain, id)
@@ -159,7 +159,7 @@ func TestCloseDuringGeneration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := e.Generate(context.Background(), Request{PromptIDs: []int{1, 2, 3}, Sampling: Sampling{Temperature: 1, Seed: 1}})
+	ch := e.Generate(context.Background(), Request{PromptIDs: []int32{1, 2, 3}, Sampling: Sampling{Temperature: 1, Seed: 1}})
 	var last Event
 	n := 0
 	for ev := range ch {

@@ -18,7 +18,7 @@ import (
 type golden struct {
 	Model   string `json:"model"`
 	Prompts []struct {
-		IDs       []int `json:"ids"`
+		IDs       []int32 `json:"ids"`
 		Positions []struct {
 			TopIDs    []int     `json:"top_ids"`
 			TopLogits []float64 `json:"top_logits"`
@@ -26,8 +26,8 @@ type golden struct {
 		} `json:"positions"`
 	} `json:"prompts"`
 	Greedy []struct {
-		PromptIDs    []int     `json:"prompt_ids"`
-		GeneratedIDs []int     `json:"generated_ids"`
+		PromptIDs    []int32   `json:"prompt_ids"`
+		GeneratedIDs []int32   `json:"generated_ids"`
 		Margins      []float64 `json:"margins"`
 	} `json:"greedy"`
 }
@@ -128,12 +128,12 @@ func TestScoreMatchesTransformers(t *testing.T) {
 }
 
 // scoreLogits returns the full logits [len(ids), vocab] after prefilling ids[:prefill].
-func scoreLogits(t *testing.T, e *Engine, ids []int, prefill int) []float32 {
+func scoreLogits(t *testing.T, e *Engine, ids []int32, prefill int) []float32 {
 	t.Helper()
 	if err := e.resetCache(); err != nil {
 		t.Fatal(err)
 	}
-	tokens := toInt32(ids)
+	tokens := ids
 	out, err := e.forward(tokens[:prefill], true)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestGreedyMatchesTransformers(t *testing.T) {
 					continue
 				}
 				// our logits at the first differing step
-				seq := append(append([]int(nil), ref.PromptIDs...), got[:same]...)
+				seq := append(append([]int32(nil), ref.PromptIDs...), got[:same]...)
 				rows := scoreLogits(t, e, seq, len(seq))
 				vocab := e.Config.VocabSize
 				last := rows[(len(seq)-1)*vocab:]
@@ -204,9 +204,9 @@ func TestGreedyMatchesTransformers(t *testing.T) {
 
 // greedyIDs runs a greedy Generate from prompt for n tokens (no stop tokens are
 // reached: the test models' eos ids are rarely the argmax; a stop ends early).
-func greedyIDs(t *testing.T, e *Engine, prompt []int, n int) []int {
+func greedyIDs(t *testing.T, e *Engine, prompt []int32, n int) []int32 {
 	t.Helper()
-	var out []int
+	var out []int32
 	for ev := range e.Generate(context.Background(), Request{PromptIDs: prompt, MaxTokens: n}) {
 		switch ev.Kind {
 		case EventToken:

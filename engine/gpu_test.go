@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"bagel/backend"
 	"bagel/internal/testmodel"
 )
 
@@ -18,7 +19,7 @@ import (
 // the same points and differ only in f32 summation order.
 func TestGPUMatchesCPU(t *testing.T) {
 	for _, backendName := range []string{"cuda", "metal"} {
-		if _, ok := gpuOpeners[backendName]; !ok {
+		if _, ok := backend.Lookup(backendName); !ok {
 			continue
 		}
 		for _, name := range testmodel.Names {
@@ -75,7 +76,7 @@ func TestGPUMatchesCPU(t *testing.T) {
 					}
 					t.Logf("greedy: %d of %d tokens equal; %s", same, len(want), done.Stats.StatsLine())
 					if same < len(want) {
-						seq := append(append([]int(nil), ref.PromptIDs...), want[:same]...)
+						seq := append(append([]int32(nil), ref.PromptIDs...), want[:same]...)
 						rows := scoreLogits(t, cpu, seq, len(seq))
 						last := rows[(len(seq)-1)*vocab:]
 						top := TopK(last, 2)
@@ -93,7 +94,7 @@ func TestGPUMatchesCPU(t *testing.T) {
 // quantizations on each GPU backend against the CPU backend.
 func TestGPUOtherShapes(t *testing.T) {
 	for _, backendName := range []string{"cuda", "metal"} {
-		if _, ok := gpuOpeners[backendName]; !ok {
+		if _, ok := backend.Lookup(backendName); !ok {
 			continue
 		}
 		for name, spec := range otherSpecs {

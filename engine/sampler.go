@@ -57,12 +57,12 @@ func newSampler(s Sampling) *sampler {
 // sample picks the next token. history is the token context the repetition
 // penalty sees (mlx-lm: the last prompt token and the generated ones). logits is
 // modified.
-func (p *sampler) sample(logits []float32, history []int) int {
+func (p *sampler) sample(logits []float32, history []int32) int32 {
 	if r := p.s.RepetitionPenalty; r != 0 && r != 1 {
 		ctx := history[max(0, len(history)-p.s.RepetitionContext):]
-		seen := map[int]bool{}
+		seen := map[int32]bool{}
 		for _, id := range ctx {
-			if seen[id] || id < 0 || id >= len(logits) {
+			if seen[id] || id < 0 || int(id) >= len(logits) {
 				continue
 			}
 			seen[id] = true
@@ -74,8 +74,14 @@ func (p *sampler) sample(logits []float32, history []int) int {
 		}
 	}
 	if p.s.Temperature == 0 {
-		return argmax(logits)
+		return int32(argmax(logits))
 	}
+	return int32(p.draw(logits))
+}
+
+// draw samples an index of logits at the temperature after the top-p, min-p and
+// top-k filters.
+func (p *sampler) draw(logits []float32) int {
 	// logprobs of the untempered distribution
 	lse := LogSumExp(logits)
 	lp := func(id int) float64 { return float64(logits[id]) - lse }

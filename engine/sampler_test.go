@@ -17,7 +17,7 @@ func TestSamplerGreedyAndFilters(t *testing.T) {
 		}
 	}
 	// min-p 0.5 keeps tokens within ln(0.5) of the best: ids 1 and 4 only
-	seen := map[int]bool{}
+	seen := map[int32]bool{}
 	for seed := uint64(0); seed < 200; seed++ {
 		seen[newSampler(Sampling{Temperature: 1, MinP: 0.5, Seed: seed}).sample(logits(), nil)] = true
 	}
@@ -25,7 +25,7 @@ func TestSamplerGreedyAndFilters(t *testing.T) {
 		t.Errorf("min-p 0.5 sampled %v, want {1, 4}", seen)
 	}
 	// top-p 0.5: p(1)≈0.38, p(4)≈0.35 → the smallest set reaching 0.5 is {1, 4}
-	seen = map[int]bool{}
+	seen = map[int32]bool{}
 	for seed := uint64(0); seed < 200; seed++ {
 		seen[newSampler(Sampling{Temperature: 1, TopP: 0.5, Seed: seed}).sample(logits(), nil)] = true
 	}
@@ -36,7 +36,7 @@ func TestSamplerGreedyAndFilters(t *testing.T) {
 
 func TestRepetitionPenalty(t *testing.T) {
 	l := []float32{2, -2, 1}
-	newSampler(Sampling{RepetitionPenalty: 2}).sample(l, []int{0, 1, 0})
+	newSampler(Sampling{RepetitionPenalty: 2}).sample(l, []int32{0, 1, 0})
 	if l[0] != 1 || l[1] != -4 || l[2] != 1 {
 		t.Errorf("penalised logits %v, want [1 -4 1] (each token once)", l)
 	}

@@ -25,7 +25,7 @@ type ScoreOptions struct {
 }
 
 // Score runs ids teacher-forced from an empty cache and reports every position.
-func (e *Engine) Score(ids []int, opt ScoreOptions) ([]Position, error) {
+func (e *Engine) Score(ids []int32, opt ScoreOptions) ([]Position, error) {
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("score: no token ids")
 	}
@@ -38,10 +38,6 @@ func (e *Engine) Score(ids []int, opt ScoreOptions) ([]Position, error) {
 	if opt.Prefill <= 0 || opt.Prefill > len(ids) {
 		opt.Prefill = len(ids)
 	}
-	tokens := make([]int32, len(ids))
-	for i, id := range ids {
-		tokens[i] = int32(id)
-	}
 	if err := e.resetCache(); err != nil {
 		return nil, err
 	}
@@ -52,13 +48,13 @@ func (e *Engine) Score(ids []int, opt ScoreOptions) ([]Position, error) {
 			out = append(out, summarise(len(out), logits[r*vocab:(r+1)*vocab], opt.Top))
 		}
 	}
-	logits, err := e.forward(tokens[:opt.Prefill], true)
+	logits, err := e.forward(ids[:opt.Prefill], true)
 	if err != nil {
 		return nil, err
 	}
 	add(logits)
-	for i := opt.Prefill; i < len(tokens); i++ {
-		if logits, err = e.forward(tokens[i:i+1], false); err != nil {
+	for i := opt.Prefill; i < len(ids); i++ {
+		if logits, err = e.forward(ids[i:i+1], false); err != nil {
 			return nil, err
 		}
 		add(logits)

@@ -48,7 +48,7 @@ func TestOtherShapesAndQuantizations(t *testing.T) {
 	}
 }
 
-var otherIDs = []int{5, 17, 3, 99, 42, 7, 7, 300, 1, 64, 250, 11}
+var otherIDs = []int32{5, 17, 3, 99, 42, 7, 7, 300, 1, 64, 250, 11}
 
 var otherSpecs = map[string]testmodel.Spec{
 	"dense-8bit-gs32": {ModelType: "qwen3_5", Hidden: 96, Layers: 3, Interval: 3, Heads: 3, KVHeads: 3, HeadDim: 128,

@@ -46,9 +46,9 @@ func TestGenerateStopsOnEOS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	req := Request{PromptIDs: []int{1, 2, 3}, MaxTokens: 5}
+	req := Request{PromptIDs: []int32{1, 2, 3}, MaxTokens: 5}
 	ids, _, _ := collect(t, e.Generate(context.Background(), req))
-	e.eos = []int{ids[0]}
+	e.eos = []int32{ids[0]}
 	again, text, done := collect(t, e.Generate(context.Background(), req))
 	if done.Reason != ReasonStop || len(again) != 0 || text != "" || done.Stats.GeneratedTokens != 1 {
 		t.Fatalf("reason %q, %d token events, text %q, %d generated; want stop at the eos token", done.Reason, len(again), text, done.Stats.GeneratedTokens)

@@ -42,7 +42,10 @@ type pipeline struct {
 	maxThreads int
 }
 
-var _ backend.Device = (*Device)(nil)
+var (
+	_ backend.Device   = (*Device)(nil)
+	_ backend.GPUTimer = (*Device)(nil)
+)
 
 // New opens the default GPU, compiles the kernel library and creates the
 // command queue and (when available and switched on) the residency set. It must

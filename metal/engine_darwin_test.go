@@ -37,9 +37,9 @@ func TestScoreMatchesCPU(t *testing.T) {
 				t.Errorf("backend reason %q", gpu.BackendReason)
 			}
 			vocab := ref.Config.VocabSize
-			ids := make([]int, 48)
+			ids := make([]int32, 48)
 			for i := range ids {
-				ids[i] = (i*7919 + 13) % vocab
+				ids[i] = int32((i*7919 + 13) % vocab)
 			}
 			opt := engine.ScoreOptions{Top: 20, Prefill: len(ids) / 2}
 			want, err := ref.Score(ids, opt)

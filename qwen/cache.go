@@ -22,6 +22,50 @@ type layerCache struct {
 	state        ops.Tensor // GDN: f32 [Hv, Dv, Dk]
 }
 
+// cacheBuffer is one buffer of a layer's cache.
+type cacheBuffer struct {
+	dtype ops.DType
+	shape []int
+}
+
+// cacheLayout is the one statement of the cache's memory layout, used by
+// NewCache to allocate and by CacheBytes to estimate: layer i's buffers for
+// capacity tokens, in the order of buffers().
+func cacheLayout(cfg *Config, i, capacity int) []cacheBuffer {
+	if cfg.IsAttention(i) {
+		kv := []int{cfg.NumKVHeads, capacity, cfg.HeadDim}
+		return []cacheBuffer{{ops.BF16, kv}, {ops.BF16, kv}} // keys, values
+	}
+	return []cacheBuffer{
+		{ops.BF16, []int{cfg.ConvKernel - 1, cfg.GDNConvDim()}},                      // conv window
+		{ops.F32, []int{cfg.LinearValueHeads, cfg.LinearValueDim, cfg.LinearKeyDim}}, // recurrent state
+	}
+}
+
+// buffers are the fields cacheLayout describes, for an attention layer or a GDN layer.
+func (l *layerCache) buffers(attention bool) []*ops.Tensor {
+	if attention {
+		return []*ops.Tensor{&l.keys, &l.values}
+	}
+	return []*ops.Tensor{&l.conv, &l.state}
+}
+
+// CacheBytes is the device memory NewCache takes for capacity tokens, computed
+// from the config alone (the app checks that a model fits before loading it).
+func CacheBytes(cfg *Config, capacity int) int64 {
+	var total int64
+	for i := 0; i < cfg.NumLayers; i++ {
+		for _, b := range cacheLayout(cfg, i, capacity) {
+			n := int64(b.dtype.Size())
+			for _, d := range b.shape {
+				n *= int64(d)
+			}
+			total += n
+		}
+	}
+	return total
+}
+
 // NewCache allocates the state of one sequence of up to capacity tokens.
 func (m *Model) NewCache(c *ops.Ctx, capacity int) (*Cache, error) {
 	if capacity <= 0 {
@@ -30,20 +74,14 @@ func (m *Model) NewCache(c *ops.Ctx, capacity int) (*Cache, error) {
 	cfg := m.Cfg
 	k := &Cache{Capacity: capacity, layers: make([]layerCache, cfg.NumLayers)}
 	for i := range k.layers {
-		l := &k.layers[i]
-		var err error
-		if cfg.IsAttention(i) {
-			if l.keys, err = ops.Alloc(c, ops.BF16, cfg.NumKVHeads, capacity, cfg.HeadDim); err == nil {
-				l.values, err = ops.Alloc(c, ops.BF16, cfg.NumKVHeads, capacity, cfg.HeadDim)
+		fields := k.layers[i].buffers(cfg.IsAttention(i))
+		for j, b := range cacheLayout(cfg, i, capacity) {
+			t, err := ops.Alloc(c, b.dtype, b.shape...)
+			if err != nil {
+				k.Free(c)
+				return nil, fmt.Errorf("cache for %d tokens: %w", capacity, err)
 			}
-		} else {
-			if l.conv, err = ops.Alloc(c, ops.BF16, cfg.ConvKernel-1, cfg.GDNConvDim()); err == nil {
-				l.state, err = ops.Alloc(c, ops.F32, cfg.LinearValueHeads, cfg.LinearValueDim, cfg.LinearKeyDim)
-			}
-		}
-		if err != nil {
-			k.Free(c)
-			return nil, fmt.Errorf("cache for %d tokens: %w", capacity, err)
+			*fields[j] = t
 		}
 	}
 	return k, nil

@@ -7,8 +7,8 @@ package qwen
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+
+	"bagel/safetensors"
 )
 
 // Config is the text model's configuration (config.json, or its text_config).
@@ -42,7 +42,11 @@ type Config struct {
 	PartialRotaryFactor  float64
 	MaxPositionEmbedding int
 
-	EOSTokenIDs []int // from config.json (generation_config.json overrides, see engine)
+	// EOSTokenIDs are the stop tokens: config.json's eos_token_id, overridden by
+	// generation_config.json's when Open finds one (mlx-lm load_config).
+	EOSTokenIDs []int32
+	// Quant is config.json's quantization block; nil for an unquantized model.
+	Quant *safetensors.Quantization
 }
 
 // rawText lists the text_config fields read; pointers tell absent from zero.
@@ -80,48 +84,31 @@ type rawText struct {
 // SupportedModelTypes are the config.json model_type values this package runs.
 var SupportedModelTypes = []string{"qwen3_5", "qwen3_5_moe"}
 
-// ReadConfig reads dir/config.json.
-func ReadConfig(dir string) (*Config, map[string]json.RawMessage, error) {
-	path := filepath.Join(dir, "config.json")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil, fmt.Errorf("config.json: not found in %s (is this a model folder?)", dir)
-		}
-		return nil, nil, fmt.Errorf("config.json: %w", err)
-	}
-	cfg, top, err := ParseConfig(data)
-	if err != nil {
-		return nil, nil, fmt.Errorf("config.json: %w", err)
-	}
-	return cfg, top, nil
-}
-
 // ParseConfig parses config.json. Qwen3.5 nests the language model under
 // text_config; a flat config (no text_config) is read as the text config itself.
-// It returns the top-level object too (for the quantization block).
-func ParseConfig(data []byte) (*Config, map[string]json.RawMessage, error) {
+// The quantization block is read from the top level.
+func ParseConfig(data []byte) (*Config, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, nil, fmt.Errorf("invalid JSON: %w", err)
+		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	var outer rawText
 	if err := json.Unmarshal(data, &outer); err != nil {
-		return nil, nil, fmt.Errorf("invalid field: %w", err)
+		return nil, fmt.Errorf("invalid field: %w", err)
 	}
 	text := outer
 	if tc, ok := top["text_config"]; ok {
 		text = rawText{}
 		if err := json.Unmarshal(tc, &text); err != nil {
-			return nil, nil, fmt.Errorf("text_config: %w", err)
+			return nil, fmt.Errorf("text_config: %w", err)
 		}
 	}
 	modelType := outer.ModelType
 	if !supported(modelType) {
 		if modelType == "" {
-			return nil, nil, fmt.Errorf("no model_type")
+			return nil, fmt.Errorf("no model_type")
 		}
-		return nil, nil, fmt.Errorf("model_type %q is not supported (supported: qwen3_5, qwen3_5_moe)", modelType)
+		return nil, fmt.Errorf("model_type %q is not supported (supported: qwen3_5, qwen3_5_moe)", modelType)
 	}
 	cfg := &Config{
 		ModelType: modelType, HiddenSize: text.HiddenSize, NumLayers: text.NumLayers,
@@ -165,28 +152,31 @@ func ParseConfig(data []byte) (*Config, map[string]json.RawMessage, error) {
 	}
 	ids, err := ParseTokenIDs(eos)
 	if err != nil {
-		return nil, nil, fmt.Errorf("eos_token_id: %w", err)
+		return nil, fmt.Errorf("eos_token_id: %w", err)
 	}
 	cfg.EOSTokenIDs = ids
 	if text.AttentionBias {
-		return nil, nil, fmt.Errorf("attention_bias true is not supported (Qwen3.5 has no attention bias)")
+		return nil, fmt.Errorf("attention_bias true is not supported (Qwen3.5 has no attention bias)")
 	}
 	if err := cfg.validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return cfg, top, nil
+	if cfg.Quant, err = safetensors.ParseQuantization(data); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // ParseTokenIDs reads an id or a list of ids (eos_token_id's two forms); null or absent is empty.
-func ParseTokenIDs(raw json.RawMessage) ([]int, error) {
+func ParseTokenIDs(raw json.RawMessage) ([]int32, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var one int
+	var one int32
 	if json.Unmarshal(raw, &one) == nil {
-		return []int{one}, nil
+		return []int32{one}, nil
 	}
-	var many []int
+	var many []int32
 	if err := json.Unmarshal(raw, &many); err != nil {
 		return nil, fmt.Errorf("want an integer or a list of integers, got %s", raw)
 	}

@@ -19,7 +19,7 @@ const nestedConfig = `{
 }`
 
 func TestParseConfigQwen35MoE(t *testing.T) {
-	cfg, _, err := ParseConfig([]byte(nestedConfig))
+	cfg, err := ParseConfig([]byte(nestedConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestParseConfigFlatAndDefaults(t *testing.T) {
 	  "num_key_value_heads": 1, "vocab_size": 100, "intermediate_size": 128,
 	  "linear_num_key_heads": 1, "linear_num_value_heads": 2, "linear_key_head_dim": 32, "linear_value_head_dim": 32,
 	  "eos_token_id": 7}`
-	cfg, _, err := ParseConfig([]byte(flat))
+	cfg, err := ParseConfig([]byte(flat))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := ParseConfig([]byte(c.json))
+			_, err := ParseConfig([]byte(c.json))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
 			}

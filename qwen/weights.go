@@ -1,123 +1,113 @@
 package qwen
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strings"
 
 	"bagel/ops"
-	"bagel/safetensors"
 )
 
-// binder turns checkpoint tensors into device tensors: each shard file is wrapped
-// once (no copy on CPU and Metal) and tensors are views at their file offsets.
-type binder struct {
-	c      *ops.Ctx
-	ck     *safetensors.Checkpoint
-	quant  *safetensors.Quantization
-	files  map[string]ops.Tensor // shard path → wrapped file
-	owned  []ops.Tensor          // tensors made on the host (raw-layout fixes)
-	prefix string                // "language_model.model." (MLX) or "model.language_model." (raw HF)
-	head   string                // lm_head module path
-	// rawHF is set for the unconverted Hugging Face layout (conv1d [C,1,K]): norms
-	// then hold w and compute x̂·(1+w), so 1 is added at load (MLX_QWEN35.md §6.1).
-	rawHF bool
+// weight declares one checkpoint tensor of a module, as mlx-lm's module tree and
+// ollama's tagged struct fields do: its name as the text model names it
+// ("model.layers.3.self_attn.q_proj"), the shape the config implies, and the
+// field it binds to. The binder resolves the name in the checkpoint's layout and
+// applies the layout's quirks (sanitize.go); a module never handles either.
+type weight struct {
+	name  string
+	kind  weightKind
+	dtype ops.DType // kind plain
+	shape []int     // plain, norm: the tensor; conv: [C, K]; linear: [out, in] or [E, out, in]
+	lin   *ops.QLinear
+	dst   *ops.Tensor
 }
 
-// keyPrefixes are the layer-key prefixes of the layouts we accept, with their
-// lm_head paths: MLX conversions, raw HF multimodal checkpoints, flat text-only ones.
-var keyPrefixes = []struct{ model, head string }{
-	{"language_model.model.", "language_model.lm_head"},
-	{"model.language_model.", "lm_head"},
-	{"model.", "lm_head"},
+type weightKind uint8
+
+const (
+	kindLinear weightKind = iota // quantized linear: name.{weight,scales,biases}
+	kindPlain                    // a tensor of one dtype and shape, bound as stored
+	kindNorm                     // an RMSNorm weight bf16 [n] whose raw HF form is shifted by 1
+	kindConv                     // the depthwise conv1d weight, bound as [C, K]
+)
+
+// linear declares a quantized linear layer [out, in] at module path name.
+func linear(dst *ops.QLinear, name string, out, in int) weight {
+	return weight{name: name, kind: kindLinear, shape: []int{out, in}, lin: dst}
 }
 
-func newBinder(c *ops.Ctx, ck *safetensors.Checkpoint, quant *safetensors.Quantization) (*binder, error) {
-	b := &binder{c: c, ck: ck, quant: quant, files: map[string]ops.Tensor{}}
-	for _, p := range keyPrefixes {
-		if _, ok := ck.Tensor(p.model + "embed_tokens.weight"); ok {
-			b.prefix, b.head = p.model, p.head
-			break
+// experts declares n stacked expert linears [n, out, in] at module path name.
+func experts(dst *ops.QLinear, name string, n, out, in int) weight {
+	return weight{name: name, kind: kindLinear, shape: []int{n, out, in}, lin: dst}
+}
+
+// plain declares a tensor bound as stored, with its dtype and shape checked.
+func plain(dst *ops.Tensor, name string, dt ops.DType, shape ...int) weight {
+	return weight{name: name, kind: kindPlain, dtype: dt, shape: shape, dst: dst}
+}
+
+// norm declares an RMSNorm weight bf16 [n] of the zero-centred kind, which MLX
+// conversions store as 1+w (MLX_QWEN35.md §6.1).
+func norm(dst *ops.Tensor, name string, n int) weight {
+	return weight{name: name, kind: kindNorm, dtype: ops.BF16, shape: []int{n}, dst: dst}
+}
+
+// conv declares the depthwise conv weight of channels × k taps.
+func conv(dst *ops.Tensor, name string, channels, k int) weight {
+	return weight{name: name, kind: kindConv, dtype: ops.BF16, shape: []int{channels, k}, dst: dst}
+}
+
+// under puts module-relative declarations under a module path ("model.layers.3.").
+func under(prefix string, ws []weight) []weight {
+	for i := range ws {
+		ws[i].name = prefix + ws[i].name
+	}
+	return ws
+}
+
+// bind binds every declared weight, the first failure naming its tensor.
+func (b *binder) bind(ws []weight) error {
+	for _, w := range ws {
+		if err := b.bindOne(w); err != nil {
+			return err
 		}
 	}
-	if b.prefix == "" {
-		return nil, fmt.Errorf("missing tensor language_model.model.embed_tokens.weight: no embedding found (is this a Qwen3.5 checkpoint?)")
-	}
-	for _, f := range ck.Files {
-		t, err := ops.WrapHost(c, f.Data)
-		if err != nil {
-			b.release()
-			return nil, fmt.Errorf("%s: %w", f.Path, err)
+	return nil
+}
+
+func (b *binder) bindOne(w weight) error {
+	key := b.key(w.name)
+	if w.kind == kindLinear {
+		out, in, n := w.shape[len(w.shape)-2], w.shape[len(w.shape)-1], 0
+		if len(w.shape) == 3 {
+			n = w.shape[0]
 		}
-		b.files[f.Path] = t
+		l, err := b.linear(key, out, in, n)
+		*w.lin = l
+		return err
 	}
-	return b, nil
-}
-
-func (b *binder) release() {
-	for _, t := range b.files {
-		ops.Free(b.c, t)
-	}
-	for _, t := range b.owned {
-		ops.Free(b.c, t)
-	}
-	b.files, b.owned = nil, nil
-}
-
-func (b *binder) view(t *safetensors.Tensor) (ops.Tensor, error) {
-	dt, err := t.BackendDType()
-	if err != nil {
-		return ops.Tensor{}, err
-	}
-	return ops.View(b.files[t.File], int(t.Offset), dt, t.Shape), nil
-}
-
-// tensor binds a non-quantized tensor, checking its shape (and dtype when want is set).
-func (b *binder) tensor(name string, want *ops.DType, shape ...int) (ops.Tensor, error) {
-	t, ok := b.ck.Tensor(name)
+	t, ok := b.ck.Tensor(key)
 	if !ok {
-		return ops.Tensor{}, fmt.Errorf("missing tensor %s", name)
+		return fmt.Errorf("missing tensor %s", key)
 	}
-	if !sameShape(t.Shape, shape) {
-		return ops.Tensor{}, fmt.Errorf("tensor %s (%s): shape %v, config implies %v", name, baseName(t.File), t.Shape, shape)
+	stored := w.shape
+	if w.kind == kindConv {
+		stored = convLayout(t.Shape, w.shape)
+	}
+	if !sameShape(t.Shape, stored) {
+		return fmt.Errorf("tensor %s (%s): shape %v, config implies %v", key, baseName(t.File), t.Shape, stored)
 	}
 	v, err := b.view(t)
 	if err != nil {
-		return ops.Tensor{}, err
+		return err
 	}
-	if want != nil && v.DType != *want {
-		return ops.Tensor{}, fmt.Errorf("tensor %s (%s): dtype %v, want %v", name, baseName(t.File), v.DType, *want)
+	if v.DType != w.dtype {
+		return fmt.Errorf("tensor %s (%s): dtype %v, want %v", key, baseName(t.File), v.DType, w.dtype)
 	}
-	return v, nil
-}
-
-var (
-	dtBF16 = ops.BF16
-	dtF32  = ops.F32
-)
-
-// norm binds an RMSNorm weight [n] (bf16), adding 1 for the raw HF layout when shifted.
-func (b *binder) norm(name string, n int, shifted bool) (ops.Tensor, error) {
-	t, err := b.tensor(name, &dtBF16, n)
-	if err != nil || !b.rawHF || !shifted {
-		return t, err
+	*w.dst = v.Reshape(w.shape...)
+	if w.kind == kindNorm && b.rawHF {
+		*w.dst, err = b.shiftNorm(t.Data, w.shape[0])
 	}
-	src, _ := b.ck.Tensor(name)
-	out := make([]byte, len(src.Data))
-	for i := 0; i < n; i++ {
-		w := ops.BF16ToF32(binary.LittleEndian.Uint16(src.Data[2*i:]))
-		binary.LittleEndian.PutUint16(out[2*i:], ops.F32ToBF16(w+1))
-	}
-	return b.upload(ops.BF16, []int{n}, out)
-}
-
-func (b *binder) upload(dt ops.DType, shape []int, data []byte) (ops.Tensor, error) {
-	t, err := ops.Upload(b.c, dt, shape, data)
-	if err != nil {
-		return t, err
-	}
-	b.owned = append(b.owned, t)
-	return t, nil
+	return err
 }
 
 // linear binds a quantized linear layer (or stacked experts when experts > 0).
@@ -140,27 +130,6 @@ func (b *binder) linear(path string, out, in, experts int) (ops.QLinear, error) 
 		return l, fmt.Errorf("%s: scales/biases are %v, only bf16 is supported", path, l.Scales.DType)
 	}
 	return l, nil
-}
-
-// conv binds the depthwise conv weight as [C, K]. MLX stores [C, K, 1], raw HF
-// [C, 1, K]; an axis of size 1 does not change the order of the C×K values, so
-// both are the same bytes and bind without a copy.
-func (b *binder) conv(name string, channels, k int) (ops.Tensor, error) {
-	t, ok := b.ck.Tensor(name)
-	if !ok {
-		return ops.Tensor{}, fmt.Errorf("missing tensor %s", name)
-	}
-	if !sameShape(t.Shape, []int{channels, k, 1}) && !sameShape(t.Shape, []int{channels, 1, k}) {
-		return ops.Tensor{}, fmt.Errorf("tensor %s (%s): shape %v, config implies %v", name, baseName(t.File), t.Shape, []int{channels, k, 1})
-	}
-	v, err := b.view(t)
-	if err != nil {
-		return v, err
-	}
-	if v.DType != ops.BF16 {
-		return v, fmt.Errorf("tensor %s: dtype %v, want bf16", name, v.DType)
-	}
-	return v.Reshape(channels, k), nil
 }
 
 func sameShape(a, b []int) bool {

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-
-	"bagel/backend"
 )
 
 // Tensor is a zero-copy view of one tensor in an mmap'd file. Data is valid until
@@ -30,24 +28,6 @@ func (t *Tensor) Elements() int {
 		n *= d
 	}
 	return n
-}
-
-// BackendDType maps the header's dtype to the element types kernels take. Other
-// dtypes (I8, F64, F8_*, ...) exist in the wild but no kernel reads them.
-func (t *Tensor) BackendDType() (backend.DType, error) {
-	switch t.DType {
-	case "BF16":
-		return backend.BF16, nil
-	case "F16":
-		return backend.F16, nil
-	case "F32":
-		return backend.F32, nil
-	case "U32":
-		return backend.U32, nil
-	case "I32":
-		return backend.I32, nil
-	}
-	return 0, fmt.Errorf("%s: tensor %s: dtype %s is not supported", baseName(t.File), t.Name, t.DType)
 }
 
 // dtypeBits is the element width in bits of every dtype the safetensors format

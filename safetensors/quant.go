@@ -32,11 +32,15 @@ func (q *Quantization) For(path string) QuantParams {
 // The keys of the block that are global parameters, not module paths.
 var globalQuantKeys = map[string]bool{"group_size": true, "bits": true, "mode": true, "quant_method": true}
 
-// ParseQuantization reads the quantization block of a parsed config.json: the key
-// "quantization", else "quantization_config" (mlx-lm writes both, identical; the
-// second alone comes from older converters). No block means an unquantized
-// model: nil, nil.
-func ParseQuantization(config map[string]json.RawMessage) (*Quantization, error) {
+// ParseQuantization reads the quantization block of config.json (the file's
+// text): the key "quantization", else "quantization_config" (mlx-lm writes both,
+// identical; the second alone comes from older converters). No block means an
+// unquantized model: nil, nil.
+func ParseQuantization(configJSON []byte) (*Quantization, error) {
+	var config map[string]json.RawMessage
+	if err := json.Unmarshal(configJSON, &config); err != nil {
+		return nil, fmt.Errorf("config.json: invalid JSON: %w", err)
+	}
 	key := "quantization"
 	raw := config[key]
 	if isNull(raw) {

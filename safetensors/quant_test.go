@@ -1,20 +1,9 @@
 package safetensors
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 )
-
-// parseConfig parses a config.json text the way the model loader does.
-func parseConfig(t *testing.T, text string) map[string]json.RawMessage {
-	t.Helper()
-	var config map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(text), &config); err != nil {
-		t.Fatal(err)
-	}
-	return config
-}
 
 func TestParseQuantization(t *testing.T) {
 	affine := func(bits, gs int) QuantParams { return QuantParams{Bits: bits, GroupSize: gs, Mode: "affine"} }
@@ -81,7 +70,7 @@ func TestParseQuantization(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			q, err := ParseQuantization(parseConfig(t, tc.config))
+			q, err := ParseQuantization([]byte(tc.config))
 			if tc.wantErr != "" {
 				wantErr(t, err, tc.wantErr)
 				return
@@ -99,7 +88,7 @@ func TestParseQuantization(t *testing.T) {
 // The unsupported-mode errors are a user-facing sentence with nothing around it.
 func TestUnsupportedModeExactText(t *testing.T) {
 	for _, mode := range []string{"mxfp4", "mxfp8", "nvfp4"} {
-		_, err := ParseQuantization(parseConfig(t, `{"quantization": {"group_size": 32, "bits": 4, "mode": "`+mode+`"}}`))
+		_, err := ParseQuantization([]byte(`{"quantization": {"group_size": 32, "bits": 4, "mode": "` + mode + `"}}`))
 		if want := "quantization mode " + mode + " is not supported yet"; err == nil || err.Error() != want {
 			t.Errorf("mode %s: error %v, want exactly %q", mode, err, want)
 		}

@@ -86,9 +86,9 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 }
 
 // encodePiece appends the ids of one pre-tokenized piece (raw UTF-8 bytes).
-func (b *bpe) encodePiece(piece string, out []int) []int {
+func (b *bpe) encodePiece(piece string, out []int32) []int32 {
 	if len(piece) == 1 {
-		return append(out, int(b.byteID[piece[0]]))
+		return append(out, b.byteID[piece[0]])
 	}
 	cacheable := len(piece) <= maxCachedPiece
 	if cacheable {
@@ -96,10 +96,7 @@ func (b *bpe) encodePiece(piece string, out []int) []int {
 		ids, ok := b.cache[piece]
 		b.mu.Unlock()
 		if ok {
-			for _, id := range ids {
-				out = append(out, int(id))
-			}
-			return out
+			return append(out, ids...)
 		}
 	}
 	ids := b.merge(piece)
@@ -111,10 +108,7 @@ func (b *bpe) encodePiece(piece string, out []int) []int {
 		b.cache[strings.Clone(piece)] = ids
 		b.mu.Unlock()
 	}
-	for _, id := range ids {
-		out = append(out, int(id))
-	}
-	return out
+	return append(out, ids...)
 }
 
 // symbol is one node of the doubly linked list of a piece's current tokens.

@@ -9,7 +9,7 @@ import (
 // (<|im_end|>, <think>). Bytes that do not form valid UTF-8 become U+FFFD, one
 // per maximal invalid subsequence, as Rust's String::from_utf8_lossy (and so
 // Hugging Face's decode) does. Ids outside the vocabulary are skipped.
-func (t *Tokenizer) Decode(ids []int) string {
+func (t *Tokenizer) Decode(ids []int32) string {
 	var buf []byte
 	for _, id := range ids {
 		buf = t.appendBytes(buf, id)
@@ -18,8 +18,8 @@ func (t *Tokenizer) Decode(ids []int) string {
 }
 
 // appendBytes appends the bytes token id stands for.
-func (t *Tokenizer) appendBytes(buf []byte, id int) []byte {
-	if id < 0 || id >= len(t.tokenBytes) {
+func (t *Tokenizer) appendBytes(buf []byte, id int32) []byte {
+	if id < 0 || int(id) >= len(t.tokenBytes) {
 		return buf
 	}
 	return append(buf, t.tokenBytes[id]...)
@@ -38,7 +38,7 @@ type StreamDecoder struct {
 func (t *Tokenizer) NewStreamDecoder() *StreamDecoder { return &StreamDecoder{t: t} }
 
 // Add feeds one token and returns the text it completes (possibly "").
-func (d *StreamDecoder) Add(id int) string {
+func (d *StreamDecoder) Add(id int32) string {
 	d.pending = d.t.appendBytes(d.pending, id)
 	n := completePrefix(d.pending)
 	out := lossyString(d.pending[:n])

@@ -3,8 +3,8 @@
 //
 // # Tokenizer
 //
-// Load reads a model folder's tokenizer.json (Hugging Face tokenizers format)
-// and follows the same pipeline as the Rust library for a byte-level BPE model:
+// Open reads a model folder's text files once: tokenizer.json (Hugging Face
+// tokenizers format), tokenizer_config.json and chat_template.jinja. Encoding follows the same pipeline as the Rust library for a byte-level BPE model:
 //
 //  1. added tokens (<|im_start|>, <think>, ...) are cut out of the raw text
 //     first, leftmost-longest, and map straight to their ids;
@@ -29,8 +29,8 @@
 //
 // # Chat templates
 //
-// LoadTemplate reads the checkpoint's Jinja chat template and Render produces
-// the prompt. A general Jinja engine is not used: the Go ones we know of do not
+// Open finds the checkpoint's Jinja chat template (Tokenizer.Template;
+// LoadTemplate for a folder with a template alone) and Render produces the prompt. A general Jinja engine is not used: the Go ones we know of do not
 // implement the Python-isms Qwen's templates lean on (str.split/lstrip/rstrip
 // methods, namespace(), loop.previtem, reversed slices, raise_exception), and a
 // partial implementation would fail quietly. Instead the template is

@@ -5,8 +5,8 @@ import "strings"
 // Encode returns the token ids of text, with added tokens such as
 // <|im_start|> recognised wherever they appear and no BOS/EOS added (Hugging
 // Face's add_special_tokens=False; Qwen adds none either way).
-func (t *Tokenizer) Encode(text string) []int {
-	ids := make([]int, 0, len(text)/3+1)
+func (t *Tokenizer) Encode(text string) []int32 {
+	ids := make([]int32, 0, len(text)/3+1)
 	start := 0 // start of the text not yet encoded
 	for i := 0; i < len(text); {
 		id, n := t.matchAdded(text[i:])
@@ -23,7 +23,7 @@ func (t *Tokenizer) Encode(text string) []int {
 }
 
 // matchAdded returns the longest added token that text starts with.
-func (t *Tokenizer) matchAdded(text string) (id, n int) {
+func (t *Tokenizer) matchAdded(text string) (id int32, n int) {
 	for _, k := range t.addedByLen[text[0]] {
 		if a := t.added[k]; strings.HasPrefix(text, a.content) {
 			return a.id, len(a.content)
@@ -33,7 +33,7 @@ func (t *Tokenizer) matchAdded(text string) (id, n int) {
 }
 
 // encodeSegment encodes text that contains no added token.
-func (t *Tokenizer) encodeSegment(text string, ids []int) []int {
+func (t *Tokenizer) encodeSegment(text string, ids []int32) []int32 {
 	if text == "" {
 		return ids
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,10 +17,10 @@ import (
 // Tokenizer is a byte-level BPE tokenizer loaded from tokenizer.json. It is
 // safe for concurrent use.
 type Tokenizer struct {
-	vocab      map[string]int // token string (byte-level form) -> id, added tokens included
-	idToToken  []string       // id -> token string; "" for unused ids
-	tokenBytes [][]byte       // id -> the bytes it decodes to
-	isAdded    []bool         // id -> an added (or special) token
+	vocab      map[string]int32 // token string (byte-level form) -> id, added tokens included
+	idToToken  []string         // id -> token string; "" for unused ids
+	tokenBytes [][]byte         // id -> the bytes it decodes to
+	isAdded    []bool           // id -> an added (or special) token
 
 	added      []addedToken    // matched in raw text before anything else
 	addedByLen [256][]int      // first byte -> indexes into added, longest first
@@ -26,12 +28,15 @@ type Tokenizer struct {
 	split      *regexp2.Regexp // the Split pre-tokenizer; matches and gaps both become pieces
 	model      *bpe
 
-	eosID int // from tokenizer_config.json's eos_token; -1 when unknown
+	eosID int32 // from tokenizer_config.json's eos_token; -1 when unknown
+
+	template    *Template // the chat template; nil with templateErr saying why
+	templateErr error
 }
 
 type addedToken struct {
 	content string
-	id      int
+	id      int32
 	special bool
 }
 
@@ -85,16 +90,19 @@ type modelFile struct {
 // (tokenizers' byte_level.rs).
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 
-// Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json.
-// Only what Qwen checkpoints use is supported: a BPE model over GPT-2 byte-level
-// symbols, Unicode normalizers, a regex Split pre-tokenizer. Anything else is
-// an error naming the file and the unsupported part.
-func Load(dir string) (*Tokenizer, error) {
-	path := filepath.Join(dir, "tokenizer.json")
-	data, err := os.ReadFile(path)
+// Open is the one reader of a model folder's text files: tokenizer.json,
+// tokenizer_config.json (read once, for the eos token and the chat template) and
+// chat_template.jinja. Only what Qwen checkpoints use is supported: a BPE model
+// over GPT-2 byte-level symbols, Unicode normalizers, a regex Split
+// pre-tokenizer. Anything else is an error naming the file and the unsupported
+// part. Without tokenizer.json the error satisfies errors.Is(err,
+// fs.ErrNotExist). A missing or unrecognised chat template is not an error here:
+// Template reports it.
+func Open(dir string) (*Tokenizer, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("tokenizer.json: not found in %s", dir)
+			return nil, notFoundError{dir}
 		}
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
@@ -111,8 +119,19 @@ func Load(dir string) (*Tokenizer, error) {
 			tok.eosID = id
 		}
 	}
+	tok.template, tok.templateErr = loadTemplate(dir, func() (*tokenizerConfig, error) { return cfg, nil })
 	return tok, nil
 }
+
+// notFoundError is Open's error for a folder without tokenizer.json (which can
+// still score token ids, so the engine tells it from a broken file).
+type notFoundError struct{ dir string }
+
+func (e notFoundError) Error() string { return "tokenizer.json: not found in " + e.dir }
+func (e notFoundError) Unwrap() error { return fs.ErrNotExist }
+
+// Template is the folder's chat template, found by Open, or why there is none.
+func (t *Tokenizer) Template() (*Template, error) { return t.template, t.templateErr }
 
 func parseTokenizer(data []byte) (*Tokenizer, error) {
 	var f tokenizerFile
@@ -141,24 +160,24 @@ func parseTokenizer(data []byte) (*Tokenizer, error) {
 		return nil, errors.New("BPE dropout is not supported")
 	}
 
-	t := &Tokenizer{vocab: make(map[string]int, len(m.Vocab)+len(f.AddedTokens)), eosID: -1}
+	t := &Tokenizer{vocab: make(map[string]int32, len(m.Vocab)+len(f.AddedTokens)), eosID: -1}
 	size := 0
 	for s, id := range m.Vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("vocab entry %q has negative id %d", s, id)
+		if id < 0 || id > math.MaxInt32 {
+			return nil, fmt.Errorf("vocab entry %q has id %d, outside 0..2³¹-1", s, id)
 		}
-		t.vocab[s] = id
+		t.vocab[s] = int32(id)
 		size = max(size, id+1)
 	}
 	for _, a := range f.AddedTokens {
-		if a.ID < 0 || a.Content == "" {
+		if a.ID < 0 || a.ID > math.MaxInt32 || a.Content == "" {
 			return nil, fmt.Errorf("added token %q has id %d", a.Content, a.ID)
 		}
 		if a.SingleWord || a.LStrip || a.RStrip {
 			return nil, fmt.Errorf("added token %q uses single_word/lstrip/rstrip, which are not supported", a.Content)
 		}
-		t.vocab[a.Content] = a.ID
-		t.added = append(t.added, addedToken{content: a.Content, id: a.ID, special: a.Special})
+		t.vocab[a.Content] = int32(a.ID)
+		t.added = append(t.added, addedToken{content: a.Content, id: int32(a.ID), special: a.Special})
 		size = max(size, a.ID+1)
 	}
 	t.idToToken = make([]string, size)
@@ -361,15 +380,15 @@ func (t *Tokenizer) VocabSize() int { return len(t.idToToken) }
 // TokenID returns the id of a token given in its vocabulary form: the
 // byte-level string for BPE tokens ("Ġthe"), the content for added tokens
 // ("<|im_end|>").
-func (t *Tokenizer) TokenID(s string) (int, bool) {
+func (t *Tokenizer) TokenID(s string) (int32, bool) {
 	id, ok := t.vocab[s]
 	return id, ok
 }
 
 // TokenString returns a token's vocabulary form (see TokenID), or "" for an id
 // outside the vocabulary.
-func (t *Tokenizer) TokenString(id int) string {
-	if id < 0 || id >= len(t.idToToken) {
+func (t *Tokenizer) TokenString(id int32) string {
+	if id < 0 || int(id) >= len(t.idToToken) {
 		return ""
 	}
 	return t.idToToken[id]
@@ -377,11 +396,11 @@ func (t *Tokenizer) TokenString(id int) string {
 
 // IsSpecial reports whether id is an added token (<|im_start|>, <think>, ...),
 // which Encode matches before splitting and which decode to their literal text.
-func (t *Tokenizer) IsSpecial(id int) bool {
-	return id >= 0 && id < len(t.isAdded) && t.isAdded[id]
+func (t *Tokenizer) IsSpecial(id int32) bool {
+	return id >= 0 && int(id) < len(t.isAdded) && t.isAdded[id]
 }
 
 // EOSTokenID is tokenizer_config.json's eos_token, if the file names one that
 // is in the vocabulary. Generation stops on the ids from generation_config.json
 // or config.json first; this is the fallback.
-func (t *Tokenizer) EOSTokenID() (int, bool) { return t.eosID, t.eosID >= 0 }
+func (t *Tokenizer) EOSTokenID() (int32, bool) { return t.eosID, t.eosID >= 0 }

@@ -62,10 +62,17 @@ func (t *Template) Render(msgs []Message, opts RenderOptions) (string, error) {
 	return t.render(msgs, opts)
 }
 
-// LoadTemplate reads a model folder's chat template: chat_template.jinja if
-// present (transformers prefers it), else tokenizer_config.json's
-// chat_template, and recognises it.
+// LoadTemplate reads a model folder's chat template alone (a folder may have a
+// template and no tokenizer.json): chat_template.jinja if present
+// (transformers prefers it), else tokenizer_config.json's chat_template, and
+// recognises it. Open does the same for a whole folder.
 func LoadTemplate(dir string) (*Template, error) {
+	return loadTemplate(dir, func() (*tokenizerConfig, error) { return readTokenizerConfig(dir) })
+}
+
+// loadTemplate finds the template; config gives tokenizer_config.json, read
+// only when chat_template.jinja is absent (or already read by Open).
+func loadTemplate(dir string, config func() (*tokenizerConfig, error)) (*Template, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
 	if err == nil {
 		t, err := ParseTemplate(string(data))
@@ -77,7 +84,7 @@ func LoadTemplate(dir string) (*Template, error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("chat_template.jinja: %w", err)
 	}
-	cfg, err := readTokenizerConfig(dir)
+	cfg, err := config()
 	if err != nil {
 		return nil, err
 	}

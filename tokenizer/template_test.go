@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,5 +147,30 @@ func TestRenderRefusals(t *testing.T) {
 				t.Errorf("%s: Render error = %v, want one containing %q", name, err, c.want)
 			}
 		}
+	}
+}
+
+// Open finds the template the way LoadTemplate does, from the one read of the folder.
+func TestOpenFindsTemplate(t *testing.T) {
+	dir := qwen3Dir(t)
+	tok, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tmpl, err := tok.Template(); err != nil || tmpl.Name() != "Qwen3" {
+		t.Fatalf("Template() = %v, %v; want the Qwen3 template of tokenizer_config.json", tmpl, err)
+	}
+	src, _ := knownTemplates.ReadFile("templates/qwen35.jinja")
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if tmpl, err := tok.Template(); err != nil || tmpl.Name() != "Qwen3.5" {
+		t.Fatalf("Template() = %v, %v; want chat_template.jinja's Qwen3.5", tmpl, err)
+	}
+	if _, err := Open(t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open of a folder without tokenizer.json: %v, want a not-exist error", err)
 	}
 }

@@ -86,7 +86,7 @@ var (
 
 func loadQwen3(t testing.TB) *Tokenizer {
 	t.Helper()
-	qwen3Once.Do(func() { qwen3Tok, qwen3Err = Load(qwen3Dir(t)) })
+	qwen3Once.Do(func() { qwen3Tok, qwen3Err = Open(qwen3Dir(t)) })
 	if qwen3Err != nil {
 		t.Fatal(qwen3Err)
 	}
@@ -95,7 +95,7 @@ func loadQwen3(t testing.TB) *Tokenizer {
 
 func loadQwen35Pattern(t testing.TB) *Tokenizer {
 	t.Helper()
-	qwen35Once.Do(func() { qwen35Tok, qwen35Err = Load(qwen35PatternDir(t)) })
+	qwen35Once.Do(func() { qwen35Tok, qwen35Err = Open(qwen35PatternDir(t)) })
 	if qwen35Err != nil {
 		t.Fatal(qwen35Err)
 	}
@@ -113,10 +113,10 @@ type refs struct {
 }
 
 type encodeRef struct {
-	Name    string `json:"name"`
-	Text    string `json:"text"`
-	IDs     []int  `json:"ids"`
-	Decoded string `json:"decoded"`
+	Name    string  `json:"name"`
+	Text    string  `json:"text"`
+	IDs     []int32 `json:"ids"`
+	Decoded string  `json:"decoded"`
 }
 
 type chatRef struct {

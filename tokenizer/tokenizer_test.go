@@ -54,7 +54,7 @@ func checkEncodeRefs(t *testing.T, tok *Tokenizer, cases []encodeRef) {
 	}
 }
 
-func head(ids []int) []int {
+func head(ids []int32) []int32 {
 	if len(ids) > 40 {
 		return ids[:40]
 	}
@@ -66,7 +66,7 @@ func TestKnownTokens(t *testing.T) {
 	if got := tok.VocabSize(); got != 151669 {
 		t.Errorf("VocabSize = %d, want 151669 (151643 BPE tokens + 26 added)", got)
 	}
-	for s, want := range map[string]int{"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645, "<think>": 151667, "</think>": 151668, "Ġthe": 279} {
+	for s, want := range map[string]int32{"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645, "<think>": 151667, "</think>": 151668, "Ġthe": 279} {
 		id, ok := tok.TokenID(s)
 		if !ok || id != want {
 			t.Errorf("TokenID(%q) = %d, %v; want %d", s, id, ok, want)
@@ -78,7 +78,7 @@ func TestKnownTokens(t *testing.T) {
 	if _, ok := tok.TokenID("no such token"); ok {
 		t.Error("TokenID of a missing token reported ok")
 	}
-	if tok.TokenString(-1) != "" || tok.TokenString(tok.VocabSize()) != "" {
+	if tok.TokenString(-1) != "" || tok.TokenString(int32(tok.VocabSize())) != "" {
 		t.Error("TokenString outside the vocab is not empty")
 	}
 	if !tok.IsSpecial(151645) || tok.IsSpecial(279) {
@@ -87,7 +87,7 @@ func TestKnownTokens(t *testing.T) {
 	if id, ok := tok.EOSTokenID(); !ok || id != 151645 {
 		t.Errorf("EOSTokenID = %d, %v; want 151645 (<|im_end|>)", id, ok)
 	}
-	if got := tok.Encode("<|im_start|>user\nHello world<|im_end|>"); !slices.Equal(got, []int{151644, 872, 198, 9707, 1879, 151645}) {
+	if got := tok.Encode("<|im_start|>user\nHello world<|im_end|>"); !slices.Equal(got, []int32{151644, 872, 198, 9707, 1879, 151645}) {
 		t.Errorf("Encode of a chat turn = %v", got)
 	}
 }
@@ -118,7 +118,7 @@ func TestStreamDecoderHoldsBackSplitCharacters(t *testing.T) {
 	}
 
 	// One byte-level token per byte of 🙂 (F0 9F 99 82): nothing until the last.
-	byteToken := func(b byte) int { id, _ := tok.TokenID(string(byteToRune[b])); return id }
+	byteToken := func(b byte) int32 { id, _ := tok.TokenID(string(byteToRune[b])); return id }
 	for i, b := range []byte("🙂") {
 		got := d.Add(byteToken(b))
 		if want := map[bool]string{true: "🙂", false: ""}[i == 3]; got != want {
@@ -147,7 +147,7 @@ func TestStreamDecoderMatchesDecode(t *testing.T) {
 	// Every split point of byte-level tokens over a mix of valid and invalid
 	// UTF-8 must give the same text as decoding all at once.
 	raw := []byte("a\xe4\xb8\xadb\xf0\x9f\x99\x82\xe4\xb8c\xed\xa0\x80\xf4\x90\x80\x80\xc0\xafz\xf0\x9f")
-	var ids []int
+	var ids []int32
 	for _, b := range raw {
 		id, _ := tok.TokenID(string(byteToRune[b]))
 		ids = append(ids, id)
@@ -199,9 +199,9 @@ func TestLoadErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Load(write(t, c.files))
+			_, err := Open(write(t, c.files))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Load error = %v, want one containing %q", err, c.want)
+				t.Fatalf("Open error = %v, want one containing %q", err, c.want)
 			}
 		})
 	}

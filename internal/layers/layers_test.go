@@ -20,7 +20,7 @@ var forbidden = map[string][]string{
 	"ops":         {"bagel/cpu", "bagel/cuda", "bagel/metal", "bagel/qwen", "bagel/engine", "bagel/ui"},
 	"ui":          {"bagel/qwen", "bagel/ops", "bagel/tokenizer", "bagel/backend", "bagel/cpu", "bagel/cuda", "bagel/metal", "bagel/safetensors", "bagel/kernels"},
 	"tokenizer":   {"bagel/engine", "bagel/qwen", "bagel/ops", "bagel/ui"},
-	"safetensors": {"bagel/engine", "bagel/qwen", "bagel/ops", "bagel/ui"},
+	"safetensors": {"bagel/backend", "bagel/engine", "bagel/qwen", "bagel/ops", "bagel/ui"},
 	"cpu":         {"bagel/ops", "bagel/qwen", "bagel/engine", "bagel/ui"},
 	"cuda":        {"bagel/ops", "bagel/qwen", "bagel/engine", "bagel/ui"},
 	"metal":       {"bagel/ops", "bagel/qwen", "bagel/engine", "bagel/ui"},

@@ -1,0 +1,61 @@
+package backend
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Options are what the engine passes to a backend it opens.
+type Options struct {
+	Threads int // CPU worker goroutines; 0: all cores. GPU backends ignore it.
+}
+
+// Opener opens one device of a backend. GPU openers fail with an error that says
+// why (no driver, no device) when the machine lacks the hardware.
+type Opener func(Options) (Device, error)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Opener{}
+)
+
+// Register makes a backend available by name. Each backend package calls it from
+// init, in the files built for the OS it runs on (cuda on linux, metal on darwin,
+// cpu everywhere), as database/sql drivers do; the engine imports the packages for
+// that side effect only. Registering a name twice is a programmer error.
+func Register(name string, open Opener) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("backend: Register called twice for " + name)
+	}
+	registry[name] = open
+}
+
+// Lookup returns the opener of a registered backend.
+func Lookup(name string) (Opener, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	open, ok := registry[name]
+	return open, ok
+}
+
+// Registered lists the backends compiled into this binary, sorted.
+func Registered() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// GPUTimer is an optional Device capability: the device time its completed work
+// took, as the GPU measured it (Metal's GPUStartTime/GPUEndTime per command
+// buffer). Devices that cannot measure it do not implement it.
+type GPUTimer interface {
+	TotalGPUTime() time.Duration
+}

@@ -1,0 +1,51 @@
+package qwen
+
+import "bagel/ops"
+
+// gatedDeltaNet is a linear-attention layer (MLX_QWEN35.md §3, "Gated DeltaNet").
+type gatedDeltaNet struct {
+	inProjQKV, inProjZ, inProjB, inProjA, outProj ops.QLinear
+	conv                                          ops.Tensor // bf16 [convDim, K]
+	aLog                                          ops.Tensor // f32 [Hv]
+	dtBias                                        ops.Tensor // bf16 [Hv]
+	norm                                          ops.Tensor // bf16 [Dv], not shifted
+}
+
+func (g *gatedDeltaNet) weights(cfg *Config) []weight {
+	h, hv, dv := cfg.HiddenSize, cfg.LinearValueHeads, cfg.LinearValueDim
+	return []weight{
+		linear(&g.inProjQKV, "linear_attn.in_proj_qkv", cfg.GDNConvDim(), h),
+		linear(&g.inProjZ, "linear_attn.in_proj_z", hv*dv, h),
+		linear(&g.inProjB, "linear_attn.in_proj_b", hv, h),
+		linear(&g.inProjA, "linear_attn.in_proj_a", hv, h),
+		linear(&g.outProj, "linear_attn.out_proj", h, hv*dv),
+		conv(&g.conv, "linear_attn.conv1d.weight", cfg.GDNConvDim(), cfg.ConvKernel),
+		plain(&g.aLog, "linear_attn.A_log", ops.F32, hv),
+		plain(&g.dtBias, "linear_attn.dt_bias", ops.BF16, hv),
+		// Never shifted, in any layout (MLX_QWEN35.md §6.1): plain, not norm.
+		plain(&g.norm, "linear_attn.norm.weight", ops.BF16, dv),
+	}
+}
+
+// forward: x bf16 [T, hidden] (normed) → out bf16 [T, hidden]; advances the conv
+// window and recurrent state in st. The position is implicit in the state.
+func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, x, out ops.Tensor) {
+	t := x.Shape[0]
+	shape := ops.GDNShape{Hk: cfg.LinearKeyHeads, Hv: cfg.LinearValueHeads, Dk: cfg.LinearKeyDim, Dv: cfg.LinearValueDim}
+	s := c.Scratch
+	qkv := s.Get(ops.BF16, t, shape.ConvDim())
+	ops.QMatmul(c, x, g.inProjQKV, qkv)
+	z := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
+	ops.QMatmul(c, x, g.inProjZ, z)
+	bLogits, aLogits := s.Get(ops.BF16, t, shape.Hv), s.Get(ops.BF16, t, shape.Hv)
+	ops.QMatmul(c, x, g.inProjB, bLogits)
+	ops.QMatmul(c, x, g.inProjA, aLogits)
+	conv := s.Get(ops.BF16, t, shape.ConvDim())
+	ops.Conv1dSiLU(c, qkv, st.conv, g.conv, conv, cfg.ConvKernel)
+	decay, beta := s.Get(ops.F32, t, shape.Hv), s.Get(ops.F32, t, shape.Hv)
+	ops.GDNGates(c, aLogits, bLogits, g.aLog, g.dtBias, decay, beta)
+	o := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
+	ops.GDNRecurrence(c, conv, decay, beta, st.state, o, shape)
+	ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
+	ops.QMatmul(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
+}

@@ -1,0 +1,76 @@
+package qwen
+
+import "bagel/ops"
+
+// denseMLP is down(silu(gate(x)) ⊙ up(x)).
+type denseMLP struct{ gate, up, down ops.QLinear }
+
+func (d *denseMLP) weights(cfg *Config) []weight {
+	h, inter := cfg.HiddenSize, cfg.IntermediateSize
+	return []weight{
+		linear(&d.gate, "mlp.gate_proj", inter, h),
+		linear(&d.up, "mlp.up_proj", inter, h),
+		linear(&d.down, "mlp.down_proj", h, inter),
+	}
+}
+
+// forward: x bf16 [T, hidden] (normed) → out bf16 [T, hidden].
+func (d *denseMLP) forward(c *ops.Ctx, _ *Config, x, out ops.Tensor) {
+	t := x.Shape[0]
+	s := c.Scratch
+	gate, up := s.Get(ops.BF16, t, d.gate.Out), s.Get(ops.BF16, t, d.up.Out)
+	ops.QMatmul(c, x, d.gate, gate)
+	ops.QMatmul(c, x, d.up, up)
+	ops.SwiGLU(c, gate, up, gate)
+	ops.QMatmul(c, gate, d.down, out)
+}
+
+// sparseMoE routes each token to top-k experts plus a sigmoid-gated shared expert.
+type sparseMoE struct {
+	router                           ops.QLinear // [E, hidden], 8-bit in official conversions
+	gate, up, down                   ops.QLinear // stacked [E, ...]
+	sharedGate, sharedUp, sharedDown ops.QLinear
+	sharedExpertGate                 ops.QLinear // [1, hidden]
+}
+
+func (e *sparseMoE) weights(cfg *Config) []weight {
+	h, ne, mi, si := cfg.HiddenSize, cfg.NumExperts, cfg.MoEIntermediateSize, cfg.SharedIntermediate
+	return []weight{
+		linear(&e.router, "mlp.gate", ne, h),
+		experts(&e.gate, "mlp.switch_mlp.gate_proj", ne, mi, h),
+		experts(&e.up, "mlp.switch_mlp.up_proj", ne, mi, h),
+		experts(&e.down, "mlp.switch_mlp.down_proj", ne, h, mi),
+		linear(&e.sharedGate, "mlp.shared_expert.gate_proj", si, h),
+		linear(&e.sharedUp, "mlp.shared_expert.up_proj", si, h),
+		linear(&e.sharedDown, "mlp.shared_expert.down_proj", h, si),
+		linear(&e.sharedExpertGate, "mlp.shared_expert_gate", 1, h),
+	}
+}
+
+// forward: x bf16 [T, hidden] (normed) → out bf16 [T, hidden].
+func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
+	t, k, hidden, inter := x.Shape[0], cfg.ExpertsPerToken, cfg.HiddenSize, cfg.MoEIntermediateSize
+	s := c.Scratch
+	routerLogits := s.Get(ops.BF16, t, cfg.NumExperts)
+	ops.QMatmul(c, x, e.router, routerLogits)
+	ids, weights := s.Get(ops.I32, t, k), s.Get(ops.BF16, t, k)
+	ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
+	gate, up := s.Get(ops.BF16, t, k, inter), s.Get(ops.BF16, t, k, inter)
+	ops.QMatmulGather(c, x, ids, e.gate, gate, false)
+	ops.QMatmulGather(c, x, ids, e.up, up, false)
+	ops.SwiGLU(c, gate, up, gate)
+	y := s.Get(ops.BF16, t, k, hidden)
+	ops.QMatmulGather(c, gate, ids, e.down, y, true)
+	routed := s.Get(ops.BF16, t, hidden)
+	ops.MoECombine(c, y, weights, routed)
+
+	sharedOut := s.Get(ops.BF16, t, hidden)
+	sg, su := s.Get(ops.BF16, t, e.sharedGate.Out), s.Get(ops.BF16, t, e.sharedUp.Out)
+	ops.QMatmul(c, x, e.sharedGate, sg)
+	ops.QMatmul(c, x, e.sharedUp, su)
+	ops.SwiGLU(c, sg, su, sg)
+	ops.QMatmul(c, sg, e.sharedDown, sharedOut)
+	gateLogit := s.Get(ops.BF16, t)
+	ops.QMatmul(c, x, e.sharedExpertGate, gateLogit)
+	ops.AddSigmoidScaled(c, routed, sharedOut, gateLogit, out)
+}
