@@ -29,7 +29,7 @@ func TestSynthCheckpointLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	logits := scoreLogits(t, e, []int{1, 2, 3, 500}, 4)
+	logits := scoreLogits(t, e, []int32{1, 2, 3, 500}, 4)
 	var spread float64
 	for i, v := range logits {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
