@@ -89,7 +89,8 @@ func Float(v float32) Arg { return Arg{Kind: ArgFloat, F32: v} }
 // divide their differences by the tokens processed.
 type Counters struct {
 	Dispatches     int64 // kernels launched
-	CommandBuffers int64 // Metal command buffers / CUDA graph launches / CPU submits
+	CommandBuffers int64 // Metal command buffers / CUDA encoder submits / CPU submits
+	GraphLaunches  int64 // CUDA graph launches (each replaces one submit's kernel launches)
 	HostSyncs      int64 // waits of the host for the device (reads back included)
 }
 

@@ -32,6 +32,11 @@ type Device struct {
 
 	counters backend.Counters
 	closed   bool
+
+	// useGraphs is the cuda-graph switch at load, and the driver has graphs.
+	useGraphs bool
+	graphs    graphCache
+	open      *encoder // the encoder with recorded, unlaunched dispatches
 }
 
 var _ backend.Device = (*Device)(nil)
@@ -53,6 +58,7 @@ func New(ordinal int) (*Device, error) {
 		return nil, fmt.Errorf("%w (no CUDA device usable by the driver?)", err)
 	}
 	dev := &Device{drv: drv, forcePTX: feature.On(SwitchEmbeddedPTX)}
+	dev.useGraphs = drv.graphs != nil && feature.On(SwitchGraph)
 	var count int32
 	if err := drv.check(drv.cuDeviceGetCount(&count), "cuDeviceGetCount", ""); err != nil {
 		return nil, err
@@ -117,8 +123,15 @@ func (d *Device) Describe() string {
 	case d.nv != nil:
 		how = "NVRTC " + d.nv.Version() + " (" + d.nv.path + ")"
 	}
-	return fmt.Sprintf("%s, %.1f GiB, sm_%d%d, driver API %d.%d, kernels: %s",
-		d.name, float64(d.memory)/(1<<30), d.major, d.minor, d.version/1000, d.version%1000/10, how)
+	graphs := "CUDA graphs"
+	switch {
+	case d.drv.graphs == nil:
+		graphs = "no CUDA graphs (" + d.drv.graphErr.Error() + ")"
+	case !d.useGraphs:
+		graphs = "CUDA graphs off (switch " + SwitchGraph + ")"
+	}
+	return fmt.Sprintf("%s, %.1f GiB, sm_%d%d, driver API %d.%d, kernels: %s, %s",
+		d.name, float64(d.memory)/(1<<30), d.major, d.minor, d.version/1000, d.version%1000/10, how, graphs)
 }
 
 // buffer is device memory: ptr is a CUdeviceptr.
@@ -190,6 +203,9 @@ func (d *Device) Write(b backend.Buffer, off int, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
+	if err := d.flushRecorded(); err != nil {
+		return err
+	}
 	return d.drv.check(d.drv.cuMemcpyHtoD(buf.ptr+uint64(off), unsafe.Pointer(&src[0]), uint64(len(src))), "cuMemcpyHtoD", "")
 }
 
@@ -211,6 +227,9 @@ func (d *Device) Read(b backend.Buffer, off int, dst []byte) error {
 // Synchronize waits for all launched work; it counts as a host sync. A kernel
 // that faulted reports here (CUDA errors of asynchronous work surface late).
 func (d *Device) Synchronize() error {
+	if err := d.flushRecorded(); err != nil {
+		return err
+	}
 	d.counters.HostSyncs++
 	return d.drv.check(d.drv.cuStreamSynchronize(d.stream), "cuStreamSynchronize", "")
 }
@@ -224,6 +243,7 @@ func (d *Device) Free(b backend.Buffer) {
 	if !ok || buf == nil || buf.freed || buf.dev != d {
 		return
 	}
+	_ = d.flushRecorded() // a recorded launch may use b; its error reports at the next Submit or Read
 	if buf.ptr != 0 {
 		d.drv.cuMemFree(buf.ptr)
 	}
@@ -236,7 +256,9 @@ func (d *Device) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.open = nil // recorded, unsubmitted work is dropped with the device
 	err := d.drv.check(d.drv.cuStreamSynchronize(d.stream), "cuStreamSynchronize", "")
+	d.graphs.release(d)
 	if d.mod != nil {
 		d.drv.cuModuleUnload(d.mod.handle)
 	}
@@ -245,48 +267,9 @@ func (d *Device) Close() error {
 	return err
 }
 
-// Encoder returns an encoder that launches each dispatch on the device's stream.
-func (d *Device) Encoder() backend.Encoder { return &encoder{dev: d} }
-
-// encoder launches at Dispatch and reports at Submit.
-type encoder struct {
-	dev *Device
-	err error // the first launch error
-}
-
-// Dispatch launches kernel on the stream. An unknown kernel, arguments that do
-// not match its signature or a threadgroup over 1024 threads panic (programmer
-// errors); compile, load and launch errors are returned by Submit. A dispatch
-// with an empty grid launches nothing.
-func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...backend.Arg) {
-	d := e.dev
-	c := kernels.Preflight("cuda", kernel, grid, group, args)
-	params := d.marshal(kernel, c, args)
-	grid, group = c.Grid, c.Group
-	if c.Empty() || e.err != nil {
-		return
-	}
-	fn, err := d.function(kernel)
-	if err != nil {
-		e.err = err
-		return
-	}
-	ptrs := make([]unsafe.Pointer, len(params))
-	for i := range params {
-		ptrs[i] = unsafe.Pointer(&params[i])
-	}
-	r := d.drv.cuLaunchKernel(fn, uint32(grid.X), uint32(grid.Y), uint32(grid.Z),
-		uint32(group.X), uint32(group.Y), uint32(group.Z), 0, d.stream, unsafe.Pointer(&ptrs[0]), nil)
-	if err := d.drv.check(r, "cuLaunchKernel", kernel); err != nil {
-		e.err = fmt.Errorf("%w (grid %v, group %v)", err, grid, group)
-		return
-	}
-	d.counters.Dispatches++
-}
-
-// marshal lays out one 8-byte
-// slot per argument: a buffer becomes its CUdeviceptr plus offset, an int an
-// int32, a float a float32 (little-endian, in the slot's low bytes).
+// marshal lays out one 8-byte slot per argument: a buffer becomes its
+// CUdeviceptr plus offset, an int an int32, a float a float32 (little-endian,
+// in the slot's low bytes).
 func (d *Device) marshal(kernel string, c kernels.Checked, args []backend.Arg) []uint64 {
 	bits, sig := c.ScalarBits, c.Sig
 	slots := make([]uint64, len(args))
@@ -302,14 +285,4 @@ func (d *Device) marshal(kernel string, c kernels.Checked, args []backend.Arg) [
 		slots[i] = buf.ptr + uint64(a.Off)
 	}
 	return slots
-}
-
-// Submit returns the first error of this encoder's launches (or of the module
-// load) and counts one command buffer. Launches are already queued; Submit does
-// not wait for them.
-func (e *encoder) Submit() error {
-	e.dev.counters.CommandBuffers++
-	err := e.err
-	e.err = nil
-	return err
 }

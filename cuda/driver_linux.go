@@ -45,6 +45,66 @@ type driver struct {
 	cuLaunchKernel            func(fn uintptr, gx, gy, gz, bx, by, bz, sharedBytes uint32, stream uintptr, params, extra unsafe.Pointer) cuResult
 	cuGetErrorName            func(r cuResult, s *uintptr) cuResult
 	cuGetErrorString          func(r cuResult, s *uintptr) cuResult
+
+	// CUDA graphs (graph.go); nil when the driver lacks them, and then every
+	// launch is direct.
+	graphs   *graphAPI
+	graphErr error // why graphs is nil
+}
+
+// graphAPI is the part of the driver API that builds and replays CUDA graphs.
+type graphAPI struct {
+	cuGraphCreate                  func(graph *uintptr, flags uint32) cuResult
+	cuGraphDestroy                 func(graph uintptr) cuResult
+	cuGraphAddKernelNode           func(node *uintptr, graph uintptr, deps *uintptr, numDeps uintptr, p *kernelNodeParams) cuResult
+	cuGraphInstantiateWithFlags    func(exec *uintptr, graph uintptr, flags uint64) cuResult
+	cuGraphExecKernelNodeSetParams func(exec, node uintptr, p *kernelNodeParams) cuResult
+	cuGraphLaunch                  func(exec, stream uintptr) cuResult
+	cuGraphExecDestroy             func(exec uintptr) cuResult
+}
+
+// kernelNodeParams is CUDA_KERNEL_NODE_PARAMS_v2 (72 bytes); the _v1 calls read
+// its first 56 bytes, which are the v1 struct.
+type kernelNodeParams struct {
+	fn                     uintptr
+	gridX, gridY, gridZ    uint32
+	blockX, blockY, blockZ uint32
+	sharedBytes            uint32
+	_                      uint32
+	params                 unsafe.Pointer // void**: one pointer per argument
+	extra                  unsafe.Pointer
+	kern                   uintptr // CUkernel: 0, fn is set
+	ctx                    uintptr // 0: the current context
+}
+
+// loadGraphAPI binds the graph entry points, preferring the _v2 names that the
+// CUDA 12.3+ headers map the plain ones to. A missing one leaves graphs off.
+func loadGraphAPI(lib uintptr) (*graphAPI, error) {
+	g := &graphAPI{}
+	syms := []struct {
+		fn    any
+		names []string
+	}{
+		{&g.cuGraphCreate, []string{"cuGraphCreate"}},
+		{&g.cuGraphDestroy, []string{"cuGraphDestroy"}},
+		{&g.cuGraphAddKernelNode, []string{"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode"}},
+		{&g.cuGraphInstantiateWithFlags, []string{"cuGraphInstantiateWithFlags"}},
+		{&g.cuGraphExecKernelNodeSetParams, []string{"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams"}},
+		{&g.cuGraphLaunch, []string{"cuGraphLaunch"}},
+		{&g.cuGraphExecDestroy, []string{"cuGraphExecDestroy"}},
+	}
+	for _, s := range syms {
+		var err error
+		for _, name := range s.names {
+			if err = register(s.fn, lib, name); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("libcuda.so.1 lacks %s: %w", s.names[0], err)
+		}
+	}
+	return g, nil
 }
 
 // loadDriver opens libcuda.so.1 and binds the entry points. A missing library
@@ -98,6 +158,7 @@ func loadDriver() (*driver, error) {
 			return nil, fmt.Errorf("cuda: no CUDA driver: libcuda.so.1 lacks %s (driver too old?): %w", s.name, err)
 		}
 	}
+	d.graphs, d.graphErr = loadGraphAPI(lib)
 	return d, nil
 }
 

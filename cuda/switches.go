@@ -7,7 +7,18 @@ import "bagel/feature"
 // forced for A/B runs and for testing that path.
 const SwitchEmbeddedPTX = "cuda-embedded-ptx"
 
+// SwitchGraph makes the device replay a repeated sequence of launches (a decode
+// step) as one CUDA graph instead of launching its kernels one by one.
+const SwitchGraph = "cuda-graph"
+
 func init() {
+	feature.Register(feature.Switch{
+		Name:        SwitchGraph,
+		Description: "Replay each decode step as one CUDA graph launch instead of one launch per kernel (applies at the next model load).",
+		Default:     true,
+		Env:         "BAGEL_NO_CUDA_GRAPH",
+		Backends:    []string{"cuda"},
+	})
 	feature.Register(feature.Switch{
 		Name:        SwitchEmbeddedPTX,
 		Description: "Load the kernels from the PTX embedded in the binary instead of compiling them with NVRTC (applies at the next model load).",

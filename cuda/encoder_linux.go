@@ -1,0 +1,114 @@
+//go:build linux
+
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+
+	"bagel/backend"
+	"bagel/kernels"
+)
+
+// launch is one kernel launch: the function, its geometry and its argument slots.
+type launch struct {
+	kernel      string
+	fn          uintptr
+	grid, group backend.Dim3
+	params      []uint64
+}
+
+// encoder launches at Dispatch, or, with graphs on, records the launches and
+// hands them to the graph cache at Submit (graph.go), which replays a sequence
+// it has seen before as one graph launch.
+type encoder struct {
+	dev      *Device
+	err      error // the first launch error
+	recorded []launch
+}
+
+// Encoder returns an encoder on the device's stream.
+func (d *Device) Encoder() backend.Encoder { return &encoder{dev: d} }
+
+// Dispatch launches or records kernel. An unknown kernel, arguments that do not
+// match its signature or a threadgroup over 1024 threads panic (programmer
+// errors); compile, load and launch errors are returned by Submit. A dispatch
+// with an empty grid launches nothing.
+func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...backend.Arg) {
+	d := e.dev
+	c := kernels.Preflight("cuda", kernel, grid, group, args)
+	params := d.marshal(kernel, c, args)
+	if c.Empty() || e.err != nil {
+		return
+	}
+	fn, err := d.function(kernel)
+	if err != nil {
+		e.err = err
+		return
+	}
+	l := launch{kernel: kernel, fn: fn, grid: c.Grid, group: c.Group, params: params}
+	d.counters.Dispatches++
+	if !d.useGraphs {
+		e.err = d.launchNow(l)
+		return
+	}
+	if d.open != nil && d.open != e {
+		// Another encoder's recorded work comes first in stream order.
+		if err := d.flushRecorded(); err != nil {
+			e.err = err
+			return
+		}
+	}
+	e.recorded = append(e.recorded, l)
+	d.open = e
+}
+
+// Submit launches what was recorded (as a graph where the cache has one) and
+// returns the first error of this encoder's launches (or of the module load).
+// It counts one command buffer and does not wait.
+func (e *encoder) Submit() error {
+	e.dev.counters.CommandBuffers++
+	e.flush()
+	err := e.err
+	e.err = nil
+	return err
+}
+
+// flush hands the recorded launches to the graph cache.
+func (e *encoder) flush() {
+	d := e.dev
+	if d.open == e {
+		d.open = nil
+	}
+	recorded := e.recorded
+	e.recorded = nil
+	if len(recorded) == 0 || e.err != nil {
+		return
+	}
+	e.err = d.graphs.run(d, recorded)
+}
+
+// flushRecorded launches the open encoder's recorded work before a host-side
+// operation (a copy, a wait, a free) that must come after it in stream order.
+func (d *Device) flushRecorded() error {
+	e := d.open
+	if e == nil {
+		return nil
+	}
+	e.flush()
+	return e.err
+}
+
+// launchNow launches l on the stream.
+func (d *Device) launchNow(l launch) error {
+	ptrs := make([]unsafe.Pointer, len(l.params))
+	for i := range l.params {
+		ptrs[i] = unsafe.Pointer(&l.params[i])
+	}
+	r := d.drv.cuLaunchKernel(l.fn, uint32(l.grid.X), uint32(l.grid.Y), uint32(l.grid.Z),
+		uint32(l.group.X), uint32(l.group.Y), uint32(l.group.Z), 0, d.stream, unsafe.Pointer(&ptrs[0]), nil)
+	if err := d.drv.check(r, "cuLaunchKernel", l.kernel); err != nil {
+		return fmt.Errorf("%w (grid %v, group %v)", err, l.grid, l.group)
+	}
+	return nil
+}

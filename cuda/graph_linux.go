@@ -1,0 +1,217 @@
+//go:build linux
+
+package cuda
+
+import (
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"slices"
+	"unsafe"
+)
+
+// CUDA graphs. A decode step is the same sequence of launches every token (the
+// same kernels, grids and threadgroups; only a few scalars such as the position
+// and some scratch addresses change), so its host cost — one cuLaunchKernel per
+// kernel, about a thousand per token — can be paid once: the second time a
+// sequence is seen it becomes a graph (a chain of kernel nodes), and every later
+// time the nodes whose arguments changed are updated in place and the graph is
+// launched with one call. Short or never-repeated sequences (prefill chunks of
+// odd lengths) are launched directly, as without graphs.
+
+// graphMinLaunches is the shortest sequence worth a graph.
+const graphMinLaunches = 8
+
+// graphCacheSize bounds the graphs kept per device (decode at one context
+// length needs one; prefill chunks and other shapes add a few).
+const graphCacheSize = 8
+
+// graphCache maps a launch sequence's topology to its instantiated graph.
+type graphCache struct {
+	seed   maphash.Seed
+	seen   map[uint64]int // topologies seen without a graph yet
+	graphs map[uint64]*graph
+	tick   uint64 // for evicting the least recently used graph
+	failed error  // a graph that could not be built turns graphs off
+}
+
+// graph is one instantiated chain of kernel nodes and the arguments each node
+// was last launched with.
+type graph struct {
+	handle, exec uintptr
+	nodes        []uintptr
+	launches     []launch
+	used         uint64
+}
+
+// run launches seq: as a graph when its topology has been seen before, else
+// one kernel at a time.
+func (c *graphCache) run(d *Device, seq []launch) error {
+	if c.failed != nil || len(seq) < graphMinLaunches {
+		return launchAll(d, seq)
+	}
+	if c.graphs == nil {
+		c.seed, c.seen, c.graphs = maphash.MakeSeed(), map[uint64]int{}, map[uint64]*graph{}
+	}
+	key := c.topology(seq)
+	g, ok := c.graphs[key]
+	if ok && !sameTopology(g.launches, seq) {
+		return launchAll(d, seq) // a hash collision: never replay the wrong graph
+	}
+	if !ok {
+		if c.seen[key] == 0 {
+			if len(c.seen) > 1024 {
+				clear(c.seen)
+			}
+			c.seen[key] = 1
+			return launchAll(d, seq)
+		}
+		var err error
+		if g, err = build(d, seq); err != nil {
+			c.failed = err
+			return launchAll(d, seq)
+		}
+		delete(c.seen, key)
+		c.evict(d)
+		c.graphs[key] = g
+	}
+	c.tick++
+	g.used = c.tick
+	if err := g.update(d, seq); err != nil {
+		return err
+	}
+	if err := d.drv.check(d.drv.graphs.cuGraphLaunch(g.exec, d.stream), "cuGraphLaunch", ""); err != nil {
+		return err
+	}
+	d.counters.GraphLaunches++
+	return nil
+}
+
+// topology hashes what a graph fixes: each launch's function and geometry.
+func (c *graphCache) topology(seq []launch) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	var b [8 * 7]byte
+	for _, l := range seq {
+		v := [7]uint64{uint64(l.fn), uint64(l.grid.X), uint64(l.grid.Y), uint64(l.grid.Z),
+			uint64(l.group.X), uint64(l.group.Y), uint64(l.group.Z)}
+		for i, x := range v {
+			for j := range 8 {
+				b[8*i+j] = byte(x >> (8 * j))
+			}
+		}
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+func sameTopology(a, b []launch) bool {
+	return slices.EqualFunc(a, b, func(x, y launch) bool {
+		return x.fn == y.fn && x.grid == y.grid && x.group == y.group && len(x.params) == len(y.params)
+	})
+}
+
+// evict destroys the least recently used graph when the cache is full.
+func (c *graphCache) evict(d *Device) {
+	if len(c.graphs) < graphCacheSize {
+		return
+	}
+	var oldest uint64
+	var victim *graph
+	for k, g := range c.graphs {
+		if victim == nil || g.used < victim.used {
+			oldest, victim = k, g
+		}
+	}
+	victim.destroy(d)
+	delete(c.graphs, oldest)
+}
+
+// release destroys every graph (the device is closing).
+func (c *graphCache) release(d *Device) {
+	for _, g := range c.graphs {
+		g.destroy(d)
+	}
+	c.graphs = nil
+}
+
+// build makes a chain of kernel nodes for seq and instantiates it.
+func build(d *Device, seq []launch) (*graph, error) {
+	api := d.drv.graphs
+	g := &graph{launches: make([]launch, len(seq)), nodes: make([]uintptr, len(seq))}
+	if err := d.drv.check(api.cuGraphCreate(&g.handle, 0), "cuGraphCreate", ""); err != nil {
+		return nil, err
+	}
+	for i, l := range seq {
+		p, keep := nodeParams(l)
+		var deps *uintptr
+		n := uintptr(0)
+		if i > 0 {
+			deps, n = &g.nodes[i-1], 1
+		}
+		r := api.cuGraphAddKernelNode(&g.nodes[i], g.handle, deps, n, p)
+		runtime.KeepAlive(keep)
+		if err := d.drv.check(r, "cuGraphAddKernelNode", l.kernel); err != nil {
+			api.cuGraphDestroy(g.handle)
+			return nil, err
+		}
+		g.launches[i] = cloneLaunch(l)
+	}
+	if err := d.drv.check(api.cuGraphInstantiateWithFlags(&g.exec, g.handle, 0), "cuGraphInstantiateWithFlags", ""); err != nil {
+		api.cuGraphDestroy(g.handle)
+		return nil, fmt.Errorf("%w (%d kernels)", err, len(seq))
+	}
+	return g, nil
+}
+
+// update sets the arguments of every node whose launch differs from the last.
+func (g *graph) update(d *Device, seq []launch) error {
+	for i, l := range seq {
+		if slices.Equal(g.launches[i].params, l.params) {
+			continue
+		}
+		p, keep := nodeParams(l)
+		r := d.drv.graphs.cuGraphExecKernelNodeSetParams(g.exec, g.nodes[i], p)
+		runtime.KeepAlive(keep)
+		if err := d.drv.check(r, "cuGraphExecKernelNodeSetParams", l.kernel); err != nil {
+			return err
+		}
+		copy(g.launches[i].params, l.params)
+	}
+	return nil
+}
+
+func (g *graph) destroy(d *Device) {
+	d.drv.graphs.cuGraphExecDestroy(g.exec)
+	d.drv.graphs.cuGraphDestroy(g.handle)
+}
+
+// nodeParams lays out a launch for the driver, which copies the argument
+// values during the call; keep holds the Go memory the pointers refer to and
+// must stay alive until then.
+func nodeParams(l launch) (p *kernelNodeParams, keep []unsafe.Pointer) {
+	keep = make([]unsafe.Pointer, len(l.params))
+	for i := range l.params {
+		keep[i] = unsafe.Pointer(&l.params[i])
+	}
+	return &kernelNodeParams{
+		fn: l.fn, gridX: uint32(l.grid.X), gridY: uint32(l.grid.Y), gridZ: uint32(l.grid.Z),
+		blockX: uint32(l.group.X), blockY: uint32(l.group.Y), blockZ: uint32(l.group.Z),
+		params: unsafe.Pointer(&keep[0]),
+	}, keep
+}
+
+func cloneLaunch(l launch) launch {
+	l.params = slices.Clone(l.params)
+	return l
+}
+
+// launchAll launches seq one kernel at a time.
+func launchAll(d *Device, seq []launch) error {
+	for _, l := range seq {
+		if err := d.launchNow(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
