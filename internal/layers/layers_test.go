@@ -27,6 +27,7 @@ var forbidden = map[string][]string{
 	"metal":       {"bagel/ops", "bagel/qwen", "bagel/engine", "bagel/ui"},
 	"kernels":     {"bagel/ops", "bagel/qwen", "bagel/engine", "bagel/ui", "bagel/cpu"},
 	"backend":     {"bagel/"},
+	"drafter":     {"bagel/"}, // token ids in, token ids out: no model, no engine
 }
 
 func TestLayering(t *testing.T) {
