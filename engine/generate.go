@@ -69,12 +69,15 @@ type Stats struct {
 }
 
 // Generate streams the reply to req. The channel closes after EventDone or
-// EventError. Cancelling ctx stops the generation within one decode step with
-// reason "cancelled"; the goroutine behind the channel always ends.
+// EventError, and that final event is never dropped: a reader that drains the
+// channel gets it however late it comes back. Cancelling ctx stops the
+// generation within one decode step with reason "cancelled"; the goroutine
+// behind the channel always ends, even when the reader has gone.
 func (e *Engine) Generate(ctx context.Context, req Request) <-chan Event {
-	// Unbuffered: the reader sees every token as it is made, and a cancel takes
-	// effect at the next token instead of after a backlog.
-	out := make(chan Event)
+	// One slot: the generation runs at most one token ahead of the reader, so a
+	// cancel takes effect at the next token instead of after a backlog, and
+	// after a cancel the final event always has a place to go (send).
+	out := make(chan Event, 1)
 	go func() {
 		defer close(out)
 		g := &generation{e: e, ctx: ctx, out: out}
@@ -88,20 +91,23 @@ func (e *Engine) Generate(ctx context.Context, req Request) <-chan Event {
 type generation struct {
 	e   *Engine
 	ctx context.Context
-	out chan<- Event
+	out chan Event // this goroutine is its only sender
 }
 
 // send delivers ev and reports whether the generation should go on. Once the
 // caller has cancelled, tokens are no longer delivered, and the final Done or
-// Error is offered for a second only: a reader that has gone never blocks the
-// goroutine.
+// Error takes the channel's slot without waiting: an event still in the slot
+// is a token made before the cancel and is dropped for it. So the final event
+// always reaches a reader that drains the channel, and a reader that has gone
+// never blocks the goroutine.
 func (g *generation) send(ev Event) bool {
 	if g.ctx.Err() != nil {
 		if ev.Kind == EventDone || ev.Kind == EventError {
 			select {
-			case g.out <- ev:
-			case <-time.After(time.Second):
+			case <-g.out: // the reader did not take it; the slot is the final event's
+			default:
 			}
+			g.out <- ev // cannot block: the slot is free and no one else sends
 		}
 		return false
 	}

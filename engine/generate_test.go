@@ -94,6 +94,43 @@ func TestCancelStopsWithinOneStep(t *testing.T) {
 	}
 }
 
+// TestDoneAfterCancelWaitsForASlowReader: a reader that cancels and comes back
+// only after the generation has ended still gets the final Done, then the
+// closed channel.
+func TestDoneAfterCancelWaitsForASlowReader(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := e.Generate(ctx, Request{PromptIDs: []int32{1, 2, 3}, Sampling: Sampling{Temperature: 1, Seed: 1}})
+	if ev := <-ch; ev.Kind != EventToken {
+		t.Fatalf("first event %+v, want a token", ev)
+	}
+	cancel()
+	// The reader is away until the generation's goroutine has ended.
+	deadline := time.Now().Add(30 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("the generation did not end without its reader: %d goroutines, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var kinds []EventKind
+	reason := ""
+	for ev := range ch {
+		kinds = append(kinds, ev.Kind)
+		if ev.Kind == EventDone {
+			reason = ev.Reason
+		}
+	}
+	if len(kinds) != 1 || kinds[0] != EventDone || reason != ReasonCancelled {
+		t.Fatalf("after the cancel the slow reader got %v (reason %q), want only Done, cancelled", kinds, reason)
+	}
+}
+
 func TestGenerateBadInput(t *testing.T) {
 	dir := testmodel.Dir(t, "tiny-dense")
 	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 16})

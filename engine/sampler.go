@@ -11,15 +11,16 @@ import (
 // Temperature 0 is greedy; TopP, MinP and TopK filter the untempered distribution
 // in that order (0 or 1 turns each off); RepetitionPenalty (1 = off) divides
 // positive and multiplies negative logits of tokens seen in the last
-// RepetitionContext tokens, once per distinct token.
+// RepetitionContext tokens, once per distinct token. The JSON names are those
+// of the app's settings file, which embeds Sampling.
 type Sampling struct {
-	Temperature       float64
-	TopP              float64
-	TopK              int
-	MinP              float64
-	RepetitionPenalty float64
-	RepetitionContext int // default 20
-	Seed              uint64
+	Temperature       float64 `json:"temperature"`
+	TopP              float64 `json:"top_p"`
+	TopK              int     `json:"top_k"`
+	MinP              float64 `json:"min_p"`
+	RepetitionPenalty float64 `json:"repetition_penalty"`
+	RepetitionContext int     `json:"repetition_context,omitempty"` // default 20
+	Seed              uint64  `json:"seed"`
 }
 
 // Validate reports a setting outside its range, naming it.

@@ -10,6 +10,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -32,6 +33,12 @@ type Options struct {
 	// Tests pass a queue they drain on the test goroutine, so widgets are only
 	// ever touched by one goroutine there too.
 	RunOnMain func(f func())
+	// TapEvents, when set, stands between the engine and the reader of each
+	// reply's events (ctx is the reply's: cancelled when it is stopped). Tests
+	// use it to hold a reply mid-stream, so what they check does not depend on
+	// how fast the engine is. It must pass every event on and close its
+	// channel when events closes.
+	TapEvents func(ctx context.Context, events <-chan engine.Event) <-chan engine.Event
 }
 
 // App is the chat window and everything behind it. Its fields belong to the
@@ -40,6 +47,7 @@ type App struct {
 	fyne         fyne.App
 	win          fyne.Window
 	do           func(func())
+	tapEvents    func(context.Context, <-chan engine.Event) <-chan engine.Event // Options.TapEvents
 	store        *store.Store
 	settings     Settings
 	settingsPath string
@@ -68,7 +76,7 @@ type App struct {
 // New builds the window on fa. The last model used starts loading when the
 // window is shown (Start).
 func New(fa fyne.App, opt Options) (*App, error) {
-	a := &App{fyne: fa, do: opt.RunOnMain}
+	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents}
 	if a.do == nil {
 		a.do = fyne.Do
 	}

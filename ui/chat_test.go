@@ -38,6 +38,7 @@ func TestSendStreamsReply(t *testing.T) {
 
 	updatesBefore := h.a.perf.updates
 	generatedBefore := h.a.perf.values["Generated"].Text
+	h.hold()
 	h.typeAndSend("Tell me about bagels.")
 	if entry.Text != "" {
 		t.Errorf("the composer keeps %q after sending", entry.Text)
@@ -52,10 +53,13 @@ func TestSendStreamsReply(t *testing.T) {
 		t.Errorf("the chat is titled %q, want its first message", h.a.conv.Title)
 	}
 
-	// The reply is on screen while it is still being written.
+	// The reply is on screen while it is still being written (held at its
+	// first words, so the render tick comes before the end however fast the
+	// engine is).
 	h.waitFor("streamed text", func() bool {
 		return h.a.gen != nil && h.a.gen.latest.Content != "" && h.lastView().renderedContent != ""
 	})
+	h.release()
 	reply := h.waitReplyDone()
 	if reply.Content == "" || reply.Status != store.StatusLength {
 		t.Fatalf("the reply: %+v; want text, status %q (max tokens 40)", reply, store.StatusLength)
@@ -97,6 +101,7 @@ func TestStopMidReply(t *testing.T) {
 	s.MaxTokens = 0 // until stopped (the 512-token context would take a while)
 	h := newHarness(t, &s, "", "")
 	h.loadModel("tiny-moe")
+	h.hold() // every reply waits at its first words until it is stopped
 
 	for _, how := range []string{"Esc", "Stop button"} {
 		h.typeAndSend("Count to a thousand.")
@@ -260,6 +265,7 @@ func TestSwitchModelMidReply(t *testing.T) {
 	s.MaxTokens = 0
 	h := newHarness(t, &s, "", "")
 	h.loadModel("tiny-moe")
+	h.hold() // the replies wait at their first words until the app stops them
 	h.typeAndSend("A long story, please.")
 	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
 	conv := h.a.conv.ID
@@ -325,6 +331,7 @@ func TestRenameAndDelete(t *testing.T) {
 	keep := h.a.conv.ID
 
 	test.Tap(h.a.chats.newChat)
+	h.hold() // the reply waits at its first words until the deletion stops it
 	h.typeAndSend("Delete me")
 	doomed := h.a.conv.ID
 	h.a.setTitle(doomed, "Doomed chat")

@@ -45,6 +45,9 @@ func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, re
 	}
 	mem := a.eng.Memory()
 	events := a.eng.Generate(ctx, req)
+	if a.tapEvents != nil {
+		events = a.tapEvents(ctx, events)
+	}
 	a.perf.show(perfView{Phase: "reading the prompt…", Stats: engine.Stats{Backend: a.eng.BackendName, ContextLength: a.eng.ContextLength()}, Memory: mem})
 	a.goSafe("generating a reply", func() { a.stream(g, events, reply, mem) })
 }

@@ -1,11 +1,13 @@
 package ui
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"bagel/engine"
 	"bagel/internal/testmodel"
 	"bagel/store"
 
@@ -26,6 +28,11 @@ type harness struct {
 	dataDir   string
 	mu        sync.Mutex
 	queue     []func()
+
+	// A held reply stops at its first words (hold) until the test releases
+	// it or the app stops it; released is closed by release.
+	holding  bool
+	released chan struct{}
 }
 
 // testSettings keep replies short so the whole UI suite stays quick on two cores.
@@ -57,13 +64,59 @@ func newHarness(t *testing.T, s *Settings, configDir, dataDir string) *harness {
 			t.Fatal(err)
 		}
 	}
-	a, err := New(fyne.CurrentApp(), Options{ConfigDir: configDir, DataDir: dataDir, RunOnMain: h.post})
+	a, err := New(fyne.CurrentApp(), Options{ConfigDir: configDir, DataDir: dataDir, RunOnMain: h.post, TapEvents: h.tap})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.a = a
 	t.Cleanup(h.close)
+	t.Cleanup(h.release) // runs before h.close (last registered, first run): no reply stays held
 	return h
+}
+
+// hold makes the replies that start from now on stop after their first words
+// (the first text outside thinking) until release or until the app stops them:
+// a test sees a reply mid-stream however fast the engine is, and a reply meant
+// to be stopped cannot finish first.
+func (h *harness) hold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.holding {
+		h.holding, h.released = true, make(chan struct{})
+	}
+}
+
+// release lets held replies go on, and the next ones run freely.
+func (h *harness) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.holding {
+		h.holding = false
+		close(h.released)
+	}
+}
+
+// tap is the app's Options.TapEvents: it passes every event on and, while
+// holding, waits after a reply's first words.
+func (h *harness) tap(ctx context.Context, events <-chan engine.Event) <-chan engine.Event {
+	h.mu.Lock()
+	holding, released := h.holding, h.released
+	h.mu.Unlock()
+	out := make(chan engine.Event)
+	go func() {
+		defer close(out)
+		for ev := range events {
+			out <- ev
+			if holding && ev.Kind == engine.EventToken && ev.Text != "" && !ev.Thinking {
+				holding = false
+				select {
+				case <-released:
+				case <-ctx.Done():
+				}
+			}
+		}
+	}()
+	return out
 }
 
 func (h *harness) post(f func()) {

@@ -28,9 +28,13 @@ func (a *App) openModel(dir string) {
 	a.loading = true
 	a.bar.showBusy("Checking "+filepath.Base(dir)+"…", -1)
 	a.composer.refresh()
-	ctxLen := a.settings.ContextLength
+	ctxLen, backend := a.settings.ContextLength, a.settings.Backend
 	a.goSafe("checking a model folder", func() {
 		mem, err := engine.Estimate(dir, ctxLen)
+		var budget engine.MemoryBudget
+		if err == nil {
+			budget = engine.DeviceMemory(backend)
+		}
 		a.do(func() {
 			a.loading = false
 			if err != nil {
@@ -43,8 +47,7 @@ func (a *App) openModel(dir string) {
 				a.showError("This folder cannot be loaded", naming(dir, err))
 				return
 			}
-			total, available := machineMemory()
-			if warning := fitWarning(mem, total, available); warning != "" {
+			if warning := fitWarning(mem, budget); warning != "" {
 				a.bar.refresh()
 				a.composer.refresh()
 				dialog.ShowConfirm("This model may not fit in memory", warning+"\n\nLoad it anyway?", func(ok bool) {
@@ -59,21 +62,28 @@ func (a *App) openModel(dir string) {
 	})
 }
 
-// fitWarning compares the estimate with the machine's memory; "" when it fits
-// or the machine's memory is unknown.
-func fitWarning(mem engine.Memory, total, available uint64) string {
+// fitWarning compares the estimate with the backend's memory budget; "" when
+// it fits or the budget is unknown.
+func fitWarning(mem engine.Memory, budget engine.MemoryBudget) string {
 	need := uint64(mem.Weights + mem.Cache)
 	what := fmt.Sprintf("It needs about %s (weights %s, cache %s for the context length).",
 		humanize.IBytes(need), humanize.IBytes(uint64(mem.Weights)), humanize.IBytes(uint64(mem.Cache)))
 	switch {
-	case total == 0:
+	case budget.Total == 0:
 		return ""
-	case need > total:
-		return what + fmt.Sprintf(" This machine has %s in all: loading will fail or swap heavily. A smaller quantization or context length fits better.", humanize.IBytes(total))
-	case available > 0 && need > available:
-		return what + fmt.Sprintf(" Only %s of this machine's %s is free for it now: expect swapping; close other apps or lower the context length.", humanize.IBytes(available), humanize.IBytes(total))
+	case need > budget.Total:
+		return what + fmt.Sprintf(" %s: %s in all. Loading will fail or swap heavily; a smaller quantization or context length fits better.", upperFirst(budget.Source), humanize.IBytes(budget.Total))
+	case budget.Available > 0 && need > budget.Available:
+		return what + fmt.Sprintf(" Only %s of the %s of %s is free now: expect swapping; close other apps or lower the context length.", humanize.IBytes(budget.Available), humanize.IBytes(budget.Total), budget.Source)
 	}
 	return ""
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // loadModel replaces the loaded model with dir: it stops a generation (its

@@ -43,17 +43,19 @@ func TestFitWarning(t *testing.T) {
 	const gib = 1 << 30
 	mem := engine.Memory{Weights: 18 * gib, Cache: 2 * gib}
 	for _, c := range []struct {
-		total, available uint64
-		want             string
+		budget engine.MemoryBudget
+		want   string
 	}{
-		{0, 0, ""},
-		{64 * gib, 48 * gib, ""},
-		{16 * gib, 12 * gib, "16 GiB in all"},
-		{32 * gib, 8 * gib, "Only 8.0 GiB"},
+		{engine.MemoryBudget{}, ""},
+		{engine.MemoryBudget{Total: 64 * gib, Available: 48 * gib, Source: "system RAM"}, ""},
+		{engine.MemoryBudget{Total: 16 * gib, Available: 12 * gib, Source: "system RAM"}, "System RAM: 16 GiB in all"},
+		{engine.MemoryBudget{Total: 32 * gib, Available: 8 * gib, Source: "system RAM"}, "Only 8.0 GiB of the 32 GiB of system RAM"},
+		{engine.MemoryBudget{Total: 16 * gib, Source: "Metal's recommended working set (Apple M2)"}, "Metal's recommended working set (Apple M2): 16 GiB in all"},
+		{engine.MemoryBudget{Total: 24 * gib, Source: "Metal's recommended working set (Apple M2)"}, ""}, // available unknown: no guess
 	} {
-		got := fitWarning(mem, c.total, c.available)
+		got := fitWarning(mem, c.budget)
 		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
-			t.Errorf("fitWarning(total %d GiB, available %d GiB) = %q, want %q", c.total/gib, c.available/gib, got, c.want)
+			t.Errorf("fitWarning(%+v) = %q, want %q", c.budget, got, c.want)
 		}
 	}
 }

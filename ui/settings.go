@@ -16,12 +16,12 @@ import (
 // (settings.json). Sampling, max tokens and thinking apply to the next reply;
 // context length and backend to the next model load; switches at once.
 type Settings struct {
-	Temperature       float64 `json:"temperature"`
-	TopP              float64 `json:"top_p"`
-	TopK              int     `json:"top_k"`
-	MinP              float64 `json:"min_p"`
-	RepetitionPenalty float64 `json:"repetition_penalty"`
-	Seed              int64   `json:"seed"` // < 0: a new random seed for every reply
+	// Sampling is the engine's sampler configuration, its fields (and JSON
+	// names) promoted into the settings.
+	engine.Sampling
+	// Seed shadows Sampling.Seed: a negative seed asks for a new random one
+	// for every reply (sampling draws it).
+	Seed int64 `json:"seed"`
 
 	MaxTokens     int    `json:"max_tokens"`     // 0: until a stop token or a full context
 	ContextLength int    `json:"context_length"` // 0: the model's default (engine.DefaultContextLength at most)
@@ -39,24 +39,22 @@ type Settings struct {
 // maxRecent bounds the recent-models menu.
 const maxRecent = 8
 
-// DefaultSettings follow Qwen3's recommended sampling for chat (temperature 0.7,
-// top-p 0.8, top-k 20) with thinking on, as the model cards advise.
+// DefaultSettings have thinking on and the engine's recommended sampling for
+// it.
 func DefaultSettings() Settings {
 	return Settings{
-		Temperature:       0.7,
-		TopP:              0.8,
-		TopK:              20,
-		RepetitionPenalty: 1,
-		Seed:              -1,
-		MaxTokens:         4096,
-		Thinking:          true,
-		Backend:           "auto",
+		Sampling:  engine.RecommendedSampling(true),
+		Seed:      -1,
+		MaxTokens: 4096,
+		Thinking:  true,
+		Backend:   "auto",
 	}
 }
 
-// Validate names the first setting outside its range.
+// Validate names the first setting outside its range; the sampling ranges are
+// the engine's.
 func (s Settings) Validate() error {
-	if err := s.sampling().Validate(); err != nil {
+	if err := s.Sampling.Validate(); err != nil {
 		return err
 	}
 	switch {
@@ -70,20 +68,15 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// sampling is the engine's view of the settings; a negative seed draws a new one.
+// sampling is the engine's view of the settings for one reply; a negative
+// seed draws a new one.
 func (s Settings) sampling() engine.Sampling {
-	seed := uint64(s.Seed)
+	smp := s.Sampling
+	smp.Seed = uint64(s.Seed)
 	if s.Seed < 0 {
-		seed = rand.Uint64()
+		smp.Seed = rand.Uint64()
 	}
-	return engine.Sampling{
-		Temperature:       s.Temperature,
-		TopP:              s.TopP,
-		TopK:              s.TopK,
-		MinP:              s.MinP,
-		RepetitionPenalty: s.RepetitionPenalty,
-		Seed:              seed,
-	}
+	return smp
 }
 
 // addRecent puts dir first in the recent models.

@@ -126,3 +126,67 @@ func TestSettingsSwitches(t *testing.T) {
 		t.Errorf(`"none registered" shown: %v, with %d switches`, none, len(engine.Switches()))
 	}
 }
+
+// TestDefaultSettingsFollowTheEngine: the defaults are the engine's
+// recommended sampling for their thinking mode, the hints say the same, and
+// the file keeps its key names with the engine's type embedded.
+func TestDefaultSettingsFollowTheEngine(t *testing.T) {
+	s := DefaultSettings()
+	want := engine.RecommendedSampling(s.Thinking)
+	if got := s.Sampling; got != want {
+		t.Errorf("default sampling %+v, want the engine's recommendation %+v", got, want)
+	}
+	f := newSettingsForm(s)
+	for _, it := range f.form.Items {
+		if it.Text == "Temperature" && !strings.Contains(it.HintText, "recommended 0.6 with thinking, 0.7 without") {
+			t.Errorf("the temperature hint reads %q", it.HintText)
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := s.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	for _, key := range []string{`"temperature"`, `"top_p"`, `"top_k"`, `"min_p"`, `"repetition_penalty"`, `"seed": -1`} {
+		if strings.Count(string(data), key) != 1 {
+			t.Errorf("settings.json has %s %d times:\n%s", key, strings.Count(string(data), key), data)
+		}
+	}
+	if strings.Contains(string(data), "Temperature") || strings.Contains(string(data), "repetition_context") {
+		t.Errorf("settings.json has Go field names or an unset field:\n%s", data)
+	}
+}
+
+// TestSettingsValidate: a setting outside its range is refused by name, the
+// sampling ones with the engine's message.
+func TestSettingsValidate(t *testing.T) {
+	for _, c := range []struct {
+		change func(*Settings)
+		want   string
+	}{
+		{func(s *Settings) { s.Temperature = -1 }, "temperature must be ≥ 0"},
+		{func(s *Settings) { s.TopP = 2 }, "top-p must be in [0, 1]"},
+		{func(s *Settings) { s.TopK = -1 }, "top-k must be ≥ 0"},
+		{func(s *Settings) { s.MinP = -0.5 }, "min-p must be in [0, 1]"},
+		{func(s *Settings) { s.RepetitionPenalty = -1 }, "repetition penalty must be ≥ 0"},
+		{func(s *Settings) { s.MaxTokens = -1 }, "max tokens must be ≥ 0"},
+		{func(s *Settings) { s.ContextLength = -1 }, "context length must be ≥ 0"},
+		{func(s *Settings) { s.Backend = "tpu" }, `unknown backend "tpu"`},
+		{func(s *Settings) { s.Seed = -1 }, ""},
+	} {
+		s := DefaultSettings()
+		c.change(&s)
+		err := s.Validate()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: Validate() = %v, want %q", s, err, c.want)
+		}
+	}
+	f := newSettingsForm(DefaultSettings())
+	if err := f.topP.Validator("1.5"); err == nil || !strings.Contains(err.Error(), "top-p must be") {
+		t.Errorf("the top-p entry accepts 1.5: %v", err)
+	}
+	if err := f.temperature.Validator("warm"); err == nil || !strings.Contains(err.Error(), "temperature must be a number") {
+		t.Errorf("the temperature entry accepts a word: %v", err)
+	}
+}

@@ -37,11 +37,11 @@ func newSettingsForm(s Settings) *settingsForm {
 		return e
 	}
 	float := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	f.temperature = num(float(s.Temperature), floatIn("temperature", 0, 100))
-	f.topP = num(float(s.TopP), floatIn("top-p", 0, 1))
+	f.temperature = num(float(s.Temperature), samplingField("temperature", func(s *engine.Sampling, x float64) { s.Temperature = x }))
+	f.topP = num(float(s.TopP), samplingField("top-p", func(s *engine.Sampling, x float64) { s.TopP = x }))
 	f.topK = num(strconv.Itoa(s.TopK), intAtLeast("top-k", 0))
-	f.minP = num(float(s.MinP), floatIn("min-p", 0, 1))
-	f.repetition = num(float(s.RepetitionPenalty), floatIn("repetition penalty", 0, 100))
+	f.minP = num(float(s.MinP), samplingField("min-p", func(s *engine.Sampling, x float64) { s.MinP = x }))
+	f.repetition = num(float(s.RepetitionPenalty), samplingField("repetition penalty", func(s *engine.Sampling, x float64) { s.RepetitionPenalty = x }))
 	seed := "random"
 	if s.Seed >= 0 {
 		seed = strconv.FormatInt(s.Seed, 10)
@@ -69,10 +69,10 @@ func newSettingsForm(s Settings) *settingsForm {
 	}
 	items := []*widget.FormItem{
 		header("Sampling (applies to the next reply)"),
-		item("Temperature", f.temperature, "0 is greedy; Qwen suggests 0.6 with thinking, 0.7 without"),
-		item("Top-p", f.topP, "0 or 1 turns it off"),
-		item("Top-k", f.topK, "0 turns it off"),
-		item("Min-p", f.minP, "0 turns it off"),
+		item("Temperature", f.temperature, "0 is greedy; "+recommended(func(s engine.Sampling) string { return float(s.Temperature) })),
+		item("Top-p", f.topP, "0 or 1 turns it off; "+recommended(func(s engine.Sampling) string { return float(s.TopP) })),
+		item("Top-k", f.topK, "0 turns it off; "+recommended(func(s engine.Sampling) string { return strconv.Itoa(s.TopK) })),
+		item("Min-p", f.minP, "0 turns it off; "+recommended(func(s engine.Sampling) string { return float(s.MinP) })),
 		item("Repetition penalty", f.repetition, "1 turns it off"),
 		item("Seed", f.seed, "a number for repeatable replies, or random"),
 		item("Max tokens", f.maxTokens, "per reply; 0: until the model stops or the context is full"),
@@ -105,6 +105,16 @@ func newSettingsForm(s Settings) *settingsForm {
 	return f
 }
 
+// recommended states the engine's recommended value of one sampling setting
+// with thinking on and off, for the setting's hint.
+func recommended(value func(engine.Sampling) string) string {
+	on, off := value(engine.RecommendedSampling(true)), value(engine.RecommendedSampling(false))
+	if on == off {
+		return "recommended " + on
+	}
+	return "recommended " + on + " with thinking, " + off + " without"
+}
+
 func onOff(on bool) string {
 	if on {
 		return "on"
@@ -112,13 +122,17 @@ func onOff(on bool) string {
 	return "off"
 }
 
-func floatIn(name string, lo, hi float64) func(string) error {
+// samplingField checks one sampling entry against the engine's own ranges
+// (Sampling.Validate): the value is set on valid sampling and validated.
+func samplingField(name string, set func(*engine.Sampling, float64)) func(string) error {
 	return func(v string) error {
 		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || x < lo || x > hi {
-			return fmt.Errorf("%s must be a number from %g to %g", name, lo, hi)
+		if err != nil {
+			return fmt.Errorf("%s must be a number, got %q", name, v)
 		}
-		return nil
+		s := engine.RecommendedSampling(true)
+		set(&s, x)
+		return s.Validate()
 	}
 }
 

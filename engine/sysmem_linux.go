@@ -1,4 +1,4 @@
-package ui
+package engine
 
 import (
 	"bufio"
@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// machineMemory returns the machine's total and available memory in bytes
+// systemMemory returns the machine's total and available memory in bytes
 // (/proc/meminfo); zero when unknown.
-func machineMemory() (total, available uint64) {
+func systemMemory() (total, available uint64) {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0, 0

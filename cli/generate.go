@@ -1,9 +1,9 @@
-package main
+package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 
@@ -11,13 +11,12 @@ import (
 	"bagel/tokenizer"
 )
 
-func init() {
-	commands["generate"] = command{"stream a reply to a prompt and print the speed", runGenerate}
-}
-
-func runGenerate(args []string) error {
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	dir := fs.String("m", "", "model folder (MLX layout)")
+// runGenerate streams one reply. Its sampling defaults are greedy (the command
+// is a test tool: the same prompt gives the same text); the app uses the
+// engine's recommended sampling instead.
+func runGenerate(args []string, out, errOut io.Writer) error {
+	fs := newFlags("generate", errOut)
+	dir := fs.modelDir("model folder (MLX layout)")
 	prompt := fs.String("p", "Hello! Who are you?", "the user message")
 	system := fs.String("system", "", "system prompt")
 	raw := fs.Bool("raw", false, "use -p as the prompt text without the chat template")
@@ -28,14 +27,11 @@ func runGenerate(args []string) error {
 	minP := fs.Float64("min-p", 0, "drop tokens below min-p times the top probability (0: off)")
 	rep := fs.Float64("repetition-penalty", 1, "penalty for tokens of the last 20 (1: off)")
 	seed := fs.Uint64("seed", 0, "random seed")
-	backendName := fs.String("backend", "auto", "auto, cpu, cuda or metal")
+	backendName := fs.backend()
 	ctxLen := fs.Int("context", 0, "context length in tokens (0: the model's, at most 8192)")
 	noThink := fs.Bool("no-think", false, "turn thinking off")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
-	}
-	if *dir == "" {
-		return fmt.Errorf("-m DIR is required")
 	}
 	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen})
 	if err != nil {
@@ -64,17 +60,17 @@ func runGenerate(args []string) error {
 		case engine.EventToken:
 			if ev.Thinking != thinking {
 				if ev.Thinking {
-					fmt.Print("<think>")
+					fmt.Fprint(out, "<think>")
 				} else {
-					fmt.Print("</think>")
+					fmt.Fprint(out, "</think>")
 				}
 				thinking = ev.Thinking
 			}
-			fmt.Print(ev.Text)
+			fmt.Fprint(out, ev.Text)
 		case engine.EventDone:
-			fmt.Printf("\n\n[%s] %s\n", ev.Reason, ev.Stats.StatsLine())
+			fmt.Fprintf(out, "\n\n[%s] %s\n", ev.Reason, ev.Stats.StatsLine())
 		case engine.EventError:
-			fmt.Println()
+			fmt.Fprintln(out)
 			return ev.Err
 		}
 	}

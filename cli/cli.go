@@ -1,0 +1,77 @@
+// Package cli is Bagel's command line: the subcommands of ARCHITECTURE.md
+// ("Command line"), whose flags, output and exit status scripts and tests rely
+// on. Each command parses its own flags (flags.go) and returns an error meant
+// for the user; Run prints it and turns it into the exit status.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// command is one subcommand. run writes its result to out, its flags' help to
+// errOut, and returns an error for the user.
+type command struct {
+	summary string
+	run     func(args []string, out, errOut io.Writer) error
+}
+
+// commands is the command table; usage lists it in name order.
+var commands = map[string]command{
+	"generate":   {"stream a reply to a prompt and print the speed", runGenerate},
+	"score":      {"teacher-forced logits of a token sequence, one JSON line per position", runScore},
+	"tokenize":   {"print the token ids of a text as a JSON array", runTokenize},
+	"detokenize": {"print the text of comma-separated token ids", runDetokenize},
+	"template":   {"print a conversation rendered through the chat template", runTemplate},
+}
+
+// Run runs the command named by args[0] with the rest of args as its flags and
+// returns the process exit status: 0 done, 1 the command failed, 2 an unknown
+// command.
+func Run(args []string) int {
+	return run(args, os.Stdout, os.Stderr)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name := args[0]
+	if name == "help" || name == "-h" || name == "--help" {
+		usage(stderr)
+		return 0
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "bagel: unknown command %q\n\n", name)
+		usage(stderr)
+		return 2
+	}
+	err := cmd.run(args[1:], stdout, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp): // -h: the flag set has printed the flags
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "bagel %s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: bagel [command] [flags]\n\nWith no command, bagel opens the chat window.\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'bagel COMMAND -h' for a command's flags.")
+}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"bagel/internal/testmodel"
+)
+
+// runCLI runs one command line and returns its exit status, stdout and stderr.
+func runCLI(args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// TestUsageAndErrors: the exit status and message of help, an unknown command
+// and missing or bad flags, none of which needs a model.
+func TestUsageAndErrors(t *testing.T) {
+	cases := []struct {
+		args   []string
+		code   int
+		stderr string // a part of it
+	}{
+		{[]string{"help"}, 0, "Commands:"},
+		{[]string{"--help"}, 0, "template"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"tokenize", "--text", "hi"}, 1, "bagel tokenize: -m DIR is required"},
+		{[]string{"score"}, 1, "-m DIR and --ids are required"},
+		{[]string{"score", "-m", "x"}, 1, "--ids is required"},
+		{[]string{"template", "-m", "x"}, 1, "--messages FILE is required"},
+		{[]string{"detokenize", "-m", "x", "--ids", "1,a"}, 1, `--ids: "a" is not a token id`},
+		{[]string{"generate", "--no-such-flag"}, 1, "flag provided but not defined"},
+		{[]string{"generate", "-h"}, 0, "-max-tokens"},
+	}
+	for _, c := range cases {
+		code, _, stderr := runCLI(c.args...)
+		if code != c.code || !strings.Contains(stderr, c.stderr) {
+			t.Errorf("bagel %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, c.code, c.stderr)
+		}
+	}
+}
+
+// TestCommandsOnTinyModel runs every command against the tiny test model and
+// checks the output formats of ARCHITECTURE.md.
+func TestCommandsOnTinyModel(t *testing.T) {
+	dir := testmodel.Dir(t, "tiny-moe")
+
+	code, out, stderr := runCLI("tokenize", "-m", dir, "--text", "Hello world")
+	var ids []int
+	if code != 0 || json.Unmarshal([]byte(out), &ids) != nil || len(ids) == 0 {
+		t.Fatalf("tokenize: exit %d, %q, %s", code, out, stderr)
+	}
+	idList := strings.Trim(strings.ReplaceAll(strings.TrimSpace(out), " ", ""), "[]")
+	if code, out, stderr := runCLI("detokenize", "-m", dir, "--ids", idList); code != 0 || out != "Hello world\n" {
+		t.Errorf("detokenize %s: exit %d, %q, %s", idList, code, out, stderr)
+	}
+	if code, _, stderr := runCLI("detokenize", "-m", dir, "--ids", "99999999"); code != 1 || !strings.Contains(stderr, "outside the vocabulary") {
+		t.Errorf("detokenize of an id outside the vocabulary: exit %d, %s", code, stderr)
+	}
+
+	msgs := filepath.Join(t.TempDir(), "chat.json")
+	os.WriteFile(msgs, []byte(`[{"role":"user","content":"Hi"}]`), 0o644)
+	code, out, stderr = runCLI("template", "-m", dir, "--messages", msgs, "--no-think")
+	if code != 0 || !strings.Contains(out, "<|im_start|>user\nHi<|im_end|>") || !strings.HasSuffix(out, "<|im_start|>assistant\n<think>\n\n</think>\n\n") {
+		t.Errorf("template: exit %d, %q, %s", code, out, stderr)
+	}
+
+	code, out, stderr = runCLI("score", "-m", dir, "--ids", idList, "--top", "3", "--backend", "cpu")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != len(ids) {
+		t.Fatalf("score: exit %d, %d lines for %d ids, %s", code, len(lines), len(ids), stderr)
+	}
+	var first struct {
+		Pos       int       `json:"pos"`
+		TopIDs    []int     `json:"top_ids"`
+		TopLogits []float64 `json:"top_logits"`
+		LSE       *float64  `json:"logsumexp"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Pos != 0 || len(first.TopIDs) != 3 || len(first.TopLogits) != 3 || first.LSE == nil {
+		t.Errorf("score line 0: %s (%v)", lines[0], err)
+	}
+
+	code, out, stderr = runCLI("generate", "-m", dir, "-p", "Hi", "--max-tokens", "4", "--backend", "cpu", "--no-think")
+	if code != 0 || !strings.Contains(out, "\n\n[") {
+		t.Errorf("generate: exit %d, %q, %s", code, out, stderr)
+	}
+}

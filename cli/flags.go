@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// flags is a command's flag set with the flags every command shares and a
+// list of required ones, so each command declares only what is its own.
+type flags struct {
+	*flag.FlagSet
+	required []string // flag names, in the order they are declared
+	usage    map[string]string
+}
+
+// newFlags starts the flag set of command name; its help and parse errors go
+// to errOut. Errors come back from parse (flag.ContinueOnError) so Run reports
+// them like any other.
+func newFlags(name string, errOut io.Writer) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	return &flags{FlagSet: fs, usage: map[string]string{}}
+}
+
+// modelDir declares -m, the model folder, which every command needs.
+func (f *flags) modelDir(what string) *string {
+	return f.requiredString("m", "DIR", what)
+}
+
+// backend declares --backend.
+func (f *flags) backend() *string {
+	return f.String("backend", "auto", "auto, cpu, cuda or metal")
+}
+
+// requiredString declares a string flag that must be given; metavar (may be
+// "") names its value in the error ("-m DIR is required").
+func (f *flags) requiredString(name, metavar, what string) *string {
+	f.required = append(f.required, name)
+	f.usage[name] = strings.TrimSpace(dashes(name) + " " + metavar)
+	return f.String(name, "", what)
+}
+
+// parse parses args and names the required flags that are missing.
+func (f *flags) parse(args []string) error {
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	var missing []string
+	for _, name := range f.required {
+		if f.Lookup(name).Value.String() == "" {
+			missing = append(missing, f.usage[name])
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("%s is required", missing[0])
+	}
+	return fmt.Errorf("%s are required", strings.Join(missing, " and "))
+}
+
+// dashes writes a flag as its help does: -m, --ids.
+func dashes(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// parseIDs reads "1,2,3" (spaces allowed).
+func parseIDs(s string) ([]int32, error) {
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(f, 10, 32)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("--ids: %q is not a token id", f)
+		}
+		ids = append(ids, int32(id))
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("--ids: no token ids")
+	}
+	return ids, nil
+}

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+
+	"bagel/engine"
+)
+
+func runScore(args []string, out, errOut io.Writer) error {
+	fs := newFlags("score", errOut)
+	dir := fs.modelDir("model folder (MLX layout)")
+	idsFlag := fs.requiredString("ids", "", "comma-separated token ids")
+	top := fs.Int("top", 10, "ids per position")
+	backendName := fs.backend()
+	prefill := fs.Int("prefill", 0, "tokens in the first forward; the rest are decoded one at a time (0: all at once)")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	ids, err := parseIDs(*idsFlag)
+	if err != nil {
+		return err
+	}
+	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: max(len(ids), 1)})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	positions, err := e.Score(ids, engine.ScoreOptions{Top: *top, Prefill: *prefill})
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(out)
+	for _, p := range positions {
+		if err := enc.Encode(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
