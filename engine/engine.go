@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"sync"
 	"time"
 
@@ -159,6 +160,35 @@ func (e *Engine) forward(tokens []int32, all bool) ([]float32, error) {
 		return err
 	})
 	return out, err
+}
+
+// forwardArgmax is forward for greedy decoding: the device picks the token
+// after the last one (argmax over its logits) and the host reads back its id,
+// 4 bytes instead of the vocabulary's logits.
+func (e *Engine) forwardArgmax(tokens []int32) (int32, error) {
+	var id int32
+	err := e.loop.do(func() error {
+		defer e.scratch.Reset()
+		ok := false
+		defer func() {
+			if !ok {
+				_ = e.cache.Reset(e.ctx)
+			}
+		}()
+		logits, err := e.model.Forward(e.ctx, e.cache, tokens, false)
+		if err != nil {
+			return err
+		}
+		best := e.scratch.Get(ops.I32, 1)
+		ops.Argmax(e.ctx, logits, best)
+		raw, err := ops.ReadBytes(e.ctx, best)
+		if err != nil {
+			return err
+		}
+		id, ok = int32(binary.LittleEndian.Uint32(raw)), true
+		return nil
+	})
+	return id, err
 }
 
 // resetCache starts a new sequence.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"bagel/backend"
+	"bagel/feature"
 	"bagel/tokenizer"
 )
 
@@ -19,6 +20,9 @@ type Request struct {
 	EnableThinking bool
 	MaxTokens      int // 0: until a stop token or the context is full
 	Sampling       Sampling
+	// IgnoreStop decodes on past end-of-sequence tokens until MaxTokens or the
+	// context is full (bench on random weights, which may emit one anywhere).
+	IgnoreStop bool
 }
 
 // EventKind tells what an Event carries.
@@ -65,7 +69,9 @@ type Stats struct {
 	ContextLength        int
 	DispatchesPerToken   float64 // per decode token
 	CommandBuffersPerTok float64
+	GraphLaunchesPerTok  float64 // CUDA graph launches (0 where the backend has none)
 	HostSyncsPerToken    float64
+	SampledOnDevice      bool // greedy: the device picked the token, the host read its id only
 }
 
 // Generate streams the reply to req. The channel closes after EventDone or
@@ -173,14 +179,30 @@ func (g *generation) run(req Request) error {
 	if err := e.resetCache(); err != nil {
 		return err
 	}
-	var logits []float32
+	smp := newSampler(req.Sampling)
+	history := []int32{prompt[len(prompt)-1]}
+	// next runs tokens through the model and picks the token after them: on the
+	// device when greedy needs no logits on the host (no repetition penalty).
+	st.SampledOnDevice = req.Sampling.Temperature == 0 && (req.Sampling.RepetitionPenalty == 0 ||
+		req.Sampling.RepetitionPenalty == 1) && feature.On(SwitchDeviceArgmax)
+	next := func(tokens []int32) (int32, error) {
+		if st.SampledOnDevice {
+			return e.forwardArgmax(tokens)
+		}
+		logits, err := e.forward(tokens, false)
+		if err != nil {
+			return 0, err
+		}
+		return smp.sample(logits, history), nil
+	}
+	var id int32
 	for i := 0; i < len(prompt); i += prefillChunk {
 		if g.ctx.Err() != nil {
 			g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
 			return nil
 		}
 		chunk := prompt[i:min(i+prefillChunk, len(prompt))]
-		if logits, err = e.forward(chunk, false); err != nil {
+		if id, err = next(chunk); err != nil {
 			return err
 		}
 	}
@@ -188,8 +210,6 @@ func (g *generation) run(req Request) error {
 	st.PrefillTokensPerSec = float64(len(prompt)) / prefillTime.Seconds()
 	st.KVLength = len(prompt)
 
-	smp := newSampler(req.Sampling)
-	history := []int32{prompt[len(prompt)-1]}
 	thinking := startsThinking(e, prompt)
 	var dec *tokenizer.StreamDecoder
 	if e.tok != nil {
@@ -201,7 +221,6 @@ func (g *generation) run(req Request) error {
 	lastStats := time.Now()
 	reason := ""
 	for {
-		id := smp.sample(logits, history)
 		if st.GeneratedTokens == 0 {
 			st.TimeToFirstToken = time.Since(start)
 			decodeStart = time.Now()
@@ -210,7 +229,7 @@ func (g *generation) run(req Request) error {
 		}
 		st.GeneratedTokens++
 		history = append(history, id)
-		if e.isEOS(id) {
+		if e.isEOS(id) && !req.IgnoreStop {
 			reason = ReasonStop
 			break
 		}
@@ -239,7 +258,7 @@ func (g *generation) run(req Request) error {
 			reason = ReasonCancelled
 			break
 		}
-		if logits, err = e.forward([]int32{id}, false); err != nil {
+		if id, err = next([]int32{id}); err != nil {
 			return err
 		}
 		st.KVLength++
@@ -270,6 +289,7 @@ func (g *generation) decodeStats(st *Stats, decodeStart time.Time, c0 backend.Co
 	c := g.e.Counters()
 	st.DispatchesPerToken = float64(c.Dispatches-c0.Dispatches) / float64(steps)
 	st.CommandBuffersPerTok = float64(c.CommandBuffers-c0.CommandBuffers) / float64(steps)
+	st.GraphLaunchesPerTok = float64(c.GraphLaunches-c0.GraphLaunches) / float64(steps)
 	st.HostSyncsPerToken = float64(c.HostSyncs-c0.HostSyncs) / float64(steps)
 	if gpu, ok := g.e.gpuTime(); ok {
 		st.GPUTimePerToken = (gpu - gpu0) / time.Duration(steps)
@@ -302,10 +322,10 @@ func (e *Engine) isEOS(id int32) bool {
 // StatsLine is the one-line summary printed after a generation.
 func (s Stats) StatsLine() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d prompt tokens, %.1f tok/s prefill, TTFT %.0f ms; %d tokens, %.1f tok/s decode; KV %d/%d; %.0f dispatches, %.1f command buffers, %.1f syncs per token; %s",
+	fmt.Fprintf(&b, "%d prompt tokens, %.1f tok/s prefill, TTFT %.0f ms; %d tokens, %.1f tok/s decode; KV %d/%d; %.0f dispatches, %.1f command buffers, %.1f graph launches, %.1f syncs per token; %s",
 		s.PromptTokens, s.PrefillTokensPerSec, float64(s.TimeToFirstToken.Microseconds())/1000,
 		s.GeneratedTokens, s.DecodeTokensPerSec, s.KVLength, s.ContextLength,
-		s.DispatchesPerToken, s.CommandBuffersPerTok, s.HostSyncsPerToken, s.Backend)
+		s.DispatchesPerToken, s.CommandBuffersPerTok, s.GraphLaunchesPerTok, s.HostSyncsPerToken, s.Backend)
 	if s.GPUTimePerToken > 0 {
 		fmt.Fprintf(&b, ", GPU %.2f ms/token", float64(s.GPUTimePerToken.Microseconds())/1000)
 	}

@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"bagel/feature"
+	"bagel/internal/testmodel"
+)
+
+// TestDeviceArgmaxMatchesHost generates greedily with the token picked on the
+// device and on the host: the same tokens, and the stats say which path ran.
+func TestDeviceArgmaxMatchesHost(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	defer feature.Set(SwitchDeviceArgmax, true)
+	req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555}, MaxTokens: 24}
+	run := func(on bool) ([]int32, Event) {
+		if err := feature.Set(SwitchDeviceArgmax, on); err != nil {
+			t.Fatal(err)
+		}
+		ids, _, done := collect(t, e.Generate(context.Background(), req))
+		return ids, done
+	}
+	onDevice, doneDevice := run(true)
+	onHost, doneHost := run(false)
+	if !slices.Equal(onDevice, onHost) {
+		t.Errorf("device argmax %v\nhost argmax   %v", onDevice, onHost)
+	}
+	if !doneDevice.Stats.SampledOnDevice || doneHost.Stats.SampledOnDevice {
+		t.Errorf("SampledOnDevice %v with the switch on, %v off", doneDevice.Stats.SampledOnDevice, doneHost.Stats.SampledOnDevice)
+	}
+	// Sampling with a temperature, or a repetition penalty, needs the logits.
+	req.Sampling.RepetitionPenalty = 1.2
+	if _, _, done := collect(t, e.Generate(context.Background(), req)); done.Stats.SampledOnDevice {
+		t.Error("greedy with a repetition penalty sampled on the device")
+	}
+}
+
+// TestIgnoreStopDecodesToMaxTokens makes a token the greedy reply is known to
+// produce an end-of-sequence token: without IgnoreStop the reply stops there,
+// with it the reply runs to MaxTokens.
+func TestIgnoreStopDecodesToMaxTokens(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.eos = nil
+	req := Request{PromptIDs: []int32{1, 2, 3}, MaxTokens: 6}
+	first, _, _ := collect(t, e.Generate(context.Background(), req))
+	// Make the second generated token an end-of-sequence token.
+	e.eos = []int32{first[1]}
+	stopAt := slices.Index(first, first[1]) + 1
+	if ids, _, done := collect(t, e.Generate(context.Background(), req)); done.Reason != ReasonStop || len(ids) != stopAt {
+		t.Fatalf("without IgnoreStop: %v tokens, reason %q", ids, done.Reason)
+	}
+	req.IgnoreStop = true
+	if ids, _, done := collect(t, e.Generate(context.Background(), req)); done.Reason != ReasonLength || len(ids) != 6 {
+		t.Fatalf("with IgnoreStop: %v tokens, reason %q", ids, done.Reason)
+	}
+}
