@@ -58,13 +58,22 @@ func (l *layer) weights(cfg *Config, i int) []weight {
 	return under(fmt.Sprintf("model.layers.%d.", i), ws)
 }
 
-// forward runs the layer on the residual stream x bf16 [T, hidden] in place;
-// normed and branch are scratch of the same shape.
-func (l *layer) forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, normed, branch ops.Tensor) {
-	ops.RMSNorm(c, x, l.inputNorm, normed, cfg.RMSNormEps)
+// forward runs the layer on the residual stream x bf16 [T, hidden] in place.
+// normed holds the layer's input, rms(x) under inputNorm, and on return the
+// next one's: rms(x) under next (the next layer's input norm, or the final
+// norm). branch is scratch of the same shape. fused joins each residual add
+// with the norm after it (one dispatch, same bits).
+func (l *layer) forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, normed, branch, next ops.Tensor, fused bool) {
+	addNorm := func(w ops.Tensor) {
+		if fused {
+			ops.AddRMSNorm(c, x, branch, w, x, normed, cfg.RMSNormEps)
+			return
+		}
+		ops.Add(c, x, branch, x)
+		ops.RMSNorm(c, x, w, normed, cfg.RMSNormEps)
+	}
 	l.mixer.forward(c, cfg, st, pos0, normed, branch)
-	ops.Add(c, x, branch, x)
-	ops.RMSNorm(c, x, l.postNorm, normed, cfg.RMSNormEps)
+	addNorm(l.postNorm)
 	l.ffn.forward(c, cfg, normed, branch)
-	ops.Add(c, x, branch, x)
+	addNorm(next)
 }

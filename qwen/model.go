@@ -3,6 +3,7 @@ package qwen
 import (
 	"fmt"
 
+	"bagel/feature"
 	"bagel/ops"
 	"bagel/safetensors"
 )
@@ -18,6 +19,8 @@ type Model struct {
 	progress  func(float64)
 	// WeightBytes is the size of the checkpoint tensors the model uses.
 	WeightBytes int64
+	// fusedAddNorm is the fused-add-norm switch at load (switches.go).
+	fusedAddNorm bool
 }
 
 // Load binds the checkpoint's weights for cfg (both from Open) on the context's
@@ -29,7 +32,7 @@ func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, progress func(flo
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: cfg, bind: b, progress: progress}
+	m := &Model{Cfg: cfg, bind: b, progress: progress, fusedAddNorm: feature.On(SwitchFusedAddNorm)}
 	if err := m.bindAll(); err != nil {
 		b.release()
 		return nil, err
@@ -105,17 +108,20 @@ func (m *Model) Forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions b
 	ops.Embed(c, ids, m.embed, x)
 	normed := s.Get(ops.BF16, t, cfg.HiddenSize)
 	branch := s.Get(ops.BF16, t, cfg.HiddenSize)
+	ops.RMSNorm(c, x, m.layers[0].inputNorm, normed, cfg.RMSNormEps)
 	for i, l := range m.layers {
-		l.forward(c, cfg, &cache.layers[i], cache.Offset, x, normed, branch)
+		next := m.finalNorm
+		if i+1 < len(m.layers) {
+			next = m.layers[i+1].inputNorm
+		}
+		l.forward(c, cfg, &cache.layers[i], cache.Offset, x, normed, branch, next, m.fusedAddNorm)
 	}
 	cache.Offset += t
-	rows := x
+	final := normed // rms(x) under the final norm
 	if !allPositions {
-		rows = x.Rows(t-1, t)
+		final = normed.Rows(t-1, t)
 	}
-	r := rows.Shape[0]
-	final := s.Get(ops.BF16, r, cfg.HiddenSize)
-	ops.RMSNorm(c, rows, m.finalNorm, final, cfg.RMSNormEps)
+	r := final.Shape[0]
 	logits := s.Get(ops.F32, r, cfg.VocabSize)
 	ops.QMatmul(c, final, m.lmHead, logits)
 	return logits, nil

@@ -1,0 +1,42 @@
+package qwen
+
+// DecodeWeightBytes is what one decode token reads of the weights: every
+// linear layer whole (codes, scales and biases) except the stacked experts,
+// of which only ExpertsPerToken of NumExperts are read, and the embedding, of
+// which one row is; plus the norms and the GDN parameters. It is the
+// numerator of the effective weight bandwidth `bagel bench` reports: divided
+// by the time per token, it says how close decode is to the memory's speed.
+func (m *Model) DecodeWeightBytes() int64 {
+	cfg := m.Cfg
+	var total int64
+	count := func(ws []weight) {
+		for _, w := range ws {
+			switch {
+			case w.kind == kindLinear && w.lin != nil:
+				q := w.lin
+				bytes := int64(q.W.Bytes() + q.Scales.Bytes() + q.Bias.Bytes())
+				if q.Experts > 0 {
+					bytes = bytes / int64(q.Experts) * int64(min(cfg.ExpertsPerToken, q.Experts))
+				}
+				total += bytes
+			case w.dst != nil:
+				total += int64(w.dst.Bytes())
+			}
+		}
+	}
+	for _, w := range m.weights() {
+		if w.lin == &m.embed {
+			rowBytes := int64(m.embed.W.Bytes()+m.embed.Scales.Bytes()+m.embed.Bias.Bytes()) / int64(cfg.VocabSize)
+			total += rowBytes
+			if cfg.TieWordEmbeddings { // the head reads the whole table
+				total += rowBytes * int64(cfg.VocabSize)
+			}
+			continue
+		}
+		count([]weight{w})
+	}
+	for i, l := range m.layers {
+		count(l.weights(cfg, i))
+	}
+	return total
+}
