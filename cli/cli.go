@@ -27,6 +27,8 @@ var commands = map[string]command{
 	"tokenize":   {"print the token ids of a text as a JSON array", runTokenize},
 	"detokenize": {"print the text of comma-separated token ids", runDetokenize},
 	"template":   {"print a conversation rendered through the chat template", runTemplate},
+	"synth":      {"write a synthetic checkpoint with a real model's shapes and random weights", runSynth},
+	"bench":      {"measure decode, prefill and long-context speed, each switch off and on", runBench},
 }
 
 // Run runs the command named by args[0] with the rest of args as its flags and

@@ -18,8 +18,8 @@ var BackendNames = []string{"auto", "cpu", "cuda", "metal"}
 
 // openDevice picks the backend: an explicit name, or for "auto" Metal on macOS,
 // CUDA where the driver is, else the CPU. It returns the reason of the choice,
-// shown in the stats.
-func openDevice(name string, threads int) (backend.Device, string, error) {
+// shown in the stats, and the kind it opened (cpu, cuda, metal).
+func openDevice(name string, threads int) (dev backend.Device, kind, reason string, err error) {
 	opt := backend.Options{Threads: threads}
 	switch name {
 	case "", "auto":
@@ -36,33 +36,33 @@ func openDevice(name string, threads int) (backend.Device, string, error) {
 			}
 			dev, err := open(opt)
 			if err == nil {
-				return dev, "auto: " + n + " available", nil
+				return dev, n, "auto: " + n + " available", nil
 			}
 			why = append(why, fmt.Sprintf("%s unavailable: %v", n, err))
 		}
 		dev, err := openCPU(opt)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
-		return dev, fmt.Sprintf("auto: CPU (%s)", strings.Join(why, "; ")), nil
+		return dev, "cpu", fmt.Sprintf("auto: CPU (%s)", strings.Join(why, "; ")), nil
 	case "cpu":
 		dev, err := openCPU(opt)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
-		return dev, "chosen: cpu", nil
+		return dev, "cpu", "chosen: cpu", nil
 	case "cuda", "metal":
 		open, ok := backend.Lookup(name)
 		if !ok {
-			return nil, "", fmt.Errorf("backend %s is not available on %s/%s", name, runtime.GOOS, runtime.GOARCH)
+			return nil, "", "", fmt.Errorf("backend %s is not available on %s/%s", name, runtime.GOOS, runtime.GOARCH)
 		}
 		dev, err := open(opt)
 		if err != nil {
-			return nil, "", fmt.Errorf("backend %s: %w", name, err)
+			return nil, "", "", fmt.Errorf("backend %s: %w", name, err)
 		}
-		return dev, "chosen: " + name, nil
+		return dev, name, "chosen: " + name, nil
 	}
-	return nil, "", fmt.Errorf("unknown backend %q (want one of auto, cpu, cuda, metal)", name)
+	return nil, "", "", fmt.Errorf("unknown backend %q (want one of auto, cpu, cuda, metal)", name)
 }
 
 // openCPU opens the reference backend, which every build registers.

@@ -31,6 +31,7 @@ const DefaultContextLength = 8192
 type Engine struct {
 	Dir           string
 	Config        *qwen.Config
+	Backend       string // the backend in use: cpu, cuda or metal
 	BackendName   string // the device's description
 	BackendReason string // why this backend was chosen
 
@@ -78,11 +79,11 @@ func Load(dir string, opt Options) (*Engine, error) {
 	}
 	progress(0.05, "opening the device")
 	err = e.loop.do(func() error {
-		dev, reason, err := openDevice(opt.Backend, opt.Threads)
+		dev, kind, reason, err := openDevice(opt.Backend, opt.Threads)
 		if err != nil {
 			return err
 		}
-		e.dev, e.BackendName, e.BackendReason = dev, dev.Name(), reason
+		e.dev, e.Backend, e.BackendName, e.BackendReason = dev, kind, dev.Name(), reason
 		e.scratch = ops.NewArena(dev)
 		e.ctx = ops.NewCtx(dev, e.scratch)
 		if e.model, err = qwen.Load(e.ctx, ck, cfg, func(f float64) { progress(0.1+0.8*f, "binding weights") }); err != nil {
@@ -206,6 +207,10 @@ type Memory struct {
 func (e *Engine) Memory() Memory {
 	return Memory{Weights: e.model.WeightBytes, Cache: e.cache.Bytes()}
 }
+
+// DecodeWeightBytes is what one decode token reads of the weights (the stacked
+// experts in the proportion the router picks), for the effective bandwidth.
+func (e *Engine) DecodeWeightBytes() int64 { return e.model.DecodeWeightBytes() }
 
 // gpuTime is the device time the backend has measured in total, where it measures
 // it (Metal's GPUStartTime/GPUEndTime per command buffer).

@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"bagel/engine"
+)
+
+// runBench measures a model the way the app runs it (engine.Generate on token
+// ids, so no tokenizer is needed): decode greedy and sampled, prefill at several
+// prompt lengths, decode after a long context, and decode with each engine
+// switch off against on. Each figure is the median of --runs runs after a
+// warm-up; the device counts come from the backend's counters.
+func runBench(args []string, out, errOut io.Writer) error {
+	fs := newFlags("bench", errOut)
+	dir := fs.modelDir("model folder (MLX layout; bagel synth makes one)")
+	backendName := fs.backend()
+	jsonFile := fs.String("json", "", "also write the results to this JSON file")
+	runs := fs.Int("runs", 3, "runs per figure (the median is reported)")
+	tokens := fs.Int("tokens", 128, "tokens decoded per decode run")
+	prefill := fs.String("prefill", "128,512,2048", "prompt lengths to time prefill at (empty: none)")
+	long := fs.String("long", "8192", "context lengths to decode after (empty: none)")
+	switches := fs.Bool("switches", true, "decode greedy with each engine switch off against on")
+	seed := fs.Uint64("seed", 1, "seed of the random prompts and of sampling")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	prefillLens, err := parseLengths("--prefill", *prefill)
+	if err != nil {
+		return err
+	}
+	longLens, err := parseLengths("--long", *long)
+	if err != nil {
+		return err
+	}
+	if *runs < 1 || *tokens < 2 {
+		return fmt.Errorf("--runs must be ≥ 1 and --tokens ≥ 2")
+	}
+	b := &bench{dir: *dir, backend: *backendName, runs: *runs, tokens: *tokens, errOut: errOut,
+		rng: rand.New(rand.NewPCG(*seed, 0xbe1c))}
+	b.contextLength = *tokens + 64
+	for _, n := range append(slices.Clone(prefillLens), longLens...) {
+		b.contextLength = max(b.contextLength, n+*tokens+16)
+	}
+	if err := b.load(); err != nil {
+		return err
+	}
+	defer func() { b.e.Close() }()
+	b.report = benchReport{Model: *dir, Backend: b.e.Backend, Device: b.e.BackendName, Date: time.Now().UTC().Format(time.RFC3339),
+		Host:          fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+		ContextLength: b.contextLength, WeightBytes: b.e.Memory().Weights, CacheBytes: b.e.Memory().Cache,
+		DecodeWeightBytes: b.e.DecodeWeightBytes()}
+	for _, sw := range engine.Switches() {
+		b.report.Switches = append(b.report.Switches, fmt.Sprintf("%s=%s", sw.Name, onOff(engine.SwitchOn(sw.Name))))
+	}
+
+	b.progress("warm-up")
+	if _, err := b.once(32, 16, engine.Sampling{}); err != nil {
+		return err
+	}
+	greedy := engine.Sampling{}
+	sampled := engine.Sampling{Temperature: 0.7, TopP: 0.95, TopK: 20, Seed: *seed}
+	if err := b.decode("decode greedy", "", 32, greedy); err != nil {
+		return err
+	}
+	if err := b.decode("decode sampled (t 0.7, top-p 0.95, top-k 20)", "", 32, sampled); err != nil {
+		return err
+	}
+	for _, n := range prefillLens {
+		if err := b.prefill(n); err != nil {
+			return err
+		}
+	}
+	for _, n := range longLens {
+		if err := b.decode(fmt.Sprintf("decode after %d tokens", n), "", n, greedy); err != nil {
+			return err
+		}
+	}
+	if *switches {
+		if err := b.eachSwitch(greedy); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(errOut)
+	writeBenchTable(out, &b.report)
+	if *jsonFile != "" {
+		data, err := json.MarshalIndent(b.report, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(*jsonFile, append(data, '\n'), 0o644)
+	}
+	return nil
+}
+
+// bench holds a run's engine and settings.
+type bench struct {
+	dir, backend  string
+	runs, tokens  int
+	contextLength int
+	rng           *rand.Rand
+	errOut        io.Writer
+	e             *engine.Engine
+	report        benchReport
+}
+
+func (b *bench) load() error {
+	e, err := engine.Load(b.dir, engine.Options{Backend: b.backend, ContextLength: b.contextLength})
+	if err != nil {
+		return err
+	}
+	b.e = e
+	return nil
+}
+
+func (b *bench) progress(what string) {
+	fmt.Fprintf(b.errOut, "\rbench: %-70s", what)
+}
+
+// once generates maxTokens tokens after a random prompt of promptLen ids.
+func (b *bench) once(promptLen, maxTokens int, s engine.Sampling) (engine.Stats, error) {
+	ids := make([]int32, promptLen)
+	for i := range ids {
+		ids[i] = int32(b.rng.IntN(b.e.Config.VocabSize))
+	}
+	req := engine.Request{PromptIDs: ids, MaxTokens: maxTokens, Sampling: s, IgnoreStop: true}
+	var done engine.Event
+	for ev := range b.e.Generate(context.Background(), req) {
+		switch ev.Kind {
+		case engine.EventDone:
+			done = ev
+		case engine.EventError:
+			return engine.Stats{}, ev.Err
+		}
+	}
+	return done.Stats, nil
+}
+
+// decode records the median decode rate of runs generations after promptLen tokens.
+func (b *bench) decode(name, switchSetting string, promptLen int, s engine.Sampling) error {
+	var all []engine.Stats
+	for r := range b.runs {
+		b.progress(fmt.Sprintf("%s %s (run %d/%d)", name, switchSetting, r+1, b.runs))
+		st, err := b.once(promptLen, b.tokens, s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		all = append(all, st)
+	}
+	slices.SortFunc(all, func(x, y engine.Stats) int { return int(1e6 * (x.DecodeTokensPerSec - y.DecodeTokensPerSec)) })
+	b.add(name, switchSetting, all[len(all)/2])
+	return nil
+}
+
+// prefill records the median prefill rate of a promptLen-token prompt.
+func (b *bench) prefill(promptLen int) error {
+	var all []engine.Stats
+	for r := range b.runs {
+		b.progress(fmt.Sprintf("prefill %d (run %d/%d)", promptLen, r+1, b.runs))
+		st, err := b.once(promptLen, 1, engine.Sampling{})
+		if err != nil {
+			return fmt.Errorf("prefill %d: %w", promptLen, err)
+		}
+		all = append(all, st)
+	}
+	slices.SortFunc(all, func(x, y engine.Stats) int { return int(1e6 * (x.PrefillTokensPerSec - y.PrefillTokensPerSec)) })
+	b.add(fmt.Sprintf("prefill %d", promptLen), "", all[len(all)/2])
+	return nil
+}
+
+// eachSwitch decodes greedily with each switch of this backend turned off,
+// reloading the model so that switches read at load apply, then restores it.
+func (b *bench) eachSwitch(greedy engine.Sampling) error {
+	for _, sw := range engine.Switches() {
+		if len(sw.Backends) > 0 && !slices.Contains(sw.Backends, b.e.Backend) {
+			continue
+		}
+		was := engine.SwitchOn(sw.Name)
+		if err := engine.SetSwitch(sw.Name, !was); err != nil {
+			return err
+		}
+		setting := fmt.Sprintf("%s=%s", sw.Name, onOff(!was))
+		b.progress("reloading with " + setting)
+		b.e.Close()
+		err := b.load()
+		if err == nil {
+			err = b.decode("decode greedy", setting, 32, greedy)
+		}
+		if rerr := engine.SetSwitch(sw.Name, was); rerr != nil && err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	b.e.Close()
+	return b.load()
+}
+
+func (b *bench) add(name, switchSetting string, st engine.Stats) {
+	r := benchResult{Name: name, Switch: switchSetting, PromptTokens: st.PromptTokens, Tokens: st.GeneratedTokens,
+		DecodeTokPerSec: st.DecodeTokensPerSec, PrefillTokPerSec: st.PrefillTokensPerSec,
+		TTFTms: float64(st.TimeToFirstToken.Microseconds()) / 1000, DispatchesPerToken: st.DispatchesPerToken,
+		CommandBuffersPerToken: st.CommandBuffersPerTok, GraphLaunchesPerToken: st.GraphLaunchesPerTok,
+		HostSyncsPerToken: st.HostSyncsPerToken, SampledOnDevice: st.SampledOnDevice,
+		GPUmsPerToken: float64(st.GPUTimePerToken.Microseconds()) / 1000}
+	if st.DecodeTokensPerSec > 0 && !strings.HasPrefix(name, "prefill") {
+		r.WeightGBPerSec = float64(b.report.DecodeWeightBytes) * st.DecodeTokensPerSec / 1e9
+	}
+	b.report.Results = append(b.report.Results, r)
+}
+
+// parseLengths reads "128,512" (empty: none).
+func parseLengths(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: %q is not a token count", flag, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}

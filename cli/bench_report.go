@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// benchReport is what bagel bench prints and writes as JSON.
+type benchReport struct {
+	Model         string   `json:"model"`
+	Backend       string   `json:"backend"`
+	Device        string   `json:"device"`
+	Host          string   `json:"host"`
+	Date          string   `json:"date"`
+	ContextLength int      `json:"context_length"`
+	Switches      []string `json:"switches"` // name=on|off, as set for the runs
+	WeightBytes   int64    `json:"weight_bytes"`
+	CacheBytes    int64    `json:"cache_bytes"`
+	// DecodeWeightBytes is what one decode token reads of the weights (the
+	// experts in the router's proportion): weight_gb_per_s is it times tok/s.
+	DecodeWeightBytes int64         `json:"decode_weight_bytes"`
+	Results           []benchResult `json:"results"`
+}
+
+// benchResult is one measured figure (the median run).
+type benchResult struct {
+	Name                   string  `json:"name"`
+	Switch                 string  `json:"switch,omitempty"` // the switch turned off (or on) for this run
+	PromptTokens           int     `json:"prompt_tokens"`
+	Tokens                 int     `json:"tokens"`
+	DecodeTokPerSec        float64 `json:"decode_tok_per_s"`
+	PrefillTokPerSec       float64 `json:"prefill_tok_per_s"`
+	TTFTms                 float64 `json:"ttft_ms"`
+	DispatchesPerToken     float64 `json:"dispatches_per_token"`
+	CommandBuffersPerToken float64 `json:"command_buffers_per_token"`
+	GraphLaunchesPerToken  float64 `json:"graph_launches_per_token"`
+	HostSyncsPerToken      float64 `json:"host_syncs_per_token"`
+	SampledOnDevice        bool    `json:"sampled_on_device"`
+	WeightGBPerSec         float64 `json:"weight_gb_per_s,omitempty"`
+	GPUmsPerToken          float64 `json:"gpu_ms_per_token,omitempty"`
+}
+
+func writeBenchTable(w io.Writer, r *benchReport) {
+	fmt.Fprintf(w, "bench %s on %s (%s), %s\n", r.Model, r.Device, r.Backend, r.Date)
+	fmt.Fprintf(w, "weights %.2f GB (%.3f GB read per decode token), cache %.2f GB for %d tokens; %s\n\n",
+		float64(r.WeightBytes)/1e9, float64(r.DecodeWeightBytes)/1e9, float64(r.CacheBytes)/1e9, r.ContextLength, r.Host)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tswitch\tprompt\ttok/s decode\ttok/s prefill\tTTFT ms\tweights GB/s\tdispatches/tok\tsubmits/tok\tgraphs/tok\tsyncs/tok\t")
+	for _, x := range r.Results {
+		sw := x.Switch
+		if sw == "" {
+			sw = "-"
+		}
+		gbs := "-"
+		if x.WeightGBPerSec > 0 {
+			gbs = fmt.Sprintf("%.0f", x.WeightGBPerSec)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t\n", x.Name, sw, x.PromptTokens,
+			x.DecodeTokPerSec, x.PrefillTokPerSec, x.TTFTms, gbs, x.DispatchesPerToken, x.CommandBuffersPerToken,
+			x.GraphLaunchesPerToken, x.HostSyncsPerToken)
+	}
+	tw.Flush()
+}

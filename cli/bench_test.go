@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"bagel/internal/testmodel"
+)
+
+// TestSynthThenBench writes a synthetic checkpoint with the tiny test model's
+// shapes and benches it on the CPU: every figure is there, with the counts the
+// CPU backend reports for the GPU ones.
+func TestSynthThenBench(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "synth")
+	config := filepath.Join(testmodel.Weights(t, "tiny-moe"), "config.json")
+	code, stdout, stderr := runCLI("synth", "--config", config, "--experts", "4", "--out", dir)
+	if code != 0 || !strings.Contains(stdout, "4 experts") {
+		t.Fatalf("synth: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	jsonFile := filepath.Join(t.TempDir(), "bench.json")
+	code, stdout, stderr = runCLI("bench", "-m", dir, "--backend", "cpu", "--runs", "1", "--tokens", "4",
+		"--prefill", "8", "--long", "40", "--json", jsonFile)
+	if code != 0 {
+		t.Fatalf("bench: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r benchReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, x := range r.Results {
+		names[x.Name+" "+x.Switch] = true
+		if strings.HasPrefix(x.Name, "decode") && (x.DecodeTokPerSec <= 0 || x.DispatchesPerToken <= 0 || x.WeightGBPerSec <= 0) {
+			t.Errorf("%s %s: %+v", x.Name, x.Switch, x)
+		}
+		if strings.HasPrefix(x.Name, "prefill") && x.PrefillTokPerSec <= 0 {
+			t.Errorf("%s: %+v", x.Name, x)
+		}
+	}
+	for _, want := range []string{"decode greedy ", "prefill 8 ", "decode after 40 tokens ", "decode greedy fused-add-norm=off"} {
+		if !names[want] {
+			t.Errorf("no %q figure in %v", want, names)
+		}
+	}
+	if r.DecodeWeightBytes <= 0 || r.DecodeWeightBytes >= r.WeightBytes {
+		t.Errorf("decode reads %d of %d weight bytes", r.DecodeWeightBytes, r.WeightBytes)
+	}
+	if !strings.Contains(stdout, "tok/s decode") {
+		t.Errorf("no table:\n%s", stdout)
+	}
+
+	for args, want := range map[string]string{
+		"synth --out " + dir:                                    "exactly one of --like NAME or --config FILE",
+		"synth --like qwen9 --out " + dir:                       `no built-in shape "qwen9"`,
+		"synth --like qwen3.5-35b-a3b --experts 4 --out " + dir: "fewer than the 8 experts",
+		"bench -m " + dir + " --prefill 12,x":                   `--prefill: "x" is not a token count`,
+	} {
+		code, _, stderr := runCLI(strings.Fields(args)...)
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, %q", args, code, stderr)
+		}
+	}
+}
