@@ -39,6 +39,7 @@ type benchResult struct {
 	SampledOnDevice        bool    `json:"sampled_on_device"`
 	WeightGBPerSec         float64 `json:"weight_gb_per_s,omitempty"`
 	GPUmsPerToken          float64 `json:"gpu_ms_per_token,omitempty"`
+	Error                  string  `json:"error,omitempty"` // why this figure could not be measured
 }
 
 func writeBenchTable(w io.Writer, r *benchReport) {
@@ -51,6 +52,10 @@ func writeBenchTable(w io.Writer, r *benchReport) {
 		sw := x.Switch
 		if sw == "" {
 			sw = "-"
+		}
+		if x.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\tfailed: %s\t\n", x.Name, sw, x.Error)
+			continue
 		}
 		gbs := "-"
 		if x.WeightGBPerSec > 0 {
