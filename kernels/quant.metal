@@ -69,20 +69,24 @@ KERNEL(embed_dequant_bf16,
   out[idx] = f32_to_bf16(v);
 }
 
-// The matrix-vector kernels give each SIMD-group QMV_ROWS consecutive output
-// rows and each threadgroup QMV_SIMDGROUPS SIMD-groups. A lane walks the words
-// lane, lane+32, ... of all its rows at once: each step loads one x slice (8
-// values for 4 bits, 4 for 8 bits) and reuses it for every row, and the rows'
-// word loads are independent, so QMV_ROWS coalesced 128-byte loads per
-// SIMD-group are in flight together. Scale and bias apply once per word. Codes
-// become floats through the exponent trick (0x4B000000 | q is 2^23 + q), which
-// is exact and cheaper than an integer conversion. Other widths read codes one
-// at a time. x must be 4-byte aligned (ops checks it): it is read as words.
+// The matrix-vector kernels give each threadgroup QMV_ROWS consecutive output
+// rows and split the input width In among its QMV_SPLIT SIMD-groups, whose
+// partial sums meet in threadgroup memory: a matrix of few rows (a router, the
+// 32-row b/a projections, a 512-row expert) still spreads over many
+// SIMD-groups, and every SIMD-group has little to walk. Within its slice a lane
+// reads the words lane, lane+32, ... of all the rows at once: one x slice (8
+// values for 4 bits, 4 for 8 bits) serves every row, and the rows' word loads
+// are independent, so QMV_ROWS coalesced 128-byte loads per SIMD-group are in
+// flight together. Scale and bias apply once per word. Codes become floats
+// through the exponent trick (0x4B000000 | q is 2^23 + q), which is exact and
+// cheaper than an integer conversion. Other widths read codes one at a time in
+// the first SIMD-group. x must be 4-byte aligned (ops checks it): it is read
+// as words.
 #ifndef QMV_ROWS
-#define QMV_ROWS 2
+#define QMV_ROWS 4
 #endif
-#ifndef QMV_SIMDGROUPS
-#define QMV_SIMDGROUPS 4
+#ifndef QMV_SPLIT
+#define QMV_SPLIT 4
 #endif
 
 // code_f is the 4- or 8-bit code at bit shift of q as a float, exactly.
@@ -90,17 +94,19 @@ INLINE float code_f(uint q, uint shift, uint mask) {
   return as_float(((q >> shift) & mask) | 0x4B000000u) - 8388608.0f;
 }
 
-// qmv_rows sets acc[r] = Σ_j x[j]·W[row r, j] for the nrows (≤ QMV_ROWS) rows at
-// w, scales, biases (rows wstride words / sstride groups apart), summed across
-// the SIMD-group: every lane gets every sum.
+// qmv_rows sets acc[r] = Σ_j x[j]·W[row r, j] over this SIMD-group's slice of
+// the words, for the nrows (≤ QMV_ROWS) rows at w, scales, biases, summed
+// across the SIMD-group: every lane gets every sum.
 INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
                      device const bf16_t *biases, int nrows, int In, int bits, int gs, int lane,
-                     thread float *acc) {
+                     int split, int nsplit, thread float *acc) {
   ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
   for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
   device const uint *xw = (device const uint *)x;
   if (bits == 4) {
-    for (int wi = lane; wi < In / 8; wi += 32) {
+    int words = In / 8, per = (words + nsplit - 1) / nsplit;
+    int end = imin(words, (split + 1) * per);
+    for (int wi = split * per + lane; wi < end; wi += 32) {
       uint x01 = xw[4 * wi], x23 = xw[4 * wi + 1], x45 = xw[4 * wi + 2], x67 = xw[4 * wi + 3];
       float xv[8] = {as_float(x01 << 16), as_float(x01 & 0xffff0000u), as_float(x23 << 16),
                      as_float(x23 & 0xffff0000u), as_float(x45 << 16), as_float(x45 & 0xffff0000u),
@@ -117,7 +123,9 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
       }
     }
   } else if (bits == 8) {
-    for (int wi = lane; wi < In / 4; wi += 32) {
+    int words = In / 4, per = (words + nsplit - 1) / nsplit;
+    int end = imin(words, (split + 1) * per);
+    for (int wi = split * per + lane; wi < end; wi += 32) {
       uint x01 = xw[2 * wi], x23 = xw[2 * wi + 1];
       float xv[4] = {as_float(x01 << 16), as_float(x01 & 0xffff0000u), as_float(x23 << 16),
                      as_float(x23 & 0xffff0000u)};
@@ -133,19 +141,35 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
       }
     }
   } else {
-    for (int r = 0; r < QMV_ROWS; r++) {
-      if (r >= nrows) break;
-      acc[r] = qdot_row(x, w + (ulong)r * wstride, scales + (ulong)r * sstride, biases + (ulong)r * sstride,
-                        In, bits, gs, lane);
+    if (split == 0) {
+      for (int r = 0; r < QMV_ROWS; r++) {
+        if (r >= nrows) break;
+        acc[r] = qdot_row(x, w + (ulong)r * wstride, scales + (ulong)r * sstride, biases + (ulong)r * sstride,
+                          In, bits, gs, lane);
+      }
     }
     return;  // qdot_row has reduced already
   }
   for (int r = 0; r < QMV_ROWS; r++) acc[r] = simd_sum(acc[r]);
 }
 
+// qmv_combine adds the SIMD-groups' partial sums of each row through
+// threadgroup memory; lane r of SIMD-group 0 returns row r's total in acc[0]
+// and true, every other thread false.
+INLINE bool qmv_combine(thread float *acc, threadgroup float *partial, int lane, int split, int nsplit) {
+  if (lane == 0)
+    for (int r = 0; r < QMV_ROWS; r++) partial[split * QMV_ROWS + r] = acc[r];
+  BARRIER();
+  if (split != 0 || lane >= QMV_ROWS) return false;
+  float total = 0.0f;
+  for (int s = 0; s < nsplit; s++) total += partial[s * QMV_ROWS + lane];
+  acc[0] = total;
+  return true;
+}
+
 // qmatmul_bf16: out[t, o] = bf16(Σ_j x[t, j]·W[o, j]).
 // Row blocks vary fastest in the grid, so neighbouring threadgroups share x[t].
-// launch: grid(ceil(Out, QMV_ROWS * QMV_SIMDGROUPS) * T) group(QMV_SIMDGROUPS * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T) group(QMV_SPLIT * 32)
 KERNEL(qmatmul_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -157,21 +181,21 @@ KERNEL(qmatmul_bf16,
        PARAM(int, Out, 7),
        PARAM(int, bits, 8),
        PARAM(int, gs, 9)) {
-  int perGroup = SIMD_COUNT * QMV_ROWS;
-  int blocks = (Out + perGroup - 1) / perGroup;
+  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
   int t = TGID_X / blocks;
-  int o = (TGID_X % blocks) * perGroup + SIMD_ID * QMV_ROWS;
-  if (t >= T || o >= Out) return;  // uniform across the SIMD-group
+  int o = (TGID_X % blocks) * QMV_ROWS;
+  if (t >= T) return;  // uniform across the threadgroup
   int nrows = imin(QMV_ROWS, Out - o);
   float acc[QMV_ROWS];
   qmv_rows(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits), scales + (ulong)o * (ulong)(In / gs),
-           biases + (ulong)o * (ulong)(In / gs), nrows, In, bits, gs, LANE, acc);
-  for (int r = 0; r < QMV_ROWS; r++)
-    if (LANE == r && r < nrows) out[(ulong)t * (ulong)Out + (ulong)(o + r)] = f32_to_bf16(acc[r]);
+           biases + (ulong)o * (ulong)(In / gs), nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, acc);
+  if (qmv_combine(acc, partial, LANE, SIMD_ID, SIMD_COUNT) && LANE < nrows)
+    out[(ulong)t * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(acc[0]);
 }
 
 // qmatmul_bf16_f32: as qmatmul_bf16 with an f32 output (logits).
-// launch: grid(ceil(Out, QMV_ROWS * QMV_SIMDGROUPS) * T) group(QMV_SIMDGROUPS * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T) group(QMV_SPLIT * 32)
 KERNEL(qmatmul_bf16_f32,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -183,23 +207,23 @@ KERNEL(qmatmul_bf16_f32,
        PARAM(int, Out, 7),
        PARAM(int, bits, 8),
        PARAM(int, gs, 9)) {
-  int perGroup = SIMD_COUNT * QMV_ROWS;
-  int blocks = (Out + perGroup - 1) / perGroup;
+  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
   int t = TGID_X / blocks;
-  int o = (TGID_X % blocks) * perGroup + SIMD_ID * QMV_ROWS;
-  if (t >= T || o >= Out) return;
+  int o = (TGID_X % blocks) * QMV_ROWS;
+  if (t >= T) return;
   int nrows = imin(QMV_ROWS, Out - o);
   float acc[QMV_ROWS];
   qmv_rows(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits), scales + (ulong)o * (ulong)(In / gs),
-           biases + (ulong)o * (ulong)(In / gs), nrows, In, bits, gs, LANE, acc);
-  for (int r = 0; r < QMV_ROWS; r++)
-    if (LANE == r && r < nrows) out[(ulong)t * (ulong)Out + (ulong)(o + r)] = acc[r];
+           biases + (ulong)o * (ulong)(In / gs), nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, acc);
+  if (qmv_combine(acc, partial, LANE, SIMD_ID, SIMD_COUNT) && LANE < nrows)
+    out[(ulong)t * (ulong)Out + (ulong)(o + LANE)] = acc[0];
 }
 
 // qmatmul_gather_bf16: out[t, s, o] = bf16(Σ_j xrow[j]·W[ids[t, s], o, j]) with
 // w [E, Out, In*bits/32]; xrow is x[t, :] (xPerSlot = 0) or x[t, s, :] (xPerSlot = 1).
 // The rows of one threadgroup belong to one (t, s), so to one expert.
-// launch: grid(ceil(Out, QMV_ROWS * QMV_SIMDGROUPS) * T * K) group(QMV_SIMDGROUPS * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(QMV_SPLIT * 32)
 KERNEL(qmatmul_gather_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const int, ids, 1),
@@ -214,17 +238,17 @@ KERNEL(qmatmul_gather_bf16,
        PARAM(int, bits, 10),
        PARAM(int, gs, 11),
        PARAM(int, xPerSlot, 12)) {
-  int perGroup = SIMD_COUNT * QMV_ROWS;
-  int blocks = (Out + perGroup - 1) / perGroup;
+  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
   int ts = TGID_X / blocks;  // t·K + s
-  int o = (TGID_X % blocks) * perGroup + SIMD_ID * QMV_ROWS;
-  if (ts >= T * K || o >= Out) return;
+  int o = (TGID_X % blocks) * QMV_ROWS;
+  if (ts >= T * K) return;
   int nrows = imin(QMV_ROWS, Out - o);
   ulong wrow = (ulong)ids[ts] * (ulong)Out + (ulong)o;
   int xrow = xPerSlot != 0 ? ts : ts / K;
   float acc[QMV_ROWS];
   qmv_rows(x + (ulong)xrow * (ulong)In, w + wrow * (ulong)(In / 32 * bits), scales + wrow * (ulong)(In / gs),
-           biases + wrow * (ulong)(In / gs), nrows, In, bits, gs, LANE, acc);
-  for (int r = 0; r < QMV_ROWS; r++)
-    if (LANE == r && r < nrows) out[(ulong)ts * (ulong)Out + (ulong)(o + r)] = f32_to_bf16(acc[r]);
+           biases + wrow * (ulong)(In / gs), nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, acc);
+  if (qmv_combine(acc, partial, LANE, SIMD_ID, SIMD_COUNT) && LANE < nrows)
+    out[(ulong)ts * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(acc[0]);
 }

@@ -61,9 +61,13 @@ func (a *Arena) Get(dtype backend.DType, shape ...int) Tensor {
 	return t
 }
 
-// Reset makes every buffer handed out available again.
+// Reset makes every buffer handed out available again. They go back in
+// reverse, so the same sequence of Gets after it gets the same buffers: a
+// decode step then dispatches with the same addresses every token, which lets
+// a CUDA graph replay it without updating them.
 func (a *Arena) Reset() {
-	for _, b := range a.used {
+	for i := len(a.used) - 1; i >= 0; i-- {
+		b := a.used[i]
 		a.free[b.Len()] = append(a.free[b.Len()], b)
 	}
 	a.used = a.used[:0]

@@ -57,6 +57,27 @@ func TestArenaReusesBuffers(t *testing.T) {
 	}
 }
 
+// TestArenaRepeatsItsAssignment checks that the same sequence of Gets after a
+// Reset gets the same buffers in the same order (a replayed decode step).
+func TestArenaRepeatsItsAssignment(t *testing.T) {
+	dev := cpu.New(1)
+	a := ops.NewArena(dev)
+	step := func() []any {
+		var bufs []any
+		for _, n := range []int{16, 16, 8, 16, 8} {
+			bufs = append(bufs, a.Get(ops.F32, n).Buf)
+		}
+		a.Reset()
+		return bufs
+	}
+	first, second, third := step(), step(), step()
+	for i := range first {
+		if first[i] != second[i] || second[i] != third[i] {
+			t.Fatalf("Get %d got another buffer after Reset", i)
+		}
+	}
+}
+
 func TestRowsViewsTheRightBytes(t *testing.T) {
 	dev := cpu.New(1)
 	c := ops.NewCtx(dev, ops.NewArena(dev))

@@ -7,44 +7,58 @@
 # last lines printed are the summaries.
 #
 # Usage (from the repository root): tools/gpubench.sh [stages]
-#   stages: any of ptx tests bench ncu (default: all)
+#   stages: any of ptx tests sweep bench ncu (default: ptx tests bench ncu)
+#   sweep: decode speed for each setting in $SWEEP, a space-separated list of
+#          ';'-joined environment assignments, e.g.
+#          "BAGEL_KERNEL_TUNING=QMV_ROWS=2,QMV_SPLIT=4 BAGEL_NO_CUDA_GRAPH=1"
+# The device tool brings back at most 8 files: logs go to $OUT/log.txt.
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 stages=${*:-ptx tests bench ncu}
+LOG="$OUT/log.txt"
 has() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv,noheader > "$LOG" 2>&1
 
 if has ptx; then
-	mkdir -p "$OUT/ptx" && .devbin/ptx -out "$OUT/ptx" > "$OUT/ptx.log" 2>&1
+	mkdir -p "$OUT/ptx" && .devbin/ptx -out "$OUT/ptx" >> "$LOG" 2>&1
 	echo "ptx: rc $? $(cat "$OUT/ptx/kernels.sha256" 2>/dev/null | cut -c1-12)"
 fi
 if has tests; then
-	(cd cuda && BAGEL_REQUIRE_GPU=1 timeout 300 ../.devbin/cuda.test -test.v -test.count=1) > "$OUT/cuda-tests.log" 2>&1
-	echo "cuda tests: rc $?; $(grep -c '^--- FAIL' "$OUT/cuda-tests.log") failed; $(grep -o 'Kernel tests on [^|]*pass' "$OUT/cuda-tests.log" | head -2 | tr '\n' ' ')"
-	(cd engine && BAGEL_REQUIRE_GPU=1 timeout 300 ../.devbin/engine.test -test.v -test.count=1 -test.run GPU) > "$OUT/engine-tests.log" 2>&1
-	echo "engine GPU tests: rc $?; $(grep -c '^--- FAIL' "$OUT/engine-tests.log") failed"
-	grep -h -- '--- FAIL' "$OUT/cuda-tests.log" "$OUT/engine-tests.log" | head -20
+	(cd cuda && BAGEL_REQUIRE_GPU=1 timeout 300 ../.devbin/cuda.test -test.v -test.count=1) > /tmp/cuda-tests.log 2>&1
+	echo "cuda tests: rc $?; $(grep -c '^--- FAIL' /tmp/cuda-tests.log) failed; $(grep -o 'Kernel tests on [^|]*pass' /tmp/cuda-tests.log | head -2 | tr '\n' ' ')"
+	(cd engine && BAGEL_REQUIRE_GPU=1 timeout 300 ../.devbin/engine.test -test.v -test.count=1 -test.run GPU) > /tmp/engine-tests.log 2>&1
+	echo "engine GPU tests: rc $?; $(grep -c '^--- FAIL' /tmp/engine-tests.log) failed"
+	cat /tmp/cuda-tests.log /tmp/engine-tests.log >> "$LOG"
+	grep -h -A3 -- '--- FAIL' /tmp/cuda-tests.log /tmp/engine-tests.log | head -30
 fi
 M=/tmp/qwen35-a3b-e64
 if has bench || has ncu; then
 	mkdir -p /tmp/tok
 	gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
 	gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
-	[ -f $M/config.json ] || .devbin/bagel synth --like qwen3.5-35b-a3b --experts 64 --tokenizer /tmp/tok --out $M 2> "$OUT/synth.log"
+	[ -f $M/config.json ] || .devbin/bagel synth --like qwen3.5-35b-a3b --experts 64 --tokenizer /tmp/tok --out $M 2>> "$LOG"
+fi
+if has sweep; then
+	for t in ${SWEEP:-BAGEL_NO_CUDA_GRAPH=0}; do
+		env $(echo "$t" | tr ';' ' ') timeout 120 .devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 200 --prefill "" --long "" \
+			--switches=false > /tmp/sweep.txt 2>> "$LOG"
+		echo "sweep $t: $(grep '^decode greedy' /tmp/sweep.txt | awk '{print $5, "tok/s greedy,", $10, "dispatches/token"}')"
+		cat /tmp/sweep.txt >> "$LOG"
+	done
 fi
 if has bench; then
 	timeout 420 .devbin/bagel bench -m $M --backend cuda --runs 3 --tokens 128 --prefill ${PREFILL:-128,512,2048} --long ${LONG:-8192} \
-		--json "$OUT/bench.json" > "$OUT/bench.txt" 2> "$OUT/bench.log"
+		--json "$OUT/bench.json" > /tmp/bench.txt 2>> "$LOG"
 	echo "bench: rc $?"
-	cat "$OUT/bench.txt"
+	cat /tmp/bench.txt | tee -a "$LOG"
 fi
 if has ncu; then
 	# One decode step without graphs (ncu times each kernel): skip the prefill
 	# and the first steps, then profile about one step's launches.
 	BAGEL_NO_CUDA_GRAPH=1 timeout 240 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
 		--launch-skip ${NCU_SKIP:-4000} --launch-count ${NCU_COUNT:-1200} \
-		.devbin/bagel generate -m $M --backend cuda --raw -p "Tell me about bagels." --max-tokens 8 > "$OUT/ncu.csv" 2> "$OUT/ncu.log"
+		.devbin/bagel generate -m $M --backend cuda --raw -p "Tell me about bagels." --max-tokens 8 > "$OUT/ncu.csv" 2>> "$LOG"
 	echo "ncu: rc $?"
 	python3 tools/ncu_summary.py "$OUT/ncu.csv"
 fi
