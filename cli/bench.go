@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,8 +33,20 @@ func runBench(args []string, out, errOut io.Writer) error {
 	long := fs.String("long", "8192", "context lengths to decode after (empty: none)")
 	switches := fs.Bool("switches", true, "decode greedy with each engine switch off against on")
 	seed := fs.Uint64("seed", 1, "seed of the random prompts and of sampling")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (host overhead)")
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	prefillLens, err := parseLengths("--prefill", *prefill)
 	if err != nil {

@@ -37,6 +37,7 @@ type Device struct {
 	useGraphs bool
 	graphs    graphCache
 	open      *encoder // the encoder with recorded, unlaunched dispatches
+	timing    gpuTiming
 }
 
 var _ backend.Device = (*Device)(nil)
@@ -231,7 +232,11 @@ func (d *Device) Synchronize() error {
 		return err
 	}
 	d.counters.HostSyncs++
-	return d.drv.check(d.drv.cuStreamSynchronize(d.stream), "cuStreamSynchronize", "")
+	if err := d.drv.check(d.drv.cuStreamSynchronize(d.stream), "cuStreamSynchronize", ""); err != nil {
+		return err
+	}
+	d.readTiming()
+	return nil
 }
 
 // Counters returns the running totals.
@@ -259,6 +264,7 @@ func (d *Device) Close() error {
 	d.open = nil // recorded, unsubmitted work is dropped with the device
 	err := d.drv.check(d.drv.cuStreamSynchronize(d.stream), "cuStreamSynchronize", "")
 	d.graphs.release(d)
+	d.releaseTiming()
 	if d.mod != nil {
 		d.drv.cuModuleUnload(d.mod.handle)
 	}

@@ -43,6 +43,10 @@ type driver struct {
 	cuModuleUnload            func(mod uintptr) cuResult
 	cuModuleGetFunction       func(fn *uintptr, mod uintptr, name string) cuResult
 	cuLaunchKernel            func(fn uintptr, gx, gy, gz, bx, by, bz, sharedBytes uint32, stream uintptr, params, extra unsafe.Pointer) cuResult
+	cuEventCreate             func(ev *uintptr, flags uint32) cuResult
+	cuEventRecord             func(ev, stream uintptr) cuResult
+	cuEventElapsedTime        func(ms *float32, start, end uintptr) cuResult
+	cuEventDestroy            func(ev uintptr) cuResult
 	cuGetErrorName            func(r cuResult, s *uintptr) cuResult
 	cuGetErrorString          func(r cuResult, s *uintptr) cuResult
 
@@ -150,6 +154,10 @@ func loadDriver() (*driver, error) {
 		{&d.cuModuleUnload, "cuModuleUnload"},
 		{&d.cuModuleGetFunction, "cuModuleGetFunction"},
 		{&d.cuLaunchKernel, "cuLaunchKernel"},
+		{&d.cuEventCreate, "cuEventCreate"},
+		{&d.cuEventRecord, "cuEventRecord"},
+		{&d.cuEventElapsedTime, "cuEventElapsedTime"},
+		{&d.cuEventDestroy, "cuEventDestroy_v2"},
 		{&d.cuGetErrorName, "cuGetErrorName"},
 		{&d.cuGetErrorString, "cuGetErrorString"},
 	}

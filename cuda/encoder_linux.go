@@ -25,6 +25,7 @@ type encoder struct {
 	dev      *Device
 	err      error // the first launch error
 	recorded []launch
+	start    uintptr // the timing event before this encoder's first direct launch
 }
 
 // Encoder returns an encoder on the device's stream.
@@ -49,6 +50,9 @@ func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...back
 	l := launch{kernel: kernel, fn: fn, grid: c.Grid, group: c.Group, params: params}
 	d.counters.Dispatches++
 	if !d.useGraphs {
+		if e.start == 0 {
+			e.start = d.markStart()
+		}
 		e.err = d.launchNow(l)
 		return
 	}
@@ -69,6 +73,10 @@ func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...back
 func (e *encoder) Submit() error {
 	e.dev.counters.CommandBuffers++
 	e.flush()
+	if e.start != 0 {
+		e.dev.markEnd(e.start)
+		e.start = 0
+	}
 	err := e.err
 	e.err = nil
 	return err
@@ -85,7 +93,9 @@ func (e *encoder) flush() {
 	if len(recorded) == 0 || e.err != nil {
 		return
 	}
+	start := d.markStart()
 	e.err = d.graphs.run(d, recorded)
+	d.markEnd(start)
 }
 
 // flushRecorded launches the open encoder's recorded work before a host-side

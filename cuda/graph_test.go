@@ -71,6 +71,9 @@ func TestGraphReplay(t *testing.T) {
 	if g := dev.Counters().GraphLaunches; g != 3 {
 		t.Errorf("%d graph launches, want 3 (the first sight launches directly)", g)
 	}
+	if dev.TotalGPUTime() <= 0 {
+		t.Errorf("no GPU time measured (%v)", dev.TotalGPUTime())
+	}
 
 	enc := dev.Encoder()
 	addAll(enc, 0)
