@@ -117,21 +117,27 @@ func (m *quantMatrix) row(r int, out []float32) {
 // an id is checked against the buffers' ends, which can lie beyond the tensor
 // when it is bound at an offset into a larger file.
 func (a *args) quant(rows int) *quantMatrix {
-	in, bits, gs := a.intArg("In"), a.intArg("bits"), a.intArg("gs")
-	a.check(validBits(bits), "bits", "%d, want 2, 3, 4, 5, 6 or 8", bits)
-	a.check(validGroup(gs), "gs", "%d, want 32, 64 or 128", gs)
-	a.check(in%gs == 0, "In", "%d is not a multiple of gs=%d", in, gs)
+	return a.quantNamed("w", "scales", "biases", "bits", "gs", rows)
+}
+
+// quantNamed is quant for kernels with several matrices, whose arguments carry
+// other names (w0, scales0, biases0, bits0, gs0; gate_w, ...).
+func (a *args) quantNamed(w, scales, biases, bitsName, gsName string, rows int) *quantMatrix {
+	in, bits, gs := a.intArg("In"), a.intArg(bitsName), a.intArg(gsName)
+	a.check(validBits(bits), bitsName, "%d, want 2, 3, 4, 5, 6 or 8", bits)
+	a.check(validGroup(gs), gsName, "%d, want 32, 64 or 128", gs)
+	a.check(in%gs == 0, "In", "%d is not a multiple of %s=%d", in, gsName, gs)
 	words, groups := in*bits/32, in/gs
 	if rows < 0 {
 		rows = math.MaxInt32
 		if in > 0 {
-			rows = min(a.avail("w", 4)/words, a.avail("scales", 2)/groups, a.avail("biases", 2)/groups)
+			rows = min(a.avail(w, 4)/words, a.avail(scales, 2)/groups, a.avail(biases, 2)/groups)
 		}
 	}
 	return &quantMatrix{
-		w:      a.u32s("w", rows*words),
-		scales: a.bf16s("scales", rows*groups),
-		biases: a.bf16s("biases", rows*groups),
+		w:      a.u32s(w, rows*words),
+		scales: a.bf16s(scales, rows*groups),
+		biases: a.bf16s(biases, rows*groups),
 		bits:   bits, gs: gs, in: in, rows: rows,
 	}
 }

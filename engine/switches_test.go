@@ -15,8 +15,10 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 	ids := []int32{9707, 11, 1246, 525, 3555, 30, 2585, 374, 279, 6722}
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
 		logits := func(on bool) []float32 {
-			if err := feature.Set(qwen.SwitchFusedAddNorm, on); err != nil {
-				t.Fatal(err)
+			for _, sw := range fusedSwitches {
+				if err := feature.Set(sw, on); err != nil {
+					t.Fatal(err)
+				}
 			}
 			e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 32})
 			if err != nil {
@@ -33,5 +35,9 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 			}
 		}
 	}
-	feature.Set(qwen.SwitchFusedAddNorm, true)
+	for _, sw := range fusedSwitches {
+		feature.Set(sw, true)
+	}
 }
+
+var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU}

@@ -1,6 +1,7 @@
 package gputest
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -112,6 +113,68 @@ func Specs() []Spec {
 				in("w", backend.U32, w), in("scales", backend.BF16, sc), in("biases", backend.BF16, bi),
 				out("out", backend.BF16, p.T*p.K*p.Out),
 			}, Scalars: ints(p.T, p.K, p.In, p.Out, p.bits, p.gs, p.xPerSlot)}
+		})
+	}
+
+	// qmatmul_multi_bf16: x, then w, scales, biases, out for slots 0..3 | T, In, Out0..3, bits0..3, gs0..3.
+	// A slot with Out 0 is unused: its buffers are a few bytes and never read.
+	type slot struct{ Out, bits, gs int }
+	for _, p := range []struct {
+		T, In int
+		slots [4]slot
+	}{
+		{1, hidden, [4]slot{{convDim, 4, 64}, {gdnHv * gdnD, 4, 64}, {gdnHv, 4, 64}, {gdnHv, 4, 64}}},       // GDN qkv, z, b, a
+		{1, hidden, [4]slot{{experts, 8, 64}, {moeInt, 4, 64}, {moeInt, 4, 64}, {1, 8, 64}}},                // router, shared gate, up, gate scalar
+		{4, hidden, [4]slot{{qProjOut, 4, 64}, {kvHeads * headDim, 4, 64}, {kvHeads * headDim, 4, 64}, {}}}, // attention q, k, v
+		{3, 96, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {3, 6, 32}}},
+		{2, 128, [4]slot{{9, 8, 128}, {2, 2, 64}, {}, {}}},
+	} {
+		label := fmt.Sprintf("T=%d In=%d", p.T, p.In)
+		for _, sl := range p.slots {
+			label += fmt.Sprintf(" %d:%db", sl.Out, sl.bits)
+		}
+		add("qmatmul_multi_bf16", false, label, func(g gen) *Case {
+			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1))}
+			var scalars []int
+			for i, sl := range p.slots {
+				n := fmt.Sprint(i)
+				if sl.Out == 0 {
+					bufs = append(bufs, in("w"+n, backend.U32, g.words(1)), in("scales"+n, backend.BF16, g.bf16(2, 1)),
+						in("biases"+n, backend.BF16, g.bf16(2, 1)), in("out"+n, backend.BF16, g.bf16(2, 1)))
+					continue
+				}
+				w, sc, bi := g.quant(sl.Out, p.In, sl.bits, sl.gs)
+				bufs = append(bufs, in("w"+n, backend.U32, w), in("scales"+n, backend.BF16, sc), in("biases"+n, backend.BF16, bi),
+					out("out"+n, backend.BF16, p.T*sl.Out))
+			}
+			scalars = append(scalars, p.T, p.In)
+			for _, sl := range p.slots {
+				scalars = append(scalars, sl.Out)
+			}
+			for _, sl := range p.slots { // an unused slot still passes valid bits and gs
+				scalars = append(scalars, cmp.Or(sl.bits, 4))
+			}
+			for _, sl := range p.slots {
+				scalars = append(scalars, cmp.Or(sl.gs, 32))
+			}
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(scalars...)}
+		})
+	}
+
+	// qmatmul_gather_swiglu_bf16: x, ids, gate_w, gate_scales, gate_biases, up_w, up_scales, up_biases, out | T, K, In, Out, bits, gs
+	for _, p := range []struct{ T, K, E, In, Out, bits, gs int }{
+		{1, topK, experts, hidden, moeInt, 4, 64}, {5, topK, experts, hidden, moeInt, 4, 64},
+		{2, 3, 5, 96, 13, 4, 32}, {1, 2, 4, 128, 7, 8, 128}, {3, 2, 3, 64, 5, 3, 32},
+	} {
+		add("qmatmul_gather_swiglu_bf16", false, fmt.Sprintf("T=%d K=%d E=%d %d→%d bits=%d gs=%d", p.T, p.K, p.E, p.In, p.Out, p.bits, p.gs), func(g gen) *Case {
+			gw, gsc, gbi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
+			uw, usc, ubi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E)),
+				in("gate_w", backend.U32, gw), in("gate_scales", backend.BF16, gsc), in("gate_biases", backend.BF16, gbi),
+				in("up_w", backend.U32, uw), in("up_scales", backend.BF16, usc), in("up_biases", backend.BF16, ubi),
+				out("out", backend.BF16, p.T*p.K*p.Out),
+			}, Scalars: ints(p.T, p.K, p.In, p.Out, p.bits, p.gs)}
 		})
 	}
 

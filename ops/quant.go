@@ -60,3 +60,52 @@ func QMatmulGather(c *Ctx, x, ids Tensor, w QLinear, out Tensor, perSlot bool) {
 		backend.Int(w.Bits), backend.Int(w.GroupSize), backend.Int(xPerSlot))
 	c.dispatch("qmatmul_gather_bf16", args...)
 }
+
+// QMatmulMulti computes outs[i] = x · ws[i]ᵀ for up to four 2-D weights of the
+// same input width in one dispatch (the projections of a mixer, which all read
+// the same normed x). x bf16 [T, In] → outs[i] bf16 [T, ws[i].Out].
+func QMatmulMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
+	check(len(ws) >= 1 && len(ws) <= 4 && len(outs) == len(ws), "qmatmul_multi: %d weights, %d outputs (1 to 4)", len(ws), len(outs))
+	checkDType("qmatmul_multi x", x, backend.BF16)
+	in := ws[0].In
+	check(x.Elements()%in == 0 && x.Off%4 == 0, "qmatmul_multi %s: x %v at offset %d, In %d", ws[0].Name, x, x.Off, in)
+	t := x.Elements() / in
+	args := []backend.Arg{x.Arg()}
+	outRows, bits, groups := make([]backend.Arg, 4), make([]backend.Arg, 4), make([]backend.Arg, 4)
+	for i := range 4 {
+		w, out, rows := ws[0], outs[0], 0 // an unused slot: slot 0's buffers, no rows
+		if i < len(ws) {
+			w, out, rows = ws[i], outs[i], ws[i].Out
+			check(w.Experts == 0 && w.In == in, "qmatmul_multi: %s is [%d experts] %d×%d, want %d inputs", w.Name, w.Experts, w.Out, w.In, in)
+			checkDType("qmatmul_multi out", out, backend.BF16)
+			check(out.Elements() == t*w.Out, "qmatmul_multi %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
+		}
+		args = append(args, w.W.Arg(), w.Scales.Arg(), w.Bias.Arg(), out.Arg())
+		outRows[i], bits[i], groups[i] = backend.Int(rows), backend.Int(w.Bits), backend.Int(w.GroupSize)
+	}
+	args = append(args, backend.Int(t), backend.Int(in))
+	args = append(append(append(args, outRows...), bits...), groups...)
+	c.dispatch("qmatmul_multi_bf16", args...)
+}
+
+// QMatmulGatherSwiGLU is the experts' first half in one dispatch: for each token
+// t and slot s with expert e = ids[t,s], out[t,s,:] = silu(x[t]·gate[e]ᵀ) ⊙
+// (x[t]·up[e]ᵀ), each product rounded to bf16 first as QMatmulGather would.
+// x bf16 [T, In]; ids i32 [T, K]; out bf16 [T, K, Out].
+func QMatmulGatherSwiGLU(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor) {
+	checkDType("gather_swiglu x", x, backend.BF16)
+	checkDType("gather_swiglu ids", ids, backend.I32)
+	checkDType("gather_swiglu out", out, backend.BF16)
+	check(gate.Experts > 0 && gate.Experts == up.Experts && gate.Out == up.Out && gate.In == up.In &&
+		gate.Bits == up.Bits && gate.GroupSize == up.GroupSize,
+		"gather_swiglu: %s and %s differ in shape or quantization", gate.Name, up.Name)
+	check(len(ids.Shape) == 2, "gather_swiglu: ids %v", ids)
+	t, k := ids.Shape[0], ids.Shape[1]
+	check(x.Elements() == t*gate.In && x.Off%4 == 0, "gather_swiglu %s: x %v at offset %d", gate.Name, x, x.Off)
+	check(out.Elements() == t*k*gate.Out, "gather_swiglu %s: out %v", gate.Name, out)
+	args := append([]backend.Arg{x.Arg(), ids.Arg()}, gate.args()...)
+	args = append(args, up.args()...)
+	args = append(args, out.Arg(), backend.Int(t), backend.Int(k), backend.Int(gate.In), backend.Int(gate.Out),
+		backend.Int(gate.Bits), backend.Int(gate.GroupSize))
+	c.dispatch("qmatmul_gather_swiglu_bf16", args...)
+}

@@ -10,6 +10,7 @@ import (
 type attention struct {
 	qProj, kProj, vProj, oProj ops.QLinear // q_proj out = heads·2·headDim, per head [q | gate]
 	qNorm, kNorm               ops.Tensor  // bf16 [headDim]
+	paths                      paths
 }
 
 func (a *attention) weights(cfg *Config) []weight {
@@ -30,12 +31,10 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	t, hq, hkv, d := x.Shape[0], cfg.NumHeads, cfg.NumKVHeads, cfg.HeadDim
 	s := c.Scratch
 	qp := s.Get(ops.BF16, t, hq, 2*d)
-	ops.QMatmul(c, x, a.qProj, qp)
+	k, v := s.Get(ops.BF16, t, hkv, d), s.Get(ops.BF16, t, hkv, d)
+	a.paths.project(c, x, []ops.QLinear{a.qProj, a.kProj, a.vProj}, []ops.Tensor{qp, k, v})
 	q, gate := s.Get(ops.BF16, t, hq, d), s.Get(ops.BF16, t, hq, d)
 	ops.SplitQGate(c, qp, q, gate)
-	k, v := s.Get(ops.BF16, t, hkv, d), s.Get(ops.BF16, t, hkv, d)
-	ops.QMatmul(c, x, a.kProj, k)
-	ops.QMatmul(c, x, a.vProj, v)
 	ops.RMSNorm(c, q, a.qNorm, q, cfg.RMSNormEps)
 	ops.RMSNorm(c, k, a.kNorm, k, cfg.RMSNormEps)
 	theta := float32(cfg.RopeTheta)

@@ -9,6 +9,7 @@ type gatedDeltaNet struct {
 	aLog                                          ops.Tensor // f32 [Hv]
 	dtBias                                        ops.Tensor // bf16 [Hv]
 	norm                                          ops.Tensor // bf16 [Dv], not shifted
+	paths                                         paths
 }
 
 func (g *gatedDeltaNet) weights(cfg *Config) []weight {
@@ -34,12 +35,10 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 	shape := ops.GDNShape{Hk: cfg.LinearKeyHeads, Hv: cfg.LinearValueHeads, Dk: cfg.LinearKeyDim, Dv: cfg.LinearValueDim}
 	s := c.Scratch
 	qkv := s.Get(ops.BF16, t, shape.ConvDim())
-	ops.QMatmul(c, x, g.inProjQKV, qkv)
 	z := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
-	ops.QMatmul(c, x, g.inProjZ, z)
 	bLogits, aLogits := s.Get(ops.BF16, t, shape.Hv), s.Get(ops.BF16, t, shape.Hv)
-	ops.QMatmul(c, x, g.inProjB, bLogits)
-	ops.QMatmul(c, x, g.inProjA, aLogits)
+	g.paths.project(c, x, []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA},
+		[]ops.Tensor{qkv, z, bLogits, aLogits})
 	conv := s.Get(ops.BF16, t, shape.ConvDim())
 	ops.Conv1dSiLU(c, qkv, st.conv, g.conv, conv, cfg.ConvKernel)
 	decay, beta := s.Get(ops.F32, t, shape.Hv), s.Get(ops.F32, t, shape.Hv)

@@ -28,20 +28,21 @@ type layer struct {
 	inputNorm, postNorm ops.Tensor // bf16 [hidden], 1+w folded in
 	mixer               mixer
 	ffn                 ffn
+	paths               paths
 }
 
 // newLayer makes layer i of the kinds the config gives it, unbound.
-func newLayer(cfg *Config, i int) *layer {
-	l := &layer{}
+func newLayer(cfg *Config, i int, p paths) *layer {
+	l := &layer{paths: p}
 	if cfg.IsAttention(i) {
-		l.mixer = &attention{}
+		l.mixer = &attention{paths: p}
 	} else {
-		l.mixer = &gatedDeltaNet{}
+		l.mixer = &gatedDeltaNet{paths: p}
 	}
 	if cfg.IsMoE() {
-		l.ffn = &sparseMoE{}
+		l.ffn = &sparseMoE{paths: p}
 	} else {
-		l.ffn = &denseMLP{}
+		l.ffn = &denseMLP{paths: p}
 	}
 	return l
 }
@@ -61,11 +62,11 @@ func (l *layer) weights(cfg *Config, i int) []weight {
 // forward runs the layer on the residual stream x bf16 [T, hidden] in place.
 // normed holds the layer's input, rms(x) under inputNorm, and on return the
 // next one's: rms(x) under next (the next layer's input norm, or the final
-// norm). branch is scratch of the same shape. fused joins each residual add
-// with the norm after it (one dispatch, same bits).
-func (l *layer) forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, normed, branch, next ops.Tensor, fused bool) {
+// norm). branch is scratch of the same shape. The fused path joins each
+// residual add with the norm after it (one dispatch, same bits).
+func (l *layer) forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, normed, branch, next ops.Tensor) {
 	addNorm := func(w ops.Tensor) {
-		if fused {
+		if l.paths.addNorm {
 			ops.AddRMSNorm(c, x, branch, w, x, normed, cfg.RMSNormEps)
 			return
 		}

@@ -3,7 +3,10 @@ package qwen
 import "bagel/ops"
 
 // denseMLP is down(silu(gate(x)) ⊙ up(x)).
-type denseMLP struct{ gate, up, down ops.QLinear }
+type denseMLP struct {
+	gate, up, down ops.QLinear
+	paths          paths
+}
 
 func (d *denseMLP) weights(cfg *Config) []weight {
 	h, inter := cfg.HiddenSize, cfg.IntermediateSize
@@ -19,8 +22,7 @@ func (d *denseMLP) forward(c *ops.Ctx, _ *Config, x, out ops.Tensor) {
 	t := x.Shape[0]
 	s := c.Scratch
 	gate, up := s.Get(ops.BF16, t, d.gate.Out), s.Get(ops.BF16, t, d.up.Out)
-	ops.QMatmul(c, x, d.gate, gate)
-	ops.QMatmul(c, x, d.up, up)
+	d.paths.project(c, x, []ops.QLinear{d.gate, d.up}, []ops.Tensor{gate, up})
 	ops.SwiGLU(c, gate, up, gate)
 	ops.QMatmul(c, gate, d.down, out)
 }
@@ -31,6 +33,7 @@ type sparseMoE struct {
 	gate, up, down                   ops.QLinear // stacked [E, ...]
 	sharedGate, sharedUp, sharedDown ops.QLinear
 	sharedExpertGate                 ops.QLinear // [1, hidden]
+	paths                            paths
 }
 
 func (e *sparseMoE) weights(cfg *Config) []weight {
@@ -51,26 +54,32 @@ func (e *sparseMoE) weights(cfg *Config) []weight {
 func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	t, k, hidden, inter := x.Shape[0], cfg.ExpertsPerToken, cfg.HiddenSize, cfg.MoEIntermediateSize
 	s := c.Scratch
+	// Everything that reads x: the router, the shared expert's gate and up,
+	// and its scalar gate.
 	routerLogits := s.Get(ops.BF16, t, cfg.NumExperts)
-	ops.QMatmul(c, x, e.router, routerLogits)
+	sg, su := s.Get(ops.BF16, t, e.sharedGate.Out), s.Get(ops.BF16, t, e.sharedUp.Out)
+	gateLogit := s.Get(ops.BF16, t)
+	e.paths.project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
+		[]ops.Tensor{routerLogits, sg, su, gateLogit})
+
 	ids, weights := s.Get(ops.I32, t, k), s.Get(ops.BF16, t, k)
 	ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
-	gate, up := s.Get(ops.BF16, t, k, inter), s.Get(ops.BF16, t, k, inter)
-	ops.QMatmulGather(c, x, ids, e.gate, gate, false)
-	ops.QMatmulGather(c, x, ids, e.up, up, false)
-	ops.SwiGLU(c, gate, up, gate)
+	gate := s.Get(ops.BF16, t, k, inter)
+	if e.paths.expertSwiGLU {
+		ops.QMatmulGatherSwiGLU(c, x, ids, e.gate, e.up, gate)
+	} else {
+		up := s.Get(ops.BF16, t, k, inter)
+		ops.QMatmulGather(c, x, ids, e.gate, gate, false)
+		ops.QMatmulGather(c, x, ids, e.up, up, false)
+		ops.SwiGLU(c, gate, up, gate)
+	}
 	y := s.Get(ops.BF16, t, k, hidden)
 	ops.QMatmulGather(c, gate, ids, e.down, y, true)
 	routed := s.Get(ops.BF16, t, hidden)
 	ops.MoECombine(c, y, weights, routed)
 
 	sharedOut := s.Get(ops.BF16, t, hidden)
-	sg, su := s.Get(ops.BF16, t, e.sharedGate.Out), s.Get(ops.BF16, t, e.sharedUp.Out)
-	ops.QMatmul(c, x, e.sharedGate, sg)
-	ops.QMatmul(c, x, e.sharedUp, su)
 	ops.SwiGLU(c, sg, su, sg)
 	ops.QMatmul(c, sg, e.sharedDown, sharedOut)
-	gateLogit := s.Get(ops.BF16, t)
-	ops.QMatmul(c, x, e.sharedExpertGate, gateLogit)
 	ops.AddSigmoidScaled(c, routed, sharedOut, gateLogit, out)
 }

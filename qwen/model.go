@@ -3,7 +3,6 @@ package qwen
 import (
 	"fmt"
 
-	"bagel/feature"
 	"bagel/ops"
 	"bagel/safetensors"
 )
@@ -19,8 +18,8 @@ type Model struct {
 	progress  func(float64)
 	// WeightBytes is the size of the checkpoint tensors the model uses.
 	WeightBytes int64
-	// fusedAddNorm is the fused-add-norm switch at load (switches.go).
-	fusedAddNorm bool
+	// paths are the fused-path switches at load (switches.go).
+	paths paths
 }
 
 // Load binds the checkpoint's weights for cfg (both from Open) on the context's
@@ -32,7 +31,7 @@ func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, progress func(flo
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: cfg, bind: b, progress: progress, fusedAddNorm: feature.On(SwitchFusedAddNorm)}
+	m := &Model{Cfg: cfg, bind: b, progress: progress, paths: currentPaths()}
 	if err := m.bindAll(); err != nil {
 		b.release()
 		return nil, err
@@ -71,7 +70,7 @@ func (m *Model) bindAll() error {
 	}
 	m.layers = make([]*layer, m.Cfg.NumLayers)
 	for i := range m.layers {
-		m.layers[i] = newLayer(m.Cfg, i)
+		m.layers[i] = newLayer(m.Cfg, i, m.paths)
 		if err := m.bind.bind(m.layers[i].weights(m.Cfg, i)); err != nil {
 			return err
 		}
@@ -114,7 +113,7 @@ func (m *Model) Forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions b
 		if i+1 < len(m.layers) {
 			next = m.layers[i+1].inputNorm
 		}
-		l.forward(c, cfg, &cache.layers[i], cache.Offset, x, normed, branch, next, m.fusedAddNorm)
+		l.forward(c, cfg, &cache.layers[i], cache.Offset, x, normed, branch, next)
 	}
 	cache.Offset += t
 	final := normed // rms(x) under the final norm

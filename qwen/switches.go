@@ -1,16 +1,62 @@
 package qwen
 
-import "bagel/feature"
+import (
+	"bagel/feature"
+	"bagel/ops"
+)
 
-// SwitchFusedAddNorm joins each residual add with the RMSNorm after it in one
-// kernel (add_rms_norm_bf16): two dispatches fewer per layer, the same bits.
-const SwitchFusedAddNorm = "fused-add-norm"
+// The fused paths of the forward pass. Each has a switch (default on) read at
+// model load; off runs the unfused ops, which stay as the reference: fused and
+// unfused give the same bits on the CPU backend (engine tests hold them to it).
+const (
+	// SwitchFusedAddNorm joins each residual add with the RMSNorm after it
+	// (add_rms_norm_bf16): two dispatches fewer per layer.
+	SwitchFusedAddNorm = "fused-add-norm"
+	// SwitchFusedProjections runs the projections that read the same x as one
+	// launch (qmatmul_multi_bf16): GDN qkv/z/b/a, attention q/k/v, the MoE
+	// router with the shared expert's gate, up and scalar gate, the dense MLP's
+	// gate and up.
+	SwitchFusedProjections = "fused-projections"
+	// SwitchFusedExpertSwiGLU computes the experts' gate and up projections and
+	// SwiGLU in one launch (qmatmul_gather_swiglu_bf16).
+	SwitchFusedExpertSwiGLU = "fused-expert-swiglu"
+)
 
 func init() {
-	feature.Register(feature.Switch{
-		Name:        SwitchFusedAddNorm,
-		Description: "Fuse each residual add with the RMSNorm that follows it (applies at the next model load).",
-		Default:     true,
-		Env:         "BAGEL_NO_FUSED_ADD_NORM",
-	})
+	for _, s := range []feature.Switch{
+		{Name: SwitchFusedAddNorm, Env: "BAGEL_NO_FUSED_ADD_NORM",
+			Description: "Fuse each residual add with the RMSNorm that follows it (applies at the next model load)."},
+		{Name: SwitchFusedProjections, Env: "BAGEL_NO_FUSED_PROJECTIONS",
+			Description: "Run the projections that read the same input as one launch (applies at the next model load)."},
+		{Name: SwitchFusedExpertSwiGLU, Env: "BAGEL_NO_FUSED_EXPERT_SWIGLU",
+			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
+	} {
+		s.Default = true
+		feature.Register(s)
+	}
+}
+
+// paths are the fused paths in effect for one loaded model.
+type paths struct {
+	addNorm, projections, expertSwiGLU bool
+}
+
+func currentPaths() paths {
+	return paths{
+		addNorm:      feature.On(SwitchFusedAddNorm),
+		projections:  feature.On(SwitchFusedProjections),
+		expertSwiGLU: feature.On(SwitchFusedExpertSwiGLU),
+	}
+}
+
+// project computes outs[i] = x·ws[i]ᵀ: in one launch on the fused path, one
+// QMatmul each otherwise.
+func (p paths) project(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Tensor) {
+	if p.projections {
+		ops.QMatmulMulti(c, x, ws, outs)
+		return
+	}
+	for i := range ws {
+		ops.QMatmul(c, x, ws[i], outs[i])
+	}
 }

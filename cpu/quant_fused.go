@@ -1,0 +1,65 @@
+package cpu
+
+import (
+	"fmt"
+
+	"bagel/backend"
+)
+
+// qmatmul_multi_bf16: outI[t,o] = bf16(Σ_j x[t,j]·WI[o,j]) for I = 0..3 (OutI = 0:
+// unused), each matrix with its own bits and gs, over one x (T, In): four
+// qmatmul_bf16 in one dispatch, each row computed as that kernel computes it.
+func qmatmulMulti(a *args) {
+	T, In := a.intArg("T"), a.intArg("In")
+	x := widen(a.bf16s("x", T*In)) // (T, In)
+	for i := range 4 {
+		n := fmt.Sprint(i)
+		Out := a.intArg("Out" + n)
+		if Out == 0 {
+			continue
+		}
+		m := a.quantNamed("w"+n, "scales"+n, "biases"+n, "bits"+n, "gs"+n, Out) // (OutI, In)
+		out := a.bf16s("out"+n, T*Out)                                          // (T, OutI)
+		a.parallel(Out, T*In, func(lo, hi int) {
+			row := make([]float32, In)
+			for o := lo; o < hi; o++ {
+				m.row(o, row)
+				for t := range T {
+					out[t*Out+o] = backend.F32ToBF16(dot(x[t*In:(t+1)*In], row))
+				}
+			}
+		})
+	}
+}
+
+// qmatmul_gather_swiglu_bf16: out[t,s,o] = bf16(silu(g)·u) with g =
+// bf16(x[t]·Wgate[e,o]), u = bf16(x[t]·Wup[e,o]), e = ids[t,s]: two
+// qmatmul_gather_bf16 (xPerSlot 0) and swiglu_bf16 in one dispatch.
+func qmatmulGatherSwiglu(a *args) {
+	T, K, In, Out := a.intArg("T"), a.intArg("K"), a.intArg("In"), a.intArg("Out")
+	x := widen(a.bf16s("x", T*In))                                                 // (T, In)
+	ids := a.i32s("ids", T*K)                                                      // (T, K)
+	gate := a.quantNamed("gate_w", "gate_scales", "gate_biases", "bits", "gs", -1) // (E·Out, In)
+	up := a.quantNamed("up_w", "up_scales", "up_biases", "bits", "gs", -1)         // (E·Out, In)
+	out := a.bf16s("out", T*K*Out)                                                 // (T, K, Out)
+	if Out == 0 {
+		return
+	}
+	experts := min(gate.rows, up.rows) / Out
+	for slot, id := range ids {
+		a.check(id >= 0 && int(id) < experts, "ids", "ids[%d] = %d outside the %d experts of the weights", slot, id, experts)
+	}
+	a.parallel(T*K*Out, In, func(lo, hi int) {
+		g, u := make([]float32, In), make([]float32, In)
+		for item := lo; item < hi; item++ {
+			slot, o := item/Out, item%Out
+			row := int(ids[slot])*Out + o
+			gate.row(row, g)
+			up.row(row, u)
+			xr := x[(slot/K)*In : (slot/K+1)*In]
+			gv := backend.RoundBF16(dot(xr, g))
+			uv := backend.RoundBF16(dot(xr, u))
+			out[item] = backend.F32ToBF16(silu(gv) * uv)
+		}
+	})
+}

@@ -1,0 +1,126 @@
+// Fused matrix-vector kernels: several products that read the same x in one
+// launch (the projections of a mixer, the MoE router with the shared expert's
+// matrices), and the experts' gate and up projections with SwiGLU applied. Each
+// computes, bit for bit in its reduction order, what the separate kernels do:
+// the same qmv_rows helper (quant.metal) over the same rows.
+
+// qmv_multi_slot picks the slot of row block b among four matrices of blocks
+// b0..b3 (in that order) and returns b's index within its slot in *local.
+INLINE int qmv_multi_slot(int b, int b0, int b1, int b2, thread int *local) {
+  if (b < b0) { *local = b; return 0; }
+  b -= b0;
+  if (b < b1) { *local = b; return 1; }
+  b -= b1;
+  if (b < b2) { *local = b; return 2; }
+  *local = b - b2;
+  return 3;
+}
+
+// qmatmul_multi_bf16: outI[t, o] = bf16(Σ_j x[t, j]·WI[o, j]) for the four
+// matrices I = 0..3 of OutI rows (0: unused), each with its own bits and group
+// size, all over the same x [T, In]. One launch instead of four.
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(QMV_SPLIT * 32)
+KERNEL(qmatmul_multi_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const uint, w0, 1),
+       BUFFER(const bf16_t, scales0, 2),
+       BUFFER(const bf16_t, biases0, 3),
+       BUFFER(bf16_t, out0, 4),
+       BUFFER(const uint, w1, 5),
+       BUFFER(const bf16_t, scales1, 6),
+       BUFFER(const bf16_t, biases1, 7),
+       BUFFER(bf16_t, out1, 8),
+       BUFFER(const uint, w2, 9),
+       BUFFER(const bf16_t, scales2, 10),
+       BUFFER(const bf16_t, biases2, 11),
+       BUFFER(bf16_t, out2, 12),
+       BUFFER(const uint, w3, 13),
+       BUFFER(const bf16_t, scales3, 14),
+       BUFFER(const bf16_t, biases3, 15),
+       BUFFER(bf16_t, out3, 16),
+       PARAM(int, T, 17),
+       PARAM(int, In, 18),
+       PARAM(int, Out0, 19),
+       PARAM(int, Out1, 20),
+       PARAM(int, Out2, 21),
+       PARAM(int, Out3, 22),
+       PARAM(int, bits0, 23),
+       PARAM(int, bits1, 24),
+       PARAM(int, bits2, 25),
+       PARAM(int, bits3, 26),
+       PARAM(int, gs0, 27),
+       PARAM(int, gs1, 28),
+       PARAM(int, gs2, 29),
+       PARAM(int, gs3, 30)) {
+  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  int b0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, b1 = (Out1 + QMV_ROWS - 1) / QMV_ROWS;
+  int b2 = (Out2 + QMV_ROWS - 1) / QMV_ROWS, b3 = (Out3 + QMV_ROWS - 1) / QMV_ROWS;
+  int blocks = b0 + b1 + b2 + b3;
+  int t = TGID_X / blocks;
+  if (t >= T) return;  // uniform across the threadgroup
+  int local = 0;
+  int slot = qmv_multi_slot(TGID_X % blocks, b0, b1, b2, &local);
+  device const uint *w = slot == 0 ? w0 : slot == 1 ? w1 : slot == 2 ? w2 : w3;
+  device const bf16_t *scales = slot == 0 ? scales0 : slot == 1 ? scales1 : slot == 2 ? scales2 : scales3;
+  device const bf16_t *biases = slot == 0 ? biases0 : slot == 1 ? biases1 : slot == 2 ? biases2 : biases3;
+  device bf16_t *out = slot == 0 ? out0 : slot == 1 ? out1 : slot == 2 ? out2 : out3;
+  int Out = slot == 0 ? Out0 : slot == 1 ? Out1 : slot == 2 ? Out2 : Out3;
+  int bits = slot == 0 ? bits0 : slot == 1 ? bits1 : slot == 2 ? bits2 : bits3;
+  int gs = slot == 0 ? gs0 : slot == 1 ? gs1 : slot == 2 ? gs2 : gs3;
+  int o = local * QMV_ROWS;
+  int nrows = imin(QMV_ROWS, Out - o);
+  float acc[QMV_ROWS];
+  qmv_rows(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits), scales + (ulong)o * (ulong)(In / gs),
+           biases + (ulong)o * (ulong)(In / gs), nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, acc);
+  if (qmv_combine(acc, partial, LANE, SIMD_ID, SIMD_COUNT) && LANE < nrows)
+    out[(ulong)t * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(acc[0]);
+}
+
+// qmatmul_gather_swiglu_bf16: for each token t and slot s, expert e = ids[t, s]:
+// g = bf16(x[t]·Wgate[e, o]), u = bf16(x[t]·Wup[e, o]), out[t, s, o] =
+// bf16(silu(g)·u) — qmatmul_gather_bf16 twice and swiglu_bf16, in one launch.
+// Gate and up share bits and group size (one quantization of the expert MLP).
+// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(QMV_SPLIT * 32)
+KERNEL(qmatmul_gather_swiglu_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const int, ids, 1),
+       BUFFER(const uint, gate_w, 2),
+       BUFFER(const bf16_t, gate_scales, 3),
+       BUFFER(const bf16_t, gate_biases, 4),
+       BUFFER(const uint, up_w, 5),
+       BUFFER(const bf16_t, up_scales, 6),
+       BUFFER(const bf16_t, up_biases, 7),
+       BUFFER(bf16_t, out, 8),
+       PARAM(int, T, 9),
+       PARAM(int, K, 10),
+       PARAM(int, In, 11),
+       PARAM(int, Out, 12),
+       PARAM(int, bits, 13),
+       PARAM(int, gs, 14)) {
+  TG_MEM(float, partial, 2 * QMV_SPLIT * QMV_ROWS);
+  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
+  int ts = TGID_X / blocks;  // t·K + s
+  int o = (TGID_X % blocks) * QMV_ROWS;
+  if (ts >= T * K) return;
+  int nrows = imin(QMV_ROWS, Out - o);
+  ulong row = (ulong)ids[ts] * (ulong)Out + (ulong)o;
+  ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
+  device const bf16_t *xr = x + (ulong)(ts / K) * (ulong)In;
+  float g[QMV_ROWS], u[QMV_ROWS];
+  qmv_rows(xr, gate_w + wrow, gate_scales + srow, gate_biases + srow, nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, g);
+  qmv_rows(xr, up_w + wrow, up_scales + srow, up_biases + srow, nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, u);
+  if (LANE == 0) {
+    for (int r = 0; r < QMV_ROWS; r++) {
+      partial[SIMD_ID * QMV_ROWS + r] = g[r];
+      partial[(SIMD_COUNT + SIMD_ID) * QMV_ROWS + r] = u[r];
+    }
+  }
+  BARRIER();
+  if (SIMD_ID != 0 || LANE >= nrows) return;
+  float gt = 0.0f, ut = 0.0f;
+  for (int s = 0; s < SIMD_COUNT; s++) {
+    gt += partial[s * QMV_ROWS + LANE];
+    ut += partial[(SIMD_COUNT + s) * QMV_ROWS + LANE];
+  }
+  out[(ulong)ts * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(siluf(round_bf16(gt)) * round_bf16(ut));
+}
