@@ -53,8 +53,10 @@ func rmsInv(x []uint16, eps float32) float32 {
 // rms_norm_bf16 computes it from the rounded sum: the residual add and the next
 // layer's input norm of the decode path in one pass, bit for bit the two
 // kernels in sequence. sum may alias a (the residual stream updated in place).
+// N is even (the GPU kernel takes element pairs).
 func addRMSNorm(a *args) {
 	R, N, eps := a.intArg("R"), a.intArg("N"), a.floatArg("eps")
+	a.check(N%2 == 0, "N", "%d is odd", N)
 	x := a.bf16s("a", R*N)     // (R, N) the residual stream
 	y := a.bf16s("b", R*N)     // (R, N) what is added to it
 	w := a.bf16s("w", N)       // (N)

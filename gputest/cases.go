@@ -210,7 +210,7 @@ func Specs() []Spec {
 	for _, p := range []struct {
 		R, N    int
 		inPlace bool
-	}{{1, hidden, true}, {1, hidden, false}, {6, hidden, true}, {3, 100, false}, {2, 5000, true}, {2, 7, false}} {
+	}{{1, hidden, true}, {1, hidden, false}, {6, hidden, true}, {3, 100, false}, {2, 5000, true}, {2, 9000, false}, {2, 6, false}} {
 		label := fmt.Sprintf("R=%d N=%d", p.R, p.N)
 		if p.inPlace {
 			label += " in place"

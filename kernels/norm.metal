@@ -54,10 +54,15 @@ KERNEL(rms_norm_gated_bf16,
 
 // add_rms_norm_bf16: sum = bf16(a + b), out = rms_norm(sum) exactly as
 // rms_norm_bf16 computes it from the rounded sum; a, b, sum and out [R, N].
-// The residual add and the next norm of the decode path in one dispatch, which
-// reads the row once instead of three times. sum may alias a: each thread reads
-// a[i] before writing sum[i], and reads back only the sums it wrote.
-// launch: grid(R) group(min(256, max(32, ceil(N, 32) * 32)))
+// The residual add and the next norm of the decode path in one dispatch. One
+// threadgroup per row of up to ADDNORM_THREADS threads, each taking element
+// pairs (N is even); the sums of its first ADDNORM_KEEP pairs stay in
+// registers for the second pass, so a decode row (N = 2048: two pairs a
+// thread) is read once and never re-read after its write. sum may alias a:
+// each thread reads a pair of a before writing that pair of sum.
+#define ADDNORM_THREADS 1024
+#define ADDNORM_KEEP 4
+// launch: grid(R) group(min(ADDNORM_THREADS, max(32, ceil(N / 2, 32) * 32)))
 KERNEL(add_rms_norm_bf16,
        BUFFER(const bf16_t, a, 0),
        BUFFER(const bf16_t, b, 1),
@@ -70,15 +75,29 @@ KERNEL(add_rms_norm_bf16,
   TG_MEM(float, partial, 32);
   if (TGID_X >= R) return;  // uniform across the threadgroup
   ulong base = (ulong)TGID_X * (ulong)N;
+  int pairs = N / 2;
+  float keep[2 * ADDNORM_KEEP];
   float ss = 0.0f;
-  for (int i = TID_X; i < N; i += TG_SIZE_X) {
-    float s = round_bf16(bf16_to_f32(a[base + i]) + bf16_to_f32(b[base + i]));
-    sum[base + i] = f32_to_bf16(s);
-    ss += s * s;
+  int k = 0;
+  for (int p = TID_X; p < pairs; p += TG_SIZE_X, k++) {
+    ulong i = base + 2 * (ulong)p;
+    float s0 = round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
+    float s1 = round_bf16(bf16_to_f32(a[i + 1]) + bf16_to_f32(b[i + 1]));
+    sum[i] = f32_to_bf16(s0);
+    sum[i + 1] = f32_to_bf16(s1);
+    ss += s0 * s0 + s1 * s1;
+    if (k < ADDNORM_KEEP) {
+      keep[2 * k] = s0;
+      keep[2 * k + 1] = s1;
+    }
   }
   float inv = rsqrtf(tg_sum(ss, partial, LANE, SIMD_ID, SIMD_COUNT) / (float)N + eps);
-  for (int i = TID_X; i < N; i += TG_SIZE_X) {
-    float xhat = round_bf16(bf16_to_f32(sum[base + i]) * inv);
-    out[base + i] = f32_to_bf16(bf16_to_f32(w[i]) * xhat);
+  k = 0;
+  for (int p = TID_X; p < pairs; p += TG_SIZE_X, k++) {
+    ulong i = base + 2 * (ulong)p;
+    float s0 = k < ADDNORM_KEEP ? keep[2 * k] : bf16_to_f32(sum[i]);
+    float s1 = k < ADDNORM_KEEP ? keep[2 * k + 1] : bf16_to_f32(sum[i + 1]);
+    out[i] = f32_to_bf16(bf16_to_f32(w[2 * p]) * round_bf16(s0 * inv));
+    out[i + 1] = f32_to_bf16(bf16_to_f32(w[2 * p + 1]) * round_bf16(s1 * inv));
   }
 }

@@ -80,8 +80,10 @@ KERNEL(embed_dequant_bf16,
 // flight together. Scale and bias apply once per word. Codes become floats
 // through the exponent trick (0x4B000000 | q is 2^23 + q), which is exact and
 // cheaper than an integer conversion. Other widths read codes one at a time in
-// the first SIMD-group. x must be 4-byte aligned (ops checks it): it is read
-// as words.
+// the first SIMD-group. A row of few words gets fewer SIMD-groups (the launch
+// gives min(QMV_SPLIT, words/32) of them), so that no lane idles: a 512-wide
+// 4-bit row is 64 words, two SIMD-groups of one word per lane. x must be
+// 4-byte aligned (ops checks it): it is read as words.
 #ifndef QMV_ROWS
 #define QMV_ROWS 4
 #endif
@@ -169,7 +171,7 @@ INLINE bool qmv_combine(thread float *acc, threadgroup float *partial, int lane,
 
 // qmatmul_bf16: out[t, o] = bf16(Σ_j x[t, j]·W[o, j]).
 // Row blocks vary fastest in the grid, so neighbouring threadgroups share x[t].
-// launch: grid(ceil(Out, QMV_ROWS) * T) group(QMV_SPLIT * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 1024)) * 32)
 KERNEL(qmatmul_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -195,7 +197,7 @@ KERNEL(qmatmul_bf16,
 }
 
 // qmatmul_bf16_f32: as qmatmul_bf16 with an f32 output (logits).
-// launch: grid(ceil(Out, QMV_ROWS) * T) group(QMV_SPLIT * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 1024)) * 32)
 KERNEL(qmatmul_bf16_f32,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -223,7 +225,7 @@ KERNEL(qmatmul_bf16_f32,
 // qmatmul_gather_bf16: out[t, s, o] = bf16(Σ_j xrow[j]·W[ids[t, s], o, j]) with
 // w [E, Out, In*bits/32]; xrow is x[t, :] (xPerSlot = 0) or x[t, s, :] (xPerSlot = 1).
 // The rows of one threadgroup belong to one (t, s), so to one expert.
-// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(QMV_SPLIT * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(min(QMV_SPLIT, max(1, In * bits / 1024)) * 32)
 KERNEL(qmatmul_gather_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const int, ids, 1),

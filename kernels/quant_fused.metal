@@ -80,7 +80,7 @@ KERNEL(qmatmul_multi_bf16,
 // g = bf16(x[t]·Wgate[e, o]), u = bf16(x[t]·Wup[e, o]), out[t, s, o] =
 // bf16(silu(g)·u) — qmatmul_gather_bf16 twice and swiglu_bf16, in one launch.
 // Gate and up share bits and group size (one quantization of the expert MLP).
-// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(QMV_SPLIT * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(min(QMV_SPLIT, max(1, In * bits / 1024)) * 32)
 KERNEL(qmatmul_gather_swiglu_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const int, ids, 1),

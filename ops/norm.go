@@ -26,7 +26,7 @@ func RMSNormGated(c *Ctx, x, z, w, out Tensor, eps float32) {
 
 // AddRMSNorm adds b into the residual stream and normalises the result in one
 // dispatch: sum = a + b, out = w ⊙ norm(sum), bit for bit Add then RMSNorm.
-// a, b, sum, out bf16 [R, N] (sum may be a: the residual updated in place); w bf16 [N].
+// a, b, sum, out bf16 [R, N] (sum may be a: the residual updated in place); w bf16 [N], N even.
 func AddRMSNorm(c *Ctx, a, b, w, sum, out Tensor, eps float32) {
 	for _, t := range []struct {
 		what string
@@ -36,7 +36,7 @@ func AddRMSNorm(c *Ctx, a, b, w, sum, out Tensor, eps float32) {
 	}
 	n := w.Elements()
 	e := a.Elements()
-	check(e%n == 0 && b.Elements() == e && sum.Elements() == e && out.Elements() == e,
+	check(n%2 == 0 && e%n == 0 && b.Elements() == e && sum.Elements() == e && out.Elements() == e,
 		"add_rms_norm: a %v b %v w %v sum %v out %v", a, b, w, sum, out)
 	c.dispatch("add_rms_norm_bf16", a.Arg(), b.Arg(), w.Arg(), sum.Arg(), out.Arg(),
 		backend.Int(e/n), backend.Int(n), backend.Float(eps))

@@ -33,7 +33,7 @@ if has tests; then
 	grep -h -A3 -- '--- FAIL' /tmp/cuda-tests.log /tmp/engine-tests.log | head -30
 fi
 M=/tmp/qwen35-a3b-e64
-if has bench || has ncu; then
+if has bench || has ncu || has sweep; then
 	mkdir -p /tmp/tok
 	gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
 	gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
