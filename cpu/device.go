@@ -25,7 +25,7 @@
 //   - gdn.go: conv1d_silu, gdn_gates, gdn_recurrence.
 //   - moe.go: router_topk, moe_combine.
 //   - elementwise.go: sigmoid_mul, add, swiglu, add_sigmoid_scaled.
-//   - sample.go: argmax.
+//   - sample.go: argmax, topk, repetition_penalty.
 //
 // Dispatch runs the kernel at once, so execution order is record order. Only the
 // matmuls, attention and the GDN recurrence fan out over goroutines; the dispatch

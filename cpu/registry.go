@@ -37,6 +37,8 @@ var registry = map[string]func(a *args){
 	"router_topk_bf16":           routerTopK,
 	"moe_combine_bf16":           moeCombine,
 	"argmax_f32":                 argmaxF32,
+	"topk_f32":                   topkF32,
+	"repetition_penalty_f32":     repetitionPenalty,
 }
 
 // Kernels lists the names of all kernels, sorted, so that other backends' tests

@@ -8,6 +8,7 @@ import (
 
 	"bagel/backend"
 	"bagel/feature"
+	"bagel/ops"
 	"bagel/tokenizer"
 )
 
@@ -183,11 +184,26 @@ func (g *generation) run(req Request) error {
 	history := []int32{prompt[len(prompt)-1]}
 	// next runs tokens through the model and picks the token after them: on the
 	// device when greedy needs no logits on the host (no repetition penalty).
-	st.SampledOnDevice = req.Sampling.Temperature == 0 && (req.Sampling.RepetitionPenalty == 0 ||
-		req.Sampling.RepetitionPenalty == 1) && feature.On(SwitchDeviceArgmax)
+	penalty := req.Sampling.RepetitionPenalty
+	noPenalty := penalty == 0 || penalty == 1
+	greedyOnDevice := req.Sampling.Temperature == 0 && noPenalty && feature.On(SwitchDeviceArgmax)
+	topKOnDevice := req.Sampling.Temperature > 0 && req.Sampling.TopK > 0 && req.Sampling.TopK <= ops.TopKMax &&
+		feature.On(SwitchDeviceTopK)
+	st.SampledOnDevice = greedyOnDevice || topKOnDevice
 	next := func(tokens []int32) (int32, error) {
-		if st.SampledOnDevice {
+		switch {
+		case greedyOnDevice:
 			return e.forwardArgmax(tokens)
+		case topKOnDevice:
+			var penalized []int32
+			if !noPenalty {
+				penalized = smp.penalizedIDs(history)
+			}
+			c, err := e.forwardTopK(tokens, req.Sampling.TopK, penalized, float32(penalty))
+			if err != nil {
+				return 0, err
+			}
+			return smp.sampleTop(c), nil
 		}
 		logits, err := e.forward(tokens, false)
 		if err != nil {

@@ -104,6 +104,13 @@ func (p *sampler) draw(logits []float32) int {
 			order[i] = i
 		}
 	}
+	return p.choose(order, lp)
+}
+
+// choose applies the top-p and min-p filters to order (indices by descending
+// probability; top-k already applied) and draws one at the temperature. lp is
+// an index's log-probability under the untempered distribution.
+func (p *sampler) choose(order []int, lp func(int) float64) int {
 	keep := len(order)
 	if tp := p.s.TopP; tp > 0 && tp < 1 {
 		// mlx-lm keeps tokens whose ascending cumulative probability exceeds 1−p:

@@ -409,5 +409,37 @@ func Specs() []Spec {
 				Scalars: ints(p.R, p.N)}
 		})
 	}
+	// topk_f32: x, ids, vals, lse | R, N, K. Rows of bf16-rounded values have
+	// ties; a short row pads; NaNs are passed over.
+	for _, p := range []struct {
+		R, N, K int
+		kind    string
+	}{{1, vocab, 20, "plain"}, {2, vocab, 64, "ties"}, {3, 1000, 256, "ties"}, {2, 5, 8, "pad"}, {2, 4099, 16, "nan"}} {
+		add("topk_f32", p.N == vocab, fmt.Sprintf("R=%d N=%d K=%d %s", p.R, p.N, p.K, p.kind), func(g gen) *Case {
+			x := g.f32Uniform(p.R*p.N, -8, 8, p.kind == "ties")
+			if p.kind == "nan" {
+				for i := 0; i < p.R*p.N; i += 5 {
+					binary.LittleEndian.PutUint32(x[4*i:], math.Float32bits(float32(math.NaN())))
+				}
+			}
+			return &Case{Tol: tolF32, Buffers: []Buffer{in("x", backend.F32, x), out("ids", backend.I32, p.R*p.K),
+				out("vals", backend.F32, p.R*p.K), out("lse", backend.F32, p.R)}, Scalars: ints(p.R, p.N, p.K)}
+		})
+	}
+
+	// repetition_penalty_f32: x (in place), ids | N, M, penalty
+	for _, p := range []struct{ N, M int }{{vocab, 20}, {100, 7}, {10, 0}} {
+		add("repetition_penalty_f32", p.N == vocab, fmt.Sprintf("N=%d M=%d", p.N, p.M), func(g gen) *Case {
+			ids := make([]byte, 4*max(p.M, 1))
+			for j, id := range g.r.Perm(p.N)[:p.M] {
+				binary.LittleEndian.PutUint32(ids[4*j:], uint32(id))
+			}
+			if p.M > 2 { // ids outside the row are ignored
+				binary.LittleEndian.PutUint32(ids[4:], uint32(p.N+3))
+			}
+			return &Case{Tol: tolExact, Buffers: []Buffer{inout("x", backend.F32, g.f32(p.N, 3)), in("ids", backend.I32, ids)},
+				Scalars: append(ints(p.N, p.M), backend.Float(1.3))}
+		})
+	}
 	return s
 }

@@ -12,3 +12,32 @@ func Argmax(c *Ctx, x, out Tensor) {
 	check(r > 0 && x.Elements()%r == 0, "argmax: x %v out %v", x, out)
 	c.dispatch("argmax_f32", x.Arg(), out.Arg(), backend.Int(r), backend.Int(x.Elements()/r))
 }
+
+// TopK writes, for each row of x f32 [R, N], its K largest values in
+// descending order into vals f32 [R, K] with their ids i32 [R, K], and the
+// row's log Σ exp into lse f32 [R]: what sampling with a top-k needs of the
+// logits, K·8+4 bytes to read back instead of N·4.
+func TopK(c *Ctx, x, ids, vals, lse Tensor) {
+	checkDType("topk x", x, backend.F32)
+	checkDType("topk ids", ids, backend.I32)
+	checkDType("topk vals", vals, backend.F32)
+	checkDType("topk lse", lse, backend.F32)
+	r := lse.Elements()
+	check(r > 0 && x.Elements()%r == 0 && ids.Elements()%r == 0 && vals.Elements() == ids.Elements(),
+		"topk: x %v ids %v vals %v lse %v", x, ids, vals, lse)
+	c.dispatch("topk_f32", x.Arg(), ids.Arg(), vals.Arg(), lse.Arg(), backend.Int(r), backend.Int(x.Elements()/r),
+		backend.Int(ids.Elements()/r))
+}
+
+// TopKMax is the largest K that TopK takes.
+const TopKMax = 256
+
+// RepetitionPenalty divides the positive and multiplies the negative logits of
+// x f32 [N] at ids i32 [M] (distinct; ids outside [0, N), such as −1 padding,
+// are skipped) by penalty, in place.
+func RepetitionPenalty(c *Ctx, x, ids Tensor, penalty float32) {
+	checkDType("repetition penalty x", x, backend.F32)
+	checkDType("repetition penalty ids", ids, backend.I32)
+	c.dispatch("repetition_penalty_f32", x.Arg(), ids.Arg(), backend.Int(x.Elements()), backend.Int(ids.Elements()),
+		backend.Float(penalty))
+}

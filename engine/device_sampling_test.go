@@ -64,3 +64,37 @@ func TestIgnoreStopDecodesToMaxTokens(t *testing.T) {
 		t.Fatalf("with IgnoreStop: %v tokens, reason %q", ids, done.Reason)
 	}
 }
+
+// TestDeviceTopKMatchesHost samples with a top-k (and top-p, min-p and a
+// repetition penalty) from the device's candidates and from the host's
+// logits: the same seed gives the same tokens.
+func TestDeviceTopKMatchesHost(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	defer feature.Set(SwitchDeviceTopK, true)
+	for _, s := range []Sampling{
+		{Temperature: 0.8, TopK: 20, TopP: 0.9, MinP: 0.05, RepetitionPenalty: 1.1, Seed: 7},
+		{Temperature: 1.5, TopK: 40, Seed: 3},
+		{Temperature: 0.6, TopK: 1, Seed: 1},
+	} {
+		req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555}, MaxTokens: 24, Sampling: s}
+		run := func(on bool) ([]int32, Event) {
+			if err := feature.Set(SwitchDeviceTopK, on); err != nil {
+				t.Fatal(err)
+			}
+			ids, _, done := collect(t, e.Generate(context.Background(), req))
+			return ids, done
+		}
+		onDevice, doneDevice := run(true)
+		onHost, doneHost := run(false)
+		if !slices.Equal(onDevice, onHost) {
+			t.Errorf("%+v:\ndevice top-k %v\nhost         %v", s, onDevice, onHost)
+		}
+		if !doneDevice.Stats.SampledOnDevice || doneHost.Stats.SampledOnDevice {
+			t.Errorf("SampledOnDevice %v with the switch on, %v off", doneDevice.Stats.SampledOnDevice, doneHost.Stats.SampledOnDevice)
+		}
+	}
+}
