@@ -2,6 +2,7 @@ package gputest
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"testing"
 
@@ -89,3 +90,25 @@ type dropEncoder struct{}
 
 func (dropEncoder) Dispatch(string, backend.Dim3, backend.Dim3, ...backend.Arg) {}
 func (dropEncoder) Submit() error                                               { return nil }
+
+// TestRelErr pins the comparison: relative to the whole reference, equal
+// infinities add nothing, and a NaN never passes.
+func TestRelErr(t *testing.T) {
+	inf := math.Inf(-1)
+	for _, c := range []struct {
+		got, want []float64
+		err       float64
+	}{
+		{[]float64{1, 2, 3, 4}, []float64{1, 2, 3, 4}, 0},
+		{[]float64{1, 2, 3, 5}, []float64{1, 2, 3, 4}, 1 / math.Sqrt(30)},
+		{[]float64{1, inf}, []float64{1, inf}, 0},
+		{[]float64{0.5}, []float64{0}, 0.5},
+	} {
+		if got := relErr(c.got, c.want); math.Abs(got-c.err) > 1e-12 {
+			t.Errorf("relErr(%v, %v) = %v, want %v", c.got, c.want, got, c.err)
+		}
+	}
+	if got := relErr([]float64{math.NaN(), 1}, []float64{1, 1}); !math.IsNaN(got) {
+		t.Errorf("a NaN gives %v", got)
+	}
+}
