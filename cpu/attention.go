@@ -128,3 +128,82 @@ func attention(a *args) {
 		}
 	})
 }
+
+// attention_split_f32: the keys query (t, h) sees (n = kvLen−T+t+1 of them) cut
+// into S ranges of c = ⌈n/S⌉; for range s, with m its largest score (−3e38 when
+// empty): partial[t,h,s,:] = [Σ e^(score−m)·v (D values) | m | Σ e^(score−m)].
+func attentionSplit(a *args) {
+	T, Hq, Hkv, D := a.intArg("T"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
+	Cap, kvLen, S, scale := a.intArg("Cap"), a.intArg("kvLen"), a.intArg("S"), a.floatArg("scale")
+	a.check(Hkv > 0 && Hq%Hkv == 0, "Hkv", "%d does not divide Hq=%d", Hkv, Hq)
+	a.check(T <= kvLen && kvLen <= Cap, "kvLen", "%d, want T=%d ≤ kvLen ≤ Cap=%d", kvLen, T, Cap)
+	a.check(S >= 1, "S", "%d splits", S)
+	q := a.bf16s("q", T*Hq*D)                  // (T, Hq, D)
+	kcache := a.bf16s("kcache", Hkv*Cap*D)     // (Hkv, Cap, D)
+	vcache := a.bf16s("vcache", Hkv*Cap*D)     // (Hkv, Cap, D)
+	partial := a.f32s("partial", T*Hq*S*(D+2)) // (T, Hq, S, D+2)
+	const empty = -3.0e38
+	a.parallel(T*Hq*S, 2*kvLen*D/S+1, func(lo, hi int) {
+		qf := make([]float32, D)
+		for work := lo; work < hi; work++ {
+			item, s := work/S, work%S
+			t, h := item/Hq, item%Hq
+			kvh := h / (Hq / Hkv)
+			n := kvLen - T + t + 1
+			c := (n + S - 1) / S
+			first, end := s*c, min(n, s*c+c)
+			for d := range D {
+				qf[d] = f32(q[item*D+d])
+			}
+			dst := partial[work*(D+2) : (work+1)*(D+2)]
+			clear(dst)
+			m := float32(empty)
+			scores := make([]float32, max(0, end-first))
+			for j := first; j < end; j++ {
+				key := kcache[(kvh*Cap+j)*D : (kvh*Cap+j+1)*D]
+				var sc float32
+				for d := range D {
+					sc += qf[d] * f32(key[d])
+				}
+				scores[j-first] = scale * sc
+				m = max(m, scores[j-first])
+			}
+			var l float32
+			for j := first; j < end; j++ {
+				p := expf(scores[j-first] - m)
+				l += p
+				val := vcache[(kvh*Cap+j)*D : (kvh*Cap+j+1)*D]
+				for d := range D {
+					dst[d] += p * f32(val[d])
+				}
+			}
+			dst[D], dst[D+1] = m, l
+		}
+	})
+}
+
+// attention_merge_bf16: out[t,h,:] = bf16(Σ_s o_s·e^(m_s−M) / Σ_s l_s·e^(m_s−M))
+// over the S partials of attention_split_f32, M the largest m_s.
+func attentionMerge(a *args) {
+	T, Hq, D, S := a.intArg("T"), a.intArg("Hq"), a.intArg("D"), a.intArg("S")
+	partial := a.f32s("partial", T*Hq*S*(D+2)) // (T, Hq, S, D+2)
+	out := a.bf16s("out", T*Hq*D)              // (T, Hq, D)
+	for item := range T * Hq {
+		p := partial[item*S*(D+2) : (item+1)*S*(D+2)]
+		mAll := float32(-3.0e38)
+		for s := range S {
+			mAll = max(mAll, p[s*(D+2)+D])
+		}
+		var lAll float32
+		for s := range S {
+			lAll += p[s*(D+2)+D+1] * expf(p[s*(D+2)+D]-mAll)
+		}
+		for d := range D {
+			var acc float32
+			for s := range S {
+				acc += p[s*(D+2)+d] * expf(p[s*(D+2)+D]-mAll)
+			}
+			out[item*D+d] = backend.F32ToBF16(acc / lAll)
+		}
+	}
+}

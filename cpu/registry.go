@@ -27,6 +27,8 @@ var registry = map[string]func(a *args){
 	"rope_neox_bf16":             ropeNeox,
 	"kv_append_bf16":             kvAppend,
 	"attention_bf16":             attention,
+	"attention_split_f32":        attentionSplit,
+	"attention_merge_bf16":       attentionMerge,
 	"sigmoid_mul_bf16":           sigmoidMul,
 	"add_bf16":                   add,
 	"swiglu_bf16":                swiglu,

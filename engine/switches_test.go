@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"testing"
 
 	"bagel/feature"
@@ -41,3 +42,47 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 }
 
 var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU}
+
+// TestSplitKVAttentionAtLongContext decodes past 1024 tokens of context with
+// split-KV attention on and off: the sums run in another order, so logits may
+// differ by bf16 noise, no more.
+func TestSplitKVAttentionAtLongContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	ids := make([]int32, 1030)
+	for i := range ids {
+		ids[i] = int32((i*7919 + 13) % 150000)
+	}
+	var dispatches [2]int64
+	logits := func(on bool) []float32 {
+		if err := feature.Set(qwen.SwitchSplitKV, on); err != nil {
+			t.Fatal(err)
+		}
+		defer feature.Set(qwen.SwitchSplitKV, true)
+		e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 1100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		out := scoreLogits(t, e, ids, 1020) // the last 10 positions decode one by one
+		if on {
+			dispatches[1] = e.Counters().Dispatches
+		} else {
+			dispatches[0] = e.Counters().Dispatches
+		}
+		return out
+	}
+	on, off := logits(true), logits(false)
+	if dispatches[1] <= dispatches[0] {
+		t.Errorf("%d dispatches with split-KV, %d without: the split path did not run", dispatches[1], dispatches[0])
+	}
+	worst := 0.0
+	for i := range on {
+		worst = math.Max(worst, math.Abs(float64(on[i]-off[i])))
+	}
+	if worst > 0.05 {
+		t.Errorf("split-KV attention moves a logit by %g", worst)
+	}
+	t.Logf("largest logit difference, split-KV on vs off: %g", worst)
+}

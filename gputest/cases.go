@@ -280,6 +280,46 @@ func Specs() []Spec {
 		})
 	}
 
+	// attention_split_f32: q, kcache, vcache, partial | T, Hq, Hkv, D, Cap, kvLen, S, scale.
+	// Every range non-empty here (an empty one writes −3e38, which would swamp
+	// the relative error); attention_merge_bf16's cases have empty ones.
+	for _, p := range []struct{ T, Hq, Hkv, D, Cap, kvLen, S int }{
+		{1, qHeads, kvHeads, headDim, 8192, 8000, 32}, {1, qHeads, kvHeads, headDim, 1100, 1024, 8},
+		{3, 6, 2, 80, 50, 40, 4}, {2, 4, 4, 128, 300, 300, 7},
+	} {
+		add("attention_split_f32", p.kvLen > 4096, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d Cap=%d kvLen=%d S=%d", p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen, p.S), func(g gen) *Case {
+			c := p.Hkv * p.Cap * p.D
+			return &Case{Tol: tolF32 * 10, Buffers: []Buffer{
+				in("q", backend.BF16, g.bf16(p.T*p.Hq*p.D, 1)), in("kcache", backend.BF16, g.bf16(c, 1)),
+				in("vcache", backend.BF16, g.bf16(c, 1)), out("partial", backend.F32, p.T*p.Hq*p.S*(p.D+2)),
+			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen, p.S), backend.Float(float32(1/math.Sqrt(float64(p.D)))))}
+		})
+	}
+	// attention_merge_bf16: partial, out | T, Hq, D, S. Partials as the split
+	// writes them (maxima around 0, sums of up to a few hundred), every third empty.
+	for _, p := range []struct{ T, Hq, D, S int }{{1, qHeads, headDim, 32}, {3, 6, 80, 4}, {2, 4, 128, 1}} {
+		add("attention_merge_bf16", false, fmt.Sprintf("T=%d Hq=%d D=%d S=%d", p.T, p.Hq, p.D, p.S), func(g gen) *Case {
+			n := p.T * p.Hq * p.S
+			part := make([]byte, 4*n*(p.D+2))
+			put := func(i int, v float32) { binary.LittleEndian.PutUint32(part[4*i:], math.Float32bits(v)) }
+			for j := range n {
+				base := j * (p.D + 2)
+				if j%3 == 2 && p.S > 1 {
+					put(base+p.D, -3e38) // an empty range: o = 0, l = 0
+					continue
+				}
+				l := 1 + 100*g.r.Float32()
+				for d := range p.D {
+					put(base+d, l*float32(g.r.NormFloat64()))
+				}
+				put(base+p.D, float32(g.r.NormFloat64()))
+				put(base+p.D+1, l)
+			}
+			return &Case{Tol: tolBF16, Buffers: []Buffer{in("partial", backend.F32, part), out("out", backend.BF16, p.T*p.Hq*p.D)},
+				Scalars: ints(p.T, p.Hq, p.D, p.S)}
+		})
+	}
+
 	// Elementwise: x|a|gate, ..., out | N  (or T, H)
 	for _, n := range []int{qHeads * headDim, 1, 12345} {
 		add("sigmoid_mul_bf16", false, fmt.Sprintf("N=%d", n), func(g gen) *Case {

@@ -136,3 +136,123 @@ KERNEL(attention_bf16,
     out[(ulong)item * (ulong)D + (ulong)d] = f32_to_bf16(acc / lAll);
   }
 }
+
+// Split-KV attention for decode (flash decoding): the keys a query sees are cut
+// into S ranges handled by S threadgroups, which write partial softmax results;
+// attention_merge_bf16 combines them. One threadgroup per query head walks all
+// the keys in attention_bf16, which leaves most of the GPU idle at long
+// contexts; here a long context spreads over T·Hq·S threadgroups.
+
+// attention_split_f32: for query (t, h) at position kvLen−T+t (it sees keys
+// 0..kvLen−T+t, n of them), split s of S takes keys [s·c, min(n, (s+1)·c)) with
+// c = ⌈n/S⌉ and writes, relative to its own running max m: o = Σ e^(score−m)·v,
+// l = Σ e^(score−m), m (scores scale·(q·k) in f32), as partial[t, h, s, :] =
+// [o (D values) | m | l]. An empty range writes o = 0, l = 0, m = −3e38.
+// launch: grid(T * Hq * S) group(ATTN_SIMDGROUPS * 32)
+// requires: D <= ATTN_MAX_D
+KERNEL(attention_split_f32,
+       BUFFER(const bf16_t, q, 0),
+       BUFFER(const bf16_t, kcache, 1),
+       BUFFER(const bf16_t, vcache, 2),
+       BUFFER(float, partial, 3),
+       PARAM(int, T, 4),
+       PARAM(int, Hq, 5),
+       PARAM(int, Hkv, 6),
+       PARAM(int, D, 7),
+       PARAM(int, Cap, 8),
+       PARAM(int, kvLen, 9),
+       PARAM(int, S, 10),
+       PARAM(float, scale, 11)) {
+  TG_MEM(float, sgMax, ATTN_SIMDGROUPS);
+  TG_MEM(float, sgSum, ATTN_SIMDGROUPS);
+  TG_MEM(float, sgOut, ATTN_SIMDGROUPS * ATTN_MAX_D);
+  int item = TGID_X / S, split = TGID_X % S;  // item = t·Hq + h
+  int t = item / Hq, h = item % Hq;
+  int kvh = h / (Hq / Hkv);
+  int n = kvLen - T + t + 1;  // keys this query sees
+  int c = (n + S - 1) / S;
+  int first = split * c, end = imin(n, first + c);
+  int lane = LANE, sg = SIMD_ID, nsg = SIMD_COUNT;
+
+  float qv[ATTN_PER_LANE];
+  float o[ATTN_PER_LANE];
+  for (int i = 0; i < ATTN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    qv[i] = d < D ? bf16_to_f32(q[(ulong)item * (ulong)D + (ulong)d]) : 0.0f;
+    o[i] = 0.0f;
+  }
+  float m = ATTN_NEG_BIG, l = 0.0f;
+  ulong headBase = (ulong)kvh * (ulong)Cap;
+  for (int j = first + sg; j < end; j += nsg) {
+    device const bf16_t *kr = kcache + (headBase + (ulong)j) * (ulong)D;
+    device const bf16_t *vr = vcache + (headBase + (ulong)j) * (ulong)D;
+    float dot = 0.0f;
+    for (int i = 0; i < ATTN_PER_LANE; i++) {
+      int d = lane + 32 * i;
+      if (d < D) dot += qv[i] * bf16_to_f32(kr[d]);
+    }
+    float s = scale * simd_sum(dot);
+    float mNew = fmaxf(m, s);
+    float corr = expf(m - mNew);
+    float p = expf(s - mNew);
+    l = l * corr + p;
+    for (int i = 0; i < ATTN_PER_LANE; i++) {
+      int d = lane + 32 * i;
+      if (d < D) o[i] = o[i] * corr + p * bf16_to_f32(vr[d]);
+    }
+    m = mNew;
+  }
+  if (lane == 0) {
+    sgMax[sg] = m;
+    sgSum[sg] = l;
+  }
+  for (int i = 0; i < ATTN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    if (d < D) sgOut[sg * ATTN_MAX_D + d] = o[i];
+  }
+  BARRIER();
+  float mAll = ATTN_NEG_BIG;
+  for (int s = 0; s < nsg; s++) mAll = fmaxf(mAll, sgMax[s]);
+  float lAll = 0.0f;
+  for (int s = 0; s < nsg; s++) lAll += sgSum[s] * expf(sgMax[s] - mAll);
+  device float *dst = partial + (ulong)TGID_X * (ulong)(D + 2);
+  for (int d = TID_X; d < D; d += TG_SIZE_X) {
+    float acc = 0.0f;
+    for (int s = 0; s < nsg; s++) acc += sgOut[s * ATTN_MAX_D + d] * expf(sgMax[s] - mAll);
+    dst[d] = acc;
+  }
+  if (TID_X == 0) {
+    dst[D] = mAll;
+    dst[D + 1] = lAll;
+  }
+}
+
+// attention_merge_bf16: out[t, h, :] = bf16(Σ_s o_s·e^(m_s−M) / Σ_s l_s·e^(m_s−M))
+// over the S partials of attention_split_f32, M = max_s m_s.
+// launch: grid(T * Hq) group(min(256, ceil(D, 32) * 32))
+KERNEL(attention_merge_bf16,
+       BUFFER(const float, partial, 0),
+       BUFFER(bf16_t, out, 1),
+       PARAM(int, T, 2),
+       PARAM(int, Hq, 3),
+       PARAM(int, D, 4),
+       PARAM(int, S, 5)) {
+  int item = TGID_X;
+  if (item >= T * Hq) return;
+  device const float *p = partial + (ulong)item * (ulong)S * (ulong)(D + 2);
+  float mAll = ATTN_NEG_BIG;
+  for (int s = 0; s < S; s++) mAll = fmaxf(mAll, p[(ulong)s * (ulong)(D + 2) + (ulong)D]);
+  float lAll = 0.0f;
+  for (int s = 0; s < S; s++) {
+    device const float *ps = p + (ulong)s * (ulong)(D + 2);
+    lAll += ps[D + 1] * expf(ps[D] - mAll);
+  }
+  for (int d = TID_X; d < D; d += TG_SIZE_X) {
+    float acc = 0.0f;
+    for (int s = 0; s < S; s++) {
+      device const float *ps = p + (ulong)s * (ulong)(D + 2);
+      acc += ps[d] * expf(ps[D] - mAll);
+    }
+    out[(ulong)item * (ulong)D + (ulong)d] = f32_to_bf16(acc / lAll);
+  }
+}

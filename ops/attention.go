@@ -42,3 +42,27 @@ func Attention(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) 
 	c.dispatch("attention_bf16", q.Arg(), kCache.Arg(), vCache.Arg(), out.Arg(),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen), backend.Float(scale))
 }
+
+// AttentionSplitKV computes what Attention computes in two dispatches that
+// spread each query's keys over splits threadgroups (flash decoding): for a
+// few queries over a long cache, where one threadgroup per query head would
+// leave most of the GPU idle. The f32 sums run in another order, so the result
+// can differ from Attention's in the last bf16 bit.
+func AttentionSplitKV(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32, splits int) {
+	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
+	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
+	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
+	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
+	check(kvLen >= t && kvLen <= capacity && splits >= 1, "attention: kvLen %d for %d queries, capacity %d, %d splits", kvLen, t, capacity, splits)
+	partial := c.Scratch.Get(backend.F32, t, hq, splits, d+2)
+	c.dispatch("attention_split_f32", q.Arg(), kCache.Arg(), vCache.Arg(), partial.Arg(),
+		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen),
+		backend.Int(splits), backend.Float(scale))
+	c.dispatch("attention_merge_bf16", partial.Arg(), out.Arg(), backend.Int(t), backend.Int(hq), backend.Int(d), backend.Int(splits))
+}
+
+// SplitKVSplits is how many ranges AttentionSplitKV cuts a cache of capacity
+// keys into: about one per 256 keys of capacity, 2 to 64. It depends on the
+// capacity only, so a decode step launches the same grid at every length (a
+// CUDA graph replays it); the range length grows with the context instead.
+func SplitKVSplits(capacity int) int { return min(64, max(2, capacity/256)) }

@@ -6,6 +6,15 @@ import (
 	"bagel/ops"
 )
 
+// Split-KV attention serves decode (and the few queries of a speculative
+// verify) once the context is long enough that one threadgroup per head would
+// idle the GPU; below splitKVMinContext keys, and for prefill, the one-kernel
+// attention keeps prefill and decode bit-identical.
+const (
+	splitKVMaxQueries = 16
+	splitKVMinContext = 1024
+)
+
 // attention is a gated full-attention layer (MLX_QWEN35.md §3, "Gated full attention").
 type attention struct {
 	qProj, kProj, vProj, oProj ops.QLinear // q_proj out = heads·2·headDim, per head [q | gate]
@@ -42,7 +51,12 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	ops.RoPE(c, k, cfg.RotaryDims(), pos0, theta)
 	ops.KVAppend(c, k, v, kv.keys, kv.values, pos0)
 	attn := s.Get(ops.BF16, t, hq, d)
-	ops.Attention(c, q, kv.keys, kv.values, attn, pos0+t, float32(1/math.Sqrt(float64(d))))
+	scale := float32(1 / math.Sqrt(float64(d)))
+	if a.paths.splitKV && t <= splitKVMaxQueries && pos0+t >= splitKVMinContext {
+		ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, pos0+t, scale, ops.SplitKVSplits(kv.keys.Shape[1]))
+	} else {
+		ops.Attention(c, q, kv.keys, kv.values, attn, pos0+t, scale)
+	}
 	ops.SigmoidMul(c, attn, gate, attn)
 	ops.QMatmul(c, attn.Reshape(t, hq*d), a.oProj, out)
 }

@@ -20,6 +20,9 @@ const (
 	// SwitchFusedExpertSwiGLU computes the experts' gate and up projections and
 	// SwiGLU in one launch (qmatmul_gather_swiglu_bf16).
 	SwitchFusedExpertSwiGLU = "fused-expert-swiglu"
+	// SwitchSplitKV spreads decode attention over a long context across many
+	// threadgroups (attention_split_f32 + attention_merge_bf16).
+	SwitchSplitKV = "split-kv-attention"
 )
 
 func init() {
@@ -30,6 +33,8 @@ func init() {
 			Description: "Run the projections that read the same input as one launch (applies at the next model load)."},
 		{Name: SwitchFusedExpertSwiGLU, Env: "BAGEL_NO_FUSED_EXPERT_SWIGLU",
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
+		{Name: SwitchSplitKV, Env: "BAGEL_NO_SPLIT_KV_ATTENTION",
+			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 	} {
 		s.Default = true
 		feature.Register(s)
@@ -38,7 +43,7 @@ func init() {
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU bool
+	addNorm, projections, expertSwiGLU, splitKV bool
 }
 
 func currentPaths() paths {
@@ -46,6 +51,7 @@ func currentPaths() paths {
 		addNorm:      feature.On(SwitchFusedAddNorm),
 		projections:  feature.On(SwitchFusedProjections),
 		expertSwiGLU: feature.On(SwitchFusedExpertSwiGLU),
+		splitKV:      feature.On(SwitchSplitKV),
 	}
 }
 
