@@ -65,6 +65,9 @@ func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...back
 	}
 	e.recorded = append(e.recorded, l)
 	d.open = e
+	if len(e.recorded) == graphSegment {
+		e.flush() // the GPU starts on this segment while the host records the next
+	}
 }
 
 // Submit launches what was recorded (as a graph where the cache has one) and

@@ -22,9 +22,16 @@ import (
 // graphMinLaunches is the shortest sequence worth a graph.
 const graphMinLaunches = 8
 
-// graphCacheSize bounds the graphs kept per device (decode at one context
-// length needs one; prefill chunks and other shapes add a few).
-const graphCacheSize = 8
+// graphSegment is the most launches one graph holds. A longer unit of work is
+// replayed as several graphs, launched as soon as each is recorded: the GPU
+// runs one segment while the host records the next, as it overlaps with
+// direct launches, instead of idling until the whole step is recorded. The
+// segments of a decode step are the same every token, so each is one graph.
+const graphSegment = 128
+
+// graphCacheSize bounds the graphs kept per device (the segments of a decode
+// step at one context length, plus a few for prefill chunks and other shapes).
+const graphCacheSize = 24
 
 // graphCache maps a launch sequence's topology to its instantiated graph.
 type graphCache struct {
