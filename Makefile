@@ -91,7 +91,7 @@ metal-test:
 UI_CGO = $(if $(filter Darwin,$(shell uname -s)),1,0)
 test: vet darwin-check metal-check
 	CGO_ENABLED=0 $(GO) test $(ENGINE_PKGS)
-	CGO_ENABLED=$(UI_CGO) $(GO) test ./ui/...
+	CGO_ENABLED=$(UI_CGO) $(GO) test ./ui/... .
 
 clean:
 	rm -rf bin build

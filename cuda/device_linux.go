@@ -8,8 +8,8 @@ import (
 	"unsafe"
 
 	"bagel/backend"
-	"bagel/feature"
 	"bagel/kernels"
+	"bagel/switches"
 )
 
 // Device is one NVIDIA GPU with its primary context and one stream.
@@ -58,8 +58,8 @@ func New(ordinal int) (*Device, error) {
 	if err := drv.check(drv.cuInit(0), "cuInit", ""); err != nil {
 		return nil, fmt.Errorf("%w (no CUDA device usable by the driver?)", err)
 	}
-	dev := &Device{drv: drv, forcePTX: feature.On(SwitchEmbeddedPTX)}
-	dev.useGraphs = drv.graphs != nil && feature.On(SwitchGraph)
+	dev := &Device{drv: drv, forcePTX: switches.On(SwitchEmbeddedPTX)}
+	dev.useGraphs = drv.graphs != nil && switches.On(SwitchGraph)
 	var count int32
 	if err := drv.check(drv.cuDeviceGetCount(&count), "cuDeviceGetCount", ""); err != nil {
 		return nil, err

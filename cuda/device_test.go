@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"bagel/backend"
-	"bagel/gputest"
+	"bagel/internal/gputest"
 	"bagel/kernels"
 )
 

@@ -1,6 +1,6 @@
 package cuda
 
-import "bagel/feature"
+import "bagel/switches"
 
 // SwitchEmbeddedPTX makes the device load the PTX embedded in the binary instead
 // of compiling the kernels with NVRTC: what a machine with only the driver gets,
@@ -12,14 +12,14 @@ const SwitchEmbeddedPTX = "cuda-embedded-ptx"
 const SwitchGraph = "cuda-graph"
 
 func init() {
-	feature.Register(feature.Switch{
+	switches.Register(switches.Switch{
 		Name:        SwitchGraph,
 		Description: "Replay each decode step as one CUDA graph launch instead of one launch per kernel (applies at the next model load).",
 		Default:     true,
 		Env:         "BAGEL_NO_CUDA_GRAPH",
 		Backends:    []string{"cuda"},
 	})
-	feature.Register(feature.Switch{
+	switches.Register(switches.Switch{
 		Name:        SwitchEmbeddedPTX,
 		Description: "Load the kernels from the PTX embedded in the binary instead of compiling them with NVRTC (applies at the next model load).",
 		Default:     false,

@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"bagel/feature"
+	"bagel/switches"
 	"bagel/tokenizer"
 )
 
@@ -9,14 +9,14 @@ import (
 type Message = tokenizer.Message
 
 // Switch is an engine feature switch (a fused path, the residency set, ...).
-type Switch = feature.Switch
+type Switch = switches.Switch
 
 // Switches lists every registered engine switch, for the settings screen and bench.
-func Switches() []Switch { return feature.All() }
+func Switches() []Switch { return switches.All() }
 
 // SwitchOn tells a switch's current value.
-func SwitchOn(name string) bool { return feature.On(name) }
+func SwitchOn(name string) bool { return switches.On(name) }
 
 // SetSwitch changes a switch for this process; it applies from the next load or
 // generation.
-func SetSwitch(name string, on bool) error { return feature.Set(name, on) }
+func SetSwitch(name string, on bool) error { return switches.Set(name, on) }

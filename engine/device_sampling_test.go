@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"bagel/feature"
 	"bagel/internal/testmodel"
+	"bagel/switches"
 )
 
 // TestDeviceArgmaxMatchesHost generates greedily with the token picked on the
@@ -17,10 +17,10 @@ func TestDeviceArgmaxMatchesHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	defer feature.Set(SwitchDeviceArgmax, true)
+	defer switches.Set(SwitchDeviceArgmax, true)
 	req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555}, MaxTokens: 24}
 	run := func(on bool) ([]int32, Event) {
-		if err := feature.Set(SwitchDeviceArgmax, on); err != nil {
+		if err := switches.Set(SwitchDeviceArgmax, on); err != nil {
 			t.Fatal(err)
 		}
 		ids, _, done := collect(t, e.Generate(context.Background(), req))
@@ -74,7 +74,7 @@ func TestDeviceTopKMatchesHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	defer feature.Set(SwitchDeviceTopK, true)
+	defer switches.Set(SwitchDeviceTopK, true)
 	for _, s := range []Sampling{
 		{Temperature: 0.8, TopK: 20, TopP: 0.9, MinP: 0.05, RepetitionPenalty: 1.1, Seed: 7},
 		{Temperature: 1.5, TopK: 40, Seed: 3},
@@ -82,7 +82,7 @@ func TestDeviceTopKMatchesHost(t *testing.T) {
 	} {
 		req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555}, MaxTokens: 24, Sampling: s}
 		run := func(on bool) ([]int32, Event) {
-			if err := feature.Set(SwitchDeviceTopK, on); err != nil {
+			if err := switches.Set(SwitchDeviceTopK, on); err != nil {
 				t.Fatal(err)
 			}
 			ids, _, done := collect(t, e.Generate(context.Background(), req))

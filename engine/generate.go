@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"bagel/backend"
-	"bagel/feature"
 	"bagel/ops"
+	"bagel/switches"
 	"bagel/tokenizer"
 )
 
@@ -186,9 +186,9 @@ func (g *generation) run(req Request) error {
 	// device when greedy needs no logits on the host (no repetition penalty).
 	penalty := req.Sampling.RepetitionPenalty
 	noPenalty := penalty == 0 || penalty == 1
-	greedyOnDevice := req.Sampling.Temperature == 0 && noPenalty && feature.On(SwitchDeviceArgmax)
+	greedyOnDevice := req.Sampling.Temperature == 0 && noPenalty && switches.On(SwitchDeviceArgmax)
 	topKOnDevice := req.Sampling.Temperature > 0 && req.Sampling.TopK > 0 && req.Sampling.TopK <= ops.TopKMax &&
-		feature.On(SwitchDeviceTopK)
+		switches.On(SwitchDeviceTopK)
 	st.SampledOnDevice = greedyOnDevice || topKOnDevice
 	next := func(tokens []int32) (int32, error) {
 		switch {

@@ -1,6 +1,6 @@
 package engine
 
-import "bagel/feature"
+import "bagel/switches"
 
 const (
 	// SwitchDeviceArgmax lets greedy decoding pick the token on the device.
@@ -11,13 +11,13 @@ const (
 )
 
 func init() {
-	feature.Register(feature.Switch{
+	switches.Register(switches.Switch{
 		Name:        SwitchDeviceArgmax,
 		Description: "Greedy decoding picks the token on the device and reads back its id, not the logits (applies at the next generation).",
 		Default:     true,
 		Env:         "BAGEL_NO_DEVICE_ARGMAX",
 	})
-	feature.Register(feature.Switch{
+	switches.Register(switches.Switch{
 		Name:        SwitchDeviceTopK,
 		Description: "Sampling with a top-k picks the k best tokens on the device and reads back only those (applies at the next generation).",
 		Default:     true,

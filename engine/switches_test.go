@@ -4,9 +4,9 @@ import (
 	"math"
 	"testing"
 
-	"bagel/feature"
 	"bagel/internal/testmodel"
 	"bagel/qwen"
+	"bagel/switches"
 )
 
 // TestFusedPathsKeepTheBits loads each test model with every fused path on and
@@ -17,7 +17,7 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
 		logits := func(on bool) []float32 {
 			for _, sw := range fusedSwitches {
-				if err := feature.Set(sw, on); err != nil {
+				if err := switches.Set(sw, on); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -37,7 +37,7 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 		}
 	}
 	for _, sw := range fusedSwitches {
-		feature.Set(sw, true)
+		switches.Set(sw, true)
 	}
 }
 
@@ -56,10 +56,10 @@ func TestSplitKVAttentionAtLongContext(t *testing.T) {
 	}
 	var dispatches [2]int64
 	logits := func(on bool) []float32 {
-		if err := feature.Set(qwen.SwitchSplitKV, on); err != nil {
+		if err := switches.Set(qwen.SwitchSplitKV, on); err != nil {
 			t.Fatal(err)
 		}
-		defer feature.Set(qwen.SwitchSplitKV, true)
+		defer switches.Set(qwen.SwitchSplitKV, true)
 		e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 1100})
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strconv"
 
-	"bagel/feature"
+	"bagel/switches"
 )
 
 // residencySwitch is the feature switch of the residency set; it is read in one
@@ -13,7 +13,7 @@ import (
 const residencySwitch = "residency-set"
 
 func init() {
-	feature.Register(feature.Switch{
+	switches.Register(switches.Switch{
 		Name: residencySwitch,
 		Description: "Keep the weights and caches resident on the GPU with one Metal residency set " +
 			"(macOS 15 and later); applies from the next model load.",

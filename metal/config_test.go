@@ -3,7 +3,7 @@ package metal
 import (
 	"testing"
 
-	"bagel/feature"
+	"bagel/switches"
 )
 
 func TestParseMaxCommandBuffers(t *testing.T) {
@@ -37,8 +37,8 @@ func TestLanguageVersion(t *testing.T) {
 // TestResidencySwitch checks the switch is registered under its name and
 // environment variable, and that the variable turns it off.
 func TestResidencySwitch(t *testing.T) {
-	var found *feature.Switch
-	for _, s := range feature.All() {
+	var found *switches.Switch
+	for _, s := range switches.All() {
 		if s.Name == residencySwitch {
 			found = &s
 		}
@@ -50,7 +50,7 @@ func TestResidencySwitch(t *testing.T) {
 		t.Errorf("switch %+v: want default on, env BAGEL_NO_RESIDENCY_SET", *found)
 	}
 	t.Setenv("BAGEL_NO_RESIDENCY_SET", "1")
-	if feature.On(residencySwitch) {
+	if switches.On(residencySwitch) {
 		t.Error("BAGEL_NO_RESIDENCY_SET=1 does not turn the switch off")
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"bagel/backend"
-	"bagel/feature"
 	"bagel/metal/mtl"
+	"bagel/switches"
 )
 
 // Device is the default Metal GPU with one command queue and the kernel library.
@@ -98,7 +98,7 @@ func open(maxCB int) (*Device, error) {
 // switch is read here and only here.
 func (d *Device) openResidencySet() {
 	switch {
-	case !feature.On(residencySwitch):
+	case !switches.On(residencySwitch):
 		d.residencyWhy = "off (switch residency-set)"
 	case !d.dev.SupportsResidencySets():
 		d.residencyWhy = "unsupported (macOS 15 or later)"

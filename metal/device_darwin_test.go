@@ -13,10 +13,10 @@ import (
 
 	"bagel/backend"
 	"bagel/cpu"
-	"bagel/feature"
-	"bagel/gputest"
+	"bagel/internal/gputest"
 	"bagel/kernels"
 	"bagel/metal/mtl"
+	"bagel/switches"
 )
 
 // openOrSkip opens the default GPU on the test's goroutine, which the caller
@@ -205,9 +205,9 @@ func TestWrapHostSplit(t *testing.T) {
 func TestResidencySetOnOff(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	defer feature.Reset()
+	defer switches.Reset()
 	for _, on := range []bool{true, false} {
-		if err := feature.Set(residencySwitch, on); err != nil {
+		if err := switches.Set(residencySwitch, on); err != nil {
 			t.Fatal(err)
 		}
 		dev := openOrSkip(t)

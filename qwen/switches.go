@@ -1,8 +1,8 @@
 package qwen
 
 import (
-	"bagel/feature"
 	"bagel/ops"
+	"bagel/switches"
 )
 
 // The fused paths of the forward pass. Each has a switch (default on) read at
@@ -26,7 +26,7 @@ const (
 )
 
 func init() {
-	for _, s := range []feature.Switch{
+	for _, s := range []switches.Switch{
 		{Name: SwitchFusedAddNorm, Env: "BAGEL_NO_FUSED_ADD_NORM",
 			Description: "Fuse each residual add with the RMSNorm that follows it (applies at the next model load)."},
 		{Name: SwitchFusedProjections, Env: "BAGEL_NO_FUSED_PROJECTIONS",
@@ -37,7 +37,7 @@ func init() {
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 	} {
 		s.Default = true
-		feature.Register(s)
+		switches.Register(s)
 	}
 }
 
@@ -48,10 +48,10 @@ type paths struct {
 
 func currentPaths() paths {
 	return paths{
-		addNorm:      feature.On(SwitchFusedAddNorm),
-		projections:  feature.On(SwitchFusedProjections),
-		expertSwiGLU: feature.On(SwitchFusedExpertSwiGLU),
-		splitKV:      feature.On(SwitchSplitKV),
+		addNorm:      switches.On(SwitchFusedAddNorm),
+		projections:  switches.On(SwitchFusedProjections),
+		expertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
+		splitKV:      switches.On(SwitchSplitKV),
 	}
 }
 

@@ -1,4 +1,4 @@
-// Package feature is the registry of engine switches: each fused GPU path, the
+// Package switches is the registry of engine switches: each fused GPU path, the
 // Metal residency set, speculative decoding. A switch has one name, is read in one
 // place (through On), and is listed by the settings screen and `bagel bench` from
 // this registry, so a new switch shows up there without UI changes.
@@ -6,7 +6,7 @@
 // A switch's value is, in order: what Set gave it, else its environment variable
 // (BAGEL_NO_X=1 turns a default-on switch off; BAGEL_X=1 turns a default-off one
 // on), else its default.
-package feature
+package switches
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func Register(s Switch) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := switches[s.Name]; dup {
-		panic("feature: switch registered twice: " + s.Name)
+		panic("switches: switch registered twice: " + s.Name)
 	}
 	switches[s.Name] = s
 }
@@ -59,7 +59,7 @@ func On(name string) bool {
 	defer mu.Unlock()
 	s, ok := switches[name]
 	if !ok {
-		panic("feature: unknown switch " + name)
+		panic("switches: unknown switch " + name)
 	}
 	if v, ok := set[name]; ok {
 		return v
