@@ -21,25 +21,15 @@ type candidates struct {
 // log-sum-exp, and the host reads back k·8+4 bytes instead of the logits.
 func (e *Engine) forwardTopK(tokens []int32, k int, penalized []int32, penalty float32) (candidates, error) {
 	var out candidates
-	err := e.loop.do(func() error {
-		defer e.scratch.Reset()
-		ok := false
-		defer func() {
-			if !ok {
-				_ = e.cache.Reset(e.ctx)
-			}
-		}()
-		var pen ops.Tensor
-		if len(penalized) > 0 { // written before the forward records its launches
-			pen = e.scratch.Get(ops.I32, len(penalized))
-			if err := ops.WriteInt32(e.ctx, pen, penalized); err != nil {
-				return err
-			}
+	var pen ops.Tensor
+	prepare := func() error { // written before the forward records its launches
+		if len(penalized) == 0 {
+			return nil
 		}
-		logits, err := e.model.Forward(e.ctx, e.cache, tokens, false)
-		if err != nil {
-			return err
-		}
+		pen = e.scratch.Get(ops.I32, len(penalized))
+		return ops.WriteInt32(e.ctx, pen, penalized)
+	}
+	err := e.step(tokens, false, prepare, func(logits ops.Tensor) error {
 		if len(penalized) > 0 {
 			ops.RepetitionPenalty(e.ctx, logits, pen, penalty)
 		}
@@ -63,7 +53,6 @@ func (e *Engine) forwardTopK(tokens []int32, k int, penalized []int32, penalty f
 			out.logits = append(out.logits, math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(k+i):])))
 		}
 		out.lse = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[8*k:])))
-		ok = true
 		return nil
 	})
 	return out, err

@@ -139,12 +139,13 @@ func (e *Engine) Counters() backend.Counters {
 	return c
 }
 
-// forward runs on the device goroutine: tokens at the cache position, returning
-// logits f32 for the last token or all tokens. A failure resets the cache, whose
-// state is then unknown.
-func (e *Engine) forward(tokens []int32, all bool) ([]float32, error) {
-	var out []float32
-	err := e.loop.do(func() error {
+// step runs one forward on the device goroutine: prepare (host writes that
+// must precede the forward's launches; may be nil), the model on tokens at the
+// cache position, then finish with the logits (f32, the last token's or every
+// token's), which reads back what the caller needs. A failure resets the cache,
+// whose state is then unknown; the scratch is free again afterwards.
+func (e *Engine) step(tokens []int32, all bool, prepare func() error, finish func(logits ops.Tensor) error) error {
+	return e.loop.do(func() error {
 		defer e.scratch.Reset()
 		ok := false
 		defer func() {
@@ -152,12 +153,26 @@ func (e *Engine) forward(tokens []int32, all bool) ([]float32, error) {
 				_ = e.cache.Reset(e.ctx)
 			}
 		}()
+		if prepare != nil {
+			if err := prepare(); err != nil {
+				return err
+			}
+		}
 		logits, err := e.model.Forward(e.ctx, e.cache, tokens, all)
 		if err != nil {
 			return err
 		}
-		out, err = ops.ReadF32(e.ctx, logits)
+		err = finish(logits)
 		ok = err == nil
+		return err
+	})
+}
+
+// forward returns the logits of the last token, or of all tokens.
+func (e *Engine) forward(tokens []int32, all bool) ([]float32, error) {
+	var out []float32
+	err := e.step(tokens, all, nil, func(logits ops.Tensor) (err error) {
+		out, err = ops.ReadF32(e.ctx, logits)
 		return err
 	})
 	return out, err
@@ -168,26 +183,14 @@ func (e *Engine) forward(tokens []int32, all bool) ([]float32, error) {
 // 4 bytes instead of the vocabulary's logits.
 func (e *Engine) forwardArgmax(tokens []int32) (int32, error) {
 	var id int32
-	err := e.loop.do(func() error {
-		defer e.scratch.Reset()
-		ok := false
-		defer func() {
-			if !ok {
-				_ = e.cache.Reset(e.ctx)
-			}
-		}()
-		logits, err := e.model.Forward(e.ctx, e.cache, tokens, false)
-		if err != nil {
-			return err
-		}
+	err := e.step(tokens, false, nil, func(logits ops.Tensor) error {
 		best := e.scratch.Get(ops.I32, 1)
 		ops.Argmax(e.ctx, logits, best)
 		raw, err := ops.ReadBytes(e.ctx, best)
-		if err != nil {
-			return err
+		if err == nil {
+			id = int32(binary.LittleEndian.Uint32(raw))
 		}
-		id, ok = int32(binary.LittleEndian.Uint32(raw)), true
-		return nil
+		return err
 	})
 	return id, err
 }
