@@ -19,7 +19,7 @@
 //     order are the KERNEL declarations' in kernels/*.metal), and the argument
 //     readers that check count, kind and bounds.
 //   - quant.go: MLX affine dequantization, embed_dequant, qmatmul*, qmatmul_gather.
-//   - quant_fused.go: qmatmul_multi, qmatmul_gather_swiglu.
+//   - quant_fused.go: qmatmul_multi, qmatmul_gather_swiglu, moe_down.
 //   - norm.go: rms_norm, rms_norm_gated, add_rms_norm.
 //   - attention.go: split_qgate, rope_neox, kv_append, attention.
 //   - gdn.go: conv1d_silu, gdn_gates, gdn_recurrence.

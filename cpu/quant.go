@@ -123,10 +123,16 @@ func (a *args) quant(rows int) *quantMatrix {
 // quantNamed is quant for kernels with several matrices, whose arguments carry
 // other names (w0, scales0, biases0, bits0, gs0; gate_w, ...).
 func (a *args) quantNamed(w, scales, biases, bitsName, gsName string, rows int) *quantMatrix {
-	in, bits, gs := a.intArg("In"), a.intArg(bitsName), a.intArg(gsName)
+	return a.quantMatrixIn(w, scales, biases, bitsName, gsName, a.intArg("In"), rows)
+}
+
+// quantMatrixIn is quantNamed for a matrix whose input width is not the
+// scalar In (the MoE block's two down projections).
+func (a *args) quantMatrixIn(w, scales, biases, bitsName, gsName string, in, rows int) *quantMatrix {
+	bits, gs := a.intArg(bitsName), a.intArg(gsName)
 	a.check(validBits(bits), bitsName, "%d, want 2, 3, 4, 5, 6 or 8", bits)
 	a.check(validGroup(gs), gsName, "%d, want 32, 64 or 128", gs)
-	a.check(in%gs == 0, "In", "%d is not a multiple of %s=%d", in, gsName, gs)
+	a.check(in%gs == 0, gsName, "the input width %d is not a multiple of %s=%d", in, gsName, gs)
 	words, groups := in*bits/32, in/gs
 	if rows < 0 {
 		rows = math.MaxInt32

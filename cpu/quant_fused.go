@@ -63,3 +63,39 @@ func qmatmulGatherSwiglu(a *args) {
 		}
 	})
 }
+
+// moe_down_bf16: for token t and output row o, y_s = bf16(h[t,s]·Wdown[ids[t,s],o])
+// for the K slots, ys = bf16(hs[t]·Wshared[o]), r = bf16(Σ_s weights[t,s]·y_s)
+// in slot order, out[t,o] = bf16(r + σ(gate[t])·ys): qmatmul_gather_bf16
+// (xPerSlot 1), moe_combine_bf16, qmatmul_bf16 and add_sigmoid_scaled_bf16 in
+// one dispatch, each step rounded as those kernels round it.
+func moeDown(a *args) {
+	T, K, H, I, Is := a.intArg("T"), a.intArg("K"), a.intArg("H"), a.intArg("I"), a.intArg("Is")
+	h := widen(a.bf16s("h", T*K*I))                                                                            // (T, K, I)
+	ids := a.i32s("ids", T*K)                                                                                  // (T, K)
+	weights := a.bf16s("weights", T*K)                                                                         // (T, K)
+	hs := widen(a.bf16s("hs", T*Is))                                                                           // (T, Is)
+	gate := a.bf16s("gate", T)                                                                                 // (T)
+	out := a.bf16s("out", T*H)                                                                                 // (T, H)
+	down := a.quantMatrixIn("w", "scales", "biases", "bits", "gs", I, -1)                                      // (E·H, I)
+	shared := a.quantMatrixIn("shared_w", "shared_scales", "shared_biases", "shared_bits", "shared_gs", Is, H) // (H, Is)
+	experts := down.rows / max(H, 1)
+	for slot, id := range ids {
+		a.check(id >= 0 && int(id) < experts, "ids", "ids[%d] = %d outside the %d experts of w", slot, id, experts)
+	}
+	a.parallel(T*H, (K+1)*I, func(lo, hi int) {
+		row, srow := make([]float32, I), make([]float32, Is)
+		for item := lo; item < hi; item++ {
+			t, o := item/H, item%H
+			var routed float32
+			for s := range K {
+				down.row(int(ids[t*K+s])*H+o, row)
+				y := backend.RoundBF16(dot(h[(t*K+s)*I:(t*K+s+1)*I], row))
+				routed += f32(weights[t*K+s]) * y
+			}
+			shared.row(o, srow)
+			ys := backend.RoundBF16(dot(hs[t*Is:(t+1)*Is], srow))
+			out[item] = backend.F32ToBF16(backend.RoundBF16(routed) + sigmoid(f32(gate[t]))*ys)
+		}
+	})
+}

@@ -20,6 +20,7 @@ var registry = map[string]func(a *args){
 	"qmatmul_gather_bf16":        qmatmulGather,
 	"qmatmul_multi_bf16":         qmatmulMulti,
 	"qmatmul_gather_swiglu_bf16": qmatmulGatherSwiglu,
+	"moe_down_bf16":              moeDown,
 	"rms_norm_bf16":              rmsNorm,
 	"rms_norm_gated_bf16":        rmsNormGated,
 	"add_rms_norm_bf16":          addRMSNorm,

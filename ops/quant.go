@@ -109,3 +109,33 @@ func QMatmulGatherSwiGLU(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor) {
 		backend.Int(gate.Bits), backend.Int(gate.GroupSize))
 	c.dispatch("qmatmul_gather_swiglu_bf16", args...)
 }
+
+// MoEDown is the MoE block's second half in one dispatch: for each token t,
+// out[t] = r + σ(gate[t])·(hs[t]·sharedᵀ) with r = Σ_s weights[t,s]·(h[t,s]·down[ids[t,s]]ᵀ),
+// each product and the sum rounded to bf16 as QMatmulGather, MoECombine,
+// QMatmul and AddSigmoidScaled round them. h bf16 [T, K, I]; ids i32 and
+// weights bf16 [T, K]; hs bf16 [T, Is]; gate bf16 [T]; out bf16 [T, H].
+func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor) {
+	for _, t := range []struct {
+		what string
+		t    Tensor
+		dt   backend.DType
+	}{{"h", h, backend.BF16}, {"ids", ids, backend.I32}, {"weights", weights, backend.BF16}, {"hs", hs, backend.BF16},
+		{"gate", gate, backend.BF16}, {"out", out, backend.BF16}} {
+		checkDType("moe_down "+t.what, t.t, t.dt)
+	}
+	check(len(ids.Shape) == 2 && weights.Elements() == ids.Elements(), "moe_down: ids %v weights %v", ids, weights)
+	t, k := ids.Shape[0], ids.Shape[1]
+	check(down.Experts > 0 && shared.Experts == 0 && down.Out == shared.Out, "moe_down: %s and %s", down.Name, shared.Name)
+	check(h.Elements() == t*k*down.In && hs.Elements() == t*shared.In && gate.Elements() == t && out.Elements() == t*down.Out,
+		"moe_down %s: h %v hs %v gate %v out %v", down.Name, h, hs, gate, out)
+	check(h.Off%4 == 0 && hs.Off%4 == 0, "moe_down: h and hs must be 4-byte aligned (offsets %d, %d)", h.Off, hs.Off)
+	args := []backend.Arg{h.Arg(), ids.Arg(), weights.Arg()}
+	args = append(args, down.args()...)
+	args = append(args, hs.Arg())
+	args = append(args, shared.args()...)
+	args = append(args, gate.Arg(), out.Arg(), backend.Int(t), backend.Int(k), backend.Int(down.Out),
+		backend.Int(down.In), backend.Int(shared.In), backend.Int(down.Bits), backend.Int(down.GroupSize),
+		backend.Int(shared.Bits), backend.Int(shared.GroupSize))
+	c.dispatch("moe_down_bf16", args...)
+}

@@ -73,13 +73,21 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 		ops.QMatmulGather(c, x, ids, e.up, up, false)
 		ops.SwiGLU(c, gate, up, gate)
 	}
+	ops.SwiGLU(c, sg, su, sg)
+	if e.paths.moeDown && k+1 <= moeDownMaxSlots {
+		ops.MoEDown(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out)
+		return
+	}
 	y := s.Get(ops.BF16, t, k, hidden)
 	ops.QMatmulGather(c, gate, ids, e.down, y, true)
 	routed := s.Get(ops.BF16, t, hidden)
 	ops.MoECombine(c, y, weights, routed)
-
 	sharedOut := s.Get(ops.BF16, t, hidden)
-	ops.SwiGLU(c, sg, su, sg)
 	ops.QMatmul(c, sg, e.sharedDown, sharedOut)
 	ops.AddSigmoidScaled(c, routed, sharedOut, gateLogit, out)
 }
+
+// moeDownMaxSlots is the fused kernel's limit on the routed experts plus the
+// shared one (kernels' MOE_MAX_SLOTS); a model routing to more takes the
+// unfused path.
+const moeDownMaxSlots = 17

@@ -20,6 +20,9 @@ const (
 	// SwitchFusedExpertSwiGLU computes the experts' gate and up projections and
 	// SwiGLU in one launch (qmatmul_gather_swiglu_bf16).
 	SwitchFusedExpertSwiGLU = "fused-expert-swiglu"
+	// SwitchFusedMoEDown runs the experts' down projections, their weighted sum,
+	// the shared expert's down projection and its gate in one launch (moe_down_bf16).
+	SwitchFusedMoEDown = "fused-moe-down"
 	// SwitchSplitKV spreads decode attention over a long context across many
 	// threadgroups (attention_split_f32 + attention_merge_bf16).
 	SwitchSplitKV = "split-kv-attention"
@@ -33,6 +36,8 @@ func init() {
 			Description: "Run the projections that read the same input as one launch (applies at the next model load)."},
 		{Name: SwitchFusedExpertSwiGLU, Env: "BAGEL_NO_FUSED_EXPERT_SWIGLU",
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
+		{Name: SwitchFusedMoEDown, Env: "BAGEL_NO_FUSED_MOE_DOWN",
+			Description: "Run the experts' down projections with their weighted sum and the shared expert's in one launch (applies at the next model load)."},
 		{Name: SwitchSplitKV, Env: "BAGEL_NO_SPLIT_KV_ATTENTION",
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 	} {
@@ -43,7 +48,7 @@ func init() {
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, splitKV bool
+	addNorm, projections, expertSwiGLU, moeDown, splitKV bool
 }
 
 func currentPaths() paths {
@@ -51,6 +56,7 @@ func currentPaths() paths {
 		addNorm:      switches.On(SwitchFusedAddNorm),
 		projections:  switches.On(SwitchFusedProjections),
 		expertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
+		moeDown:      switches.On(SwitchFusedMoEDown),
 		splitKV:      switches.On(SwitchSplitKV),
 	}
 }
