@@ -126,17 +126,18 @@ KERNEL(qmatmul_gather_swiglu_bf16,
 }
 
 // MOE_MAX_SLOTS bounds K + 1 (the routed experts and the shared one) of
-// moe_down_bf16: their partial sums share threadgroup memory.
-#define MOE_MAX_SLOTS 17
+// moe_down_bf16: one SIMD-group each.
+#define MOE_MAX_SLOTS 32
 
 // moe_down_bf16: the second half of the MoE block for token t, in one launch:
 // y_s = bf16(h[t, s]·Wdown[ids[t, s], o]) for the K routed slots, ys =
 // bf16(hs[t]·Wshared[o]), then out[t, o] = bf16(r + σ(gate[t])·ys) with r =
 // bf16(Σ_s weights[t, s]·y_s) (slots in order): qmatmul_gather_bf16
 // (xPerSlot 1), moe_combine_bf16, qmatmul_bf16 and add_sigmoid_scaled_bf16.
-// Each threadgroup takes QMV_ROWS output rows of one token and walks the K + 1
-// matrices one after the other.
-// launch: grid(ceil(H, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, I * bits / 1024)) * 32)
+// Each threadgroup takes QMV_ROWS output rows of one token with one SIMD-group
+// per matrix (SIMD-group s < K the routed slot s, SIMD-group K the shared
+// expert), which walk their rows side by side; the first combines.
+// launch: grid(ceil(H, QMV_ROWS) * T) group((K + 1) * 32)
 // requires: K + 1 <= MOE_MAX_SLOTS
 KERNEL(moe_down_bf16,
        BUFFER(const bf16_t, h, 0),
@@ -160,38 +161,30 @@ KERNEL(moe_down_bf16,
        PARAM(int, gs, 18),
        PARAM(int, shared_bits, 19),
        PARAM(int, shared_gs, 20)) {
-  TG_MEM(float, partial, MOE_MAX_SLOTS * QMV_SPLIT * QMV_ROWS);
+  TG_MEM(float, partial, MOE_MAX_SLOTS * QMV_ROWS);
   int blocks = (H + QMV_ROWS - 1) / QMV_ROWS;
   int t = TGID_X / blocks;
   int o = (TGID_X % blocks) * QMV_ROWS;
   if (t >= T) return;  // uniform across the threadgroup
   int nrows = imin(QMV_ROWS, H - o);
+  int s = SIMD_ID;  // the matrix of this SIMD-group
   float acc[QMV_ROWS];
-  for (int s = 0; s <= K; s++) {
-    if (s < K) {
-      ulong row = (ulong)ids[t * K + s] * (ulong)H + (ulong)o;
-      qmv_rows(h + (ulong)(t * K + s) * (ulong)I, w + row * (ulong)(I / 32 * bits), scales + row * (ulong)(I / gs),
-               biases + row * (ulong)(I / gs), nrows, I, bits, gs, LANE, SIMD_ID, SIMD_COUNT, acc);
-    } else {
-      qmv_rows(hs + (ulong)t * (ulong)Is, shared_w + (ulong)o * (ulong)(Is / 32 * shared_bits),
-               shared_scales + (ulong)o * (ulong)(Is / shared_gs), shared_biases + (ulong)o * (ulong)(Is / shared_gs),
-               nrows, Is, shared_bits, shared_gs, LANE, SIMD_ID, SIMD_COUNT, acc);
-    }
-    if (LANE == 0)
-      for (int r = 0; r < QMV_ROWS; r++) partial[(s * SIMD_COUNT + SIMD_ID) * QMV_ROWS + r] = acc[r];
+  if (s < K) {
+    ulong row = (ulong)ids[t * K + s] * (ulong)H + (ulong)o;
+    qmv_rows(h + (ulong)(t * K + s) * (ulong)I, w + row * (ulong)(I / 32 * bits), scales + row * (ulong)(I / gs),
+             biases + row * (ulong)(I / gs), nrows, I, bits, gs, LANE, 0, 1, acc);
+  } else {
+    qmv_rows(hs + (ulong)t * (ulong)Is, shared_w + (ulong)o * (ulong)(Is / 32 * shared_bits),
+             shared_scales + (ulong)o * (ulong)(Is / shared_gs), shared_biases + (ulong)o * (ulong)(Is / shared_gs),
+             nrows, Is, shared_bits, shared_gs, LANE, 0, 1, acc);
   }
+  if (LANE == 0)
+    for (int r = 0; r < QMV_ROWS; r++) partial[s * QMV_ROWS + r] = acc[r];
   BARRIER();
-  if (SIMD_ID != 0 || LANE >= nrows) return;
-  float routed = 0.0f, shared = 0.0f;
-  for (int s = 0; s <= K; s++) {
-    float y = 0.0f;
-    for (int g = 0; g < SIMD_COUNT; g++) y += partial[(s * SIMD_COUNT + g) * QMV_ROWS + LANE];
-    if (s < K) {
-      routed += bf16_to_f32(weights[t * K + s]) * round_bf16(y);
-    } else {
-      shared = round_bf16(y);
-    }
-  }
+  if (s != 0 || LANE >= nrows) return;
+  float routed = 0.0f;
+  for (int k = 0; k < K; k++) routed += bf16_to_f32(weights[t * K + k]) * round_bf16(partial[k * QMV_ROWS + LANE]);
+  float shared = round_bf16(partial[K * QMV_ROWS + LANE]);
   float g = sigmoidf(bf16_to_f32(gate[t]));
   out[(ulong)t * (ulong)H + (ulong)(o + LANE)] = f32_to_bf16(round_bf16(routed) + g * shared);
 }

@@ -90,4 +90,4 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 // moeDownMaxSlots is the fused kernel's limit on the routed experts plus the
 // shared one (kernels' MOE_MAX_SLOTS); a model routing to more takes the
 // unfused path.
-const moeDownMaxSlots = 17
+const moeDownMaxSlots = 32
