@@ -26,6 +26,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	fs := newFlags("bench", errOut)
 	dir := fs.modelDir("model folder (MLX layout; bagel synth makes one)")
 	backendName := fs.backend()
+	fs.engineSwitches()
 	jsonFile := fs.String("json", "", "also write the results to this JSON file")
 	runs := fs.Int("runs", 3, "runs per figure (the median is reported)")
 	tokens := fs.Int("tokens", 128, "tokens decoded per decode run")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"bagel/internal/testmodel"
+	"bagel/switches"
 )
 
 // TestSynthThenBench writes a synthetic checkpoint with the tiny test model's
@@ -65,6 +66,42 @@ func TestSynthThenBench(t *testing.T) {
 		code, _, stderr := runCLI(strings.Fields(args)...)
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d, %q", args, code, stderr)
+		}
+	}
+}
+
+// TestSwitchFlags: --no-fused runs the unfused reference, which scores the
+// same bits as the fused paths; --switch sets one switch and names a bad one.
+func TestSwitchFlags(t *testing.T) {
+	t.Cleanup(switches.Reset)
+	dir := testmodel.Weights(t, "tiny-moe")
+	score := func(extra ...string) string {
+		t.Helper()
+		switches.Reset()
+		code, out, stderr := runCLI(append([]string{"score", "-m", dir, "--ids", "9707,11,1246,525,3555", "--prefill", "2", "--backend", "cpu"}, extra...)...)
+		if code != 0 {
+			t.Fatalf("score %v: exit %d, %s", extra, code, stderr)
+		}
+		return out
+	}
+	fused, unfused := score(), score("--no-fused")
+	if fused != unfused {
+		t.Errorf("--no-fused scores differently:\n%s\n%s", fused, unfused)
+	}
+	if switches.On("fused-add-norm") || switches.On("fused-projections") {
+		t.Error("--no-fused left a fused path on")
+	}
+	score("--no-fused", "--switch", "fused-add-norm=on")
+	if !switches.On("fused-add-norm") || switches.On("fused-projections") {
+		t.Error("--switch after --no-fused did not turn one path back on")
+	}
+	for arg, want := range map[string]string{
+		"no-such-switch=on":   `unknown engine switch "no-such-switch"`,
+		"fused-add-norm=soon": `"fused-add-norm=soon": want NAME=on or NAME=off`,
+	} {
+		code, _, stderr := runCLI("score", "-m", dir, "--ids", "1,2", "--switch", arg)
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("--switch %s: exit %d, %q", arg, code, stderr)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"bagel/engine"
 )
 
 // flags is a command's flag set with the flags every command shares and a
@@ -14,6 +16,8 @@ type flags struct {
 	*flag.FlagSet
 	required []string // flag names, in the order they are declared
 	usage    map[string]string
+	switches []switchSetting // --switch, in order
+	noFused  bool
 }
 
 // newFlags starts the flag set of command name; its help and parse errors go
@@ -33,6 +37,46 @@ func (f *flags) modelDir(what string) *string {
 // backend declares --backend.
 func (f *flags) backend() *string {
 	return f.String("backend", "auto", "auto, cpu, cuda or metal")
+}
+
+// engineSwitches declares --switch NAME=on|off (repeatable) and --no-fused,
+// applied to the engine's switch registry by parse before the command runs.
+func (f *flags) engineSwitches() {
+	f.Func("switch", "set an engine switch for this run, NAME=on|off (repeatable; `bagel bench` lists them)", func(v string) error {
+		name, val, ok := strings.Cut(v, "=")
+		on := val == "on" || val == "1" || val == "true"
+		if !ok || !(on || val == "off" || val == "0" || val == "false") {
+			return fmt.Errorf("%q: want NAME=on or NAME=off", v)
+		}
+		f.switches = append(f.switches, switchSetting{name, on})
+		return nil
+	})
+	f.BoolVar(&f.noFused, "no-fused", false, "turn every fused path (the fused-* switches) off: the unfused reference")
+}
+
+type switchSetting struct {
+	name string
+	on   bool
+}
+
+// applySwitches sets what --no-fused and --switch asked for, --switch last so
+// that it can turn one fused path back on.
+func (f *flags) applySwitches() error {
+	if f.noFused {
+		for _, sw := range engine.Switches() {
+			if strings.HasPrefix(sw.Name, "fused-") {
+				if err := engine.SetSwitch(sw.Name, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, s := range f.switches {
+		if err := engine.SetSwitch(s.name, s.on); err != nil {
+			return fmt.Errorf("--switch %s: %w", s.name, err)
+		}
+	}
+	return nil
 }
 
 // requiredString declares a string flag that must be given; metavar (may be
@@ -56,7 +100,7 @@ func (f *flags) parse(args []string) error {
 	}
 	switch len(missing) {
 	case 0:
-		return nil
+		return f.applySwitches()
 	case 1:
 		return fmt.Errorf("%s is required", missing[0])
 	}

@@ -28,6 +28,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	rep := fs.Float64("repetition-penalty", 1, "penalty for tokens of the last 20 (1: off)")
 	seed := fs.Uint64("seed", 0, "random seed")
 	backendName := fs.backend()
+	fs.engineSwitches()
 	ctxLen := fs.Int("context", 0, "context length in tokens (0: the model's, at most 8192)")
 	noThink := fs.Bool("no-think", false, "turn thinking off")
 	if err := fs.parse(args); err != nil {

@@ -13,6 +13,7 @@ func runScore(args []string, out, errOut io.Writer) error {
 	idsFlag := fs.requiredString("ids", "", "comma-separated token ids")
 	top := fs.Int("top", 10, "ids per position")
 	backendName := fs.backend()
+	fs.engineSwitches()
 	prefill := fs.Int("prefill", 0, "tokens in the first forward; the rest are decoded one at a time (0: all at once)")
 	if err := fs.parse(args); err != nil {
 		return err
