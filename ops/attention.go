@@ -47,14 +47,16 @@ func Attention(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) 
 // spread each query's keys over splits threadgroups (flash decoding): for a
 // few queries over a long cache, where one threadgroup per query head would
 // leave most of the GPU idle. The f32 sums run in another order, so the result
-// can differ from Attention's in the last bf16 bit.
-func AttentionSplitKV(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32, splits int) {
+// can differ from Attention's in the last bf16 bit. partial is f32 scratch of
+// [T, Hq, splits, D+2] (SplitKVScratch).
+func AttentionSplitKV(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int, scale float32, splits int) {
 	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
 	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
 	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
 	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
 	check(kvLen >= t && kvLen <= capacity && splits >= 1, "attention: kvLen %d for %d queries, capacity %d, %d splits", kvLen, t, capacity, splits)
-	partial := c.Scratch.Get(backend.F32, t, hq, splits, d+2)
+	checkDType("attention partial", partial, backend.F32)
+	check(partial.Elements() == t*hq*splits*(d+2), "attention: partial %v for %d splits", partial, splits)
 	c.dispatch("attention_split_f32", q.Arg(), kCache.Arg(), vCache.Arg(), partial.Arg(),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen),
 		backend.Int(splits), backend.Float(scale))

@@ -29,57 +29,82 @@ func (c *Ctx) dispatch(name string, args ...backend.Arg) {
 // Arena hands out scratch tensors from pooled device buffers. Buffers handed out
 // since the last Reset stay reserved; Reset returns them all (call it only after
 // the work that used them has completed: after a Read of its result).
+//
+// The k-th request after a Reset gets the k-th buffer of the pool, grown when
+// the request is larger. A forward pass asks for the same tensors in the same
+// order whatever its token count, so slot k serves the same tensor in every
+// step: once the largest step has run (a full prefill chunk) the pool is laid
+// out for good. Shorter prompts and decode steps reuse it, a long chat adds
+// nothing turn after turn, and a decode step gets the same addresses every
+// token (a CUDA graph replays it unchanged).
 type Arena struct {
-	dev  backend.Device
-	free map[int][]backend.Buffer // by byte size
-	used []backend.Buffer
+	dev    backend.Device
+	slots  []backend.Buffer
+	next   int // the slot of the next Get
+	allocs int // buffers allocated, ever
 }
 
 // NewArena makes an empty arena on dev.
 func NewArena(dev backend.Device) *Arena {
-	return &Arena{dev: dev, free: map[int][]backend.Buffer{}}
+	return &Arena{dev: dev}
 }
 
 // Get returns a tensor of dtype and shape whose contents are unspecified.
 func (a *Arena) Get(dtype backend.DType, shape ...int) Tensor {
 	t := Tensor{DType: dtype, Shape: append([]int(nil), shape...)}
-	n := t.Bytes()
-	if n == 0 {
-		n = 4
+	n := max(t.Bytes(), 4)
+	k := a.next
+	a.next++
+	if k == len(a.slots) {
+		a.slots = append(a.slots, nil)
 	}
-	if l := a.free[n]; len(l) > 0 {
-		t.Buf = l[len(l)-1]
-		a.free[n] = l[:len(l)-1]
-	} else {
-		b, err := a.dev.Alloc(n)
+	if b := a.slots[k]; b == nil || b.Len() < n {
+		if b != nil {
+			a.dev.Free(b) // used by an earlier step, which has completed (Reset)
+		}
+		b, err := a.dev.Alloc(sizeClass(n))
 		if err != nil {
 			panic(fmt.Sprintf("ops: scratch allocation of %d bytes: %v", n, err))
 		}
-		t.Buf = b
+		a.allocs++
+		a.slots[k] = b
 	}
-	a.used = append(a.used, t.Buf)
+	t.Buf = a.slots[k]
 	return t
 }
 
-// Reset makes every buffer handed out available again. They go back in
-// reverse, so the same sequence of Gets after it gets the same buffers: a
-// decode step then dispatches with the same addresses every token, which lets
-// a CUDA graph replay it without updating them.
-func (a *Arena) Reset() {
-	for i := len(a.used) - 1; i >= 0; i-- {
-		b := a.used[i]
-		a.free[b.Len()] = append(a.free[b.Len()], b)
+// sizeClass rounds an allocation up a little (to 256 bytes at least, above 64
+// KiB to an eighth of the power of two below), so that a slot grown by a
+// slightly longer prompt is not grown again by the next one.
+func sizeClass(n int) int {
+	c := 256
+	for c < n {
+		c *= 2
 	}
-	a.used = a.used[:0]
+	if c <= 64<<10 {
+		return c
+	}
+	step := c / 16 // c/2 is the octave's start; eight steps of c/16 span it
+	return (n + step - 1) / step * step
+}
+
+// Reset makes every buffer handed out available again.
+func (a *Arena) Reset() { a.next = 0 }
+
+// Allocations is how many buffers the arena has allocated, ever, and the bytes
+// it holds now.
+func (a *Arena) Allocations() (buffers int, bytes int64) {
+	for _, b := range a.slots {
+		bytes += int64(b.Len())
+	}
+	return a.allocs, bytes
 }
 
 // Release frees every pooled buffer.
 func (a *Arena) Release() {
 	a.Reset()
-	for _, l := range a.free {
-		for _, b := range l {
-			a.dev.Free(b)
-		}
+	for _, b := range a.slots {
+		a.dev.Free(b)
 	}
-	a.free = map[int][]backend.Buffer{}
+	a.slots = nil
 }

@@ -52,9 +52,17 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	ops.KVAppend(c, k, v, kv.keys, kv.values, pos0)
 	attn := s.Get(ops.BF16, t, hq, d)
 	scale := float32(1 / math.Sqrt(float64(d)))
-	if a.paths.splitKV && t <= splitKVMaxQueries && pos0+t >= splitKVMinContext {
-		ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, pos0+t, scale, ops.SplitKVSplits(kv.keys.Shape[1]))
-	} else {
+	split := false
+	if a.paths.splitKV && t <= splitKVMaxQueries {
+		// The partials' scratch is taken at every context length, used or not,
+		// so that the scratch layout of a step does not change at 1024 keys.
+		splits := ops.SplitKVSplits(kv.keys.Shape[1])
+		partial := s.Get(ops.F32, t, hq, splits, d+2)
+		if split = pos0+t >= splitKVMinContext; split {
+			ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
+		}
+	}
+	if !split {
 		ops.Attention(c, q, kv.keys, kv.values, attn, pos0+t, scale)
 	}
 	ops.SigmoidMul(c, attn, gate, attn)
