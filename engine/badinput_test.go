@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"bagel/internal/testmodel"
 	"bagel/safetensors"
@@ -145,6 +147,51 @@ func TestBrokenModelFolders(t *testing.T) {
 				}
 			})
 		}, []string{"embed_tokens", "8-bit", "want"}},
+		{"config.json is a FIFO", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "config.json")
+			os.Remove(p)
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Skip(err)
+			}
+		}, []string{"config.json", "not a regular file", "named pipe"}},
+		{"a shard is a FIFO", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, st)
+			os.Remove(p)
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Skip(err)
+			}
+		}, []string{st, "not a regular file"}},
+		{"overlapping tensors", func(t *testing.T, dir string) {
+			editHeader(t, filepath.Join(dir, st), func(h map[string]any) {
+				a := h[prefix+"norm.weight"].(map[string]any)
+				b := h[prefix+"layers.0.input_layernorm.weight"].(map[string]any)
+				b["data_offsets"] = a["data_offsets"]
+			})
+		}, []string{st, "overlap", prefix + "norm.weight"}},
+		{"missing scales", func(t *testing.T, dir string) {
+			editHeader(t, filepath.Join(dir, st), func(h map[string]any) { delete(h, prefix+"layers.0.mlp.gate.scales") })
+		}, []string{prefix + "layers.0.mlp.gate.scales not found"}},
+		{"negative rope_theta", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
+				rp, _ := textConfig(m)["rope_parameters"].(map[string]any)
+				if rp == nil {
+					rp = map[string]any{}
+					textConfig(m)["rope_parameters"] = rp
+				}
+				rp["rope_theta"] = -1.0
+			})
+		}, []string{"config.json", "rope_theta must be a positive number"}},
+		{"tokenizer larger than the model", func(t *testing.T, dir string) {
+			tok := filepath.Join(testmodel.Dir(t, model), "tokenizer.json")
+			data, _ := os.ReadFile(tok)
+			var m map[string]any
+			json.Unmarshal(data, &m)
+			added := m["added_tokens"].([]any)
+			m["added_tokens"] = append(added, map[string]any{"id": 9999999, "content": "<|far|>", "special": true,
+				"single_word": false, "lstrip": false, "rstrip": false, "normalized": false})
+			out, _ := json.Marshal(m)
+			os.WriteFile(filepath.Join(dir, "tokenizer.json"), out, 0o644)
+		}, []string{"tokenizer.json", "10000000 token ids", "belongs to another model"}},
 		{"unsupported quantization mode", func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
 				for _, k := range []string{"quantization", "quantization_config"} {
@@ -160,7 +207,18 @@ func TestBrokenModelFolders(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := copyModel(t, model)
 			c.breakIt(t, dir)
-			e, err := Load(dir, Options{Backend: "cpu", ContextLength: 16})
+			var e *Engine
+			var err error
+			loaded := make(chan struct{})
+			go func() {
+				defer close(loaded)
+				e, err = Load(dir, Options{Backend: "cpu", ContextLength: 16})
+			}()
+			select {
+			case <-loaded:
+			case <-time.After(60 * time.Second):
+				t.Fatal("Load hung on a broken folder")
+			}
 			if err == nil {
 				e.Close()
 				t.Fatal("Load succeeded on a broken folder")

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 
 	"bagel/tokenizer"
@@ -19,6 +20,10 @@ func (e *Engine) loadText() error {
 	}
 	if err != nil {
 		return err
+	}
+	if n := tok.VocabSize(); n > e.Config.VocabSize {
+		return fmt.Errorf("tokenizer.json has %d token ids but the model has %d (config.json vocab_size, the embedding's rows): the tokenizer belongs to another model",
+			n, e.Config.VocabSize)
 	}
 	e.tok = tok
 	e.tmpl, e.tmplErr = tok.Template()

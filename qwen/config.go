@@ -7,6 +7,7 @@ package qwen
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"bagel/safetensors"
 )
@@ -225,6 +226,20 @@ func (c *Config) validate() error {
 		}
 	} else if c.IntermediateSize <= 0 {
 		return fmt.Errorf("intermediate_size must be positive for a dense model, got %d", c.IntermediateSize)
+	}
+	// The real-valued settings: finite and positive, or the forward pass
+	// computes NaN (a negative eps under the rsqrt, a θ ≤ 0 in the RoPE powers).
+	if e := float64(c.RMSNormEps); !(e > 0) || math.IsInf(e, 0) {
+		return fmt.Errorf("rms_norm_eps must be a positive number, got %g", e)
+	}
+	if th := c.RopeTheta; !(th > 0) || math.IsInf(th, 0) {
+		return fmt.Errorf("rope_theta must be a positive number, got %g", th)
+	}
+	if p := c.PartialRotaryFactor; !(p > 0 && p <= 1) {
+		return fmt.Errorf("partial_rotary_factor must be in (0, 1], got %g", p)
+	}
+	if c.MaxPositionEmbedding < 0 {
+		return fmt.Errorf("max_position_embeddings must not be negative, got %d", c.MaxPositionEmbedding)
 	}
 	if rd := c.RotaryDims(); rd <= 0 || rd%2 != 0 || rd > c.HeadDim {
 		return fmt.Errorf("partial_rotary_factor %g gives %d rotary dims of head_dim %d", c.PartialRotaryFactor, rd, c.HeadDim)

@@ -77,6 +77,12 @@ func TestParseConfigErrors(t *testing.T) {
 		{"top-k above experts", strings.Replace(nestedConfig, `"num_experts_per_tok": 8`, `"num_experts_per_tok": 300`, 1), "num_experts_per_tok"},
 		{"bad eos", strings.Replace(nestedConfig, `[248046, 248044]`, `"x"`, 1), "eos_token_id"},
 		{"attention bias", strings.Replace(nestedConfig, `"head_dim": 256`, `"head_dim": 256, "attention_bias": true`, 1), "attention_bias"},
+		{"negative eps", strings.Replace(nestedConfig, `"rms_norm_eps": 1e-6`, `"rms_norm_eps": -1`, 1), "rms_norm_eps must be a positive number, got -1"},
+		{"zero eps", strings.Replace(nestedConfig, `"rms_norm_eps": 1e-6`, `"rms_norm_eps": 0`, 1), "rms_norm_eps must be a positive number"},
+		{"negative theta", strings.Replace(nestedConfig, `"rope_theta": 10000000`, `"rope_theta": -1`, 1), "rope_theta must be a positive number, got -1"},
+		{"huge theta", strings.Replace(nestedConfig, `"rope_theta": 10000000`, `"rope_theta": 1e999`, 1), "rope_theta"},
+		{"rotary factor above 1", strings.Replace(nestedConfig, `"partial_rotary_factor": 0.25`, `"partial_rotary_factor": 2`, 1), "partial_rotary_factor must be in (0, 1]"},
+		{"negative max positions", strings.Replace(nestedConfig, `"head_dim": 256`, `"head_dim": 256, "max_position_embeddings": -5`, 1), "max_position_embeddings must not be negative"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"bagel/safetensors"
+
+	"bagel/internal/regular"
 )
 
 // Open is the one reader of a model folder's model files, as mlx-lm's load is:
@@ -31,9 +32,12 @@ func Open(dir string) (*Config, *safetensors.Checkpoint, error) {
 	return cfg, ck, nil
 }
 
+// jsonLimit bounds config.json and generation_config.json (a few KB when real).
+const jsonLimit = 16 << 20
+
 // readConfig reads dir/config.json.
 func readConfig(dir string) (*Config, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	data, err := regular.ReadFile(filepath.Join(dir, "config.json"), jsonLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("config.json: not found in %s (is this a model folder?)", dir)
@@ -51,7 +55,7 @@ func readConfig(dir string) (*Config, error) {
 // file exists and names one (mlx-lm load_config). Its sampling values are not
 // read, as in mlx-lm (MLX_QWEN35.md §5).
 func readGenerationConfig(dir string, cfg *Config) error {
-	data, err := os.ReadFile(filepath.Join(dir, "generation_config.json"))
+	data, err := regular.ReadFile(filepath.Join(dir, "generation_config.json"), jsonLimit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

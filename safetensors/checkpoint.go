@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"bagel/internal/regular"
 )
 
 // IndexName is the file that lists which shard holds each tensor.
@@ -66,11 +68,14 @@ func (c *Checkpoint) mapShards(shards []string, weightMap map[string]string) err
 	return checkWeightMap(c.Dir, c.tensors, weightMap)
 }
 
+// jsonLimit bounds the index file: a real one is a few hundred KB.
+const jsonLimit = 64 << 20
+
 // findShards lists the shard paths of dir, and the index's weight_map when there
 // is an index (nil otherwise).
 func findShards(dir string) ([]string, map[string]string, error) {
 	indexPath := filepath.Join(dir, IndexName)
-	blob, err := os.ReadFile(indexPath)
+	blob, err := regular.ReadFile(indexPath, jsonLimit)
 	if errors.Is(err, fs.ErrNotExist) {
 		shards, err := listShards(dir)
 		return shards, nil, err
@@ -104,7 +109,7 @@ func findShards(dir string) ([]string, map[string]string, error) {
 	sort.Strings(shards)
 	for i, shard := range shards {
 		path := filepath.Join(dir, shard)
-		if _, err := os.Stat(path); err != nil {
+		if _, err := regular.Check(path); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, nil, fmt.Errorf("%s: %s names shard %s, which is missing", dir, IndexName, shard)
 			}

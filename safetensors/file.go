@@ -3,11 +3,12 @@ package safetensors
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"bagel/internal/regular"
 )
 
 // liveMappings counts mmaps made and not yet unmapped, so tests can prove that
@@ -31,7 +32,7 @@ type File struct {
 // memory until the weights are touched, and a second process shares them.
 func OpenFile(path string) (*File, error) {
 	name := baseName(path)
-	fd, err := os.Open(path)
+	fd, err := regular.Open(path) // a FIFO would block os.Open
 	if err != nil {
 		return nil, err // *PathError already names the file
 	}

@@ -2,10 +2,12 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -102,7 +104,25 @@ func parseHeader(path string, data []byte) (map[string]string, map[string]*Tenso
 		}
 		tensors[name] = t
 	}
+	if err := checkOverlaps(file, names, tensors); err != nil {
+		return nil, nil, err
+	}
 	return meta, tensors, nil
+}
+
+// checkOverlaps refuses two tensors whose bytes overlap: a corrupt header that
+// would make one tensor's data another's, with no error anywhere else.
+func checkOverlaps(file string, names []string, tensors map[string]*Tensor) error {
+	order := slices.Clone(names)
+	slices.SortFunc(order, func(a, b string) int { return cmp.Compare(tensors[a].Offset, tensors[b].Offset) })
+	for i := 1; i < len(order); i++ {
+		prev, cur := tensors[order[i-1]], tensors[order[i]]
+		if len(prev.Data) > 0 && len(cur.Data) > 0 && cur.Offset < prev.Offset+int64(len(prev.Data)) {
+			return fmt.Errorf("%s: tensors %s (bytes %d..%d) and %s (from byte %d) overlap: the header is corrupt",
+				file, order[i-1], prev.Offset, prev.Offset+int64(len(prev.Data)), order[i], cur.Offset)
+		}
+	}
+	return nil
 }
 
 // parseEntry checks one header record against the body (the bytes after the

@@ -34,7 +34,7 @@ func (c *Checkpoint) Linear(q *Quantization, path string, out, in, experts int) 
 	}
 	scales, ok := c.Tensor(path + ".scales")
 	if !ok {
-		return QLinear{}, fmt.Errorf("%s: unquantized linear layers are not supported yet", path)
+		return QLinear{}, fmt.Errorf("%s: tensor %s.scales not found (a quantized layer has .weight, .scales and .biases; unquantized linear layers are not supported yet)", path, path)
 	}
 	if q == nil {
 		return QLinear{}, fmt.Errorf("%s: %s.scales exists but config.json has no quantization block", path, path)

@@ -83,7 +83,7 @@ func TestLinear(t *testing.T) {
 		{name: "missing weight", q: q, path: "m.absent", out: 16, in: 128,
 			wantErr: []string{"m.absent.weight not found"}},
 		{name: "unquantized", q: q, path: "m.norm", out: 128, in: 1,
-			wantErr: []string{"m.norm: unquantized linear layers are not supported yet"}},
+			wantErr: []string{"m.norm: tensor m.norm.scales not found", "unquantized linear layers are not supported yet"}},
 		{name: "no quantization block", q: nil, path: "m.layers.0.mlp.up_proj", out: 16, in: 128,
 			wantErr: []string{"config.json has no quantization block"}},
 		{name: "input not a multiple of the group", q: q, path: "m.layers.0.mlp.up_proj", out: 16, in: 96,

@@ -12,6 +12,8 @@ import (
 
 	"github.com/dlclark/regexp2/v2"
 	"golang.org/x/text/unicode/norm"
+
+	"bagel/internal/regular"
 )
 
 // Tokenizer is a byte-level BPE tokenizer loaded from tokenizer.json. It is
@@ -90,6 +92,9 @@ type modelFile struct {
 // (tokenizers' byte_level.rs).
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 
+// tokenizerLimit bounds the tokenizer files (tokenizer.json is about 11 MB for Qwen).
+const tokenizerLimit = 256 << 20
+
 // Open is the one reader of a model folder's text files: tokenizer.json,
 // tokenizer_config.json (read once, for the eos token and the chat template) and
 // chat_template.jinja. Only what Qwen checkpoints use is supported: a BPE model
@@ -99,7 +104,7 @@ const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]
 // fs.ErrNotExist). A missing or unrecognised chat template is not an error here:
 // Template reports it.
 func Open(dir string) (*Tokenizer, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	data, err := regular.ReadFile(filepath.Join(dir, "tokenizer.json"), tokenizerLimit)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, notFoundError{dir}
@@ -326,7 +331,7 @@ type tokenizerConfig struct {
 
 // readTokenizerConfig returns nil, nil when the file does not exist.
 func readTokenizerConfig(dir string) (*tokenizerConfig, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	data, err := regular.ReadFile(filepath.Join(dir, "tokenizer_config.json"), tokenizerLimit)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"bagel/internal/regular"
 )
 
 // Message is one turn of a conversation.
@@ -73,7 +75,7 @@ func LoadTemplate(dir string) (*Template, error) {
 // loadTemplate finds the template; config gives tokenizer_config.json, read
 // only when chat_template.jinja is absent (or already read by Open).
 func loadTemplate(dir string, config func() (*tokenizerConfig, error)) (*Template, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
+	data, err := regular.ReadFile(filepath.Join(dir, "chat_template.jinja"), tokenizerLimit)
 	if err == nil {
 		t, err := ParseTemplate(string(data))
 		if err != nil {
