@@ -16,6 +16,9 @@ const appID = "dev.bagel.chat"
 // Run opens the chat window and returns when it is closed. The window needs
 // cgo (Fyne's GLFW driver); run_nocgo.go stands in without it.
 func Run() error {
+	if err := displayAvailable(); err != nil {
+		return err
+	}
 	a := app.NewWithID(appID)
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.IconPNG))
 	w, err := New(a, Options{})
