@@ -31,6 +31,10 @@ var commands = map[string]command{
 	"bench":      {"measure decode, prefill and long-context speed, each switch off and on", runBench},
 }
 
+// errInterrupted ends a command stopped by Ctrl-C after it has printed what it
+// had: exit status 130, as a shell reports a process ended by SIGINT.
+var errInterrupted = errors.New("interrupted")
+
 // Run runs the command named by args[0] with the rest of args as its flags and
 // returns the process exit status: 0 done, 1 the command failed, 2 an unknown
 // command.
@@ -58,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case errors.Is(err, flag.ErrHelp): // -h: the flag set has printed the flags
 		return 0
+	case errors.Is(err, errInterrupted): // Ctrl-C: the partial result is printed
+		return 130
 	case err != nil:
 		fmt.Fprintf(stderr, "bagel %s: %v\n", name, err)
 		return 1

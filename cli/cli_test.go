@@ -36,6 +36,14 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"detokenize", "-m", "x", "--ids", "1,a"}, 1, `--ids: "a" is not a token id`},
 		{[]string{"generate", "--no-such-flag"}, 1, "flag provided but not defined"},
 		{[]string{"generate", "-h"}, 0, "-max-tokens"},
+		{[]string{"generate", "-m", "x", "--temp", "Inf"}, 1, "--temp +Inf: want a number ≥ 0"},
+		{[]string{"generate", "-m", "x", "--repetition-penalty", "0"}, 1, "--repetition-penalty 0: want a number > 0 (1: off)"},
+		{[]string{"generate", "-m", "x", "--context", "-5"}, 1, "--context -5"},
+		{[]string{"generate", "-m", "x", "--top-p", "1.5"}, 1, "--top-p 1.5"},
+		{[]string{"score", "-m", "x", "--ids", "1", "--top", "0"}, 1, "--top 0: want 1 or more"},
+		{[]string{"score", "-m", "x", "--ids", "1", "--top", "-5"}, 1, "--top -5"},
+		{[]string{"score", "-m", "x", "--ids", "1", "--prefill", "-1"}, 1, "--prefill -1"},
+		{[]string{"synth", "--like", "qwen3.5-35b-a3b", "--experts", "-1", "--out", "x"}, 1, "--experts -1"},
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(c.args...)

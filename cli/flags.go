@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -114,6 +115,27 @@ func dashes(name string) string {
 	}
 	return "--" + name
 }
+
+// need checks flag values after parse: the first false condition's message
+// becomes the command's error, naming the flag and the value.
+func need(checks ...check) error {
+	for _, c := range checks {
+		if !c.ok {
+			return fmt.Errorf("--%s %v: %s", c.flag, c.value, c.want)
+		}
+	}
+	return nil
+}
+
+type check struct {
+	ok    bool
+	flag  string
+	value any
+	want  string
+}
+
+// finite reports a float that is a number, neither NaN nor ±Inf.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // parseIDs reads "1,2,3" (spaces allowed).
 func parseIDs(s string) ([]int32, error) {

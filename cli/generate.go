@@ -34,6 +34,17 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
+	if err := need(
+		check{*maxTokens >= 0, "max-tokens", *maxTokens, "want 0 (until a stop token) or more"},
+		check{finite(*temp) && *temp >= 0, "temp", *temp, "want a number ≥ 0 (0: greedy)"},
+		check{*topP >= 0 && *topP <= 1, "top-p", *topP, "want a number in [0, 1] (1: off)"},
+		check{*topK >= 0, "top-k", *topK, "want 0 (off) or more"},
+		check{*minP >= 0 && *minP <= 1, "min-p", *minP, "want a number in [0, 1] (0: off)"},
+		check{finite(*rep) && *rep > 0, "repetition-penalty", *rep, "want a number > 0 (1: off)"},
+		check{*ctxLen >= 0, "context", *ctxLen, "want 0 (the model's) or a token count"},
+	); err != nil {
+		return err
+	}
 	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen})
 	if err != nil {
 		return err
@@ -70,6 +81,9 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 			fmt.Fprint(out, ev.Text)
 		case engine.EventDone:
 			fmt.Fprintf(out, "\n\n[%s] %s\n", ev.Reason, ev.Stats.StatsLine())
+			if ev.Reason == engine.ReasonCancelled && ctx.Err() != nil {
+				return errInterrupted
+			}
 		case engine.EventError:
 			fmt.Fprintln(out)
 			return ev.Err

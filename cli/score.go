@@ -18,6 +18,12 @@ func runScore(args []string, out, errOut io.Writer) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
+	if err := need(
+		check{*top >= 1, "top", *top, "want 1 or more ids per position"},
+		check{*prefill >= 0, "prefill", *prefill, "want 0 (all at once) or a token count"},
+	); err != nil {
+		return err
+	}
 	ids, err := parseIDs(*idsFlag)
 	if err != nil {
 		return err

@@ -26,6 +26,12 @@ func runSynth(args []string, out, errOut io.Writer) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
+	if err := need(
+		check{*experts >= 0, "experts", *experts, "want a count (0: the shape's)"},
+		check{*layers >= 0, "layers", *layers, "want a count (0: the shape's)"},
+	); err != nil {
+		return err
+	}
 	var (
 		shape synth.Shape
 		quant = synth.DefaultQuant

@@ -87,6 +87,38 @@ func editHeader(t *testing.T, path string, f func(h map[string]any)) {
 
 func textConfig(m map[string]any) map[string]any { return m["text_config"].(map[string]any) }
 
+// TestContextLimits: a context beyond the model's maximum, or one whose cache
+// would not fit in memory, is refused before anything is allocated.
+func TestContextLimits(t *testing.T) {
+	dir := copyModel(t, "tiny-moe")
+	editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) { textConfig(m)["max_position_embeddings"] = 4096.0 })
+	for n, want := range map[int]string{
+		5000:      "a context of 5000 tokens exceeds the model's maximum of 4096",
+		100000000: "exceeds the model's maximum",
+	} {
+		if e, err := Load(dir, Options{Backend: "cpu", ContextLength: n}); err == nil || !strings.Contains(err.Error(), want) {
+			if e != nil {
+				e.Close()
+			}
+			t.Errorf("context %d: %v", n, err)
+		}
+	}
+	editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) { delete(textConfig(m), "max_position_embeddings") })
+	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 1 << 30})
+	if err == nil {
+		e.Close()
+		t.Fatal("a 2^30-token context loaded")
+	}
+	if !strings.Contains(err.Error(), "GB of cache") || !strings.Contains(err.Error(), "system RAM") {
+		t.Errorf("error %q does not name the cache and the memory", err)
+	}
+	if e, err := Load(dir, Options{Backend: "cpu", ContextLength: 4096}); err != nil {
+		t.Errorf("an ordinary context: %v", err)
+	} else {
+		e.Close()
+	}
+}
+
 // TestBrokenModelFolders: every broken folder gives an error that names the file
 // (and tensor) and the problem; none panics; none leaks a mapping.
 func TestBrokenModelFolders(t *testing.T) {

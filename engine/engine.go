@@ -4,6 +4,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"time"
 
@@ -72,6 +73,10 @@ func Load(dir string, opt Options) (*Engine, error) {
 			n = cfg.MaxPositionEmbedding
 		}
 	}
+	if err := checkContext(cfg, ck, n, opt.Backend); err != nil {
+		_ = ck.Close()
+		return nil, err
+	}
 	progress := func(f float64, stage string) {
 		if opt.Progress != nil {
 			opt.Progress(f, stage)
@@ -99,6 +104,26 @@ func Load(dir string, opt Options) (*Engine, error) {
 	}
 	progress(1, "ready")
 	return e, nil
+}
+
+// checkContext refuses a context longer than the model's maximum, or one whose
+// cache would not fit beside the weights in the backend's memory, before
+// anything is allocated: asking the device (or the Go heap) for tens of GB
+// fails late, or ends the process.
+func checkContext(cfg *qwen.Config, ck *safetensors.Checkpoint, n int, backendName string) error {
+	if max := cfg.MaxPositionEmbedding; max > 0 && n > max {
+		return fmt.Errorf("a context of %d tokens exceeds the model's maximum of %d (max_position_embeddings)", n, max)
+	}
+	var weights int64
+	for _, f := range ck.Files {
+		weights += int64(len(f.Data))
+	}
+	cache := qwen.CacheBytes(cfg, n)
+	if budget := DeviceMemory(backendName); budget.Total > 0 && uint64(weights+cache) > budget.Total {
+		return fmt.Errorf("a context of %d tokens needs %.1f GB of cache beside %.1f GB of weights, more than the %.1f GB of %s: choose a shorter context",
+			n, float64(cache)/1e9, float64(weights)/1e9, float64(budget.Total)/1e9, budget.Source)
+	}
+	return nil
 }
 
 // Close releases the device, the model and the checkpoint mapping. It is safe to

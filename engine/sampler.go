@@ -26,15 +26,15 @@ type Sampling struct {
 // Validate reports a setting outside its range, naming it.
 func (s Sampling) Validate() error {
 	switch {
-	case s.Temperature < 0 || math.IsNaN(s.Temperature):
-		return fmt.Errorf("temperature must be ≥ 0, got %g", s.Temperature)
+	case s.Temperature < 0 || math.IsNaN(s.Temperature) || math.IsInf(s.Temperature, 0):
+		return fmt.Errorf("temperature must be a number ≥ 0, got %g", s.Temperature)
 	case s.TopP < 0 || s.TopP > 1 || math.IsNaN(s.TopP):
 		return fmt.Errorf("top-p must be in [0, 1], got %g", s.TopP)
 	case s.TopK < 0:
 		return fmt.Errorf("top-k must be ≥ 0, got %d", s.TopK)
 	case s.MinP < 0 || s.MinP > 1 || math.IsNaN(s.MinP):
 		return fmt.Errorf("min-p must be in [0, 1], got %g", s.MinP)
-	case s.RepetitionPenalty < 0 || math.IsNaN(s.RepetitionPenalty):
+	case s.RepetitionPenalty < 0 || math.IsNaN(s.RepetitionPenalty) || math.IsInf(s.RepetitionPenalty, 0):
 		return fmt.Errorf("repetition penalty must be ≥ 0, got %g", s.RepetitionPenalty)
 	case s.RepetitionContext < 0:
 		return fmt.Errorf("repetition context must be ≥ 0, got %d", s.RepetitionContext)
