@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/bagel
 TESTMODEL := build/testmodel/tiny-moe
 
-.PHONY: all build run demo gui-deps bundle test vet darwin-check metal-test testmodel clean
+.PHONY: all build run demo gui-deps test-deps bundle test vet darwin-check metal-test testmodel fuzz clean
 
 .DEFAULT_GOAL := all
 
@@ -21,19 +21,30 @@ build:
 	echo "CGO_ENABLED=$$cgo $(GO) build -o $(BIN) ."; CGO_ENABLED=$$cgo $(GO) build -o $(BIN) .
 
 # Debian/Ubuntu packages the window builds against (Fyne: gcc, GL and the X11 /
-# Wayland headers); installed when missing and this user can (root or sudo).
+# Wayland headers), and clang, which `make test` uses to parse the Metal
+# kernels. apt-deps installs the missing ones of a list when this user can
+# (root, or through sudo), saying what it installs and waiting for another
+# apt's lock; otherwise it prints the command to run and fails.
 GUI_APT := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev \
 	libxi-dev libxxf86vm-dev libwayland-dev libxkbcommon-dev
-gui-deps:
+TEST_APT := clang
+define apt-deps
 	@if [ "$$(uname -s)" = Linux ] && command -v dpkg-query >/dev/null; then \
-	  missing=$$(for p in $(GUI_APT); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	  missing=$$(for p in $(2); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; \
-	    else echo "gui-deps: as root, run: apt-get install" $$missing; exit 1; fi; \
-	    echo "gui-deps: installing" $$missing; \
-	    $$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	    else echo "$(1): as root, run: apt-get install" $$missing; exit 1; fi; \
+	    echo "$(1): installing" $$missing; \
+	    $$sudo apt-get -o DPkg::Lock::Timeout=300 update -q && \
+	    $$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q $$missing || \
+	    { echo "$(1): the install failed; as root, run: apt-get install" $$missing; exit 1; }; \
 	  fi; \
 	fi
+endef
+gui-deps:
+	$(call apt-deps,gui-deps,$(GUI_APT))
+test-deps:
+	$(call apt-deps,test-deps,$(TEST_APT))
 
 # The tiny test model with the Qwen3 tokenizer beside it (testdata keeps the
 # tokenizer compressed and the weights without it).
@@ -67,7 +78,13 @@ else
 	CGO_ENABLED=1 $(GO) build -trimpath -ldflags "-s -w" -o $(BUNDLE)/usr/local/bin/bagel .
 	cp assets/bagel.desktop $(BUNDLE)/usr/local/share/applications/dev.bagel.chat.desktop
 	cp assets/icon.png $(BUNDLE)/usr/local/share/pixmaps/dev.bagel.chat.png
-	mkdir -p bin && tar -C $(BUNDLE) -cJf bin/Bagel-$(VERSION)-linux-$$($(GO) env GOARCH).tar.xz usr
+	chmod 755 $(BUNDLE)/usr/local/bin/bagel && chmod 644 $(BUNDLE)/usr/local/share/applications/* $(BUNDLE)/usr/local/share/pixmaps/*
+	# Files only, owned by root: extracting into / must not touch the owner or
+	# mode of /usr, /usr/local or any directory that is already there.
+	mkdir -p bin && (cd $(BUNDLE) && find usr -type f | sort | tar --owner=0 --group=0 --numeric-owner --no-recursion \
+	  -cJf $(CURDIR)/bin/Bagel-$(VERSION)-linux-$$($(GO) env GOARCH).tar.xz -T -)
+	@tar -tvJf bin/Bagel-$(VERSION)-linux-$$($(GO) env GOARCH).tar.xz --numeric-owner | \
+	  awk '$$1 !~ /^-/ || $$2 != "0/0" { print "bundle: bad entry:", $$0; bad = 1 } END { exit bad }' 
 	@echo "bundle: bin/Bagel-$(VERSION)-linux-$$($(GO) env GOARCH).tar.xz (install: sudo tar -xJf FILE -C /)"
 endif
 
@@ -89,9 +106,17 @@ metal-test:
 # Fyne's test driver needs no cgo on Linux, but Fyne's widgets do on macOS: there
 # the ui tests run with cgo.
 UI_CGO = $(if $(filter Darwin,$(shell uname -s)),1,0)
-test: vet darwin-check metal-check
+test: test-deps vet darwin-check metal-check
 	CGO_ENABLED=0 $(GO) test $(ENGINE_PKGS)
 	CGO_ENABLED=$(UI_CGO) $(GO) test ./ui/... .
+
+# Fuzz every parser of user input for a minute each (not part of `make test`,
+# which runs the fuzz targets' seeds). Findings land in testdata/fuzz/.
+FUZZ_TARGETS := ./safetensors:FuzzParseHeader ./safetensors:FuzzParseQuantization ./qwen:FuzzParseConfig \
+	./tokenizer:FuzzEncodeDecode ./tokenizer:FuzzRenderTemplate
+fuzz:
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$pkg $$fn"; \
+	  CGO_ENABLED=0 $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime 60s $$pkg || exit 1; done
 
 clean:
 	rm -rf bin build

@@ -154,6 +154,7 @@ func FuzzParseHeader(f *testing.F) {
 	f.Add(raw(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, []byte{1, 2, 3}))
 	f.Add(raw(`{"w":{"dtype":"F32","shape":[9223372036854775807],"data_offsets":[0,4]}}`, make([]byte, 4)))
 	f.Add(raw(`{"__metadata__":null,"w":null}`, nil))
+	f.Add(raw(`{"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[4,8]}}`, make([]byte, 8)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, tensors, err := parseHeader("fuzz.safetensors", data)
 		if err != nil {
