@@ -165,7 +165,7 @@ func TestSettingsValidate(t *testing.T) {
 		change func(*Settings)
 		want   string
 	}{
-		{func(s *Settings) { s.Temperature = -1 }, "temperature must be ≥ 0"},
+		{func(s *Settings) { s.Temperature = -1 }, "temperature must be a number ≥ 0"},
 		{func(s *Settings) { s.TopP = 2 }, "top-p must be in [0, 1]"},
 		{func(s *Settings) { s.TopK = -1 }, "top-k must be ≥ 0"},
 		{func(s *Settings) { s.MinP = -0.5 }, "min-p must be in [0, 1]"},
