@@ -85,6 +85,30 @@ func editHeader(t *testing.T, path string, f func(h map[string]any)) {
 	}
 }
 
+// poisonTensor overwrites bf16 element i of tensor name in a safetensors file.
+func poisonTensor(t *testing.T, path, name string, i int, bits uint16) {
+	t.Helper()
+	f, err := safetensors.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn, ok := f.Tensors[name]
+	if !ok {
+		f.Close()
+		t.Fatalf("no tensor %s", name)
+	}
+	off := tn.Offset + int64(2*i)
+	f.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint16(data[off:], bits)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func textConfig(m map[string]any) map[string]any { return m["text_config"].(map[string]any) }
 
 // TestContextLimits: a context beyond the model's maximum, or one whose cache
@@ -224,6 +248,12 @@ func TestBrokenModelFolders(t *testing.T) {
 			out, _ := json.Marshal(m)
 			os.WriteFile(filepath.Join(dir, "tokenizer.json"), out, 0o644)
 		}, []string{"tokenizer.json", "10000000 token ids", "belongs to another model"}},
+		{"NaN in a norm weight", func(t *testing.T, dir string) {
+			poisonTensor(t, filepath.Join(dir, st), prefix+"layers.1.post_attention_layernorm.weight", 5, 0x7fc0)
+		}, []string{prefix + "layers.1.post_attention_layernorm.weight", st, "element 5 is NaN", "corrupt"}},
+		{"infinity in a scale", func(t *testing.T, dir string) {
+			poisonTensor(t, filepath.Join(dir, st), prefix+"layers.0.mlp.switch_mlp.down_proj.scales", 17, 0xff80)
+		}, []string{prefix + "layers.0.mlp.switch_mlp.down_proj.scales", "element 17 is infinite"}},
 		{"unsupported quantization mode", func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
 				for _, k := range []string{"quantization", "quantization_config"} {

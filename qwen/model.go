@@ -36,6 +36,10 @@ func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, progress func(flo
 		b.release()
 		return nil, err
 	}
+	if err := b.checkFinite(); err != nil {
+		b.release()
+		return nil, err
+	}
 	for _, f := range ck.Files {
 		m.WeightBytes += int64(len(f.Data))
 	}

@@ -34,6 +34,8 @@ type binder struct {
 	prefix string                // what "model." is in this checkpoint
 	head   string                // what "lm_head" is in this checkpoint
 	rawHF  bool                  // the unconverted Hugging Face layout: shift the norms
+	// toCheck are the float tensors bound so far, for the numeric check (finite.go).
+	toCheck []*safetensors.Tensor
 }
 
 // keyPrefixes are the layouts we accept: the text model's "model." and

@@ -100,6 +100,7 @@ func (b *binder) bindOne(w weight) error {
 	if err != nil {
 		return err
 	}
+	b.checked(t)
 	if v.DType != w.dtype {
 		return fmt.Errorf("tensor %s (%s): dtype %v, want %v", key, baseName(t.File), v.DType, w.dtype)
 	}
@@ -129,6 +130,8 @@ func (b *binder) linear(path string, out, in, experts int) (ops.QLinear, error) 
 	if l.Scales.DType != ops.BF16 || l.Bias.DType != ops.BF16 {
 		return l, fmt.Errorf("%s: scales/biases are %v, only bf16 is supported", path, l.Scales.DType)
 	}
+	b.checked(q.Scales)
+	b.checked(q.Biases)
 	return l, nil
 }
 
