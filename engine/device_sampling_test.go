@@ -19,15 +19,8 @@ func TestDeviceArgmaxMatchesHost(t *testing.T) {
 	defer e.Close()
 	defer switches.Set(SwitchDeviceArgmax, true)
 	req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555}, MaxTokens: 24}
-	run := func(on bool) ([]int32, Event) {
-		if err := switches.Set(SwitchDeviceArgmax, on); err != nil {
-			t.Fatal(err)
-		}
-		ids, _, done := collect(t, e.Generate(context.Background(), req))
-		return ids, done
-	}
-	onDevice, doneDevice := run(true)
-	onHost, doneHost := run(false)
+	onDevice, doneDevice := generateWith(t, e, SwitchDeviceArgmax, true, req)
+	onHost, doneHost := generateWith(t, e, SwitchDeviceArgmax, false, req)
 	if !slices.Equal(onDevice, onHost) {
 		t.Errorf("device argmax %v\nhost argmax   %v", onDevice, onHost)
 	}
@@ -81,15 +74,8 @@ func TestDeviceTopKMatchesHost(t *testing.T) {
 		{Temperature: 0.6, TopK: 1, Seed: 1},
 	} {
 		req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555}, MaxTokens: 24, Sampling: s}
-		run := func(on bool) ([]int32, Event) {
-			if err := switches.Set(SwitchDeviceTopK, on); err != nil {
-				t.Fatal(err)
-			}
-			ids, _, done := collect(t, e.Generate(context.Background(), req))
-			return ids, done
-		}
-		onDevice, doneDevice := run(true)
-		onHost, doneHost := run(false)
+		onDevice, doneDevice := generateWith(t, e, SwitchDeviceTopK, true, req)
+		onHost, doneHost := generateWith(t, e, SwitchDeviceTopK, false, req)
 		if !slices.Equal(onDevice, onHost) {
 			t.Errorf("%+v:\ndevice top-k %v\nhost         %v", s, onDevice, onHost)
 		}
@@ -97,4 +83,14 @@ func TestDeviceTopKMatchesHost(t *testing.T) {
 			t.Errorf("SampledOnDevice %v with the switch on, %v off", doneDevice.Stats.SampledOnDevice, doneHost.Stats.SampledOnDevice)
 		}
 	}
+}
+
+// generateWith runs req with one switch set, returning the tokens and the Done event.
+func generateWith(t *testing.T, e *Engine, name string, on bool, req Request) ([]int32, Event) {
+	t.Helper()
+	if err := switches.Set(name, on); err != nil {
+		t.Fatal(err)
+	}
+	ids, _, done := collect(t, e.Generate(context.Background(), req))
+	return ids, done
 }

@@ -106,15 +106,19 @@ func TestExpressions(t *testing.T) {
 	}
 }
 
-func TestLaunchGeometry(t *testing.T) {
-	ints := func(v ...int) []backend.Arg {
-		var a []backend.Arg
-		for _, x := range v {
-			a = append(a, backend.Int(x))
-		}
-		return a
+// ints is a list of int32 scalar arguments; bufs, n buffer arguments (the
+// launch geometry reads scalars only).
+func ints(v ...int) []backend.Arg {
+	var a []backend.Arg
+	for _, x := range v {
+		a = append(a, backend.Int(x))
 	}
-	bufs := func(n int) []backend.Arg { return make([]backend.Arg, n) }
+	return a
+}
+
+func bufs(n int) []backend.Arg { return make([]backend.Arg, n) }
+
+func TestLaunchGeometry(t *testing.T) {
 	cases := []struct {
 		name        string
 		args        []backend.Arg
@@ -151,14 +155,6 @@ func TestLaunchGeometry(t *testing.T) {
 // TestRequiresRefuseShapes checks that a shape over a kernel's fixed arrays
 // panics naming the kernel and the limit, instead of launching.
 func TestRequiresRefuseShapes(t *testing.T) {
-	ints := func(v ...int) []backend.Arg {
-		var a []backend.Arg
-		for _, x := range v {
-			a = append(a, backend.Int(x))
-		}
-		return a
-	}
-	bufs := func(n int) []backend.Arg { return make([]backend.Arg, n) }
 	defines := Defines()
 	for _, c := range []struct {
 		name, limit string
