@@ -33,15 +33,10 @@ func runScore(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer e.Close()
-	positions, err := e.Score(ids, engine.ScoreOptions{Top: *top, Prefill: *prefill})
-	if err != nil {
-		return err
-	}
+	// One JSON line per position as it is computed: memory stays bounded for
+	// any number of ids.
 	enc := json.NewEncoder(out)
-	for _, p := range positions {
-		if err := enc.Encode(p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.ScoreEach(ids, engine.ScoreOptions{Top: *top, Prefill: *prefill}, func(p engine.Position) error {
+		return enc.Encode(p)
+	})
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 
@@ -93,4 +94,15 @@ func generateWith(t *testing.T, e *Engine, name string, on bool, req Request) ([
 	}
 	ids, _, done := collect(t, e.Generate(context.Background(), req))
 	return ids, done
+}
+
+func TestNonFiniteLogitsStopTheReply(t *testing.T) {
+	if !finiteLogits([]float32{1, -3, 0}) {
+		t.Error("finite logits reported non-finite")
+	}
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		if finiteLogits([]float32{1, bad, 2}) {
+			t.Errorf("%v not caught", bad)
+		}
+	}
 }

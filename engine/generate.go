@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -157,6 +159,21 @@ func (e *Engine) PromptTokens(req Request) ([]int32, error) {
 	return ids, nil
 }
 
+// errNonFinite stops a reply whose logits hold a NaN or an infinity: sampling
+// from them would print garbage (weights are checked at load; this catches
+// what goes wrong later, such as an activation that overflows).
+var errNonFinite = errors.New("the model produced a non-finite logit (NaN or infinity), so the reply stopped: the weights or the computation are broken")
+
+// finiteLogits reports logits free of NaN and infinities.
+func finiteLogits(v []float32) bool {
+	for _, x := range v {
+		if x-x != 0 { // NaN or ±Inf: x−x is NaN
+			return false
+		}
+	}
+	return true
+}
+
 // prefillChunk bounds the tokens of one prefill forward (and so its scratch memory).
 const prefillChunk = 512
 
@@ -203,11 +220,17 @@ func (g *generation) run(req Request) error {
 			if err != nil {
 				return 0, err
 			}
+			if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
+				return 0, errNonFinite
+			}
 			return smp.sampleTop(c), nil
 		}
 		logits, err := e.forward(tokens, false)
 		if err != nil {
 			return 0, err
+		}
+		if !finiteLogits(logits) {
+			return 0, errNonFinite
 		}
 		return smp.sample(logits, history), nil
 	}
