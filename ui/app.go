@@ -77,6 +77,7 @@ type App struct {
 // window is shown (Start).
 func New(fa fyne.App, opt Options) (*App, error) {
 	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents}
+	fa.Settings().SetTheme(newReadableTheme())
 	if a.do == nil {
 		a.do = fyne.Do
 	}
