@@ -51,6 +51,10 @@ type Engine struct {
 	tmplErr               error   // why there is no template
 	eos                   []int32 // stop tokens
 	thinkOpen, thinkClose int32   // <think>, </think> ids, -1 when absent
+
+	// held is the snapshot prompt reuse restores (reuse.go); nil when the
+	// cache has been reset or written past it in another way.
+	held *heldState
 }
 
 // Load opens the model folder dir and binds it on the chosen backend. Every
@@ -176,6 +180,7 @@ func (e *Engine) step(tokens []int32, all bool, prepare func() error, finish fun
 		defer func() {
 			if !ok {
 				_ = e.cache.Reset(e.ctx)
+				e.held = nil
 			}
 		}()
 		if prepare != nil {
@@ -222,6 +227,7 @@ func (e *Engine) forwardArgmax(tokens []int32) (int32, error) {
 
 // resetCache starts a new sequence.
 func (e *Engine) resetCache() error {
+	e.held = nil // the keys it relies on are about to be overwritten
 	return e.loop.do(func() error { return e.cache.Reset(e.ctx) })
 }
 

@@ -194,9 +194,11 @@ func (g *generation) run(req Request) error {
 	}
 	st := Stats{Backend: e.BackendName, BackendReason: e.BackendReason, PromptTokens: len(prompt), ContextLength: e.ContextLength()}
 	start := time.Now()
-	if err := e.resetCache(); err != nil {
+	reused, err := e.reuse(prompt)
+	if err != nil {
 		return err
 	}
+	st.ReusedPromptTokens = reused
 	smp := newSampler(req.Sampling)
 	history := []int32{prompt[len(prompt)-1]}
 	// next runs tokens through the model and picks the token after them: on the
@@ -234,19 +236,27 @@ func (g *generation) run(req Request) error {
 		}
 		return smp.sample(logits, history), nil
 	}
-	var id int32
-	for i := 0; i < len(prompt); i += prefillChunk {
+	// Prefill all but the last prompt token (from where the reused state ends),
+	// keep a snapshot there for the next turn, then run the last token, whose
+	// logits give the first reply token.
+	for i := reused; i < len(prompt)-1; i += prefillChunk {
 		if g.ctx.Err() != nil {
 			g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
 			return nil
 		}
-		chunk := prompt[i:min(i+prefillChunk, len(prompt))]
-		if id, err = next(chunk); err != nil {
+		if _, err := e.forwardArgmax(prompt[i:min(i+prefillChunk, len(prompt)-1)]); err != nil {
 			return err
 		}
 	}
+	if err := e.keepSnapshot(prompt[:len(prompt)-1]); err != nil {
+		return err
+	}
+	id, err := next(prompt[len(prompt)-1:])
+	if err != nil {
+		return err
+	}
 	prefillTime := time.Since(start)
-	st.PrefillTokensPerSec = float64(len(prompt)) / prefillTime.Seconds()
+	st.PrefillTokensPerSec = float64(len(prompt)-reused) / prefillTime.Seconds()
 	st.KVLength = len(prompt)
 
 	thinking := startsThinking(e, prompt)

@@ -130,3 +130,10 @@ func WriteInt32(c *Ctx, t Tensor, v []int32) error {
 	}
 	return c.Dev.Write(t.Buf, t.Off, raw)
 }
+
+// WriteBytes copies raw little-endian elements into t (a cache restored from a
+// host snapshot).
+func WriteBytes(c *Ctx, t Tensor, data []byte) error {
+	check(len(data) == t.Bytes(), "write %v: %d bytes given", t, len(data))
+	return c.Dev.Write(t.Buf, t.Off, data)
+}

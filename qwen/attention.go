@@ -15,11 +15,35 @@ const (
 	splitKVMinContext = 1024
 )
 
+// stepScratch is scratch one forward's layers share, one after the other.
+type stepScratch struct {
+	// partial is split-KV attention's f32 [splitKVMaxQueries, Hq, splits, D+2]
+	// (cut to the step's T): taken once per forward at a fixed size whatever
+	// T and the context length, so the scratch layout of a step never depends
+	// on either (ops.Arena serves requests by their order).
+	partial ops.Tensor
+}
+
+// newStepScratch takes the shared scratch of a forward of t tokens over a
+// cache of capacity tokens.
+func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
+	var s stepScratch
+	cfg := m.Cfg
+	if m.paths.splitKV && cfg.FullAttentionInterval <= cfg.NumLayers {
+		full := c.Scratch.Get(ops.F32, splitKVMaxQueries, cfg.NumHeads, ops.SplitKVSplits(capacity), cfg.HeadDim+2)
+		if t <= splitKVMaxQueries {
+			s.partial = full
+		}
+	}
+	return s
+}
+
 // attention is a gated full-attention layer (MLX_QWEN35.md §3, "Gated full attention").
 type attention struct {
 	qProj, kProj, vProj, oProj ops.QLinear // q_proj out = heads·2·headDim, per head [q | gate]
 	qNorm, kNorm               ops.Tensor  // bf16 [headDim]
 	paths                      paths
+	shared                     *stepScratch
 }
 
 func (a *attention) weights(cfg *Config) []weight {
@@ -52,17 +76,11 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	ops.KVAppend(c, k, v, kv.keys, kv.values, pos0)
 	attn := s.Get(ops.BF16, t, hq, d)
 	scale := float32(1 / math.Sqrt(float64(d)))
-	split := false
-	if a.paths.splitKV && t <= splitKVMaxQueries {
-		// The partials' scratch is taken at every context length, used or not,
-		// so that the scratch layout of a step does not change at 1024 keys.
+	if p := a.shared.partial; p.Buf != nil && pos0+t >= splitKVMinContext {
 		splits := ops.SplitKVSplits(kv.keys.Shape[1])
-		partial := s.Get(ops.F32, t, hq, splits, d+2)
-		if split = pos0+t >= splitKVMinContext; split {
-			ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
-		}
-	}
-	if !split {
+		partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
+		ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
+	} else {
 		ops.Attention(c, q, kv.keys, kv.values, attn, pos0+t, scale)
 	}
 	ops.SigmoidMul(c, attn, gate, attn)

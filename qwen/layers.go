@@ -32,10 +32,10 @@ type layer struct {
 }
 
 // newLayer makes layer i of the kinds the config gives it, unbound.
-func newLayer(cfg *Config, i int, p paths) *layer {
+func newLayer(cfg *Config, i int, p paths, shared *stepScratch) *layer {
 	l := &layer{paths: p}
 	if cfg.IsAttention(i) {
-		l.mixer = &attention{paths: p}
+		l.mixer = &attention{paths: p, shared: shared}
 	} else {
 		l.mixer = &gatedDeltaNet{paths: p}
 	}

@@ -20,6 +20,8 @@ type Model struct {
 	WeightBytes int64
 	// paths are the fused-path switches at load (switches.go).
 	paths paths
+	// shared is scratch that the layers of one forward take turns using.
+	shared stepScratch
 }
 
 // Load binds the checkpoint's weights for cfg (both from Open) on the context's
@@ -74,7 +76,7 @@ func (m *Model) bindAll() error {
 	}
 	m.layers = make([]*layer, m.Cfg.NumLayers)
 	for i := range m.layers {
-		m.layers[i] = newLayer(m.Cfg, i, m.paths)
+		m.layers[i] = newLayer(m.Cfg, i, m.paths, &m.shared)
 		if err := m.bind.bind(m.layers[i].weights(m.Cfg, i)); err != nil {
 			return err
 		}
@@ -111,6 +113,7 @@ func (m *Model) Forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions b
 	ops.Embed(c, ids, m.embed, x)
 	normed := s.Get(ops.BF16, t, cfg.HiddenSize)
 	branch := s.Get(ops.BF16, t, cfg.HiddenSize)
+	m.shared = m.newStepScratch(c, t, cache.Capacity)
 	ops.RMSNorm(c, x, m.layers[0].inputNorm, normed, cfg.RMSNormEps)
 	for i, l := range m.layers {
 		next := m.finalNorm

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"bagel/internal/testmodel"
+	"bagel/switches"
+)
+
+// TestPromptReuseAcrossTurns plays a chat whose every prompt extends the last
+// one (the previous prompt, the reply, a new question), regenerates a reply
+// and scores in between: with reuse, each turn prefills only the new tokens,
+// and every reply equals the one a fresh cache gives.
+func TestPromptReuseAcrossTurns(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	defer switches.Set(SwitchPromptReuse, true)
+	reply := func(prompt []int32, reuse bool) ([]int32, Stats) {
+		t.Helper()
+		if err := switches.Set(SwitchPromptReuse, reuse); err != nil {
+			t.Fatal(err)
+		}
+		ids, _, done := collect(t, e.Generate(context.Background(), Request{PromptIDs: prompt, MaxTokens: 6, IgnoreStop: true}))
+		return ids, done.Stats
+	}
+	prompt := []int32{9707, 11, 1246, 525, 3555, 30}
+	var prev []int32
+	for turn := range 4 {
+		if turn > 0 {
+			prompt = append(append(slices.Clone(prompt), prev...), int32(100+turn), int32(200+turn))
+		}
+		// Cold: reuse off resets the cache (and drops the held state).
+		cold, _ := reply(prompt, false)
+		// Warm: the turn before runs again first, so its state is held.
+		if turn > 0 {
+			reply(prompt[:len(prompt)-len(prev)-2], true)
+		}
+		warm, st := reply(prompt, true)
+		if !slices.Equal(cold, warm) {
+			t.Fatalf("turn %d: reused %d tokens and replied %v; a fresh cache replies %v", turn, st.ReusedPromptTokens, warm, cold)
+		}
+		if turn > 0 && st.ReusedPromptTokens != len(prompt)-len(prev)-3 {
+			t.Errorf("turn %d: reused %d of %d prompt tokens, want %d", turn, st.ReusedPromptTokens, len(prompt), len(prompt)-len(prev)-3)
+		}
+		prev = warm
+	}
+
+	// Regenerate: the same prompt again reuses all but its last token.
+	again, st := reply(prompt, true)
+	if st.ReusedPromptTokens != len(prompt)-1 || !slices.Equal(again, prev) {
+		t.Errorf("regenerate: reused %d of %d, reply %v (was %v)", st.ReusedPromptTokens, len(prompt), again, prev)
+	}
+	// Another conversation reuses nothing; nor does anything after a score.
+	if _, st := reply([]int32{5, 6, 7}, true); st.ReusedPromptTokens != 0 {
+		t.Errorf("another prompt reused %d tokens", st.ReusedPromptTokens)
+	}
+	reply(prompt, true)
+	if _, err := e.Score([]int32{1, 2, 3}, ScoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := reply(prompt, true); st.ReusedPromptTokens != 0 {
+		t.Errorf("after a score, reused %d tokens", st.ReusedPromptTokens)
+	}
+}
