@@ -105,3 +105,40 @@ func TestSwitchFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayReusesTurns plays three user turns: every turn after the first
+// reuses the previous turn's prompt but its generation prompt (a few tokens:
+// "<|im_start|>assistant\n" and the empty think block), which the template
+// renders differently once the reply is in.
+func TestReplayReusesTurns(t *testing.T) {
+	dir := testmodel.Dir(t, "tiny-moe")
+	script := filepath.Join(t.TempDir(), "chat.json")
+	os.WriteFile(script, []byte(`[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"},
+		{"role":"assistant","content":"ignored"},{"role":"user","content":"Tell me more."},{"role":"user","content":"And then?"}]`), 0o644)
+	code, out, stderr := runCLI("replay", "-m", dir, "--messages", script, "--max-tokens", "4", "--backend", "cpu", "--no-think")
+	if code != 0 {
+		t.Fatalf("replay: exit %d, %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines for 3 user turns:\n%s", len(lines), out)
+	}
+	prevPrompt := 0
+	for i, l := range lines {
+		var r struct {
+			Turn, PromptTokens, ReusedTokens, PrefillTokens int
+		}
+		var raw map[string]float64
+		if err := json.Unmarshal([]byte(l), &raw); err != nil {
+			t.Fatal(err)
+		}
+		r.Turn, r.PromptTokens, r.ReusedTokens, r.PrefillTokens = int(raw["turn"]), int(raw["prompt_tokens"]), int(raw["reused_tokens"]), int(raw["prefill_tokens"])
+		if r.Turn != i+1 || r.PromptTokens != r.ReusedTokens+r.PrefillTokens {
+			t.Errorf("line %d: %s", i, l)
+		}
+		if i > 0 && (r.ReusedTokens < prevPrompt-8 || r.ReusedTokens >= prevPrompt) {
+			t.Errorf("turn %d reused %d of %d prompt tokens; the turn before had %d: %s", r.Turn, r.ReusedTokens, r.PromptTokens, prevPrompt, l)
+		}
+		prevPrompt = r.PromptTokens
+	}
+}

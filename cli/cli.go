@@ -29,6 +29,7 @@ var commands = map[string]command{
 	"template":   {"print a conversation rendered through the chat template", runTemplate},
 	"synth":      {"write a synthetic checkpoint with a real model's shapes and random weights", runSynth},
 	"bench":      {"measure decode, prefill and long-context speed, each switch off and on", runBench},
+	"replay":     {"play a conversation's user turns, one JSON line per turn (reused and prefilled tokens, speed)", runReplay},
 }
 
 // errInterrupted ends a command stopped by Ctrl-C after it has printed what it

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,6 +160,28 @@ func (e *Engine) PromptTokens(req Request) ([]int32, error) {
 	return ids, nil
 }
 
+// conversationEnd is where the prompt's conversation ends and the generation
+// prompt ("<|im_start|>assistant\n", and the think block the template adds)
+// begins: the next turn re-renders everything before it the same way, while
+// what follows is re-rendered differently once the reply is in (the reasoning
+// is dropped). Prompt reuse keeps its snapshot there. Without a chat
+// template, or when the two renderings do not line up, it is the last token.
+func (e *Engine) conversationEnd(req Request, prompt []int32) int {
+	last := len(prompt) - 1
+	if len(req.Messages) == 0 || len(req.PromptIDs) > 0 || e.tmpl == nil {
+		return last
+	}
+	text, err := e.tmpl.Render(req.Messages, tokenizer.RenderOptions{AddGenerationPrompt: false, EnableThinking: req.EnableThinking})
+	if err != nil {
+		return last
+	}
+	head := e.tok.Encode(text)
+	if len(head) == 0 || len(head) > last || !slices.Equal(head, prompt[:len(head)]) {
+		return last
+	}
+	return len(head)
+}
+
 // errNonFinite stops a reply whose logits hold a NaN or an infinity: sampling
 // from them would print garbage (weights are checked at load; this catches
 // what goes wrong later, such as an activation that overflows).
@@ -189,6 +212,7 @@ func (g *generation) run(req Request) error {
 	if err != nil {
 		return err
 	}
+	keepAt := e.conversationEnd(req, prompt)
 	if len(prompt) >= e.ContextLength() {
 		return fmt.Errorf("the prompt has %d tokens; the context length is %d: shorten the conversation or raise the context length", len(prompt), e.ContextLength())
 	}
@@ -236,20 +260,25 @@ func (g *generation) run(req Request) error {
 		}
 		return smp.sample(logits, history), nil
 	}
-	// Prefill all but the last prompt token (from where the reused state ends),
-	// keep a snapshot there for the next turn, then run the last token, whose
-	// logits give the first reply token.
-	for i := reused; i < len(prompt)-1; i += prefillChunk {
-		if g.ctx.Err() != nil {
-			g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
-			return nil
+	// Prefill from where the reused state ends: up to keepAt (the end of the
+	// conversation before the generation prompt), keep a snapshot there for the
+	// next turn, then the rest but the last token, whose logits are run last
+	// and give the first reply token.
+	for _, span := range [][2]int{{reused, keepAt}, {max(reused, keepAt), len(prompt) - 1}} {
+		for i := span[0]; i < span[1]; i += prefillChunk {
+			if g.ctx.Err() != nil {
+				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
+				return nil
+			}
+			if _, err := e.forwardArgmax(prompt[i:min(i+prefillChunk, span[1])]); err != nil {
+				return err
+			}
 		}
-		if _, err := e.forwardArgmax(prompt[i:min(i+prefillChunk, len(prompt)-1)]); err != nil {
-			return err
+		if span[1] == keepAt && keepAt > reused {
+			if err := e.keepSnapshot(prompt[:keepAt]); err != nil {
+				return err
+			}
 		}
-	}
-	if err := e.keepSnapshot(prompt[:len(prompt)-1]); err != nil {
-		return err
 	}
 	id, err := next(prompt[len(prompt)-1:])
 	if err != nil {
