@@ -351,3 +351,31 @@ func TestRenameAndDelete(t *testing.T) {
 		t.Errorf("deleting a chat mid-reply showed %q", text)
 	}
 }
+
+// TestSlowScreenDoesNotQueueRenders: while the UI thread is busy (here: not
+// pumped at all), a streaming reply leaves at most one render and one panel
+// update waiting, not one per tick, so the screen catches up at once; the
+// final update still shows the whole reply.
+func TestSlowScreenDoesNotQueueRenders(t *testing.T) {
+	s := testSettings()
+	s.MaxTokens = 64
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.typeAndSend("Tell me about bagels.")
+	g := h.a.gen
+	if g == nil {
+		t.Fatal("no reply started")
+	}
+	<-g.done // the whole reply streamed with the UI thread stalled
+	h.mu.Lock()
+	queued := len(h.queue)
+	h.mu.Unlock()
+	// One render, one panel update, the final post: anything more is a backlog.
+	if queued > 3 {
+		t.Errorf("%d updates queued for a stalled screen, want at most 3", queued)
+	}
+	h.waitFor("the reply to finish", func() bool { return h.a.gen == nil })
+	if last := h.a.msgs[len(h.a.msgs)-1]; last.Status == store.StatusGenerating || last.Content == "" {
+		t.Errorf("final reply %+v", last)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"bagel/engine"
@@ -65,6 +66,7 @@ func (a *App) stream(g *generation, events <-chan engine.Event, reply store.Mess
 	start := time.Now()
 	tokens := 0
 	dirty, unsaved := false, false
+	var rendering, panelling atomic.Bool // a post waits for the UI thread
 	lastPanel, lastSave := time.Time{}, time.Now()
 	ticker := time.NewTicker(renderEvery)
 	defer ticker.Stop()
@@ -108,12 +110,21 @@ loop:
 				genErr = ev.Err
 			}
 		case now := <-ticker.C:
-			if dirty {
+			// At most one render and one panel update wait for the UI thread:
+			// when it is slower than the stream (a long reply's Markdown), the
+			// next tick posts the text as it is by then, instead of queueing a
+			// render per tick that the screen works off long after the engine
+			// has stopped.
+			if dirty && !rendering.Load() {
 				m := snapshot(store.StatusGenerating)
-				a.do(func() { a.showReply(g, m) })
+				rendering.Store(true)
+				a.do(func() {
+					defer rendering.Store(false)
+					a.showReply(g, m)
+				})
 				dirty = false
 			}
-			if now.Sub(lastPanel) >= panelEvery {
+			if now.Sub(lastPanel) >= panelEvery && !panelling.Load() {
 				phase := "reading the prompt…"
 				if tokens > 0 {
 					phase = "writing the answer…"
@@ -122,7 +133,9 @@ loop:
 					}
 				}
 				v, decoding := view(now, phase), tokens > 1
+				panelling.Store(true)
 				a.do(func() {
+					defer panelling.Store(false)
 					a.perf.show(v)
 					if decoding {
 						a.perf.sample(now, v.DecodeNow)
