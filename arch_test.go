@@ -33,6 +33,7 @@ var forbidden = map[string][]string{
 	"switches":    {"bagel/"},
 	"synth":       {"bagel/"},
 	"drafter":     {"bagel/"}, // token ids in, token ids out: no model, no engine
+	"hub":         {"bagel/"}, // HTTP and files: no model
 }
 
 func TestLayering(t *testing.T) {

@@ -29,6 +29,8 @@ var commands = map[string]command{
 	"template":   {"print a conversation rendered through the chat template", runTemplate},
 	"synth":      {"write a synthetic checkpoint with a real model's shapes and random weights", runSynth},
 	"bench":      {"measure decode, prefill and long-context speed, each switch off and on", runBench},
+	"pull":       {"download ORG/NAME[@REV] from the Hugging Face Hub into its cache (resumable)", runPull},
+	"models":     {"list the models in the Hub cache and LM Studio's folder", runModels},
 	"replay":     {"play a conversation's user turns, one JSON line per turn (reused and prefilled tokens, speed)", runReplay},
 }
 

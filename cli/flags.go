@@ -19,6 +19,7 @@ type flags struct {
 	usage    map[string]string
 	switches []switchSetting // --switch, in order
 	noFused  bool
+	model    *string // -m, resolved by parse
 }
 
 // newFlags starts the flag set of command name; its help and parse errors go
@@ -30,9 +31,11 @@ func newFlags(name string, errOut io.Writer) *flags {
 	return &flags{FlagSet: fs, usage: map[string]string{}}
 }
 
-// modelDir declares -m, the model folder, which every command needs.
+// modelDir declares -m, the model folder, which every command needs: a
+// folder, or ORG/NAME[@REVISION] from the Hugging Face cache (parse resolves it).
 func (f *flags) modelDir(what string) *string {
-	return f.requiredString("m", "DIR", what)
+	f.model = f.requiredString("m", "DIR", what+"; or ORG/NAME[@REV] from the Hugging Face cache")
+	return f.model
 }
 
 // backend declares --backend.
@@ -101,6 +104,13 @@ func (f *flags) parse(args []string) error {
 	}
 	switch len(missing) {
 	case 0:
+		if f.model != nil {
+			dir, err := resolveModel(*f.model)
+			if err != nil {
+				return err
+			}
+			*f.model = dir
+		}
 		return f.applySwitches()
 	case 1:
 		return fmt.Errorf("%s is required", missing[0])

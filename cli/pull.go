@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"bagel/hub"
+	"bagel/qwen"
+)
+
+// runPull downloads ORG/NAME[@REV] into the Hub cache, resuming what an earlier
+// pull left, and prints the folder to load.
+func runPull(args []string, out, errOut io.Writer) error {
+	fs := newFlags("pull", errOut)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("want one model name: bagel pull ORG/NAME[@REVISION]")
+	}
+	repo, rev, _ := strings.Cut(fs.Arg(0), "@")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var mu sync.Mutex
+	last := time.Time{}
+	start := time.Now()
+	dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, hub.DownloadOptions{Revision: rev,
+		Progress: func(p hub.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			if now := time.Now(); now.Sub(last) > 250*time.Millisecond || p.Done == p.Total {
+				last = now
+				rate := float64(p.Done) / max(now.Sub(start).Seconds(), 1e-3)
+				fmt.Fprintf(errOut, "\rpull %s: %6.2f / %.2f GB  %6.1f MB/s", repo, float64(p.Done)/1e9, float64(p.Total)/1e9, rate/1e6)
+			}
+		}})
+	fmt.Fprintln(errOut)
+	if ctx.Err() != nil {
+		return errInterrupted
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, dir)
+	return nil
+}
+
+// runModels lists the models on the disk: the Hub cache, LM Studio's folder,
+// and whether Bagel runs each.
+func runModels(args []string, out, errOut io.Writer) error {
+	fs := newFlags("models", errOut)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	models := hub.Library(hub.CacheDir(), hub.LMStudioDir(), nil)
+	if len(models) == 0 {
+		fmt.Fprintf(out, "no models in %s or %s (bagel pull ORG/NAME downloads one)\n", hub.CacheDir(), hub.LMStudioDir())
+		return nil
+	}
+	for _, m := range models {
+		status := "runs"
+		switch {
+		case m.Problem != "":
+			status = m.Problem
+		case !supportedType(m.ModelType):
+			status = fmt.Sprintf("model_type %q is not one Bagel runs", m.ModelType)
+		}
+		fmt.Fprintf(out, "%-50s %-10s %8.2f GB  %s\n    %s\n", m.Name, m.Source, float64(m.Bytes)/1e9, status, m.Dir)
+	}
+	return nil
+}
+
+func supportedType(t string) bool {
+	for _, s := range qwen.SupportedModelTypes {
+		if s == t {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveModel turns -m's value into a folder: a folder as given, else
+// ORG/NAME[@REVISION] as the Hub cache holds it.
+func resolveModel(v string) (string, error) {
+	if st, err := os.Stat(v); err == nil && st.IsDir() {
+		return v, nil
+	}
+	repo, rev, _ := strings.Cut(v, "@")
+	if strings.Count(repo, "/") != 1 || strings.HasPrefix(repo, "/") || strings.HasPrefix(repo, ".") {
+		return v, nil // a path: its own errors name it
+	}
+	dir, err := hub.Snapshot(hub.CacheDir(), repo, rev)
+	if err != nil {
+		return "", fmt.Errorf("-m %s: no such folder, and %w", v, err)
+	}
+	return dir, nil
+}

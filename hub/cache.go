@@ -1,0 +1,85 @@
+package hub
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The Hub cache, laid out as huggingface_hub lays it out, so that a model
+// fetched by mlx-lm or huggingface-cli is found here and one fetched here is
+// used by them:
+//
+//	$HF_HUB_CACHE (or $HF_HOME/hub, or ~/.cache/huggingface/hub)
+//	  models--ORG--NAME/
+//	    blobs/SHA256 or GIT-OID            the files' contents
+//	    blobs/….incomplete                 a download in progress (resumed by Range)
+//	    refs/main                          the commit a revision points to
+//	    snapshots/COMMIT/PATH -> ../../blobs/…   relative links, one per file
+
+// hfHome is $HF_HOME, or ~/.cache/huggingface.
+func hfHome() string {
+	if h := os.Getenv("HF_HOME"); h != "" {
+		return h
+	}
+	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+		return filepath.Join(x, "huggingface")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "huggingface")
+}
+
+// CacheDir is the Hub cache: $HF_HUB_CACHE, else $HF_HOME/hub.
+func CacheDir() string {
+	if d := os.Getenv("HF_HUB_CACHE"); d != "" {
+		return d
+	}
+	return filepath.Join(hfHome(), "hub")
+}
+
+// repoDir is the cache folder of a model repository ("org/name").
+func repoDir(cache, repo string) string {
+	return filepath.Join(cache, "models--"+strings.ReplaceAll(repo, "/", "--"))
+}
+
+// Snapshot is the folder of repo at revision in the cache when the revision
+// is known there (refs/REV, or a commit), else an error. It does not check that
+// every file is present: Download does, and Library reports what loads.
+func Snapshot(cache, repo, revision string) (string, error) {
+	if _, err := repoPath(repo); err != nil {
+		return "", err
+	}
+	if revision == "" {
+		revision = "main"
+	}
+	dir := repoDir(cache, repo)
+	commit := revision
+	if ref, err := os.ReadFile(filepath.Join(dir, "refs", revision)); err == nil {
+		commit = strings.TrimSpace(string(ref))
+	}
+	snap := filepath.Join(dir, "snapshots", commit)
+	if st, err := os.Stat(snap); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%s@%s is not in the Hub cache %s (bagel pull %s downloads it)", repo, revision, cache, repo)
+	}
+	return snap, nil
+}
+
+// link points snapshots/COMMIT/PATH at blobs/BLOB with a relative link, as
+// huggingface_hub does (a copy where links are not allowed).
+func link(snapDir, path, blobPath string) error {
+	dst := filepath.Join(snapDir, filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(filepath.Dir(dst), blobPath)
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".link-tmp"
+	os.Remove(tmp)
+	if err := os.Symlink(rel, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst) // atomic: never a half-made entry
+}

@@ -1,0 +1,272 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Progress is what a download has done so far, for a progress bar.
+type Progress struct {
+	Done, Total int64 // bytes, over every file
+	File        string
+}
+
+// DownloadOptions tune Download.
+type DownloadOptions struct {
+	Revision string                 // "" is main
+	Only     func(path string) bool // which files to fetch; nil: all
+	Parallel int                    // files at once; 0 means 4
+	Progress func(Progress)         // called from the download goroutines
+	// FreeBytes reports the space left on the cache's file system (a test
+	// seam); nil asks the OS.
+	FreeBytes func(dir string) (int64, bool)
+}
+
+// Download fetches repo at a revision into the cache and returns its snapshot
+// folder. Files already there are kept; a file interrupted by a failure or a
+// restart resumes from its .incomplete part with an HTTP Range request; every
+// LFS file is checked against its sha256 before it becomes a blob, and a blob
+// appears only by a rename, so a crash never leaves a half file that looks
+// complete. Cancelling ctx stops it and removes the partial files of this run.
+func (c *Client) Download(ctx context.Context, cache, repo string, opt DownloadOptions) (string, error) {
+	info, err := c.Info(ctx, repo, opt.Revision)
+	if err != nil {
+		return "", err
+	}
+	var files []File
+	var total, need int64
+	dir := repoDir(cache, repo)
+	for _, f := range info.Files {
+		if opt.Only != nil && !opt.Only(f.Path) {
+			continue
+		}
+		if err := safePath(f.Path); err != nil {
+			return "", fmt.Errorf("%s: %w", repo, err)
+		}
+		if f.Blob() == "" {
+			return "", fmt.Errorf("%s: the Hub names no checksum or object id for %s", repo, f.Path)
+		}
+		files = append(files, f)
+		total += f.Bytes()
+		if _, err := os.Stat(filepath.Join(dir, "blobs", f.Blob())); err != nil {
+			need += f.Bytes()
+		}
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("%s@%s: no files to download", repo, info.SHA)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "blobs"), 0o755); err != nil {
+		return "", err
+	}
+	free := opt.FreeBytes
+	if free == nil {
+		free = freeBytes
+	}
+	if n, ok := free(dir); ok && n < need {
+		return "", fmt.Errorf("%s: %.1f GB to download, %.1f GB free in %s", repo, float64(need)/1e9, float64(n)/1e9, cache)
+	}
+
+	snap := filepath.Join(dir, "snapshots", info.SHA)
+	var done atomic.Int64
+	report := func(file string) {
+		if opt.Progress != nil {
+			opt.Progress(Progress{Done: done.Load(), Total: total, File: file})
+		}
+	}
+	parallel := opt.Parallel
+	if parallel <= 0 {
+		parallel = 4
+	}
+	work := make(chan File)
+	errs := make(chan error, len(files))
+	var wg sync.WaitGroup
+	for range min(parallel, len(files)) {
+		wg.Go(func() {
+			for f := range work {
+				errs <- c.fetch(ctx, dir, repo, info.SHA, f, &done, report)
+			}
+		})
+	}
+	for _, f := range files {
+		work <- f
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	var first error
+	for err := range errs {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if ctx.Err() != nil {
+		for _, f := range files { // cancel: no partial file of this run stays
+			os.Remove(filepath.Join(dir, "blobs", f.Blob()+".incomplete"))
+		}
+		return "", ctx.Err()
+	}
+	if first != nil {
+		return "", first
+	}
+	for _, f := range files {
+		if err := link(snap, f.Path, filepath.Join(dir, "blobs", f.Blob())); err != nil {
+			return "", err
+		}
+	}
+	if opt.Revision != info.SHA { // a branch or tag: record where it points
+		rev := opt.Revision
+		if rev == "" {
+			rev = "main"
+		}
+		if err := writeAtomic(filepath.Join(dir, "refs", rev), []byte(info.SHA)); err != nil {
+			return "", err
+		}
+	}
+	return snap, nil
+}
+
+// fetch brings one file's blob into the cache, resuming its .incomplete part.
+func (c *Client) fetch(ctx context.Context, dir, repo, commit string, f File, done *atomic.Int64, report func(string)) error {
+	blob := filepath.Join(dir, "blobs", f.Blob())
+	if _, err := os.Stat(blob); err == nil {
+		done.Add(f.Bytes())
+		report(f.Path)
+		return nil
+	}
+	part := blob + ".incomplete"
+	out, err := os.OpenFile(part, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	have, err := out.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
+	if have > f.Bytes() { // longer than the file: start over
+		if err := out.Truncate(0); err != nil {
+			return err
+		}
+		have, _ = out.Seek(0, io.SeekStart)
+	}
+	done.Add(have)
+	p, _ := repoPath(repo)
+	u := fmt.Sprintf("%s/%s/resolve/%s/%s", c.Endpoint, p, commit, escapePath(f.Path))
+	what := repo + "/" + f.Path
+	for have < f.Bytes() {
+		resp, err := c.do(ctx, what, func() (*http.Request, error) {
+			req, err := http.NewRequest(http.MethodGet, u, nil)
+			if err == nil && have > 0 {
+				req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
+			}
+			return req, err
+		})
+		if err != nil {
+			return err
+		}
+		if have > 0 && resp.StatusCode != http.StatusPartialContent { // the server sends it whole
+			done.Add(-have)
+			have = 0
+			if err := out.Truncate(0); err != nil {
+				resp.Body.Close()
+				return err
+			}
+			out.Seek(0, io.SeekStart)
+		}
+		n, err := io.Copy(out, &counting{r: resp.Body, done: done, report: func() { report(f.Path) }})
+		resp.Body.Close()
+		have += n
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if n == 0 {
+				return fmt.Errorf("%s: the download broke off: %w", what, err)
+			}
+			continue // resume from where it stopped
+		}
+		if n == 0 && have < f.Bytes() {
+			return fmt.Errorf("%s: the Hub sent %d of %d bytes", what, have, f.Bytes())
+		}
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if f.LFS != nil {
+		if err := checkSHA256(part, f.LFS.SHA256); err != nil {
+			os.Remove(part) // a wrong file is never resumed
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return os.Rename(part, blob)
+}
+
+// counting passes a body through, adding what it reads to done.
+type counting struct {
+	r      io.Reader
+	done   *atomic.Int64
+	report func()
+}
+
+func (c *counting) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.done.Add(int64(n))
+		c.report()
+	}
+	return n, err
+}
+
+func checkSHA256(path, want string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, want) {
+		return fmt.Errorf("checksum mismatch: sha256 %s, the Hub says %s (the partial file was removed; download again)", got, want)
+	}
+	return nil
+}
+
+// safePath refuses repository paths that would leave the snapshot folder.
+func safePath(p string) error {
+	if p == "" || path.IsAbs(p) || strings.Contains(p, "\\") || path.Clean(p) != p || strings.HasPrefix(p, "../") || p == ".." {
+		return fmt.Errorf("file name %q leaves the repository", p)
+	}
+	return nil
+}
+
+func escapePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = url.PathEscape(s)
+	}
+	return strings.Join(parts, "/")
+}
+
+func writeAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

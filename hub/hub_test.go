@@ -1,0 +1,344 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeHub serves one repository as the Hub does: the info API, and resolve
+// URLs that redirect LFS files to a second host (the CDN) serving Range
+// requests, with faults a test can turn on.
+type fakeHub struct {
+	t      *testing.T
+	repo   string
+	commit string
+	files  map[string][]byte // path → content
+	lfs    map[string]bool   // paths stored in LFS
+	hub    *httptest.Server
+	cdn    *httptest.Server
+
+	mu          sync.Mutex
+	dropAfter   int  // drop the next LFS transfer after this many bytes (0: off)
+	badChecksum bool // serve a wrong byte in LFS files
+	status      int  // answer every API call with this status (0: off)
+	busy        int  // answer this many requests with 429 first
+	requests    []string
+}
+
+func newFakeHub(t *testing.T) *fakeHub {
+	f := &fakeHub{t: t, repo: "mlx-community/tiny-test", commit: strings.Repeat("c", 40),
+		files: map[string][]byte{
+			"config.json":               []byte(`{"model_type": "qwen3_5_moe"}`),
+			"model.safetensors":         bytesOf(300_000, 7),
+			"sub/tokenizer_config.json": []byte(`{}`),
+		},
+		lfs: map[string]bool{"model.safetensors": true}}
+	f.cdn = httptest.NewServer(http.HandlerFunc(f.serveCDN))
+	f.hub = httptest.NewServer(http.HandlerFunc(f.serveHub))
+	t.Cleanup(func() { f.hub.Close(); f.cdn.Close() })
+	return f
+}
+
+func bytesOf(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*31) ^ seed
+	}
+	return b
+}
+
+func (f *fakeHub) client() *Client {
+	return &Client{Endpoint: f.hub.URL, HTTP: &http.Client{}, Retries: 3, Backoff: time.Millisecond}
+}
+
+func (f *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.requests = append(f.requests, r.URL.Path)
+	status, busy := f.status, f.busy
+	if busy > 0 {
+		f.busy--
+	}
+	f.mu.Unlock()
+	if busy > 0 {
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+		return
+	}
+	if status != 0 {
+		http.Error(w, "no", status)
+		return
+	}
+	switch {
+	case r.URL.Path == "/api/models":
+		json.NewEncoder(w).Encode([]map[string]any{{"id": f.repo, "downloads": 42, "tags": []string{"mlx"}, "q": r.URL.RawQuery}})
+	case r.URL.Path == "/api/models/"+f.repo+"/revision/main":
+		var sib []map[string]any
+		for p, data := range f.files {
+			s := map[string]any{"rfilename": p, "size": len(data), "blobId": gitOID(data)}
+			if f.lfs[p] {
+				sum := sha256.Sum256(data)
+				s["lfs"] = map[string]any{"sha256": hex.EncodeToString(sum[:]), "size": len(data)}
+			}
+			sib = append(sib, s)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"id": f.repo, "sha": f.commit, "siblings": sib})
+	case strings.HasPrefix(r.URL.Path, "/"+f.repo+"/resolve/"+f.commit+"/"):
+		p := strings.TrimPrefix(r.URL.Path, "/"+f.repo+"/resolve/"+f.commit+"/")
+		data, ok := f.files[p]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if f.lfs[p] { // LFS content comes from the CDN
+			http.Redirect(w, r, f.cdn.URL+"/"+p, http.StatusFound)
+			return
+		}
+		w.Write(data)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "" {
+		f.t.Error("the token was sent to the CDN host")
+	}
+	data := append([]byte(nil), f.files[strings.TrimPrefix(r.URL.Path, "/")]...)
+	f.mu.Lock()
+	drop := f.dropAfter
+	f.dropAfter = 0
+	if f.badChecksum {
+		data[len(data)/2] ^= 1
+	}
+	f.mu.Unlock()
+	from := 0
+	if rg := r.Header.Get("Range"); rg != "" {
+		from, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(rg, "bytes="), "-"))
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, len(data)-1, len(data)))
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)-from))
+		w.WriteHeader(http.StatusPartialContent)
+	} else {
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	}
+	body := data[from:]
+	if drop > 0 && drop < len(body) {
+		w.Write(body[:drop])
+		w.(http.Flusher).Flush()
+		conn, _, err := w.(http.Hijacker).Hijack() // the connection breaks mid-file
+		if err == nil {
+			conn.Close()
+		}
+		return
+	}
+	w.Write(body)
+}
+
+func gitOID(data []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(data))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func TestSearchAndInfo(t *testing.T) {
+	f := newFakeHub(t)
+	c := f.client()
+	res, err := c.Search(context.Background(), "qwen3.5", SearchOptions{Author: "mlx-community"})
+	if err != nil || len(res) != 1 || res[0].ID != f.repo || res[0].Downloads != 42 {
+		t.Fatalf("search: %+v, %v", res, err)
+	}
+	info, err := c.Info(context.Background(), f.repo, "")
+	if err != nil || info.SHA != f.commit || len(info.Files) != 3 {
+		t.Fatalf("info: %+v, %v", info, err)
+	}
+	if _, err := c.Info(context.Background(), "no-slash", ""); err == nil || !strings.Contains(err.Error(), "ORG/NAME") {
+		t.Errorf("bad name: %v", err)
+	}
+	if _, err := c.Info(context.Background(), "mlx-community/missing", ""); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing repo: %v", err)
+	}
+}
+
+// TestDownloadLayout downloads into an empty cache and checks the layout
+// huggingface_hub expects: blobs named by sha256 (LFS) or git object id,
+// relative links in snapshots/COMMIT, refs/main.
+func TestDownloadLayout(t *testing.T) {
+	f := newFakeHub(t)
+	cache := t.TempDir()
+	var last Progress
+	snap, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{Progress: func(p Progress) { last = p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cache, "models--mlx-community--tiny-test")
+	if snap != filepath.Join(dir, "snapshots", f.commit) {
+		t.Errorf("snapshot %s", snap)
+	}
+	if ref, _ := os.ReadFile(filepath.Join(dir, "refs", "main")); string(ref) != f.commit {
+		t.Errorf("refs/main = %q", ref)
+	}
+	for p, data := range f.files {
+		got, err := os.ReadFile(filepath.Join(snap, p))
+		if err != nil || string(got) != string(data) {
+			t.Errorf("%s: %d bytes, %v", p, len(got), err)
+		}
+		target, err := os.Readlink(filepath.Join(snap, p))
+		if err != nil || filepath.IsAbs(target) || !strings.Contains(target, "blobs") {
+			t.Errorf("%s: link %q, %v", p, target, err)
+		}
+	}
+	sum := sha256.Sum256(f.files["model.safetensors"])
+	if _, err := os.Stat(filepath.Join(dir, "blobs", hex.EncodeToString(sum[:]))); err != nil {
+		t.Errorf("LFS blob not named by its sha256: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "blobs", gitOID(f.files["config.json"]))); err != nil {
+		t.Errorf("small blob not named by its git id: %v", err)
+	}
+	if last.Done != last.Total || last.Total != int64(300_000+2+len(`{"model_type": "qwen3_5_moe"}`)) {
+		t.Errorf("progress %+v", last)
+	}
+	if got, err := Snapshot(cache, f.repo, ""); err != nil || got != snap {
+		t.Errorf("Snapshot: %s, %v", got, err)
+	}
+	// A second download fetches nothing.
+	f.mu.Lock()
+	f.requests = nil
+	f.mu.Unlock()
+	if _, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.requests {
+		if strings.Contains(r, "/resolve/") {
+			t.Errorf("refetched %s", r)
+		}
+	}
+}
+
+func TestDownloadResumesAfterADroppedConnection(t *testing.T) {
+	f := newFakeHub(t)
+	f.dropAfter = 100_000
+	cache := t.TempDir()
+	snap, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(snap, "model.safetensors"))
+	if string(got) != string(f.files["model.safetensors"]) {
+		t.Fatalf("resumed file differs (%d bytes)", len(got))
+	}
+}
+
+func TestDownloadRefusesABadChecksum(t *testing.T) {
+	f := newFakeHub(t)
+	f.badChecksum = true
+	cache := t.TempDir()
+	_, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "checksum mismatch") || !strings.Contains(err.Error(), "model.safetensors") {
+		t.Fatalf("error %v", err)
+	}
+	blobs, _ := filepath.Glob(filepath.Join(cache, "models--mlx-community--tiny-test", "blobs", "*"))
+	for _, b := range blobs {
+		if strings.HasSuffix(b, ".incomplete") {
+			t.Errorf("left %s", b)
+		}
+	}
+	if _, err := Snapshot(cache, f.repo, ""); err == nil {
+		t.Error("a failed download looks complete")
+	}
+}
+
+func TestDownloadErrors(t *testing.T) {
+	f := newFakeHub(t)
+	cache := t.TempDir()
+	f.status = http.StatusUnauthorized
+	if _, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{}); err == nil || !strings.Contains(err.Error(), "gated or private") || !strings.Contains(err.Error(), "HF_TOKEN") {
+		t.Errorf("401: %v", err)
+	}
+	f.status = 0
+	f.busy = 2 // two 429s with Retry-After: 0, then the answer
+	if _, err := f.client().Info(context.Background(), f.repo, ""); err != nil {
+		t.Errorf("after 429s: %v", err)
+	}
+	_, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{FreeBytes: func(string) (int64, bool) { return 1000, true }})
+	if err == nil || !strings.Contains(err.Error(), "GB free") {
+		t.Errorf("full disk: %v", err)
+	}
+	dead := &Client{Endpoint: "http://127.0.0.1:1", HTTP: &http.Client{}, Backoff: time.Millisecond}
+	if _, err := dead.Info(context.Background(), f.repo, ""); err == nil || !strings.Contains(err.Error(), "network") {
+		t.Errorf("no server: %v", err)
+	}
+}
+
+func TestCancelRemovesPartialFiles(t *testing.T) {
+	f := newFakeHub(t)
+	cache := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := f.client().Download(ctx, cache, f.repo, DownloadOptions{Parallel: 1, Progress: func(p Progress) {
+		if p.Done > 50_000 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v", err)
+	}
+	parts, _ := filepath.Glob(filepath.Join(cache, "models--*", "blobs", "*.incomplete"))
+	if len(parts) != 0 {
+		t.Errorf("partial files left: %v", parts)
+	}
+}
+
+func TestLibrary(t *testing.T) {
+	f := newFakeHub(t)
+	cache, lms := t.TempDir(), t.TempDir()
+	if _, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(lms, "lmstudio-community", "Qwen3.5-2B-MLX-4bit")
+	os.MkdirAll(good, 0o755)
+	os.WriteFile(filepath.Join(good, "config.json"), []byte(`{"model_type":"qwen3_5"}`), 0o644)
+	os.WriteFile(filepath.Join(good, "model.safetensors"), make([]byte, 10), 0o644)
+	broken := filepath.Join(lms, "someone", "broken")
+	os.MkdirAll(broken, 0o755)
+	models := Library(cache, lms, nil)
+	if len(models) != 3 {
+		t.Fatalf("%d models: %+v", len(models), models)
+	}
+	byName := map[string]LocalModel{}
+	for _, m := range models {
+		byName[m.Name] = m
+	}
+	if m := byName[f.repo]; m.Source != "Hub cache" || m.ModelType != "qwen3_5_moe" || m.Bytes != 300_000 || m.Problem != "" {
+		t.Errorf("hub model %+v", m)
+	}
+	if m := byName["lmstudio-community/Qwen3.5-2B-MLX-4bit"]; m.Source != "LM Studio" || m.ModelType != "qwen3_5" || m.Problem != "" {
+		t.Errorf("LM Studio model %+v", m)
+	}
+	if m := byName["someone/broken"]; m.Problem == "" {
+		t.Errorf("broken folder %+v", m)
+	}
+}
+
+func TestUnsafeFileNames(t *testing.T) {
+	for _, p := range []string{"../x", "/etc/passwd", "a/../../b", "", "a\\b"} {
+		if safePath(p) == nil {
+			t.Errorf("%q accepted", p)
+		}
+	}
+	if safePath("sub/dir/file.json") != nil {
+		t.Error("a nested path refused")
+	}
+}

@@ -1,0 +1,96 @@
+package hub
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// LocalModel is a model folder found on the disk.
+type LocalModel struct {
+	Name      string // "org/name" for the Hub cache and LM Studio, the folder's name otherwise
+	Dir       string // the folder to load
+	Source    string // "Hub cache", "LM Studio" or "folder"
+	ModelType string // config.json's model_type; "" when it cannot be read
+	Bytes     int64  // the safetensors files' size
+	Problem   string // why it cannot load as it is ("" when nothing is visibly wrong)
+}
+
+// LMStudioDir is LM Studio's models folder (~/.lmstudio/models).
+func LMStudioDir() string {
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".lmstudio", "models")
+}
+
+// Library lists the model folders of the Hub cache (the snapshot each
+// revision in refs/ points to), of LM Studio's models folder (ORG/NAME
+// folders) and the given folders, sorted by name. It reads only config.json
+// and the file sizes: whether Bagel runs a model type is the caller's to say.
+func Library(cache, lmstudio string, folders []string) []LocalModel {
+	var out []LocalModel
+	repos, _ := filepath.Glob(filepath.Join(cache, "models--*--*"))
+	for _, r := range repos {
+		name := strings.Replace(strings.TrimPrefix(filepath.Base(r), "models--"), "--", "/", 1)
+		refs, _ := filepath.Glob(filepath.Join(r, "refs", "*"))
+		seen := map[string]bool{}
+		for _, ref := range refs {
+			commit, err := os.ReadFile(ref)
+			if err != nil || seen[string(commit)] {
+				continue
+			}
+			seen[string(commit)] = true
+			snap := filepath.Join(r, "snapshots", strings.TrimSpace(string(commit)))
+			label := name
+			if rev := filepath.Base(ref); rev != "main" {
+				label += "@" + rev
+			}
+			out = append(out, describe(label, snap, "Hub cache"))
+		}
+	}
+	if lmstudio != "" {
+		dirs, _ := filepath.Glob(filepath.Join(lmstudio, "*", "*"))
+		for _, d := range dirs {
+			if st, err := os.Stat(d); err == nil && st.IsDir() {
+				out = append(out, describe(filepath.Base(filepath.Dir(d))+"/"+filepath.Base(d), d, "LM Studio"))
+			}
+		}
+	}
+	for _, d := range folders {
+		out = append(out, describe(filepath.Base(d), d, "folder"))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// describe reads what a listing shows of one folder.
+func describe(name, dir, source string) LocalModel {
+	m := LocalModel{Name: name, Dir: dir, Source: source}
+	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		m.Problem = "no readable config.json"
+		return m
+	}
+	var cfg struct {
+		ModelType string `json:"model_type"`
+	}
+	if json.Unmarshal(data, &cfg) != nil {
+		m.Problem = "config.json is not valid JSON"
+		return m
+	}
+	m.ModelType = cfg.ModelType
+	shards, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	if len(shards) == 0 {
+		m.Problem = "no .safetensors files"
+	}
+	for _, s := range shards {
+		st, err := os.Stat(s) // follows the cache's links to the blobs
+		if err != nil {
+			m.Problem = filepath.Base(s) + " is missing (an interrupted download?)"
+			continue
+		}
+		m.Bytes += st.Size()
+	}
+	return m
+}
