@@ -20,6 +20,10 @@ type Options struct {
 	Backend       string // auto, cpu, cuda, metal
 	ContextLength int    // tokens of KV cache; 0: min(max_position_embeddings, 8192)
 	Threads       int    // CPU backend threads; 0: all cores
+	// PromptCacheBytes is the host memory for the conversations held for
+	// prompt reuse: 0 means 1 GiB, a negative value keeps none; the newest
+	// conversation is kept even when it alone is larger.
+	PromptCacheBytes int64
 	// Progress, when set, is called from the loading goroutine with the fraction
 	// done (0..1) and what is being done.
 	Progress func(fraction float64, stage string)
@@ -52,9 +56,10 @@ type Engine struct {
 	eos                   []int32 // stop tokens
 	thinkOpen, thinkClose int32   // <think>, </think> ids, -1 when absent
 
-	// held is the snapshot prompt reuse restores (reuse.go); nil when the
-	// cache has been reset or written past it in another way.
-	held *heldState
+	// held are the conversations prompt reuse can restore (reuse.go), most
+	// recently used first, within promptCacheBytes (0: the default; < 0: none).
+	held             []*heldState
+	promptCacheBytes int64
 }
 
 // Load opens the model folder dir and binds it on the chosen backend. Every
@@ -64,7 +69,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{Dir: dir, Config: cfg, ck: ck}
+	e := &Engine{Dir: dir, Config: cfg, ck: ck, promptCacheBytes: opt.PromptCacheBytes}
 	if err := e.loadText(); err != nil {
 		_ = ck.Close()
 		return nil, err
@@ -180,7 +185,6 @@ func (e *Engine) step(tokens []int32, all bool, prepare func() error, finish fun
 		defer func() {
 			if !ok {
 				_ = e.cache.Reset(e.ctx)
-				e.held = nil
 			}
 		}()
 		if prepare != nil {
@@ -227,7 +231,6 @@ func (e *Engine) forwardArgmax(tokens []int32) (int32, error) {
 
 // resetCache starts a new sequence.
 func (e *Engine) resetCache() error {
-	e.held = nil // the keys it relies on are about to be overwritten
 	return e.loop.do(func() error { return e.cache.Reset(e.ctx) })
 }
 

@@ -8,12 +8,14 @@ import (
 )
 
 // Prompt reuse across turns. A chat re-sends the whole conversation every
-// turn; the engine keeps a snapshot of the cache taken after the previous
-// prompt's tokens but its last, and when the new prompt starts with those
-// tokens, restores it and prefills only the rest. The snapshot ends one token
-// short of the prompt so that regenerating a reply (the same prompt again)
-// reuses all but one token. The Gated-DeltaNet state cannot be rewound, which
-// is why rivals re-read the conversation on these models (RIVALS.md §C).
+// turn; the engine keeps snapshots of the cache (self-contained host copies:
+// GDN states and the keys and values) taken where each prompt's conversation
+// ends and its generation prompt begins, a few conversations within a memory
+// budget, least recently used evicted. When a new prompt extends a held one,
+// the engine restores it and prefills only the rest: the next turn, a
+// regenerated reply, an edit of the last question, a switch back to another
+// chat. The Gated-DeltaNet state cannot be rewound, which is why rivals
+// re-read the conversation on these models (RIVALS.md §C).
 
 // SwitchPromptReuse turns prompt reuse across turns on.
 const SwitchPromptReuse = "prompt-reuse"
@@ -27,40 +29,78 @@ func init() {
 	})
 }
 
-// heldState is the snapshot and the tokens it was taken after.
+// heldState is a snapshot and the tokens it was taken after.
 type heldState struct {
 	tokens []int32
 	snap   *qwen.Snapshot
 }
 
-// reuse prepares the cache for prompt: it restores the held snapshot when the
-// prompt extends its tokens and returns how many tokens that covers, or resets
-// the cache and returns 0.
+// defaultPromptCacheBytes is the host memory the held conversations may take
+// when Options.PromptCacheBytes is 0 (at the 35B-A3B shapes a conversation of
+// 4K tokens is about 150 MB: 63 MB of GDN state and 20 KB of keys per token).
+const defaultPromptCacheBytes = 1 << 30
+
+// reuse prepares the cache for prompt: it restores the held state with the
+// longest tokens that the prompt extends, most recent first among equals, and
+// returns how many tokens that covers; or resets the cache and returns 0.
 func (e *Engine) reuse(prompt []int32) (int, error) {
-	held := e.held
-	if held == nil || !switches.On(SwitchPromptReuse) || len(held.tokens) >= len(prompt) ||
-		!slices.Equal(held.tokens, prompt[:len(held.tokens)]) {
+	if !switches.On(SwitchPromptReuse) {
 		return 0, e.resetCache()
 	}
-	err := e.loop.do(func() error { return e.cache.Restore(e.ctx, held.snap) })
-	if err != nil {
-		e.held = nil
+	best := -1
+	for i, h := range e.held {
+		if len(h.tokens) < len(prompt) && slices.Equal(h.tokens, prompt[:len(h.tokens)]) &&
+			(best < 0 || len(h.tokens) > len(e.held[best].tokens)) {
+			best = i
+		}
+	}
+	if best < 0 {
 		return 0, e.resetCache()
 	}
-	return len(held.tokens), nil
+	h := e.held[best]
+	if err := e.loop.do(func() error { return e.cache.Restore(e.ctx, h.snap) }); err != nil {
+		e.held = slices.Delete(e.held, best, best+1)
+		return 0, e.resetCache()
+	}
+	e.held = append([]*heldState{h}, slices.Delete(e.held, best, best+1)...) // most recent first
+	return len(h.tokens), nil
 }
 
 // keepSnapshot holds the cache's state after tokens (the cache holds exactly
-// those now) for the next turn.
+// those now) for later turns, evicting the least recently used states beyond
+// the budget.
 func (e *Engine) keepSnapshot(tokens []int32) error {
-	e.held = nil
-	if !switches.On(SwitchPromptReuse) || len(tokens) == 0 {
+	if !switches.On(SwitchPromptReuse) || len(tokens) == 0 || e.promptCacheBytes < 0 {
 		return nil
 	}
 	var snap *qwen.Snapshot
 	if err := e.loop.do(func() (err error) { snap, err = e.cache.Snapshot(e.ctx); return err }); err != nil {
 		return err
 	}
-	e.held = &heldState{tokens: slices.Clone(tokens), snap: snap}
+	held := []*heldState{{tokens: slices.Clone(tokens), snap: snap}}
+	budget := e.promptCacheBytes
+	if budget == 0 {
+		budget = defaultPromptCacheBytes
+	}
+	used := snap.Bytes()
+	for _, h := range e.held {
+		if slices.Equal(h.tokens, tokens) {
+			continue // replaced by the new one
+		}
+		if used+h.snap.Bytes() > budget {
+			continue // evicted: older than everything kept
+		}
+		used += h.snap.Bytes()
+		held = append(held, h)
+	}
+	e.held = held
 	return nil
+}
+
+// PromptCache reports the conversations held for prompt reuse and their host memory.
+func (e *Engine) PromptCache() (conversations int, bytes int64) {
+	for _, h := range e.held {
+		bytes += h.snap.Bytes()
+	}
+	return len(e.held), bytes
 }

@@ -55,15 +55,50 @@ func TestPromptReuseAcrossTurns(t *testing.T) {
 	if st.ReusedPromptTokens != len(prompt)-1 || !slices.Equal(again, prev) {
 		t.Errorf("regenerate: reused %d of %d, reply %v (was %v)", st.ReusedPromptTokens, len(prompt), again, prev)
 	}
-	// Another conversation reuses nothing; nor does anything after a score.
+	// Another conversation reuses nothing; then, back to the first one (after
+	// a score in between, which overwrites the cache), its state is restored.
 	if _, st := reply([]int32{5, 6, 7}, true); st.ReusedPromptTokens != 0 {
 		t.Errorf("another prompt reused %d tokens", st.ReusedPromptTokens)
 	}
-	reply(prompt, true)
 	if _, err := e.Score([]int32{1, 2, 3}, ScoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, st := reply(prompt, true); st.ReusedPromptTokens != 0 {
-		t.Errorf("after a score, reused %d tokens", st.ReusedPromptTokens)
+	cold, _ := reply(prompt, false)
+	back, st := reply(prompt, true)
+	if st.ReusedPromptTokens != len(prompt)-1 || !slices.Equal(back, cold) {
+		t.Errorf("back to the first chat: reused %d of %d, reply %v (fresh: %v)", st.ReusedPromptTokens, len(prompt), back, cold)
+	}
+	if n, bytes := e.PromptCache(); n < 2 || bytes <= 0 {
+		t.Errorf("%d conversations held (%d bytes), want the two", n, bytes)
+	}
+}
+
+// TestPromptCacheBudget keeps only what fits: with room for one conversation,
+// switching to another evicts the first.
+func TestPromptCacheBudget(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 256, PromptCacheBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	a, b := []int32{9707, 11, 1246, 525}, []int32{5, 6, 7, 8}
+	for _, p := range [][]int32{a, b} {
+		collect(t, e.Generate(context.Background(), Request{PromptIDs: p, MaxTokens: 2}))
+	}
+	if n, _ := e.PromptCache(); n != 1 {
+		t.Errorf("%d conversations held in a 1-byte budget, want the newest alone", n)
+	}
+	_, _, done := collect(t, e.Generate(context.Background(), Request{PromptIDs: a, MaxTokens: 2}))
+	if done.Stats.ReusedPromptTokens != 0 {
+		t.Errorf("an evicted conversation reused %d tokens", done.Stats.ReusedPromptTokens)
+	}
+	off, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 256, PromptCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	collect(t, off.Generate(context.Background(), Request{PromptIDs: a, MaxTokens: 2}))
+	if n, _ := off.PromptCache(); n != 0 {
+		t.Errorf("a negative budget held %d conversations", n)
 	}
 }

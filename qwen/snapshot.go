@@ -2,27 +2,38 @@ package qwen
 
 import (
 	"fmt"
+	"slices"
 
 	"bagel/ops"
 )
 
 // Snapshot is a cache's state after Offset tokens, kept on the host: the GDN
 // layers' conv windows and recurrent states, which cannot be rewound (a
-// recurrence forgets), and the length. The attention layers' keys and values
-// need no copy: those of the first Offset tokens are not overwritten by what
-// follows, so restoring the length rewinds them.
+// recurrence forgets), the attention layers' keys and values of those Offset
+// tokens, and the length. It is self-contained: it can be restored whatever
+// the cache held in between (another conversation), which is what lets the
+// engine keep several conversations.
 type Snapshot struct {
 	Offset int
 	gdn    [][]byte // per GDN layer: conv window bytes, then state bytes
+	kv     [][]byte // per attention layer and kv head: keys then values of Offset tokens
 }
 
 // Bytes is the host memory the snapshot holds.
 func (s *Snapshot) Bytes() int64 {
 	var n int64
-	for _, b := range s.gdn {
+	for _, b := range append(slices.Clone(s.gdn), s.kv...) {
 		n += int64(len(b))
 	}
 	return n
+}
+
+// headRows is the view of kv head h's first n positions of a cache tensor
+// [Hkv, Capacity, D].
+func headRows(t ops.Tensor, h, n int) ops.Tensor {
+	capacity, d := t.Shape[1], t.Shape[2]
+	row := d * t.DType.Size()
+	return ops.View(t, (h*capacity)*row, t.DType, []int{n, d})
 }
 
 // Snapshot copies the cache's state to the host (one read per GDN tensor: at
@@ -30,6 +41,19 @@ func (s *Snapshot) Bytes() int64 {
 func (k *Cache) Snapshot(c *ops.Ctx) (*Snapshot, error) {
 	s := &Snapshot{Offset: k.Offset}
 	for _, l := range k.layers {
+		if l.keys.Buf != nil && k.Offset > 0 {
+			for h := range l.keys.Shape[0] {
+				keys, err := ops.ReadBytes(c, headRows(l.keys, h, k.Offset))
+				if err != nil {
+					return nil, err
+				}
+				values, err := ops.ReadBytes(c, headRows(l.values, h, k.Offset))
+				if err != nil {
+					return nil, err
+				}
+				s.kv = append(s.kv, append(keys, values...))
+			}
+		}
 		if l.conv.Buf == nil {
 			continue
 		}
@@ -52,8 +76,23 @@ func (k *Cache) Restore(c *ops.Ctx, s *Snapshot) error {
 	if s.Offset > k.Capacity {
 		return fmt.Errorf("snapshot after %d tokens does not fit a cache of %d", s.Offset, k.Capacity)
 	}
-	i := 0
+	i, j := 0, 0
 	for _, l := range k.layers {
+		if l.keys.Buf != nil && s.Offset > 0 {
+			for h := range l.keys.Shape[0] {
+				keys, values := headRows(l.keys, h, s.Offset), headRows(l.values, h, s.Offset)
+				if j >= len(s.kv) || len(s.kv[j]) != keys.Bytes()+values.Bytes() {
+					return fmt.Errorf("snapshot does not match this cache's layout")
+				}
+				if err := ops.WriteBytes(c, keys, s.kv[j][:keys.Bytes()]); err != nil {
+					return err
+				}
+				if err := ops.WriteBytes(c, values, s.kv[j][keys.Bytes():]); err != nil {
+					return err
+				}
+				j++
+			}
+		}
 		if l.conv.Buf == nil {
 			continue
 		}
@@ -68,7 +107,7 @@ func (k *Cache) Restore(c *ops.Ctx, s *Snapshot) error {
 		}
 		i++
 	}
-	if i != len(s.gdn) {
+	if i != len(s.gdn) || j != len(s.kv) {
 		return fmt.Errorf("snapshot does not match this cache's layout")
 	}
 	k.Offset = s.Offset
