@@ -251,6 +251,13 @@ func TestDropNotAModel(t *testing.T) {
 		h.a.win.Canvas().Overlays().Top().Hide()
 		h.a.win.Canvas().Overlays().Remove(h.a.win.Canvas().Overlays().Top())
 	}
+	// A document is refused by name, without a load.
+	h.a.dropped([]fyne.URI{storage.NewFileURI(filepath.Join(empty, "notes.txt"))})
+	if text := h.dialogText(); !strings.Contains(text, "notes.txt is a file") || h.a.loading {
+		t.Errorf("dropping a document: dialog %q, loading %v", text, h.a.loading)
+	}
+	h.a.win.Canvas().Overlays().Top().Hide()
+	h.a.win.Canvas().Overlays().Remove(h.a.win.Canvas().Overlays().Top())
 	// The model still answers.
 	h.typeAndSend("Still there?")
 	if reply := h.waitReplyDone(); reply.Content == "" {

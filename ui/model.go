@@ -204,7 +204,9 @@ func (a *App) unloadModel() {
 }
 
 // dropped opens the first item dropped on the window: a model folder, or a
-// file inside one (config.json, a safetensors shard).
+// file of one (config.json, a safetensors shard, the tokenizer files). Any
+// other file is refused by name: its folder is not a model folder (a
+// document dropped from Downloads must not make Bagel try to load Downloads).
 func (a *App) dropped(uris []fyne.URI) {
 	if len(uris) == 0 {
 		return
@@ -216,9 +218,23 @@ func (a *App) dropped(uris []fyne.URI) {
 		return
 	}
 	if !info.IsDir() {
+		if !modelFile(filepath.Base(path)) {
+			a.showError("Not a model", fmt.Errorf("%s is a file: drop a model folder (one with config.json and .safetensors files), or its config.json", filepath.Base(path)))
+			return
+		}
 		path = filepath.Dir(path)
 	}
 	a.openModel(path)
+}
+
+// modelFile tells a file a model folder holds from any other.
+func modelFile(name string) bool {
+	switch name {
+	case "config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json",
+		"chat_template.jinja", "model.safetensors.index.json":
+		return true
+	}
+	return strings.HasSuffix(name, ".safetensors")
 }
 
 // chooseModelFolder shows the folder dialog, starting beside the last model.
