@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"bagel/drafter"
 	"bagel/internal/testmodel"
 	"bagel/switches"
 )
@@ -106,3 +107,58 @@ func TestNonFiniteLogitsStopTheReply(t *testing.T) {
 		}
 	}
 }
+
+// TestSpeculativeGreedyEqualsPlain: greedy replies with speculative decoding
+// are the plain greedy replies token for token, on both test models, whether
+// the drafts are all right (an oracle replaying the plain reply), partly right
+// (the oracle's guesses with every third one wrong: rollbacks) or never.
+func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
+	defer switches.Set(SwitchSpeculative, false)
+	for _, name := range []string{"tiny-moe", "tiny-dense"} {
+		e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompt := []int32{9707, 11, 1246, 525, 3555, 30, 2585}
+		req := Request{PromptIDs: prompt, MaxTokens: 40, IgnoreStop: true}
+		plain, _ := generateWith(t, e, SwitchSpeculative, false, req)
+		oracle := drafter.OracleDrafter{Continuation: plain, PromptLen: len(prompt)}
+		for _, c := range []struct {
+			name     string
+			d        drafter.Drafter
+			accepted func(proposed, accepted int) bool
+		}{
+			{"oracle", oracle, func(p, a int) bool { return p > 0 && a == p }},
+			{"every third wrong", everyThirdWrong{oracle}, func(p, a int) bool { return a > 0 && a < p }},
+			{"always wrong", alwaysWrong{}, func(p, a int) bool { return p > 0 && a == 0 }},
+		} {
+			e.drafterForTests = c.d
+			spec, done := generateWith(t, e, SwitchSpeculative, true, req)
+			if !slices.Equal(plain, spec) {
+				t.Errorf("%s, %s drafts: speculative %v\nplain %v", name, c.name, spec, plain)
+			}
+			if st := done.Stats; !st.Speculative || !c.accepted(st.DraftProposed, st.DraftAccepted) {
+				t.Errorf("%s, %s drafts: %d proposed, %d accepted", name, c.name, st.DraftProposed, st.DraftAccepted)
+			}
+		}
+		e.Close()
+	}
+}
+
+// everyThirdWrong passes its drafter's guesses with every third one changed.
+type everyThirdWrong struct{ d drafter.Drafter }
+
+func (w everyThirdWrong) Draft(history []int32, k int) []int32 {
+	out := w.d.Draft(history, k)
+	for i := range out {
+		if (len(history)+i)%3 == 0 {
+			out[i] = (out[i] + 1) % 1000
+		}
+	}
+	return out
+}
+
+// alwaysWrong guesses token 0 four times, which the test models never pick.
+type alwaysWrong struct{}
+
+func (alwaysWrong) Draft(history []int32, k int) []int32 { return make([]int32, min(k, 4)) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"bagel/backend"
+	"bagel/drafter"
 	"bagel/ops"
 	"bagel/qwen"
 	"bagel/safetensors"
@@ -60,6 +61,10 @@ type Engine struct {
 	// recently used first, within promptCacheBytes (0: the default; < 0: none).
 	held             []*heldState
 	promptCacheBytes int64
+
+	// drafterForTests replaces the speculative drafter (tests that need every
+	// draft accepted, or none).
+	drafterForTests drafter.Drafter
 }
 
 // Load opens the model folder dir and binds it on the chosen backend. Every

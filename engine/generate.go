@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"bagel/backend"
+	"bagel/drafter"
 	"bagel/ops"
 	"bagel/switches"
 	"bagel/tokenizer"
@@ -74,6 +75,9 @@ type Stats struct {
 	DispatchesPerToken   float64 // per decode token
 	CommandBuffersPerTok float64
 	GraphLaunchesPerTok  float64 // CUDA graph launches (0 where the backend has none)
+	Speculative          bool    // drafts were proposed and verified (greedy with speculative-ngram)
+	DraftProposed        int     // guesses the drafter proposed
+	DraftAccepted        int     // of those, the ones the model kept
 	HostSyncsPerToken    float64
 	SampledOnDevice      bool // greedy: the device picked the token, the host read its id only
 }
@@ -293,6 +297,19 @@ func (g *generation) run(req Request) error {
 	if e.tok != nil {
 		dec = e.tok.NewStreamDecoder()
 	}
+	// Speculative decoding (greedy replies only): pending holds the tokens a
+	// step added beyond the one being handled; context is every token so far,
+	// what the drafter searches.
+	var spec *speculator
+	if greedyOnDevice && switches.On(SwitchSpeculative) {
+		spec = &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}}
+		if e.drafterForTests != nil {
+			spec.drafter = e.drafterForTests
+		}
+		st.Speculative = true
+	}
+	var pending []int32
+	context := slices.Clone(prompt)
 	startCounters := e.Counters()
 	startGPU, _ := e.gpuTime()
 	decodeStart := time.Now()
@@ -336,10 +353,27 @@ func (g *generation) run(req Request) error {
 			reason = ReasonCancelled
 			break
 		}
-		if id, err = next([]int32{id}); err != nil {
-			return err
+		if len(pending) == 0 {
+			if spec != nil && st.KVLength+2 <= e.ContextLength() {
+				context = append(context[:len(prompt)], history[1:]...)
+				toks, proposed, accepted, err := spec.step(context, id, e.ContextLength()-st.KVLength)
+				if err != nil {
+					return err
+				}
+				st.DraftProposed += proposed
+				st.DraftAccepted += accepted
+				st.KVLength += 1 + len(toks) - 1 // id and the kept guesses are in the cache now
+				pending = toks
+			} else {
+				nid, err := next([]int32{id})
+				if err != nil {
+					return err
+				}
+				st.KVLength++
+				pending = []int32{nid}
+			}
 		}
-		st.KVLength++
+		id, pending = pending[0], pending[1:]
 		if time.Since(lastStats) >= 200*time.Millisecond {
 			g.decodeStats(&st, decodeStart, startCounters, startGPU)
 			g.send(Event{Kind: EventStats, Stats: st})
@@ -404,6 +438,13 @@ func (s Stats) StatsLine() string {
 		s.PromptTokens, s.PrefillTokensPerSec, float64(s.TimeToFirstToken.Microseconds())/1000,
 		s.GeneratedTokens, s.DecodeTokensPerSec, s.KVLength, s.ContextLength,
 		s.DispatchesPerToken, s.CommandBuffersPerTok, s.GraphLaunchesPerTok, s.HostSyncsPerToken, s.Backend)
+	if s.Speculative {
+		rate := 0.0
+		if s.DraftProposed > 0 {
+			rate = 100 * float64(s.DraftAccepted) / float64(s.DraftProposed)
+		}
+		fmt.Fprintf(&b, ", drafts %d proposed, %d accepted (%.0f%%)", s.DraftProposed, s.DraftAccepted, rate)
+	}
 	if s.GPUTimePerToken > 0 {
 		fmt.Fprintf(&b, ", GPU %.2f ms/token", float64(s.GPUTimePerToken.Microseconds())/1000)
 	}

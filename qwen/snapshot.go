@@ -17,6 +17,8 @@ type Snapshot struct {
 	Offset int
 	gdn    [][]byte // per GDN layer: conv window bytes, then state bytes
 	kv     [][]byte // per attention layer and kv head: keys then values of Offset tokens
+	// stateOnly marks a SnapshotState: its keys and values were left in place.
+	stateOnly bool
 }
 
 // Bytes is the host memory the snapshot holds.
@@ -36,36 +38,30 @@ func headRows(t ops.Tensor, h, n int) ops.Tensor {
 	return ops.View(t, (h*capacity)*row, t.DType, []int{n, d})
 }
 
-// Snapshot copies the cache's state to the host (one read per GDN tensor: at
-// Qwen3.5-35B-A3B's shapes 30 layers of 2 MB). Call it between forwards.
+// Snapshot copies the cache's state to the host: one read per GDN tensor (at
+// Qwen3.5-35B-A3B's shapes 30 layers of 2 MB) and per attention head (the
+// keys and values of Offset tokens). Call it between forwards.
 func (k *Cache) Snapshot(c *ops.Ctx) (*Snapshot, error) {
-	s := &Snapshot{Offset: k.Offset}
+	s, err := k.SnapshotState(c)
+	if err != nil || k.Offset == 0 {
+		return s, err
+	}
+	s.stateOnly = false
 	for _, l := range k.layers {
-		if l.keys.Buf != nil && k.Offset > 0 {
-			for h := range l.keys.Shape[0] {
-				keys, err := ops.ReadBytes(c, headRows(l.keys, h, k.Offset))
-				if err != nil {
-					return nil, err
-				}
-				values, err := ops.ReadBytes(c, headRows(l.values, h, k.Offset))
-				if err != nil {
-					return nil, err
-				}
-				s.kv = append(s.kv, append(keys, values...))
-			}
-		}
-		if l.conv.Buf == nil {
+		if l.keys.Buf == nil {
 			continue
 		}
-		conv, err := ops.ReadBytes(c, l.conv)
-		if err != nil {
-			return nil, err
+		for h := range l.keys.Shape[0] {
+			keys, err := ops.ReadBytes(c, headRows(l.keys, h, k.Offset))
+			if err != nil {
+				return nil, err
+			}
+			values, err := ops.ReadBytes(c, headRows(l.values, h, k.Offset))
+			if err != nil {
+				return nil, err
+			}
+			s.kv = append(s.kv, append(keys, values...))
 		}
-		state, err := ops.ReadBytes(c, l.state)
-		if err != nil {
-			return nil, err
-		}
-		s.gdn = append(s.gdn, append(conv, state...))
 	}
 	return s, nil
 }
@@ -78,7 +74,7 @@ func (k *Cache) Restore(c *ops.Ctx, s *Snapshot) error {
 	}
 	i, j := 0, 0
 	for _, l := range k.layers {
-		if l.keys.Buf != nil && s.Offset > 0 {
+		if l.keys.Buf != nil && s.Offset > 0 && !s.stateOnly {
 			for h := range l.keys.Shape[0] {
 				keys, values := headRows(l.keys, h, s.Offset), headRows(l.values, h, s.Offset)
 				if j >= len(s.kv) || len(s.kv[j]) != keys.Bytes()+values.Bytes() {
@@ -112,4 +108,27 @@ func (k *Cache) Restore(c *ops.Ctx, s *Snapshot) error {
 	}
 	k.Offset = s.Offset
 	return nil
+}
+
+// SnapshotState is Snapshot without the keys and values: enough to roll the
+// cache back to Offset while the keys below Offset stay as they are (a
+// speculative verify that wrote past it).
+func (k *Cache) SnapshotState(c *ops.Ctx) (*Snapshot, error) {
+	s := &Snapshot{Offset: k.Offset}
+	for _, l := range k.layers {
+		if l.conv.Buf == nil {
+			continue
+		}
+		conv, err := ops.ReadBytes(c, l.conv)
+		if err != nil {
+			return nil, err
+		}
+		state, err := ops.ReadBytes(c, l.state)
+		if err != nil {
+			return nil, err
+		}
+		s.gdn = append(s.gdn, append(conv, state...))
+	}
+	s.stateOnly = true
+	return s, nil
 }

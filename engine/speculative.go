@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"encoding/binary"
+
+	"bagel/drafter"
+	"bagel/ops"
+	"bagel/qwen"
+	"bagel/switches"
+)
+
+// Speculative decoding, greedy: a drafter guesses the next few tokens, one
+// forward pass over [last token, guesses] gives the model's own pick after
+// each position, and the guesses it agrees with are kept, plus its pick after
+// the last of them (the bonus token). The reply is the plain greedy reply
+// token for token; a step yields 1 to draftLen+1 tokens.
+//
+// Rolling back after a partial accept restores a host copy of the GDN states
+// taken before the verify and runs the accepted tokens again. That is exact,
+// but the copy costs a transfer per step on a GPU, so the switch is off by
+// default until the rollback stays on the device (issue 12's state ring).
+
+// SwitchSpeculative turns on prompt-lookup speculative decoding for greedy replies.
+const SwitchSpeculative = "speculative-ngram"
+
+// draftLen is how many tokens the drafter may guess per step.
+const draftLen = 4
+
+func init() {
+	switches.Register(switches.Switch{
+		Name: SwitchSpeculative,
+		Description: "Speculative decoding for greedy replies with prompt lookup (n-gram) drafts; experimental: " +
+			"its rollback copies the recurrent state through the host, so on a GPU it is slower than plain decoding for now.",
+		Default: false,
+		Env:     "BAGEL_SPECULATIVE_NGRAM",
+	})
+}
+
+// speculator drives one reply's speculative steps.
+type speculator struct {
+	e       *Engine
+	drafter drafter.Drafter
+}
+
+// step runs the model on last (the newest token, not yet in the cache) and up
+// to draftLen drafted guesses after context (every token so far, last
+// included), and returns the tokens the step adds (accepted guesses and the
+// bonus) and how many guesses it proposed and kept. The cache then holds last
+// and the accepted guesses.
+func (s *speculator) step(context []int32, last int32, room int) (out []int32, proposed, accepted int, err error) {
+	e := s.e
+	drafts := s.drafter.Draft(context, min(draftLen, room-1))
+	for _, d := range drafts {
+		if d < 0 || int(d) >= e.Config.VocabSize {
+			drafts = nil // a guess the model cannot take: decode plainly
+			break
+		}
+	}
+	if len(drafts) == 0 {
+		id, err := e.forwardArgmax([]int32{last})
+		return []int32{id}, 0, 0, err
+	}
+	var before *qwen.Snapshot
+	if err := e.loop.do(func() (err error) { before, err = e.cache.SnapshotState(e.ctx); return err }); err != nil {
+		return nil, 0, 0, err
+	}
+	picks, err := e.forwardArgmaxAll(append([]int32{last}, drafts...))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	j := 0
+	for j < len(drafts) && drafts[j] == picks[j] {
+		j++
+	}
+	if j < len(drafts) { // roll back to before the verify, then take last and the kept guesses
+		if err := e.loop.do(func() error { return e.cache.Restore(e.ctx, before) }); err != nil {
+			return nil, 0, 0, err
+		}
+		if _, err := e.forwardArgmax(append([]int32{last}, drafts[:j]...)); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	return append(append([]int32(nil), drafts[:j]...), picks[j]), len(drafts), j, nil
+}
+
+// forwardArgmaxAll runs tokens and returns the device's greedy pick after
+// each of them (argmax over every position's logits).
+func (e *Engine) forwardArgmaxAll(tokens []int32) ([]int32, error) {
+	picks := make([]int32, len(tokens))
+	err := e.step(tokens, true, nil, func(logits ops.Tensor) error {
+		best := e.scratch.Get(ops.I32, len(tokens))
+		ops.Argmax(e.ctx, logits, best)
+		raw, err := ops.ReadBytes(e.ctx, best)
+		for i := range picks {
+			if err == nil {
+				picks[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+		}
+		return err
+	})
+	return picks, err
+}
