@@ -119,6 +119,7 @@ func (p *perfPanel) show(v perfView) {
 		p.kvBar.setValue(float64(st.KVLength) / float64(st.ContextLength))
 	}
 	p.set("Cached prompt", humanize.Comma(int64(st.ReusedPromptTokens))+" tokens")
+	p.set("Speculative", speculativeText(st))
 	if st.Backend != "" {
 		p.set("Backend", st.Backend)
 	}
@@ -144,7 +145,7 @@ func (p *perfPanel) showModel(backend string, ctxLen int, mem engine.Memory, pha
 	for _, row := range perfRows {
 		p.set(row, "–")
 	}
-	p.set("Speculative", speculativeStatus)
+	p.set("Speculative", "off")
 	p.kvBar.setValue(0)
 	p.show(perfView{Phase: phase, Stats: engine.Stats{Backend: backend, ContextLength: ctxLen}, Memory: mem})
 }

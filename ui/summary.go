@@ -10,9 +10,18 @@ import (
 	"github.com/dustin/go-humanize"
 )
 
-// Speculative decoding does not exist yet: the panel and summaries say so
-// rather than hide the row, so users comparing with other apps see the gap.
-const speculativeStatus = "off"
+// speculativeText is the Speculative row and summary part: "off", or the
+// drafts proposed and accepted with the acceptance rate.
+func speculativeText(st engine.Stats) string {
+	if !st.Speculative {
+		return "off"
+	}
+	if st.DraftProposed == 0 {
+		return "on, no drafts yet"
+	}
+	return fmt.Sprintf("%d/%d drafts accepted (%.0f%%)", st.DraftAccepted, st.DraftProposed,
+		100*float64(st.DraftAccepted)/float64(st.DraftProposed))
+}
 
 // summaryLine is the one-line record under a finished reply: the same numbers
 // as the performance panel.
@@ -28,7 +37,7 @@ func summaryLine(st engine.Stats, mem engine.Memory) string {
 	if st.GPUTimePerToken > 0 {
 		parts = append(parts, fmt.Sprintf("GPU %.2f ms/token", float64(st.GPUTimePerToken.Microseconds())/1000))
 	}
-	parts = append(parts, "speculative "+speculativeStatus, st.Backend)
+	parts = append(parts, "speculative "+speculativeText(st), st.Backend)
 	if mem.Weights > 0 {
 		parts = append(parts, memoryText(mem))
 	}
