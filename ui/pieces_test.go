@@ -124,3 +124,18 @@ func TestTitleFrom(t *testing.T) {
 		}
 	}
 }
+
+func TestSpeculativeText(t *testing.T) {
+	for _, c := range []struct {
+		st   engine.Stats
+		want string
+	}{
+		{engine.Stats{}, "off"},
+		{engine.Stats{Speculative: true}, "on, no drafts yet"},
+		{engine.Stats{Speculative: true, DraftProposed: 40, DraftAccepted: 30}, "30/40 drafts accepted (75%)"},
+	} {
+		if got := speculativeText(c.st); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.st, got, c.want)
+		}
+	}
+}

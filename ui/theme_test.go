@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
-
-	"bagel/engine"
 	"fyne.io/fyne/v2/theme"
 )
 
@@ -25,20 +23,5 @@ func TestTextContrast(t *testing.T) {
 	// The formula itself, on a known pair: #6b6b6b on white is 5.33:1.
 	if c := contrast(theme.DefaultTheme().Color(theme.ColorNameBackground, theme.VariantLight), secondaryOnLight); c < 5 || c > 6 {
 		t.Errorf("#6b6b6b on white: %.2f", c)
-	}
-}
-
-func TestSpeculativeText(t *testing.T) {
-	for _, c := range []struct {
-		st   engine.Stats
-		want string
-	}{
-		{engine.Stats{}, "off"},
-		{engine.Stats{Speculative: true}, "on, no drafts yet"},
-		{engine.Stats{Speculative: true, DraftProposed: 40, DraftAccepted: 30}, "30/40 drafts accepted (75%)"},
-	} {
-		if got := speculativeText(c.st); got != c.want {
-			t.Errorf("%+v: %q, want %q", c.st, got, c.want)
-		}
 	}
 }
