@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"slices"
+
+	"bagel/qwen"
 	"bagel/switches"
 	"bagel/tokenizer"
 )
@@ -20,3 +23,7 @@ func SwitchOn(name string) bool { return switches.On(name) }
 // SetSwitch changes a switch for this process; it applies from the next load or
 // generation.
 func SetSwitch(name string, on bool) error { return switches.Set(name, on) }
+
+// SupportedModelType tells whether config.json's model_type is one the engine
+// runs (the model library marks the others).
+func SupportedModelType(t string) bool { return slices.Contains(qwen.SupportedModelTypes, t) }

@@ -44,6 +44,7 @@ type Options struct {
 // App is the chat window and everything behind it. Its fields belong to the
 // Fyne thread.
 type App struct {
+	lib          *library // the Models dialog, while it is open (tests reach it)
 	fyne         fyne.App
 	win          fyne.Window
 	do           func(func())

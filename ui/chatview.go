@@ -163,7 +163,8 @@ func (c *chatView) refreshEmpty() {
 		hint.SetText("an MLX-format Qwen3.5 checkpoint, e.g. mlx-community/Qwen3.5-35B-A3B-4bit")
 		open := widget.NewButtonWithIcon("Open model folder…", theme.FolderOpenIcon(), a.chooseModelFolder)
 		open.Importance = widget.HighImportance
-		items = append(items, widget.NewIcon(theme.DownloadIcon()), big, hint, container.NewCenter(open))
+		models := widget.NewButtonWithIcon("Download or pick a model…", theme.DownloadIcon(), a.showLibrary)
+		items = append(items, widget.NewIcon(theme.DownloadIcon()), big, hint, container.NewCenter(container.NewHBox(open, models)))
 		if len(a.settings.Recent) > 0 {
 			recent := widget.NewLabelWithStyle("Recent models", fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
 			items = append(items, recent)

@@ -28,6 +28,7 @@ func (a *App) mainMenu() *fyne.MainMenu {
 		item("New chat", shortcutNewChat, a.newConversation),
 		fyne.NewMenuItemSeparator(),
 		item("Open model folder…", shortcutOpenModel, a.chooseModelFolder),
+		fyne.NewMenuItem("Models…", a.showLibrary),
 		recent,
 		fyne.NewMenuItem("Unload model", a.unloadModel),
 		fyne.NewMenuItemSeparator(),

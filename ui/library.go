@@ -1,0 +1,162 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"bagel/engine"
+	"bagel/hub"
+)
+
+// recommendedModel is the placeholder of the download box: the model the app
+// is tuned for.
+const recommendedModel = "mlx-community/Qwen3.5-35B-A3B-4bit"
+
+// library is the Models dialog: the models on this computer (the Hugging Face
+// cache, LM Studio's folder, the recent folders) with Load, and a download box
+// that fetches ORG/NAME from the Hub into its cache and loads it when done.
+type library struct {
+	a        *App
+	dlg      dialog.Dialog
+	name     *widget.Entry
+	start    *widget.Button
+	cancel   *widget.Button
+	progress *widget.ProgressBar
+	status   *widget.Label
+	stop     context.CancelFunc // of the download in progress; nil when none
+}
+
+// showLibrary opens the Models dialog.
+func (a *App) showLibrary() {
+	l := &library{a: a}
+	l.name = widget.NewEntry()
+	l.name.SetPlaceHolder(recommendedModel)
+	l.start = widget.NewButtonWithIcon("Download", theme.DownloadIcon(), l.download)
+	l.start.Importance = widget.HighImportance
+	l.cancel = widget.NewButton("Cancel", func() {
+		if l.stop != nil {
+			l.stop()
+		}
+	})
+	l.cancel.Disable()
+	l.progress = widget.NewProgressBar()
+	l.progress.Hide()
+	l.status = widget.NewLabel("Downloads go to the Hugging Face cache (" + hub.CacheDir() + "), shared with mlx-lm.")
+	l.status.Wrapping = fyne.TextWrapWord
+	l.status.Importance = widget.LowImportance
+
+	list := container.NewVBox()
+	for _, m := range hub.Library(hub.CacheDir(), hub.LMStudioDir(), a.settings.Recent) {
+		list.Add(l.row(m))
+	}
+	if len(list.Objects) == 0 {
+		list.Add(widget.NewLabel("No models found in the Hugging Face cache or LM Studio's folder yet."))
+	}
+	content := container.NewBorder(
+		container.NewVBox(
+			widget.NewLabelWithStyle("Download from Hugging Face", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+			container.NewBorder(nil, nil, nil, container.NewHBox(l.start, l.cancel), l.name),
+			l.progress, l.status,
+			widget.NewLabelWithStyle("On this computer", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		), nil, nil, nil,
+		container.NewVScroll(list))
+	l.dlg = dialog.NewCustom("Models", "Close", content, a.win)
+	l.dlg.SetOnClosed(func() {
+		if l.stop != nil {
+			l.stop() // closing the dialog cancels a download in progress
+		}
+	})
+	l.dlg.Resize(fyne.NewSize(720, 520))
+	a.lib = l
+	l.dlg.Show()
+}
+
+// row is one local model: its name, where it is, its size, and Load or why not.
+func (l *library) row(m hub.LocalModel) fyne.CanvasObject {
+	detail := fmt.Sprintf("%s · %.1f GB · %s", m.Source, float64(m.Bytes)/1e9, m.ModelType)
+	load := widget.NewButton("Load", func() {
+		l.dlg.Hide()
+		l.a.openModel(m.Dir)
+	})
+	switch {
+	case m.Problem != "":
+		detail += " · " + m.Problem
+		load.Disable()
+	case !engine.SupportedModelType(m.ModelType):
+		detail += " · not a model type Bagel runs"
+		load.Disable()
+	}
+	info := widget.NewLabel(detail)
+	info.Importance = widget.LowImportance
+	return container.NewBorder(nil, nil, nil, load, container.NewVBox(widget.NewLabel(m.Name), info))
+}
+
+// download fetches the named model (the placeholder when the box is empty)
+// and loads it; progress is shown at most four times a second, and at most one
+// update waits for the UI thread.
+func (l *library) download() {
+	a := l.a
+	name := strings.TrimSpace(l.name.Text)
+	if name == "" {
+		name = recommendedModel
+	}
+	repo, rev, _ := strings.Cut(name, "@")
+	ctx, cancel := context.WithCancel(context.Background())
+	l.stop = cancel
+	l.start.Disable()
+	l.cancel.Enable()
+	l.progress.SetValue(0)
+	l.progress.Show()
+	l.status.SetText("Asking the Hub for " + name + "…")
+	var posting atomic.Bool
+	var mu sync.Mutex // Progress comes from several download goroutines
+	last := time.Time{}
+	a.goSafe("downloading a model", func() {
+		dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, hub.DownloadOptions{Revision: rev,
+			Progress: func(p hub.Progress) {
+				mu.Lock()
+				now := time.Now()
+				if now.Sub(last) < 250*time.Millisecond || !posting.CompareAndSwap(false, true) {
+					mu.Unlock()
+					return
+				}
+				last = now
+				mu.Unlock()
+				a.do(func() {
+					defer posting.Store(false)
+					l.progress.SetValue(float64(p.Done) / float64(max(p.Total, 1)))
+					l.status.SetText(fmt.Sprintf("%s: %.2f of %.2f GB", name, float64(p.Done)/1e9, float64(p.Total)/1e9))
+				})
+			}})
+		cancelled := ctx.Err() != nil
+		cancel() // release the context's resources
+		a.do(func() {
+			l.stop = nil
+			l.start.Enable()
+			l.cancel.Disable()
+			switch {
+			case cancelled && err != nil:
+				l.progress.Hide()
+				l.status.SetText("Cancelled; the partial files were removed.")
+			case err != nil:
+				l.progress.Hide()
+				l.status.SetText(sentence(err.Error()))
+			default:
+				l.progress.SetValue(1)
+				l.status.SetText("Downloaded " + name + "; loading it.")
+				l.dlg.Hide()
+				a.openModel(dir)
+			}
+		})
+	})
+}
