@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -294,5 +295,23 @@ func TestBrokenModelFolders(t *testing.T) {
 				t.Errorf("%d mappings left open after the failed load", n-base)
 			}
 		})
+	}
+}
+
+// TestLoadCancelled: a closed Cancel channel stops the load with
+// ErrLoadCancelled and leaves no mapping open.
+func TestLoadCancelled(t *testing.T) {
+	base := safetensors.OpenMappings()
+	stop := make(chan struct{})
+	close(stop)
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 16, Cancel: stop})
+	if !errors.Is(err, ErrLoadCancelled) {
+		if e != nil {
+			e.Close()
+		}
+		t.Fatalf("error %v, want ErrLoadCancelled", err)
+	}
+	if n := safetensors.OpenMappings(); n != base {
+		t.Errorf("%d mappings left open", n-base)
 	}
 }

@@ -4,6 +4,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -25,6 +26,9 @@ type Options struct {
 	// prompt reuse: 0 means 1 GiB, a negative value keeps none; the newest
 	// conversation is kept even when it alone is larger.
 	PromptCacheBytes int64
+	// Cancel, when not nil, stops the load when it is closed: between layers
+	// while the weights are bound, and before the cache is allocated.
+	Cancel <-chan struct{}
 	// Progress, when set, is called from the loading goroutine with the fraction
 	// done (0..1) and what is being done.
 	Progress func(fraction float64, stage string)
@@ -105,7 +109,13 @@ func Load(dir string, opt Options) (*Engine, error) {
 		e.dev, e.Backend, e.BackendName, e.BackendReason = dev, kind, dev.Name(), reason
 		e.scratch = ops.NewArena(dev)
 		e.ctx = ops.NewCtx(dev, e.scratch)
-		if e.model, err = qwen.Load(e.ctx, ck, cfg, func(f float64) { progress(0.1+0.8*f, "binding weights") }); err != nil {
+		if e.model, err = qwen.Load(e.ctx, ck, cfg, func(f float64) error {
+			progress(0.1+0.8*f, "binding weights")
+			return cancelled(opt.Cancel)
+		}); err != nil {
+			return err
+		}
+		if err := cancelled(opt.Cancel); err != nil {
 			return err
 		}
 		progress(0.95, "allocating the cache")
@@ -118,6 +128,18 @@ func Load(dir string, opt Options) (*Engine, error) {
 	}
 	progress(1, "ready")
 	return e, nil
+}
+
+// ErrLoadCancelled is Load's answer when Options.Cancel was closed.
+var ErrLoadCancelled = errors.New("loading was cancelled")
+
+func cancelled(c <-chan struct{}) error {
+	select {
+	case <-c:
+		return ErrLoadCancelled
+	default:
+		return nil
+	}
 }
 
 // checkContext refuses a context longer than the model's maximum, or one whose

@@ -15,7 +15,7 @@ type Model struct {
 	finalNorm ops.Tensor  // bf16 [hidden]
 	layers    []*layer
 	bind      *binder
-	progress  func(float64)
+	progress  func(float64) error
 	// WeightBytes is the size of the checkpoint tensors the model uses.
 	WeightBytes int64
 	// paths are the fused-path switches at load (switches.go).
@@ -27,8 +27,9 @@ type Model struct {
 // Load binds the checkpoint's weights for cfg (both from Open) on the context's
 // device, checking every tensor's presence, dtype and shape against the config.
 // progress, when not nil, is called with the fraction of layers bound (uploads
-// make this slow on CUDA).
-func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, progress func(float64)) (*Model, error) {
+// make this slow on CUDA); an error from it stops the load and is returned (a
+// cancelled load).
+func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, progress func(float64) error) (*Model, error) {
 	b, err := newBinder(c, ck, cfg)
 	if err != nil {
 		return nil, err
@@ -81,7 +82,9 @@ func (m *Model) bindAll() error {
 			return err
 		}
 		if m.progress != nil {
-			m.progress(float64(i+1) / float64(len(m.layers)))
+			if err := m.progress(float64(i+1) / float64(len(m.layers))); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -45,6 +45,8 @@ type Options struct {
 // Fyne thread.
 type App struct {
 	lib          *library // the Models dialog, while it is open (tests reach it)
+	loadGen      int      // counts model checks and loads; a cancelled one's answer is dropped
+	stopLoad     func()   // stops the load in progress (nil when none)
 	fyne         fyne.App
 	win          fyne.Window
 	do           func(func())

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"bagel/internal/testmodel"
 	"bagel/store"
 
 	"fyne.io/fyne/v2"
@@ -384,5 +386,25 @@ func TestSlowScreenDoesNotQueueRenders(t *testing.T) {
 	h.waitFor("the reply to finish", func() bool { return h.a.gen == nil })
 	if last := h.a.msgs[len(h.a.msgs)-1]; last.Status == store.StatusGenerating || last.Content == "" {
 		t.Errorf("final reply %+v", last)
+	}
+}
+
+// TestCancelACheck: Cancel while a folder is being checked gives up on it at
+// once; its answer, when it comes, changes nothing.
+func TestCancelACheck(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.a.openModel(testmodel.Dir(t, "tiny-moe"))
+	if !h.a.loading || !h.a.bar.cancel.Visible() {
+		t.Fatal("no Cancel while checking")
+	}
+	test.Tap(h.a.bar.cancel)
+	if h.a.loading || h.a.bar.cancel.Visible() {
+		t.Fatal("still checking after Cancel")
+	}
+	time.Sleep(200 * time.Millisecond) // let the check finish and post its answer
+	h.pump()
+	if h.a.eng != nil || h.a.loading || h.dialogText() != "" {
+		t.Errorf("a cancelled check went on: model %v, loading %v, dialog %q", h.a.eng != nil, h.a.loading, h.dialogText())
 	}
 }

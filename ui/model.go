@@ -26,6 +26,8 @@ func (a *App) openModel(dir string) {
 		return
 	}
 	a.loading = true
+	a.loadGen++
+	gen := a.loadGen
 	a.bar.showBusy("Checking "+filepath.Base(dir)+"…", -1)
 	a.composer.refresh()
 	ctxLen, backend := a.settings.ContextLength, a.settings.Backend
@@ -36,6 +38,9 @@ func (a *App) openModel(dir string) {
 			budget = engine.DeviceMemory(backend)
 		}
 		a.do(func() {
+			if gen != a.loadGen {
+				return // cancelled: a stalled read ended after the user gave up on it
+			}
 			a.loading = false
 			if err != nil {
 				if a.settings.LastModel == dir { // moved or deleted: do not retry at every start
@@ -103,10 +108,14 @@ func (a *App) loadModel(dir, fallback string) {
 	a.bar.showBusy("Loading "+filepath.Base(dir)+"…", 0)
 	a.composer.refresh()
 	a.perf.showModel("", 0, engine.Memory{}, "loading "+filepath.Base(dir))
+	stop := make(chan struct{})
+	a.loadGen++
+	a.stopLoad = sync.OnceFunc(func() { close(stop) })
 	opt := engine.Options{
 		Backend:       a.settings.Backend,
 		ContextLength: a.settings.ContextLength,
 		Progress:      a.loadProgress(dir),
+		Cancel:        stop,
 	}
 	a.goSafe("loading a model", func() {
 		if g != nil {
@@ -118,6 +127,25 @@ func (a *App) loadModel(dir, fallback string) {
 		e, err := engine.Load(dir, opt)
 		a.do(func() { a.modelLoaded(dir, e, err, fallback) })
 	})
+}
+
+// cancelLoading is the model bar's Cancel: it stops a load between layers (the
+// previous model, if there was one, loads again), or gives up on a folder
+// check that does not answer (a stalled network mount), leaving things as
+// they were before it.
+func (a *App) cancelLoading() {
+	if !a.loading {
+		return
+	}
+	if a.stopLoad != nil {
+		a.stopLoad()
+		a.bar.showBusy("Cancelling…", -1)
+		return
+	}
+	a.loadGen++ // the check's answer, whenever it comes, is dropped
+	a.loading = false
+	a.bar.refresh()
+	a.composer.refresh()
 }
 
 // loadProgress returns the engine's progress callback: it runs on the loading
@@ -146,10 +174,21 @@ func (a *App) loadProgress(dir string) func(float64, string) {
 
 func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback string) {
 	a.loading = false
+	a.stopLoad = nil
 	if a.store == nil { // the window closed while loading
 		if e != nil {
 			e.Close()
 		}
+		return
+	}
+	if errors.Is(err, engine.ErrLoadCancelled) {
+		if fallback != "" {
+			a.loadModel(fallback, "")
+			return
+		}
+		a.bar.refresh()
+		a.composer.refresh()
+		a.perf.showModel("", 0, engine.Memory{}, "no model loaded")
 		return
 	}
 	if err != nil {

@@ -19,6 +19,7 @@ type modelBar struct {
 	open     *widget.Button
 	recent   *widget.Button
 	unload   *widget.Button
+	cancel   *widget.Button // shown while a model is checked or loaded
 	progress *widget.ProgressBar
 	busy     *widget.ProgressBarInfinite
 }
@@ -32,6 +33,8 @@ func newModelBar(a *App) *modelBar {
 	b.open = widget.NewButtonWithIcon("Open model folder…", theme.FolderOpenIcon(), a.chooseModelFolder)
 	b.recent = widget.NewButtonWithIcon("Recent", theme.HistoryIcon(), b.showRecent)
 	b.unload = widget.NewButtonWithIcon("Unload", theme.MediaStopIcon(), a.unloadModel)
+	b.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), a.cancelLoading)
+	b.cancel.Hide()
 	settings := widget.NewButtonWithIcon("Settings", theme.SettingsIcon(), a.showSettings)
 	b.progress = widget.NewProgressBar()
 	b.progress.Hide()
@@ -39,7 +42,7 @@ func newModelBar(a *App) *modelBar {
 	b.busy.Stop()
 	b.busy.Hide()
 	left := container.NewHBox(widget.NewIcon(theme.ComputerIcon()), b.name)
-	buttons := container.NewHBox(b.open, b.recent, b.unload, settings)
+	buttons := container.NewHBox(b.open, b.recent, b.unload, b.cancel, settings)
 	row := container.NewBorder(nil, nil, left, buttons, b.detail)
 	b.root = container.NewVBox(row, container.NewStack(b.progress, b.busy), widget.NewSeparator())
 	return b
@@ -51,6 +54,7 @@ func (b *modelBar) refresh() {
 	b.progress.Hide()
 	b.busy.Stop()
 	b.busy.Hide()
+	b.cancel.Hide()
 	switch {
 	case a.eng != nil:
 		b.name.SetText(a.modelName())
@@ -76,6 +80,7 @@ func (b *modelBar) showBusy(text string, fraction float64) {
 	b.name.SetText(text)
 	b.detail.SetText("")
 	b.unload.Disable()
+	b.cancel.Show()
 	if fraction < 0 {
 		b.progress.Hide()
 		b.busy.Show()
