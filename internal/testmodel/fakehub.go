@@ -1,0 +1,57 @@
+package testmodel
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FakeHubCommit is the commit FakeHub serves.
+const FakeHubCommit = "0123456789abcdef0123456789abcdef01234567"
+
+// FakeHub serves the named test model (with its tokenizer) as repo from a
+// stand-in for the Hugging Face Hub: the model info API with the files' git
+// object ids, and resolve URLs. Anything else is 404. It closes with the test.
+func FakeHub(t testing.TB, name, repo string) *httptest.Server {
+	t.Helper()
+	src := Dir(t, name)
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = data
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resolve := "/" + repo + "/resolve/" + FakeHubCommit + "/"
+		switch {
+		case r.URL.Path == "/api/models/"+repo+"/revision/main":
+			var sib []map[string]any
+			for name, data := range files {
+				h := sha1.New()
+				fmt.Fprintf(h, "blob %d\x00", len(data))
+				h.Write(data)
+				sib = append(sib, map[string]any{"rfilename": name, "size": len(data), "blobId": hex.EncodeToString(h.Sum(nil))})
+			}
+			json.NewEncoder(w).Encode(map[string]any{"id": repo, "sha": FakeHubCommit, "siblings": sib})
+		case strings.HasPrefix(r.URL.Path, resolve):
+			w.Write(files[strings.TrimPrefix(r.URL.Path, resolve)])
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
