@@ -181,22 +181,16 @@ func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback stri
 		}
 		return
 	}
-	if errors.Is(err, engine.ErrLoadCancelled) {
-		if fallback != "" {
-			a.loadModel(fallback, "")
-			return
-		}
-		a.bar.refresh()
-		a.composer.refresh()
-		a.perf.showModel("", 0, engine.Memory{}, "no model loaded")
-		return
-	}
 	if err != nil {
-		msg := naming(dir, err)
-		if fallback != "" {
-			msg = fmt.Errorf("%w\n\nLoading the previous model, %s, again.", msg, filepath.Base(fallback))
+		// A cancelled load says nothing; a failed one says why. Either way
+		// the previous model, if there was one, loads again.
+		if !errors.Is(err, engine.ErrLoadCancelled) {
+			msg := naming(dir, err)
+			if fallback != "" {
+				msg = fmt.Errorf("%w\n\nLoading the previous model, %s, again.", msg, filepath.Base(fallback))
+			}
+			a.showError("The model could not be loaded", msg)
 		}
-		a.showError("The model could not be loaded", msg)
 		if fallback != "" {
 			a.loadModel(fallback, "")
 			return
