@@ -20,6 +20,7 @@ type flags struct {
 	switches []switchSetting // --switch, in order
 	noFused  bool
 	model    *string // -m, resolved by parse
+	ctxLen   *int    // --context, checked by parse
 }
 
 // newFlags starts the flag set of command name; its help and parse errors go
@@ -56,6 +57,13 @@ func (f *flags) engineSwitches() {
 		return nil
 	})
 	f.BoolVar(&f.noFused, "no-fused", false, "turn every fused path (the fused-* switches) off: the unfused reference")
+}
+
+// contextLength declares --context, the engine's context length, which parse
+// checks (0 or more).
+func (f *flags) contextLength() *int {
+	f.ctxLen = f.Int("context", 0, "context length in tokens (0: the model's, at most 8192)")
+	return f.ctxLen
 }
 
 type switchSetting struct {
@@ -104,6 +112,11 @@ func (f *flags) parse(args []string) error {
 	}
 	switch len(missing) {
 	case 0:
+		if f.ctxLen != nil {
+			if err := need(check{*f.ctxLen >= 0, "context", *f.ctxLen, "want 0 (the model's) or a token count"}); err != nil {
+				return err
+			}
+		}
 		if f.model != nil {
 			dir, err := resolveModel(*f.model)
 			if err != nil {

@@ -29,7 +29,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	seed := fs.Uint64("seed", 0, "random seed")
 	backendName := fs.backend()
 	fs.engineSwitches()
-	ctxLen := fs.Int("context", 0, "context length in tokens (0: the model's, at most 8192)")
+	ctxLen := fs.contextLength()
 	noThink := fs.Bool("no-think", false, "turn thinking off")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -41,7 +41,6 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 		check{*topK >= 0, "top-k", *topK, "want 0 (off) or more"},
 		check{*minP >= 0 && *minP <= 1, "min-p", *minP, "want a number in [0, 1] (0: off)"},
 		check{finite(*rep) && *rep > 0, "repetition-penalty", *rep, "want a number > 0 (1: off)"},
-		check{*ctxLen >= 0, "context", *ctxLen, "want 0 (the model's) or a token count"},
 	); err != nil {
 		return err
 	}

@@ -22,14 +22,13 @@ func runReplay(args []string, out, errOut io.Writer) error {
 	maxTokens := fs.Int("max-tokens", 64, "tokens per reply at most")
 	backendName := fs.backend()
 	fs.engineSwitches()
-	ctxLen := fs.Int("context", 0, "context length in tokens (0: the model's, at most 8192)")
+	ctxLen := fs.contextLength()
 	noThink := fs.Bool("no-think", false, "turn thinking off")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if err := need(
 		check{*maxTokens >= 1, "max-tokens", *maxTokens, "want 1 or more"},
-		check{*ctxLen >= 0, "context", *ctxLen, "want 0 (the model's) or a token count"},
 	); err != nil {
 		return err
 	}
