@@ -83,3 +83,43 @@ func link(snapDir, path, blobPath string) error {
 	}
 	return os.Rename(tmp, dst) // atomic: never a half-made entry
 }
+
+// RepoDir is the cache folder of repo ("org/name"): every revision of it.
+func RepoDir(cache, repo string) (string, error) {
+	if _, err := repoPath(repo); err != nil {
+		return "", err
+	}
+	return repoDir(cache, repo), nil
+}
+
+// Delete removes repo ("org/name"), every revision and blob of it, from the
+// cache, and nothing outside the cache: a repo folder that is a link is
+// refused. The folder is first renamed out of the cache's naming scheme, so an
+// interrupted delete never leaves a half model that Library or mlx-lm would
+// take for a whole one; what is left of it is removed by the next Delete.
+func Delete(cache, repo string) error {
+	dir, err := RepoDir(cache, repo)
+	if err != nil {
+		return err
+	}
+	st, err := os.Lstat(dir)
+	switch {
+	case os.IsNotExist(err):
+		return fmt.Errorf("%s is not in the Hub cache %s", repo, cache)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a folder of the Hub cache (a link?); Bagel deletes only what the cache holds", dir)
+	}
+	trash := filepath.Join(cache, ".bagel-deleting-"+filepath.Base(dir))
+	if err := os.RemoveAll(trash); err != nil { // an earlier interrupted delete
+		return fmt.Errorf("removing %s: %w", trash, err)
+	}
+	if err := os.Rename(dir, trash); err != nil {
+		return fmt.Errorf("deleting %s: %w", repo, err)
+	}
+	if err := os.RemoveAll(trash); err != nil {
+		return fmt.Errorf("deleting %s: %w (what is left is in %s)", repo, err, trash)
+	}
+	return nil
+}

@@ -313,7 +313,13 @@ func TestLibrary(t *testing.T) {
 	os.WriteFile(filepath.Join(good, "model.safetensors"), make([]byte, 10), 0o644)
 	broken := filepath.Join(lms, "someone", "broken")
 	os.MkdirAll(broken, 0o755)
-	models := Library(cache, lms, nil)
+	snap, err := Snapshot(cache, f.repo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A recent folder that is the cache's snapshot (the app loaded it) or LM
+	// Studio's folder shows once, under where it lives.
+	models := Library(cache, lms, []string{snap + string(filepath.Separator), good})
 	if len(models) != 3 {
 		t.Fatalf("%d models: %+v", len(models), models)
 	}
@@ -321,7 +327,7 @@ func TestLibrary(t *testing.T) {
 	for _, m := range models {
 		byName[m.Name] = m
 	}
-	if m := byName[f.repo]; m.Source != "Hub cache" || m.ModelType != "qwen3_5_moe" || m.Bytes != 300_000 || m.Problem != "" {
+	if m := byName[f.repo]; m.Source != "Hub cache" || m.Repo != f.repo || m.ModelType != "qwen3_5_moe" || m.Bytes != 300_000 || m.Problem != "" {
 		t.Errorf("hub model %+v", m)
 	}
 	if m := byName["lmstudio-community/Qwen3.5-2B-MLX-4bit"]; m.Source != "LM Studio" || m.ModelType != "qwen3_5" || m.Problem != "" {
@@ -329,6 +335,53 @@ func TestLibrary(t *testing.T) {
 	}
 	if m := byName["someone/broken"]; m.Problem == "" {
 		t.Errorf("broken folder %+v", m)
+	}
+}
+
+// TestDelete: Delete removes a repo with every blob and leaves the rest of the
+// cache; it refuses a bad name, a repo the cache lacks and a repo folder that
+// is a link (whose target is outside what the cache owns).
+func TestDelete(t *testing.T) {
+	f := newFakeHub(t)
+	cache := t.TempDir()
+	if _, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(cache, "models--org--other", "refs")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "main"), []byte("abc"), 0o644)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "keep"), []byte("x"), 0o644)
+	if err := os.Symlink(outside, filepath.Join(cache, "models--org--linked")); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := Delete(cache, f.repo); err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := RepoDir(cache, f.repo)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s is still there (%v)", dir, err)
+	}
+	entries, _ := os.ReadDir(cache)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "models--org--linked models--org--other" {
+		t.Errorf("the cache holds %v after the delete, want the two other repos only", names)
+	}
+	for _, c := range []struct{ repo, want string }{
+		{f.repo, "not in the Hub cache"},
+		{"../x", "not a Hub model name"},
+		{"org/linked", "a link?"},
+	} {
+		if err := Delete(cache, c.repo); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Delete(%q) = %v, want an error saying %q", c.repo, err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "keep")); err != nil {
+		t.Errorf("the link's target lost its file: %v", err)
 	}
 }
 

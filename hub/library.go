@@ -11,6 +11,7 @@ import (
 // LocalModel is a model folder found on the disk.
 type LocalModel struct {
 	Name      string // "org/name" for the Hub cache and LM Studio, the folder's name otherwise
+	Repo      string // "org/name" for the Hub cache (what Delete takes), "" otherwise
 	Dir       string // the folder to load
 	Source    string // "Hub cache", "LM Studio" or "folder"
 	ModelType string // config.json's model_type; "" when it cannot be read
@@ -28,8 +29,17 @@ func LMStudioDir() string {
 // revision in refs/ points to), of LM Studio's models folder (ORG/NAME
 // folders) and the given folders, sorted by name. It reads only config.json
 // and the file sizes: whether Bagel runs a model type is the caller's to say.
+// A folder listed twice (a recent folder that is a cache snapshot) shows once,
+// under where it lives.
 func Library(cache, lmstudio string, folders []string) []LocalModel {
 	var out []LocalModel
+	listed := map[string]bool{}
+	add := func(m LocalModel) {
+		if key := filepath.Clean(m.Dir); !listed[key] {
+			listed[key] = true
+			out = append(out, m)
+		}
+	}
 	repos, _ := filepath.Glob(filepath.Join(cache, "models--*--*"))
 	for _, r := range repos {
 		name := strings.Replace(strings.TrimPrefix(filepath.Base(r), "models--"), "--", "/", 1)
@@ -46,19 +56,21 @@ func Library(cache, lmstudio string, folders []string) []LocalModel {
 			if rev := filepath.Base(ref); rev != "main" {
 				label += "@" + rev
 			}
-			out = append(out, describe(label, snap, "Hub cache"))
+			m := describe(label, snap, "Hub cache")
+			m.Repo = name
+			add(m)
 		}
 	}
 	if lmstudio != "" {
 		dirs, _ := filepath.Glob(filepath.Join(lmstudio, "*", "*"))
 		for _, d := range dirs {
 			if st, err := os.Stat(d); err == nil && st.IsDir() {
-				out = append(out, describe(filepath.Base(filepath.Dir(d))+"/"+filepath.Base(d), d, "LM Studio"))
+				add(describe(filepath.Base(filepath.Dir(d))+"/"+filepath.Base(d), d, "LM Studio"))
 			}
 		}
 	}
 	for _, d := range folders {
-		out = append(out, describe(filepath.Base(d), d, "folder"))
+		add(describe(filepath.Base(d), d, "folder"))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

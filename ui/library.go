@@ -3,6 +3,9 @@ package ui
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,11 +26,14 @@ import (
 const recommendedModel = "mlx-community/Qwen3.5-35B-A3B-4bit"
 
 // library is the Models dialog: the models on this computer (the Hugging Face
-// cache, LM Studio's folder, the recent folders) with Load, and a download box
-// that fetches ORG/NAME from the Hub into its cache and loads it when done.
+// cache, LM Studio's folder, the recent folders) with Load, Show (in the file
+// manager) and, for the Hub cache, Delete; and a download box that fetches
+// ORG/NAME from the Hub into its cache and loads it when done.
 type library struct {
 	a        *App
 	dlg      dialog.Dialog
+	list     *fyne.Container      // the local models' rows
+	open     func(*url.URL) error // shows a folder: the app's OpenURL (tests record it)
 	name     *widget.Entry
 	start    *widget.Button
 	cancel   *widget.Button
@@ -55,13 +61,9 @@ func (a *App) showLibrary() {
 	l.status.Wrapping = fyne.TextWrapWord
 	l.status.Importance = widget.LowImportance
 
-	list := container.NewVBox()
-	for _, m := range hub.Library(hub.CacheDir(), hub.LMStudioDir(), a.settings.Recent) {
-		list.Add(l.row(m))
-	}
-	if len(list.Objects) == 0 {
-		list.Add(widget.NewLabel("No models found in the Hugging Face cache or LM Studio's folder yet."))
-	}
+	l.open = a.fyne.OpenURL
+	l.list = container.NewVBox()
+	l.fill()
 	content := container.NewBorder(
 		container.NewVBox(
 			widget.NewLabelWithStyle("Download from Hugging Face", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
@@ -69,7 +71,7 @@ func (a *App) showLibrary() {
 			l.progress, l.status,
 			widget.NewLabelWithStyle("On this computer", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		), nil, nil, nil,
-		container.NewVScroll(list))
+		container.NewVScroll(l.list))
 	l.dlg = dialog.NewCustom("Models", "Close", content, a.win)
 	l.dlg.SetOnClosed(func() {
 		if l.stop != nil {
@@ -81,7 +83,19 @@ func (a *App) showLibrary() {
 	l.dlg.Show()
 }
 
-// row is one local model: its name, where it is, its size, and Load or why not.
+// fill lists the models on this computer, afresh.
+func (l *library) fill() {
+	l.list.RemoveAll()
+	for _, m := range hub.Library(hub.CacheDir(), hub.LMStudioDir(), l.a.settings.Recent) {
+		l.list.Add(l.row(m))
+	}
+	if len(l.list.Objects) == 0 {
+		l.list.Add(widget.NewLabel("No models found in the Hugging Face cache or LM Studio's folder yet."))
+	}
+}
+
+// row is one local model: its name, where it is, its size, Load or why not,
+// Show, and Delete for what the Hub cache holds (Bagel deletes nothing else).
 func (l *library) row(m hub.LocalModel) fyne.CanvasObject {
 	detail := fmt.Sprintf("%s · %.1f GB · %s", m.Source, float64(m.Bytes)/1e9, m.ModelType)
 	load := widget.NewButton("Load", func() {
@@ -96,9 +110,83 @@ func (l *library) row(m hub.LocalModel) fyne.CanvasObject {
 		detail += " · not a model type Bagel runs"
 		load.Disable()
 	}
+	show := widget.NewButtonWithIcon("", theme.FolderOpenIcon(), func() {
+		if err := l.open(&url.URL{Scheme: "file", Path: filepath.ToSlash(m.Dir)}); err != nil {
+			l.status.SetText(sentence("Showing " + m.Dir + ": " + err.Error()))
+		}
+	})
+	buttons := container.NewHBox(show, load)
+	if m.Repo != "" {
+		buttons.Add(widget.NewButtonWithIcon("", theme.DeleteIcon(), func() { l.confirmDelete(m) }))
+	}
 	info := widget.NewLabel(detail)
 	info.Importance = widget.LowImportance
-	return container.NewBorder(nil, nil, nil, load, container.NewVBox(widget.NewLabel(m.Name), info))
+	return container.NewBorder(nil, nil, nil, buttons, container.NewVBox(widget.NewLabel(m.Name), info))
+}
+
+// confirmDelete asks, then deletes m's repository from the Hub cache. The
+// model in use (or one loading) and a download in progress are refused: their
+// files are open.
+func (l *library) confirmDelete(m hub.LocalModel) {
+	a := l.a
+	cache := hub.CacheDir()
+	dir, err := hub.RepoDir(cache, m.Repo)
+	switch {
+	case err != nil:
+		l.status.SetText(sentence(err.Error()))
+		return
+	case l.stop != nil:
+		l.status.SetText("A download is running; wait for it or cancel it before deleting a model.")
+		return
+	case a.loading:
+		l.status.SetText("A model is loading; wait for it before deleting a model.")
+		return
+	case inFolder(a.modelDir, dir):
+		l.status.SetText(m.Repo + " is the model in use; load another one before deleting it.")
+		return
+	}
+	msg := fmt.Sprintf("Delete %s from the Hugging Face cache (%s)?\n\nEvery revision of it is removed (%.1f GB in this one). "+
+		"mlx-lm and other apps that share the cache lose it too. This cannot be undone.", m.Repo, cache, float64(m.Bytes)/1e9)
+	dialog.ShowConfirm("Delete model", msg, func(ok bool) {
+		if !ok {
+			return
+		}
+		l.status.SetText("Deleting " + m.Repo + "…")
+		a.goSafe("deleting a model", func() {
+			err := hub.Delete(cache, m.Repo)
+			a.do(func() {
+				if err != nil {
+					l.status.SetText(sentence(err.Error()))
+				} else {
+					l.status.SetText("Deleted " + m.Repo + ".")
+				}
+				a.forgetModelsIn(dir)
+				l.fill()
+			})
+		})
+	}, a.win)
+}
+
+// forgetModelsIn drops the recent models (and the last model) inside dir, a
+// folder that no longer exists.
+func (a *App) forgetModelsIn(dir string) {
+	a.settings.Recent = slices.DeleteFunc(a.settings.Recent, func(d string) bool { return inFolder(d, dir) })
+	if inFolder(a.settings.LastModel, dir) {
+		a.settings.LastModel = ""
+	}
+	a.saveSettings()
+	a.bar.refresh()
+	a.chat.refreshEmpty()
+	a.win.SetMainMenu(a.mainMenu())
+}
+
+// inFolder reports whether path is dir or inside it.
+func inFolder(path, dir string) bool {
+	if path == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // download fetches the named model (the placeholder when the box is empty)

@@ -1,11 +1,18 @@
 package ui
 
 import (
+	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 
+	"bagel/hub"
 	"bagel/internal/testmodel"
 )
 
@@ -45,4 +52,86 @@ func TestLibraryDownloadsAndLoads(t *testing.T) {
 		t.Errorf("library after the download: %q", text)
 	}
 	h.a.lib.dlg.Hide()
+}
+
+// TestLibraryShowsAndDeletes: a Hub-cache model's row shows its folder and
+// deletes it after a confirmation, but not while it is the model in use;
+// the deleted model leaves the library and the recent models.
+func TestLibraryShowsAndDeletes(t *testing.T) {
+	const repo = "bagel-test/tiny-moe"
+	cache := t.TempDir()
+	t.Setenv("HF_ENDPOINT", testmodel.FakeHub(t, "tiny-moe", repo).URL)
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HOME", t.TempDir())
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.a.showLibrary()
+	h.a.lib.name.SetText(repo)
+	test.Tap(h.a.lib.start)
+	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
+	loaded := h.a.modelDir
+
+	h.a.showLibrary()
+	var opened []string
+	h.a.lib.open = func(u *url.URL) error { opened = append(opened, u.Path); return nil }
+	test.Tap(libraryButton(t, h.a.lib, theme.FolderOpenIcon()))
+	if len(opened) != 1 || opened[0] != loaded {
+		t.Errorf("Show opened %v, want %s", opened, loaded)
+	}
+	test.Tap(libraryButton(t, h.a.lib, theme.DeleteIcon()))
+	if !strings.Contains(h.a.lib.status.Text, "the model in use") {
+		t.Errorf("deleting the model in use: status %q", h.a.lib.status.Text)
+	}
+
+	h.a.unloadModel()
+	test.Tap(libraryButton(t, h.a.lib, theme.DeleteIcon()))
+	if text := h.dialogText(); !strings.Contains(text, "Delete "+repo+" from the Hugging Face cache") {
+		t.Fatalf("confirmation: %q", text)
+	}
+	test.Tap(dialogButton(t, h, "Yes"))
+	h.waitFor("the delete", func() bool { return strings.HasPrefix(h.a.lib.status.Text, "Deleted") })
+	dir, _ := hub.RepoDir(cache, repo)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s is still there (%v)", dir, err)
+	}
+	if slices.Contains(h.a.settings.Recent, loaded) {
+		t.Errorf("the recent models still hold the deleted %s", loaded)
+	}
+	if rows := h.a.lib.list.Objects; len(rows) != 1 || !isLabel(rows[0], "No models found") {
+		t.Errorf("library after the delete: %d rows, want the one saying none is found", len(rows))
+	}
+	h.a.lib.dlg.Hide()
+}
+
+// libraryButton is the one button with icon in the library's rows.
+func libraryButton(t *testing.T, l *library, icon fyne.Resource) *widget.Button {
+	t.Helper()
+	var found []*widget.Button
+	for _, o := range test.LaidOutObjects(l.list) {
+		if b, ok := o.(*widget.Button); ok && b.Icon != nil && b.Icon.Name() == icon.Name() {
+			found = append(found, b)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d buttons with the icon %s in the library, want 1", len(found), icon.Name())
+	}
+	return found[0]
+}
+
+// dialogButton is the button labelled text in the top dialog.
+func dialogButton(t *testing.T, h *harness, text string) *widget.Button {
+	t.Helper()
+	for _, o := range test.LaidOutObjects(h.a.win.Canvas().Overlays().Top()) {
+		if b, ok := o.(*widget.Button); ok && b.Text == text {
+			return b
+		}
+	}
+	t.Fatalf("no %q button in the top dialog", text)
+	return nil
+}
+
+func isLabel(o fyne.CanvasObject, prefix string) bool {
+	l, ok := o.(*widget.Label)
+	return ok && strings.HasPrefix(l.Text, prefix)
 }
