@@ -32,7 +32,10 @@ const recommendedModel = "mlx-community/Qwen3.5-35B-A3B-4bit"
 type library struct {
 	a        *App
 	dlg      dialog.Dialog
-	list     *fyne.Container      // the local models' rows
+	list     *fyne.Container // the local models' rows
+	found    *fyne.Container // the Hub search's results
+	search   *widget.Button
+	closed   bool                 // the dialog has closed: late answers are dropped
 	open     func(*url.URL) error // shows a folder: the app's OpenURL (tests record it)
 	name     *widget.Entry
 	start    *widget.Button
@@ -46,7 +49,7 @@ type library struct {
 func (a *App) showLibrary() {
 	l := &library{a: a}
 	l.name = widget.NewEntry()
-	l.name.SetPlaceHolder(recommendedModel)
+	l.name.SetPlaceHolder(recommendedModel + " (Download), or words to search for")
 	l.start = widget.NewButtonWithIcon("Download", theme.DownloadIcon(), l.download)
 	l.start.Importance = widget.HighImportance
 	l.cancel = widget.NewButton("Cancel", func() {
@@ -55,6 +58,8 @@ func (a *App) showLibrary() {
 		}
 	})
 	l.cancel.Disable()
+	l.search = widget.NewButtonWithIcon("Search", theme.SearchIcon(), l.searchHub)
+	l.found = container.NewVBox()
 	l.progress = widget.NewProgressBar()
 	l.progress.Hide()
 	l.status = widget.NewLabel("Downloads go to the Hugging Face cache (" + hub.CacheDir() + "), shared with mlx-lm.")
@@ -67,13 +72,15 @@ func (a *App) showLibrary() {
 	content := container.NewBorder(
 		container.NewVBox(
 			widget.NewLabelWithStyle("Download from Hugging Face", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-			container.NewBorder(nil, nil, nil, container.NewHBox(l.start, l.cancel), l.name),
+			container.NewBorder(nil, nil, nil, container.NewHBox(l.search, l.start, l.cancel), l.name),
 			l.progress, l.status,
-			widget.NewLabelWithStyle("On this computer", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		), nil, nil, nil,
-		container.NewVScroll(l.list))
+		container.NewVScroll(container.NewVBox(l.found,
+			widget.NewLabelWithStyle("On this computer", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+			l.list)))
 	l.dlg = dialog.NewCustom("Models", "Close", content, a.win)
 	l.dlg.SetOnClosed(func() {
+		l.closed = true
 		if l.stop != nil {
 			l.stop() // closing the dialog cancels a download in progress
 		}
@@ -189,6 +196,61 @@ func inFolder(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
+// searchHub lists the Hub's MLX models whose name holds the box's text, most
+// downloaded first, each with Download. Whether a model's type runs here is
+// known for sure only from its config.json, read when it is downloaded; the
+// list marks what the Hub's tags say.
+func (l *library) searchHub() {
+	a := l.a
+	query := strings.TrimSpace(l.name.Text)
+	if query == "" {
+		query = "Qwen3.5"
+	}
+	l.search.Disable()
+	l.status.SetText("Searching the Hub for “" + query + "”…")
+	a.goSafe("searching the Hub", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		models, err := hub.New().Search(ctx, query, hub.SearchOptions{Limit: 20})
+		a.do(func() {
+			if l.closed {
+				return
+			}
+			l.search.Enable()
+			l.found.RemoveAll()
+			switch {
+			case err != nil:
+				l.status.SetText(sentence(err.Error()))
+			case len(models) == 0:
+				l.status.SetText("No MLX model on the Hub matches “" + query + "”.")
+			default:
+				l.status.SetText(fmt.Sprintf("%d MLX models on the Hub match “%s”, most downloaded first.", len(models), query))
+				for _, m := range models {
+					l.found.Add(l.result(m))
+				}
+			}
+		})
+	})
+}
+
+// result is one search result: its name, downloads, what its tags say of its
+// type, and Download.
+func (l *library) result(m hub.ModelSummary) fyne.CanvasObject {
+	detail := fmt.Sprintf("%d downloads · ", m.Downloads)
+	if i := slices.IndexFunc(m.Tags, engine.SupportedModelType); i >= 0 {
+		detail += m.Tags[i] + ", a type Bagel runs"
+	} else {
+		detail += "no model type Bagel runs among its tags (checked from config.json when downloaded)"
+	}
+	get := widget.NewButtonWithIcon("Download", theme.DownloadIcon(), func() {
+		l.name.SetText(m.ID)
+		l.download()
+	})
+	info := widget.NewLabel(detail)
+	info.Importance = widget.LowImportance
+	return container.NewBorder(nil, nil, nil, get, container.NewVBox(widget.NewLabel(m.ID), info))
+}
+
 // download fetches the named model (the placeholder when the box is empty)
 // and loads it; progress is shown at most four times a second, and at most one
 // update waits for the UI thread.
@@ -202,6 +264,7 @@ func (l *library) download() {
 	ctx, cancel := context.WithCancel(context.Background())
 	l.stop = cancel
 	l.start.Disable()
+	l.search.Disable()
 	l.cancel.Enable()
 	l.progress.SetValue(0)
 	l.progress.Show()
@@ -231,7 +294,10 @@ func (l *library) download() {
 		a.do(func() {
 			l.stop = nil
 			l.start.Enable()
+			l.search.Enable()
 			l.cancel.Disable()
+			l.search = widget.NewButtonWithIcon("Search", theme.SearchIcon(), l.searchHub)
+			l.found = container.NewVBox()
 			switch {
 			case cancelled && err != nil:
 				l.progress.Hide()

@@ -16,19 +16,26 @@ import (
 	"bagel/internal/testmodel"
 )
 
-// TestLibraryDownloadsAndLoads: the Models dialog downloads a model from the
-// (fake) Hub into the Hugging Face cache and loads it; the next time, it lists
-// it under "On this computer"; a name the Hub does not have says so.
-func TestLibraryDownloadsAndLoads(t *testing.T) {
-	const repo = "bagel-test/tiny-moe"
-	srv := testmodel.FakeHub(t, "tiny-moe", repo)
+// hubRepo is the model the fake Hub of the library tests serves.
+const hubRepo = "bagel-test/tiny-moe"
+
+// libraryHarness is a window whose Hub is a fake serving hubRepo, with an empty
+// Hugging Face cache (returned) and an empty home (no LM Studio folder).
+func libraryHarness(t *testing.T) (*harness, string) {
 	cache := t.TempDir()
-	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_ENDPOINT", testmodel.FakeHub(t, "tiny-moe", hubRepo).URL)
 	t.Setenv("HF_HUB_CACHE", cache)
 	t.Setenv("HF_TOKEN", "")
 	t.Setenv("HOME", t.TempDir())
 	s := testSettings()
-	h := newHarness(t, &s, "", "")
+	return newHarness(t, &s, "", ""), cache
+}
+
+// TestLibraryDownloadsAndLoads: the Models dialog downloads a model from the
+// (fake) Hub into the Hugging Face cache and loads it; the next time, it lists
+// it under "On this computer"; a name the Hub does not have says so.
+func TestLibraryDownloadsAndLoads(t *testing.T) {
+	h, cache := libraryHarness(t)
 
 	h.a.showLibrary()
 	if text := h.dialogText(); !strings.Contains(text, "No models found") {
@@ -41,14 +48,14 @@ func TestLibraryDownloadsAndLoads(t *testing.T) {
 		t.Errorf("status %q, want one saying the Hub has no such model", h.a.lib.status.Text)
 	}
 
-	h.a.lib.name.SetText(repo)
+	h.a.lib.name.SetText(hubRepo)
 	test.Tap(h.a.lib.start)
 	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
 	if !strings.HasPrefix(h.a.modelDir, cache) {
 		t.Errorf("loaded %s, want a folder of the cache %s", h.a.modelDir, cache)
 	}
 	h.a.showLibrary()
-	if text := h.dialogText(); !strings.Contains(text, repo) || !strings.Contains(text, "Hub cache") {
+	if text := h.dialogText(); !strings.Contains(text, hubRepo) || !strings.Contains(text, "Hub cache") {
 		t.Errorf("library after the download: %q", text)
 	}
 	h.a.lib.dlg.Hide()
@@ -58,16 +65,9 @@ func TestLibraryDownloadsAndLoads(t *testing.T) {
 // deletes it after a confirmation, but not while it is the model in use;
 // the deleted model leaves the library and the recent models.
 func TestLibraryShowsAndDeletes(t *testing.T) {
-	const repo = "bagel-test/tiny-moe"
-	cache := t.TempDir()
-	t.Setenv("HF_ENDPOINT", testmodel.FakeHub(t, "tiny-moe", repo).URL)
-	t.Setenv("HF_HUB_CACHE", cache)
-	t.Setenv("HF_TOKEN", "")
-	t.Setenv("HOME", t.TempDir())
-	s := testSettings()
-	h := newHarness(t, &s, "", "")
+	h, cache := libraryHarness(t)
 	h.a.showLibrary()
-	h.a.lib.name.SetText(repo)
+	h.a.lib.name.SetText(hubRepo)
 	test.Tap(h.a.lib.start)
 	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
 	loaded := h.a.modelDir
@@ -86,12 +86,12 @@ func TestLibraryShowsAndDeletes(t *testing.T) {
 
 	h.a.unloadModel()
 	test.Tap(libraryButton(t, h.a.lib, theme.DeleteIcon()))
-	if text := h.dialogText(); !strings.Contains(text, "Delete "+repo+" from the Hugging Face cache") {
+	if text := h.dialogText(); !strings.Contains(text, "Delete "+hubRepo+" from the Hugging Face cache") {
 		t.Fatalf("confirmation: %q", text)
 	}
 	test.Tap(dialogButton(t, h, "Yes"))
 	h.waitFor("the delete", func() bool { return strings.HasPrefix(h.a.lib.status.Text, "Deleted") })
-	dir, _ := hub.RepoDir(cache, repo)
+	dir, _ := hub.RepoDir(cache, hubRepo)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s is still there (%v)", dir, err)
 	}
@@ -134,4 +134,47 @@ func dialogButton(t *testing.T, h *harness, text string) *widget.Button {
 func isLabel(o fyne.CanvasObject, prefix string) bool {
 	l, ok := o.(*widget.Label)
 	return ok && strings.HasPrefix(l.Text, prefix)
+}
+
+// TestLibrarySearches: the search lists the Hub's matching models, says when
+// none matches, and a result's Download fetches and loads it.
+func TestLibrarySearches(t *testing.T) {
+	h, cache := libraryHarness(t)
+	h.a.showLibrary()
+	l := h.a.lib
+
+	l.name.SetText("no such words")
+	test.Tap(l.search)
+	h.waitFor("the search", func() bool { return !l.search.Disabled() })
+	if !strings.HasPrefix(l.status.Text, "No MLX model on the Hub matches") || len(l.found.Objects) != 0 {
+		t.Errorf("a search without matches: status %q, %d results", l.status.Text, len(l.found.Objects))
+	}
+
+	l.name.SetText("TINY")
+	test.Tap(l.search)
+	h.waitFor("the search", func() bool { return !l.search.Disabled() })
+	if len(l.found.Objects) != 1 {
+		t.Fatalf("%d results (status %q), want the one model", len(l.found.Objects), l.status.Text)
+	}
+	var text []string
+	var get *widget.Button
+	for _, o := range test.LaidOutObjects(l.found) {
+		switch o := o.(type) {
+		case *widget.Label:
+			text = append(text, o.Text)
+		case *widget.Button:
+			get = o
+		}
+	}
+	if got := strings.Join(text, " | "); !strings.Contains(got, hubRepo) || !strings.Contains(got, "42 downloads · qwen3_5_moe, a type Bagel runs") {
+		t.Errorf("the result reads %q", got)
+	}
+	if get == nil {
+		t.Fatal("the result has no Download button")
+	}
+	test.Tap(get)
+	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
+	if !strings.HasPrefix(h.a.modelDir, cache) {
+		t.Errorf("loaded %s, want a folder of the cache %s", h.a.modelDir, cache)
+	}
 }

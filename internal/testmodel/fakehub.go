@@ -18,7 +18,8 @@ const FakeHubCommit = "0123456789abcdef0123456789abcdef01234567"
 
 // FakeHub serves the named test model (with its tokenizer) as repo from a
 // stand-in for the Hugging Face Hub: the model info API with the files' git
-// object ids, and resolve URLs. Anything else is 404. It closes with the test.
+// object ids, the search API (repo when its name contains the query), and
+// resolve URLs. Anything else is 404. It closes with the test.
 func FakeHub(t testing.TB, name, repo string) *httptest.Server {
 	t.Helper()
 	src := Dir(t, name)
@@ -37,6 +38,12 @@ func FakeHub(t testing.TB, name, repo string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resolve := "/" + repo + "/resolve/" + FakeHubCommit + "/"
 		switch {
+		case r.URL.Path == "/api/models":
+			found := []map[string]any{}
+			if strings.Contains(strings.ToLower(repo), strings.ToLower(r.URL.Query().Get("search"))) {
+				found = append(found, map[string]any{"id": repo, "downloads": 42, "tags": []string{"mlx", "safetensors", "qwen3_5_moe"}})
+			}
+			json.NewEncoder(w).Encode(found)
 		case r.URL.Path == "/api/models/"+repo+"/revision/main":
 			var sib []map[string]any
 			for name, data := range files {
