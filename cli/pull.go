@@ -10,14 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"bagel/engine"
 	"bagel/hub"
-	"bagel/qwen"
 )
 
 // runPull downloads ORG/NAME[@REV] into the Hub cache, resuming what an earlier
-// pull left, and prints the folder to load.
+// pull left, and prints the folder to load. A repository Bagel cannot run is
+// refused before anything is fetched, unless --any.
 func runPull(args []string, out, errOut io.Writer) error {
 	fs := newFlags("pull", errOut)
+	anyRepo := fs.Bool("any", false, "download the repository even when it is not a model Bagel runs")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -30,16 +32,20 @@ func runPull(args []string, out, errOut io.Writer) error {
 	var mu sync.Mutex
 	last := time.Time{}
 	start := time.Now()
-	dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, hub.DownloadOptions{Revision: rev,
-		Progress: func(p hub.Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			if now := time.Now(); now.Sub(last) > 250*time.Millisecond || p.Done == p.Total {
-				last = now
-				rate := float64(p.Done) / max(now.Sub(start).Seconds(), 1e-3)
-				fmt.Fprintf(errOut, "\rpull %s: %6.2f / %.2f GB  %6.1f MB/s", repo, float64(p.Done)/1e9, float64(p.Total)/1e9, rate/1e6)
-			}
-		}})
+	opt := hub.DownloadOptions{Revision: rev, Runs: engine.SupportedModelType}
+	if *anyRepo {
+		opt.Runs = nil
+	}
+	opt.Progress = func(p hub.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); now.Sub(last) > 250*time.Millisecond || p.Done == p.Total {
+			last = now
+			rate := float64(p.Done) / max(now.Sub(start).Seconds(), 1e-3)
+			fmt.Fprintf(errOut, "\rpull %s: %6.2f / %.2f GB  %6.1f MB/s", repo, float64(p.Done)/1e9, float64(p.Total)/1e9, rate/1e6)
+		}
+	}
+	dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, opt)
 	fmt.Fprintln(errOut)
 	if ctx.Err() != nil {
 		return errInterrupted
@@ -68,21 +74,12 @@ func runModels(args []string, out, errOut io.Writer) error {
 		switch {
 		case m.Problem != "":
 			status = m.Problem
-		case !supportedType(m.ModelType):
+		case !engine.SupportedModelType(m.ModelType):
 			status = fmt.Sprintf("model_type %q is not one Bagel runs", m.ModelType)
 		}
 		fmt.Fprintf(out, "%-50s %-10s %8.2f GB  %s\n    %s\n", m.Name, m.Source, float64(m.Bytes)/1e9, status, m.Dir)
 	}
 	return nil
-}
-
-func supportedType(t string) bool {
-	for _, s := range qwen.SupportedModelTypes {
-		if s == t {
-			return true
-		}
-	}
-	return false
 }
 
 // resolveModel turns -m's value into a folder: a folder as given, else

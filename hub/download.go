@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,7 +32,15 @@ type DownloadOptions struct {
 	// FreeBytes reports the space left on the cache's file system (a test
 	// seam); nil asks the OS.
 	FreeBytes func(dir string) (int64, bool)
+	// Runs, when set, says whether the app runs a config.json model_type.
+	// Download then checks the repository before it writes anything: it
+	// needs .safetensors files and a config.json (read into memory) whose
+	// model_type Runs accepts, so gigabytes are not fetched for nothing.
+	Runs func(modelType string) bool
 }
+
+// maxConfigBytes bounds the config.json read before a download.
+const maxConfigBytes = 4 << 20
 
 // Download fetches repo at a revision into the cache and returns its snapshot
 // folder. Files already there are kept; a file interrupted by a failure or a
@@ -43,6 +52,11 @@ func (c *Client) Download(ctx context.Context, cache, repo string, opt DownloadO
 	info, err := c.Info(ctx, repo, opt.Revision)
 	if err != nil {
 		return "", err
+	}
+	if opt.Runs != nil {
+		if err := c.checkModel(ctx, repo, info, opt.Runs); err != nil {
+			return "", err
+		}
 	}
 	var files []File
 	var total, need int64
@@ -134,6 +148,43 @@ func (c *Client) Download(ctx context.Context, cache, repo string, opt DownloadO
 		}
 	}
 	return snap, nil
+}
+
+// checkModel refuses a repository the app cannot run, from its file list and
+// its config.json (read into memory; nothing is written).
+func (c *Client) checkModel(ctx context.Context, repo string, info *ModelInfo, runs func(string) bool) error {
+	hasConfig, hasWeights := false, false
+	for _, f := range info.Files {
+		hasConfig = hasConfig || f.Path == "config.json"
+		hasWeights = hasWeights || strings.HasSuffix(f.Path, ".safetensors")
+	}
+	switch {
+	case !hasConfig:
+		return fmt.Errorf("%s@%s has no config.json: not a model folder this app can load", repo, info.SHA[:min(8, len(info.SHA))])
+	case !hasWeights:
+		return fmt.Errorf("%s@%s has no .safetensors files: this app loads MLX safetensors checkpoints only", repo, info.SHA[:min(8, len(info.SHA))])
+	}
+	p, _ := repoPath(repo)
+	u := fmt.Sprintf("%s/%s/resolve/%s/config.json", c.Endpoint, p, info.SHA)
+	resp, err := c.do(ctx, repo+"/config.json", func() (*http.Request, error) { return http.NewRequest(http.MethodGet, u, nil) })
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxConfigBytes+1))
+	if err != nil {
+		return fmt.Errorf("%s/config.json: %w", repo, err)
+	}
+	var cfg struct {
+		ModelType string `json:"model_type"`
+	}
+	if len(data) > maxConfigBytes || json.Unmarshal(data, &cfg) != nil {
+		return fmt.Errorf("%s/config.json is not a readable JSON object (%d bytes)", repo, len(data))
+	}
+	if !runs(cfg.ModelType) {
+		return fmt.Errorf("%s: config.json's model_type is %q, a model type this app does not run; nothing was downloaded", repo, cfg.ModelType)
+	}
+	return nil
 }
 
 // fetch brings one file's blob into the cache, resuming its .incomplete part.

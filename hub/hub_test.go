@@ -338,6 +338,50 @@ func TestLibrary(t *testing.T) {
 	}
 }
 
+// TestDownloadChecksTheModelFirst: with Runs set, a repository without
+// config.json or safetensors, with a broken config.json, or of a model type
+// the app does not run is refused before anything is written or any weight is
+// fetched; one the app runs downloads.
+func TestDownloadChecksTheModelFirst(t *testing.T) {
+	runsMoE := func(t string) bool { return t == "qwen3_5_moe" }
+	for _, c := range []struct {
+		name   string
+		change func(f *fakeHub)
+		runs   func(string) bool
+		want   string // "" means the download succeeds
+	}{
+		{"runs", func(*fakeHub) {}, runsMoE, ""},
+		{"other type", func(*fakeHub) {}, func(string) bool { return false }, `model_type is "qwen3_5_moe", a model type this app does not run`},
+		{"no config", func(f *fakeHub) { delete(f.files, "config.json") }, runsMoE, "has no config.json"},
+		{"no weights", func(f *fakeHub) { delete(f.files, "model.safetensors") }, runsMoE, "has no .safetensors files"},
+		{"bad config", func(f *fakeHub) { f.files["config.json"] = []byte("{oops") }, runsMoE, "config.json is not a readable JSON object"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeHub(t)
+			c.change(f)
+			cache := t.TempDir()
+			_, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{Runs: c.runs})
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want one saying %q", err, c.want)
+			}
+			if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+				t.Errorf("the refused download left %d entries in the cache", len(entries))
+			}
+			for _, r := range f.requests {
+				if strings.HasSuffix(r, ".safetensors") {
+					t.Errorf("the refused download fetched %s", r)
+				}
+			}
+		})
+	}
+}
+
 // TestDelete: Delete removes a repo with every blob and leaves the rest of the
 // cache; it refuses a bad name, a repo the cache lacks and a repo folder that
 // is a link (whose target is outside what the cache owns).

@@ -273,7 +273,7 @@ func (l *library) download() {
 	var mu sync.Mutex // Progress comes from several download goroutines
 	last := time.Time{}
 	a.goSafe("downloading a model", func() {
-		dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, hub.DownloadOptions{Revision: rev,
+		dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, hub.DownloadOptions{Revision: rev, Runs: engine.SupportedModelType,
 			Progress: func(p hub.Progress) {
 				mu.Lock()
 				now := time.Now()
