@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 )
 
 // TestSendStreamsReply types a message, sends it with Enter, and watches the
@@ -124,6 +125,47 @@ func TestStopMidReply(t *testing.T) {
 	if h.a.eng == nil {
 		t.Fatal("stopping unloaded the model")
 	}
+}
+
+// TestEnterInAnotherChatWhileOneStreams: Enter in a second chat while the
+// first one's reply streams keeps the text, sends nothing, and the hint, a
+// warning now, names the chat being answered.
+func TestEnterInAnotherChatWhileOneStreams(t *testing.T) {
+	s := testSettings()
+	s.MaxTokens = 0
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.hold()
+	h.typeAndSend("Count to a thousand.")
+	first := h.a.conv.ID
+	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+
+	h.a.newConversation()
+	if h.a.conv == nil || h.a.conv.ID == first {
+		t.Fatal("New chat did not open a second chat")
+	}
+	entry := h.a.composer.entry
+	test.Type(entry, "And bagels?")
+	entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	hint := h.a.composer.hint
+	if entry.Text != "And bagels?" || len(h.a.msgs) != 0 {
+		t.Errorf("Enter while another chat streams: composer %q, %d messages; want the text kept, none sent", entry.Text, len(h.a.msgs))
+	}
+	if !strings.Contains(hint.Text, "“Count to a thousand.”") || hint.Importance != widget.WarningImportance {
+		t.Errorf("the hint reads %q (importance %v); want a warning naming the chat being answered", hint.Text, hint.Importance)
+	}
+
+	h.a.stop()
+	h.waitFor("the stop", func() bool { return h.a.gen == nil })
+	if hint.Importance != widget.LowImportance || strings.Contains(hint.Text, "being written") {
+		t.Errorf("after the stop the hint reads %q (importance %v)", hint.Text, hint.Importance)
+	}
+	entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	if h.a.gen == nil || len(h.a.msgs) != 2 || h.a.msgs[0].Content != "And bagels?" {
+		t.Fatalf("Enter after the stop did not send the kept text: %d messages", len(h.a.msgs))
+	}
+	h.a.stop()
+	h.waitReplyDone()
 }
 
 // TestRegenerate replaces the last reply and keeps the question.

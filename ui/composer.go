@@ -77,9 +77,12 @@ func (c *composer) refresh() {
 	} else {
 		c.banner.Hide()
 	}
+	c.hint.Importance = widget.LowImportance
 	switch {
 	case busy && c.stopping:
 		c.hint.SetText("stopping…")
+	case busy && a.conv != nil && a.gen.convID != a.conv.ID:
+		c.hint.SetText("a reply is being written in “" + a.conversationTitle(a.gen.convID) + "”: Esc or Stop ends it, then Enter sends this message")
 	case busy:
 		c.hint.SetText("answering… Esc or Stop ends the reply; what was written is kept")
 	case a.loading:
@@ -89,6 +92,14 @@ func (c *composer) refresh() {
 	default:
 		c.hint.SetText("Enter sends · Shift+Enter new line · Ctrl/Cmd+Enter sends · Esc stops")
 	}
+}
+
+// refuseWhileBusy answers Enter while a reply streams: the text stays, and
+// the hint, saying why, turns to a warning so the refusal is seen.
+func (c *composer) refuseWhileBusy() {
+	c.refresh()
+	c.hint.Importance = widget.WarningImportance
+	c.hint.Refresh()
 }
 
 func (c *composer) focus() {

@@ -217,3 +217,13 @@ func (a *App) removeConversation(id int64) {
 	}
 	remove()
 }
+
+// conversationTitle is the title of chat id as the chat list shows it.
+func (a *App) conversationTitle(id int64) string {
+	for _, c := range a.convs {
+		if c.ID == id {
+			return c.Title
+		}
+	}
+	return defaultTitle
+}

@@ -17,14 +17,16 @@ func (a *App) sendOrStop() {
 	a.sendComposer()
 }
 
-// sendComposer sends what the composer holds (Enter). While a reply streams it
-// does nothing: the text stays for the next turn.
+// sendComposer sends what the composer holds (Enter). While a reply streams
+// (in this chat or another) the text stays for the next turn and the hint says
+// why.
 func (a *App) sendComposer() {
-	if a.gen != nil || a.loading {
+	text := strings.TrimSpace(a.composer.entry.Text)
+	if a.loading || text == "" {
 		return
 	}
-	text := strings.TrimSpace(a.composer.entry.Text)
-	if text == "" {
+	if a.gen != nil {
+		a.composer.refuseWhileBusy()
 		return
 	}
 	if a.send(text) {
