@@ -3,6 +3,7 @@ package ui
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,32 @@ func TestEnterInAnotherChatWhileOneStreams(t *testing.T) {
 	}
 	h.a.stop()
 	h.waitReplyDone()
+}
+
+// TestUnusedNewChatIsDropped: a new chat left without a message does not stay
+// in the list; a chat with messages does.
+func TestUnusedNewChatIsDropped(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.typeAndSend("Hello.")
+	h.waitReplyDone()
+	used := h.a.conv.ID
+	h.a.newConversation()
+	if len(h.a.convs) != 2 {
+		t.Fatalf("%d chats after New chat, want 2", len(h.a.convs))
+	}
+	h.a.chats.list.Select(slices.IndexFunc(h.a.convs, func(c store.Conversation) bool { return c.ID == used })) // a tap on it
+	if len(h.a.convs) != 1 || h.a.convs[0].ID != used || h.a.conv.ID != used || len(h.a.msgs) != 2 {
+		t.Errorf("after leaving the unused chat: %d chats, on screen %d with %d messages; want only the used one", len(h.a.convs), h.a.conv.ID, len(h.a.msgs))
+	}
+	h.a.newConversation()
+	h.typeAndSend("Again.")
+	h.waitReplyDone()
+	h.a.selectConversation(used)
+	if len(h.a.convs) != 2 {
+		t.Errorf("%d chats after leaving a used one, want 2", len(h.a.convs))
+	}
 }
 
 // TestRegenerate replaces the last reply and keeps the question.

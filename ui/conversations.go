@@ -29,6 +29,9 @@ func (a *App) reloadConversations() {
 // selectConversation shows the chat id. The one being answered keeps streaming
 // in the background and shows its live reply when selected again.
 func (a *App) selectConversation(id int64) {
+	if a.conv != nil && a.conv.ID != id {
+		a.dropUnusedConversation()
+	}
 	conv, err := a.store.Conversation(id)
 	if err != nil {
 		a.showError("The chat could not be opened", err)
@@ -75,6 +78,22 @@ func (a *App) newConversation() {
 	a.reloadConversations()
 	a.showConversation(&conv, nil)
 	a.composer.focus()
+}
+
+// dropUnusedConversation deletes the chat on screen, when it is about to be
+// left, if nothing was ever put in it: no message, the default title, no
+// system prompt. "New chat" then never leaves empty entries behind in the list.
+func (a *App) dropUnusedConversation() {
+	c := a.conv
+	if len(a.msgs) != 0 || c.Title != defaultTitle || c.SystemPrompt != "" || (a.gen != nil && a.gen.convID == c.ID) {
+		return
+	}
+	if err := a.store.DeleteConversation(c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		a.showError("An empty chat could not be removed", err)
+		return
+	}
+	a.conv, a.msgs = nil, nil
+	a.reloadConversations()
 }
 
 // ensureConversation returns the chat on screen, creating one if there is none.
