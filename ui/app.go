@@ -64,6 +64,7 @@ type App struct {
 	conv    *store.Conversation // the chat on screen; nil before the first one exists
 	msgs    []store.Message     // its messages
 	editing *store.Message      // the user message being edited in the composer
+	drafts  map[int64]string    // composer text put aside: chats off screen, the chat being edited
 
 	bar      *modelBar
 	chats    *chatList
@@ -79,7 +80,7 @@ type App struct {
 // New builds the window on fa. The last model used starts loading when the
 // window is shown (Start).
 func New(fa fyne.App, opt Options) (*App, error) {
-	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents}
+	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents, drafts: map[int64]string{}}
 	fa.Settings().SetTheme(newReadableTheme())
 	if a.do == nil {
 		a.do = fyne.Do

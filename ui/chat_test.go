@@ -195,6 +195,56 @@ func TestUnusedNewChatIsDropped(t *testing.T) {
 	}
 }
 
+// TestDraftsPerChat: each chat keeps its own composer draft across switches,
+// a chat with a draft is not dropped as unused, and Edit puts the draft aside
+// and gives it back when the edit is cancelled or sent.
+func TestDraftsPerChat(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	entry := h.a.composer.entry
+	h.typeAndSend("Hello.")
+	h.waitReplyDone()
+	a := h.a.conv.ID
+	entry.SetText("draft A")
+	h.a.newConversation()
+	b := h.a.conv.ID
+	if entry.Text != "" {
+		t.Errorf("a new chat's composer holds %q", entry.Text)
+	}
+	entry.SetText("draft B")
+	for _, c := range []struct {
+		id    int64
+		draft string
+	}{{a, "draft A"}, {b, "draft B"}, {a, "draft A"}} {
+		h.a.selectConversation(c.id)
+		if entry.Text != c.draft {
+			t.Errorf("chat %d's composer holds %q, want %q", c.id, entry.Text, c.draft)
+		}
+	}
+	if len(h.a.convs) != 2 {
+		t.Errorf("%d chats; the one with only a draft was dropped", len(h.a.convs))
+	}
+
+	h.a.editLast()
+	if entry.Text != "Hello." {
+		t.Fatalf("Edit put %q in the composer", entry.Text)
+	}
+	h.a.cancelEdit()
+	if entry.Text != "draft A" {
+		t.Errorf("after cancelling the edit the composer holds %q, want the draft back", entry.Text)
+	}
+	h.a.editLast()
+	entry.SetText("Hello again.")
+	entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	if h.a.gen == nil || entry.Text != "draft A" {
+		t.Errorf("after sending the edit: reply started %v, composer %q; want the draft back", h.a.gen != nil, entry.Text)
+	}
+	if msg := h.waitReplyDone(); len(h.a.msgs) != 2 || h.a.msgs[0].Content != "Hello again." || msg.Content == "" {
+		t.Errorf("the edited chat: %d messages, first %q", len(h.a.msgs), h.a.msgs[0].Content)
+	}
+}
+
 // TestRegenerate replaces the last reply and keeps the question.
 func TestRegenerate(t *testing.T) {
 	s := testSettings()

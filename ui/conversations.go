@@ -50,12 +50,20 @@ func (a *App) selectConversation(id int64) {
 			}
 		}
 	}
-	a.editing = nil
 	a.showConversation(&conv, msgs)
 }
 
-// showConversation puts conv (nil: none yet) on screen.
+// showConversation puts conv (nil: none yet) on screen. Moving to another
+// chat ends an edit in progress and swaps the composer's draft: each chat
+// keeps its own.
 func (a *App) showConversation(conv *store.Conversation, msgs []store.Message) {
+	if from, to := convID(a.conv), convID(conv); from != to {
+		if a.editing == nil { // while editing, the draft was put aside already
+			a.putDraftAside(from)
+		}
+		a.editing = nil
+		a.composer.entry.SetText(a.takeDraft(to))
+	}
 	a.conv, a.msgs = conv, msgs
 	a.chat.show()
 	a.chats.refresh()
@@ -74,7 +82,6 @@ func (a *App) newConversation() {
 		a.showError("A new chat could not be created", err)
 		return
 	}
-	a.editing = nil
 	a.reloadConversations()
 	a.showConversation(&conv, nil)
 	a.composer.focus()
@@ -82,10 +89,11 @@ func (a *App) newConversation() {
 
 // dropUnusedConversation deletes the chat on screen, when it is about to be
 // left, if nothing was ever put in it: no message, the default title, no
-// system prompt. "New chat" then never leaves empty entries behind in the list.
+// system prompt, no draft. "New chat" then never leaves empty entries behind in the list.
 func (a *App) dropUnusedConversation() {
 	c := a.conv
-	if len(a.msgs) != 0 || c.Title != defaultTitle || c.SystemPrompt != "" || (a.gen != nil && a.gen.convID == c.ID) {
+	if len(a.msgs) != 0 || c.Title != defaultTitle || c.SystemPrompt != "" || (a.gen != nil && a.gen.convID == c.ID) ||
+		strings.TrimSpace(a.composer.entry.Text) != "" {
 		return
 	}
 	if err := a.store.DeleteConversation(c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -224,6 +232,7 @@ func (a *App) removeConversation(id int64) {
 				a.showConversation(nil, nil)
 			}
 		}
+		delete(a.drafts, id) // put aside as the chat left the screen
 	}
 	if g := a.gen; g != nil && g.convID == id {
 		// Wait for the generation to save its last words before deleting them.
@@ -245,4 +254,28 @@ func (a *App) conversationTitle(id int64) string {
 		}
 	}
 	return defaultTitle
+}
+
+// convID is conv's id; 0 stands for "no chat yet".
+func convID(conv *store.Conversation) int64 {
+	if conv == nil {
+		return 0
+	}
+	return conv.ID
+}
+
+// putDraftAside keeps the composer's text as chat id's draft.
+func (a *App) putDraftAside(id int64) {
+	if text := a.composer.entry.Text; strings.TrimSpace(text) != "" {
+		a.drafts[id] = text
+	} else {
+		delete(a.drafts, id)
+	}
+}
+
+// takeDraft returns chat id's draft ("" when none), which the composer now holds.
+func (a *App) takeDraft(id int64) string {
+	d := a.drafts[id]
+	delete(a.drafts, id)
+	return d
 }

@@ -30,7 +30,7 @@ func (a *App) sendComposer() {
 		return
 	}
 	if a.send(text) {
-		a.composer.entry.SetText("")
+		a.composer.entry.SetText(a.takeDraft(a.conv.ID)) // an edit gives the draft back
 	}
 }
 
@@ -106,6 +106,9 @@ func (a *App) editLast() {
 	for i := len(a.msgs) - 1; i >= 0; i-- {
 		if a.msgs[i].Role == store.RoleUser {
 			m := a.msgs[i]
+			if a.editing == nil {
+				a.putDraftAside(a.conv.ID) // back when the edit is sent or cancelled
+			}
 			a.editing = &m
 			a.composer.entry.SetText(m.Content)
 			a.chat.show()
@@ -121,7 +124,7 @@ func (a *App) cancelEdit() {
 		return
 	}
 	a.editing = nil
-	a.composer.entry.SetText("")
+	a.composer.entry.SetText(a.takeDraft(a.conv.ID))
 	a.chat.show()
 	a.composer.refresh()
 }
