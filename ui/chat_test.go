@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -242,6 +243,36 @@ func TestDraftsPerChat(t *testing.T) {
 	}
 	if msg := h.waitReplyDone(); len(h.a.msgs) != 2 || h.a.msgs[0].Content != "Hello again." || msg.Content == "" {
 		t.Errorf("the edited chat: %d messages, first %q", len(h.a.msgs), h.a.msgs[0].Content)
+	}
+}
+
+// TestFinishedReplyKeepsAReaderWhoScrolledUp: when a reply finishes, a
+// reader who scrolled up to read earlier turns stays there; one at the bottom
+// still sees the end.
+func TestFinishedReplyKeepsAReaderWhoScrolledUp(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.a.win.Resize(fyne.NewSize(900, 420))
+	c := h.a.chat
+	for range 3 {
+		h.typeAndSend("Tell me a long story about bagels.")
+		h.waitReplyDone()
+	}
+	if !c.atBottom() {
+		t.Error("after a reply a reader at the bottom is not at the bottom")
+	}
+	h.hold()
+	h.typeAndSend("And another one.")
+	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+	if c.box.MinSize().Height < c.scroll.Size().Height+4*theme.TextSize() {
+		t.Fatalf("the chat (%v high) does not overflow its view (%v): the test cannot scroll", c.box.MinSize().Height, c.scroll.Size().Height)
+	}
+	c.scroll.ScrollToTop()
+	h.release()
+	h.waitReplyDone()
+	if c.scroll.Offset.Y != 0 {
+		t.Errorf("the finished reply moved a reader at the top to %v", c.scroll.Offset.Y)
 	}
 }
 

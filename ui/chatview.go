@@ -24,6 +24,7 @@ type chatView struct {
 	scroll  *container.Scroll
 	views   map[int64]*messageView
 	welcome *fyne.Container
+	shown   int64 // the chat the view was last built for (0: none)
 }
 
 func newChatView(a *App) *chatView {
@@ -55,9 +56,14 @@ func newChatView(a *App) *chatView {
 	return c
 }
 
-// show rebuilds the view for the app's conversation and messages.
+// show rebuilds the view for the app's conversation and messages. Another
+// chat opens at its end; the same chat rebuilt (a reply finished, an edit)
+// keeps a reader who scrolled up where they were.
 func (c *chatView) show() {
 	a := c.a
+	keep := c.shown == convID(a.conv) && !c.atBottom()
+	offset := c.scroll.Offset
+	c.shown = convID(a.conv)
 	c.showHeader()
 	c.box.RemoveAll()
 	c.views = map[int64]*messageView{}
@@ -87,7 +93,17 @@ func (c *chatView) show() {
 		c.box.Add(v.root)
 	}
 	c.refreshEmpty()
-	c.scroll.ScrollToBottom()
+	if keep {
+		c.scroll.ScrollToOffset(offset)
+	} else {
+		c.scroll.ScrollToBottom()
+	}
+}
+
+// atBottom reports whether the view shows the end of the chat (within two
+// lines), where a streaming reply is followed down.
+func (c *chatView) atBottom() bool {
+	return c.scroll.Offset.Y >= c.box.MinSize().Height-c.scroll.Size().Height-2*theme.TextSize()
 }
 
 // author is the header of a message: "You", or the model that wrote a reply.
@@ -129,7 +145,7 @@ func (c *chatView) updateMessage(m store.Message) {
 	if !ok {
 		return
 	}
-	atBottom := c.scroll.Offset.Y >= c.box.MinSize().Height-c.scroll.Size().Height-2*theme.TextSize()
+	atBottom := c.atBottom()
 	v.update(m)
 	if atBottom {
 		c.scroll.ScrollToBottom()
