@@ -43,8 +43,10 @@ func newModelBar(a *App) *modelBar {
 	b.busy.Hide()
 	left := container.NewHBox(widget.NewIcon(theme.ComputerIcon()), b.name)
 	buttons := container.NewHBox(b.open, b.recent, b.unload, b.cancel, settings)
-	row := container.NewBorder(nil, nil, left, buttons, b.detail)
-	b.root = container.NewVBox(row, container.NewStack(b.progress, b.busy), widget.NewSeparator())
+	// The progress takes the detail's place (empty while busy), so the bar
+	// keeps its height and the window does not jump when a load starts.
+	row := container.NewBorder(nil, nil, left, buttons, container.NewStack(b.detail, b.progress, b.busy))
+	b.root = container.NewVBox(row, widget.NewSeparator())
 	return b
 }
 

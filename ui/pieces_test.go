@@ -139,3 +139,19 @@ func TestSpeculativeText(t *testing.T) {
 		}
 	}
 }
+
+// TestModelBarKeepsItsHeightWhileLoading: the progress shown while a model
+// loads does not make the bar taller (the window would jump down).
+func TestModelBarKeepsItsHeightWhileLoading(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	b := h.a.bar
+	idle := b.root.MinSize().Height
+	for _, fraction := range []float64{-1, 0.4} {
+		b.showBusy("Loading tiny-moe…", fraction)
+		if got := b.root.MinSize().Height; got != idle {
+			t.Errorf("progress %v: the bar is %v high, %v when idle", fraction, got, idle)
+		}
+	}
+	b.refresh()
+}
