@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"sort"
 	"testing"
 
 	"bagel/internal/testmodel"
@@ -85,4 +86,51 @@ func TestSplitKVAttentionAtLongContext(t *testing.T) {
 		t.Errorf("split-KV attention moves a logit by %g", worst)
 	}
 	t.Logf("largest logit difference, split-KV on vs off: %g", worst)
+}
+
+// TestPrefillGEMMIsBF16Noise scores a prompt with the prompt GEMMs on and off.
+// The GEMM rounds each weight to bf16 before its product (as the matrix units
+// take it), so logits move by bf16 noise, held to the bounds the engine meets
+// against transformers (the random tiny models amplify it; in the MoE a router
+// near-tie may pick another expert, which moves a few logits by whole units).
+func TestPrefillGEMMIsBF16Noise(t *testing.T) {
+	ids := make([]int32, 100)
+	for i := range ids {
+		ids[i] = int32((i*7919 + 13) % 150000)
+	}
+	for _, name := range testmodel.Names {
+		var dispatches [2]int64
+		logits := func(on bool) []float32 {
+			if err := switches.Set(qwen.SwitchPrefillGEMM, on); err != nil {
+				t.Fatal(err)
+			}
+			defer switches.Set(qwen.SwitchPrefillGEMM, true)
+			e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			out := scoreLogits(t, e, ids, 90) // the last 10 positions decode one by one
+			i := 0
+			if on {
+				i = 1
+			}
+			dispatches[i] = e.Counters().Dispatches
+			return out
+		}
+		off, on := logits(false), logits(true)
+		if dispatches[0] == dispatches[1] {
+			t.Errorf("%s: %d dispatches with the prompt GEMMs and without: the GEMM path did not run", name, dispatches[0])
+		}
+		diffs := make([]float64, len(on))
+		for i := range on {
+			diffs[i] = math.Abs(float64(on[i] - off[i]))
+		}
+		sort.Float64s(diffs)
+		median, p90, worst := diffs[len(diffs)/2], diffs[len(diffs)*9/10], diffs[len(diffs)-1]
+		if worst == 0 || median > medianTol || p90 > p90Tol {
+			t.Errorf("%s: |Δlogit| median %.4f, p90 %.4f, max %.4f: want bf16 noise (the bounds against transformers: median ≤ %.2f, p90 ≤ %.2f), not 0", name, median, p90, worst, medianTol, p90Tol)
+		}
+		t.Logf("%s: prompt GEMMs move the logits by median %.4f, p90 %.4f, max %.4f", name, median, p90, worst)
+	}
 }

@@ -43,3 +43,9 @@ INLINE uint qcode(device const uint *row, int j, int bits) {
   if (shift + (uint)bits > 32u) q |= row[word + 1] << (32u - shift);
   return q & ((1u << bits) - 1u);
 }
+
+// code_f is the 4- or 8-bit code at bit shift of q as a float, exactly: the
+// exponent trick (0x4B000000 | q is 2^23 + q) is cheaper than a conversion.
+INLINE float code_f(uint q, uint shift, uint mask) {
+  return as_float(((q >> shift) & mask) | 0x4B000000u) - 8388608.0f;
+}

@@ -91,11 +91,6 @@ KERNEL(embed_dequant_bf16,
 #define QMV_SPLIT 4
 #endif
 
-// code_f is the 4- or 8-bit code at bit shift of q as a float, exactly.
-INLINE float code_f(uint q, uint shift, uint mask) {
-  return as_float(((q >> shift) & mask) | 0x4B000000u) - 8388608.0f;
-}
-
 // qmv_rows sets acc[r] = Σ_j x[j]·W[row r, j] over this SIMD-group's slice of
 // the words, for the nrows (≤ QMV_ROWS) rows at w, scales, biases, summed
 // across the SIMD-group: every lane gets every sum.

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bagel/backend"
+	"bagel/kernels"
 )
 
 // Embed gathers and dequantizes rows of a quantized embedding.
@@ -138,4 +139,69 @@ func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLi
 		backend.Int(down.In), backend.Int(shared.In), backend.Int(down.Bits), backend.Int(down.GroupSize),
 		backend.Int(shared.Bits), backend.Int(shared.GroupSize))
 	c.dispatch("moe_down_bf16", args...)
+}
+
+// QGemm is QMatmul for many tokens on the matrix units (qgemm_bf16): each weight
+// tile is dequantized once for 64 tokens. The weights are rounded to bf16 before
+// the products, so the result differs from QMatmul's by bf16 noise.
+// x bf16 [T, In] → out bf16 [T, Out]; In a multiple of 32.
+func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor) {
+	checkDType("qgemm x", x, backend.BF16)
+	checkDType("qgemm out", out, backend.BF16)
+	check(w.Experts == 0, "qgemm: %s is a stacked expert weight", w.Name)
+	check(w.In%32 == 0 && x.Elements()%w.In == 0, "qgemm %s: x %v, In %d (a multiple of 32)", w.Name, x, w.In)
+	check(x.Off%4 == 0, "qgemm %s: x at byte offset %d: the kernel reads x as 4-byte words", w.Name, x.Off)
+	t := x.Elements() / w.In
+	check(out.Elements() == t*w.Out, "qgemm %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
+	args := append([]backend.Arg{x.Arg()}, w.args()...)
+	args = append(args, out.Arg(), backend.Int(t), backend.Int(w.In), backend.Int(w.Out), backend.Int(w.Bits), backend.Int(w.GroupSize))
+	c.dispatch("qgemm_bf16", args...)
+}
+
+// ExpertTiles is the (token, slot) pairs of a routing grouped by expert
+// (moe_sort_i32), ready for QGemmGather.
+type ExpertTiles struct {
+	Perm, Tiles Tensor
+	T, K, E     int
+}
+
+// ExpertTileRows is the rows of moe_sort_i32's tile table for T tokens of K
+// slots over E experts: enough tiles of 64 pairs for any routing.
+func ExpertTileRows(t, k, e int) int {
+	tile := kernels.Defines()["QG_BM"]
+	return (t*k+tile-1)/tile + e
+}
+
+// SortByExpert groups the pairs of ids i32 [T, K] (experts in [0, experts)) by
+// expert on the device, into perm i32 [T·K] and tiles i32 [ExpertTileRows, 3].
+func SortByExpert(c *Ctx, ids Tensor, experts int, perm, tiles Tensor) ExpertTiles {
+	checkDType("moe_sort ids", ids, backend.I32)
+	checkDType("moe_sort perm", perm, backend.I32)
+	checkDType("moe_sort tiles", tiles, backend.I32)
+	check(len(ids.Shape) == 2, "moe_sort: ids %v", ids)
+	t, k := ids.Shape[0], ids.Shape[1]
+	check(perm.Elements() == t*k && tiles.Elements() == 3*ExpertTileRows(t, k, experts),
+		"moe_sort: perm %v tiles %v for %d×%d pairs over %d experts", perm, tiles, t, k, experts)
+	c.dispatch("moe_sort_i32", ids.Arg(), perm.Arg(), tiles.Arg(), backend.Int(t), backend.Int(k), backend.Int(experts))
+	return ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: experts}
+}
+
+// QGemmGather is QMatmulGather over a sorted routing (qgemm_gather_bf16): each
+// expert's weights are read once per 64 pairs routed to it. x is bf16 [T, In]
+// (perSlot false) or [T, K, In] (perSlot true); out bf16 [T, K, Out].
+func QGemmGather(c *Ctx, x Tensor, s ExpertTiles, w QLinear, out Tensor, perSlot bool) {
+	checkDType("gather gemm x", x, backend.BF16)
+	checkDType("gather gemm out", out, backend.BF16)
+	check(w.Experts == s.E, "gather gemm: %s has %d experts, the routing %d", w.Name, w.Experts, s.E)
+	check(w.In%32 == 0, "gather gemm %s: In %d is not a multiple of 32", w.Name, w.In)
+	xRows, xPerSlot := s.T, 0
+	if perSlot {
+		xRows, xPerSlot = s.T*s.K, 1
+	}
+	check(x.Elements() == xRows*w.In && x.Off%4 == 0, "gather gemm %s: x %v at offset %d", w.Name, x, x.Off)
+	check(out.Elements() == s.T*s.K*w.Out, "gather gemm %s: out %v", w.Name, out)
+	args := append([]backend.Arg{x.Arg(), s.Perm.Arg(), s.Tiles.Arg()}, w.args()...)
+	args = append(args, out.Arg(), backend.Int(s.T), backend.Int(s.K), backend.Int(s.E), backend.Int(w.In), backend.Int(w.Out),
+		backend.Int(w.Bits), backend.Int(w.GroupSize), backend.Int(xPerSlot))
+	c.dispatch("qgemm_gather_bf16", args...)
 }

@@ -84,5 +84,5 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 		ops.Attention(c, q, kv.keys, kv.values, attn, pos0+t, scale)
 	}
 	ops.SigmoidMul(c, attn, gate, attn)
-	ops.QMatmul(c, attn.Reshape(t, hq*d), a.oProj, out)
+	a.paths.matmul(c, attn.Reshape(t, hq*d), a.oProj, out)
 }

@@ -46,5 +46,5 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 	o := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
 	ops.GDNRecurrence(c, conv, decay, beta, st.state, o, shape)
 	ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
-	ops.QMatmul(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
+	g.paths.matmul(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
 }

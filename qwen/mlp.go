@@ -24,7 +24,7 @@ func (d *denseMLP) forward(c *ops.Ctx, _ *Config, x, out ops.Tensor) {
 	gate, up := s.Get(ops.BF16, t, d.gate.Out), s.Get(ops.BF16, t, d.up.Out)
 	d.paths.project(c, x, []ops.QLinear{d.gate, d.up}, []ops.Tensor{gate, up})
 	ops.SwiGLU(c, gate, up, gate)
-	ops.QMatmul(c, gate, d.down, out)
+	d.paths.matmul(c, gate, d.down, out)
 }
 
 // sparseMoE routes each token to top-k experts plus a sigmoid-gated shared expert.
@@ -62,28 +62,42 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	e.paths.project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
 		[]ops.Tensor{routerLogits, sg, su, gateLogit})
 
+	// Every forward asks for the same scratch in the same order whatever its
+	// path (ops.Arena): the prompt path's tensors are taken on the decode path too.
 	ids, weights := s.Get(ops.I32, t, k), s.Get(ops.BF16, t, k)
+	gate, up := s.Get(ops.BF16, t, k, inter), s.Get(ops.BF16, t, k, inter)
+	y := s.Get(ops.BF16, t, k, hidden)
+	perm, tiles := s.Get(ops.I32, t*k), s.Get(ops.I32, ops.ExpertTileRows(t, k, cfg.NumExperts), 3)
+	routed, sharedOut := s.Get(ops.BF16, t, hidden), s.Get(ops.BF16, t, hidden)
 	ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
-	gate := s.Get(ops.BF16, t, k, inter)
-	if e.paths.expertSwiGLU {
+	grouped := e.paths.gemm(t) && cfg.NumExperts <= moeSortMaxExperts && inter%32 == 0 && hidden%32 == 0
+	switch {
+	case grouped:
+		// A prompt: the pairs sorted by expert, each expert's weights read once
+		// per 64 of its pairs.
+		sorted := ops.SortByExpert(c, ids, cfg.NumExperts, perm, tiles)
+		ops.QGemmGather(c, x, sorted, e.gate, gate, false)
+		ops.QGemmGather(c, x, sorted, e.up, up, false)
+		ops.SwiGLU(c, gate, up, gate)
+	case e.paths.expertSwiGLU:
 		ops.QMatmulGatherSwiGLU(c, x, ids, e.gate, e.up, gate)
-	} else {
-		up := s.Get(ops.BF16, t, k, inter)
+	default:
 		ops.QMatmulGather(c, x, ids, e.gate, gate, false)
 		ops.QMatmulGather(c, x, ids, e.up, up, false)
 		ops.SwiGLU(c, gate, up, gate)
 	}
 	ops.SwiGLU(c, sg, su, sg)
-	if e.paths.moeDown && k+1 <= moeDownMaxSlots {
+	switch {
+	case grouped:
+		ops.QGemmGather(c, gate, ops.ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: cfg.NumExperts}, e.down, y, true)
+	case e.paths.moeDown && k+1 <= moeDownMaxSlots:
 		ops.MoEDown(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out)
 		return
+	default:
+		ops.QMatmulGather(c, gate, ids, e.down, y, true)
 	}
-	y := s.Get(ops.BF16, t, k, hidden)
-	ops.QMatmulGather(c, gate, ids, e.down, y, true)
-	routed := s.Get(ops.BF16, t, hidden)
 	ops.MoECombine(c, y, weights, routed)
-	sharedOut := s.Get(ops.BF16, t, hidden)
-	ops.QMatmul(c, sg, e.sharedDown, sharedOut)
+	e.paths.matmul(c, sg, e.sharedDown, sharedOut)
 	ops.AddSigmoidScaled(c, routed, sharedOut, gateLogit, out)
 }
 
@@ -91,3 +105,7 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 // shared one (kernels' MOE_MAX_SLOTS); a model routing to more takes the
 // unfused path.
 const moeDownMaxSlots = 32
+
+// moeSortMaxExperts is moe_sort_i32's limit on the experts (kernels'
+// MOE_SORT_MAX_EXPERTS); a model with more takes the GEMV path for its experts.
+const moeSortMaxExperts = 1024

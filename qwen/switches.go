@@ -26,7 +26,18 @@ const (
 	// SwitchSplitKV spreads decode attention over a long context across many
 	// threadgroups (attention_split_f32 + attention_merge_bf16).
 	SwitchSplitKV = "split-kv-attention"
+	// SwitchPrefillGEMM runs the projections of a forward over many tokens (a
+	// prompt) as GEMMs on the matrix units (qgemm_bf16) and the experts as
+	// grouped GEMMs over the tokens sorted by expert (moe_sort_i32,
+	// qgemm_gather_bf16), instead of one GEMV per token.
+	SwitchPrefillGEMM = "prefill-gemm"
 )
+
+// gemmMinTokens is the fewest tokens a forward runs as GEMMs on the prefill
+// path. Below it (decode, a speculative verify of a few drafts) every token
+// keeps the GEMV's bits: the GEMM rounds the weights to bf16 first, so its
+// results differ from the GEMV's by bf16 noise.
+const gemmMinTokens = 32
 
 func init() {
 	for _, s := range []switches.Switch{
@@ -40,6 +51,8 @@ func init() {
 			Description: "Run the experts' down projections with their weighted sum and the shared expert's in one launch (applies at the next model load)."},
 		{Name: SwitchSplitKV, Env: "BAGEL_NO_SPLIT_KV_ATTENTION",
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
+		{Name: SwitchPrefillGEMM, Env: "BAGEL_NO_PREFILL_GEMM",
+			Description: "Run prompts of 32 tokens and more as matrix multiplications on the matrix units, experts grouped by token (applies at the next model load)."},
 	} {
 		s.Default = true
 		switches.Register(s)
@@ -48,7 +61,7 @@ func init() {
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, moeDown, splitKV bool
+	addNorm, projections, expertSwiGLU, moeDown, splitKV, prefillGEMM bool
 }
 
 func currentPaths() paths {
@@ -58,12 +71,32 @@ func currentPaths() paths {
 		expertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
 		moeDown:      switches.On(SwitchFusedMoEDown),
 		splitKV:      switches.On(SwitchSplitKV),
+		prefillGEMM:  switches.On(SwitchPrefillGEMM),
 	}
 }
 
-// project computes outs[i] = x·ws[i]ᵀ: in one launch on the fused path, one
-// QMatmul each otherwise.
+// gemm reports whether a forward over t tokens takes the prefill GEMMs.
+func (p paths) gemm(t int) bool { return p.prefillGEMM && t >= gemmMinTokens }
+
+// matmul computes out = x·wᵀ for x bf16 [T, w.In]: a GEMM for a prompt, the
+// GEMV otherwise.
+func (p paths) matmul(c *ops.Ctx, x ops.Tensor, w ops.QLinear, out ops.Tensor) {
+	if p.gemm(x.Elements()/w.In) && w.In%32 == 0 && out.DType == ops.BF16 {
+		ops.QGemm(c, x, w, out)
+		return
+	}
+	ops.QMatmul(c, x, w, out)
+}
+
+// project computes outs[i] = x·ws[i]ᵀ: a GEMM each for a prompt, else in one
+// launch on the fused path, one QMatmul each otherwise.
 func (p paths) project(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Tensor) {
+	if p.gemm(x.Elements() / ws[0].In) {
+		for i := range ws {
+			p.matmul(c, x, ws[i], outs[i])
+		}
+		return
+	}
 	if p.projections {
 		ops.QMatmulMulti(c, x, ws, outs)
 		return

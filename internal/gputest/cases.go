@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 
 	"bagel/backend"
+	"bagel/cpu"
+	"bagel/kernels"
 )
 
 // Spec makes one case; Large marks the shapes too big for a CPU-only run.
@@ -113,6 +115,60 @@ func Specs() []Spec {
 				in("w", backend.U32, w), in("scales", backend.BF16, sc), in("biases", backend.BF16, bi),
 				out("out", backend.BF16, p.T*p.K*p.Out),
 			}, Scalars: ints(p.T, p.K, p.In, p.Out, p.bits, p.gs, p.xPerSlot)}
+		})
+	}
+
+	// qgemm_bf16: x, w, scales, biases, out | T, In, Out, bits, gs. Token counts
+	// around the 64-row tile: partial tiles of rows and of outputs.
+	for _, p := range []mm{
+		{512, hidden, qProjOut, 4, 64}, {100, hidden, 1000, 8, 64}, {70, 160, 37, 3, 32}, {65, 192, 41, 6, 64},
+		{3, 128, 33, 2, 128}, {64, 256, 64, 4, 128}, {130, 96, 70, 5, 32}, {33, 4096, 9, 4, 128},
+	} {
+		add("qgemm_bf16", p.T*p.Out*p.In >= 512*hidden*qProjOut, fmt.Sprintf("T=%d %d→%d bits=%d gs=%d", p.T, p.In, p.Out, p.bits, p.gs), func(g gen) *Case {
+			w, sc, bi := g.quant(p.Out, p.In, p.bits, p.gs)
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("w", backend.U32, w), in("scales", backend.BF16, sc),
+				in("biases", backend.BF16, bi), out("out", backend.BF16, p.T*p.Out),
+			}, Scalars: ints(p.T, p.In, p.Out, p.bits, p.gs)}
+		})
+	}
+
+	// moe_sort_i32: ids, perm, tiles | T, K, E
+	gemmTile := kernels.Defines()["QG_BM"]
+	tileRows := func(T, K, E int) int { return (T*K+gemmTile-1)/gemmTile + E }
+	for _, p := range []struct{ T, K, E int }{{512, topK, experts}, {5, topK, experts}, {300, 3, 16}, {1, 1, 1}, {200, 8, 64}, {40, 4, 1000}} {
+		add("moe_sort_i32", false, fmt.Sprintf("T=%d K=%d E=%d", p.T, p.K, p.E), func(g gen) *Case {
+			return &Case{Tol: tolExact, Buffers: []Buffer{
+				in("ids", backend.I32, g.experts(p.T, p.K, p.E)), out("perm", backend.I32, p.T*p.K),
+				out("tiles", backend.I32, 3*tileRows(p.T, p.K, p.E)),
+			}, Scalars: ints(p.T, p.K, p.E)}
+		})
+	}
+
+	// qgemm_gather_bf16: x, perm, tiles, w, scales, biases, out | T, K, E, In, Out, bits, gs, xPerSlot.
+	// perm and tiles are what moe_sort_i32 makes of router-like ids.
+	for _, p := range []struct{ T, K, E, In, Out, bits, gs, xPerSlot int }{
+		{512, topK, 64, hidden, moeInt, 4, 64, 0}, {512, topK, 64, moeInt, hidden, 4, 64, 1},
+		{100, topK, 16, 256, 70, 4, 64, 0}, {70, 3, 5, 96, 33, 3, 32, 1}, {40, 2, 4, 128, 17, 8, 128, 0},
+		{9, 2, 6, 64, 130, 6, 32, 1},
+	} {
+		add("qgemm_gather_bf16", p.T >= 512, fmt.Sprintf("T=%d K=%d E=%d %d→%d bits=%d gs=%d xPerSlot=%d", p.T, p.K, p.E, p.In, p.Out, p.bits, p.gs, p.xPerSlot), func(g gen) *Case {
+			w, sc, bi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
+			xRows := p.T
+			if p.xPerSlot != 0 {
+				xRows = p.T * p.K
+			}
+			raw := g.experts(p.T, p.K, p.E)
+			ids := make([]int32, p.T*p.K)
+			for i := range ids {
+				ids[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+			perm, tiles := cpu.SortByExpert(ids, p.E, gemmTile)
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(xRows*p.In, 1)), in("perm", backend.I32, i32Bytes(perm)),
+				in("tiles", backend.I32, i32Bytes(tiles)), in("w", backend.U32, w), in("scales", backend.BF16, sc),
+				in("biases", backend.BF16, bi), out("out", backend.BF16, p.T*p.K*p.Out),
+			}, Scalars: ints(p.T, p.K, p.E, p.In, p.Out, p.bits, p.gs, p.xPerSlot)}
 		})
 	}
 

@@ -148,3 +148,12 @@ func ints(v ...int) []backend.Arg {
 	}
 	return a
 }
+
+// i32Bytes is v as little-endian bytes.
+func i32Bytes(v []int32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
+	}
+	return b
+}
