@@ -165,11 +165,14 @@ type ExpertTiles struct {
 	T, K, E     int
 }
 
+// expertTile is QG_BM, the pairs of one grouped-GEMM tile (read once: parsing
+// the kernel sources on every forward cost milliseconds per token).
+var expertTile = kernels.Defines()["QG_BM"]
+
 // ExpertTileRows is the rows of moe_sort_i32's tile table for T tokens of K
 // slots over E experts: enough tiles of 64 pairs for any routing.
 func ExpertTileRows(t, k, e int) int {
-	tile := kernels.Defines()["QG_BM"]
-	return (t*k+tile-1)/tile + e
+	return (t*k+expertTile-1)/expertTile + e
 }
 
 // SortByExpert groups the pairs of ids i32 [T, K] (experts in [0, experts)) by
