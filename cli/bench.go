@@ -229,7 +229,8 @@ func (b *bench) add(name, switchSetting string, st engine.Stats) {
 		TTFTms: float64(st.TimeToFirstToken.Microseconds()) / 1000, DispatchesPerToken: st.DispatchesPerToken,
 		CommandBuffersPerToken: st.CommandBuffersPerTok, GraphLaunchesPerToken: st.GraphLaunchesPerTok,
 		HostSyncsPerToken: st.HostSyncsPerToken, SampledOnDevice: st.SampledOnDevice,
-		GPUmsPerToken: float64(st.GPUTimePerToken.Microseconds()) / 1000}
+		GPUmsPerToken: float64(st.GPUTimePerToken.Microseconds()) / 1000,
+		PrefillGPUms:  float64(st.PrefillGPUTime.Microseconds()) / 1000}
 	if st.DecodeTokensPerSec > 0 && !strings.HasPrefix(name, "prefill") {
 		r.WeightGBPerSec = float64(b.report.DecodeWeightBytes) * st.DecodeTokensPerSec / 1e9
 	}

@@ -39,7 +39,8 @@ type benchResult struct {
 	SampledOnDevice        bool    `json:"sampled_on_device"`
 	WeightGBPerSec         float64 `json:"weight_gb_per_s,omitempty"`
 	GPUmsPerToken          float64 `json:"gpu_ms_per_token,omitempty"`
-	Error                  string  `json:"error,omitempty"` // why this figure could not be measured
+	PrefillGPUms           float64 `json:"prefill_gpu_ms,omitempty"` // device time to the first token
+	Error                  string  `json:"error,omitempty"`          // why this figure could not be measured
 }
 
 func writeBenchTable(w io.Writer, r *benchReport) {
@@ -47,7 +48,7 @@ func writeBenchTable(w io.Writer, r *benchReport) {
 	fmt.Fprintf(w, "weights %.2f GB (%.3f GB read per decode token), cache %.2f GB for %d tokens; %s\n\n",
 		float64(r.WeightBytes)/1e9, float64(r.DecodeWeightBytes)/1e9, float64(r.CacheBytes)/1e9, r.ContextLength, r.Host)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "figure\tswitch\tprompt\ttok/s decode\ttok/s prefill\tTTFT ms\tweights GB/s\tGPU ms/tok\tdispatches/tok\tsubmits/tok\tgraphs/tok\tsyncs/tok\t")
+	fmt.Fprintln(tw, "figure\tswitch\tprompt\ttok/s decode\ttok/s prefill\tTTFT ms\tprefill GPU ms\tweights GB/s\tGPU ms/tok\tdispatches/tok\tsubmits/tok\tgraphs/tok\tsyncs/tok\t")
 	for _, x := range r.Results {
 		sw := x.Switch
 		if sw == "" {
@@ -61,12 +62,16 @@ func writeBenchTable(w io.Writer, r *benchReport) {
 		if x.WeightGBPerSec > 0 {
 			gbs = fmt.Sprintf("%.0f", x.WeightGBPerSec)
 		}
+		prefillGPU := "-"
+		if x.PrefillGPUms > 0 {
+			prefillGPU = fmt.Sprintf("%.1f", x.PrefillGPUms)
+		}
 		gpu := "-"
 		if x.GPUmsPerToken > 0 {
 			gpu = fmt.Sprintf("%.2f", x.GPUmsPerToken)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t\n", x.Name, sw, x.PromptTokens,
-			x.DecodeTokPerSec, x.PrefillTokPerSec, x.TTFTms, gbs, gpu, x.DispatchesPerToken, x.CommandBuffersPerToken,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t\n", x.Name, sw, x.PromptTokens,
+			x.DecodeTokPerSec, x.PrefillTokPerSec, x.TTFTms, prefillGPU, gbs, gpu, x.DispatchesPerToken, x.CommandBuffersPerToken,
 			x.GraphLaunchesPerToken, x.HostSyncsPerToken)
 	}
 	tw.Flush()

@@ -64,6 +64,7 @@ type Stats struct {
 	Backend              string
 	BackendReason        string        // why this backend was chosen ("auto: cuda available")
 	GPUTimePerToken      time.Duration // device time per decode token, where the backend measures it (Metal)
+	PrefillGPUTime       time.Duration // device time of the prefill (to the first token), where measured
 	PromptTokens         int
 	ReusedPromptTokens   int // from the prompt cache (0 until it exists)
 	GeneratedTokens      int
@@ -222,6 +223,7 @@ func (g *generation) run(req Request) error {
 	}
 	st := Stats{Backend: e.BackendName, BackendReason: e.BackendReason, PromptTokens: len(prompt), ContextLength: e.ContextLength()}
 	start := time.Now()
+	prefillGPU0, _ := e.gpuTime()
 	reused, err := e.reuse(prompt)
 	if err != nil {
 		return err
@@ -289,6 +291,9 @@ func (g *generation) run(req Request) error {
 		return err
 	}
 	prefillTime := time.Since(start)
+	if gpu, ok := e.gpuTime(); ok {
+		st.PrefillGPUTime = gpu - prefillGPU0
+	}
 	st.PrefillTokensPerSec = float64(len(prompt)-reused) / prefillTime.Seconds()
 	st.KVLength = len(prompt)
 

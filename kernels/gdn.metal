@@ -2,12 +2,16 @@
 // per-head gates, and the delta-rule recurrence.
 
 #define CONV_MAX_K 8
+#define CONV_TOKENS 16
 
 // conv1d_silu_bf16: x [T, C], state [K−1, C] (in/out), w [C, K], out [T, C].
 // ci = concat(state, x) by rows; out[t, c] = bf16(silu(Σ_k ci[t+k, c]·w[c, k]));
-// afterwards state = the last K−1 rows of ci. One thread per channel walks the
-// tokens with the window in registers; K ≤ CONV_MAX_K.
-// launch: elements(C)
+// afterwards state = the last K−1 rows of ci. A thread takes one channel and
+// CONV_TOKENS tokens with the window in registers, so a prompt spreads over
+// ceil(T, CONV_TOKENS) times as many threads as a decode step. The thread of
+// the first tokens (the only one that reads the state) writes the new state
+// after reading the old. K ≤ CONV_MAX_K ≤ CONV_TOKENS + 1.
+// launch: grid(ceil(C, 256) * ceil(T, CONV_TOKENS)) group(256)
 // requires: K <= CONV_MAX_K
 KERNEL(conv1d_silu_bf16,
        BUFFER(const bf16_t, x, 0),
@@ -17,20 +21,34 @@ KERNEL(conv1d_silu_bf16,
        PARAM(int, T, 4),
        PARAM(int, C, 5),
        PARAM(int, K, 6)) {
-  int c = TGID_X * TG_SIZE_X + TID_X;
-  if (c >= C) return;
-  float win[CONV_MAX_K];  // win[0..K-2]: the K−1 previous inputs, oldest first
+  int cblocks = (C + TG_SIZE_X - 1) / TG_SIZE_X;
+  int c = (TGID_X % cblocks) * TG_SIZE_X + TID_X;
+  int t0 = (TGID_X / cblocks) * CONV_TOKENS;
+  if (c >= C || t0 >= T) return;
+  int t1 = imin(T, t0 + CONV_TOKENS);
+  float old[CONV_MAX_K];  // the state as it was (first tokens only)
+  float win[CONV_MAX_K];  // win[0..K-2]: ci rows t0 .. t0+K−2, oldest first
   float wc[CONV_MAX_K];
   for (int k = 0; k < K; k++) wc[k] = bf16_to_f32(w[(ulong)c * (ulong)K + (ulong)k]);
-  for (int k = 0; k < K - 1; k++) win[k] = bf16_to_f32(state[(ulong)k * (ulong)C + (ulong)c]);
-  for (int t = 0; t < T; t++) {
+  if (t0 == 0)
+    for (int k = 0; k < K - 1; k++) old[k] = bf16_to_f32(state[(ulong)k * (ulong)C + (ulong)c]);
+  for (int k = 0; k < K - 1; k++) {
+    int r = t0 + k;  // a ci row: the state's below K−1, x's from there
+    win[k] = r < K - 1 ? old[r] : bf16_to_f32(x[(ulong)(r - (K - 1)) * (ulong)C + (ulong)c]);
+  }
+  for (int t = t0; t < t1; t++) {
     win[K - 1] = bf16_to_f32(x[(ulong)t * (ulong)C + (ulong)c]);
     float acc = 0.0f;
     for (int k = 0; k < K; k++) acc += win[k] * wc[k];
     out[(ulong)t * (ulong)C + (ulong)c] = f32_to_bf16(siluf(acc));
     for (int k = 0; k < K - 1; k++) win[k] = win[k + 1];
   }
-  for (int k = 0; k < K - 1; k++) state[(ulong)k * (ulong)C + (ulong)c] = f32_to_bf16(win[k]);
+  if (t0 != 0) return;
+  for (int j = 0; j < K - 1; j++) {
+    int r = T + j;  // ci row of the new state's row j
+    float v = r < K - 1 ? old[r] : bf16_to_f32(x[(ulong)(r - (K - 1)) * (ulong)C + (ulong)c]);
+    state[(ulong)j * (ulong)C + (ulong)c] = f32_to_bf16(v);
+  }
 }
 
 // log1p_f is log(1+x) for x ≥ 0 without losing small x (Goldberg's correction).
@@ -68,6 +86,23 @@ KERNEL(gdn_gates_bf16,
 #define GDN_PER_LANE 8
 // State rows (one SIMD-group each) per threadgroup of the recurrence.
 #define GDN_ROWS_PER_GROUP 4
+
+// gdn_load reads token t's inputs for one state row (nothing past T): q and k
+// of k-head hk at lanes' dk = lane + 32i, the gates, and v[dv].
+INLINE void gdn_load(device const bf16_t *conv, device const float *g, device const float *beta, int t, int T,
+                     int width, int hk, int h, int dv, int Hk, int Hv, int Dk, int Dv, int lane, thread float *q,
+                     thread float *k, thread float *gt, thread float *bt, thread float *vt) {
+  if (t >= T) return;
+  device const bf16_t *row = conv + (ulong)t * (ulong)width;
+  for (int i = 0; i < GDN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    q[i] = d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
+    k[i] = d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
+  }
+  *gt = g[t * Hv + h];
+  *bt = beta[t * Hv + h];
+  *vt = bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]);
+}
 
 // gdn_recurrence_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], g and beta
 // f32 [T, Hv], state f32 [Hv, Dv, Dk] (in/out), out [T, Hv, Dv].
@@ -108,21 +143,23 @@ KERNEL(gdn_recurrence_bf16,
     int d = lane + 32 * i;
     S[i] = d < Dk ? srow[d] : 0.0f;
   }
+  // The next token's inputs are loaded while this token's update runs: they do
+  // not depend on the state, and the loads are the longest wait of a step.
+  float nq[GDN_PER_LANE], nk[GDN_PER_LANE], ng = 0.0f, nb = 0.0f, nv = 0.0f;
+  gdn_load(conv, g, beta, 0, T, width, hk, h, dv, Hk, Hv, Dk, Dv, lane, nq, nk, &ng, &nb, &nv);
   for (int t = 0; t < T; t++) {
-    device const bf16_t *row = conv + (ulong)t * (ulong)width;
     float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
     float qss = 0.0f, kss = 0.0f;
     for (int i = 0; i < GDN_PER_LANE; i++) {
-      int d = lane + 32 * i;
-      qv[i] = d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
-      kv[i] = d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
+      qv[i] = nq[i];
+      kv[i] = nk[i];
       qss += qv[i] * qv[i];
       kss += kv[i] * kv[i];
     }
+    float gt = ng, bt = nb, vt = nv;
+    gdn_load(conv, g, beta, t + 1, T, width, hk, h, dv, Hk, Hv, Dk, Dv, lane, nq, nk, &ng, &nb, &nv);
     float qInv = rsqrtf(simd_sum(qss) / (float)Dk + 1e-6f);
     float kInv = rsqrtf(simd_sum(kss) / (float)Dk + 1e-6f);
-    float gt = g[t * Hv + h], bt = beta[t * Hv + h];
-    float vt = bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]);
     float u = 0.0f;
     for (int i = 0; i < GDN_PER_LANE; i++) {
       qv[i] = round_bf16(round_bf16(qv[i] * qInv) * qScale);

@@ -30,9 +30,22 @@
 #if defined(__METAL_VERSION__)
 
 typedef float MMA_T;
+// f32 tiles: 32 inputs per step keeps both tiles in 18 KB of the 32 KB.
+#define QG_BK 32
 #define QG_LD 36  // QG_BK + 4 floats: staggers the rows across banks
+#define QG_SMEM 4608
 INLINE MMA_T mma_elem(float f) { return round_bf16(f); }
 INLINE MMA_T mma_elem_bf16(bf16_t v) { return bf16_to_f32(v); }
+// mma_put_pair stores the two bf16 of v (low half first) at dst[0], dst[1].
+INLINE void mma_put_pair(threadgroup MMA_T *dst, uint v) {
+  dst[0] = as_float(v << 16);
+  dst[1] = as_float(v & 0xffff0000u);
+}
+// mma_put2 stores two values rounded to bf16 at dst[0], dst[1].
+INLINE void mma_put2(threadgroup MMA_T *dst, float a, float b) {
+  dst[0] = round_bf16(a);
+  dst[1] = round_bf16(b);
+}
 
 struct mma_acc {
   simdgroup_float8x8 c[2][2];
@@ -63,9 +76,18 @@ INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int la
 #else  // CUDA
 
 typedef bf16_t MMA_T;
-#define QG_LD 40  // QG_BK + 8 bf16: the fragment loads of a warp hit 32 distinct banks
+// bf16 tiles: 128 inputs per step (35 KB for both tiles), so that a tile
+// walks a 2048-wide input in 16 steps; each step's global loads are issued
+// before the previous step's products, which hides their latency.
+#define QG_BK 128
+#define QG_LD 136  // QG_BK + 8 bf16: the fragment loads of a warp hit 32 distinct banks
+#define QG_SMEM 8704
 INLINE MMA_T mma_elem(float f) { return f32_to_bf16(f); }
 INLINE MMA_T mma_elem_bf16(bf16_t v) { return v; }
+INLINE void mma_put_pair(threadgroup MMA_T *dst, uint v) { *(threadgroup uint *)dst = v; }
+INLINE void mma_put2(threadgroup MMA_T *dst, float a, float b) {
+  *(threadgroup uint *)dst = (uint)f32_to_bf16(a) | ((uint)f32_to_bf16(b) << 16);
+}
 
 // The m16n8k16 accumulator layout, for both 8-column halves h of the 16×16
 // tile: lane = 4g + q/2 holds c[4h + i] at row g + 8·(i/2), column 8h + q + i%2.
@@ -118,55 +140,99 @@ INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int la
 // ---- The tile ----------------------------------------------------------------
 // A threadgroup of QG_THREADS (4 SIMD-groups, 2×2, each 32×32) computes a tile
 // of QG_BM token rows × QG_BN output rows, stepping over the input width QG_BK
-// at a time. x rows and output rows go through the tile's row maps arow / orow,
-// so the same tile serves the dense GEMM (row r of the tile is token m0 + r) and
-// the grouped expert GEMM (row r is a (token, slot) pair of one expert).
+// (per backend, above) at a time. x rows and output rows go through the tile's
+// row maps arow / orow, so the same tile serves the dense GEMM (row r of the
+// tile is token m0 + r) and the grouped expert GEMM (row r is a (token, slot)
+// pair of one expert). For 4- and 8-bit weights each step's global loads go to
+// registers first (qg_fetch) and are issued before the previous step's
+// products; other widths stage synchronously.
 #define QG_BM 64
 #define QG_BN 64
-#define QG_BK 32
 #define QG_THREADS 128
 #define QG_LDC 68
-// Threadgroup floats: the two staged tiles, or the f32 result for the store.
-#define QG_SMEM 4608
+// Per thread and step: x words (two bf16 each), and weight words of 8-bit codes
+// (4-bit codes need half as many).
+#define QG_XW (QG_BM * QG_BK / 2 / QG_THREADS)
+#define QG_WW (QG_BN * QG_BK / 4 / QG_THREADS)
 
-// qg_stage_w dequantizes W rows o0..o0+QG_BN, inputs k0..k0+QG_BK, into Bs
-// [QG_BN][QG_LD]; rows past Out are zeros. A step of QG_BK = 32 inputs lies in
-// one quantization group (gs ≥ 32).
-INLINE void qg_stage_w(device const uint *w, device const bf16_t *scales, device const bf16_t *biases,
-                       threadgroup MMA_T *Bs, int o0, int k0, int In, int Out, int bits, int gs, int tid) {
+// qg_regs is one step's global data for one thread.
+struct qg_regs {
+  uint x[QG_XW];
+  uint w[QG_WW];
+  float s[QG_WW], b[QG_WW];
+};
+
+// qg_fetch loads the step at k0: x words (row r = i / (QG_BK/2) of the tile)
+// and, for 4/8-bit weights, the code words of rows o0.. with their scale and
+// bias (zeros past Out, which dequantize to 0).
+INLINE void qg_fetch(thread qg_regs &g, device const bf16_t *x, threadgroup const int *arow, int nrows,
+                     device const uint *w, device const bf16_t *scales, device const bf16_t *biases, int o0, int k0,
+                     int In, int Out, int bits, int gs, int tid) {
+  for (int n = 0; n < QG_XW; n++) {
+    int i = tid + n * QG_THREADS, r = i / (QG_BK / 2), c = (i % (QG_BK / 2)) * 2;
+    g.x[n] = r < nrows && k0 + c < In ? *(device const uint *)(x + (ulong)arow[r] * (ulong)In + (ulong)(k0 + c)) : 0u;
+  }
+  if (bits != 4 && bits != 8) return;
   ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
-  int g = k0 / gs;
+  int per = 32 / bits, words = QG_BK / per;  // codes per word, words per row and step
+  for (int n = 0; n < QG_WW; n++) {
+    int i = tid + n * QG_THREADS;
+    if (i >= QG_BN * words) break;
+    int r = i / words, wi = i % words, o = o0 + r;
+    if (o < Out && k0 + wi * per < In) {
+      int g0 = (k0 + wi * per) / gs;
+      g.w[n] = w[(ulong)o * wstride + (ulong)(k0 / per + wi)];
+      g.s[n] = bf16_to_f32(scales[(ulong)o * sstride + (ulong)g0]);
+      g.b[n] = bf16_to_f32(biases[(ulong)o * sstride + (ulong)g0]);
+    } else {
+      g.w[n] = 0u;
+      g.s[n] = 0.0f;
+      g.b[n] = 0.0f;
+    }
+  }
+}
+
+// qg_put writes a fetched step into the tiles As [QG_BM][QG_LD] and Bs
+// [QG_BN][QG_LD], dequantizing the weights (bf16-rounded) on the way; other
+// widths dequantize from device memory here.
+INLINE void qg_put(thread qg_regs &g, threadgroup MMA_T *As, threadgroup MMA_T *Bs, device const uint *w,
+                   device const bf16_t *scales, device const bf16_t *biases, int o0, int k0, int In, int Out,
+                   int bits, int gs, int tid) {
+  for (int n = 0; n < QG_XW; n++) {
+    int i = tid + n * QG_THREADS, r = i / (QG_BK / 2), c = (i % (QG_BK / 2)) * 2;
+    mma_put_pair(As + r * QG_LD + c, g.x[n]);
+  }
   if (bits == 4 || bits == 8) {
-    int per = 32 / bits, words = QG_BK / per;  // codes per word, words per row step
+    int per = 32 / bits, words = QG_BK / per;
     uint mask = (1u << bits) - 1u;
-    for (int i = tid; i < QG_BN * words; i += QG_THREADS) {
-      int r = i / words, wi = i % words, o = o0 + r;
+    for (int n = 0; n < QG_WW; n++) {
+      int i = tid + n * QG_THREADS;
+      if (i >= QG_BN * words) break;
+      int r = i / words, wi = i % words;
       threadgroup MMA_T *dst = Bs + r * QG_LD + wi * per;
-      if (o >= Out) {
-        for (int j = 0; j < per; j++) dst[j] = mma_elem(0.0f);
-        continue;
-      }
-      uint q = w[(ulong)o * wstride + (ulong)(k0 / per + wi)];
-      float s = bf16_to_f32(scales[(ulong)o * sstride + (ulong)g]);
-      float b = bf16_to_f32(biases[(ulong)o * sstride + (ulong)g]);
-      for (int j = 0; j < per; j++) dst[j] = mma_elem(s * code_f(q, (uint)(bits * j), mask) + b);
+      for (int j = 0; j < per; j += 2)
+        mma_put2(dst + j, g.s[n] * code_f(g.w[n], (uint)(bits * j), mask) + g.b[n],
+                 g.s[n] * code_f(g.w[n], (uint)(bits * (j + 1)), mask) + g.b[n]);
     }
     return;
   }
+  ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
   for (int i = tid; i < QG_BN * QG_BK; i += QG_THREADS) {
     int r = i / QG_BK, j = i % QG_BK, o = o0 + r;
     float v = 0.0f;
-    if (o < Out) {
-      float s = bf16_to_f32(scales[(ulong)o * sstride + (ulong)g]);
-      float b = bf16_to_f32(biases[(ulong)o * sstride + (ulong)g]);
-      v = s * (float)qcode(w + (ulong)o * wstride, k0 + j, bits) + b;
+    if (o < Out && k0 + j < In) {
+      int g0 = (k0 + j) / gs;
+      v = bf16_to_f32(scales[(ulong)o * sstride + (ulong)g0]) * (float)qcode(w + (ulong)o * wstride, k0 + j, bits) +
+          bf16_to_f32(biases[(ulong)o * sstride + (ulong)g0]);
     }
     Bs[r * QG_LD + j] = mma_elem(v);
   }
 }
 
 // qgemm_tile: out[orow[r], o0 + n] = bf16(Σ_j x[arow[r], j]·bf16(W[o0 + n, j]))
-// for r < nrows, o0 + n < Out. Every thread of the threadgroup calls it.
+// for r < nrows, o0 + n < Out. Every thread of the threadgroup calls it. In is a
+// multiple of 32; where it is not one of QG_BK the last step is staged with
+// zeros past the row's end and multiplies only up to it.
 INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
                        device const bf16_t *biases, device bf16_t *out, threadgroup const int *arow,
                        threadgroup const int *orow, int nrows, int o0, int In, int Out, int bits, int gs,
@@ -177,18 +243,14 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
   mma_acc acc[2][2];
   for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++) mma_zero(acc[i][j]);
+  qg_regs g;
+  qg_fetch(g, x, arow, nrows, w, scales, biases, o0, 0, In, Out, bits, gs, tid);
   for (int k0 = 0; k0 < In; k0 += QG_BK) {
-    // x rows, two bf16 per 4-byte load (In is a multiple of 32, x 4-byte aligned).
-    for (int i = tid; i < QG_BM * QG_BK / 2; i += QG_THREADS) {
-      int r = i / (QG_BK / 2), c = (i % (QG_BK / 2)) * 2;
-      uint v = 0u;
-      if (r < nrows) v = *(device const uint *)(x + (ulong)arow[r] * (ulong)In + (ulong)(k0 + c));
-      As[r * QG_LD + c] = mma_elem_bf16((bf16_t)(v & 0xffffu));
-      As[r * QG_LD + c + 1] = mma_elem_bf16((bf16_t)(v >> 16));
-    }
-    qg_stage_w(w, scales, biases, Bs, o0, k0, In, Out, bits, gs, tid);
+    qg_put(g, As, Bs, w, scales, biases, o0, k0, In, Out, bits, gs, tid);
     BARRIER();
-    for (int kk = 0; kk < QG_BK; kk += 16)
+    if (k0 + QG_BK < In) qg_fetch(g, x, arow, nrows, w, scales, biases, o0, k0 + QG_BK, In, Out, bits, gs, tid);
+    int width = imin(QG_BK, In - k0);  // a multiple of 32
+    for (int kk = 0; kk < width; kk += 16)
       for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
           mma_16x16x16(acc[i][j], As + (wm + 16 * i) * QG_LD + kk, QG_LD, Bs + (wn + 16 * j) * QG_LD + kk, QG_LD,
@@ -231,15 +293,16 @@ KERNEL(qgemm_bf16,
 
 #define MOE_SORT_THREADS 256
 #define MOE_SORT_MAX_EXPERTS 1024
+#define MOE_SORT_CHUNK 2048
 
 // moe_sort_i32 groups the T·K (token, slot) pairs p = t·K + s by expert for
 // qgemm_gather_bf16: perm lists the pairs expert by expert (by p within an
 // expert), and tiles[b] = (expert, first index into perm, pairs) for the b-th
 // tile of at most QG_BM pairs, tiles in expert order; the entries past the last
 // tile (the table holds ceil(T·K, QG_BM) + E, enough for any routing) have
-// expert −1. Ids outside [0, E) belong to no tile. One threadgroup: thread e
-// counts and collects expert e's pairs in order, so the result is
-// deterministic.
+// expert −1. Ids outside [0, E) belong to no tile. One threadgroup: the ids
+// pass through threadgroup memory MOE_SORT_CHUNK at a time, and thread e counts
+// and then collects expert e's pairs in order, so the result is deterministic.
 // launch: grid(1) group(MOE_SORT_THREADS)
 // requires: E <= MOE_SORT_MAX_EXPERTS
 KERNEL(moe_sort_i32,
@@ -251,11 +314,19 @@ KERNEL(moe_sort_i32,
        PARAM(int, E, 5)) {
   TG_MEM(int, first, MOE_SORT_MAX_EXPERTS + 1);      // first[e]: expert e's first index into perm
   TG_MEM(int, firstTile, MOE_SORT_MAX_EXPERTS + 1);  // firstTile[e]: its first tile
+  TG_MEM(int, chunk, MOE_SORT_CHUNK);
   int n = T * K;
-  for (int e = TID_X; e < E; e += TG_SIZE_X) {
-    int c = 0;
-    for (int p = 0; p < n; p++) c += ids[p] == e ? 1 : 0;
-    first[e + 1] = c;
+  for (int e = TID_X; e < E; e += TG_SIZE_X) first[e + 1] = 0;
+  for (int c0 = 0; c0 < n; c0 += MOE_SORT_CHUNK) {
+    int len = imin(MOE_SORT_CHUNK, n - c0);
+    BARRIER();
+    for (int i = TID_X; i < len; i += TG_SIZE_X) chunk[i] = ids[c0 + i];
+    BARRIER();
+    for (int e = TID_X; e < E; e += TG_SIZE_X) {
+      int c = 0;
+      for (int i = 0; i < len; i++) c += chunk[i] == e ? 1 : 0;
+      first[e + 1] += c;
+    }
   }
   BARRIER();
   if (TID_X == 0) {
@@ -269,9 +340,6 @@ KERNEL(moe_sort_i32,
   }
   BARRIER();
   for (int e = TID_X; e < E; e += TG_SIZE_X) {
-    int at = first[e];
-    for (int p = 0; p < n; p++)
-      if (ids[p] == e) perm[at++] = p;
     int c = first[e + 1] - first[e];
     for (int j = 0; j * QG_BM < c; j++) {
       int b = firstTile[e] + j;
@@ -285,6 +353,19 @@ KERNEL(moe_sort_i32,
     tiles[3 * b] = -1;
     tiles[3 * b + 1] = 0;
     tiles[3 * b + 2] = 0;
+  }
+  // first[e] becomes the next free index of expert e as its pairs are placed.
+  for (int c0 = 0; c0 < n; c0 += MOE_SORT_CHUNK) {
+    int len = imin(MOE_SORT_CHUNK, n - c0);
+    BARRIER();
+    for (int i = TID_X; i < len; i += TG_SIZE_X) chunk[i] = ids[c0 + i];
+    BARRIER();
+    for (int e = TID_X; e < E; e += TG_SIZE_X) {
+      int at = first[e];
+      for (int i = 0; i < len; i++)
+        if (chunk[i] == e) perm[at++] = c0 + i;
+      first[e] = at;
+    }
   }
 }
 

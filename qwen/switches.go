@@ -78,23 +78,34 @@ func currentPaths() paths {
 // gemm reports whether a forward over t tokens takes the prefill GEMMs.
 func (p paths) gemm(t int) bool { return p.prefillGEMM && t >= gemmMinTokens }
 
+// gemmMinRows is the fewest output rows a prompt runs as a GEMM. A smaller
+// matrix (the GDN b and a projections, a router of few experts, the shared
+// expert's scalar gate) gives the GEMM too few threadgroups to fill the GPU,
+// while the GEMV's T·Out/4 of them re-read a matrix that stays in cache.
+const gemmMinRows = 128
+
+// useGEMM reports whether out = x·wᵀ over t tokens runs as a GEMM.
+func (p paths) useGEMM(t int, w ops.QLinear, out ops.Tensor) bool {
+	return p.gemm(t) && w.Out >= gemmMinRows && w.In%32 == 0 && out.DType == ops.BF16
+}
+
 // matmul computes out = x·wᵀ for x bf16 [T, w.In]: a GEMM for a prompt, the
 // GEMV otherwise.
 func (p paths) matmul(c *ops.Ctx, x ops.Tensor, w ops.QLinear, out ops.Tensor) {
-	if p.gemm(x.Elements()/w.In) && w.In%32 == 0 && out.DType == ops.BF16 {
+	if p.useGEMM(x.Elements()/w.In, w, out) {
 		ops.QGemm(c, x, w, out)
 		return
 	}
 	ops.QMatmul(c, x, w, out)
 }
 
-// project computes outs[i] = x·ws[i]ᵀ: a GEMM each for a prompt, else in one
-// launch on the fused path, one QMatmul each otherwise.
+// project computes outs[i] = x·ws[i]ᵀ: for a prompt, a GEMM for each large
+// matrix; the rest in one launch on the fused path, one QMatmul each otherwise.
 func (p paths) project(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Tensor) {
-	if p.gemm(x.Elements() / ws[0].In) {
-		for i := range ws {
-			p.matmul(c, x, ws[i], outs[i])
-		}
+	if t := x.Elements() / ws[0].In; p.gemm(t) {
+		ws, outs = p.projectGEMMs(c, x, t, ws, outs)
+	}
+	if len(ws) == 0 {
 		return
 	}
 	if p.projections {
@@ -104,4 +115,18 @@ func (p paths) project(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Te
 	for i := range ws {
 		ops.QMatmul(c, x, ws[i], outs[i])
 	}
+}
+
+// projectGEMMs runs the projections that take a GEMM and returns the others.
+func (p paths) projectGEMMs(c *ops.Ctx, x ops.Tensor, t int, ws []ops.QLinear, outs []ops.Tensor) ([]ops.QLinear, []ops.Tensor) {
+	var restW []ops.QLinear
+	var restOut []ops.Tensor
+	for i := range ws {
+		if p.useGEMM(t, ws[i], outs[i]) {
+			ops.QGemm(c, x, ws[i], outs[i])
+		} else {
+			restW, restOut = append(restW, ws[i]), append(restOut, outs[i])
+		}
+	}
+	return restW, restOut
 }

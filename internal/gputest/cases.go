@@ -123,6 +123,7 @@ func Specs() []Spec {
 	for _, p := range []mm{
 		{512, hidden, qProjOut, 4, 64}, {100, hidden, 1000, 8, 64}, {70, 160, 37, 3, 32}, {65, 192, 41, 6, 64},
 		{3, 128, 33, 2, 128}, {64, 256, 64, 4, 128}, {130, 96, 70, 5, 32}, {33, 4096, 9, 4, 128},
+		{90, 160, 100, 4, 32}, {40, 96, 65, 8, 32}, {200, 512, 130, 8, 64},
 	} {
 		add("qgemm_bf16", p.T*p.Out*p.In >= 512*hidden*qProjOut, fmt.Sprintf("T=%d %d→%d bits=%d gs=%d", p.T, p.In, p.Out, p.bits, p.gs), func(g gen) *Case {
 			w, sc, bi := g.quant(p.Out, p.In, p.bits, p.gs)
@@ -150,7 +151,7 @@ func Specs() []Spec {
 	for _, p := range []struct{ T, K, E, In, Out, bits, gs, xPerSlot int }{
 		{512, topK, 64, hidden, moeInt, 4, 64, 0}, {512, topK, 64, moeInt, hidden, 4, 64, 1},
 		{100, topK, 16, 256, 70, 4, 64, 0}, {70, 3, 5, 96, 33, 3, 32, 1}, {40, 2, 4, 128, 17, 8, 128, 0},
-		{9, 2, 6, 64, 130, 6, 32, 1},
+		{9, 2, 6, 64, 130, 6, 32, 1}, {50, 4, 7, 160, 66, 4, 32, 1}, {120, 8, 64, 96, 40, 8, 32, 0},
 	} {
 		add("qgemm_gather_bf16", p.T >= 512, fmt.Sprintf("T=%d K=%d E=%d %d→%d bits=%d gs=%d xPerSlot=%d", p.T, p.K, p.E, p.In, p.Out, p.bits, p.gs, p.xPerSlot), func(g gen) *Case {
 			w, sc, bi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
@@ -435,7 +436,8 @@ func Specs() []Spec {
 	}
 
 	// conv1d_silu_bf16: x, state (in/out), w, out | T, C, K
-	for _, p := range []struct{ T, C, K int }{{1, convDim, 4}, {9, convDim, 4}, {2, 100, 4}, {1, 33, 2}, {5, 70, 1}, {3, 64, 8}} {
+	for _, p := range []struct{ T, C, K int }{{1, convDim, 4}, {9, convDim, 4}, {2, 100, 4}, {1, 33, 2}, {5, 70, 1}, {3, 64, 8},
+		{512, convDim, 4}, {40, 300, 4}, {17, 70, 8}, {33, 64, 3}} {
 		add("conv1d_silu_bf16", false, fmt.Sprintf("T=%d C=%d K=%d", p.T, p.C, p.K), func(g gen) *Case {
 			return &Case{Tol: tolBF16, Buffers: []Buffer{
 				in("x", backend.BF16, g.bf16(p.T*p.C, 1)), inout("state", backend.BF16, g.bf16((p.K-1)*p.C, 1)),
