@@ -87,23 +87,6 @@ KERNEL(gdn_gates_bf16,
 // State rows (one SIMD-group each) per threadgroup of the recurrence.
 #define GDN_ROWS_PER_GROUP 4
 
-// gdn_load reads token t's inputs for one state row (nothing past T): q and k
-// of k-head hk at lanes' dk = lane + 32i, the gates, and v[dv].
-INLINE void gdn_load(device const bf16_t *conv, device const float *g, device const float *beta, int t, int T,
-                     int width, int hk, int h, int dv, int Hk, int Hv, int Dk, int Dv, int lane, thread float *q,
-                     thread float *k, thread float *gt, thread float *bt, thread float *vt) {
-  if (t >= T) return;
-  device const bf16_t *row = conv + (ulong)t * (ulong)width;
-  for (int i = 0; i < GDN_PER_LANE; i++) {
-    int d = lane + 32 * i;
-    q[i] = d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
-    k[i] = d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
-  }
-  *gt = g[t * Hv + h];
-  *bt = beta[t * Hv + h];
-  *vt = bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]);
-}
-
 // gdn_recurrence_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], g and beta
 // f32 [T, Hv], state f32 [Hv, Dv, Dk] (in/out), out [T, Hv, Dv].
 // Per token: q and k of k-head hk are rms-normalised (eps 1e-6) and scaled,
@@ -143,23 +126,21 @@ KERNEL(gdn_recurrence_bf16,
     int d = lane + 32 * i;
     S[i] = d < Dk ? srow[d] : 0.0f;
   }
-  // The next token's inputs are loaded while this token's update runs: they do
-  // not depend on the state, and the loads are the longest wait of a step.
-  float nq[GDN_PER_LANE], nk[GDN_PER_LANE], ng = 0.0f, nb = 0.0f, nv = 0.0f;
-  gdn_load(conv, g, beta, 0, T, width, hk, h, dv, Hk, Hv, Dk, Dv, lane, nq, nk, &ng, &nb, &nv);
   for (int t = 0; t < T; t++) {
+    device const bf16_t *row = conv + (ulong)t * (ulong)width;
     float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
     float qss = 0.0f, kss = 0.0f;
     for (int i = 0; i < GDN_PER_LANE; i++) {
-      qv[i] = nq[i];
-      kv[i] = nk[i];
+      int d = lane + 32 * i;
+      qv[i] = d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
+      kv[i] = d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
       qss += qv[i] * qv[i];
       kss += kv[i] * kv[i];
     }
-    float gt = ng, bt = nb, vt = nv;
-    gdn_load(conv, g, beta, t + 1, T, width, hk, h, dv, Hk, Hv, Dk, Dv, lane, nq, nk, &ng, &nb, &nv);
     float qInv = rsqrtf(simd_sum(qss) / (float)Dk + 1e-6f);
     float kInv = rsqrtf(simd_sum(kss) / (float)Dk + 1e-6f);
+    float gt = g[t * Hv + h], bt = beta[t * Hv + h];
+    float vt = bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]);
     float u = 0.0f;
     for (int i = 0; i < GDN_PER_LANE; i++) {
       qv[i] = round_bf16(round_bf16(qv[i] * qInv) * qScale);

@@ -30,6 +30,7 @@ typedef unsigned short bf16_t;
 #define SIMD_COUNT ((int)(blockDim.x >> 5))
 
 #define TG_MEM(type, name, n) __shared__ type name[n]
+#define TG_MEM_ALIGNED16(type, name, n) __shared__ __align__(16) type name[n]
 #define BARRIER() __syncthreads()
 #define DEVICE_BARRIER() __syncthreads()
 

@@ -10,6 +10,8 @@
 //                              threadgroup size, lane in the SIMD-group (warp),
 //                              SIMD-group index and count in the threadgroup.
 //   TG_MEM(type, name, n)      a threadgroup (shared) array in a kernel body.
+//   TG_MEM_ALIGNED16(type, name, n)
+//                              the same, starting at a 16-byte boundary.
 //   BARRIER()                  threadgroup barrier over threadgroup memory.
 //   DEVICE_BARRIER()           threadgroup barrier that also orders device memory.
 //   bf16_t, load/store helpers, simd_sum/simd_max/simd_shuffle_xor, imin/imax,
@@ -39,6 +41,8 @@ typedef ushort bf16_t;
 #define SIMD_COUNT ((int)(bagel_tgsize.x / 32))
 
 #define TG_MEM(type, name, n) threadgroup type name[n]
+// Threadgroup allocations start 16-byte aligned on Metal.
+#define TG_MEM_ALIGNED16(type, name, n) threadgroup type name[n]
 #define BARRIER() threadgroup_barrier(mem_flags::mem_threadgroup)
 #define DEVICE_BARRIER() \
   threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup)

@@ -41,14 +41,15 @@ INLINE void mma_put_pair(threadgroup MMA_T *dst, uint v) {
   dst[0] = as_float(v << 16);
   dst[1] = as_float(v & 0xffff0000u);
 }
-// mma_put2 stores two values rounded to bf16 at dst[0], dst[1].
-INLINE void mma_put2(threadgroup MMA_T *dst, float a, float b) {
-  dst[0] = round_bf16(a);
-  dst[1] = round_bf16(b);
-}
 
 struct mma_acc {
   simdgroup_float8x8 c[2][2];
+};
+
+// mma_warp is a SIMD-group's 32×32 share of a tile: four 16×16 accumulators,
+// (i, j) at c[2i + j].
+struct mma_warp {
+  mma_acc c[4];
 };
 
 INLINE void mma_zero(thread mma_acc &acc) {
@@ -73,6 +74,11 @@ INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int la
     for (int j = 0; j < 2; j++) simdgroup_store(acc.c[i][j], C + i * 8 * ldc + j * 8, (ulong)ldc);
 }
 
+INLINE void mma_put2(threadgroup MMA_T *dst, float a, float b) {
+  dst[0] = round_bf16(a);
+  dst[1] = round_bf16(b);
+}
+
 #else  // CUDA
 
 typedef bf16_t MMA_T;
@@ -85,14 +91,28 @@ typedef bf16_t MMA_T;
 INLINE MMA_T mma_elem(float f) { return f32_to_bf16(f); }
 INLINE MMA_T mma_elem_bf16(bf16_t v) { return v; }
 INLINE void mma_put_pair(threadgroup MMA_T *dst, uint v) { *(threadgroup uint *)dst = v; }
+// mma_put2 stores two values rounded to bf16 at dst[0], dst[1] (one cvt on
+// sm_80+: round to nearest even as f32_to_bf16, which differs only for NaNs).
 INLINE void mma_put2(threadgroup MMA_T *dst, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint v;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(v) : "f"(b), "f"(a));
+  *(threadgroup uint *)dst = v;
+#else
   *(threadgroup uint *)dst = (uint)f32_to_bf16(a) | ((uint)f32_to_bf16(b) << 16);
+#endif
 }
 
 // The m16n8k16 accumulator layout, for both 8-column halves h of the 16×16
 // tile: lane = 4g + q/2 holds c[4h + i] at row g + 8·(i/2), column 8h + q + i%2.
 struct mma_acc {
   float c[8];
+};
+
+// mma_warp is a SIMD-group's 32×32 share of a tile: four 16×16 accumulators,
+// (i, j) at c[2i + j].
+struct mma_warp {
+  mma_acc c[4];
 };
 
 INLINE void mma_zero(thread mma_acc &acc) {
@@ -135,6 +155,54 @@ INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int la
   }
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define MMA_WARP_NATIVE 1
+// smem_u32 is the shared-window address of a threadgroup pointer.
+INLINE uint smem_u32(threadgroup const MMA_T *p) {
+  uint a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// ldsm_x4 loads four 8×8 bf16 matrices; lane l gives the address of row l%8 of
+// matrix l/8 (16-byte aligned) and gets its fragment of each.
+INLINE void ldsm_x4(threadgroup const MMA_T *row, thread uint *r) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(row)));
+}
+
+// mma_warp_32x32x16: acc[2i + j] (16×16 each) += A[16i.., :16]·B[16j.., :16]ᵀ for a
+// warp's 32×32 tile: four ldmatrix.x4 and eight mma.sync.
+INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, int lda, threadgroup const MMA_T *B,
+                              int ldb, int lane) {
+  int mi = lane >> 3, r = lane & 7;
+  uint a[2][4], b[2][4];
+  for (int i = 0; i < 2; i++) ldsm_x4(A + (16 * i + (mi & 1) * 8 + r) * lda + (mi >> 1) * 8, a[i]);
+  for (int j = 0; j < 2; j++) ldsm_x4(B + (16 * j + (mi >> 1) * 8 + r) * ldb + (mi & 1) * 8, b[j]);
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      for (int h = 0; h < 2; h++) {
+        float *c = acc.c[2 * i + j].c + 4 * h;
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][2 * h]), "r"(b[j][2 * h + 1]));
+      }
+}
+#endif
+
+#endif
+
+// mma_warp_32x32x16 is native on sm_80+ (above); elsewhere it is four 16×16
+// products.
+#ifndef MMA_WARP_NATIVE
+INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, int lda, threadgroup const MMA_T *B,
+                              int ldb, int lane) {
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) mma_16x16x16(acc.c[2 * i + j], A + 16 * i * lda, lda, B + 16 * j * ldb, ldb, lane);
+}
 #endif
 
 // ---- The tile ----------------------------------------------------------------
@@ -159,7 +227,7 @@ INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int la
 struct qg_regs {
   uint x[QG_XW];
   uint w[QG_WW];
-  float s[QG_WW], b[QG_WW];
+  uint sb[QG_WW];  // the word's scale (low half) and bias (high half), bf16
 };
 
 // qg_fetch loads the step at k0: x words (row r = i / (QG_BK/2) of the tile)
@@ -182,12 +250,10 @@ INLINE void qg_fetch(thread qg_regs &g, device const bf16_t *x, threadgroup cons
     if (o < Out && k0 + wi * per < In) {
       int g0 = (k0 + wi * per) / gs;
       g.w[n] = w[(ulong)o * wstride + (ulong)(k0 / per + wi)];
-      g.s[n] = bf16_to_f32(scales[(ulong)o * sstride + (ulong)g0]);
-      g.b[n] = bf16_to_f32(biases[(ulong)o * sstride + (ulong)g0]);
+      g.sb[n] = (uint)scales[(ulong)o * sstride + (ulong)g0] | ((uint)biases[(ulong)o * sstride + (ulong)g0] << 16);
     } else {
       g.w[n] = 0u;
-      g.s[n] = 0.0f;
-      g.b[n] = 0.0f;
+      g.sb[n] = 0u;
     }
   }
 }
@@ -210,9 +276,10 @@ INLINE void qg_put(thread qg_regs &g, threadgroup MMA_T *As, threadgroup MMA_T *
       if (i >= QG_BN * words) break;
       int r = i / words, wi = i % words;
       threadgroup MMA_T *dst = Bs + r * QG_LD + wi * per;
+      float sc = as_float(g.sb[n] << 16), bi = as_float(g.sb[n] & 0xffff0000u);
       for (int j = 0; j < per; j += 2)
-        mma_put2(dst + j, g.s[n] * code_f(g.w[n], (uint)(bits * j), mask) + g.b[n],
-                 g.s[n] * code_f(g.w[n], (uint)(bits * (j + 1)), mask) + g.b[n]);
+        mma_put2(dst + j, sc * code_f(g.w[n], (uint)(bits * j), mask) + bi,
+                 sc * code_f(g.w[n], (uint)(bits * (j + 1)), mask) + bi);
     }
     return;
   }
@@ -240,9 +307,8 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
   threadgroup MMA_T *As = (threadgroup MMA_T *)smem;
   threadgroup MMA_T *Bs = As + QG_BM * QG_LD;
   int wm = (simd >> 1) * 32, wn = (simd & 1) * 32;
-  mma_acc acc[2][2];
-  for (int i = 0; i < 2; i++)
-    for (int j = 0; j < 2; j++) mma_zero(acc[i][j]);
+  mma_warp acc;
+  for (int i = 0; i < 4; i++) mma_zero(acc.c[i]);
   qg_regs g;
   qg_fetch(g, x, arow, nrows, w, scales, biases, o0, 0, In, Out, bits, gs, tid);
   for (int k0 = 0; k0 < In; k0 += QG_BK) {
@@ -251,14 +317,11 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
     if (k0 + QG_BK < In) qg_fetch(g, x, arow, nrows, w, scales, biases, o0, k0 + QG_BK, In, Out, bits, gs, tid);
     int width = imin(QG_BK, In - k0);  // a multiple of 32
     for (int kk = 0; kk < width; kk += 16)
-      for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++)
-          mma_16x16x16(acc[i][j], As + (wm + 16 * i) * QG_LD + kk, QG_LD, Bs + (wn + 16 * j) * QG_LD + kk, QG_LD,
-                       lane);
+      mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bs + wn * QG_LD + kk, QG_LD, lane);
     BARRIER();
   }
   for (int i = 0; i < 2; i++)
-    for (int j = 0; j < 2; j++) mma_store(acc[i][j], smem + (wm + 16 * i) * QG_LDC + wn + 16 * j, QG_LDC, lane);
+    for (int j = 0; j < 2; j++) mma_store(acc.c[2 * i + j], smem + (wm + 16 * i) * QG_LDC + wn + 16 * j, QG_LDC, lane);
   BARRIER();
   for (int i = tid; i < QG_BM * QG_BN; i += QG_THREADS) {
     int r = i / QG_BN, n = i % QG_BN;
@@ -281,13 +344,14 @@ KERNEL(qgemm_bf16,
        PARAM(int, Out, 7),
        PARAM(int, bits, 8),
        PARAM(int, gs, 9)) {
-  TG_MEM(float, smem, QG_SMEM);
+  TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, rows, QG_BM);
   int mtiles = (T + QG_BM - 1) / QG_BM;
   int m0 = (TGID_X % mtiles) * QG_BM, o0 = (TGID_X / mtiles) * QG_BN;
   for (int r = TID_X; r < QG_BM; r += TG_SIZE_X) rows[r] = m0 + r;
   BARRIER();
-  qgemm_tile(x, w, scales, biases, out, rows, rows, imin(QG_BM, T - m0), o0, In, Out, bits, gs, smem, TID_X, LANE,
+  qgemm_tile(x, w, scales, biases, out, rows, rows, imin(QG_BM, T - m0), o0, In, Out, bits, gs,
+             smem, TID_X, LANE,
              SIMD_ID);
 }
 
@@ -392,7 +456,7 @@ KERNEL(qgemm_gather_bf16,
        PARAM(int, bits, 12),
        PARAM(int, gs, 13),
        PARAM(int, xPerSlot, 14)) {
-  TG_MEM(float, smem, QG_SMEM);
+  TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, arow, QG_BM);
   TG_MEM(int, orow, QG_BM);
   int ntiles = (T * K + QG_BM - 1) / QG_BM + E;
