@@ -90,7 +90,7 @@ KERNEL(attention_bf16,
 
   float qv[ATTN_PER_LANE];
   float o[ATTN_PER_LANE];
-  for (int i = 0; i < ATTN_PER_LANE; i++) {
+  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
     int d = lane + 32 * i;
     qv[i] = d < D ? bf16_to_f32(q[(ulong)item * (ulong)D + (ulong)d]) : 0.0f;
     o[i] = 0.0f;
@@ -101,7 +101,7 @@ KERNEL(attention_bf16,
     device const bf16_t *kr = kcache + (headBase + (ulong)j) * (ulong)D;
     device const bf16_t *vr = vcache + (headBase + (ulong)j) * (ulong)D;
     float dot = 0.0f;
-    for (int i = 0; i < ATTN_PER_LANE; i++) {
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
       int d = lane + 32 * i;
       if (d < D) dot += qv[i] * bf16_to_f32(kr[d]);
     }
@@ -110,7 +110,7 @@ KERNEL(attention_bf16,
     float corr = expf(m - mNew);
     float p = expf(s - mNew);
     l = l * corr + p;
-    for (int i = 0; i < ATTN_PER_LANE; i++) {
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
       int d = lane + 32 * i;
       if (d < D) o[i] = o[i] * corr + p * bf16_to_f32(vr[d]);
     }
@@ -121,7 +121,7 @@ KERNEL(attention_bf16,
     sgMax[sg] = m;
     sgSum[sg] = l;
   }
-  for (int i = 0; i < ATTN_PER_LANE; i++) {
+  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
     int d = lane + 32 * i;
     if (d < D) sgOut[sg * ATTN_MAX_D + d] = o[i];
   }
@@ -176,7 +176,7 @@ KERNEL(attention_split_f32,
 
   float qv[ATTN_PER_LANE];
   float o[ATTN_PER_LANE];
-  for (int i = 0; i < ATTN_PER_LANE; i++) {
+  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
     int d = lane + 32 * i;
     qv[i] = d < D ? bf16_to_f32(q[(ulong)item * (ulong)D + (ulong)d]) : 0.0f;
     o[i] = 0.0f;
@@ -187,7 +187,7 @@ KERNEL(attention_split_f32,
     device const bf16_t *kr = kcache + (headBase + (ulong)j) * (ulong)D;
     device const bf16_t *vr = vcache + (headBase + (ulong)j) * (ulong)D;
     float dot = 0.0f;
-    for (int i = 0; i < ATTN_PER_LANE; i++) {
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
       int d = lane + 32 * i;
       if (d < D) dot += qv[i] * bf16_to_f32(kr[d]);
     }
@@ -196,7 +196,7 @@ KERNEL(attention_split_f32,
     float corr = expf(m - mNew);
     float p = expf(s - mNew);
     l = l * corr + p;
-    for (int i = 0; i < ATTN_PER_LANE; i++) {
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
       int d = lane + 32 * i;
       if (d < D) o[i] = o[i] * corr + p * bf16_to_f32(vr[d]);
     }
@@ -206,7 +206,7 @@ KERNEL(attention_split_f32,
     sgMax[sg] = m;
     sgSum[sg] = l;
   }
-  for (int i = 0; i < ATTN_PER_LANE; i++) {
+  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
     int d = lane + 32 * i;
     if (d < D) sgOut[sg * ATTN_MAX_D + d] = o[i];
   }

@@ -10,7 +10,7 @@
 // CONV_TOKENS tokens with the window in registers, so a prompt spreads over
 // ceil(T, CONV_TOKENS) times as many threads as a decode step. The thread of
 // the first tokens (the only one that reads the state) writes the new state
-// after reading the old. K ≤ CONV_MAX_K ≤ CONV_TOKENS + 1.
+// after reading the old. 1 ≤ K ≤ CONV_MAX_K ≤ CONV_TOKENS + 1.
 // launch: grid(ceil(C, 256) * ceil(T, CONV_TOKENS)) group(256)
 // requires: K <= CONV_MAX_K
 KERNEL(conv1d_silu_bf16,
@@ -26,28 +26,37 @@ KERNEL(conv1d_silu_bf16,
   int t0 = (TGID_X / cblocks) * CONV_TOKENS;
   if (c >= C || t0 >= T) return;
   int t1 = imin(T, t0 + CONV_TOKENS);
-  float old[CONV_MAX_K];  // the state as it was (first tokens only)
-  float win[CONV_MAX_K];  // win[0..K-2]: ci rows t0 .. t0+K−2, oldest first
-  float wc[CONV_MAX_K];
-  for (int k = 0; k < K; k++) wc[k] = bf16_to_f32(w[(ulong)c * (ulong)K + (ulong)k]);
-  if (t0 == 0)
-    for (int k = 0; k < K - 1; k++) old[k] = bf16_to_f32(state[(ulong)k * (ulong)C + (ulong)c]);
-  for (int k = 0; k < K - 1; k++) {
-    int r = t0 + k;  // a ci row: the state's below K−1, x's from there
-    win[k] = r < K - 1 ? old[r] : bf16_to_f32(x[(ulong)(r - (K - 1)) * (ulong)C + (ulong)c]);
+  // The K weights and the window sit at the top of CONV_MAX_K registers (the
+  // newest input at CONV_MAX_K − 1), so every index is a constant once the
+  // loops unroll; the products run in the order k = 0 .. K−1 as before.
+  int lead = CONV_MAX_K - K;
+  float wa[CONV_MAX_K];
+  float win[CONV_MAX_K];
+  UNROLL for (int i = 0; i < CONV_MAX_K; i++) {
+    int k = i - lead;
+    wa[i] = k >= 0 ? bf16_to_f32(w[(ulong)c * (ulong)K + (ulong)k]) : 0.0f;
+    win[i] = 0.0f;
+    if (k >= 0 && k < K - 1) {
+      int r = t0 + k;  // a ci row: the state's below K−1, x's from there
+      win[i] = bf16_to_f32(r < K - 1 ? state[(ulong)r * (ulong)C + (ulong)c] : x[(ulong)(r - (K - 1)) * (ulong)C + (ulong)c]);
+    }
   }
   for (int t = t0; t < t1; t++) {
-    win[K - 1] = bf16_to_f32(x[(ulong)t * (ulong)C + (ulong)c]);
+    win[CONV_MAX_K - 1] = bf16_to_f32(x[(ulong)t * (ulong)C + (ulong)c]);
     float acc = 0.0f;
-    for (int k = 0; k < K; k++) acc += win[k] * wc[k];
+    UNROLL for (int i = 0; i < CONV_MAX_K; i++) {
+      if (i >= lead) acc += win[i] * wa[i];
+    }
     out[(ulong)t * (ulong)C + (ulong)c] = f32_to_bf16(siluf(acc));
-    for (int k = 0; k < K - 1; k++) win[k] = win[k + 1];
+    UNROLL for (int i = 0; i < CONV_MAX_K - 1; i++) win[i] = win[i + 1];
   }
   if (t0 != 0) return;
+  // The new state is ci's last K−1 rows. Row j reads ci row T + j > j, which
+  // no earlier step of this loop has overwritten.
   for (int j = 0; j < K - 1; j++) {
-    int r = T + j;  // ci row of the new state's row j
-    float v = r < K - 1 ? old[r] : bf16_to_f32(x[(ulong)(r - (K - 1)) * (ulong)C + (ulong)c]);
-    state[(ulong)j * (ulong)C + (ulong)c] = f32_to_bf16(v);
+    int r = T + j;
+    state[(ulong)j * (ulong)C + (ulong)c] =
+        r < K - 1 ? state[(ulong)r * (ulong)C + (ulong)c] : x[(ulong)(r - (K - 1)) * (ulong)C + (ulong)c];
   }
 }
 
@@ -122,7 +131,7 @@ KERNEL(gdn_recurrence_bf16,
 
   device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)dv) * (ulong)Dk;
   float S[GDN_PER_LANE];
-  for (int i = 0; i < GDN_PER_LANE; i++) {
+  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
     int d = lane + 32 * i;
     S[i] = d < Dk ? srow[d] : 0.0f;
   }
@@ -130,7 +139,7 @@ KERNEL(gdn_recurrence_bf16,
     device const bf16_t *row = conv + (ulong)t * (ulong)width;
     float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
     float qss = 0.0f, kss = 0.0f;
-    for (int i = 0; i < GDN_PER_LANE; i++) {
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
       int d = lane + 32 * i;
       qv[i] = d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
       kv[i] = d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
@@ -142,7 +151,7 @@ KERNEL(gdn_recurrence_bf16,
     float gt = g[t * Hv + h], bt = beta[t * Hv + h];
     float vt = bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]);
     float u = 0.0f;
-    for (int i = 0; i < GDN_PER_LANE; i++) {
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
       qv[i] = round_bf16(round_bf16(qv[i] * qInv) * qScale);
       kv[i] = round_bf16(round_bf16(kv[i] * kInv) * kScale);
       S[i] *= gt;
@@ -150,14 +159,14 @@ KERNEL(gdn_recurrence_bf16,
     }
     float delta = bt * (vt - simd_sum(u));
     float o = 0.0f;
-    for (int i = 0; i < GDN_PER_LANE; i++) {
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
       S[i] += delta * kv[i];
       o += S[i] * qv[i];
     }
     o = simd_sum(o);
     if (lane == 0) out[((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv + (ulong)dv] = f32_to_bf16(o);
   }
-  for (int i = 0; i < GDN_PER_LANE; i++) {
+  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
     int d = lane + 32 * i;
     if (d < Dk) srow[d] = S[i];
   }

@@ -78,26 +78,43 @@ KERNEL(add_rms_norm_bf16,
   int pairs = N / 2;
   float keep[2 * ADDNORM_KEEP];
   float ss = 0.0f;
-  int k = 0;
-  for (int p = TID_X; p < pairs; p += TG_SIZE_X, k++) {
+  // The first ADDNORM_KEEP pairs of this thread stay in registers (a constant
+  // index each once unrolled); the rest are read back from sum.
+  UNROLL for (int k = 0; k < ADDNORM_KEEP; k++) {
+    int p = TID_X + k * TG_SIZE_X;
+    keep[2 * k] = 0.0f;
+    keep[2 * k + 1] = 0.0f;
+    if (p < pairs) {
+      ulong i = base + 2 * (ulong)p;
+      float s0 = round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
+      float s1 = round_bf16(bf16_to_f32(a[i + 1]) + bf16_to_f32(b[i + 1]));
+      sum[i] = f32_to_bf16(s0);
+      sum[i + 1] = f32_to_bf16(s1);
+      ss += s0 * s0 + s1 * s1;
+      keep[2 * k] = s0;
+      keep[2 * k + 1] = s1;
+    }
+  }
+  for (int p = TID_X + ADDNORM_KEEP * TG_SIZE_X; p < pairs; p += TG_SIZE_X) {
     ulong i = base + 2 * (ulong)p;
     float s0 = round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
     float s1 = round_bf16(bf16_to_f32(a[i + 1]) + bf16_to_f32(b[i + 1]));
     sum[i] = f32_to_bf16(s0);
     sum[i + 1] = f32_to_bf16(s1);
     ss += s0 * s0 + s1 * s1;
-    if (k < ADDNORM_KEEP) {
-      keep[2 * k] = s0;
-      keep[2 * k + 1] = s1;
-    }
   }
   float inv = rsqrtf(tg_sum(ss, partial, LANE, SIMD_ID, SIMD_COUNT) / (float)N + eps);
-  k = 0;
-  for (int p = TID_X; p < pairs; p += TG_SIZE_X, k++) {
+  UNROLL for (int k = 0; k < ADDNORM_KEEP; k++) {
+    int p = TID_X + k * TG_SIZE_X;
+    if (p < pairs) {
+      ulong i = base + 2 * (ulong)p;
+      out[i] = f32_to_bf16(bf16_to_f32(w[2 * p]) * round_bf16(keep[2 * k] * inv));
+      out[i + 1] = f32_to_bf16(bf16_to_f32(w[2 * p + 1]) * round_bf16(keep[2 * k + 1] * inv));
+    }
+  }
+  for (int p = TID_X + ADDNORM_KEEP * TG_SIZE_X; p < pairs; p += TG_SIZE_X) {
     ulong i = base + 2 * (ulong)p;
-    float s0 = k < ADDNORM_KEEP ? keep[2 * k] : bf16_to_f32(sum[i]);
-    float s1 = k < ADDNORM_KEEP ? keep[2 * k + 1] : bf16_to_f32(sum[i + 1]);
-    out[i] = f32_to_bf16(bf16_to_f32(w[2 * p]) * round_bf16(s0 * inv));
-    out[i + 1] = f32_to_bf16(bf16_to_f32(w[2 * p + 1]) * round_bf16(s1 * inv));
+    out[i] = f32_to_bf16(bf16_to_f32(w[2 * p]) * round_bf16(bf16_to_f32(sum[i]) * inv));
+    out[i + 1] = f32_to_bf16(bf16_to_f32(w[2 * p + 1]) * round_bf16(bf16_to_f32(sum[i + 1]) * inv));
   }
 }

@@ -17,6 +17,9 @@ typedef unsigned long long ulong;
 typedef unsigned short bf16_t;
 
 #define INLINE __forceinline__
+// UNROLL before a loop over a register array with a constant trip count: an
+// array indexed by a loop variable that is not unrolled lives in local memory.
+#define UNROLL _Pragma("unroll")
 
 #define KERNEL(name, ...) extern "C" __global__ void name(__VA_ARGS__)
 #define BUFFER(type, name, index) type *name

@@ -22,6 +22,9 @@ using namespace metal;
 typedef ushort bf16_t;
 
 #define INLINE inline
+// UNROLL before a loop over a register array with a constant trip count (see
+// prelude_cuda.h).
+#define UNROLL _Pragma("clang loop unroll(full)")
 
 #define KERNEL(name, ...)                                                 \
   kernel void name(__VA_ARGS__,                                           \

@@ -53,7 +53,7 @@ struct mma_warp {
 };
 
 INLINE void mma_zero(thread mma_acc &acc) {
-  for (int i = 0; i < 2; i++)
+  UNROLL for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++) acc.c[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
 }
 
@@ -61,16 +61,16 @@ INLINE void mma_16x16x16(thread mma_acc &acc, threadgroup const MMA_T *A, int ld
                          int ldb, int lane) {
   for (int kk = 0; kk < 16; kk += 8) {
     simdgroup_float8x8 a[2], b[2];
-    for (int i = 0; i < 2; i++) simdgroup_load(a[i], A + i * 8 * lda + kk, (ulong)lda);
+    UNROLL for (int i = 0; i < 2; i++) simdgroup_load(a[i], A + i * 8 * lda + kk, (ulong)lda);
     // B rows are output columns: load them transposed, [k][n].
-    for (int j = 0; j < 2; j++) simdgroup_load(b[j], B + j * 8 * ldb + kk, (ulong)ldb, ulong2(0), true);
-    for (int i = 0; i < 2; i++)
+    UNROLL for (int j = 0; j < 2; j++) simdgroup_load(b[j], B + j * 8 * ldb + kk, (ulong)ldb, ulong2(0), true);
+    UNROLL for (int i = 0; i < 2; i++)
       for (int j = 0; j < 2; j++) simdgroup_multiply_accumulate(acc.c[i][j], a[i], b[j], acc.c[i][j]);
   }
 }
 
 INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int lane) {
-  for (int i = 0; i < 2; i++)
+  UNROLL for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++) simdgroup_store(acc.c[i][j], C + i * 8 * ldc + j * 8, (ulong)ldc);
 }
 
@@ -116,7 +116,7 @@ struct mma_warp {
 };
 
 INLINE void mma_zero(thread mma_acc &acc) {
-  for (int i = 0; i < 8; i++) acc.c[i] = 0.0f;
+  UNROLL for (int i = 0; i < 8; i++) acc.c[i] = 0.0f;
 }
 
 INLINE uint mma_pair(const MMA_T *p) { return *(const uint *)p; }
@@ -127,7 +127,7 @@ INLINE void mma_16x16x16(thread mma_acc &acc, threadgroup const MMA_T *A, int ld
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   uint a0 = mma_pair(A + g * lda + q), a1 = mma_pair(A + (g + 8) * lda + q);
   uint a2 = mma_pair(A + g * lda + q + 8), a3 = mma_pair(A + (g + 8) * lda + q + 8);
-  for (int h = 0; h < 2; h++) {
+  UNROLL for (int h = 0; h < 2; h++) {
     const MMA_T *bn = B + (h * 8 + g) * ldb;
     uint b0 = mma_pair(bn + q), b1 = mma_pair(bn + q + 8);
     float *c = acc.c + 4 * h;
@@ -138,10 +138,10 @@ INLINE void mma_16x16x16(thread mma_acc &acc, threadgroup const MMA_T *A, int ld
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
   }
 #else
-  for (int i = 0; i < 8; i++) {
+  UNROLL for (int i = 0; i < 8; i++) {
     int m = g + 8 * ((i & 3) >> 1), n = 8 * (i >> 2) + q + (i & 1);
     float s = 0.0f;
-    for (int k = 0; k < 16; k++) s += bf16_to_f32(A[m * lda + k]) * bf16_to_f32(B[n * ldb + k]);
+    UNROLL for (int k = 0; k < 16; k++) s += bf16_to_f32(A[m * lda + k]) * bf16_to_f32(B[n * ldb + k]);
     acc.c[i] += s;
   }
 #endif
@@ -149,7 +149,7 @@ INLINE void mma_16x16x16(thread mma_acc &acc, threadgroup const MMA_T *A, int ld
 
 INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int lane) {
   int g = lane >> 2, q = (lane & 3) * 2;
-  for (int i = 0; i < 8; i++) {
+  UNROLL for (int i = 0; i < 8; i++) {
     int m = g + 8 * ((i & 3) >> 1), n = 8 * (i >> 2) + q + (i & 1);
     C[m * ldc + n] = acc.c[i];
   }
@@ -178,9 +178,9 @@ INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, 
                               int ldb, int lane) {
   int mi = lane >> 3, r = lane & 7;
   uint a[2][4], b[2][4];
-  for (int i = 0; i < 2; i++) ldsm_x4(A + (16 * i + (mi & 1) * 8 + r) * lda + (mi >> 1) * 8, a[i]);
-  for (int j = 0; j < 2; j++) ldsm_x4(B + (16 * j + (mi >> 1) * 8 + r) * ldb + (mi & 1) * 8, b[j]);
-  for (int i = 0; i < 2; i++)
+  UNROLL for (int i = 0; i < 2; i++) ldsm_x4(A + (16 * i + (mi & 1) * 8 + r) * lda + (mi >> 1) * 8, a[i]);
+  UNROLL for (int j = 0; j < 2; j++) ldsm_x4(B + (16 * j + (mi >> 1) * 8 + r) * ldb + (mi & 1) * 8, b[j]);
+  UNROLL for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++)
       for (int h = 0; h < 2; h++) {
         float *c = acc.c[2 * i + j].c + 4 * h;
@@ -200,7 +200,7 @@ INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, 
 #ifndef MMA_WARP_NATIVE
 INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, int lda, threadgroup const MMA_T *B,
                               int ldb, int lane) {
-  for (int i = 0; i < 2; i++)
+  UNROLL for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++) mma_16x16x16(acc.c[2 * i + j], A + 16 * i * lda, lda, B + 16 * j * ldb, ldb, lane);
 }
 #endif
@@ -236,16 +236,16 @@ struct qg_regs {
 INLINE void qg_fetch(thread qg_regs &g, device const bf16_t *x, threadgroup const int *arow, int nrows,
                      device const uint *w, device const bf16_t *scales, device const bf16_t *biases, int o0, int k0,
                      int In, int Out, int bits, int gs, int tid) {
-  for (int n = 0; n < QG_XW; n++) {
+  UNROLL for (int n = 0; n < QG_XW; n++) {
     int i = tid + n * QG_THREADS, r = i / (QG_BK / 2), c = (i % (QG_BK / 2)) * 2;
     g.x[n] = r < nrows && k0 + c < In ? *(device const uint *)(x + (ulong)arow[r] * (ulong)In + (ulong)(k0 + c)) : 0u;
   }
   if (bits != 4 && bits != 8) return;
   ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
   int per = 32 / bits, words = QG_BK / per;  // codes per word, words per row and step
-  for (int n = 0; n < QG_WW; n++) {
+  UNROLL for (int n = 0; n < QG_WW; n++) {
     int i = tid + n * QG_THREADS;
-    if (i >= QG_BN * words) break;
+    if (i >= QG_BN * words) continue;
     int r = i / words, wi = i % words, o = o0 + r;
     if (o < Out && k0 + wi * per < In) {
       int g0 = (k0 + wi * per) / gs;
@@ -264,16 +264,16 @@ INLINE void qg_fetch(thread qg_regs &g, device const bf16_t *x, threadgroup cons
 INLINE void qg_put(thread qg_regs &g, threadgroup MMA_T *As, threadgroup MMA_T *Bs, device const uint *w,
                    device const bf16_t *scales, device const bf16_t *biases, int o0, int k0, int In, int Out,
                    int bits, int gs, int tid) {
-  for (int n = 0; n < QG_XW; n++) {
+  UNROLL for (int n = 0; n < QG_XW; n++) {
     int i = tid + n * QG_THREADS, r = i / (QG_BK / 2), c = (i % (QG_BK / 2)) * 2;
     mma_put_pair(As + r * QG_LD + c, g.x[n]);
   }
   if (bits == 4 || bits == 8) {
     int per = 32 / bits, words = QG_BK / per;
     uint mask = (1u << bits) - 1u;
-    for (int n = 0; n < QG_WW; n++) {
+    UNROLL for (int n = 0; n < QG_WW; n++) {
       int i = tid + n * QG_THREADS;
-      if (i >= QG_BN * words) break;
+      if (i >= QG_BN * words) continue;
       int r = i / words, wi = i % words;
       threadgroup MMA_T *dst = Bs + r * QG_LD + wi * per;
       float sc = as_float(g.sb[n] << 16), bi = as_float(g.sb[n] & 0xffff0000u);
@@ -308,7 +308,7 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
   threadgroup MMA_T *Bs = As + QG_BM * QG_LD;
   int wm = (simd >> 1) * 32, wn = (simd & 1) * 32;
   mma_warp acc;
-  for (int i = 0; i < 4; i++) mma_zero(acc.c[i]);
+  UNROLL for (int i = 0; i < 4; i++) mma_zero(acc.c[i]);
   qg_regs g;
   qg_fetch(g, x, arow, nrows, w, scales, biases, o0, 0, In, Out, bits, gs, tid);
   for (int k0 = 0; k0 < In; k0 += QG_BK) {
@@ -320,7 +320,7 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
       mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bs + wn * QG_LD + kk, QG_LD, lane);
     BARRIER();
   }
-  for (int i = 0; i < 2; i++)
+  UNROLL for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++) mma_store(acc.c[2 * i + j], smem + (wm + 16 * i) * QG_LDC + wn + 16 * j, QG_LDC, lane);
   BARRIER();
   for (int i = tid; i < QG_BM * QG_BN; i += QG_THREADS) {

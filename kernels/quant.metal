@@ -18,7 +18,7 @@ INLINE float qdot_row(device const bf16_t *x, device const uint *w,
       uint q = w[wi];
       int j = wi * 8;
       float qx = 0.0f, xs = 0.0f;
-      for (int i = 0; i < 8; i++) {
+      UNROLL for (int i = 0; i < 8; i++) {
         float xv = bf16_to_f32(x[j + i]);
         qx += (float)((q >> (4 * i)) & 15u) * xv;
         xs += xv;
@@ -30,7 +30,7 @@ INLINE float qdot_row(device const bf16_t *x, device const uint *w,
       uint q = w[wi];
       int j = wi * 4;
       float qx = 0.0f, xs = 0.0f;
-      for (int i = 0; i < 4; i++) {
+      UNROLL for (int i = 0; i < 4; i++) {
         float xv = bf16_to_f32(x[j + i]);
         qx += (float)((q >> (8 * i)) & 255u) * xv;
         xs += xv;
@@ -98,7 +98,7 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
                      device const bf16_t *biases, int nrows, int In, int bits, int gs, int lane,
                      int split, int nsplit, thread float *acc) {
   ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
-  for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
+  UNROLL for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
   device const uint *xw = (device const uint *)x;
   if (bits == 4) {
     int words = In / 8, per = (words + nsplit - 1) / nsplit;
@@ -110,11 +110,11 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
                      as_float(x67 << 16), as_float(x67 & 0xffff0000u)};
       float xs = ((xv[0] + xv[1]) + (xv[2] + xv[3])) + ((xv[4] + xv[5]) + (xv[6] + xv[7]));
       int g = wi * 8 / gs;
-      for (int r = 0; r < QMV_ROWS; r++) {
-        if (r >= nrows) break;
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+        if (r >= nrows) continue;
         uint q = w[(ulong)r * wstride + (ulong)wi];
         float qx = 0.0f;
-        for (int i = 0; i < 8; i++) qx += code_f(q, 4u * (uint)i, 15u) * xv[i];
+        UNROLL for (int i = 0; i < 8; i++) qx += code_f(q, 4u * (uint)i, 15u) * xv[i];
         acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx +
                   bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
       }
@@ -128,34 +128,35 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
                      as_float(x23 & 0xffff0000u)};
       float xs = (xv[0] + xv[1]) + (xv[2] + xv[3]);
       int g = wi * 4 / gs;
-      for (int r = 0; r < QMV_ROWS; r++) {
-        if (r >= nrows) break;
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+        if (r >= nrows) continue;
         uint q = w[(ulong)r * wstride + (ulong)wi];
         float qx = 0.0f;
-        for (int i = 0; i < 4; i++) qx += code_f(q, 8u * (uint)i, 255u) * xv[i];
+        UNROLL for (int i = 0; i < 4; i++) qx += code_f(q, 8u * (uint)i, 255u) * xv[i];
         acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx +
                   bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
       }
     }
   } else {
     if (split == 0) {
-      for (int r = 0; r < QMV_ROWS; r++) {
-        if (r >= nrows) break;
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+        if (r >= nrows) continue;
         acc[r] = qdot_row(x, w + (ulong)r * wstride, scales + (ulong)r * sstride, biases + (ulong)r * sstride,
                           In, bits, gs, lane);
       }
     }
     return;  // qdot_row has reduced already
   }
-  for (int r = 0; r < QMV_ROWS; r++) acc[r] = simd_sum(acc[r]);
+  UNROLL for (int r = 0; r < QMV_ROWS; r++) acc[r] = simd_sum(acc[r]);
 }
 
 // qmv_combine adds the SIMD-groups' partial sums of each row through
 // threadgroup memory; lane r of SIMD-group 0 returns row r's total in acc[0]
 // and true, every other thread false.
 INLINE bool qmv_combine(thread float *acc, threadgroup float *partial, int lane, int split, int nsplit) {
-  if (lane == 0)
-    for (int r = 0; r < QMV_ROWS; r++) partial[split * QMV_ROWS + r] = acc[r];
+  if (lane == 0) {
+    UNROLL for (int r = 0; r < QMV_ROWS; r++) partial[split * QMV_ROWS + r] = acc[r];
+  }
   BARRIER();
   if (split != 0 || lane >= QMV_ROWS) return false;
   float total = 0.0f;

@@ -110,7 +110,7 @@ KERNEL(qmatmul_gather_swiglu_bf16,
   qmv_rows(xr, gate_w + wrow, gate_scales + srow, gate_biases + srow, nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, g);
   qmv_rows(xr, up_w + wrow, up_scales + srow, up_biases + srow, nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, u);
   if (LANE == 0) {
-    for (int r = 0; r < QMV_ROWS; r++) {
+    UNROLL for (int r = 0; r < QMV_ROWS; r++) {
       partial[SIMD_ID * QMV_ROWS + r] = g[r];
       partial[(SIMD_COUNT + SIMD_ID) * QMV_ROWS + r] = u[r];
     }
@@ -178,8 +178,9 @@ KERNEL(moe_down_bf16,
              shared_scales + (ulong)o * (ulong)(Is / shared_gs), shared_biases + (ulong)o * (ulong)(Is / shared_gs),
              nrows, Is, shared_bits, shared_gs, LANE, 0, 1, acc);
   }
-  if (LANE == 0)
-    for (int r = 0; r < QMV_ROWS; r++) partial[s * QMV_ROWS + r] = acc[r];
+  if (LANE == 0) {
+    UNROLL for (int r = 0; r < QMV_ROWS; r++) partial[s * QMV_ROWS + r] = acc[r];
+  }
   BARRIER();
   if (s != 0 || LANE >= nrows) return;
   float routed = 0.0f;
