@@ -135,21 +135,40 @@ KERNEL(gdn_recurrence_bf16,
     int d = lane + 32 * i;
     S[i] = d < Dk ? srow[d] : 0.0f;
   }
-  for (int t = 0; t < T; t++) {
-    device const bf16_t *row = conv + (ulong)t * (ulong)width;
+  // Token t + 1's inputs are loaded while token t's update runs: they do not
+  // depend on the state, and their loads are the longest wait of a step.
+  float nq[GDN_PER_LANE], nk[GDN_PER_LANE];
+  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+    nq[i] = 0.0f;
+    nk[i] = 0.0f;
+  }
+  float ng = 0.0f, nb = 0.0f, nv = 0.0f;
+  for (int t = -1; t < T; t++) {
     float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+      qv[i] = nq[i];
+      kv[i] = nk[i];
+    }
+    float gt = ng, bt = nb, vt = nv;
+    if (t + 1 < T) {
+      device const bf16_t *next = conv + (ulong)(t + 1) * (ulong)width;
+      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+        int d = lane + 32 * i;
+        nq[i] = d < Dk ? bf16_to_f32(next[hk * Dk + d]) : 0.0f;
+        nk[i] = d < Dk ? bf16_to_f32(next[(Hk + hk) * Dk + d]) : 0.0f;
+      }
+      ng = g[(t + 1) * Hv + h];
+      nb = beta[(t + 1) * Hv + h];
+      nv = bf16_to_f32(next[2 * Hk * Dk + h * Dv + dv]);
+    }
+    if (t < 0) continue;  // the first pass only loads token 0
     float qss = 0.0f, kss = 0.0f;
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      int d = lane + 32 * i;
-      qv[i] = d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
-      kv[i] = d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
       qss += qv[i] * qv[i];
       kss += kv[i] * kv[i];
     }
     float qInv = rsqrtf(simd_sum(qss) / (float)Dk + 1e-6f);
     float kInv = rsqrtf(simd_sum(kss) / (float)Dk + 1e-6f);
-    float gt = g[t * Hv + h], bt = beta[t * Hv + h];
-    float vt = bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]);
     float u = 0.0f;
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
       qv[i] = round_bf16(round_bf16(qv[i] * qInv) * qScale);

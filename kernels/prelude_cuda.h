@@ -38,6 +38,15 @@ typedef unsigned short bf16_t;
 #define DEVICE_BARRIER() __syncthreads()
 
 INLINE float as_float(uint u) { return __uint_as_float(u); }
+
+// u32x4 is four words moved as one 16-byte load or store (16-byte aligned).
+struct __align__(16) u32x4 {
+  uint x, y, z, w;
+};
+INLINE u32x4 u32x4_zero() {
+  u32x4 v = {0u, 0u, 0u, 0u};
+  return v;
+}
 INLINE uint as_uint(float f) { return __float_as_uint(f); }
 
 INLINE float simd_sum(float v) {

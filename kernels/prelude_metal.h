@@ -63,4 +63,8 @@ typedef ushort bf16_t;
 #define fabsf(x) metal::fabs(x)
 
 INLINE float as_float(uint u) { return as_type<float>(u); }
+
+// u32x4 is four words moved as one 16-byte load or store (16-byte aligned).
+typedef uint4 u32x4;
+INLINE u32x4 u32x4_zero() { return uint4(0u); }
 INLINE uint as_uint(float f) { return as_type<uint>(f); }

@@ -36,10 +36,12 @@ typedef float MMA_T;
 #define QG_SMEM 4608
 INLINE MMA_T mma_elem(float f) { return round_bf16(f); }
 INLINE MMA_T mma_elem_bf16(bf16_t v) { return bf16_to_f32(v); }
-// mma_put_pair stores the two bf16 of v (low half first) at dst[0], dst[1].
-INLINE void mma_put_pair(threadgroup MMA_T *dst, uint v) {
-  dst[0] = as_float(v << 16);
-  dst[1] = as_float(v & 0xffff0000u);
+// mma_put8 stores the eight bf16 of v (low half of each word first) at dst[0..8).
+INLINE void mma_put8(threadgroup MMA_T *dst, u32x4 v) {
+  for (int i = 0; i < 4; i++) {
+    dst[2 * i] = as_float(v[i] << 16);
+    dst[2 * i + 1] = as_float(v[i] & 0xffff0000u);
+  }
 }
 
 struct mma_acc {
@@ -82,15 +84,15 @@ INLINE void mma_put2(threadgroup MMA_T *dst, float a, float b) {
 #else  // CUDA
 
 typedef bf16_t MMA_T;
-// bf16 tiles: 128 inputs per step (35 KB for both tiles), so that a tile
-// walks a 2048-wide input in 16 steps; each step's global loads are issued
-// before the previous step's products, which hides their latency.
-#define QG_BK 128
-#define QG_LD 136  // QG_BK + 8 bf16: the fragment loads of a warp hit 32 distinct banks
-#define QG_SMEM 8704
+// bf16 tiles: 64 inputs per step (18 KB for both tiles); each step's global
+// loads are issued before the previous step's products, which hides their
+// latency.
+#define QG_BK 64
+#define QG_LD 72  // QG_BK + 8 bf16: rows 16-byte aligned, ldmatrix rows on distinct banks
+#define QG_SMEM 4608
 INLINE MMA_T mma_elem(float f) { return f32_to_bf16(f); }
 INLINE MMA_T mma_elem_bf16(bf16_t v) { return v; }
-INLINE void mma_put_pair(threadgroup MMA_T *dst, uint v) { *(threadgroup uint *)dst = v; }
+INLINE void mma_put8(threadgroup MMA_T *dst, u32x4 v) { *(threadgroup u32x4 *)dst = v; }
 // mma_put2 stores two values rounded to bf16 at dst[0], dst[1] (one cvt on
 // sm_80+: round to nearest even as f32_to_bf16, which differs only for NaNs).
 INLINE void mma_put2(threadgroup MMA_T *dst, float a, float b) {
@@ -218,64 +220,85 @@ INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, 
 #define QG_BN 64
 #define QG_THREADS 128
 #define QG_LDC 68
-// Per thread and step: x words (two bf16 each), and weight words of 8-bit codes
-// (4-bit codes need half as many).
-#define QG_XW (QG_BM * QG_BK / 2 / QG_THREADS)
+// Per thread and step: 16-byte pieces of x (eight bf16 each), and weight words
+// of 8-bit codes (4-bit codes need half as many).
+#define QG_XV (QG_BM * QG_BK / 8 / QG_THREADS)
 #define QG_WW (QG_BN * QG_BK / 4 / QG_THREADS)
+
+// qg_plan is a thread's fixed share of every step, worked out once per tile:
+// the same x column of rows tid/(QG_BK/8) + n·(QG_THREADS·8/QG_BK), the same
+// weight word of rows tid/words + n·(QG_THREADS/words). Offsets are element
+// offsets from x, w and scales (−1: a row past the tile's end).
+struct qg_plan {
+  int xoff[QG_XV];
+  int woff[QG_WW];
+  int soff[QG_WW];
+  int xcol;   // bf16 column of the thread's x pieces within a step
+  int wcol;   // weight word of the thread within a row's step
+  int words;  // weight words per row and step (4 and 8 bits)
+};
+
+INLINE qg_plan qg_make_plan(threadgroup const int *arow, int nrows, int o0, int In, int Out, int bits, int gs,
+                            int tid) {
+  qg_plan p;
+  p.xcol = (tid % (QG_BK / 8)) * 8;
+  UNROLL for (int n = 0; n < QG_XV; n++) {
+    int r = tid / (QG_BK / 8) + n * (QG_THREADS * 8 / QG_BK);
+    p.xoff[n] = r < nrows ? arow[r] * In + p.xcol : -1;
+  }
+  p.words = bits == 4 || bits == 8 ? QG_BK * bits / 32 : 1;
+  p.wcol = tid % p.words;
+  int wstride = In / 32 * bits, sstride = In / gs;
+  UNROLL for (int n = 0; n < QG_WW; n++) {
+    int o = o0 + tid / p.words + n * (QG_THREADS / p.words);
+    bool ok = (bits == 4 || bits == 8) && n < QG_BN * p.words / QG_THREADS && o < Out;
+    p.woff[n] = ok ? o * wstride + p.wcol : -1;
+    p.soff[n] = ok ? o * sstride : -1;
+  }
+  return p;
+}
 
 // qg_regs is one step's global data for one thread.
 struct qg_regs {
-  uint x[QG_XW];
+  u32x4 x[QG_XV];
   uint w[QG_WW];
   uint sb[QG_WW];  // the word's scale (low half) and bias (high half), bf16
 };
 
-// qg_fetch loads the step at k0: x words (row r = i / (QG_BK/2) of the tile)
-// and, for 4/8-bit weights, the code words of rows o0.. with their scale and
-// bias (zeros past Out, which dequantize to 0).
-INLINE void qg_fetch(thread qg_regs &g, device const bf16_t *x, threadgroup const int *arow, int nrows,
-                     device const uint *w, device const bf16_t *scales, device const bf16_t *biases, int o0, int k0,
-                     int In, int Out, int bits, int gs, int tid) {
-  UNROLL for (int n = 0; n < QG_XW; n++) {
-    int i = tid + n * QG_THREADS, r = i / (QG_BK / 2), c = (i % (QG_BK / 2)) * 2;
-    g.x[n] = r < nrows && k0 + c < In ? *(device const uint *)(x + (ulong)arow[r] * (ulong)In + (ulong)(k0 + c)) : 0u;
+// qg_fetch loads the step at k0 (zeros past a row's end or the tile's).
+INLINE void qg_fetch(thread qg_regs &g, thread const qg_plan &p, device const bf16_t *x, device const uint *w,
+                     device const bf16_t *scales, device const bf16_t *biases, int k0, int In, int bits, int gs) {
+  bool xin = k0 + p.xcol < In;
+  UNROLL for (int n = 0; n < QG_XV; n++) {
+    g.x[n] = p.xoff[n] >= 0 && xin ? *(device const u32x4 *)(x + p.xoff[n] + k0) : u32x4_zero();
   }
-  if (bits != 4 && bits != 8) return;
-  ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
-  int per = 32 / bits, words = QG_BK / per;  // codes per word, words per row and step
+  int per = 32 / bits;  // codes per word
+  bool win = k0 + p.wcol * per < In;
+  int g0 = (k0 + p.wcol * per) / gs;
   UNROLL for (int n = 0; n < QG_WW; n++) {
-    int i = tid + n * QG_THREADS;
-    if (i >= QG_BN * words) continue;
-    int r = i / words, wi = i % words, o = o0 + r;
-    if (o < Out && k0 + wi * per < In) {
-      int g0 = (k0 + wi * per) / gs;
-      g.w[n] = w[(ulong)o * wstride + (ulong)(k0 / per + wi)];
-      g.sb[n] = (uint)scales[(ulong)o * sstride + (ulong)g0] | ((uint)biases[(ulong)o * sstride + (ulong)g0] << 16);
-    } else {
-      g.w[n] = 0u;
-      g.sb[n] = 0u;
-    }
+    bool ok = p.woff[n] >= 0 && win;
+    g.w[n] = ok ? w[p.woff[n] + k0 / per] : 0u;
+    g.sb[n] = ok ? (uint)scales[p.soff[n] + g0] | ((uint)biases[p.soff[n] + g0] << 16) : 0u;
   }
 }
 
 // qg_put writes a fetched step into the tiles As [QG_BM][QG_LD] and Bs
 // [QG_BN][QG_LD], dequantizing the weights (bf16-rounded) on the way; other
-// widths dequantize from device memory here.
-INLINE void qg_put(thread qg_regs &g, threadgroup MMA_T *As, threadgroup MMA_T *Bs, device const uint *w,
-                   device const bf16_t *scales, device const bf16_t *biases, int o0, int k0, int In, int Out,
-                   int bits, int gs, int tid) {
-  UNROLL for (int n = 0; n < QG_XW; n++) {
-    int i = tid + n * QG_THREADS, r = i / (QG_BK / 2), c = (i % (QG_BK / 2)) * 2;
-    mma_put_pair(As + r * QG_LD + c, g.x[n]);
+// widths than 4 and 8 bits dequantize from device memory here.
+INLINE void qg_put(thread qg_regs &g, thread const qg_plan &p, threadgroup MMA_T *As, threadgroup MMA_T *Bs,
+                   device const uint *w, device const bf16_t *scales, device const bf16_t *biases, int o0, int k0,
+                   int In, int Out, int bits, int gs, int tid) {
+  UNROLL for (int n = 0; n < QG_XV; n++) {
+    int r = tid / (QG_BK / 8) + n * (QG_THREADS * 8 / QG_BK);
+    mma_put8(As + r * QG_LD + p.xcol, g.x[n]);
   }
   if (bits == 4 || bits == 8) {
-    int per = 32 / bits, words = QG_BK / per;
+    int per = 32 / bits;
     uint mask = (1u << bits) - 1u;
     UNROLL for (int n = 0; n < QG_WW; n++) {
-      int i = tid + n * QG_THREADS;
-      if (i >= QG_BN * words) continue;
-      int r = i / words, wi = i % words;
-      threadgroup MMA_T *dst = Bs + r * QG_LD + wi * per;
+      if (n >= QG_BN * p.words / QG_THREADS) continue;
+      int r = tid / p.words + n * (QG_THREADS / p.words);
+      threadgroup MMA_T *dst = Bs + r * QG_LD + p.wcol * per;
       float sc = as_float(g.sb[n] << 16), bi = as_float(g.sb[n] & 0xffff0000u);
       for (int j = 0; j < per; j += 2)
         mma_put2(dst + j, sc * code_f(g.w[n], (uint)(bits * j), mask) + bi,
@@ -283,14 +306,14 @@ INLINE void qg_put(thread qg_regs &g, threadgroup MMA_T *As, threadgroup MMA_T *
     }
     return;
   }
-  ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
+  int wstride = In / 32 * bits, sstride = In / gs;
   for (int i = tid; i < QG_BN * QG_BK; i += QG_THREADS) {
     int r = i / QG_BK, j = i % QG_BK, o = o0 + r;
     float v = 0.0f;
     if (o < Out && k0 + j < In) {
       int g0 = (k0 + j) / gs;
-      v = bf16_to_f32(scales[(ulong)o * sstride + (ulong)g0]) * (float)qcode(w + (ulong)o * wstride, k0 + j, bits) +
-          bf16_to_f32(biases[(ulong)o * sstride + (ulong)g0]);
+      v = bf16_to_f32(scales[o * sstride + g0]) * (float)qcode(w + o * wstride, k0 + j, bits) +
+          bf16_to_f32(biases[o * sstride + g0]);
     }
     Bs[r * QG_LD + j] = mma_elem(v);
   }
@@ -309,12 +332,13 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
   int wm = (simd >> 1) * 32, wn = (simd & 1) * 32;
   mma_warp acc;
   UNROLL for (int i = 0; i < 4; i++) mma_zero(acc.c[i]);
+  qg_plan p = qg_make_plan(arow, nrows, o0, In, Out, bits, gs, tid);
   qg_regs g;
-  qg_fetch(g, x, arow, nrows, w, scales, biases, o0, 0, In, Out, bits, gs, tid);
+  qg_fetch(g, p, x, w, scales, biases, 0, In, bits, gs);
   for (int k0 = 0; k0 < In; k0 += QG_BK) {
-    qg_put(g, As, Bs, w, scales, biases, o0, k0, In, Out, bits, gs, tid);
+    qg_put(g, p, As, Bs, w, scales, biases, o0, k0, In, Out, bits, gs, tid);
     BARRIER();
-    if (k0 + QG_BK < In) qg_fetch(g, x, arow, nrows, w, scales, biases, o0, k0 + QG_BK, In, Out, bits, gs, tid);
+    if (k0 + QG_BK < In) qg_fetch(g, p, x, w, scales, biases, k0 + QG_BK, In, bits, gs);
     int width = imin(QG_BK, In - k0);  // a multiple of 32
     for (int kk = 0; kk < width; kk += 16)
       mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bs + wn * QG_LD + kk, QG_LD, lane);

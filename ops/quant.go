@@ -150,7 +150,7 @@ func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor) {
 	checkDType("qgemm out", out, backend.BF16)
 	check(w.Experts == 0, "qgemm: %s is a stacked expert weight", w.Name)
 	check(w.In%32 == 0 && x.Elements()%w.In == 0, "qgemm %s: x %v, In %d (a multiple of 32)", w.Name, x, w.In)
-	check(x.Off%4 == 0, "qgemm %s: x at byte offset %d: the kernel reads x as 4-byte words", w.Name, x.Off)
+	check(x.Off%16 == 0, "qgemm %s: x at byte offset %d: the kernel reads x in 16-byte pieces", w.Name, x.Off)
 	t := x.Elements() / w.In
 	check(out.Elements() == t*w.Out, "qgemm %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
 	args := append([]backend.Arg{x.Arg()}, w.args()...)
@@ -201,7 +201,7 @@ func QGemmGather(c *Ctx, x Tensor, s ExpertTiles, w QLinear, out Tensor, perSlot
 	if perSlot {
 		xRows, xPerSlot = s.T*s.K, 1
 	}
-	check(x.Elements() == xRows*w.In && x.Off%4 == 0, "gather gemm %s: x %v at offset %d", w.Name, x, x.Off)
+	check(x.Elements() == xRows*w.In && x.Off%16 == 0, "gather gemm %s: x %v at offset %d (16-byte pieces)", w.Name, x, x.Off)
 	check(out.Elements() == s.T*s.K*w.Out, "gather gemm %s: out %v", w.Name, out)
 	args := append([]backend.Arg{x.Arg(), s.Perm.Arg(), s.Tiles.Arg()}, w.args()...)
 	args = append(args, out.Arg(), backend.Int(s.T), backend.Int(s.K), backend.Int(s.E), backend.Int(w.In), backend.Int(w.Out),

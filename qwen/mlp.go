@@ -70,7 +70,8 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	perm, tiles := s.Get(ops.I32, t*k), s.Get(ops.I32, ops.ExpertTileRows(t, k, cfg.NumExperts), 3)
 	routed, sharedOut := s.Get(ops.BF16, t, hidden), s.Get(ops.BF16, t, hidden)
 	ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
-	grouped := e.paths.gemm(t) && cfg.NumExperts <= moeSortMaxExperts && inter%32 == 0 && hidden%32 == 0
+	grouped := e.paths.gemm(t) && cfg.NumExperts <= moeSortMaxExperts && inter%32 == 0 && hidden%32 == 0 &&
+		x.Off%16 == 0 && gate.Off%16 == 0
 	switch {
 	case grouped:
 		// A prompt: the pairs sorted by expert, each expert's weights read once

@@ -84,15 +84,16 @@ func (p paths) gemm(t int) bool { return p.prefillGEMM && t >= gemmMinTokens }
 // while the GEMV's T·Out/4 of them re-read a matrix that stays in cache.
 const gemmMinRows = 128
 
-// useGEMM reports whether out = x·wᵀ over t tokens runs as a GEMM.
-func (p paths) useGEMM(t int, w ops.QLinear, out ops.Tensor) bool {
-	return p.gemm(t) && w.Out >= gemmMinRows && w.In%32 == 0 && out.DType == ops.BF16
+// useGEMM reports whether out = x·wᵀ over t tokens runs as a GEMM (which reads
+// x in 16-byte pieces).
+func (p paths) useGEMM(t int, x ops.Tensor, w ops.QLinear, out ops.Tensor) bool {
+	return p.gemm(t) && w.Out >= gemmMinRows && w.In%32 == 0 && out.DType == ops.BF16 && x.Off%16 == 0
 }
 
 // matmul computes out = x·wᵀ for x bf16 [T, w.In]: a GEMM for a prompt, the
 // GEMV otherwise.
 func (p paths) matmul(c *ops.Ctx, x ops.Tensor, w ops.QLinear, out ops.Tensor) {
-	if p.useGEMM(x.Elements()/w.In, w, out) {
+	if p.useGEMM(x.Elements()/w.In, x, w, out) {
 		ops.QGemm(c, x, w, out)
 		return
 	}
@@ -122,7 +123,7 @@ func (p paths) projectGEMMs(c *ops.Ctx, x ops.Tensor, t int, ws []ops.QLinear, o
 	var restW []ops.QLinear
 	var restOut []ops.Tensor
 	for i := range ws {
-		if p.useGEMM(t, ws[i], outs[i]) {
+		if p.useGEMM(t, x, ws[i], outs[i]) {
 			ops.QGemm(c, x, ws[i], outs[i])
 		} else {
 			restW, restOut = append(restW, ws[i]), append(restOut, outs[i])
