@@ -74,19 +74,23 @@ func gdnRecurrence(a *args) {
 	state := a.f32s("state", Hv*Dv*Dk) // (Hv, Dv, Dk)
 	out := a.bf16s("out", T*Hv*Dv)     // (T, Hv, Dv)
 
-	// Normalised q and k of every token and k-head, bf16 values held as f32.
-	// The scales are f32, as kernels/README.md writes them. MLX multiplies by a
-	// Python float, which it casts to the array's dtype: bf16(Dk^−½) for Dk = 128
-	// is 0.08837890625, not 0.0883883476, and can move k by one bf16 ulp.
-	qScale := 1 / float32(Dk)
-	kScale := rsqrtf(float32(Dk))
+	normed := a.intArg("normed")
+
+	// Normalised q and k of every token and k-head, bf16 values held as f32;
+	// with normed ≠ 0 conv holds them already (gdn_qk_norm_bf16).
 	qn := make([]float32, T*Hk*Dk) // (T, Hk, Dk)
 	kn := make([]float32, T*Hk*Dk) // (T, Hk, Dk)
 	for t := range T {
 		row := conv[t*width : (t+1)*width]
 		for h := range Hk {
-			normScaled(row[h*Dk:(h+1)*Dk], qScale, qn[(t*Hk+h)*Dk:])
-			normScaled(row[(Hk+h)*Dk:(Hk+h+1)*Dk], kScale, kn[(t*Hk+h)*Dk:])
+			q, k := row[h*Dk:(h+1)*Dk], row[(Hk+h)*Dk:(Hk+h+1)*Dk]
+			if normed != 0 {
+				copy(qn[(t*Hk+h)*Dk:], widen(q))
+				copy(kn[(t*Hk+h)*Dk:], widen(k))
+				continue
+			}
+			normScaled(q, qkScale(Dk, true), qn[(t*Hk+h)*Dk:])
+			normScaled(k, qkScale(Dk, false), kn[(t*Hk+h)*Dk:])
 		}
 	}
 
@@ -119,6 +123,36 @@ func gdnRecurrence(a *args) {
 			}
 		}
 	})
+}
+
+// qkScale is the factor after q's (1/Dk) or k's (Dk^−½) normalisation. The
+// scales are f32, as kernels/README.md writes them. MLX multiplies by a Python
+// float, which it casts to the array's dtype: bf16(Dk^−½) for Dk = 128 is
+// 0.08837890625, not 0.0883883476, and can move k by one bf16 ulp.
+func qkScale(dk int, q bool) float32 {
+	if q {
+		return 1 / float32(dk)
+	}
+	return rsqrtf(float32(dk))
+}
+
+// gdn_qk_norm_bf16: conv's q and k heads of every token normalised and scaled
+// in place, bf16, as gdn_recurrence_bf16 normalises them.
+func gdnQKNorm(a *args) {
+	T, Hk, Hv := a.intArg("T"), a.intArg("Hk"), a.intArg("Hv")
+	Dk, Dv := a.intArg("Dk"), a.intArg("Dv")
+	width := 2*Hk*Dk + Hv*Dv
+	conv := a.bf16s("conv", T*width) // (T, 2·Hk·Dk + Hv·Dv)
+	out := make([]float32, Dk)
+	for t := range T {
+		for j := range 2 * Hk {
+			head := conv[t*width+j*Dk : t*width+(j+1)*Dk]
+			normScaled(head, qkScale(Dk, j < Hk), out)
+			for i, v := range out {
+				head[i] = backend.F32ToBF16(v)
+			}
+		}
+	}
 }
 
 // normScaled writes bf16(bf16(x·rsqrt(mean(x²)+1e-6))·scale) of the bf16 row x

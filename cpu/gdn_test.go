@@ -117,77 +117,30 @@ func (c gdnCase) run(t *testing.T, d *Device, state backend.Buffer, t0, t1 int) 
 	out := poisonBuf(t, d, 2*n*c.Hv*c.Dv)
 	dispatch(d, "gdn_recurrence_bf16", arg(bf16Buf(t, d, c.conv[t0*width:t1*width])),
 		arg(f32Buf(t, d, c.g[t0*c.Hv:t1*c.Hv])), arg(f32Buf(t, d, c.beta[t0*c.Hv:t1*c.Hv])), arg(state), arg(out),
-		backend.Int(n), backend.Int(c.Hk), backend.Int(c.Hv), backend.Int(c.Dk), backend.Int(c.Dv))
+		backend.Int(n), backend.Int(c.Hk), backend.Int(c.Hv), backend.Int(c.Dk), backend.Int(c.Dv), backend.Int(0))
 	return readBF16(t, d, out, n*c.Hv*c.Dv)
 }
 
-func TestGDNRecurrenceSplitEqualsWhole(t *testing.T) {
+// TestGDNQKNormThenRecurrenceIsTheSame: normalising q and k first
+// (gdn_qk_norm_bf16) and running the recurrence with normed = 1 gives the bits
+// of the recurrence that normalises them itself.
+func TestGDNQKNormThenRecurrenceIsTheSame(t *testing.T) {
 	d := newTestDevice()
-	c := newGDNCase(rand.New(rand.NewPCG(25, 26)), 4, 2, 4, 16, 8)
-	whole := f32Buf(t, d, c.state)
-	outWhole := c.run(t, d, whole, 0, 4)
-	split := f32Buf(t, d, c.state)
-	out := append(c.run(t, d, split, 0, 2), c.run(t, d, split, 2, 4)...)
-	if !slices.Equal(out, outWhole) {
-		t.Fatalf("2+2 tokens: %v\nwant 4 tokens: %v", out, outWhole)
+	c := newGDNCase(rand.New(rand.NewPCG(51, 52)), 7, 2, 4, 40, 24)
+	width := 2*c.Hk*c.Dk + c.Hv*c.Dv
+	whole := c.run(t, d, f32Buf(t, d, c.state), 0, c.T)
+	conv := bf16Buf(t, d, c.conv)
+	dispatch(d, "gdn_qk_norm_bf16", arg(conv), backend.Int(c.T), backend.Int(c.Hk), backend.Int(c.Hv), backend.Int(c.Dk), backend.Int(c.Dv))
+	if got := readBF16(t, d, conv, c.T*width); !slices.Equal(got[2*c.Hk*c.Dk:width], c.conv[2*c.Hk*c.Dk:width]) {
+		t.Fatal("gdn_qk_norm_bf16 changed v")
 	}
-	n := c.Hv * c.Dv * c.Dk
-	if a, b := readF32(t, d, split, n), readF32(t, d, whole, n); !slices.Equal(a, b) {
-		t.Fatal("state after 2+2 tokens differs from the state after 4")
-	}
-}
-
-// TestGDNRecurrenceOneToken checks T=1 against the formula in float64, with the
-// contract's bf16 roundings of the normalised q and k (Dk = 32 makes Dk^−½
-// inexact, so the rounding of k̂ before the scale shows). Two k-heads for four
-// v-heads: v-head h must read k-head h/2 (h%2 would fail).
-func TestGDNRecurrenceOneToken(t *testing.T) {
-	d := newTestDevice()
-	const Hk, Hv, Dk, Dv = 2, 4, 32, 8
-	c := newGDNCase(rand.New(rand.NewPCG(27, 28)), 1, Hk, Hv, Dk, Dv)
-	state := f32Buf(t, d, c.state)
-	got := c.run(t, d, state, 0, 1)
-	gotState := readF32(t, d, state, Hv*Dv*Dk)
-
-	norm := func(x []float32, scale float64) []float64 {
-		var ss float64
-		for _, v := range x {
-			ss += float64(v) * float64(v)
-		}
-		inv := 1 / math.Sqrt(ss/float64(len(x))+1e-6)
-		out := make([]float64, len(x))
-		for i, v := range x {
-			xhat := float64(backend.RoundBF16(float32(float64(v) * inv)))
-			out[i] = float64(backend.RoundBF16(float32(xhat * scale)))
-		}
-		return out
-	}
-	for h := range Hv {
-		hk := h / (Hv / Hk)
-		q := norm(c.conv[hk*Dk:(hk+1)*Dk], 1/float64(Dk))
-		k := norm(c.conv[(Hk+hk)*Dk:(Hk+hk+1)*Dk], 1/math.Sqrt(Dk))
-		v := c.conv[2*Hk*Dk+h*Dv:]
-		g, beta := float64(c.g[h]), float64(c.beta[h])
-		for dv := range Dv {
-			S := make([]float64, Dk)
-			var u float64
-			for dk := range Dk {
-				S[dk] = g * float64(c.state[(h*Dv+dv)*Dk+dk])
-				u += S[dk] * k[dk]
-			}
-			delta := beta * (float64(v[dv]) - u)
-			var o, mag float64
-			for dk := range Dk {
-				S[dk] += delta * k[dk]
-				o += S[dk] * q[dk]
-				mag += math.Abs(S[dk] * q[dk])
-				if gs := float64(gotState[(h*Dv+dv)*Dk+dk]); math.Abs(gs-S[dk]) > 1e-5*(math.Abs(S[dk])+0.1) {
-					t.Fatalf("state[%d,%d,%d] = %v, want %v", h, dv, dk, gs, S[dk])
-				}
-			}
-			if g := got[h*Dv+dv]; !bf16Close(g, o, 1e-5*mag) {
-				t.Fatalf("out[%d,%d] = %v, want %v", h, dv, g, o)
-			}
+	out := poisonBuf(t, d, 2*c.T*c.Hv*c.Dv)
+	dispatch(d, "gdn_recurrence_bf16", arg(conv), arg(f32Buf(t, d, c.g)), arg(f32Buf(t, d, c.beta)), arg(f32Buf(t, d, c.state)), arg(out),
+		backend.Int(c.T), backend.Int(c.Hk), backend.Int(c.Hv), backend.Int(c.Dk), backend.Int(c.Dv), backend.Int(1))
+	got := readBF16(t, d, out, c.T*c.Hv*c.Dv)
+	for i := range got {
+		if got[i] != whole[i] {
+			t.Fatalf("out[%d] = %v after the separate norm, %v without", i, got[i], whole[i])
 		}
 	}
 }

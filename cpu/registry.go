@@ -39,6 +39,7 @@ var registry = map[string]func(a *args){
 	"add_sigmoid_scaled_bf16":    addSigmoidScaled,
 	"conv1d_silu_bf16":           conv1dSilu,
 	"gdn_gates_bf16":             gdnGates,
+	"gdn_qk_norm_bf16":           gdnQKNorm,
 	"gdn_recurrence_bf16":        gdnRecurrence,
 	"router_topk_bf16":           routerTopK,
 	"moe_combine_bf16":           moeCombine,

@@ -96,15 +96,52 @@ KERNEL(gdn_gates_bf16,
 // State rows (one SIMD-group each) per threadgroup of the recurrence.
 #define GDN_ROWS_PER_GROUP 4
 
+// gdn_qk_norm_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], in place:
+// every q and k head of every token normalised and scaled exactly as
+// gdn_recurrence_bf16 does it (q = bf16(bf16(q̂)·(1/Dk)), k = bf16(bf16(k̂)·Dk^−½),
+// rms eps 1e-6); v unchanged. Run before the recurrence with normed = 1 over a
+// prompt, so that each head is normalised once per token instead of once per
+// state row (Dv times). One SIMD-group per (token, head of q or k).
+// launch: grid(ceil(T * 2 * Hk, 4)) group(128)
+// requires: Dk <= GDN_MAX_DK
+KERNEL(gdn_qk_norm_bf16,
+       BUFFER(bf16_t, conv, 0),
+       PARAM(int, T, 1),
+       PARAM(int, Hk, 2),
+       PARAM(int, Hv, 3),
+       PARAM(int, Dk, 4),
+       PARAM(int, Dv, 5)) {
+  int row = TGID_X * SIMD_COUNT + SIMD_ID;
+  if (row >= T * 2 * Hk) return;  // uniform across the SIMD-group
+  int t = row / (2 * Hk), j = row % (2 * Hk);  // j < Hk: q head j; else k head j − Hk
+  int lane = LANE;
+  device bf16_t *p = conv + (ulong)t * (ulong)(2 * Hk * Dk + Hv * Dv) + (ulong)(j * Dk);
+  float v[GDN_PER_LANE];
+  float ss = 0.0f;
+  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    v[i] = d < Dk ? bf16_to_f32(p[d]) : 0.0f;
+    ss += v[i] * v[i];
+  }
+  float inv = rsqrtf(simd_sum(ss) / (float)Dk + 1e-6f);
+  float scale = j < Hk ? 1.0f / (float)Dk : 1.0f / sqrtf((float)Dk);
+  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    if (d < Dk) p[d] = f32_to_bf16(round_bf16(v[i] * inv) * scale);
+  }
+}
+
 // gdn_recurrence_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], g and beta
 // f32 [T, Hv], state f32 [Hv, Dv, Dk] (in/out), out [T, Hv, Dv].
 // Per token: q and k of k-head hk are rms-normalised (eps 1e-6) and scaled,
 // q = bf16(bf16(q̂)·(1/Dk)), k = bf16(bf16(k̂)·Dk^−½); per v-head h (hk = h/(Hv/Hk)):
-// S ← g·S; u = S·k; δ = beta·(v−u); S ← S + δ⊗k; out = bf16(S·q).
+// S ← g·S; u = S·k; δ = beta·(v−u); S ← S + δ⊗k; out = bf16(S·q). With normed ≠ 0
+// the q and k in conv are already normalised and scaled (gdn_qk_norm_bf16) and
+// are used as they are.
 //
 // One SIMD-group owns one state row S[h, dv, :] (lane holds dk = lane+32i) for
-// all T tokens: the row is read once and written once. Every SIMD-group
-// normalises q and k itself (2·Dk loads and two simd_sums per token), so no
+// all T tokens: the row is read once and written once. Unless normed, every
+// SIMD-group normalises q and k itself (two simd_sums per token), so no
 // threadgroup memory or barrier is needed. Grid: Hv·ceil(Dv/SIMD_COUNT).
 // launch: grid(Hv * ceil(Dv, GDN_ROWS_PER_GROUP)) group(GDN_ROWS_PER_GROUP * 32)
 // requires: Dk <= GDN_MAX_DK
@@ -118,7 +155,8 @@ KERNEL(gdn_recurrence_bf16,
        PARAM(int, Hk, 6),
        PARAM(int, Hv, 7),
        PARAM(int, Dk, 8),
-       PARAM(int, Dv, 9)) {
+       PARAM(int, Dv, 9),
+       PARAM(int, normed, 10)) {
   int blocks = (Dv + SIMD_COUNT - 1) / SIMD_COUNT;
   int h = TGID_X / blocks;
   int dv = (TGID_X % blocks) * SIMD_COUNT + SIMD_ID;
@@ -135,52 +173,44 @@ KERNEL(gdn_recurrence_bf16,
     int d = lane + 32 * i;
     S[i] = d < Dk ? srow[d] : 0.0f;
   }
-  // Token t + 1's inputs are loaded while token t's update runs: they do not
-  // depend on the state, and their loads are the longest wait of a step.
-  float nq[GDN_PER_LANE], nk[GDN_PER_LANE];
-  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-    nq[i] = 0.0f;
-    nk[i] = 0.0f;
-  }
-  float ng = 0.0f, nb = 0.0f, nv = 0.0f;
-  for (int t = -1; t < T; t++) {
+  int live = (Dk + 31) / 32;  // the register slots that hold a dk (uniform)
+  for (int t = 0; t < T; t++) {
+    device const bf16_t *row = conv + (ulong)t * (ulong)width;
     float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      qv[i] = nq[i];
-      kv[i] = nk[i];
+      int d = lane + 32 * i;
+      qv[i] = i < live && d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
+      kv[i] = i < live && d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
     }
-    float gt = ng, bt = nb, vt = nv;
-    if (t + 1 < T) {
-      device const bf16_t *next = conv + (ulong)(t + 1) * (ulong)width;
+    if (normed == 0) {
+      float qss = 0.0f, kss = 0.0f;
       UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-        int d = lane + 32 * i;
-        nq[i] = d < Dk ? bf16_to_f32(next[hk * Dk + d]) : 0.0f;
-        nk[i] = d < Dk ? bf16_to_f32(next[(Hk + hk) * Dk + d]) : 0.0f;
+        qss += qv[i] * qv[i];
+        kss += kv[i] * kv[i];
       }
-      ng = g[(t + 1) * Hv + h];
-      nb = beta[(t + 1) * Hv + h];
-      nv = bf16_to_f32(next[2 * Hk * Dk + h * Dv + dv]);
+      float qInv = rsqrtf(simd_sum(qss) / (float)Dk + 1e-6f);
+      float kInv = rsqrtf(simd_sum(kss) / (float)Dk + 1e-6f);
+      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+        qv[i] = round_bf16(round_bf16(qv[i] * qInv) * qScale);
+        kv[i] = round_bf16(round_bf16(kv[i] * kInv) * kScale);
+      }
     }
-    if (t < 0) continue;  // the first pass only loads token 0
-    float qss = 0.0f, kss = 0.0f;
-    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      qss += qv[i] * qv[i];
-      kss += kv[i] * kv[i];
-    }
-    float qInv = rsqrtf(simd_sum(qss) / (float)Dk + 1e-6f);
-    float kInv = rsqrtf(simd_sum(kss) / (float)Dk + 1e-6f);
+    float gt = g[t * Hv + h], bt = beta[t * Hv + h];
+    float vt = bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]);
     float u = 0.0f;
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      qv[i] = round_bf16(round_bf16(qv[i] * qInv) * qScale);
-      kv[i] = round_bf16(round_bf16(kv[i] * kInv) * kScale);
-      S[i] *= gt;
-      u += S[i] * kv[i];
+      if (i < live) {
+        S[i] *= gt;
+        u += S[i] * kv[i];
+      }
     }
     float delta = bt * (vt - simd_sum(u));
     float o = 0.0f;
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      S[i] += delta * kv[i];
-      o += S[i] * qv[i];
+      if (i < live) {
+        S[i] += delta * kv[i];
+        o += S[i] * qv[i];
+      }
     }
     o = simd_sum(o);
     if (lane == 0) out[((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv + (ulong)dv] = f32_to_bf16(o);

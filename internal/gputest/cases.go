@@ -457,12 +457,25 @@ func Specs() []Spec {
 		})
 	}
 
-	// gdn_recurrence_bf16: conv, g, beta, state (in/out), out | T, Hk, Hv, Dk, Dv
+	// gdn_qk_norm_bf16: conv (in place) | T, Hk, Hv, Dk, Dv
 	for _, p := range []struct{ T, Hk, Hv, Dk, Dv int }{
-		{1, gdnHk, gdnHv, gdnD, gdnD}, {9, gdnHk, gdnHv, gdnD, gdnD}, {64, gdnHk, gdnHv, gdnD, gdnD},
-		{3, 2, 6, 64, 48}, {2, 1, 1, 40, 24}, {2, 2, 2, 256, 32},
+		{1, gdnHk, gdnHv, gdnD, gdnD}, {512, gdnHk, gdnHv, gdnD, gdnD}, {3, 2, 6, 64, 48}, {2, 1, 1, 40, 24}, {2, 2, 2, 256, 32},
 	} {
-		add("gdn_recurrence_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv), func(g gen) *Case {
+		add("gdn_qk_norm_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv), func(g gen) *Case {
+			width := 2*p.Hk*p.Dk + p.Hv*p.Dv
+			return &Case{Tol: tolBF16, Buffers: []Buffer{inout("conv", backend.BF16, g.bf16(p.T*width, 1))},
+				Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv)}
+		})
+	}
+
+	// gdn_recurrence_bf16: conv, g, beta, state (in/out), out | T, Hk, Hv, Dk, Dv, normed
+	// (normed: q and k taken as they are; random values do for the kernel test)
+	for _, p := range []struct{ T, Hk, Hv, Dk, Dv, normed int }{
+		{1, gdnHk, gdnHv, gdnD, gdnD, 0}, {9, gdnHk, gdnHv, gdnD, gdnD, 0}, {64, gdnHk, gdnHv, gdnD, gdnD, 0},
+		{3, 2, 6, 64, 48, 0}, {2, 1, 1, 40, 24, 0}, {2, 2, 2, 256, 32, 0},
+		{64, gdnHk, gdnHv, gdnD, gdnD, 1}, {3, 2, 6, 64, 48, 1}, {2, 1, 1, 40, 24, 1},
+	} {
+		add("gdn_recurrence_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d normed=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv, p.normed), func(g gen) *Case {
 			width := 2*p.Hk*p.Dk + p.Hv*p.Dv
 			return &Case{Tol: tolBF16, Buffers: []Buffer{
 				in("conv", backend.BF16, g.bf16(p.T*width, 1)),
@@ -470,7 +483,7 @@ func Specs() []Spec {
 				in("beta", backend.F32, g.f32Uniform(p.T*p.Hv, 0, 1, true)),
 				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
 				out("out", backend.BF16, p.T*p.Hv*p.Dv),
-			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv)}
+			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv, p.normed)}
 		})
 	}
 
