@@ -79,3 +79,18 @@ func softplus(x float32) float32 {
 	v := float64(x)
 	return float32(math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))))
 }
+
+// copy_u32: dst = src, N words.
+func copyU32(a *args) {
+	N := a.intArg("N")
+	copy(a.u32s("dst", N), a.u32s("src", N))
+}
+
+// fill_u32: dst = value, N words.
+func fillU32(a *args) {
+	N, v := a.intArg("N"), uint32(a.intArg("value"))
+	dst := a.u32s("dst", N)
+	for i := range dst {
+		dst[i] = v
+	}
+}

@@ -35,6 +35,8 @@ var registry = map[string]func(a *args){
 	"attention_merge_bf16":       attentionMerge,
 	"sigmoid_mul_bf16":           sigmoidMul,
 	"add_bf16":                   add,
+	"copy_u32":                   copyU32,
+	"fill_u32":                   fillU32,
 	"swiglu_bf16":                swiglu,
 	"add_sigmoid_scaled_bf16":    addSigmoidScaled,
 	"conv1d_silu_bf16":           conv1dSilu,

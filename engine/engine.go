@@ -22,7 +22,7 @@ type Options struct {
 	Backend       string // auto, cpu, cuda, metal
 	ContextLength int    // tokens of KV cache; 0: min(max_position_embeddings, 8192)
 	Threads       int    // CPU backend threads; 0: all cores
-	// PromptCacheBytes is the host memory for the conversations held for
+	// PromptCacheBytes is the device memory for the conversations held for
 	// prompt reuse: 0 means 1 GiB, a negative value keeps none; the newest
 	// conversation is kept even when it alone is larger.
 	PromptCacheBytes int64
@@ -169,6 +169,10 @@ func (e *Engine) Close() {
 	e.closeOnce.Do(func() {
 		if e.loop != nil {
 			e.loop.stop(func() {
+				for _, h := range e.held {
+					h.snap.Release(e.ctx)
+				}
+				e.held = nil
 				if e.cache != nil {
 					e.cache.Free(e.ctx)
 				}

@@ -8,8 +8,8 @@ import (
 )
 
 // Prompt reuse across turns. A chat re-sends the whole conversation every
-// turn; the engine keeps snapshots of the cache (self-contained host copies:
-// GDN states and the keys and values) taken where each prompt's conversation
+// turn; the engine keeps snapshots of the cache (self-contained copies in
+// device memory: GDN states and the keys and values) taken where each prompt's conversation
 // ends and its generation prompt begins, a few conversations within a memory
 // budget, least recently used evicted. When a new prompt extends a held one,
 // the engine restores it and prefills only the rest: the next turn, a
@@ -35,7 +35,7 @@ type heldState struct {
 	snap   *qwen.Snapshot
 }
 
-// defaultPromptCacheBytes is the host memory the held conversations may take
+// defaultPromptCacheBytes is the device memory the held conversations may take
 // when Options.PromptCacheBytes is 0 (at the 35B-A3B shapes a conversation of
 // 4K tokens is about 150 MB: 63 MB of GDN state and 20 KB of keys per token).
 const defaultPromptCacheBytes = 1 << 30
@@ -60,6 +60,7 @@ func (e *Engine) reuse(prompt []int32) (int, error) {
 	h := e.held[best]
 	if err := e.loop.do(func() error { return e.cache.Restore(e.ctx, h.snap) }); err != nil {
 		e.held = slices.Delete(e.held, best, best+1)
+		e.releaseHeld([]*heldState{h})
 		return 0, e.resetCache()
 	}
 	e.held = append([]*heldState{h}, slices.Delete(e.held, best, best+1)...) // most recent first
@@ -83,21 +84,35 @@ func (e *Engine) keepSnapshot(tokens []int32) error {
 		budget = defaultPromptCacheBytes
 	}
 	used := snap.Bytes()
+	var dropped []*heldState
 	for _, h := range e.held {
-		if slices.Equal(h.tokens, tokens) {
-			continue // replaced by the new one
-		}
-		if used+h.snap.Bytes() > budget {
-			continue // evicted: older than everything kept
+		if slices.Equal(h.tokens, tokens) || used+h.snap.Bytes() > budget {
+			dropped = append(dropped, h) // replaced by the new one, or evicted: older than everything kept
+			continue
 		}
 		used += h.snap.Bytes()
 		held = append(held, h)
 	}
 	e.held = held
+	e.releaseHeld(dropped)
 	return nil
 }
 
-// PromptCache reports the conversations held for prompt reuse and their host memory.
+// releaseHeld frees the device memory of snapshots no longer held.
+func (e *Engine) releaseHeld(states []*heldState) {
+	if len(states) == 0 {
+		return
+	}
+	_ = e.loop.do(func() error {
+		for _, h := range states {
+			h.snap.Release(e.ctx)
+		}
+		return nil
+	})
+}
+
+// PromptCache reports the conversations held for prompt reuse and the device
+// memory their snapshots take.
 func (e *Engine) PromptCache() (conversations int, bytes int64) {
 	for _, h := range e.held {
 		bytes += h.snap.Bytes()

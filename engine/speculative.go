@@ -15,10 +15,11 @@ import (
 // the last of them (the bonus token). The reply is the plain greedy reply
 // token for token; a step yields 1 to draftLen+1 tokens.
 //
-// Rolling back after a partial accept restores a host copy of the GDN states
-// taken before the verify and runs the accepted tokens again. That is exact,
-// but the copy costs a transfer per step on a GPU, so the switch is off by
-// default until the rollback stays on the device (issue 12's state ring).
+// Rolling back after a partial accept restores a device copy of the GDN states
+// taken before the verify (copy kernels in stream order, no host transfer) and
+// runs the accepted tokens again. That is exact; the re-run costs a forward of
+// the accepted tokens, which is why the switch stays off by default until the
+// rollback replays from saved per-token states (issue 12's state ring).
 
 // SwitchSpeculative turns on prompt-lookup speculative decoding for greedy replies.
 const SwitchSpeculative = "speculative-ngram"

@@ -90,3 +90,26 @@ KERNEL(moe_combine_bf16,
   }
   out[i] = f32_to_bf16(acc);
 }
+
+// copy_u32: dst = src, N words: a cache snapshot taken and restored on the
+// device, in stream order, without a host copy.
+// launch: elements(N)
+KERNEL(copy_u32,
+       BUFFER(const uint, src, 0),
+       BUFFER(uint, dst, 1),
+       PARAM(int, N, 2)) {
+  ulong i = ELEMENT_INDEX;
+  if (i >= (ulong)N) return;
+  dst[i] = src[i];
+}
+
+// fill_u32: dst = value, N words (zeroing a cache's states on the device).
+// launch: elements(N)
+KERNEL(fill_u32,
+       BUFFER(uint, dst, 0),
+       PARAM(int, N, 1),
+       PARAM(int, value, 2)) {
+  ulong i = ELEMENT_INDEX;
+  if (i >= (ulong)N) return;
+  dst[i] = (uint)value;
+}

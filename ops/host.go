@@ -137,3 +137,25 @@ func WriteBytes(c *Ctx, t Tensor, data []byte) error {
 	check(len(data) == t.Bytes(), "write %v: %d bytes given", t, len(data))
 	return c.Dev.Write(t.Buf, t.Off, data)
 }
+
+// Copy records dst = src on the device (the same number of bytes, a multiple
+// of 4, at 4-byte aligned offsets): in stream order, no host copy.
+func Copy(c *Ctx, src, dst Tensor) {
+	n := src.Bytes()
+	check(dst.Bytes() == n && n%4 == 0 && src.Off%4 == 0 && dst.Off%4 == 0,
+		"copy: %v at %d to %v at %d (4-byte words)", src, src.Off, dst, dst.Off)
+	if n == 0 {
+		return
+	}
+	c.dispatch("copy_u32", src.Arg(), dst.Arg(), backend.Int(n/4))
+}
+
+// Fill records t = 0 on the device (a multiple of 4 bytes at a 4-byte aligned offset).
+func Fill(c *Ctx, t Tensor) {
+	n := t.Bytes()
+	check(n%4 == 0 && t.Off%4 == 0, "fill: %v at %d (4-byte words)", t, t.Off)
+	if n == 0 {
+		return
+	}
+	c.dispatch("fill_u32", t.Arg(), backend.Int(n/4), backend.Int(0))
+}

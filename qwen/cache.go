@@ -14,6 +14,7 @@ type Cache struct {
 	Offset   int // tokens processed; the RoPE position of the next token
 	Capacity int // tokens the KV cache holds
 	layers   []layerCache
+	rollback *Snapshot // SnapshotState's memory, reused
 }
 
 type layerCache struct {
@@ -100,17 +101,20 @@ func (k *Cache) Bytes() int64 {
 	return n
 }
 
-// Reset empties the cache for a new sequence (zeroes the GDN states; keys past
-// Offset are never read, so they are left as they are).
+// Reset empties the cache for a new sequence (zeroes the GDN states on the
+// device; keys past Offset are never read, so they are left as they are).
 func (k *Cache) Reset(c *ops.Ctx) error {
 	k.Offset = 0
 	for _, l := range k.layers {
-		if l.conv.Buf != nil {
-			if err := ops.Zero(c, l.conv); err != nil {
-				return err
-			}
-			if err := ops.Zero(c, l.state); err != nil {
-				return err
+		for _, t := range []ops.Tensor{l.conv, l.state} {
+			switch {
+			case t.Buf == nil:
+			case t.Bytes()%4 == 0 && t.Off%4 == 0:
+				ops.Fill(c, t)
+			default:
+				if err := ops.Zero(c, t); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -119,6 +123,9 @@ func (k *Cache) Reset(c *ops.Ctx) error {
 
 // Free releases the cache's buffers.
 func (k *Cache) Free(c *ops.Ctx) {
+	if k.rollback != nil {
+		k.rollback.Release(c)
+	}
 	for _, l := range k.layers {
 		for _, t := range []ops.Tensor{l.keys, l.values, l.conv, l.state} {
 			ops.Free(c, t)

@@ -435,6 +435,16 @@ func Specs() []Spec {
 		})
 	}
 
+	// copy_u32: src, dst | N; fill_u32: dst | N, value
+	for _, n := range []int{1, 1000, 2 * 1024 * 1024} {
+		add("copy_u32", n > 1<<20, fmt.Sprintf("N=%d", n), func(g gen) *Case {
+			return &Case{Tol: tolExact, Buffers: []Buffer{in("src", backend.U32, g.words(n)), out("dst", backend.U32, n)}, Scalars: ints(n)}
+		})
+		add("fill_u32", false, fmt.Sprintf("N=%d", n), func(g gen) *Case {
+			return &Case{Tol: tolExact, Buffers: []Buffer{out("dst", backend.U32, n)}, Scalars: ints(n, 12345)}
+		})
+	}
+
 	// conv1d_silu_bf16: x, state (in/out), w, out | T, C, K
 	for _, p := range []struct{ T, C, K int }{{1, convDim, 4}, {9, convDim, 4}, {2, 100, 4}, {1, 33, 2}, {5, 70, 1}, {3, 64, 8},
 		{512, convDim, 4}, {40, 300, 4}, {17, 70, 8}, {33, 64, 3}} {
