@@ -63,7 +63,15 @@ func gdnGates(a *args) {
 // q = bf16(bf16(q̂)·(1/Dk)), k = bf16(bf16(k̂)·Dk^−½).
 // Per v-head h reading k-head h/(Hv/Hk): S ← g·S; u = S·k; δ = beta·(v−u);
 // S ← S + δ⊗k; out = bf16(S·q), all in f32.
-func gdnRecurrence(a *args) {
+func gdnRecurrence(a *args) { gdnSequential(a, a.intArg("normed") != 0) }
+
+// gdn_chunk_bf16: gdn_recurrence_bf16 with normed = 1, which the GPU computes
+// chunk by chunk; the reference is the sequential rule.
+func gdnChunk(a *args) { gdnSequential(a, true) }
+
+// gdnSequential is the gated delta rule token by token; normed: q and k in conv
+// are already normalised.
+func gdnSequential(a *args, normedQK bool) {
 	T, Hk, Hv := a.intArg("T"), a.intArg("Hk"), a.intArg("Hv")
 	Dk, Dv := a.intArg("Dk"), a.intArg("Dv")
 	a.check(Hk > 0 && Hv%Hk == 0, "Hk", "%d does not divide Hv=%d", Hk, Hv)
@@ -74,8 +82,6 @@ func gdnRecurrence(a *args) {
 	state := a.f32s("state", Hv*Dv*Dk) // (Hv, Dv, Dk)
 	out := a.bf16s("out", T*Hv*Dv)     // (T, Hv, Dv)
 
-	normed := a.intArg("normed")
-
 	// Normalised q and k of every token and k-head, bf16 values held as f32;
 	// with normed ≠ 0 conv holds them already (gdn_qk_norm_bf16).
 	qn := make([]float32, T*Hk*Dk) // (T, Hk, Dk)
@@ -84,7 +90,7 @@ func gdnRecurrence(a *args) {
 		row := conv[t*width : (t+1)*width]
 		for h := range Hk {
 			q, k := row[h*Dk:(h+1)*Dk], row[(Hk+h)*Dk:(Hk+h+1)*Dk]
-			if normed != 0 {
+			if normedQK {
 				copy(qn[(t*Hk+h)*Dk:], widen(q))
 				copy(kn[(t*Hk+h)*Dk:], widen(k))
 				continue

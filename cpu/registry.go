@@ -43,6 +43,7 @@ var registry = map[string]func(a *args){
 	"gdn_gates_bf16":             gdnGates,
 	"gdn_qk_norm_bf16":           gdnQKNorm,
 	"gdn_recurrence_bf16":        gdnRecurrence,
+	"gdn_chunk_bf16":             gdnChunk,
 	"router_topk_bf16":           routerTopK,
 	"moe_combine_bf16":           moeCombine,
 	"argmax_f32":                 argmaxF32,

@@ -220,3 +220,155 @@ KERNEL(gdn_recurrence_bf16,
     if (d < Dk) srow[d] = S[i];
   }
 }
+
+// The chunked form of the recurrence for prompts. Within a chunk of C tokens,
+// with γ_t = Π_{i≤t} g_i (from the chunk's start), S_0 the state before it and
+// δ_t = β_t·(v_t − g_t·S_{t−1}·k_t) the update of token t:
+//   δ_t + β_t·Σ_{j<t} (γ_t/γ_j)(k_t·k_j)·δ_j = β_t·(v_t − γ_t·S_0·k_t)   (a unit lower-
+//                                                 triangular system, solved forwards)
+//   o_t = γ_t·S_0·q_t + Σ_{j≤t} (γ_t/γ_j)(q_t·k_j)·δ_j
+//   S_C = γ_C·S_0 + Σ_j (γ_C/γ_j)·δ_j·k_jᵀ
+// which is the sequential rule in exact arithmetic, regrouped: C tokens cost a
+// few small matrix products instead of C dependent steps. γ_t/γ_j is
+// exp(L_t − L_j) with L the running sum of log g (log g ≥ −1e4, so a g that
+// underflowed to 0 stays a decay to 0, not a NaN).
+#define GDN_CHUNK 32
+#define GDN_CHUNK_DV 16
+#define GDN_CHUNK_MAX_DK 128
+#define GDN_CHUNK_THREADS 256
+#define GDN_CHUNK_PER (GDN_CHUNK_MAX_DK / 16)
+
+// gdn_chunk_bf16: as gdn_recurrence_bf16 with normed = 1 (q and k already
+// normalised, gdn_qk_norm_bf16), computed chunk by chunk. A threadgroup owns
+// GDN_CHUNK_DV state rows of one v-head (their columns of δ are independent);
+// thread (r = tid/16, c = tid%16) holds S[r, c + 16i]. The sums run in another
+// order than the sequential kernel's: f32 noise, below the bf16 of the output.
+// launch: grid(Hv * ceil(Dv, GDN_CHUNK_DV)) group(GDN_CHUNK_THREADS)
+// requires: Dk <= GDN_CHUNK_MAX_DK
+KERNEL(gdn_chunk_bf16,
+       BUFFER(const bf16_t, conv, 0),
+       BUFFER(const float, g, 1),
+       BUFFER(const float, beta, 2),
+       BUFFER(float, state, 3),
+       BUFFER(bf16_t, out, 4),
+       PARAM(int, T, 5),
+       PARAM(int, Hk, 6),
+       PARAM(int, Hv, 7),
+       PARAM(int, Dk, 8),
+       PARAM(int, Dv, 9)) {
+  TG_MEM(bf16_t, Kc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
+  TG_MEM(bf16_t, Qc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
+  TG_MEM(float, A, GDN_CHUNK * GDN_CHUNK);  // β_t (γ_t/γ_j)(k_t·k_j), j < t
+  TG_MEM(float, M, GDN_CHUNK * GDN_CHUNK);  // (γ_t/γ_j)(q_t·k_j), j ≤ t
+  TG_MEM(float, D, GDN_CHUNK * GDN_CHUNK_DV);  // the right-hand side, then δ
+  TG_MEM(float, O, GDN_CHUNK * GDN_CHUNK_DV);  // γ_t S_0 q_t
+  TG_MEM(float, L, GDN_CHUNK);
+  TG_MEM(float, B, GDN_CHUNK);
+  int blocks = (Dv + GDN_CHUNK_DV - 1) / GDN_CHUNK_DV;
+  int h = TGID_X / blocks, dv0 = (TGID_X % blocks) * GDN_CHUNK_DV;
+  if (h >= Hv) return;
+  int tid = TID_X, r = tid / 16, cg = tid % 16;
+  int hk = h / (Hv / Hk);
+  int width = 2 * Hk * Dk + Hv * Dv;
+  bool rowOK = dv0 + r < Dv;
+  device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + r)) * (ulong)Dk;
+  float S[GDN_CHUNK_PER];
+  UNROLL for (int i = 0; i < GDN_CHUNK_PER; i++) {
+    int d = cg + 16 * i;
+    S[i] = rowOK && d < Dk ? srow[d] : 0.0f;
+  }
+  for (int c0 = 0; c0 < T; c0 += GDN_CHUNK) {
+    int n = imin(GDN_CHUNK, T - c0);
+    BARRIER();  // the last chunk's readers of the tiles are done
+    for (int i = tid; i < GDN_CHUNK * Dk; i += GDN_CHUNK_THREADS) {
+      int t = i / Dk, d = i % Dk;
+      device const bf16_t *row = conv + (ulong)(c0 + t) * (ulong)width;
+      Qc[t * GDN_CHUNK_MAX_DK + d] = t < n ? row[hk * Dk + d] : (bf16_t)0;
+      Kc[t * GDN_CHUNK_MAX_DK + d] = t < n ? row[(Hk + hk) * Dk + d] : (bf16_t)0;
+    }
+    if (tid < GDN_CHUNK) B[tid] = tid < n ? beta[(c0 + tid) * Hv + h] : 0.0f;
+    if (tid == 0) {
+      float acc = 0.0f;
+      for (int t = 0; t < GDN_CHUNK; t++) {
+        if (t < n) acc += fmaxf(logf(g[(c0 + t) * Hv + h]), -1e4f);
+        L[t] = acc;
+      }
+    }
+    BARRIER();
+    // A and M, one (t, j) pair at a time; the walk over d starts at j so that
+    // the lanes of a SIMD-group read different banks.
+    for (int p = tid; p < GDN_CHUNK * GDN_CHUNK; p += GDN_CHUNK_THREADS) {
+      int t = p / GDN_CHUNK, j = p % GDN_CHUNK;
+      float a = 0.0f, m = 0.0f;
+      if (t < n && j <= t) {
+        float kk = 0.0f, qk = 0.0f;
+        for (int e = 0; e < Dk; e++) {
+          int d = e + j < Dk ? e + j : e + j - Dk;
+          float kj = bf16_to_f32(Kc[j * GDN_CHUNK_MAX_DK + d]);
+          kk += bf16_to_f32(Kc[t * GDN_CHUNK_MAX_DK + d]) * kj;
+          qk += bf16_to_f32(Qc[t * GDN_CHUNK_MAX_DK + d]) * kj;
+        }
+        float ratio = expf(L[t] - L[j]);
+        a = j < t ? B[t] * ratio * kk : 0.0f;
+        m = ratio * qk;
+      }
+      A[p] = a;
+      M[p] = m;
+    }
+    // The right-hand side β_t (v_t − γ_t S_0 k_t) and γ_t S_0 q_t of row r,
+    // reduced over the 16 threads of the row.
+    for (int t = 0; t < n; t++) {
+      float pk = 0.0f, pq = 0.0f;
+      UNROLL for (int i = 0; i < GDN_CHUNK_PER; i++) {
+        int d = cg + 16 * i;
+        if (d < Dk) {
+          pk += S[i] * bf16_to_f32(Kc[t * GDN_CHUNK_MAX_DK + d]);
+          pq += S[i] * bf16_to_f32(Qc[t * GDN_CHUNK_MAX_DK + d]);
+        }
+      }
+      for (int o = 8; o > 0; o >>= 1) {
+        pk += simd_shuffle_xor(pk, (uint)o);
+        pq += simd_shuffle_xor(pq, (uint)o);
+      }
+      if (cg == 0) {
+        float gam = expf(L[t]);
+        float v = rowOK ? bf16_to_f32(conv[(ulong)(c0 + t) * (ulong)width + (ulong)(2 * Hk * Dk + h * Dv + dv0 + r)]) : 0.0f;
+        D[t * GDN_CHUNK_DV + r] = B[t] * (v - gam * pk);
+        O[t * GDN_CHUNK_DV + r] = gam * pq;
+      }
+    }
+    BARRIER();
+    // Forward substitution: δ_t = rhs_t − Σ_{j<t} A[t, j]·δ_j, one thread per row.
+    if (tid < GDN_CHUNK_DV) {
+      for (int t = 1; t < n; t++) {
+        float dt = D[t * GDN_CHUNK_DV + tid];
+        for (int j = 0; j < t; j++) dt -= A[t * GDN_CHUNK + j] * D[j * GDN_CHUNK_DV + tid];
+        D[t * GDN_CHUNK_DV + tid] = dt;
+      }
+    }
+    BARRIER();
+    // Outputs: o_t = γ_t S_0 q_t + Σ_{j≤t} M[t, j]·δ_j.
+    for (int p = tid; p < GDN_CHUNK * GDN_CHUNK_DV; p += GDN_CHUNK_THREADS) {
+      int t = p / GDN_CHUNK_DV, rr = p % GDN_CHUNK_DV;
+      if (t >= n || dv0 + rr >= Dv) continue;
+      float o = O[p];
+      for (int j = 0; j <= t; j++) o += M[t * GDN_CHUNK + j] * D[j * GDN_CHUNK_DV + rr];
+      out[((ulong)(c0 + t) * (ulong)Hv + (ulong)h) * (ulong)Dv + (ulong)(dv0 + rr)] = f32_to_bf16(o);
+    }
+    // The state after the chunk: γ_n S_0 + Σ_j (γ_n/γ_j)·δ_j·k_jᵀ.
+    float last = L[n - 1];
+    float decay = expf(last);
+    UNROLL for (int i = 0; i < GDN_CHUNK_PER; i++) S[i] *= decay;
+    for (int j = 0; j < n; j++) {
+      float wj = expf(last - L[j]) * D[j * GDN_CHUNK_DV + r];
+      UNROLL for (int i = 0; i < GDN_CHUNK_PER; i++) {
+        int d = cg + 16 * i;
+        if (d < Dk) S[i] += wj * bf16_to_f32(Kc[j * GDN_CHUNK_MAX_DK + d]);
+      }
+    }
+  }
+  UNROLL for (int i = 0; i < GDN_CHUNK_PER; i++) {
+    int d = cg + 16 * i;
+    if (rowOK && d < Dk) srow[d] = S[i];
+  }
+}

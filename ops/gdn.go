@@ -1,6 +1,9 @@
 package ops
 
-import "bagel/backend"
+import (
+	"bagel/backend"
+	"bagel/kernels"
+)
 
 // Conv1dSiLU is the GDN short causal depthwise convolution over x bf16 [T, C] with
 // the last K−1 input rows of earlier calls in state bf16 [K−1, C] (updated), weight
@@ -48,4 +51,22 @@ func GDNRecurrence(c *Ctx, conv, g, beta, state, out Tensor, s GDNShape) {
 	}
 	c.dispatch("gdn_recurrence_bf16", conv.Arg(), g.Arg(), beta.Arg(), state.Arg(), out.Arg(),
 		backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv), backend.Int(normed))
+}
+
+// GDNChunkMaxDk is the widest key head gdn_chunk_bf16 takes.
+var GDNChunkMaxDk = kernels.Defines()["GDN_CHUNK_MAX_DK"]
+
+// GDNChunked is GDNRecurrence for a prompt: q and k normalised once per token,
+// then the rule computed over chunks of 32 tokens (gdn_chunk_bf16), whose sums
+// run in another order than the sequential kernel's (f32 noise). s.Dk ≤
+// GDNChunkMaxDk. conv's q and k are normalised in place.
+func GDNChunked(c *Ctx, conv, g, beta, state, out Tensor, s GDNShape) {
+	checkDType("gdn state", state, backend.F32)
+	t := g.Elements() / s.Hv
+	check(s.Dk <= GDNChunkMaxDk, "gdn_chunk: Dk %d > %d", s.Dk, GDNChunkMaxDk)
+	check(conv.Elements() == t*s.ConvDim() && beta.Elements() == t*s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv,
+		"gdn_chunk: conv %v g %v state %v out %v shape %+v", conv, g, state, out, s)
+	c.dispatch("gdn_qk_norm_bf16", conv.Arg(), backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv))
+	c.dispatch("gdn_chunk_bf16", conv.Arg(), g.Arg(), beta.Arg(), state.Arg(), out.Arg(),
+		backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv))
 }

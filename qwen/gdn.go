@@ -44,7 +44,11 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 	decay, beta := s.Get(ops.F32, t, shape.Hv), s.Get(ops.F32, t, shape.Hv)
 	ops.GDNGates(c, aLogits, bLogits, g.aLog, g.dtBias, decay, beta)
 	o := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
-	ops.GDNRecurrence(c, conv, decay, beta, st.state, o, shape)
+	if g.paths.gemm(t) && shape.Dk <= ops.GDNChunkMaxDk {
+		ops.GDNChunked(c, conv, decay, beta, st.state, o, shape) // a prompt: chunk by chunk
+	} else {
+		ops.GDNRecurrence(c, conv, decay, beta, st.state, o, shape)
+	}
 	ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	g.paths.matmul(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
 }

@@ -29,7 +29,8 @@ const (
 	// SwitchPrefillGEMM runs the projections of a forward over many tokens (a
 	// prompt) as GEMMs on the matrix units (qgemm_bf16) and the experts as
 	// grouped GEMMs over the tokens sorted by expert (moe_sort_i32,
-	// qgemm_gather_bf16), instead of one GEMV per token.
+	// qgemm_gather_bf16), instead of one GEMV per token, and the GDN rule
+	// chunk by chunk (gdn_chunk_bf16) instead of token by token.
 	SwitchPrefillGEMM = "prefill-gemm"
 )
 

@@ -497,6 +497,23 @@ func Specs() []Spec {
 		})
 	}
 
+	// gdn_chunk_bf16: conv (q, k normalised), g, beta, state (in/out), out | T, Hk, Hv, Dk, Dv.
+	// q and k are normalised rows, as gdn_qk_norm_bf16 leaves them: the chunked
+	// form's sums are only as well conditioned as the rule's inputs are.
+	for _, p := range []struct{ T, Hk, Hv, Dk, Dv int }{
+		{512, gdnHk, gdnHv, gdnD, gdnD}, {70, gdnHk, gdnHv, gdnD, gdnD}, {33, 2, 6, 64, 48}, {5, 1, 1, 40, 24}, {40, 2, 2, 128, 20},
+	} {
+		add("gdn_chunk_bf16", p.T >= 512, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("conv", backend.BF16, g.gdnConv(p.T, p.Hk, p.Hv, p.Dk, p.Dv)),
+				in("g", backend.F32, g.f32Uniform(p.T*p.Hv, 0.5, 1, false)),
+				in("beta", backend.F32, g.f32Uniform(p.T*p.Hv, 0, 1, true)),
+				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
+				out("out", backend.BF16, p.T*p.Hv*p.Dv),
+			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv)}
+		})
+	}
+
 	// router_topk_bf16: logits, ids, weights | T, E, K, norm
 	for _, p := range []struct{ T, E, K, norm int }{
 		{1, experts, topK, 1}, {9, experts, topK, 1}, {4, experts, topK, 0}, {3, 60, 4, 1}, {2, 512, 10, 1}, {2, 8, 8, 1},

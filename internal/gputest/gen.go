@@ -157,3 +157,37 @@ func i32Bytes(v []int32) []byte {
 	}
 	return b
 }
+
+// gdnConv is a conv row block [T, 2·Hk·Dk + Hv·Dv] whose q and k heads are
+// normalised as gdn_qk_norm_bf16 leaves them (rms 1, then q scaled by 1/Dk
+// and k by Dk^−½) and whose v is random.
+func (g gen) gdnConv(T, Hk, Hv, Dk, Dv int) []byte {
+	width := 2*Hk*Dk + Hv*Dv
+	v := make([]float32, T*width)
+	for t := range T {
+		row := v[t*width : (t+1)*width]
+		for j := range 2 * Hk {
+			head := row[j*Dk : (j+1)*Dk]
+			var ss float64
+			for i := range head {
+				head[i] = float32(g.r.NormFloat64())
+				ss += float64(head[i]) * float64(head[i])
+			}
+			scale := 1 / math.Sqrt(ss/float64(Dk)) / float64(Dk) // q: rms 1, then 1/Dk
+			if j >= Hk {
+				scale = 1 / math.Sqrt(ss/float64(Dk)) / math.Sqrt(float64(Dk)) // k: rms 1, then Dk^−½
+			}
+			for i := range head {
+				head[i] *= float32(scale)
+			}
+		}
+		for i := 2 * Hk * Dk; i < width; i++ {
+			row[i] = float32(g.r.NormFloat64())
+		}
+	}
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], backend.F32ToBF16(x))
+	}
+	return b
+}
