@@ -65,10 +65,6 @@ func gdnGates(a *args) {
 // S ← S + δ⊗k; out = bf16(S·q), all in f32.
 func gdnRecurrence(a *args) { gdnSequential(a, a.intArg("normed") != 0) }
 
-// gdn_chunk_bf16: gdn_recurrence_bf16 with normed = 1, which the GPU computes
-// chunk by chunk; the reference is the sequential rule.
-func gdnChunk(a *args) { gdnSequential(a, true) }
-
 // gdnSequential is the gated delta rule token by token; normed: q and k in conv
 // are already normalised.
 func gdnSequential(a *args, normedQK bool) {

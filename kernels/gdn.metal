@@ -224,31 +224,122 @@ KERNEL(gdn_recurrence_bf16,
 // The chunked form of the recurrence for prompts. Within a chunk of C tokens,
 // with γ_t = Π_{i≤t} g_i (from the chunk's start), S_0 the state before it and
 // δ_t = β_t·(v_t − g_t·S_{t−1}·k_t) the update of token t:
-//   δ_t + β_t·Σ_{j<t} (γ_t/γ_j)(k_t·k_j)·δ_j = β_t·(v_t − γ_t·S_0·k_t)   (a unit lower-
-//                                                 triangular system, solved forwards)
+//   (I + A)·δ = rhs,  A[t, j] = β_t (γ_t/γ_j)(k_t·k_j) for j < t,
+//                     rhs_t = β_t·(v_t − γ_t·S_0·k_t)
 //   o_t = γ_t·S_0·q_t + Σ_{j≤t} (γ_t/γ_j)(q_t·k_j)·δ_j
 //   S_C = γ_C·S_0 + Σ_j (γ_C/γ_j)·δ_j·k_jᵀ
-// which is the sequential rule in exact arithmetic, regrouped: C tokens cost a
-// few small matrix products instead of C dependent steps. γ_t/γ_j is
-// exp(L_t − L_j) with L the running sum of log g (log g ≥ −1e4, so a g that
-// underflowed to 0 stays a decay to 0, not a NaN).
+// which is the sequential rule in exact arithmetic, regrouped. Everything but
+// S_0 depends on the chunk's own q, k, g and beta, so gdn_chunk_prep_f32 works
+// it out for every chunk at once (W = (I + A)⁻¹ and the (γ_t/γ_j)(q_t·k_j)
+// table M), and gdn_chunk_bf16 walks the chunks in order with small products.
+// γ_t/γ_j is exp(L_t − L_j), L the running sum of log g (log g ≥ −1e4, so a g
+// that underflowed to 0 stays a decay to 0, not a NaN).
 #define GDN_CHUNK 32
 #define GDN_CHUNK_DV 16
 #define GDN_CHUNK_MAX_DK 128
 #define GDN_CHUNK_THREADS 256
 #define GDN_CHUNK_PER (GDN_CHUNK_MAX_DK / 16)
+// Floats of one (chunk, v-head) entry of the prep table: W, M, L.
+#define GDN_PREP (2 * GDN_CHUNK * GDN_CHUNK + GDN_CHUNK)
+
+// gdn_chunk_load stages chunk c0's q and k rows of k-head hk (zeros past T).
+INLINE void gdn_chunk_load(device const bf16_t *conv, threadgroup bf16_t *Qc, threadgroup bf16_t *Kc, int c0, int n,
+                           int width, int hk, int Hk, int Dk, int tid) {
+  for (int i = tid; i < GDN_CHUNK * Dk; i += GDN_CHUNK_THREADS) {
+    int t = i / Dk, d = i % Dk;
+    device const bf16_t *row = conv + (ulong)(c0 + t) * (ulong)width;
+    Qc[t * GDN_CHUNK_MAX_DK + d] = t < n ? row[hk * Dk + d] : (bf16_t)0;
+    Kc[t * GDN_CHUNK_MAX_DK + d] = t < n ? row[(Hk + hk) * Dk + d] : (bf16_t)0;
+  }
+}
+
+// gdn_chunk_prep_f32: for chunk c of 32 tokens and v-head h, prep[c, h] =
+// [W (C×C) | M (C×C) | L (C)] as above; conv's q and k normalised
+// (gdn_qk_norm_bf16). One threadgroup per (chunk, head); W by forward
+// substitution, one column per thread.
+// launch: grid(ceil(T, GDN_CHUNK) * Hv) group(GDN_CHUNK_THREADS)
+// requires: Dk <= GDN_CHUNK_MAX_DK
+KERNEL(gdn_chunk_prep_f32,
+       BUFFER(const bf16_t, conv, 0),
+       BUFFER(const float, g, 1),
+       BUFFER(const float, beta, 2),
+       BUFFER(float, prep, 3),
+       PARAM(int, T, 4),
+       PARAM(int, Hk, 5),
+       PARAM(int, Hv, 6),
+       PARAM(int, Dk, 7),
+       PARAM(int, Dv, 8)) {
+  TG_MEM(bf16_t, Kc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
+  TG_MEM(bf16_t, Qc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
+  TG_MEM(float, A, GDN_CHUNK * GDN_CHUNK);
+  TG_MEM(float, W, GDN_CHUNK * GDN_CHUNK);
+  TG_MEM(float, L, GDN_CHUNK);
+  TG_MEM(float, B, GDN_CHUNK);
+  int chunk = TGID_X / Hv, h = TGID_X % Hv;
+  int c0 = chunk * GDN_CHUNK;
+  if (c0 >= T) return;
+  int n = imin(GDN_CHUNK, T - c0), tid = TID_X;
+  int hk = h / (Hv / Hk), width = 2 * Hk * Dk + Hv * Dv;
+  gdn_chunk_load(conv, Qc, Kc, c0, n, width, hk, Hk, Dk, tid);
+  if (tid < GDN_CHUNK) B[tid] = tid < n ? beta[(c0 + tid) * Hv + h] : 0.0f;
+  if (tid == 0) {
+    float acc = 0.0f;
+    for (int t = 0; t < GDN_CHUNK; t++) {
+      if (t < n) acc += fmaxf(logf(g[(c0 + t) * Hv + h]), -1e4f);
+      L[t] = acc;
+    }
+  }
+  BARRIER();
+  device float *out = prep + (ulong)TGID_X * (ulong)GDN_PREP;
+  // A and M, one (t, j) pair at a time; the walk over d starts at j so that
+  // the lanes of a SIMD-group read different banks.
+  for (int p = tid; p < GDN_CHUNK * GDN_CHUNK; p += GDN_CHUNK_THREADS) {
+    int t = p / GDN_CHUNK, j = p % GDN_CHUNK;
+    float a = 0.0f, m = 0.0f;
+    if (t < n && j <= t) {
+      float kk = 0.0f, qk = 0.0f;
+      for (int e = 0; e < Dk; e++) {
+        int d = e + j < Dk ? e + j : e + j - Dk;
+        float kj = bf16_to_f32(Kc[j * GDN_CHUNK_MAX_DK + d]);
+        kk += bf16_to_f32(Kc[t * GDN_CHUNK_MAX_DK + d]) * kj;
+        qk += bf16_to_f32(Qc[t * GDN_CHUNK_MAX_DK + d]) * kj;
+      }
+      float ratio = expf(L[t] - L[j]);
+      a = j < t ? B[t] * ratio * kk : 0.0f;
+      m = ratio * qk;
+    }
+    A[p] = a;
+    out[GDN_CHUNK * GDN_CHUNK + p] = m;
+  }
+  BARRIER();
+  // W = (I + A)⁻¹, unit lower triangular: column j by forward substitution.
+  if (tid < GDN_CHUNK) {
+    int j = tid;
+    for (int t = 0; t < GDN_CHUNK; t++) {
+      float w = t == j ? 1.0f : 0.0f;
+      if (t > j) {
+        for (int i = j; i < t; i++) w -= A[t * GDN_CHUNK + i] * W[i * GDN_CHUNK + j];
+      }
+      W[t * GDN_CHUNK + j] = w;
+    }
+  }
+  BARRIER();
+  for (int p = tid; p < GDN_CHUNK * GDN_CHUNK; p += GDN_CHUNK_THREADS) out[p] = W[p];
+  if (tid < GDN_CHUNK) out[2 * GDN_CHUNK * GDN_CHUNK + tid] = L[tid];
+}
 
 // gdn_chunk_bf16: as gdn_recurrence_bf16 with normed = 1 (q and k already
-// normalised, gdn_qk_norm_bf16), computed chunk by chunk. A threadgroup owns
-// GDN_CHUNK_DV state rows of one v-head (their columns of δ are independent);
-// thread (r = tid/16, c = tid%16) holds S[r, c + 16i]. The sums run in another
-// order than the sequential kernel's: f32 noise, below the bf16 of the output.
+// normalised, gdn_qk_norm_bf16), computed chunk by chunk from the prep table of
+// gdn_chunk_prep_f32. A threadgroup owns GDN_CHUNK_DV state rows of one v-head
+// (their columns of δ are independent); thread (r = tid/16, c = tid%16) holds
+// S[r, c + 16i]. The sums run in another order than the sequential kernel's:
+// f32 noise, below the bf16 of the output.
 // launch: grid(Hv * ceil(Dv, GDN_CHUNK_DV)) group(GDN_CHUNK_THREADS)
 // requires: Dk <= GDN_CHUNK_MAX_DK
 KERNEL(gdn_chunk_bf16,
        BUFFER(const bf16_t, conv, 0),
-       BUFFER(const float, g, 1),
-       BUFFER(const float, beta, 2),
+       BUFFER(const float, beta, 1),
+       BUFFER(const float, prep, 2),
        BUFFER(float, state, 3),
        BUFFER(bf16_t, out, 4),
        PARAM(int, T, 5),
@@ -258,12 +349,12 @@ KERNEL(gdn_chunk_bf16,
        PARAM(int, Dv, 9)) {
   TG_MEM(bf16_t, Kc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(bf16_t, Qc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
-  TG_MEM(float, A, GDN_CHUNK * GDN_CHUNK);  // β_t (γ_t/γ_j)(k_t·k_j), j < t
-  TG_MEM(float, M, GDN_CHUNK * GDN_CHUNK);  // (γ_t/γ_j)(q_t·k_j), j ≤ t
-  TG_MEM(float, D, GDN_CHUNK * GDN_CHUNK_DV);  // the right-hand side, then δ
+  TG_MEM(float, W, GDN_CHUNK * GDN_CHUNK);
+  TG_MEM(float, M, GDN_CHUNK * GDN_CHUNK);
+  TG_MEM(float, R, GDN_CHUNK * GDN_CHUNK_DV);  // the right-hand side
+  TG_MEM(float, D, GDN_CHUNK * GDN_CHUNK_DV);  // δ
   TG_MEM(float, O, GDN_CHUNK * GDN_CHUNK_DV);  // γ_t S_0 q_t
   TG_MEM(float, L, GDN_CHUNK);
-  TG_MEM(float, B, GDN_CHUNK);
   int blocks = (Dv + GDN_CHUNK_DV - 1) / GDN_CHUNK_DV;
   int h = TGID_X / blocks, dv0 = (TGID_X % blocks) * GDN_CHUNK_DV;
   if (h >= Hv) return;
@@ -280,41 +371,14 @@ KERNEL(gdn_chunk_bf16,
   for (int c0 = 0; c0 < T; c0 += GDN_CHUNK) {
     int n = imin(GDN_CHUNK, T - c0);
     BARRIER();  // the last chunk's readers of the tiles are done
-    for (int i = tid; i < GDN_CHUNK * Dk; i += GDN_CHUNK_THREADS) {
-      int t = i / Dk, d = i % Dk;
-      device const bf16_t *row = conv + (ulong)(c0 + t) * (ulong)width;
-      Qc[t * GDN_CHUNK_MAX_DK + d] = t < n ? row[hk * Dk + d] : (bf16_t)0;
-      Kc[t * GDN_CHUNK_MAX_DK + d] = t < n ? row[(Hk + hk) * Dk + d] : (bf16_t)0;
-    }
-    if (tid < GDN_CHUNK) B[tid] = tid < n ? beta[(c0 + tid) * Hv + h] : 0.0f;
-    if (tid == 0) {
-      float acc = 0.0f;
-      for (int t = 0; t < GDN_CHUNK; t++) {
-        if (t < n) acc += fmaxf(logf(g[(c0 + t) * Hv + h]), -1e4f);
-        L[t] = acc;
-      }
-    }
-    BARRIER();
-    // A and M, one (t, j) pair at a time; the walk over d starts at j so that
-    // the lanes of a SIMD-group read different banks.
+    gdn_chunk_load(conv, Qc, Kc, c0, n, width, hk, Hk, Dk, tid);
+    device const float *pp = prep + ((ulong)(c0 / GDN_CHUNK) * (ulong)Hv + (ulong)h) * (ulong)GDN_PREP;
     for (int p = tid; p < GDN_CHUNK * GDN_CHUNK; p += GDN_CHUNK_THREADS) {
-      int t = p / GDN_CHUNK, j = p % GDN_CHUNK;
-      float a = 0.0f, m = 0.0f;
-      if (t < n && j <= t) {
-        float kk = 0.0f, qk = 0.0f;
-        for (int e = 0; e < Dk; e++) {
-          int d = e + j < Dk ? e + j : e + j - Dk;
-          float kj = bf16_to_f32(Kc[j * GDN_CHUNK_MAX_DK + d]);
-          kk += bf16_to_f32(Kc[t * GDN_CHUNK_MAX_DK + d]) * kj;
-          qk += bf16_to_f32(Qc[t * GDN_CHUNK_MAX_DK + d]) * kj;
-        }
-        float ratio = expf(L[t] - L[j]);
-        a = j < t ? B[t] * ratio * kk : 0.0f;
-        m = ratio * qk;
-      }
-      A[p] = a;
-      M[p] = m;
+      W[p] = pp[p];
+      M[p] = pp[GDN_CHUNK * GDN_CHUNK + p];
     }
+    if (tid < GDN_CHUNK) L[tid] = pp[2 * GDN_CHUNK * GDN_CHUNK + tid];
+    BARRIER();
     // The right-hand side β_t (v_t − γ_t S_0 k_t) and γ_t S_0 q_t of row r,
     // reduced over the 16 threads of the row.
     for (int t = 0; t < n; t++) {
@@ -333,18 +397,18 @@ KERNEL(gdn_chunk_bf16,
       if (cg == 0) {
         float gam = expf(L[t]);
         float v = rowOK ? bf16_to_f32(conv[(ulong)(c0 + t) * (ulong)width + (ulong)(2 * Hk * Dk + h * Dv + dv0 + r)]) : 0.0f;
-        D[t * GDN_CHUNK_DV + r] = B[t] * (v - gam * pk);
+        R[t * GDN_CHUNK_DV + r] = beta[(c0 + t) * Hv + h] * (v - gam * pk);
         O[t * GDN_CHUNK_DV + r] = gam * pq;
       }
     }
     BARRIER();
-    // Forward substitution: δ_t = rhs_t − Σ_{j<t} A[t, j]·δ_j, one thread per row.
-    if (tid < GDN_CHUNK_DV) {
-      for (int t = 1; t < n; t++) {
-        float dt = D[t * GDN_CHUNK_DV + tid];
-        for (int j = 0; j < t; j++) dt -= A[t * GDN_CHUNK + j] * D[j * GDN_CHUNK_DV + tid];
-        D[t * GDN_CHUNK_DV + tid] = dt;
-      }
+    // δ = W·rhs.
+    for (int p = tid; p < GDN_CHUNK * GDN_CHUNK_DV; p += GDN_CHUNK_THREADS) {
+      int t = p / GDN_CHUNK_DV, rr = p % GDN_CHUNK_DV;
+      float dt = 0.0f;
+      if (t < n)
+        for (int j = 0; j <= t; j++) dt += W[t * GDN_CHUNK + j] * R[j * GDN_CHUNK_DV + rr];
+      D[p] = dt;
     }
     BARRIER();
     // Outputs: o_t = γ_t S_0 q_t + Σ_{j≤t} M[t, j]·δ_j.

@@ -56,17 +56,34 @@ func GDNRecurrence(c *Ctx, conv, g, beta, state, out Tensor, s GDNShape) {
 // GDNChunkMaxDk is the widest key head gdn_chunk_bf16 takes.
 var GDNChunkMaxDk = kernels.Defines()["GDN_CHUNK_MAX_DK"]
 
+// GDNPrepShape is the shape of the chunked rule's table for t tokens and hv
+// v-heads: f32 [chunks, hv, 2C²+C], C = GDN_CHUNK.
+func GDNPrepShape(t, hv int) []int {
+	return []int{(t + gdnChunk - 1) / gdnChunk, hv, gdnPrep}
+}
+
+var (
+	gdnChunk = kernels.Defines()["GDN_CHUNK"]
+	gdnPrep  = 2*gdnChunk*gdnChunk + gdnChunk
+)
+
 // GDNChunked is GDNRecurrence for a prompt: q and k normalised once per token,
-// then the rule computed over chunks of 32 tokens (gdn_chunk_bf16), whose sums
-// run in another order than the sequential kernel's (f32 noise). s.Dk ≤
-// GDNChunkMaxDk. conv's q and k are normalised in place.
-func GDNChunked(c *Ctx, conv, g, beta, state, out Tensor, s GDNShape) {
+// each chunk's tables worked out at once (gdn_chunk_prep_f32 into prep, f32
+// [GDNPrepShape(T, Hv)] or larger), then the rule over chunks of GDN_CHUNK
+// tokens (gdn_chunk_bf16), whose sums run in another order than the sequential
+// kernel's (f32 noise). s.Dk ≤ GDNChunkMaxDk. conv's q and k are normalised in
+// place.
+func GDNChunked(c *Ctx, conv, g, beta, prep, state, out Tensor, s GDNShape) {
 	checkDType("gdn state", state, backend.F32)
+	checkDType("gdn prep", prep, backend.F32)
 	t := g.Elements() / s.Hv
+	shape := GDNPrepShape(t, s.Hv)
 	check(s.Dk <= GDNChunkMaxDk, "gdn_chunk: Dk %d > %d", s.Dk, GDNChunkMaxDk)
+	check(prep.Elements() >= shape[0]*shape[1]*shape[2], "gdn_chunk: prep %v for %v", prep, shape)
 	check(conv.Elements() == t*s.ConvDim() && beta.Elements() == t*s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv,
 		"gdn_chunk: conv %v g %v state %v out %v shape %+v", conv, g, state, out, s)
-	c.dispatch("gdn_qk_norm_bf16", conv.Arg(), backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv))
-	c.dispatch("gdn_chunk_bf16", conv.Arg(), g.Arg(), beta.Arg(), state.Arg(), out.Arg(),
-		backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv))
+	dims := []backend.Arg{backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv)}
+	c.dispatch("gdn_qk_norm_bf16", append([]backend.Arg{conv.Arg()}, dims...)...)
+	c.dispatch("gdn_chunk_prep_f32", append([]backend.Arg{conv.Arg(), g.Arg(), beta.Arg(), prep.Arg()}, dims...)...)
+	c.dispatch("gdn_chunk_bf16", append([]backend.Arg{conv.Arg(), beta.Arg(), prep.Arg(), state.Arg(), out.Arg()}, dims...)...)
 }

@@ -22,6 +22,10 @@ type stepScratch struct {
 	// T and the context length, so the scratch layout of a step never depends
 	// on either (ops.Arena serves requests by their order).
 	partial ops.Tensor
+	// gdnPrep is the chunked GDN rule's f32 table for the step's chunks
+	// (ops.GDNPrepShape), shared by the GDN layers one after another; taken by
+	// every forward of a model with GDN layers, used by prompts.
+	gdnPrep ops.Tensor
 }
 
 // newStepScratch takes the shared scratch of a forward of t tokens over a
@@ -34,6 +38,9 @@ func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
 		if t <= splitKVMaxQueries {
 			s.partial = full
 		}
+	}
+	if cfg.FullAttentionInterval > 1 {
+		s.gdnPrep = c.Scratch.Get(ops.F32, ops.GDNPrepShape(t, cfg.LinearValueHeads)...)
 	}
 	return s
 }

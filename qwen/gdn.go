@@ -10,6 +10,7 @@ type gatedDeltaNet struct {
 	dtBias                                        ops.Tensor // bf16 [Hv]
 	norm                                          ops.Tensor // bf16 [Dv], not shifted
 	paths                                         paths
+	shared                                        *stepScratch
 }
 
 func (g *gatedDeltaNet) weights(cfg *Config) []weight {
@@ -45,7 +46,7 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 	ops.GDNGates(c, aLogits, bLogits, g.aLog, g.dtBias, decay, beta)
 	o := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
 	if g.paths.gemm(t) && shape.Dk <= ops.GDNChunkMaxDk {
-		ops.GDNChunked(c, conv, decay, beta, st.state, o, shape) // a prompt: chunk by chunk
+		ops.GDNChunked(c, conv, decay, beta, g.shared.gdnPrep, st.state, o, shape) // a prompt: chunk by chunk
 	} else {
 		ops.GDNRecurrence(c, conv, decay, beta, st.state, o, shape)
 	}

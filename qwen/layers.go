@@ -37,7 +37,7 @@ func newLayer(cfg *Config, i int, p paths, shared *stepScratch) *layer {
 	if cfg.IsAttention(i) {
 		l.mixer = &attention{paths: p, shared: shared}
 	} else {
-		l.mixer = &gatedDeltaNet{paths: p}
+		l.mixer = &gatedDeltaNet{paths: p, shared: shared}
 	}
 	if cfg.IsMoE() {
 		l.ffn = &sparseMoE{paths: p}

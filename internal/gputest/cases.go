@@ -497,17 +497,29 @@ func Specs() []Spec {
 		})
 	}
 
-	// gdn_chunk_bf16: conv (q, k normalised), g, beta, state (in/out), out | T, Hk, Hv, Dk, Dv.
+	// gdn_chunk_prep_f32: conv (q, k normalised), g, beta, prep | T, Hk, Hv, Dk, Dv;
+	// gdn_chunk_bf16: conv, beta, prep (from the CPU's GDNChunkPrep), state (in/out), out | same.
 	// q and k are normalised rows, as gdn_qk_norm_bf16 leaves them: the chunked
 	// form's sums are only as well conditioned as the rule's inputs are.
 	for _, p := range []struct{ T, Hk, Hv, Dk, Dv int }{
 		{512, gdnHk, gdnHv, gdnD, gdnD}, {70, gdnHk, gdnHv, gdnD, gdnD}, {33, 2, 6, 64, 48}, {5, 1, 1, 40, 24}, {40, 2, 2, 128, 20},
 	} {
-		add("gdn_chunk_bf16", p.T >= 512, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv), func(g gen) *Case {
+		label := fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv)
+		prepLen := (p.T + 31) / 32 * p.Hv * (2*32*32 + 32)
+		inputs := func(g gen) (conv, gs, beta []byte) {
+			return g.gdnConv(p.T, p.Hk, p.Hv, p.Dk, p.Dv), g.f32Uniform(p.T*p.Hv, 0.5, 1, false), g.f32Uniform(p.T*p.Hv, 0, 1, true)
+		}
+		add("gdn_chunk_prep_f32", false, label, func(g gen) *Case {
+			conv, gs, beta := inputs(g)
+			return &Case{Tol: tolF32 * 10, Buffers: []Buffer{
+				in("conv", backend.BF16, conv), in("g", backend.F32, gs), in("beta", backend.F32, beta), out("prep", backend.F32, prepLen),
+			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv)}
+		})
+		add("gdn_chunk_bf16", p.T >= 512, label, func(g gen) *Case {
+			conv, gs, beta := inputs(g)
+			prep := cpu.GDNChunkPrep(bf16Values(conv), f32Values(gs), f32Values(beta), p.T, p.Hk, p.Hv, p.Dk, p.Dv)
 			return &Case{Tol: tolBF16, Buffers: []Buffer{
-				in("conv", backend.BF16, g.gdnConv(p.T, p.Hk, p.Hv, p.Dk, p.Dv)),
-				in("g", backend.F32, g.f32Uniform(p.T*p.Hv, 0.5, 1, false)),
-				in("beta", backend.F32, g.f32Uniform(p.T*p.Hv, 0, 1, true)),
+				in("conv", backend.BF16, conv), in("beta", backend.F32, beta), in("prep", backend.F32, f32Bytes(prep)),
 				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
 				out("out", backend.BF16, p.T*p.Hv*p.Dv),
 			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv)}

@@ -191,3 +191,30 @@ func (g gen) gdnConv(T, Hk, Hv, Dk, Dv int) []byte {
 	}
 	return b
 }
+
+// bf16Values reads little-endian bf16 bits.
+func bf16Values(b []byte) []uint16 {
+	v := make([]uint16, len(b)/2)
+	for i := range v {
+		v[i] = binary.LittleEndian.Uint16(b[2*i:])
+	}
+	return v
+}
+
+// f32Values reads little-endian f32s.
+func f32Values(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// f32Bytes is v as little-endian bytes.
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
