@@ -281,11 +281,15 @@ KERNEL(gdn_chunk_prep_f32,
   int n = imin(GDN_CHUNK, T - c0), tid = TID_X;
   int hk = h / (Hv / Hk), width = 2 * Hk * Dk + Hv * Dv;
   gdn_chunk_load(conv, Qc, Kc, c0, n, width, hk, Hk, Dk, tid);
-  if (tid < GDN_CHUNK) B[tid] = tid < n ? beta[(c0 + tid) * Hv + h] : 0.0f;
+  if (tid < GDN_CHUNK) {
+    B[tid] = tid < n ? beta[(c0 + tid) * Hv + h] : 0.0f;
+    L[tid] = tid < n ? fmaxf(logf(g[(c0 + tid) * Hv + h]), -1e4f) : 0.0f;  // log g, summed below
+  }
+  BARRIER();
   if (tid == 0) {
     float acc = 0.0f;
     for (int t = 0; t < GDN_CHUNK; t++) {
-      if (t < n) acc += fmaxf(logf(g[(c0 + t) * Hv + h]), -1e4f);
+      acc += L[t];
       L[t] = acc;
     }
   }
@@ -351,10 +355,11 @@ KERNEL(gdn_chunk_bf16,
   TG_MEM(bf16_t, Qc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(float, W, GDN_CHUNK * GDN_CHUNK);
   TG_MEM(float, M, GDN_CHUNK * GDN_CHUNK);
-  TG_MEM(float, R, GDN_CHUNK * GDN_CHUNK_DV);  // the right-hand side
+  TG_MEM(float, R, GDN_CHUNK * GDN_CHUNK_DV);  // v of the rows, then the right-hand side
   TG_MEM(float, D, GDN_CHUNK * GDN_CHUNK_DV);  // δ
   TG_MEM(float, O, GDN_CHUNK * GDN_CHUNK_DV);  // γ_t S_0 q_t
   TG_MEM(float, L, GDN_CHUNK);
+  TG_MEM(float, Bt, GDN_CHUNK);
   int blocks = (Dv + GDN_CHUNK_DV - 1) / GDN_CHUNK_DV;
   int h = TGID_X / blocks, dv0 = (TGID_X % blocks) * GDN_CHUNK_DV;
   if (h >= Hv) return;
@@ -377,7 +382,18 @@ KERNEL(gdn_chunk_bf16,
       W[p] = pp[p];
       M[p] = pp[GDN_CHUNK * GDN_CHUNK + p];
     }
-    if (tid < GDN_CHUNK) L[tid] = pp[2 * GDN_CHUNK * GDN_CHUNK + tid];
+    if (tid < GDN_CHUNK) {
+      L[tid] = pp[2 * GDN_CHUNK * GDN_CHUNK + tid];
+      Bt[tid] = tid < n ? beta[(c0 + tid) * Hv + h] : 0.0f;
+    }
+    // v of this block's rows, staged with everything else: a load inside the
+    // token loop below would put a memory latency on every step.
+    for (int p = tid; p < GDN_CHUNK * GDN_CHUNK_DV; p += GDN_CHUNK_THREADS) {
+      int t = p / GDN_CHUNK_DV, rr = p % GDN_CHUNK_DV;
+      R[p] = t < n && dv0 + rr < Dv
+                 ? bf16_to_f32(conv[(ulong)(c0 + t) * (ulong)width + (ulong)(2 * Hk * Dk + h * Dv + dv0 + rr)])
+                 : 0.0f;
+    }
     BARRIER();
     // The right-hand side β_t (v_t − γ_t S_0 k_t) and γ_t S_0 q_t of row r,
     // reduced over the 16 threads of the row.
@@ -396,8 +412,7 @@ KERNEL(gdn_chunk_bf16,
       }
       if (cg == 0) {
         float gam = expf(L[t]);
-        float v = rowOK ? bf16_to_f32(conv[(ulong)(c0 + t) * (ulong)width + (ulong)(2 * Hk * Dk + h * Dv + dv0 + r)]) : 0.0f;
-        R[t * GDN_CHUNK_DV + r] = beta[(c0 + t) * Hv + h] * (v - gam * pk);
+        R[t * GDN_CHUNK_DV + r] = Bt[t] * (R[t * GDN_CHUNK_DV + r] - gam * pk);
         O[t * GDN_CHUNK_DV + r] = gam * pq;
       }
     }
