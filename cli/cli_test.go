@@ -98,3 +98,13 @@ func TestCommandsOnTinyModel(t *testing.T) {
 		t.Errorf("generate: exit %d, %q, %s", code, out, stderr)
 	}
 }
+
+// TestScoreCheckFinite: --check-finite reads every layer back and says the
+// tiny model is finite (the broken case is engine.TestFindNonFinite's).
+func TestScoreCheckFinite(t *testing.T) {
+	dir := testmodel.Dir(t, "tiny-moe")
+	code, out, stderr := runCLI("score", "-m", dir, "--ids", "9707,11,1246,525", "--backend", "cpu", "--check-finite")
+	if code != 0 || !strings.Contains(out, "finite for these 4 ids") {
+		t.Fatalf("exit %d, %q, %s", code, out, stderr)
+	}
+}

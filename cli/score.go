@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"bagel/engine"
@@ -15,6 +16,7 @@ func runScore(args []string, out, errOut io.Writer) error {
 	backendName := fs.backend()
 	fs.engineSwitches()
 	prefill := fs.Int("prefill", 0, "tokens in the first forward; the rest are decoded one at a time (0: all at once)")
+	checkFinite := fs.Bool("check-finite", false, "instead of scoring, find the first layer whose output holds a NaN or an infinity (reads every layer back)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -33,6 +35,17 @@ func runScore(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer e.Close()
+	if *checkFinite {
+		bad, err := e.FindNonFinite(ids)
+		switch {
+		case err != nil:
+			return err
+		case bad != nil:
+			return fmt.Errorf("%s (the weights or the computation there are broken)", bad)
+		}
+		fmt.Fprintf(out, "every layer's output and the logits are finite for these %d ids\n", len(ids))
+		return nil
+	}
 	// One JSON line per position as it is computed: memory stays bounded for
 	// any number of ids.
 	enc := json.NewEncoder(out)

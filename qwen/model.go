@@ -95,6 +95,18 @@ func (m *Model) bindAll() error {
 // false, R = 1) or for every token (R = len(tokens)). The result lives in scratch
 // memory: read it before the next Forward or Arena reset.
 func (m *Model) Forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions bool) (ops.Tensor, error) {
+	return m.forward(c, cache, tokens, allPositions, nil)
+}
+
+// ForwardInspect is Forward for every position that hands the residual stream
+// bf16 [T, hidden] to inspect after the embedding (layer −1) and after each
+// layer, on the device goroutine (inspect may read it back: a host sync per
+// layer, for diagnostics). An error from inspect stops the forward.
+func (m *Model) ForwardInspect(c *ops.Ctx, cache *Cache, tokens []int32, inspect func(layer int, residual ops.Tensor) error) (ops.Tensor, error) {
+	return m.forward(c, cache, tokens, true, inspect)
+}
+
+func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions bool, inspect func(int, ops.Tensor) error) (ops.Tensor, error) {
 	t := len(tokens)
 	if t == 0 {
 		return ops.Tensor{}, fmt.Errorf("forward: no tokens")
@@ -114,6 +126,11 @@ func (m *Model) Forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions b
 	}
 	x := s.Get(ops.BF16, t, cfg.HiddenSize) // the residual stream
 	ops.Embed(c, ids, m.embed, x)
+	if inspect != nil {
+		if err := inspect(-1, x); err != nil {
+			return ops.Tensor{}, err
+		}
+	}
 	normed := s.Get(ops.BF16, t, cfg.HiddenSize)
 	branch := s.Get(ops.BF16, t, cfg.HiddenSize)
 	m.shared = m.newStepScratch(c, t, cache.Capacity)
@@ -124,6 +141,11 @@ func (m *Model) Forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions b
 			next = m.layers[i+1].inputNorm
 		}
 		l.forward(c, cfg, &cache.layers[i], cache.Offset, x, normed, branch, next)
+		if inspect != nil {
+			if err := inspect(i, x); err != nil {
+				return ops.Tensor{}, err
+			}
+		}
 	}
 	cache.Offset += t
 	final := normed // rms(x) under the final norm
