@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+	"github.com/dustin/go-humanize"
 
 	"bagel/engine"
 	"bagel/hub"
@@ -90,25 +91,70 @@ func (a *App) showLibrary() {
 	l.dlg.Show()
 }
 
-// fill lists the models on this computer, afresh.
+// fill lists the models on this computer, afresh, then works out off the UI
+// thread whether each runnable one fits this machine's memory at the context
+// length of the settings, and adds that to its row.
 func (l *library) fill() {
 	l.list.RemoveAll()
+	var runnable []hub.LocalModel
+	var infos []*widget.Label
 	for _, m := range hub.Library(hub.CacheDir(), hub.LMStudioDir(), l.a.settings.Recent) {
-		l.list.Add(l.row(m))
+		row, info, runs := l.row(m)
+		l.list.Add(row)
+		if runs {
+			runnable, infos = append(runnable, m), append(infos, info)
+		}
 	}
 	if len(l.list.Objects) == 0 {
 		l.list.Add(widget.NewLabel("No models found in the Hugging Face cache or LM Studio's folder yet."))
 	}
+	if len(runnable) == 0 {
+		return
+	}
+	a := l.a
+	ctxLen, backend := a.settings.ContextLength, a.settings.Backend
+	a.goSafe("estimating the models' memory", func() {
+		budget := engine.DeviceMemory(backend)
+		for i, m := range runnable {
+			verdict := "cannot be read: "
+			if mem, err := engine.Estimate(m.Dir, ctxLen); err == nil {
+				verdict = fitVerdict(mem, budget)
+			} else {
+				verdict += err.Error()
+			}
+			info := infos[i]
+			a.do(func() { info.SetText(info.Text + " · " + verdict) })
+		}
+	})
+}
+
+// fitVerdict says whether a model needing mem fits the budget: it fits, it is
+// tight (over 80% of the memory, or over what is free now), or it does not fit;
+// with the figures.
+func fitVerdict(mem engine.Memory, budget engine.MemoryBudget) string {
+	need := uint64(mem.Weights + mem.Cache)
+	figures := fmt.Sprintf("needs about %s of %s of %s", humanize.IBytes(need), humanize.IBytes(budget.Total), budget.Source)
+	switch {
+	case budget.Total == 0:
+		return "needs about " + humanize.IBytes(need)
+	case need > budget.Total:
+		return "does not fit: " + figures
+	case need > budget.Total/10*8 || budget.Available > 0 && need > budget.Available:
+		return "tight: " + figures
+	}
+	return "fits: " + figures
 }
 
 // row is one local model: its name, where it is, its size, Load or why not,
 // Show, and Delete for what the Hub cache holds (Bagel deletes nothing else).
-func (l *library) row(m hub.LocalModel) fyne.CanvasObject {
+// It returns the detail label and whether the model can be loaded.
+func (l *library) row(m hub.LocalModel) (fyne.CanvasObject, *widget.Label, bool) {
 	detail := fmt.Sprintf("%s · %.1f GB · %s", m.Source, float64(m.Bytes)/1e9, m.ModelType)
 	load := widget.NewButton("Load", func() {
 		l.dlg.Hide()
 		l.a.openModel(m.Dir)
 	})
+	runs := false
 	switch {
 	case m.Problem != "":
 		detail += " · " + m.Problem
@@ -116,6 +162,8 @@ func (l *library) row(m hub.LocalModel) fyne.CanvasObject {
 	case !engine.SupportedModelType(m.ModelType):
 		detail += " · not a model type Bagel runs"
 		load.Disable()
+	default:
+		runs = true
 	}
 	show := widget.NewButtonWithIcon("", theme.FolderOpenIcon(), func() {
 		if err := l.open(&url.URL{Scheme: "file", Path: filepath.ToSlash(m.Dir)}); err != nil {
@@ -128,7 +176,7 @@ func (l *library) row(m hub.LocalModel) fyne.CanvasObject {
 	}
 	info := widget.NewLabel(detail)
 	info.Importance = widget.LowImportance
-	return container.NewBorder(nil, nil, nil, buttons, container.NewVBox(widget.NewLabel(m.Name), info))
+	return container.NewBorder(nil, nil, nil, buttons, container.NewVBox(widget.NewLabel(m.Name), info)), info, runs
 }
 
 // confirmDelete asks, then deletes m's repository from the Hub cache. The
@@ -224,7 +272,11 @@ func (l *library) searchHub() {
 			case len(models) == 0:
 				l.status.SetText("No MLX model on the Hub matches “" + query + "”.")
 			default:
-				l.status.SetText(fmt.Sprintf("%d MLX models on the Hub match “%s”, most downloaded first.", len(models), query))
+				if len(models) == 1 {
+					l.status.SetText("1 MLX model on the Hub matches “" + query + "”.")
+				} else {
+					l.status.SetText(fmt.Sprintf("%d MLX models on the Hub match “%s”, most downloaded first.", len(models), query))
+				}
 				for _, m := range models {
 					l.found.Add(l.result(m))
 				}
@@ -296,8 +348,6 @@ func (l *library) download() {
 			l.start.Enable()
 			l.search.Enable()
 			l.cancel.Disable()
-			l.search = widget.NewButtonWithIcon("Search", theme.SearchIcon(), l.searchHub)
-			l.found = container.NewVBox()
 			switch {
 			case cancelled && err != nil:
 				l.progress.Hide()

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"bagel/engine"
 	"bagel/hub"
 	"bagel/internal/testmodel"
 )
@@ -48,6 +49,14 @@ func TestLibraryDownloadsAndLoads(t *testing.T) {
 		t.Errorf("status %q, want one saying the Hub has no such model", h.a.lib.status.Text)
 	}
 
+	// A search after a failed download still fills the dialog's result list.
+	h.a.lib.name.SetText("TINY")
+	test.Tap(h.a.lib.search)
+	h.waitFor("the search", func() bool { return strings.Contains(h.a.lib.status.Text, "1 MLX model on the Hub matches") })
+	if text := h.dialogText(); !strings.Contains(text, "42 downloads") {
+		t.Errorf("the search's result is not in the dialog after a failed download: %q", text)
+	}
+
 	h.a.lib.name.SetText(hubRepo)
 	test.Tap(h.a.lib.start)
 	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
@@ -58,7 +67,28 @@ func TestLibraryDownloadsAndLoads(t *testing.T) {
 	if text := h.dialogText(); !strings.Contains(text, hubRepo) || !strings.Contains(text, "Hub cache") {
 		t.Errorf("library after the download: %q", text)
 	}
+	// The row says whether the model fits this machine's memory.
+	h.waitFor("the memory verdict", func() bool { return strings.Contains(h.dialogText(), "fits: needs about") })
 	h.a.lib.dlg.Hide()
+}
+
+func TestFitVerdict(t *testing.T) {
+	gib := uint64(1 << 30)
+	for _, c := range []struct {
+		weights, cache int64
+		budget         engine.MemoryBudget
+		want           string
+	}{
+		{4 << 30, 1 << 30, engine.MemoryBudget{Total: 16 * gib, Source: "system RAM"}, "fits: needs about 5.0 GiB of 16 GiB of system RAM"},
+		{12 << 30, 1 << 30, engine.MemoryBudget{Total: 16 * gib, Source: "system RAM"}, "tight: needs about 13 GiB of 16 GiB"},
+		{4 << 30, 1 << 30, engine.MemoryBudget{Total: 16 * gib, Available: 4 * gib, Source: "system RAM"}, "tight:"},
+		{20 << 30, 1 << 30, engine.MemoryBudget{Total: 16 * gib, Source: "Metal"}, "does not fit: needs about 21 GiB of 16 GiB of Metal"},
+		{4 << 30, 0, engine.MemoryBudget{}, "needs about 4.0 GiB"},
+	} {
+		if got := fitVerdict(engine.Memory{Weights: c.weights, Cache: c.cache}, c.budget); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%d+%d bytes in %+v: %q, want %q…", c.weights, c.cache, c.budget, got, c.want)
+		}
+	}
 }
 
 // TestLibraryShowsAndDeletes: a Hub-cache model's row shows its folder and
@@ -67,6 +97,14 @@ func TestLibraryDownloadsAndLoads(t *testing.T) {
 func TestLibraryShowsAndDeletes(t *testing.T) {
 	h, cache := libraryHarness(t)
 	h.a.showLibrary()
+	// A search after a failed download still fills the dialog's result list.
+	h.a.lib.name.SetText("TINY")
+	test.Tap(h.a.lib.search)
+	h.waitFor("the search", func() bool { return strings.Contains(h.a.lib.status.Text, "1 MLX model on the Hub matches") })
+	if text := h.dialogText(); !strings.Contains(text, "42 downloads") {
+		t.Errorf("the search's result is not in the dialog after a failed download: %q", text)
+	}
+
 	h.a.lib.name.SetText(hubRepo)
 	test.Tap(h.a.lib.start)
 	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
