@@ -35,6 +35,16 @@ func runPull(args []string, out, errOut io.Writer) error {
 	opt := hub.DownloadOptions{Revision: rev, Runs: engine.SupportedModelType}
 	if *anyRepo {
 		opt.Runs = nil
+	} else {
+		// What it will take, before anything is fetched (the window asks
+		// first when it does not fit; here the command was explicit).
+		opt.Check = func(config []byte, n int64) error {
+			if mem, err := engine.EstimateConfig(config, n, 0); err == nil {
+				verdict, _ := engine.DeviceMemory("auto").Verdict(mem)
+				fmt.Fprintf(errOut, "pull %s: %.2f GB of files; at %d tokens of context it %s\n", repo, float64(n)/1e9, engine.DefaultContextLength, verdict)
+			}
+			return nil
+		}
 	}
 	opt.Progress = func(p hub.Progress) {
 		mu.Lock()

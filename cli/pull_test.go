@@ -22,6 +22,9 @@ func TestPullModelsAndResolve(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), cache) {
 		t.Fatalf("pull: exit %d, %q, %s", code, out, stderr)
 	}
+	if !strings.Contains(stderr, "tokens of context it fits: needs about") {
+		t.Errorf("pull says nothing of the memory the model needs: %s", stderr)
+	}
 	code, out, stderr = runCLI("models")
 	if code != 0 || !strings.Contains(out, repo) || !strings.Contains(out, "runs") {
 		t.Errorf("models: exit %d, %q, %s", code, out, stderr)

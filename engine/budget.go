@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"runtime"
+
+	"github.com/dustin/go-humanize"
 )
 
 // MemoryBudget is the memory a model may take on a backend, for the check
@@ -46,4 +48,22 @@ func DeviceMemory(backend string) MemoryBudget {
 	}
 	total, available := systemMemory()
 	return MemoryBudget{Total: total, Available: available, Source: "system RAM" + why}
+}
+
+// Verdict says whether a model needing mem fits the budget: it fits, it is
+// tight (over 80% of the memory, or over what is free now), or it does not fit
+// (tooBig); with the figures, e.g. "fits: needs about 5.0 GiB of 16 GiB of
+// system RAM".
+func (b MemoryBudget) Verdict(mem Memory) (verdict string, tooBig bool) {
+	need := uint64(mem.Weights + mem.Cache)
+	figures := fmt.Sprintf("needs about %s of %s of %s", humanize.IBytes(need), humanize.IBytes(b.Total), b.Source)
+	switch {
+	case b.Total == 0:
+		return "needs about " + humanize.IBytes(need), false
+	case need > b.Total:
+		return "does not fit: " + figures, true
+	case need > b.Total/10*8 || b.Available > 0 && need > b.Available:
+		return "tight: " + figures, false
+	}
+	return "fits: " + figures, false
 }

@@ -38,3 +38,22 @@ func TestDeviceMemory(t *testing.T) {
 		t.Error("the CPU's budget names a GPU")
 	}
 }
+
+func TestMemoryVerdict(t *testing.T) {
+	gib := uint64(1 << 30)
+	for _, c := range []struct {
+		weights, cache int64
+		budget         MemoryBudget
+		want           string
+	}{
+		{4 << 30, 1 << 30, MemoryBudget{Total: 16 * gib, Source: "system RAM"}, "fits: needs about 5.0 GiB of 16 GiB of system RAM"},
+		{12 << 30, 1 << 30, MemoryBudget{Total: 16 * gib, Source: "system RAM"}, "tight: needs about 13 GiB of 16 GiB"},
+		{4 << 30, 1 << 30, MemoryBudget{Total: 16 * gib, Available: 4 * gib, Source: "system RAM"}, "tight:"},
+		{20 << 30, 1 << 30, MemoryBudget{Total: 16 * gib, Source: "Metal"}, "does not fit: needs about 21 GiB of 16 GiB of Metal"},
+		{4 << 30, 0, MemoryBudget{}, "needs about 4.0 GiB"},
+	} {
+		if got, tooBig := c.budget.Verdict(Memory{Weights: c.weights, Cache: c.cache}); !strings.HasPrefix(got, c.want) || tooBig != strings.HasPrefix(c.want, "does not fit") {
+			t.Errorf("%d+%d bytes in %+v: %q (too big %v), want %q…", c.weights, c.cache, c.budget, got, tooBig, c.want)
+		}
+	}
+}

@@ -21,3 +21,17 @@ func Estimate(dir string, contextLength int) (Memory, error) {
 	m.Cache = qwen.CacheBytes(cfg, contextLength)
 	return m, nil
 }
+
+// EstimateConfig is Estimate before a download: the memory a model of this
+// config.json takes with weightBytes of files, for contextLength tokens (0:
+// the default). Errors say what config.json lacks.
+func EstimateConfig(config []byte, weightBytes int64, contextLength int) (Memory, error) {
+	cfg, err := qwen.ParseConfig(config)
+	if err != nil {
+		return Memory{}, err
+	}
+	if contextLength <= 0 {
+		contextLength = DefaultContextLength
+	}
+	return Memory{Weights: weightBytes, Cache: qwen.CacheBytes(cfg, contextLength)}, nil
+}

@@ -37,6 +37,10 @@ type DownloadOptions struct {
 	// needs .safetensors files and a config.json (read into memory) whose
 	// model_type Runs accepts, so gigabytes are not fetched for nothing.
 	Runs func(modelType string) bool
+	// Check, when set, sees the repository's config.json and the bytes the
+	// download would bring, before anything is written (the app's memory
+	// estimate); an error from it stops the download and is returned as it is.
+	Check func(config []byte, downloadBytes int64) error
 }
 
 // maxConfigBytes bounds the config.json read before a download.
@@ -53,8 +57,9 @@ func (c *Client) Download(ctx context.Context, cache, repo string, opt DownloadO
 	if err != nil {
 		return "", err
 	}
-	if opt.Runs != nil {
-		if err := c.checkModel(ctx, repo, info, opt.Runs); err != nil {
+	var config []byte
+	if opt.Runs != nil || opt.Check != nil {
+		if config, err = c.checkModel(ctx, repo, info, opt.Runs); err != nil {
 			return "", err
 		}
 	}
@@ -79,6 +84,11 @@ func (c *Client) Download(ctx context.Context, cache, repo string, opt DownloadO
 	}
 	if len(files) == 0 {
 		return "", fmt.Errorf("%s@%s: no files to download", repo, info.SHA)
+	}
+	if opt.Check != nil {
+		if err := opt.Check(config, total); err != nil {
+			return "", err
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "blobs"), 0o755); err != nil {
 		return "", err
@@ -151,8 +161,9 @@ func (c *Client) Download(ctx context.Context, cache, repo string, opt DownloadO
 }
 
 // checkModel refuses a repository the app cannot run, from its file list and
-// its config.json (read into memory; nothing is written).
-func (c *Client) checkModel(ctx context.Context, repo string, info *ModelInfo, runs func(string) bool) error {
+// its config.json (read into memory and returned; nothing is written). runs
+// nil accepts any model_type.
+func (c *Client) checkModel(ctx context.Context, repo string, info *ModelInfo, runs func(string) bool) ([]byte, error) {
 	hasConfig, hasWeights := false, false
 	for _, f := range info.Files {
 		hasConfig = hasConfig || f.Path == "config.json"
@@ -160,31 +171,31 @@ func (c *Client) checkModel(ctx context.Context, repo string, info *ModelInfo, r
 	}
 	switch {
 	case !hasConfig:
-		return fmt.Errorf("%s@%s has no config.json: not a model folder this app can load", repo, info.SHA[:min(8, len(info.SHA))])
+		return nil, fmt.Errorf("%s@%s has no config.json: not a model folder this app can load", repo, info.SHA[:min(8, len(info.SHA))])
 	case !hasWeights:
-		return fmt.Errorf("%s@%s has no .safetensors files: this app loads MLX safetensors checkpoints only", repo, info.SHA[:min(8, len(info.SHA))])
+		return nil, fmt.Errorf("%s@%s has no .safetensors files: this app loads MLX safetensors checkpoints only", repo, info.SHA[:min(8, len(info.SHA))])
 	}
 	p, _ := repoPath(repo)
 	u := fmt.Sprintf("%s/%s/resolve/%s/config.json", c.Endpoint, p, info.SHA)
 	resp, err := c.do(ctx, repo+"/config.json", func() (*http.Request, error) { return http.NewRequest(http.MethodGet, u, nil) })
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxConfigBytes+1))
 	if err != nil {
-		return fmt.Errorf("%s/config.json: %w", repo, err)
+		return nil, fmt.Errorf("%s/config.json: %w", repo, err)
 	}
 	var cfg struct {
 		ModelType string `json:"model_type"`
 	}
 	if len(data) > maxConfigBytes || json.Unmarshal(data, &cfg) != nil {
-		return fmt.Errorf("%s/config.json is not a readable JSON object (%d bytes)", repo, len(data))
+		return nil, fmt.Errorf("%s/config.json is not a readable JSON object (%d bytes)", repo, len(data))
 	}
-	if !runs(cfg.ModelType) {
-		return fmt.Errorf("%s: config.json's model_type is %q, a model type this app does not run; nothing was downloaded", repo, cfg.ModelType)
+	if runs != nil && !runs(cfg.ModelType) {
+		return nil, fmt.Errorf("%s: config.json's model_type is %q, a model type this app does not run; nothing was downloaded", repo, cfg.ModelType)
 	}
-	return nil
+	return data, nil
 }
 
 // fetch brings one file's blob into the cache, resuming its .incomplete part.

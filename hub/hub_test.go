@@ -382,6 +382,41 @@ func TestDownloadChecksTheModelFirst(t *testing.T) {
 	}
 }
 
+// TestDownloadCheck: Check sees config.json and the bytes to download before
+// anything is written; its error stops the download, nothing fetched.
+func TestDownloadCheck(t *testing.T) {
+	f := newFakeHub(t)
+	cache := t.TempDir()
+	var sawConfig []byte
+	var sawBytes int64
+	refuse := errors.New("does not fit")
+	_, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{Check: func(config []byte, n int64) error {
+		sawConfig, sawBytes = config, n
+		return refuse
+	}})
+	if !errors.Is(err, refuse) {
+		t.Fatalf("err = %v, want Check's", err)
+	}
+	var want int64
+	for _, data := range f.files {
+		want += int64(len(data))
+	}
+	if string(sawConfig) != string(f.files["config.json"]) || sawBytes != want {
+		t.Errorf("Check saw %d bytes of config and %d to download; want %d and %d", len(sawConfig), sawBytes, len(f.files["config.json"]), want)
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("the refused download left %d entries in the cache", len(entries))
+	}
+	for _, r := range f.requests {
+		if strings.HasSuffix(r, ".safetensors") {
+			t.Errorf("the refused download fetched %s", r)
+		}
+	}
+	if _, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{Check: func([]byte, int64) error { return nil }}); err != nil {
+		t.Fatalf("with Check accepting: %v", err)
+	}
+}
+
 // TestDelete: Delete removes a repo with every blob and leaves the rest of the
 // cache; it refuses a bad name, a repo the cache lacks and a repo folder that
 // is a link (whose target is outside what the cache owns).

@@ -44,9 +44,11 @@ type Options struct {
 // App is the chat window and everything behind it. Its fields belong to the
 // Fyne thread.
 type App struct {
-	lib          *library // the Models dialog, while it is open (tests reach it)
-	loadGen      int      // counts model checks and loads; a cancelled one's answer is dropped
-	stopLoad     func()   // stops the load in progress (nil when none)
+	lib *library // the Models dialog, while it is open (tests reach it)
+	// memoryBudget is engine.DeviceMemory (a test seam: a small machine).
+	memoryBudget func(backend string) engine.MemoryBudget
+	loadGen      int    // counts model checks and loads; a cancelled one's answer is dropped
+	stopLoad     func() // stops the load in progress (nil when none)
 	fyne         fyne.App
 	win          fyne.Window
 	do           func(func())
@@ -80,7 +82,7 @@ type App struct {
 // New builds the window on fa. The last model used starts loading when the
 // window is shown (Start).
 func New(fa fyne.App, opt Options) (*App, error) {
-	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents, drafts: map[int64]string{}}
+	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents, drafts: map[int64]string{}, memoryBudget: engine.DeviceMemory}
 	fa.Settings().SetTheme(newReadableTheme())
 	if a.do == nil {
 		a.do = fyne.Do

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
-	"github.com/dustin/go-humanize"
 
 	"bagel/engine"
 	"bagel/hub"
@@ -43,7 +43,8 @@ type library struct {
 	cancel   *widget.Button
 	progress *widget.ProgressBar
 	status   *widget.Label
-	stop     context.CancelFunc // of the download in progress; nil when none
+	stop     context.CancelFunc    // of the download in progress; nil when none
+	confirm  *dialog.ConfirmDialog // "download a model that does not fit?", while asked (tests answer it)
 }
 
 // showLibrary opens the Models dialog.
@@ -114,11 +115,11 @@ func (l *library) fill() {
 	a := l.a
 	ctxLen, backend := a.settings.ContextLength, a.settings.Backend
 	a.goSafe("estimating the models' memory", func() {
-		budget := engine.DeviceMemory(backend)
+		budget := a.memoryBudget(backend)
 		for i, m := range runnable {
 			verdict := "cannot be read: "
 			if mem, err := engine.Estimate(m.Dir, ctxLen); err == nil {
-				verdict = fitVerdict(mem, budget)
+				verdict, _ = budget.Verdict(mem)
 			} else {
 				verdict += err.Error()
 			}
@@ -128,21 +129,43 @@ func (l *library) fill() {
 	})
 }
 
-// fitVerdict says whether a model needing mem fits the budget: it fits, it is
-// tight (over 80% of the memory, or over what is free now), or it does not fit;
-// with the figures.
-func fitVerdict(mem engine.Memory, budget engine.MemoryBudget) string {
-	need := uint64(mem.Weights + mem.Cache)
-	figures := fmt.Sprintf("needs about %s of %s of %s", humanize.IBytes(need), humanize.IBytes(budget.Total), budget.Source)
-	switch {
-	case budget.Total == 0:
-		return "needs about " + humanize.IBytes(need)
-	case need > budget.Total:
-		return "does not fit: " + figures
-	case need > budget.Total/10*8 || budget.Available > 0 && need > budget.Available:
-		return "tight: " + figures
+// errNotDownloaded is the answer No to "download a model that does not fit?".
+var errNotDownloaded = errors.New("not downloaded")
+
+// checkFit is the download's memory check, on its goroutine: a model that
+// fits (or is tight) goes ahead with its verdict in the status line; one that
+// does not fit asks first, and No stops it before anything is written.
+func (l *library) checkFit(ctx context.Context, name string, ctxLen int, backend string) func([]byte, int64) error {
+	a := l.a
+	return func(config []byte, n int64) error {
+		mem, err := engine.EstimateConfig(config, n, ctxLen)
+		if err != nil {
+			return fmt.Errorf("%s: config.json: %w", name, err)
+		}
+		verdict, tooBig := a.memoryBudget(backend).Verdict(mem)
+		if !tooBig {
+			a.do(func() {
+				l.status.SetText(fmt.Sprintf("%s (%.1f GB): %s. Downloading…", name, float64(n)/1e9, verdict))
+			})
+			return nil
+		}
+		answer := make(chan bool, 1)
+		a.do(func() {
+			l.confirm = dialog.NewConfirm("This model does not fit in memory",
+				fmt.Sprintf("%s %s at a context length of %d tokens.\n\nDownload it anyway?", name, strings.TrimPrefix(verdict, "does not fit: "), ctxLen),
+				func(ok bool) { answer <- ok }, a.win)
+			l.confirm.Show()
+		})
+		select {
+		case ok := <-answer:
+			if !ok {
+				return errNotDownloaded
+			}
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	return "fits: " + figures
 }
 
 // row is one local model: its name, where it is, its size, Load or why not,
@@ -324,8 +347,10 @@ func (l *library) download() {
 	var posting atomic.Bool
 	var mu sync.Mutex // Progress comes from several download goroutines
 	last := time.Time{}
+	ctxLen, backend := a.settings.ContextLength, a.settings.Backend
+	check := l.checkFit(ctx, name, ctxLen, backend)
 	a.goSafe("downloading a model", func() {
-		dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, hub.DownloadOptions{Revision: rev, Runs: engine.SupportedModelType,
+		dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, hub.DownloadOptions{Revision: rev, Runs: engine.SupportedModelType, Check: check,
 			Progress: func(p hub.Progress) {
 				mu.Lock()
 				now := time.Now()
@@ -349,6 +374,9 @@ func (l *library) download() {
 			l.search.Enable()
 			l.cancel.Disable()
 			switch {
+			case errors.Is(err, errNotDownloaded):
+				l.progress.Hide()
+				l.status.SetText(name + " was not downloaded: it does not fit this machine's memory.")
 			case cancelled && err != nil:
 				l.progress.Hide()
 				l.status.SetText("Cancelled; the partial files were removed.")

@@ -72,25 +72,6 @@ func TestLibraryDownloadsAndLoads(t *testing.T) {
 	h.a.lib.dlg.Hide()
 }
 
-func TestFitVerdict(t *testing.T) {
-	gib := uint64(1 << 30)
-	for _, c := range []struct {
-		weights, cache int64
-		budget         engine.MemoryBudget
-		want           string
-	}{
-		{4 << 30, 1 << 30, engine.MemoryBudget{Total: 16 * gib, Source: "system RAM"}, "fits: needs about 5.0 GiB of 16 GiB of system RAM"},
-		{12 << 30, 1 << 30, engine.MemoryBudget{Total: 16 * gib, Source: "system RAM"}, "tight: needs about 13 GiB of 16 GiB"},
-		{4 << 30, 1 << 30, engine.MemoryBudget{Total: 16 * gib, Available: 4 * gib, Source: "system RAM"}, "tight:"},
-		{20 << 30, 1 << 30, engine.MemoryBudget{Total: 16 * gib, Source: "Metal"}, "does not fit: needs about 21 GiB of 16 GiB of Metal"},
-		{4 << 30, 0, engine.MemoryBudget{}, "needs about 4.0 GiB"},
-	} {
-		if got := fitVerdict(engine.Memory{Weights: c.weights, Cache: c.cache}, c.budget); !strings.HasPrefix(got, c.want) {
-			t.Errorf("%d+%d bytes in %+v: %q, want %q…", c.weights, c.cache, c.budget, got, c.want)
-		}
-	}
-}
-
 // TestLibraryShowsAndDeletes: a Hub-cache model's row shows its folder and
 // deletes it after a confirmation, but not while it is the model in use;
 // the deleted model leaves the library and the recent models.
@@ -214,5 +195,40 @@ func TestLibrarySearches(t *testing.T) {
 	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
 	if !strings.HasPrefix(h.a.modelDir, cache) {
 		t.Errorf("loaded %s, want a folder of the cache %s", h.a.modelDir, cache)
+	}
+}
+
+// TestLibraryAsksBeforeADownloadThatDoesNotFit: on a machine too small for the
+// model, Download asks first (the estimate from config.json and the file
+// sizes); No leaves the cache empty, Yes downloads (and the load asks again).
+func TestLibraryAsksBeforeADownloadThatDoesNotFit(t *testing.T) {
+	h, cache := libraryHarness(t)
+	h.a.memoryBudget = func(string) engine.MemoryBudget { return engine.MemoryBudget{Total: 1 << 20, Source: "a test machine"} }
+	h.a.showLibrary()
+	l := h.a.lib
+
+	l.name.SetText(hubRepo)
+	test.Tap(l.start)
+	h.waitFor("the question", func() bool { return l.confirm != nil })
+	if text := h.dialogText(); !strings.Contains(text, "of 1.0 MiB of a test machine") {
+		t.Errorf("the question reads %q", text)
+	}
+	l.confirm.Hide() // No
+	h.waitFor("the refusal", func() bool { return !l.start.Disabled() })
+	if !strings.Contains(l.status.Text, "was not downloaded: it does not fit") {
+		t.Errorf("status %q", l.status.Text)
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("the refused download left %d entries in the cache", len(entries))
+	}
+
+	l.confirm = nil
+	test.Tap(l.start)
+	h.waitFor("the question", func() bool { return l.confirm != nil })
+	l.confirm.Confirm()
+	// Downloaded; loading it asks again, as for any model that does not fit.
+	h.waitFor("the load's question", func() bool { return strings.Contains(h.dialogText(), "Load it anyway?") })
+	if entries, _ := os.ReadDir(cache); len(entries) == 0 {
+		t.Error("the accepted download left nothing in the cache")
 	}
 }

@@ -35,7 +35,7 @@ func (a *App) openModel(dir string) {
 		mem, err := engine.Estimate(dir, ctxLen)
 		var budget engine.MemoryBudget
 		if err == nil {
-			budget = engine.DeviceMemory(backend)
+			budget = a.memoryBudget(backend)
 		}
 		a.do(func() {
 			if gen != a.loadGen {
