@@ -41,6 +41,10 @@ type DownloadOptions struct {
 	// download would bring, before anything is written (the app's memory
 	// estimate); an error from it stops the download and is returned as it is.
 	Check func(config []byte, downloadBytes int64) error
+	// Paused, when set and true once ctx is cancelled, keeps the partial
+	// files of this run for a later Download to resume (a pause, or the app
+	// closing mid-download) instead of removing them (a cancel).
+	Paused func() bool
 }
 
 // maxConfigBytes bounds the config.json read before a download.
@@ -51,7 +55,8 @@ const maxConfigBytes = 4 << 20
 // restart resumes from its .incomplete part with an HTTP Range request; every
 // LFS file is checked against its sha256 before it becomes a blob, and a blob
 // appears only by a rename, so a crash never leaves a half file that looks
-// complete. Cancelling ctx stops it and removes the partial files of this run.
+// complete. Cancelling ctx stops it and removes the partial files of this run,
+// unless opt.Paused says it is a pause.
 func (c *Client) Download(ctx context.Context, cache, repo string, opt DownloadOptions) (string, error) {
 	info, err := c.Info(ctx, repo, opt.Revision)
 	if err != nil {
@@ -135,8 +140,10 @@ func (c *Client) Download(ctx context.Context, cache, repo string, opt DownloadO
 		}
 	}
 	if ctx.Err() != nil {
-		for _, f := range files { // cancel: no partial file of this run stays
-			os.Remove(filepath.Join(dir, "blobs", f.Blob()+".incomplete"))
+		if opt.Paused == nil || !opt.Paused() {
+			for _, f := range files { // cancel: no partial file of this run stays
+				os.Remove(filepath.Join(dir, "blobs", f.Blob()+".incomplete"))
+			}
 		}
 		return "", ctx.Err()
 	}

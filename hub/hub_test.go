@@ -301,6 +301,33 @@ func TestCancelRemovesPartialFiles(t *testing.T) {
 	}
 }
 
+// TestPauseKeepsPartialFiles: a cancel that Paused calls a pause keeps the
+// partial files, and the next Download resumes them into verified blobs.
+func TestPauseKeepsPartialFiles(t *testing.T) {
+	f := newFakeHub(t)
+	cache := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := f.client().Download(ctx, cache, f.repo, DownloadOptions{Parallel: 1, Paused: func() bool { return true },
+		Progress: func(p Progress) {
+			if p.Done > 50_000 {
+				cancel()
+			}
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v", err)
+	}
+	parts, _ := filepath.Glob(filepath.Join(cache, "models--*", "blobs", "*.incomplete"))
+	if len(parts) == 0 {
+		t.Fatal("the pause kept no partial file")
+	}
+	if _, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{}); err != nil {
+		t.Fatalf("resuming: %v", err)
+	}
+	if parts, _ := filepath.Glob(filepath.Join(cache, "models--*", "blobs", "*.incomplete")); len(parts) != 0 {
+		t.Errorf("partial files left after the resumed download: %v", parts)
+	}
+}
+
 func TestLibrary(t *testing.T) {
 	f := newFakeHub(t)
 	cache, lms := t.TempDir(), t.TempDir()

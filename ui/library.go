@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,7 +39,9 @@ type library struct {
 	open     func(*url.URL) error // shows a folder: the app's OpenURL (tests record it)
 	name     *widget.Entry
 	start    *widget.Button
+	pause    *widget.Button
 	cancel   *widget.Button
+	paused   atomic.Bool // the download in progress was stopped to resume later, not cancelled
 	progress *widget.ProgressBar
 	status   *widget.Label
 	stop     context.CancelFunc    // of the download in progress; nil when none
@@ -60,6 +61,13 @@ func (a *App) showLibrary() {
 		}
 	})
 	l.cancel.Disable()
+	l.pause = widget.NewButtonWithIcon("Pause", theme.MediaPauseIcon(), func() {
+		if l.stop != nil {
+			l.paused.Store(true)
+			l.stop()
+		}
+	})
+	l.pause.Disable()
 	l.search = widget.NewButtonWithIcon("Search", theme.SearchIcon(), l.searchHub)
 	l.found = container.NewVBox()
 	l.progress = widget.NewProgressBar()
@@ -74,7 +82,7 @@ func (a *App) showLibrary() {
 	content := container.NewBorder(
 		container.NewVBox(
 			widget.NewLabelWithStyle("Download from Hugging Face", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-			container.NewBorder(nil, nil, nil, container.NewHBox(l.search, l.start, l.cancel), l.name),
+			container.NewBorder(nil, nil, nil, container.NewHBox(l.search, l.start, l.pause, l.cancel), l.name),
 			l.progress, l.status,
 		), nil, nil, nil,
 		container.NewVScroll(container.NewVBox(l.found,
@@ -83,10 +91,15 @@ func (a *App) showLibrary() {
 	l.dlg = dialog.NewCustom("Models", "Close", content, a.win)
 	l.dlg.SetOnClosed(func() {
 		l.closed = true
-		if l.stop != nil {
-			l.stop() // closing the dialog cancels a download in progress
+		if l.stop != nil { // closing the dialog pauses a download in progress
+			l.paused.Store(true)
+			l.stop()
 		}
 	})
+	if p := a.settings.PendingDownload; p != "" {
+		l.name.SetText(p)
+		l.status.SetText("The download of " + p + " stopped before it finished (paused, or Bagel closed); Download resumes it from where it stopped.")
+	}
 	l.dlg.Resize(fyne.NewSize(720, 520))
 	a.lib = l
 	l.dlg.Show()
@@ -338,34 +351,56 @@ func (l *library) download() {
 	repo, rev, _ := strings.Cut(name, "@")
 	ctx, cancel := context.WithCancel(context.Background())
 	l.stop = cancel
+	l.paused.Store(false)
 	l.start.Disable()
 	l.search.Disable()
 	l.cancel.Enable()
+	l.pause.Enable()
+	a.settings.PendingDownload = name
+	a.saveSettings()
+	var done, total int64 // the last progress shown
 	l.progress.SetValue(0)
 	l.progress.Show()
 	l.status.SetText("Asking the Hub for " + name + "…")
+	// The download goroutines record the latest progress; a ticker shows it at
+	// most four times a second, with at most one update waiting for the UI
+	// thread, and the last figures before a stall are shown too.
+	var latest atomic.Pointer[hub.Progress]
 	var posting atomic.Bool
-	var mu sync.Mutex // Progress comes from several download goroutines
-	last := time.Time{}
+	finished := make(chan struct{})
+	a.goSafe("showing a download's progress", func() {
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		var shown *hub.Progress
+		for {
+			select {
+			case <-finished:
+				return
+			case <-tick.C:
+			}
+			p := latest.Load()
+			if p == nil || p == shown || !posting.CompareAndSwap(false, true) {
+				continue
+			}
+			shown = p
+			a.do(func() {
+				defer posting.Store(false)
+				if l.stop == nil {
+					return // the download ended meanwhile: its own message stands
+				}
+				done, total = p.Done, p.Total
+				l.progress.SetValue(float64(p.Done) / float64(max(p.Total, 1)))
+				l.status.SetText(fmt.Sprintf("%s: %.2f of %.2f GB", name, float64(p.Done)/1e9, float64(p.Total)/1e9))
+			})
+		}
+	})
 	ctxLen, backend := a.settings.ContextLength, a.settings.Backend
 	check := l.checkFit(ctx, name, ctxLen, backend)
 	a.goSafe("downloading a model", func() {
 		dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, hub.DownloadOptions{Revision: rev, Runs: engine.SupportedModelType, Check: check,
-			Progress: func(p hub.Progress) {
-				mu.Lock()
-				now := time.Now()
-				if now.Sub(last) < 250*time.Millisecond || !posting.CompareAndSwap(false, true) {
-					mu.Unlock()
-					return
-				}
-				last = now
-				mu.Unlock()
-				a.do(func() {
-					defer posting.Store(false)
-					l.progress.SetValue(float64(p.Done) / float64(max(p.Total, 1)))
-					l.status.SetText(fmt.Sprintf("%s: %.2f of %.2f GB", name, float64(p.Done)/1e9, float64(p.Total)/1e9))
-				})
-			}})
+			Paused:   l.paused.Load,
+			Progress: func(p hub.Progress) { latest.Store(&p) }})
+		close(finished)
 		cancelled := ctx.Err() != nil
 		cancel() // release the context's resources
 		a.do(func() {
@@ -373,10 +408,17 @@ func (l *library) download() {
 			l.start.Enable()
 			l.search.Enable()
 			l.cancel.Disable()
+			l.pause.Disable()
+			if !(cancelled && l.paused.Load()) { // finished, failed, refused or cancelled: nothing to offer later
+				a.settings.PendingDownload = ""
+				a.saveSettings()
+			}
 			switch {
 			case errors.Is(err, errNotDownloaded):
 				l.progress.Hide()
 				l.status.SetText(name + " was not downloaded: it does not fit this machine's memory.")
+			case cancelled && l.paused.Load():
+				l.status.SetText(fmt.Sprintf("Paused at %.2f of %.2f GB; Download resumes %s from there, now or after a restart.", float64(done)/1e9, float64(total)/1e9, name))
 			case cancelled && err != nil:
 				l.progress.Hide()
 				l.status.SetText("Cancelled; the partial files were removed.")

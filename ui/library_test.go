@@ -1,10 +1,17 @@
 package ui
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -230,5 +237,73 @@ func TestLibraryAsksBeforeADownloadThatDoesNotFit(t *testing.T) {
 	h.waitFor("the load's question", func() bool { return strings.Contains(h.dialogText(), "Load it anyway?") })
 	if entries, _ := os.ReadDir(cache); len(entries) == 0 {
 		t.Error("the accepted download left nothing in the cache")
+	}
+}
+
+// TestLibraryPausesAndResumes: Pause stops a download and keeps its partial
+// files; the Models dialog opened later (as after a restart) offers to resume
+// it, and Download finishes and loads it.
+func TestLibraryPausesAndResumes(t *testing.T) {
+	h, cache := libraryHarness(t)
+	upstream := os.Getenv("HF_ENDPOINT")
+	stall := make(chan struct{}) // closed: serve the weights whole
+	var stalling atomic.Bool
+	stalling.Store(true)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(upstream + r.URL.String())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if !strings.HasSuffix(r.URL.Path, ".safetensors") || !stalling.Load() || r.Header.Get("Range") != "" {
+			from := 0
+			if rg := r.Header.Get("Range"); rg != "" {
+				from, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(rg, "bytes="), "-"))
+				w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, len(body)-1, len(body)))
+				w.WriteHeader(http.StatusPartialContent)
+			}
+			w.Write(body[from:])
+			return
+		}
+		// Half the weights, then nothing until the client gives up.
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body[:len(body)/2])
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-stall:
+		}
+	}))
+	defer proxy.Close()
+	defer close(stall)
+	t.Setenv("HF_ENDPOINT", proxy.URL)
+
+	h.a.showLibrary()
+	l := h.a.lib
+	l.name.SetText(hubRepo)
+	test.Tap(l.start)
+	h.waitFor("half the weights", func() bool { return l.progress.Value > 0.3 })
+	test.Tap(l.pause)
+	h.waitFor("the pause", func() bool { return !l.start.Disabled() })
+	if !strings.HasPrefix(l.status.Text, "Paused at") || h.a.settings.PendingDownload != hubRepo {
+		t.Fatalf("status %q, pending %q", l.status.Text, h.a.settings.PendingDownload)
+	}
+	if parts, _ := filepath.Glob(filepath.Join(cache, "models--*", "blobs", "*.incomplete")); len(parts) == 0 {
+		t.Fatal("the pause kept no partial file")
+	}
+	l.dlg.Hide()
+
+	stalling.Store(false)
+	h.a.showLibrary() // as after a restart: the pending download is offered
+	l = h.a.lib
+	if l.name.Text != hubRepo || !strings.Contains(l.status.Text, "Download resumes it") {
+		t.Fatalf("the dialog offers %q: %q", l.name.Text, l.status.Text)
+	}
+	test.Tap(l.start)
+	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
+	if h.a.settings.PendingDownload != "" {
+		t.Errorf("pending download %q after it finished", h.a.settings.PendingDownload)
 	}
 }

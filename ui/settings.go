@@ -34,6 +34,10 @@ type Settings struct {
 
 	LastModel string   `json:"last_model,omitempty"` // reloaded at start
 	Recent    []string `json:"recent_models,omitempty"`
+	// PendingDownload is the ORG/NAME[@REV] of a download paused or cut short
+	// by a failure or the app closing: the Models dialog offers to resume it
+	// (its partial files stay in the Hub cache).
+	PendingDownload string `json:"pending_download,omitempty"`
 }
 
 // maxRecent bounds the recent-models menu.
