@@ -84,13 +84,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 		return nil, err
 	}
 	e.loop = newDeviceLoop()
-	n := opt.ContextLength
-	if n <= 0 {
-		n = DefaultContextLength
-		if cfg.MaxPositionEmbedding > 0 && cfg.MaxPositionEmbedding < n {
-			n = cfg.MaxPositionEmbedding
-		}
-	}
+	n := contextFor(cfg, opt.ContextLength)
 	if err := checkContext(cfg, ck, n, opt.Backend); err != nil {
 		_ = ck.Close()
 		return nil, err
@@ -269,6 +263,25 @@ func (e *Engine) resetCache() error {
 type Memory struct {
 	Weights int64 // the checkpoint files bound (mapped or uploaded)
 	Cache   int64 // KV cache and GDN states for the context length
+}
+
+// contextFor is the context length a load of cfg with Options.ContextLength
+// n gets: n, or for n ≤ 0 DefaultContextLength capped at the model's maximum.
+func contextFor(cfg *qwen.Config, n int) int {
+	if n > 0 {
+		return n
+	}
+	n = DefaultContextLength
+	if cfg.MaxPositionEmbedding > 0 && cfg.MaxPositionEmbedding < n {
+		n = cfg.MaxPositionEmbedding
+	}
+	return n
+}
+
+// MemoryAt is the footprint the loaded model would have with a context length
+// of n tokens (0: the default), for the settings' estimate before a reload.
+func (e *Engine) MemoryAt(n int) Memory {
+	return Memory{Weights: e.model.WeightBytes, Cache: qwen.CacheBytes(e.Config, contextFor(e.Config, n))}
 }
 
 // Memory reports the loaded model's footprint.

@@ -190,3 +190,33 @@ func TestSettingsValidate(t *testing.T) {
 		t.Errorf("the temperature entry accepts a word: %v", err)
 	}
 }
+
+// TestSettingsShowTheMemoryEstimate: with a model loaded, the Memory line says
+// what it needs at the context length typed, against the backend's memory,
+// and follows the entry.
+func TestSettingsShowTheMemoryEstimate(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.a.showSettings()
+	if got := h.a.settingsForm.memory.Text; !strings.Contains(got, "load a model") {
+		t.Errorf("no model: %q", got)
+	}
+	h.a.settingsForm.submit()
+
+	h.loadModel("tiny-moe")
+	h.a.memoryBudget = func(string) engine.MemoryBudget { return engine.MemoryBudget{Total: 64 << 20, Source: "a test machine"} }
+	h.a.showSettings()
+	f := h.a.settingsForm
+	f.ctxLen.SetText("256")
+	if got := f.memory.Text; !strings.Contains(got, "fits: needs about") || !strings.Contains(got, "of 64 MiB of a test machine") {
+		t.Errorf("at 256 tokens: %q", got)
+	}
+	f.ctxLen.SetText("100000")
+	if got := f.memory.Text; !strings.Contains(got, "does not fit") {
+		t.Errorf("at 100000 tokens: %q", got)
+	}
+	f.ctxLen.SetText("lots")
+	if got := f.memory.Text; got != "—" {
+		t.Errorf("not a number: %q", got)
+	}
+}

@@ -24,6 +24,7 @@ type settingsForm struct {
 	repetition, seed, maxTokens, ctxLen *widget.Entry
 	thinking                            *widget.Check
 	backend                             *widget.Select
+	memory                              *widget.Label // what the loaded model needs at the context length typed
 	switches                            map[string]*widget.Check
 	submit                              func() // Save: validate, apply, close
 }
@@ -58,6 +59,8 @@ func newSettingsForm(s Settings) *settingsForm {
 	f.thinking.SetChecked(s.Thinking)
 	f.backend = widget.NewSelect(engine.BackendNames, nil)
 	f.backend.SetSelected(s.Backend)
+	f.memory = widget.NewLabel("load a model to see what it needs")
+	f.memory.Wrapping = fyne.TextWrapWord
 
 	header := func(text string) *widget.FormItem {
 		return widget.NewFormItem("", widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
@@ -80,6 +83,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		header("Model (applies when a model is loaded)"),
 		item("Context length", f.ctxLen, "tokens of KV cache; 0: the model's default (at most 8,192)"),
 		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
+		item("Memory", f.memory, "the loaded model's weights and cache at this context length, against this backend's memory"),
 		header("Engine switches (apply from the next load or reply)"),
 	}
 	switches := engine.Switches()
@@ -103,6 +107,23 @@ func newSettingsForm(s Settings) *settingsForm {
 	}
 	f.form = widget.NewForm(items...)
 	return f
+}
+
+// showEstimate keeps the Memory line current as the context length or the
+// backend changes: estimate gives the verdict for a context length and a
+// backend (a loaded model's; see showSettings).
+func (f *settingsForm) showEstimate(estimate func(contextLength int, backend string) string) {
+	update := func() {
+		n, err := strconv.Atoi(strings.TrimSpace(f.ctxLen.Text))
+		if err != nil || n < 0 {
+			f.memory.SetText("—")
+			return
+		}
+		f.memory.SetText(estimate(n, f.backend.Selected))
+	}
+	f.ctxLen.OnChanged = func(string) { update() }
+	f.backend.OnChanged = func(string) { update() }
+	update()
 }
 
 // recommended states the engine's recommended value of one sampling setting
@@ -200,6 +221,13 @@ func (f *settingsForm) read(base Settings) (Settings, error) {
 // scrolling form, so they are in view however long the switch list grows.
 func (a *App) showSettings() {
 	f := newSettingsForm(a.settings)
+	if eng := a.eng; eng != nil && !a.loading {
+		name := a.modelName()
+		f.showEstimate(func(n int, backend string) string {
+			verdict, _ := a.memoryBudget(backend).Verdict(eng.MemoryAt(n))
+			return name + " " + verdict
+		})
+	}
 	var d dialog.Dialog
 	f.submit = func() {
 		s, err := f.read(a.settings)
