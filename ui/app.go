@@ -44,7 +44,9 @@ type Options struct {
 // App is the chat window and everything behind it. Its fields belong to the
 // Fyne thread.
 type App struct {
-	lib *library // the Models dialog, while it is open (tests reach it)
+	lib      *library          // the Models dialog, while it is open (tests reach it)
+	split    *container.Split  // the chat list | the chat and the performance panel
+	perfPane fyne.CanvasObject // the performance panel with its padding
 	// memoryBudget is engine.DeviceMemory (a test seam: a small machine).
 	memoryBudget func(backend string) engine.MemoryBudget
 	loadGen      int    // counts model checks and loads; a cancelled one's answer is dropped
@@ -115,15 +117,21 @@ func New(fa fyne.App, opt Options) (*App, error) {
 	a.perf = newPerfPanel()
 
 	center := container.NewBorder(nil, a.composer.root, nil, nil, a.chat.root)
-	right := container.NewPadded(a.perf.root)
-	main := container.NewHSplit(a.chats.root, container.NewBorder(nil, nil, nil, right, center))
-	main.Offset = 0.2
-	a.win.SetContent(container.NewBorder(a.bar.root, nil, nil, nil, main))
+	a.perfPane = container.NewPadded(a.perf.root)
+	if a.settings.HidePerformance {
+		a.perfPane.Hide()
+	}
+	a.split = container.NewHSplit(a.chats.root, container.NewBorder(nil, nil, nil, a.perfPane, center))
+	a.split.Offset = 0.2
+	if share := a.settings.ChatListShare; share >= 0.05 && share <= 0.6 {
+		a.split.Offset = share
+	}
+	a.win.SetContent(container.NewBorder(a.bar.root, nil, nil, nil, a.split))
 	a.win.SetMainMenu(a.mainMenu())
 	a.addShortcuts()
 	a.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { a.dropped(uris) })
 	a.win.SetOnClosed(a.shutdown)
-	a.win.Resize(fyne.NewSize(1280, 800))
+	a.win.Resize(a.windowSize())
 
 	a.reloadConversations()
 	if len(a.convs) > 0 {
@@ -159,9 +167,38 @@ func (a *App) ShowAndRun() {
 	a.fyne.Run()
 }
 
-// shutdown stops a generation (its partial reply is saved and marked), unloads
-// the model and closes the chat database.
+// windowSize is the size the window was left at, when the settings hold a
+// sensible one, else 1280×800.
+func (a *App) windowSize() fyne.Size {
+	w, h := a.settings.WindowWidth, a.settings.WindowHeight
+	if w >= 400 && h >= 300 && w <= 16384 && h <= 16384 {
+		return fyne.NewSize(w, h)
+	}
+	return fyne.NewSize(1280, 800)
+}
+
+// togglePerformance shows or hides the performance panel (View menu); hidden,
+// the window can be half a laptop screen wide.
+func (a *App) togglePerformance() {
+	a.settings.HidePerformance = !a.settings.HidePerformance
+	if a.settings.HidePerformance {
+		a.perfPane.Hide()
+	} else {
+		a.perfPane.Show()
+	}
+	a.saveSettings()
+	a.win.SetMainMenu(a.mainMenu())
+}
+
+// shutdown records the window's size and layout, stops a generation (its
+// partial reply is saved and marked), unloads the model and closes the chat
+// database.
 func (a *App) shutdown() {
+	if size := a.win.Canvas().Size(); size.Width > 0 && size.Height > 0 {
+		a.settings.WindowWidth, a.settings.WindowHeight = size.Width, size.Height
+		a.settings.ChatListShare = a.split.Offset
+		a.saveSettings()
+	}
 	if g := a.gen; g != nil {
 		g.cancel()
 		<-g.done // the stream goroutine saves the reply and posts, never waits for this thread

@@ -34,12 +34,14 @@ func newChatView(a *App) *chatView {
 	c.system = widget.NewLabel("")
 	c.system.Importance = widget.LowImportance
 	c.system.Truncation = fyne.TextTruncateEllipsis
+	// Icons only (the Chat and File menus name them): the header stays narrow
+	// enough for a window half a laptop screen wide.
 	c.actions = []*widget.Button{
-		widget.NewButtonWithIcon("Rename", theme.DocumentCreateIcon(), a.renameConversation),
-		widget.NewButtonWithIcon("Export", theme.DocumentSaveIcon(), a.exportConversation),
-		widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), a.deleteConversation),
+		widget.NewButtonWithIcon("", theme.DocumentCreateIcon(), a.renameConversation),
+		widget.NewButtonWithIcon("", theme.DocumentSaveIcon(), a.exportConversation),
+		widget.NewButtonWithIcon("", theme.DeleteIcon(), a.deleteConversation),
 	}
-	systemBtn := widget.NewButtonWithIcon("System prompt", theme.SettingsIcon(), a.editSystemPrompt)
+	systemBtn := widget.NewButtonWithIcon("", theme.SettingsIcon(), a.editSystemPrompt)
 	systemBtn.Importance = widget.LowImportance
 	buttons := container.NewHBox(systemBtn)
 	for _, b := range c.actions {
@@ -50,7 +52,7 @@ func newChatView(a *App) *chatView {
 
 	c.box = container.NewVBox()
 	c.scroll = container.NewVScroll(c.box)
-	c.welcome = container.NewCenter(container.NewVBox())
+	c.welcome = container.New(maxWidth{welcomeWidth})
 	c.root = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil,
 		container.NewStack(c.scroll, c.welcome))
 	return c
@@ -152,6 +154,32 @@ func (c *chatView) updateMessage(m store.Message) {
 	}
 }
 
+// welcomeWidth is the widest the empty chat's welcome grows.
+const welcomeWidth = 560
+
+// maxWidth lays its objects out as wide as the space, up to Width, at their
+// height, centred both ways; its minimum is its objects' (a wrapping label's
+// is narrow).
+type maxWidth struct{ Width float32 }
+
+func (m maxWidth) MinSize(objects []fyne.CanvasObject) fyne.Size {
+	var s fyne.Size
+	for _, o := range objects {
+		s = s.Max(o.MinSize())
+	}
+	return s
+}
+
+func (m maxWidth) Layout(objects []fyne.CanvasObject, size fyne.Size) {
+	w := min(size.Width, m.Width)
+	for _, o := range objects {
+		o.Resize(fyne.NewSize(w, o.MinSize().Height))
+		h := min(o.MinSize().Height, size.Height) // wrapped at w
+		o.Resize(fyne.NewSize(w, h))
+		o.Move(fyne.NewPos((size.Width-w)/2, (size.Height-h)/2))
+	}
+}
+
 // refreshEmpty shows the welcome when the chat has no messages: what to do
 // first, depending on whether a model is loaded.
 func (c *chatView) refreshEmpty() {
@@ -163,9 +191,11 @@ func (c *chatView) refreshEmpty() {
 	var items []fyne.CanvasObject
 	big := widget.NewLabelWithStyle("", fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
 	big.SizeName = theme.SizeNameHeadingText
+	big.Wrapping = fyne.TextWrapWord
 	hint := widget.NewLabel("")
 	hint.Alignment = fyne.TextAlignCenter
 	hint.Importance = widget.LowImportance
+	hint.Wrapping = fyne.TextWrapWord
 	switch {
 	case a.eng != nil:
 		big.SetText("Ask " + a.modelName() + " anything")
@@ -180,7 +210,7 @@ func (c *chatView) refreshEmpty() {
 		open := widget.NewButtonWithIcon("Open model folder…", theme.FolderOpenIcon(), a.chooseModelFolder)
 		open.Importance = widget.HighImportance
 		models := widget.NewButtonWithIcon("Download or pick a model…", theme.DownloadIcon(), a.showLibrary)
-		items = append(items, widget.NewIcon(theme.DownloadIcon()), big, hint, container.NewCenter(container.NewHBox(open, models)))
+		items = append(items, widget.NewIcon(theme.DownloadIcon()), big, hint, container.NewCenter(container.NewVBox(open, models)))
 		if len(a.settings.Recent) > 0 {
 			recent := widget.NewLabelWithStyle("Recent models", fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
 			items = append(items, recent)
@@ -191,6 +221,7 @@ func (c *chatView) refreshEmpty() {
 			}
 		}
 	}
+	// At most welcomeWidth wide, narrower in a narrow window: the labels wrap.
 	c.welcome.Objects = []fyne.CanvasObject{container.NewVBox(items...)}
 	c.welcome.Show()
 	c.welcome.Refresh()

@@ -44,7 +44,10 @@ func (a *App) mainMenu() *fyne.MainMenu {
 		fyne.NewMenuItem("System prompt…", a.editSystemPrompt),
 		fyne.NewMenuItem("Delete chat…", a.deleteConversation),
 	)
-	return fyne.NewMainMenu(file, chat)
+	perf := fyne.NewMenuItem("Performance panel", a.togglePerformance)
+	perf.Checked = !a.settings.HidePerformance
+	view := fyne.NewMenu("View", perf)
+	return fyne.NewMainMenu(file, chat, view)
 }
 
 // addShortcuts registers the shortcuts on the canvas too (the menu handles

@@ -38,6 +38,13 @@ type Settings struct {
 	// by a failure or the app closing: the Models dialog offers to resume it
 	// (its partial files stay in the Hub cache).
 	PendingDownload string `json:"pending_download,omitempty"`
+
+	// The window as it was left: its size, the chat list's share of the
+	// width, and whether the performance panel is hidden.
+	WindowWidth     float32 `json:"window_width,omitempty"`
+	WindowHeight    float32 `json:"window_height,omitempty"`
+	ChatListShare   float64 `json:"chat_list_share,omitempty"`
+	HidePerformance bool    `json:"hide_performance,omitempty"`
 }
 
 // maxRecent bounds the recent-models menu.

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"bagel/engine"
-
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
+
+	"bagel/engine"
 )
 
 // TestSettingsRoundTrip changes settings through the settings dialog, checks
@@ -67,9 +68,16 @@ func TestSettingsRoundTrip(t *testing.T) {
 	if h.a.settings.TopP != 0.9 {
 		t.Errorf("an invalid top-p was applied: %g", h.a.settings.TopP)
 	}
+	h.a.win.Resize(fyne.NewSize(900, 640))
+	h.a.split.Offset = 0.3
 	h.close()
 
+	// Closing records the window as it was left; the next app opens it so.
+	want.WindowWidth, want.WindowHeight, want.ChatListShare = 900, 640, 0.3
 	again := newHarness(t, nil, h.configDir, h.dataDir)
+	if size := again.a.win.Canvas().Size(); size.Width != 900 || size.Height != 640 || again.a.split.Offset != 0.3 {
+		t.Errorf("the window opens at %v with the chat list at %g, want 900×640 and 0.3", size, again.a.split.Offset)
+	}
 	if !reflect.DeepEqual(again.a.settings, want) {
 		t.Fatalf("settings in a new app:\n%+v\nwant\n%+v", again.a.settings, want)
 	}
@@ -204,7 +212,9 @@ func TestSettingsShowTheMemoryEstimate(t *testing.T) {
 	h.a.settingsForm.submit()
 
 	h.loadModel("tiny-moe")
-	h.a.memoryBudget = func(string) engine.MemoryBudget { return engine.MemoryBudget{Total: 64 << 20, Source: "a test machine"} }
+	h.a.memoryBudget = func(string) engine.MemoryBudget {
+		return engine.MemoryBudget{Total: 64 << 20, Source: "a test machine"}
+	}
 	h.a.showSettings()
 	f := h.a.settingsForm
 	f.ctxLen.SetText("256")
@@ -218,5 +228,24 @@ func TestSettingsShowTheMemoryEstimate(t *testing.T) {
 	f.ctxLen.SetText("lots")
 	if got := f.memory.Text; got != "—" {
 		t.Errorf("not a number: %q", got)
+	}
+}
+
+// TestNarrowWindow: with the performance panel hidden (View menu) the window
+// fits half a 1440-point laptop screen, and the choice is kept.
+func TestNarrowWindow(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	if !h.a.perfPane.Visible() {
+		t.Fatal("the performance panel starts hidden")
+	}
+	h.a.togglePerformance()
+	if w := h.a.win.Content().MinSize().Width; h.a.perfPane.Visible() || w > 720 {
+		t.Errorf("panel visible %v, minimum width %g: want hidden and at most 720", h.a.perfPane.Visible(), w)
+	}
+	h.close()
+	again := newHarness(t, nil, h.configDir, h.dataDir)
+	if again.a.perfPane.Visible() || !again.a.settings.HidePerformance {
+		t.Error("the hidden panel came back after a restart")
 	}
 }
