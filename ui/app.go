@@ -19,6 +19,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"github.com/adrg/xdg"
 )
 
@@ -46,6 +47,7 @@ type Options struct {
 type App struct {
 	lib      *library          // the Models dialog, while it is open (tests reach it)
 	split    *container.Split  // the chat list | the chat and the performance panel
+	dialogs  []dialog.Dialog   // open dialogs, the last on top (dialogs.go)
 	perfPane fyne.CanvasObject // the performance panel with its padding
 	// memoryBudget is engine.DeviceMemory (a test seam: a small machine).
 	memoryBudget func(backend string) engine.MemoryBudget

@@ -142,13 +142,13 @@ func (a *App) renameConversation() {
 	id := a.conv.ID
 	entry := widget.NewEntry()
 	entry.SetText(a.conv.Title)
-	dialog.ShowForm("Rename chat", "Rename", "Cancel", []*widget.FormItem{widget.NewFormItem("Title", entry)}, func(ok bool) {
+	a.showDialog(dialog.NewForm("Rename chat", "Rename", "Cancel", []*widget.FormItem{widget.NewFormItem("Title", entry)}, func(ok bool) {
 		title := strings.TrimSpace(entry.Text)
 		if !ok || title == "" {
 			return
 		}
 		a.setTitle(id, title)
-	}, a.win)
+	}, a.win), nil)
 	a.win.Canvas().Focus(entry)
 }
 
@@ -185,7 +185,7 @@ func (a *App) editSystemPrompt() {
 			}
 		}, a.win)
 	d.Resize(fyne.NewSize(560, 300))
-	d.Show()
+	a.showDialog(d, nil)
 	a.win.Canvas().Focus(entry)
 }
 
@@ -208,11 +208,11 @@ func (a *App) deleteConversation() {
 		return
 	}
 	conv := *a.conv
-	dialog.ShowConfirm("Delete chat", "Delete “"+conv.Title+"” and its messages? This cannot be undone.", func(ok bool) {
+	a.confirm("Delete chat", "Delete “"+conv.Title+"” and its messages? This cannot be undone.", func(ok bool) {
 		if ok {
 			a.removeConversation(conv.ID)
 		}
-	}, a.win)
+	})
 }
 
 func (a *App) removeConversation(id int64) {

@@ -31,7 +31,7 @@ func (a *App) showMessage(title, text string) {
 	}
 	d := dialog.NewCustom(title, "Close", body, a.win)
 	d.Resize(fyne.NewSize(560, 0))
-	d.Show()
+	a.showDialog(d, nil)
 }
 
 // sentence capitalises the first letter of an error message for a dialog,

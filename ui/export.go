@@ -3,6 +3,8 @@ package ui
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -93,7 +95,27 @@ func (a *App) exportConversation() {
 		}
 	}, a.win)
 	d.SetFileName(exportFileName(conv.Title))
+	if loc := exportFolder(); loc != nil { // not the folder the app was started in (the model's, often)
+		d.SetLocation(loc)
+	}
 	d.SetFilter(storage.NewExtensionFileFilter([]string{".md"}))
 	d.Resize(fyne.NewSize(760, 520))
-	d.Show()
+	a.showDialog(d, nil)
+}
+
+// exportFolder is where an export starts: the user's Documents folder, else
+// their home folder; nil when neither can be listed.
+func exportFolder() fyne.ListableURI {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil
+	}
+	for _, dir := range []string{filepath.Join(home, "Documents"), home} {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			if loc, err := storage.ListerForURI(storage.NewFileURI(dir)); err == nil {
+				return loc
+			}
+		}
+	}
+	return nil
 }

@@ -89,20 +89,20 @@ func (a *App) showLibrary() {
 			widget.NewLabelWithStyle("On this computer", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 			l.list)))
 	l.dlg = dialog.NewCustom("Models", "Close", content, a.win)
-	l.dlg.SetOnClosed(func() {
+	onClosed := func() {
 		l.closed = true
 		if l.stop != nil { // closing the dialog pauses a download in progress
 			l.paused.Store(true)
 			l.stop()
 		}
-	})
+	}
 	if p := a.settings.PendingDownload; p != "" {
 		l.name.SetText(p)
 		l.status.SetText("The download of " + p + " stopped before it finished (paused, or Bagel closed); Download resumes it from where it stopped.")
 	}
 	l.dlg.Resize(fyne.NewSize(720, 520))
 	a.lib = l
-	l.dlg.Show()
+	a.showDialog(l.dlg, onClosed)
 }
 
 // fill lists the models on this computer, afresh, then works out off the UI
@@ -167,7 +167,7 @@ func (l *library) checkFit(ctx context.Context, name string, ctxLen int, backend
 			l.confirm = dialog.NewConfirm("This model does not fit in memory",
 				fmt.Sprintf("%s %s at a context length of %d tokens.\n\nDownload it anyway?", name, strings.TrimPrefix(verdict, "does not fit: "), ctxLen),
 				func(ok bool) { answer <- ok }, a.win)
-			l.confirm.Show()
+			a.showDialog(l.confirm, nil)
 		})
 		select {
 		case ok := <-answer:
@@ -238,7 +238,7 @@ func (l *library) confirmDelete(m hub.LocalModel) {
 	}
 	msg := fmt.Sprintf("Delete %s from the Hugging Face cache (%s)?\n\nEvery revision of it is removed (%.1f GB in this one). "+
 		"mlx-lm and other apps that share the cache lose it too. This cannot be undone.", m.Repo, cache, float64(m.Bytes)/1e9)
-	dialog.ShowConfirm("Delete model", msg, func(ok bool) {
+	a.confirm("Delete model", msg, func(ok bool) {
 		if !ok {
 			return
 		}
@@ -255,7 +255,7 @@ func (l *library) confirmDelete(m hub.LocalModel) {
 				l.fill()
 			})
 		})
-	}, a.win)
+	})
 }
 
 // forgetModelsIn drops the recent models (and the last model) inside dir, a

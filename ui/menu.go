@@ -52,7 +52,8 @@ func (a *App) mainMenu() *fyne.MainMenu {
 
 // addShortcuts registers the shortcuts on the canvas too (the menu handles
 // them while it exists; the canvas when nothing focused takes them), and Esc
-// for when the composer does not have the focus.
+// for when the composer does not have the focus: it closes the dialog on top,
+// else stops the reply or the edit.
 func (a *App) addShortcuts() {
 	c := a.win.Canvas()
 	for sc, run := range map[*desktop.CustomShortcut]func(){
@@ -65,7 +66,7 @@ func (a *App) addShortcuts() {
 		c.AddShortcut(sc, func(fyne.Shortcut) { run() })
 	}
 	c.SetOnTypedKey(func(k *fyne.KeyEvent) {
-		if k.Name == fyne.KeyEscape {
+		if k.Name == fyne.KeyEscape && !a.closeTopDialog() {
 			a.stopOrCancelEdit()
 		}
 	})

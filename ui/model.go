@@ -55,11 +55,11 @@ func (a *App) openModel(dir string) {
 			if warning := fitWarning(mem, budget); warning != "" {
 				a.bar.refresh()
 				a.composer.refresh()
-				dialog.ShowConfirm("This model may not fit in memory", warning+"\n\nLoad it anyway?", func(ok bool) {
+				a.confirm("This model may not fit in memory", warning+"\n\nLoad it anyway?", func(ok bool) {
 					if ok {
 						a.loadModel(dir, "")
 					}
-				}, a.win)
+				})
 				return
 			}
 			a.loadModel(dir, "")
@@ -291,7 +291,7 @@ func (a *App) chooseModelFolder() {
 		}
 	}
 	d.Resize(fyne.NewSize(760, 520))
-	d.Show()
+	a.showDialog(d, nil)
 }
 
 // modelName is the loaded model's folder name.

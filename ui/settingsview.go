@@ -245,7 +245,7 @@ func (a *App) showSettings() {
 	scroll.SetMinSize(fyne.NewSize(640, 500))
 	buttons := container.NewHBox(layout.NewSpacer(), cancel, save)
 	d = dialog.NewCustomWithoutButtons("Settings", container.NewBorder(nil, buttons, nil, nil, scroll), a.win)
-	d.Show()
+	a.showDialog(d, nil)
 	a.settingsForm = f
 }
 
@@ -261,10 +261,10 @@ func (a *App) applySettings(s Settings) {
 	a.composer.think.SetChecked(s.Thinking)
 	if a.eng != nil && (old.Backend != s.Backend || old.ContextLength != s.ContextLength) {
 		dir := a.modelDir
-		dialog.ShowConfirm("Reload the model?", "The backend and the context length apply when the model is loaded. Reload "+a.modelName()+" now?", func(ok bool) {
+		a.confirm("Reload the model?", "The backend and the context length apply when the model is loaded. Reload "+a.modelName()+" now?", func(ok bool) {
 			if ok && a.modelDir == dir && !a.loading {
 				a.loadModel(dir, "")
 			}
-		}, a.win)
+		})
 	}
 }

@@ -1,0 +1,40 @@
+package ui
+
+import (
+	"slices"
+
+	"fyne.io/fyne/v2/dialog"
+)
+
+// The app's dialogs go through showDialog, which keeps them in opening order
+// so that Esc closes the one on top as its Cancel or Close button would
+// (Fyne's dialogs take no key of their own). A file chooser is tracked too.
+
+// showDialog shows d and tracks it until it closes; onClosed (may be nil)
+// runs when it does, however it was closed.
+func (a *App) showDialog(d dialog.Dialog, onClosed func()) {
+	a.dialogs = append(a.dialogs, d)
+	d.SetOnClosed(func() {
+		a.dialogs = slices.DeleteFunc(a.dialogs, func(x dialog.Dialog) bool { return x == d })
+		if onClosed != nil {
+			onClosed()
+		}
+	})
+	d.Show()
+}
+
+// confirm asks a yes/no question in a tracked dialog; Esc answers no.
+func (a *App) confirm(title, message string, answer func(bool)) {
+	a.showDialog(dialog.NewConfirm(title, message, answer, a.win), nil)
+}
+
+// closeTopDialog closes the dialog on top as Cancel would (a confirmation
+// answers no, a form is not submitted); false when none is open.
+func (a *App) closeTopDialog() bool {
+	n := len(a.dialogs)
+	if n == 0 {
+		return false
+	}
+	a.dialogs[n-1].Dismiss()
+	return true
+}

@@ -1,0 +1,46 @@
+package ui
+
+import (
+	"testing"
+
+	"fyne.io/fyne/v2"
+)
+
+// TestEscClosesDialogs: Esc closes the dialog on top as its Cancel would: the
+// chat is not deleted, the settings are not saved, the Models dialog closes;
+// with no dialog open, Esc goes on stopping replies.
+func TestEscClosesDialogs(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	esc := func() { h.a.win.Canvas().OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape}) }
+	h.a.newConversation()
+	h.loadModel("tiny-moe")
+	h.typeAndSend("Hello")
+	h.waitReplyDone()
+	id := h.a.conv.ID
+
+	h.a.deleteConversation()
+	h.a.showSettings() // a second dialog on top of the first
+	if len(h.a.dialogs) != 2 {
+		t.Fatalf("%d dialogs tracked, want 2", len(h.a.dialogs))
+	}
+	h.a.settingsForm.topK.SetText("3")
+	esc()
+	if len(h.a.dialogs) != 1 || h.a.settings.TopK == 3 {
+		t.Errorf("after Esc: %d dialogs, top-k %d: want the settings closed unsaved", len(h.a.dialogs), h.a.settings.TopK)
+	}
+	esc()
+	if len(h.a.dialogs) != 0 {
+		t.Errorf("%d dialogs after a second Esc", len(h.a.dialogs))
+	}
+	if h.a.conv == nil || h.a.conv.ID != id {
+		t.Error("Esc on the delete question deleted the chat")
+	}
+
+	h.a.showLibrary()
+	esc()
+	if len(h.a.dialogs) != 0 || !h.a.lib.closed {
+		t.Error("Esc left the Models dialog open")
+	}
+	esc() // nothing open: harmless
+}
