@@ -24,7 +24,7 @@ type Store struct {
 }
 
 // schemaVersion is PRAGMA user_version for the schema below.
-const schemaVersion = 1
+const schemaVersion = 2
 
 const schema = `
 CREATE TABLE IF NOT EXISTS conversations (
@@ -46,6 +46,12 @@ CREATE TABLE IF NOT EXISTS messages (
 	created_at      INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
+-- schema 2: what the composer holds for each chat, kept across restarts
+CREATE TABLE IF NOT EXISTS drafts (
+	conversation_id INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+	text            TEXT    NOT NULL,
+	updated_at      INTEGER NOT NULL
+);
 `
 
 // Open opens (creating if needed) the database at path. Replies a previous run

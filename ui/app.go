@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"bagel/engine"
 	"bagel/store"
@@ -45,10 +46,12 @@ type Options struct {
 // App is the chat window and everything behind it. Its fields belong to the
 // Fyne thread.
 type App struct {
-	lib      *library          // the Models dialog, while it is open (tests reach it)
-	split    *container.Split  // the chat list | the chat and the performance panel
-	dialogs  []dialog.Dialog   // open dialogs, the last on top (dialogs.go)
-	perfPane fyne.CanvasObject // the performance panel with its padding
+	lib     *library         // the Models dialog, while it is open (tests reach it)
+	split   *container.Split // the chat list | the chat and the performance panel
+	dialogs []dialog.Dialog  // open dialogs, the last on top (dialogs.go)
+	// draftTimer saves the composer's text once typing pauses (draftChanged).
+	draftTimer *time.Timer
+	perfPane   fyne.CanvasObject // the performance panel with its padding
 	// memoryBudget is engine.DeviceMemory (a test seam: a small machine).
 	memoryBudget func(backend string) engine.MemoryBudget
 	loadGen      int    // counts model checks and loads; a cancelled one's answer is dropped
@@ -109,6 +112,11 @@ func New(fa fyne.App, opt Options) (*App, error) {
 	if a.store, err = store.Open(filepath.Join(dataDir, "chats.db")); err != nil {
 		return nil, err
 	}
+	if drafts, err := a.store.Drafts(); err == nil {
+		a.drafts = drafts
+	} else {
+		a.startupErrors = append(a.startupErrors, err)
+	}
 
 	a.win = fa.NewWindow("Bagel")
 	a.win.SetIcon(fa.Icon())
@@ -116,6 +124,7 @@ func New(fa fyne.App, opt Options) (*App, error) {
 	a.chats = newChatList(a)
 	a.chat = newChatView(a)
 	a.composer = newComposer(a)
+	a.composer.entry.OnChanged = a.draftChanged
 	a.perf = newPerfPanel()
 
 	center := container.NewBorder(nil, a.composer.root, nil, nil, a.chat.root)
@@ -204,6 +213,12 @@ func (a *App) shutdown() {
 	if g := a.gen; g != nil {
 		g.cancel()
 		<-g.done // the stream goroutine saves the reply and posts, never waits for this thread
+	}
+	if a.draftTimer != nil {
+		a.draftTimer.Stop()
+	}
+	if a.conv != nil && a.editing == nil && a.store != nil {
+		a.saveDraft(a.conv.ID, a.composer.entry.Text)
 	}
 	if a.eng != nil {
 		a.eng.Close()

@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"bagel/store"
@@ -264,12 +265,49 @@ func convID(conv *store.Conversation) int64 {
 	return conv.ID
 }
 
-// putDraftAside keeps the composer's text as chat id's draft.
+// putDraftAside keeps the composer's text as chat id's draft, in memory and in
+// the chat database (where it outlives the app).
 func (a *App) putDraftAside(id int64) {
-	if text := a.composer.entry.Text; strings.TrimSpace(text) != "" {
+	text := a.composer.entry.Text
+	if strings.TrimSpace(text) != "" {
 		a.drafts[id] = text
 	} else {
 		delete(a.drafts, id)
+	}
+	a.saveDraft(id, text)
+}
+
+// draftSaveDelay is how long the composer rests before what it holds is saved
+// as the chat's draft: a crash loses at most that much typing.
+const draftSaveDelay = 500 * time.Millisecond
+
+// draftChanged saves the composer's text as the chat's draft once typing
+// pauses; an edit of a message in the composer is not a draft.
+func (a *App) draftChanged(text string) {
+	if a.conv == nil || a.editing != nil {
+		return
+	}
+	id, st := a.conv.ID, a.store
+	if a.draftTimer != nil {
+		a.draftTimer.Stop()
+	}
+	// The write runs on the timer's goroutine (the store is safe for that):
+	// typing costs the UI thread nothing but this timer.
+	a.draftTimer = time.AfterFunc(draftSaveDelay, func() {
+		if err := st.SetDraft(id, text); err != nil && !errors.Is(err, store.ErrNotFound) {
+			a.do(func() { a.showError("The draft could not be saved", err) })
+		}
+	})
+}
+
+// saveDraft stores text as chat id's draft; a failure is shown, the text stays
+// in the composer.
+func (a *App) saveDraft(id int64, text string) {
+	if id == 0 || a.store == nil {
+		return
+	}
+	if err := a.store.SetDraft(id, text); err != nil && !errors.Is(err, store.ErrNotFound) {
+		a.showError("The draft could not be saved", err)
 	}
 }
 

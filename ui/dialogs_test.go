@@ -44,3 +44,28 @@ func TestEscClosesDialogs(t *testing.T) {
 	}
 	esc() // nothing open: harmless
 }
+
+// TestDraftsOutliveTheApp: what the composer holds is saved as the chat's
+// draft once typing pauses (a crash loses at most that) and on quitting; the
+// next app shows it in that chat's composer.
+func TestDraftsOutliveTheApp(t *testing.T) {
+	s := testSettings()
+	s.MaxTokens = 4
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.typeAndSend("Hello")
+	h.waitReplyDone()
+	id := h.a.conv.ID
+	h.a.composer.entry.SetText("a thought not sent yet")
+	h.waitFor("the draft to be saved", func() bool {
+		d, _ := h.a.store.Drafts()
+		return d[id] == "a thought not sent yet"
+	})
+	h.a.composer.entry.SetText("a thought not sent yet, longer")
+	h.close() // quitting saves at once
+
+	again := newHarness(t, nil, h.configDir, h.dataDir)
+	if again.a.conv == nil || again.a.conv.ID != id || again.a.composer.entry.Text != "a thought not sent yet, longer" {
+		t.Fatalf("the next app shows chat %v with %q", convID(again.a.conv), again.a.composer.entry.Text)
+	}
+}
