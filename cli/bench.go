@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"bagel/drafter"
 	"bagel/engine"
 )
 
@@ -90,6 +91,9 @@ func runBench(args []string, out, errOut io.Writer) error {
 	if err := b.decode("decode sampled (t 0.7, top-p 0.95, top-k 20)", "", 32, sampled); err != nil {
 		return err
 	}
+	if err := b.oracle(32); err != nil {
+		return err
+	}
 	for _, n := range prefillLens {
 		if err := b.prefill(n); err != nil {
 			return err
@@ -143,21 +147,77 @@ func (b *bench) progress(what string) {
 
 // once generates maxTokens tokens after a random prompt of promptLen ids.
 func (b *bench) once(promptLen, maxTokens int, s engine.Sampling) (engine.Stats, error) {
-	ids := make([]int32, promptLen)
+	st, _, err := b.generate(b.randomPrompt(promptLen), maxTokens, s, nil)
+	return st, err
+}
+
+func (b *bench) randomPrompt(n int) []int32 {
+	ids := make([]int32, n)
 	for i := range ids {
 		ids[i] = int32(b.rng.IntN(b.e.Config.VocabSize))
 	}
-	req := engine.Request{PromptIDs: ids, MaxTokens: maxTokens, Sampling: s, IgnoreStop: true}
+	return ids
+}
+
+// generate runs one request and returns its stats and the tokens it produced.
+func (b *bench) generate(ids []int32, maxTokens int, s engine.Sampling, d drafter.Drafter) (engine.Stats, []int32, error) {
+	req := engine.Request{PromptIDs: ids, MaxTokens: maxTokens, Sampling: s, IgnoreStop: true, Drafter: d}
 	var done engine.Event
+	var tokens []int32
 	for ev := range b.e.Generate(context.Background(), req) {
 		switch ev.Kind {
+		case engine.EventToken:
+			if ev.Token >= 0 {
+				tokens = append(tokens, ev.Token)
+			}
 		case engine.EventDone:
 			done = ev
 		case engine.EventError:
-			return engine.Stats{}, ev.Err
+			return engine.Stats{}, nil, ev.Err
 		}
 	}
-	return done.Stats, nil
+	return done.Stats, tokens, nil
+}
+
+// oracle records greedy speculative decoding whose drafts are always right:
+// each run decodes a random prompt greedily, then again with the speculative
+// switch on and an OracleDrafter replaying that reply, so every guess is
+// accepted. It is the most speculative decoding can gain at its draft length,
+// whatever the drafter: the figure a better drafter works towards.
+func (b *bench) oracle(promptLen int) error {
+	if !slices.ContainsFunc(engine.Switches(), func(s engine.Switch) bool { return s.Name == engine.SwitchSpeculative }) {
+		return nil
+	}
+	was := engine.SwitchOn(engine.SwitchSpeculative)
+	defer engine.SetSwitch(engine.SwitchSpeculative, was)
+	var all []engine.Stats
+	for r := range b.runs {
+		b.progress(fmt.Sprintf("decode greedy, oracle drafts (run %d/%d)", r+1, b.runs))
+		ids := b.randomPrompt(promptLen)
+		if err := engine.SetSwitch(engine.SwitchSpeculative, false); err != nil {
+			return err
+		}
+		_, reply, err := b.generate(ids, b.tokens, engine.Sampling{}, nil)
+		if err != nil {
+			return fmt.Errorf("oracle drafts: %w", err)
+		}
+		if err := engine.SetSwitch(engine.SwitchSpeculative, true); err != nil {
+			return err
+		}
+		st, _, err := b.generate(ids, b.tokens, engine.Sampling{}, drafter.OracleDrafter{Continuation: reply, PromptLen: len(ids)})
+		if err != nil {
+			return fmt.Errorf("oracle drafts: %w", err)
+		}
+		all = append(all, st)
+	}
+	slices.SortFunc(all, func(x, y engine.Stats) int { return int(1e6 * (x.DecodeTokensPerSec - y.DecodeTokensPerSec)) })
+	st := all[len(all)/2]
+	name := "decode greedy, oracle drafts"
+	if st.DraftProposed > 0 {
+		name += fmt.Sprintf(" (%d/%d accepted)", st.DraftAccepted, st.DraftProposed)
+	}
+	b.add(name, engine.SwitchSpeculative+"=on", st)
+	return nil
 }
 
 // decode records the median decode rate of runs generations after promptLen tokens.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,20 @@ func TestSynthThenBench(t *testing.T) {
 		if !names[want] {
 			t.Errorf("no %q figure in %v", want, names)
 		}
+	}
+	// The oracle row: every draft of a replayed greedy reply is accepted.
+	oracle := false
+	for _, x := range r.Results {
+		var a, p int
+		if _, err := fmt.Sscanf(x.Name, "decode greedy, oracle drafts (%d/%d accepted)", &a, &p); err == nil {
+			oracle = true
+			if a != p || p == 0 || x.Switch != "speculative-ngram=on" {
+				t.Errorf("oracle row %q %s: want every draft accepted", x.Name, x.Switch)
+			}
+		}
+	}
+	if !oracle {
+		t.Errorf("no oracle-drafts figure in %v", names)
 	}
 	if r.DecodeWeightBytes <= 0 || r.DecodeWeightBytes >= r.WeightBytes {
 		t.Errorf("decode reads %d of %d weight bytes", r.DecodeWeightBytes, r.WeightBytes)

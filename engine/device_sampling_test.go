@@ -132,7 +132,8 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 			{"every third wrong", everyThirdWrong{oracle}, func(p, a int) bool { return a > 0 && a < p }},
 			{"always wrong", alwaysWrong{}, func(p, a int) bool { return p > 0 && a == 0 }},
 		} {
-			e.drafterForTests = c.d
+			req := req
+			req.Drafter = c.d
 			spec, done := generateWith(t, e, SwitchSpeculative, true, req)
 			if !slices.Equal(plain, spec) {
 				t.Errorf("%s, %s drafts: speculative %v\nplain %v", name, c.name, spec, plain)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"bagel/backend"
-	"bagel/drafter"
 	"bagel/ops"
 	"bagel/qwen"
 	"bagel/safetensors"
@@ -66,9 +65,6 @@ type Engine struct {
 	held             []*heldState
 	promptCacheBytes int64
 
-	// drafterForTests replaces the speculative drafter (tests that need every
-	// draft accepted, or none).
-	drafterForTests drafter.Drafter
 }
 
 // Load opens the model folder dir and binds it on the chosen backend. Every

@@ -28,6 +28,10 @@ type Request struct {
 	// IgnoreStop decodes on past end-of-sequence tokens until MaxTokens or the
 	// context is full (bench on random weights, which may emit one anywhere).
 	IgnoreStop bool
+	// Drafter proposes the guesses when speculative decoding is on (the
+	// speculative-ngram switch, greedy replies); nil: prompt lookup. Bench
+	// passes an OracleDrafter to measure the speed-up when every guess is right.
+	Drafter drafter.Drafter
 }
 
 // EventKind tells what an Event carries.
@@ -308,8 +312,8 @@ func (g *generation) run(req Request) error {
 	var spec *speculator
 	if greedyOnDevice && switches.On(SwitchSpeculative) {
 		spec = &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}}
-		if e.drafterForTests != nil {
-			spec.drafter = e.drafterForTests
+		if req.Drafter != nil {
+			spec.drafter = req.Drafter
 		}
 		st.Speculative = true
 	}
