@@ -16,6 +16,19 @@ import (
 // BackendNames are the values of Options.Backend.
 var BackendNames = []string{"auto", "cpu", "cuda", "metal"}
 
+// BackendsHere are the values of Options.Backend this build can open on this
+// OS: auto, cpu, and the GPU backends registered here (cuda on Linux, metal on
+// macOS), whether or not a device answers. The settings offer these.
+func BackendsHere() []string {
+	out := []string{"auto", "cpu"}
+	for _, n := range []string{"cuda", "metal"} {
+		if _, ok := backend.Lookup(n); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // openDevice picks the backend: an explicit name, or for "auto" Metal on macOS,
 // CUDA where the driver is, else the CPU. It returns the reason of the choice,
 // shown in the stats, and the kind it opened (cpu, cuda, metal).

@@ -49,6 +49,9 @@ type App struct {
 	lib     *library         // the Models dialog, while it is open (tests reach it)
 	split   *container.Split // the chat list | the chat and the performance panel
 	dialogs []dialog.Dialog  // open dialogs, the last on top (dialogs.go)
+	// restoreOnFailure, set while a model reloads for new model settings, is
+	// what the settings were: a failed reload puts them back and loads again.
+	restoreOnFailure *Settings
 	// draftTimer saves the composer's text once typing pauses (draftChanged).
 	draftTimer *time.Timer
 	perfPane   fyne.CanvasObject // the performance panel with its padding

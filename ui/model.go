@@ -181,6 +181,19 @@ func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback stri
 		}
 		return
 	}
+	restore := a.restoreOnFailure
+	a.restoreOnFailure = nil
+	if err != nil && restore != nil && !errors.Is(err, engine.ErrLoadCancelled) {
+		// A reload for new model settings failed: the settings go back and
+		// the model loads again as it was.
+		a.settings.Backend, a.settings.ContextLength = restore.Backend, restore.ContextLength
+		a.saveSettings()
+		a.showError("The model could not be loaded with the new settings",
+			fmt.Errorf("%w\n\nThe backend and the context length are back to what they were (%s, %s), and %s loads again.",
+				naming(dir, err), restore.Backend, contextLabel(restore.ContextLength), filepath.Base(dir)))
+		a.loadModel(dir, "")
+		return
+	}
 	if err != nil {
 		// A cancelled load says nothing; a failed one says why. Either way
 		// the previous model, if there was one, loads again.
@@ -312,3 +325,11 @@ func naming(dir string, err error) error {
 
 // errNoModel is the sentence shown when a reply is asked for without a model.
 var errNoModel = errors.New("no model is loaded: drop an MLX model folder (for example Qwen3.5-35B-A3B-4bit) on the window, or use Open model folder…")
+
+// contextLabel names a context length setting for messages.
+func contextLabel(n int) string {
+	if n <= 0 {
+		return "the model's default context"
+	}
+	return fmt.Sprintf("%d tokens of context", n)
+}

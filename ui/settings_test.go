@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
 	"bagel/engine"
@@ -247,5 +249,32 @@ func TestNarrowWindow(t *testing.T) {
 	again := newHarness(t, nil, h.configDir, h.dataDir)
 	if again.a.perfPane.Visible() || !again.a.settings.HidePerformance {
 		t.Error("the hidden panel came back after a restart")
+	}
+}
+
+// TestFailedReloadRestoresTheSettings: reloading the model for a backend that
+// cannot open here (CUDA without a driver, as on this machine) puts the
+// backend back and loads the model again, saying why, instead of leaving no
+// model.
+func TestFailedReloadRestoresTheSettings(t *testing.T) {
+	if !slices.Contains(engine.BackendsHere(), "cuda") {
+		t.Skip("no cuda backend in this build")
+	}
+	if engine.DeviceMemory("cuda").Source != "" && !strings.Contains(engine.DeviceMemory("cuda").Source, "unavailable") {
+		t.Skip("a CUDA device answers here")
+	}
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	next := h.a.settings
+	next.Backend = "cuda"
+	h.a.applySettings(next)
+	h.a.dialogs[len(h.a.dialogs)-1].(*dialog.ConfirmDialog).Confirm() // reload now
+	h.waitFor("the model to load again", func() bool { return !h.a.loading && h.a.eng != nil && h.a.restoreOnFailure == nil })
+	if h.a.settings.Backend != s.Backend || h.a.eng.Backend != "cpu" {
+		t.Errorf("backend %q setting, %q loaded; want %q", h.a.settings.Backend, h.a.eng.Backend, s.Backend)
+	}
+	if text := h.dialogText(); !strings.Contains(text, "back to what they were") {
+		t.Errorf("the message reads %q", text)
 	}
 }

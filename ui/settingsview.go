@@ -57,7 +57,7 @@ func newSettingsForm(s Settings) *settingsForm {
 	f.ctxLen = num(strconv.Itoa(s.ContextLength), intAtLeast("context length", 0))
 	f.thinking = widget.NewCheck("let the model think before it answers", nil)
 	f.thinking.SetChecked(s.Thinking)
-	f.backend = widget.NewSelect(engine.BackendNames, nil)
+	f.backend = widget.NewSelect(engine.BackendsHere(), nil)
 	f.backend.SetSelected(s.Backend)
 	f.memory = widget.NewLabel("load a model to see what it needs")
 	f.memory.Wrapping = fyne.TextWrapWord
@@ -263,6 +263,9 @@ func (a *App) applySettings(s Settings) {
 		dir := a.modelDir
 		a.confirm("Reload the model?", "The backend and the context length apply when the model is loaded. Reload "+a.modelName()+" now?", func(ok bool) {
 			if ok && a.modelDir == dir && !a.loading {
+				// Should the new backend or context length fail, the model
+				// loads again as it was (modelLoaded).
+				a.restoreOnFailure = &old
 				a.loadModel(dir, "")
 			}
 		})
