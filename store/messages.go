@@ -40,10 +40,11 @@ type Message struct {
 // Partial tells whether the message is not a complete one.
 func (m Message) Partial() bool { return m.Status != StatusDone && m.Status != "" }
 
-// Messages lists a conversation's messages in order.
+// Messages lists a conversation's messages in order (the chosen version of a
+// regenerated reply; the others are Versions).
 func (s *Store) Messages(conversationID int64) ([]Message, error) {
 	rows, err := s.db.Query(`SELECT id, role, content, reasoning, status, summary, model, created_at
-		FROM messages WHERE conversation_id = ? ORDER BY id`, conversationID)
+		FROM messages WHERE conversation_id = ? AND superseded = 0 ORDER BY id`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("reading chat %d: %w", conversationID, err)
 	}

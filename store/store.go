@@ -24,7 +24,7 @@ type Store struct {
 }
 
 // schemaVersion is PRAGMA user_version for the schema below.
-const schemaVersion = 2
+const schemaVersion = 3
 
 const schema = `
 CREATE TABLE IF NOT EXISTS conversations (
@@ -43,7 +43,9 @@ CREATE TABLE IF NOT EXISTS messages (
 	status          TEXT    NOT NULL DEFAULT 'done',
 	summary         TEXT    NOT NULL DEFAULT '',
 	model           TEXT    NOT NULL DEFAULT '',
-	created_at      INTEGER NOT NULL
+	created_at      INTEGER NOT NULL,
+	superseded      INTEGER NOT NULL DEFAULT 0, -- schema 3: 1 for an earlier version of a reply, kept out of the chat
+	version_of      INTEGER NOT NULL DEFAULT 0  -- schema 3: the first version's id, for every version of a regenerated reply
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
 -- schema 2: what the composer holds for each chat, kept across restarts
@@ -92,6 +94,13 @@ func (s *Store) migrate() error {
 	return s.tx(func(tx *sql.Tx) error {
 		if _, err := tx.Exec(schema); err != nil {
 			return err
+		}
+		if version > 0 && version < 3 { // reply versions: two columns more
+			for _, col := range []string{"superseded", "version_of"} {
+				if _, err := tx.Exec(`ALTER TABLE messages ADD COLUMN ` + col + ` INTEGER NOT NULL DEFAULT 0`); err != nil {
+					return err
+				}
+			}
 		}
 		_, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion))
 		return err

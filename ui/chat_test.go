@@ -276,7 +276,8 @@ func TestFinishedReplyKeepsAReaderWhoScrolledUp(t *testing.T) {
 	}
 }
 
-// TestRegenerate replaces the last reply and keeps the question.
+// TestRegenerate replaces the last reply and keeps the question; the old reply
+// stays as version 1 of 2, which the reply's ‹ › switch shows again.
 func TestRegenerate(t *testing.T) {
 	s := testSettings()
 	h := newHarness(t, &s, "", "")
@@ -295,6 +296,23 @@ func TestRegenerate(t *testing.T) {
 	}
 	if len(h.a.msgs) != 2 || h.a.msgs[1].ID != second.ID {
 		t.Errorf("the screen shows %+v", h.a.msgs)
+	}
+
+	v := h.lastView()
+	back, forward := v.buttons["‹ 2/2"], v.buttons["›"]
+	if back == nil || forward == nil || back.Disabled() || !forward.Disabled() {
+		t.Fatalf("version switch of the second reply: %v", v.buttons)
+	}
+	test.Tap(back)
+	if len(h.a.msgs) != 2 || h.a.msgs[1].ID != first.ID || h.lastView().buttons["‹ 1/2"] == nil {
+		t.Fatalf("after ‹ the screen shows %+v", h.a.msgs)
+	}
+	if msgs, _ := h.a.store.Messages(h.a.conv.ID); msgs[1].ID != first.ID {
+		t.Error("the choice of version was not saved")
+	}
+	test.Tap(h.lastView().buttons["›"])
+	if h.a.msgs[1].ID != second.ID {
+		t.Error("› did not show the second version again")
 	}
 }
 

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -88,7 +89,8 @@ func (c *chatView) show() {
 		case i == lastUser:
 			actions = append(actions, messageAction{"Edit", theme.DocumentCreateIcon(), a.editLast})
 		case i == lastReply && lastReply > lastUser:
-			actions = append(actions, messageAction{"Regenerate", theme.ViewRefreshIcon(), a.regenerate})
+			actions = append(append(actions, c.versionActions(m)...),
+				messageAction{"Regenerate", theme.ViewRefreshIcon(), a.regenerate})
 		}
 		v := newMessageView(m, c.author(m), actions)
 		c.views[m.ID] = v
@@ -99,6 +101,26 @@ func (c *chatView) show() {
 		c.scroll.ScrollToOffset(offset)
 	} else {
 		c.scroll.ScrollToBottom()
+	}
+}
+
+// versionActions are the last reply's ‹ n/N › switch when it was regenerated:
+// ‹ shows the version before, › the one after.
+func (c *chatView) versionActions(m store.Message) []messageAction {
+	a := c.a
+	ids, cur, err := a.store.Versions(m.ConversationID, m.ID)
+	if err != nil || len(ids) < 2 {
+		return nil
+	}
+	show := func(i int) func() { // nil, a disabled button, past either end
+		if i < 0 || i >= len(ids) {
+			return nil
+		}
+		return func() { a.showVersion(ids[i]) }
+	}
+	return []messageAction{
+		{fmt.Sprintf("‹ %d/%d", cur+1, len(ids)), nil, show(cur - 1)},
+		{"›", nil, show(cur + 1)},
 	}
 }
 

@@ -36,7 +36,8 @@ type messageView struct {
 	renderedReason  string
 }
 
-// messageAction is a button in a message's header.
+// messageAction is a button in a message's header; without run it is shown
+// disabled.
 type messageAction struct {
 	label string
 	icon  fyne.Resource
@@ -52,6 +53,9 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 	for _, a := range actions {
 		b := widget.NewButtonWithIcon(a.label, a.icon, a.run)
 		b.Importance = widget.LowImportance
+		if a.run == nil {
+			b.Disable()
+		}
 		v.buttons[a.label] = b
 		v.actions.Add(b)
 	}

@@ -66,7 +66,8 @@ func (a *App) send(text string) bool {
 	return true
 }
 
-// regenerate replaces the last reply with a new one.
+// regenerate replaces the last reply with a new one; the old one stays as an
+// earlier version, which the reply's ‹ › switch shows again.
 func (a *App) regenerate() {
 	if a.gen != nil || a.conv == nil {
 		return
@@ -84,17 +85,39 @@ func (a *App) regenerate() {
 	if lastUser < 0 {
 		return
 	}
-	var from int64
+	reply := store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.modelName()}
+	var err error
 	if lastUser+1 < len(a.msgs) {
-		from = a.msgs[lastUser+1].ID
+		reply, err = a.store.RegenerateReply(a.conv.ID, a.msgs[lastUser+1].ID, reply)
+	} else { // the question has no reply yet
+		var added []store.Message
+		if added, err = a.store.Replace(a.conv.ID, 0, reply); err == nil {
+			reply = added[0]
+		}
 	}
-	added, err := a.store.Replace(a.conv.ID, from,
-		store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.modelName()})
 	if err != nil {
 		a.showError("The chat could not be saved", err)
 		return
 	}
-	a.startReply(added[0])
+	a.startReply(reply)
+}
+
+// showVersion makes version id of the last reply the one the chat shows.
+func (a *App) showVersion(id int64) {
+	if a.gen != nil || a.conv == nil {
+		return
+	}
+	if err := a.store.SelectVersion(a.conv.ID, id); err != nil {
+		a.showError("The chat could not be saved", err)
+		return
+	}
+	msgs, err := a.store.Messages(a.conv.ID)
+	if err != nil {
+		a.showError("The chat could not be read", err)
+		return
+	}
+	a.msgs = msgs
+	a.chat.show()
 }
 
 // editLast moves the last user message into the composer; Send replaces it and

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Regenerating a reply keeps the old one: the reply it replaces is marked
+// superseded and every version of that reply carries the first version's id
+// (version_of), so the chat can show "2/3" and switch between them.
+
+// RegenerateReply supersedes reply replyID (and anything after it, which a
+// regenerate of the last reply never has) and appends add as its next version,
+// in one transaction. It returns add with its id and time set.
+func (s *Store) RegenerateReply(conversationID, replyID int64, add Message) (Message, error) {
+	now := time.Now()
+	err := s.tx(func(tx *sql.Tx) error {
+		group, err := versionGroup(tx, conversationID, replyID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`UPDATE conversations SET updated_at = ? WHERE id = ?`, millis(now), conversationID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`UPDATE messages SET superseded = 1,
+			version_of = CASE WHEN version_of = 0 THEN ? ELSE version_of END
+			WHERE conversation_id = ? AND id >= ? AND superseded = 0`, group, conversationID, replyID); err != nil {
+			return err
+		}
+		if add.Status == "" {
+			add.Status = StatusDone
+		}
+		res, err := tx.Exec(`INSERT INTO messages (conversation_id, role, content, reasoning, status, summary, model, created_at, version_of)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			conversationID, add.Role, add.Content, add.Reasoning, add.Status, add.Summary, add.Model, millis(now), group)
+		if err != nil {
+			return err
+		}
+		if add.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		add.ConversationID, add.Created = conversationID, fromMillis(millis(now))
+		return nil
+	})
+	if err != nil {
+		return Message{}, fmt.Errorf("saving chat %d: %w", conversationID, err)
+	}
+	return add, nil
+}
+
+// Versions lists the ids of every version of message id, oldest first, and the
+// index of the one the chat shows. A message never regenerated is its only version.
+func (s *Store) Versions(conversationID, id int64) (ids []int64, current int, err error) {
+	err = s.tx(func(tx *sql.Tx) error {
+		group, err := versionGroup(tx, conversationID, id)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(`SELECT id, superseded FROM messages
+			WHERE conversation_id = ? AND (id = ? OR version_of = ?) ORDER BY id`, conversationID, group, group)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v int64
+			var superseded int
+			if err := rows.Scan(&v, &superseded); err != nil {
+				return err
+			}
+			if superseded == 0 {
+				current = len(ids)
+			}
+			ids = append(ids, v)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the versions of message %d: %w", id, err)
+	}
+	return ids, current, nil
+}
+
+// SelectVersion makes version id the one the chat shows, in place of the
+// other versions of the same reply.
+func (s *Store) SelectVersion(conversationID, id int64) error {
+	err := s.tx(func(tx *sql.Tx) error {
+		group, err := versionGroup(tx, conversationID, id)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`UPDATE messages SET superseded = 1 WHERE conversation_id = ? AND (id = ? OR version_of = ?)`,
+			conversationID, group, group); err != nil {
+			return err
+		}
+		_, err = tx.Exec(`UPDATE messages SET superseded = 0 WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("choosing version %d: %w", id, err)
+	}
+	return nil
+}
+
+// versionGroup is the id that names message id's versions: the first
+// version's. ErrNotFound when the message is not in the conversation.
+func versionGroup(tx *sql.Tx, conversationID, id int64) (int64, error) {
+	var group int64
+	err := tx.QueryRow(`SELECT version_of FROM messages WHERE id = ? AND conversation_id = ?`, id, conversationID).Scan(&group)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("message %d of chat %d: %w", id, conversationID, ErrNotFound)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if group == 0 {
+		group = id
+	}
+	return group, nil
+}
