@@ -64,7 +64,6 @@ type Engine struct {
 	// recently used first, within promptCacheBytes (0: the default; < 0: none).
 	held             []*heldState
 	promptCacheBytes int64
-
 }
 
 // Load opens the model folder dir and binds it on the chosen backend. Every
