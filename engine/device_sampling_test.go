@@ -142,6 +142,20 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 				t.Errorf("%s, %s drafts: %d proposed, %d accepted", name, c.name, st.DraftProposed, st.DraftAccepted)
 			}
 		}
+		// A longer draft: fewer steps for the same reply, which is still the plain one.
+		for _, n := range []int{1, 8} {
+			req := req
+			req.Drafter, req.DraftLength = oracle, n
+			spec, done := generateWith(t, e, SwitchSpeculative, true, req)
+			st := done.Stats
+			if !slices.Equal(plain, spec) || st.DraftAccepted != st.DraftProposed {
+				t.Errorf("%s, draft length %d: %d/%d accepted, reply equal: %v", name, n, st.DraftAccepted, st.DraftProposed, slices.Equal(plain, spec))
+			}
+			// Each step guesses at most n and adds them and the bonus token.
+			if steps := len(plain) - 1; st.DraftProposed > n*steps || st.DraftProposed < steps*n/(n+1)-n {
+				t.Errorf("%s, draft length %d: %d guesses over a %d-token reply", name, n, st.DraftProposed, len(plain))
+			}
+		}
 		e.Close()
 	}
 }

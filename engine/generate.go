@@ -32,6 +32,9 @@ type Request struct {
 	// speculative-ngram switch, greedy replies); nil: prompt lookup. Bench
 	// passes an OracleDrafter to measure the speed-up when every guess is right.
 	Drafter drafter.Drafter
+	// DraftLength is how many tokens a speculative step may guess (0:
+	// DefaultDraftLength; at most MaxDraftLength).
+	DraftLength int
 }
 
 // EventKind tells what an Event carries.
@@ -311,7 +314,10 @@ func (g *generation) run(req Request) error {
 	// what the drafter searches.
 	var spec *speculator
 	if greedyOnDevice && switches.On(SwitchSpeculative) {
-		spec = &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}}
+		spec = &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}, draftLen: DefaultDraftLength}
+		if req.DraftLength > 0 {
+			spec.draftLen = min(req.DraftLength, MaxDraftLength)
+		}
 		if req.Drafter != nil {
 			spec.drafter = req.Drafter
 		}

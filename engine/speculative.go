@@ -24,8 +24,14 @@ import (
 // SwitchSpeculative turns on prompt-lookup speculative decoding for greedy replies.
 const SwitchSpeculative = "speculative-ngram"
 
-// draftLen is how many tokens the drafter may guess per step.
-const draftLen = 4
+// DefaultDraftLength is how many tokens the drafter may guess per step when
+// Request.DraftLength is 0; MaxDraftLength bounds it, so that a verify (the
+// guesses and the token before them) stays a small batch on the GEMV path,
+// whose bits plain decoding has.
+const (
+	DefaultDraftLength = 4
+	MaxDraftLength     = 15
+)
 
 func init() {
 	switches.Register(switches.Switch{
@@ -39,8 +45,9 @@ func init() {
 
 // speculator drives one reply's speculative steps.
 type speculator struct {
-	e       *Engine
-	drafter drafter.Drafter
+	e        *Engine
+	drafter  drafter.Drafter
+	draftLen int // guesses per step at most
 }
 
 // step runs the model on last (the newest token, not yet in the cache) and up
@@ -50,7 +57,7 @@ type speculator struct {
 // and the accepted guesses.
 func (s *speculator) step(context []int32, last int32, room int) (out []int32, proposed, accepted int, err error) {
 	e := s.e
-	drafts := s.drafter.Draft(context, min(draftLen, room-1))
+	drafts := s.drafter.Draft(context, min(s.draftLen, room-1))
 	for _, d := range drafts {
 		if d < 0 || int(d) >= e.Config.VocabSize {
 			drafts = nil // a guess the model cannot take: decode plainly

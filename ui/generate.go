@@ -43,6 +43,7 @@ func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, re
 		EnableThinking: a.settings.Thinking,
 		MaxTokens:      a.settings.MaxTokens,
 		Sampling:       a.settings.sampling(),
+		DraftLength:    a.settings.DraftLength,
 	}
 	mem := a.eng.Memory()
 	events := a.eng.Generate(ctx, req)

@@ -24,6 +24,7 @@ type Settings struct {
 	Seed int64 `json:"seed"`
 
 	MaxTokens     int    `json:"max_tokens"`     // 0: until a stop token or a full context
+	DraftLength   int    `json:"draft_length"`   // speculative guesses per step; 0: the engine's default
 	ContextLength int    `json:"context_length"` // 0: the model's default (engine.DefaultContextLength at most)
 	Thinking      bool   `json:"thinking"`
 	Backend       string `json:"backend"` // one of engine.BackendNames
@@ -73,6 +74,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("max tokens must be ≥ 0, got %d", s.MaxTokens)
 	case s.ContextLength < 0:
 		return fmt.Errorf("context length must be ≥ 0, got %d", s.ContextLength)
+	case s.DraftLength < 0 || s.DraftLength > engine.MaxDraftLength:
+		return fmt.Errorf("draft length must be 0 (the default, %d) to %d, got %d", engine.DefaultDraftLength, engine.MaxDraftLength, s.DraftLength)
 	case !slices.Contains(engine.BackendNames, s.Backend):
 		return fmt.Errorf("unknown backend %q (want one of %v)", s.Backend, engine.BackendNames)
 	}

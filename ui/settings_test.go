@@ -32,6 +32,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 	f.repetition.SetText("1.1")
 	f.seed.SetText("1234")
 	f.maxTokens.SetText("77")
+	f.draftLen.SetText("6")
 	f.thinking.SetChecked(true)
 	// every registered engine switch has a box; turn each on
 	wantSwitches := map[string]bool{}
@@ -44,7 +45,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 
 	want := s
 	want.Temperature, want.TopP, want.TopK, want.MinP, want.RepetitionPenalty = 0.25, 0.9, 40, 0.05, 1.1
-	want.Seed, want.MaxTokens, want.Thinking = 1234, 77, true
+	want.Seed, want.MaxTokens, want.Thinking, want.DraftLength = 1234, 77, true, 6
 	want.LastModel, want.Recent = dir, []string{dir}
 	if len(wantSwitches) > 0 {
 		want.Switches = wantSwitches
@@ -181,6 +182,7 @@ func TestSettingsValidate(t *testing.T) {
 		{func(s *Settings) { s.MinP = -0.5 }, "min-p must be in [0, 1]"},
 		{func(s *Settings) { s.RepetitionPenalty = -1 }, "repetition penalty must be ≥ 0"},
 		{func(s *Settings) { s.MaxTokens = -1 }, "max tokens must be ≥ 0"},
+		{func(s *Settings) { s.DraftLength = 16 }, "draft length must be 0 (the default, 4) to 15"},
 		{func(s *Settings) { s.ContextLength = -1 }, "context length must be ≥ 0"},
 		{func(s *Settings) { s.Backend = "tpu" }, `unknown backend "tpu"`},
 		{func(s *Settings) { s.Seed = -1 }, ""},

@@ -22,6 +22,7 @@ type settingsForm struct {
 	form                                *widget.Form
 	temperature, topP, topK, minP       *widget.Entry
 	repetition, seed, maxTokens, ctxLen *widget.Entry
+	draftLen                            *widget.Entry
 	thinking                            *widget.Check
 	backend                             *widget.Select
 	memory                              *widget.Label // what the loaded model needs at the context length typed
@@ -55,6 +56,15 @@ func newSettingsForm(s Settings) *settingsForm {
 	})
 	f.maxTokens = num(strconv.Itoa(s.MaxTokens), intAtLeast("max tokens", 0))
 	f.ctxLen = num(strconv.Itoa(s.ContextLength), intAtLeast("context length", 0))
+	f.draftLen = num(strconv.Itoa(s.DraftLength), func(v string) error {
+		if err := intAtLeast("draft length", 0)(v); err != nil {
+			return err
+		}
+		if n, _ := strconv.Atoi(strings.TrimSpace(v)); n > engine.MaxDraftLength {
+			return fmt.Errorf("draft length must be at most %d", engine.MaxDraftLength)
+		}
+		return nil
+	})
 	f.thinking = widget.NewCheck("let the model think before it answers", nil)
 	f.thinking.SetChecked(s.Thinking)
 	f.backend = widget.NewSelect(engine.BackendsHere(), nil)
@@ -84,6 +94,8 @@ func newSettingsForm(s Settings) *settingsForm {
 		item("Context length", f.ctxLen, "tokens of KV cache; 0: the model's default (at most 8,192)"),
 		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
 		item("Memory", f.memory, "the loaded model's weights and cache at this context length, against this backend's memory"),
+		header("Speculative decoding (greedy replies, with the speculative-ngram switch below)"),
+		item("Draft length", f.draftLen, fmt.Sprintf("tokens guessed per step; 0: the default, %d; at most %d", engine.DefaultDraftLength, engine.MaxDraftLength)),
 		header("Engine switches (apply from the next load or reply)"),
 	}
 	switches := engine.Switches()
@@ -192,6 +204,7 @@ func (f *settingsForm) read(base Settings) (Settings, error) {
 	parseF(f.repetition, &s.RepetitionPenalty)
 	parseI(f.maxTokens, &s.MaxTokens)
 	parseI(f.ctxLen, &s.ContextLength)
+	parseI(f.draftLen, &s.DraftLength)
 	if err := f.seed.Validator(f.seed.Text); err != nil {
 		errs = append(errs, err)
 	} else if t := strings.TrimSpace(f.seed.Text); t == "random" {
