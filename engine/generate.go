@@ -309,11 +309,13 @@ func (g *generation) run(req Request) error {
 	if e.tok != nil {
 		dec = e.tok.NewStreamDecoder()
 	}
-	// Speculative decoding (greedy replies only): pending holds the tokens a
-	// step added beyond the one being handled; context is every token so far,
-	// what the drafter searches.
+	// Speculative decoding (greedy replies, and sampled ones with a top-k on
+	// the device and no repetition penalty): pending holds the tokens a step
+	// added beyond the one being handled; context is every token so far, what
+	// the drafter searches.
 	var spec *speculator
-	if greedyOnDevice && switches.On(SwitchSpeculative) {
+	sampledSpec := topKOnDevice && noPenalty
+	if (greedyOnDevice || sampledSpec) && switches.On(SwitchSpeculative) {
 		spec = &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}, draftLen: DefaultDraftLength}
 		if req.DraftLength > 0 {
 			spec.draftLen = min(req.DraftLength, MaxDraftLength)
@@ -371,7 +373,14 @@ func (g *generation) run(req Request) error {
 		if len(pending) == 0 {
 			if spec != nil && st.KVLength+2 <= e.ContextLength() {
 				context = append(context[:len(prompt)], history[1:]...)
-				toks, proposed, accepted, err := spec.step(context, id, e.ContextLength()-st.KVLength)
+				var toks []int32
+				var proposed, accepted int
+				var err error
+				if greedyOnDevice {
+					toks, proposed, accepted, err = spec.step(context, id, e.ContextLength()-st.KVLength)
+				} else {
+					toks, proposed, accepted, err = spec.stepSampled(context, id, e.ContextLength()-st.KVLength, smp, req.Sampling.TopK)
+				}
 				if err != nil {
 					return err
 				}

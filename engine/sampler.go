@@ -111,6 +111,31 @@ func (p *sampler) draw(logits []float32) int {
 // probability; top-k already applied) and draws one at the temperature. lp is
 // an index's log-probability under the untempered distribution.
 func (p *sampler) choose(order []int, lp func(int) float64) int {
+	kept, weights := p.distribution(order, lp)
+	return kept[p.pick(weights)]
+}
+
+// pick draws an index of weights (not necessarily normalised) with the
+// sampler's generator.
+func (p *sampler) pick(weights []float64) int {
+	var total float64
+	for _, w := range weights {
+		total += w
+	}
+	u := p.rng.Float64() * total
+	for i, w := range weights {
+		u -= w
+		if u < 0 {
+			return i
+		}
+	}
+	return len(weights) - 1
+}
+
+// distribution is what choose draws from: the indices of order that the top-p
+// and min-p filters keep, and their probabilities at the temperature
+// (normalised).
+func (p *sampler) distribution(order []int, lp func(int) float64) (kept []int, probs []float64) {
 	keep := len(order)
 	if tp := p.s.TopP; tp > 0 && tp < 1 {
 		// mlx-lm keeps tokens whose ascending cumulative probability exceeds 1−p:
@@ -138,20 +163,16 @@ func (p *sampler) choose(order []int, lp func(int) float64) int {
 	for _, id := range order[:keep] {
 		best = math.Max(best, lp(id)*inv)
 	}
-	weights := make([]float64, keep)
+	probs = make([]float64, keep)
 	var total float64
 	for i, id := range order[:keep] {
-		weights[i] = math.Exp(lp(id)*inv - best)
-		total += weights[i]
+		probs[i] = math.Exp(lp(id)*inv - best)
+		total += probs[i]
 	}
-	u := p.rng.Float64() * total
-	for i, w := range weights {
-		u -= w
-		if u < 0 {
-			return order[i]
-		}
+	for i := range probs {
+		probs[i] /= total
 	}
-	return order[keep-1]
+	return order[:keep], probs
 }
 
 func argmax(v []float32) int {

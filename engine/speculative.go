@@ -13,7 +13,8 @@ import (
 // forward pass over [last token, guesses] gives the model's own pick after
 // each position, and the guesses it agrees with are kept, plus its pick after
 // the last of them (the bonus token). The reply is the plain greedy reply
-// token for token; a step yields 1 to draftLen+1 tokens.
+// token for token; a step yields 1 to draftLen+1 tokens. (Sampled replies:
+// speculative_sampled.go.)
 //
 // Rolling back after a partial accept restores a device copy of the GDN states
 // taken before the verify (copy kernels in stream order, no host transfer) and
@@ -21,7 +22,9 @@ import (
 // the accepted tokens, which is why the switch stays off by default until the
 // rollback replays from saved per-token states (issue 12's state ring).
 
-// SwitchSpeculative turns on prompt-lookup speculative decoding for greedy replies.
+// SwitchSpeculative turns on prompt-lookup speculative decoding for greedy
+// replies, and for sampled ones with a top-k on the device and no repetition
+// penalty (speculative_sampled.go).
 const SwitchSpeculative = "speculative-ngram"
 
 // DefaultDraftLength is how many tokens the drafter may guess per step when
@@ -36,8 +39,8 @@ const (
 func init() {
 	switches.Register(switches.Switch{
 		Name: SwitchSpeculative,
-		Description: "Speculative decoding for greedy replies with prompt lookup (n-gram) drafts; experimental: " +
-			"its rollback copies the recurrent state through the host, so on a GPU it is slower than plain decoding for now.",
+		Description: "Speculative decoding with prompt lookup (n-gram) drafts, for greedy replies and sampled ones with a top-k " +
+			"and no repetition penalty (the same replies, or the same distribution); experimental: a rejected guess re-runs the kept ones.",
 		Default: false,
 		Env:     "BAGEL_SPECULATIVE_NGRAM",
 	})
@@ -57,14 +60,8 @@ type speculator struct {
 // and the accepted guesses.
 func (s *speculator) step(context []int32, last int32, room int) (out []int32, proposed, accepted int, err error) {
 	e := s.e
-	drafts := s.drafter.Draft(context, min(s.draftLen, room-1))
-	for _, d := range drafts {
-		if d < 0 || int(d) >= e.Config.VocabSize {
-			drafts = nil // a guess the model cannot take: decode plainly
-			break
-		}
-	}
-	if len(drafts) == 0 {
+	drafts := s.validDrafts(context, room)
+	if len(drafts) == 0 { // none, or a guess the model cannot take: decode plainly
 		id, err := e.forwardArgmax([]int32{last})
 		return []int32{id}, 0, 0, err
 	}

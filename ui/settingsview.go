@@ -94,7 +94,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		item("Context length", f.ctxLen, "tokens of KV cache; 0: the model's default (at most 8,192)"),
 		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
 		item("Memory", f.memory, "the loaded model's weights and cache at this context length, against this backend's memory"),
-		header("Speculative decoding (greedy replies, with the speculative-ngram switch below)"),
+		header("Speculative decoding (the speculative-ngram switch below; greedy, or sampling with a top-k)"),
 		item("Draft length", f.draftLen, fmt.Sprintf("tokens guessed per step; 0: the default, %d; at most %d", engine.DefaultDraftLength, engine.MaxDraftLength)),
 		header("Engine switches (apply from the next load or reply)"),
 	}

@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"bagel/ops"
+	"bagel/qwen"
+)
+
+// Speculative decoding for sampled replies (temperature > 0 with a top-k, the
+// candidates picked on the device, no repetition penalty): the standard
+// rejection rule with a drafter that proposes one token per position for sure.
+// At a position whose sampling distribution (temperature, top-k, top-p, min-p)
+// is p, a guess d is kept with probability p(d); when it is not, the token is
+// drawn from p with d taken out (the residual, renormalised), and the step
+// ends there; after the last kept guess a bonus token is drawn from the next
+// position's p. Every token is then distributed exactly as plain sampling
+// draws it: P(x) = [x = d]·p(d) + (1 − p(d))·p(x)[x ≠ d]/(1 − p(d)) = p(x).
+
+// stepSampled is step for a sampled reply: k is the device's top-k.
+func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sampler, k int) (out []int32, proposed, accepted int, err error) {
+	e := s.e
+	drafts := s.validDrafts(context, room)
+	if len(drafts) == 0 {
+		c, err := e.forwardTopK([]int32{last}, k, nil, 1)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
+			return nil, 0, 0, errNonFinite
+		}
+		return []int32{smp.sampleTop(c)}, 0, 0, nil
+	}
+	var before *qwen.Snapshot
+	if err := e.loop.do(func() (err error) { before, err = e.cache.SnapshotState(e.ctx); return err }); err != nil {
+		return nil, 0, 0, err
+	}
+	rows, err := e.forwardTopKAll(append([]int32{last}, drafts...), k)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	for i, d := range drafts {
+		if math.IsNaN(rows[i].lse) || math.IsInf(rows[i].lse, 0) {
+			return nil, 0, 0, errNonFinite
+		}
+		ids, probs := smp.candidateDistribution(rows[i])
+		tok, kept := smp.acceptOrResample(ids, probs, d)
+		if kept {
+			continue
+		}
+		// Roll back to before the verify, then take last and the kept guesses.
+		if err := e.loop.do(func() error { return e.cache.Restore(e.ctx, before) }); err != nil {
+			return nil, 0, 0, err
+		}
+		if _, err := e.forwardArgmax(append([]int32{last}, drafts[:i]...)); err != nil {
+			return nil, 0, 0, err
+		}
+		return append(slices.Clone(drafts[:i]), tok), len(drafts), i, nil
+	}
+	bonus := rows[len(drafts)]
+	if math.IsNaN(bonus.lse) || math.IsInf(bonus.lse, 0) {
+		return nil, 0, 0, errNonFinite
+	}
+	return append(slices.Clone(drafts), smp.sampleTop(bonus)), len(drafts), len(drafts), nil
+}
+
+// validDrafts are the drafter's guesses after context, none when one is a
+// token the model cannot take.
+func (s *speculator) validDrafts(context []int32, room int) []int32 {
+	drafts := s.drafter.Draft(context, min(s.draftLen, room-1))
+	for _, d := range drafts {
+		if d < 0 || int(d) >= s.e.Config.VocabSize {
+			return nil
+		}
+	}
+	return drafts
+}
+
+// candidateDistribution is the distribution sampleTop draws from: the kept
+// candidates' ids and their probabilities.
+func (p *sampler) candidateDistribution(c candidates) ([]int32, []float64) {
+	order := make([]int, len(c.ids))
+	for i := range order {
+		order[i] = i
+	}
+	kept, probs := p.distribution(order, func(i int) float64 { return float64(c.logits[i]) - c.lse })
+	ids := make([]int32, len(kept))
+	for i, k := range kept {
+		ids[i] = c.ids[k]
+	}
+	return ids, probs
+}
+
+// acceptOrResample is the rejection rule for one guess d at a position whose
+// distribution is ids with probs: d itself with probability p(d) (kept true),
+// else a draw from the rest.
+func (p *sampler) acceptOrResample(ids []int32, probs []float64, d int32) (int32, bool) {
+	pd := 0.0
+	rest := slices.Clone(probs)
+	for i, id := range ids {
+		if id == d {
+			pd, rest[i] = probs[i], 0
+		}
+	}
+	if p.rng.Float64() < pd {
+		return d, true
+	}
+	return ids[p.pick(rest)], false
+}
+
+// forwardTopKAll runs tokens and returns every position's top-k candidates
+// (forwardTopK for each row, in one read).
+func (e *Engine) forwardTopKAll(tokens []int32, k int) ([]candidates, error) {
+	r := len(tokens)
+	out := make([]candidates, r)
+	err := e.step(tokens, true, nil, func(logits ops.Tensor) error {
+		both := e.scratch.Get(ops.I32, r*(2*k+1)) // [ids R·k | vals R·k | lse R]
+		ids := ops.View(both, 0, ops.I32, []int{r, k})
+		vals := ops.View(both, 4*r*k, ops.F32, []int{r, k})
+		lse := ops.View(both, 8*r*k, ops.F32, []int{r})
+		ops.TopK(e.ctx, logits, ids, vals, lse)
+		raw, err := ops.ReadBytes(e.ctx, both)
+		if err != nil {
+			return err
+		}
+		for row := range r {
+			c := &out[row]
+			for i := range k {
+				id := int32(binary.LittleEndian.Uint32(raw[4*(row*k+i):]))
+				if id < 0 {
+					break
+				}
+				c.ids = append(c.ids, id)
+				c.logits = append(c.logits, math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(r*k+row*k+i):])))
+			}
+			c.lse = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(2*r*k+row):])))
+		}
+		return nil
+	})
+	return out, err
+}

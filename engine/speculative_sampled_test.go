@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"bagel/drafter"
+	"bagel/internal/testmodel"
+	"bagel/switches"
+)
+
+// TestRejectionRuleKeepsTheDistribution: a guess kept with probability p(d),
+// else a draw from the rest, yields p exactly, for a guess inside the
+// distribution and one outside it (200,000 draws, each frequency within
+// 0.006 of p).
+func TestRejectionRuleKeepsTheDistribution(t *testing.T) {
+	ids := []int32{10, 20, 30, 40}
+	probs := []float64{0.45, 0.3, 0.2, 0.05}
+	for _, d := range []int32{20, 40, 99} {
+		smp := newSampler(Sampling{Temperature: 1, Seed: uint64(d)})
+		count := map[int32]int{}
+		kept := 0
+		const n = 200_000
+		for range n {
+			tok, ok := smp.acceptOrResample(ids, probs, d)
+			count[tok]++
+			if ok {
+				kept++
+			}
+		}
+		for i, id := range ids {
+			if got := float64(count[id]) / n; math.Abs(got-probs[i]) > 0.006 {
+				t.Errorf("guess %d: token %d drawn %.4f of the time, want %.2f", d, id, got, probs[i])
+			}
+		}
+		want := 0.0
+		if i := slices.Index(ids, d); i >= 0 {
+			want = probs[i]
+		}
+		if got := float64(kept) / n; math.Abs(got-want) > 0.006 {
+			t.Errorf("guess %d kept %.4f of the time, want %.2f", d, got, want)
+		}
+	}
+}
+
+// TestSpeculativeSampled: a sampled reply (top-k on the device) with
+// speculative decoding runs whole, keeps guesses (at a low temperature, where
+// another sample mostly agrees), and is the same reply for the same seed.
+func TestSpeculativeSampled(t *testing.T) {
+	defer switches.Set(SwitchSpeculative, false)
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := []int32{9707, 11, 1246, 525, 3555, 30, 2585}
+	req := Request{PromptIDs: prompt, MaxTokens: 40, IgnoreStop: true,
+		Sampling: Sampling{Temperature: 0.05, TopK: 20, TopP: 0.95, Seed: 7}}
+	plain, _ := generateWith(t, e, SwitchSpeculative, false, req)
+	// The plain sampled reply is a plausible guess at another sample.
+	req.Drafter = drafter.OracleDrafter{Continuation: plain, PromptLen: len(prompt)}
+	a, done := generateWith(t, e, SwitchSpeculative, true, req)
+	b, _ := generateWith(t, e, SwitchSpeculative, true, req)
+	st := done.Stats
+	if len(a) != req.MaxTokens || !st.Speculative || st.DraftProposed == 0 || st.DraftAccepted == 0 {
+		t.Fatalf("%d tokens, speculative %v, %d/%d guesses kept", len(a), st.Speculative, st.DraftAccepted, st.DraftProposed)
+	}
+	if !slices.Equal(a, b) {
+		t.Error("the same seed gave two replies")
+	}
+	for _, id := range a {
+		if id < 0 || int(id) >= e.Config.VocabSize {
+			t.Fatalf("token %d outside the vocabulary", id)
+		}
+	}
+	t.Logf("%d/%d guesses kept", st.DraftAccepted, st.DraftProposed)
+}
