@@ -84,6 +84,9 @@ func (c *chatView) show() {
 			break // the turn being edited is in the composer, not here
 		}
 		actions := []messageAction{{"Copy", theme.ContentCopyIcon(), func() { a.copyMessage(m.ID) }}}
+		if m.Role == store.RoleAssistant && len(codeBlocks(displayText(m))) > 0 {
+			actions = append(actions, messageAction{"Copy code", theme.ContentCopyIcon(), func() { a.copyCode(m.ID) }})
+		}
 		switch {
 		case busy:
 		case i == lastUser:

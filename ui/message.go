@@ -96,7 +96,7 @@ func (v *messageView) update(m store.Message) {
 			v.body.Segments = []widget.RichTextSegment{&widget.TextSegment{Text: text, Style: widget.RichTextStyleParagraph}}
 			v.body.Refresh()
 		} else {
-			v.body.ParseMarkdown(text)
+			v.body.ParseMarkdown(tablesAsText(text))
 		}
 		v.renderedContent = text
 		if text == "" {
@@ -127,7 +127,7 @@ func (v *messageView) updateReasoning(m store.Message) {
 	}
 	v.reasoning.Show()
 	if m.Reasoning != v.renderedReason {
-		v.thinking.ParseMarkdown(m.Reasoning)
+		v.thinking.ParseMarkdown(tablesAsText(m.Reasoning))
 		v.renderedReason = m.Reasoning
 	}
 	item := v.reasoning.Items[0]

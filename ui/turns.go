@@ -170,6 +170,17 @@ func (a *App) stopOrCancelEdit() {
 	a.cancelEdit()
 }
 
+// copyCode puts the code blocks of a reply on the clipboard, a blank line
+// between two.
+func (a *App) copyCode(id int64) {
+	for _, m := range a.msgs {
+		if m.ID == id {
+			a.fyne.Clipboard().SetContent(strings.Join(codeBlocks(displayText(m)), "\n\n"))
+			return
+		}
+	}
+}
+
 // copyMessage puts a message's text on the clipboard.
 func (a *App) copyMessage(id int64) {
 	for _, m := range a.msgs {
