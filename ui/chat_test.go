@@ -345,6 +345,31 @@ func TestEditLast(t *testing.T) {
 	}
 }
 
+// TestEditEarlier: an earlier question has Edit too; the banner says how many
+// messages Send replaces, and sending keeps only what came before it.
+func TestEditEarlier(t *testing.T) {
+	s := testSettings()
+	s.MaxTokens = 4
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.typeAndSend("First question")
+	h.waitReplyDone()
+	h.typeAndSend("Second question")
+	h.waitReplyDone()
+
+	test.Tap(h.a.chat.views[h.a.msgs[0].ID].buttons["Edit"])
+	if got := h.a.composer.editingNote.Text; got != "Editing an earlier message: Send replaces it and the 3 messages after it." {
+		t.Errorf("banner %q", got)
+	}
+	h.a.composer.entry.SetText("")
+	h.typeAndSend("A better first question")
+	h.waitReplyDone()
+	msgs, _ := h.a.store.Messages(h.a.conv.ID)
+	if len(msgs) != 2 || msgs[0].Content != "A better first question" {
+		t.Fatalf("after editing the first question: %+v", msgs)
+	}
+}
+
 // TestSwitchConversations answers in one chat while another is on screen, and
 // shows each chat's own messages.
 func TestSwitchConversations(t *testing.T) {

@@ -89,8 +89,8 @@ func (c *chatView) show() {
 		}
 		switch {
 		case busy:
-		case i == lastUser:
-			actions = append(actions, messageAction{"Edit", theme.DocumentCreateIcon(), a.editLast})
+		case m.Role == store.RoleUser:
+			actions = append(actions, messageAction{"Edit", theme.DocumentCreateIcon(), func() { a.editMessage(m.ID) }})
 		case i == lastReply && lastReply > lastUser:
 			actions = append(append(actions, c.versionActions(m)...),
 				messageAction{"Regenerate", theme.ViewRefreshIcon(), a.regenerate})

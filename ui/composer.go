@@ -1,25 +1,31 @@
 package ui
 
 import (
+	"fmt"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"bagel/store"
 )
 
 // composer is where the user writes: the message entry, Send (Stop while a
-// reply streams), the thinking toggle, and a banner while the last message is
-// being edited.
+// reply streams), the thinking toggle, and a banner while a message is being
+// edited.
 type composer struct {
-	a        *App
-	root     fyne.CanvasObject
-	entry    *composerEntry
-	send     *widget.Button
-	think    *widget.Check
-	banner   *fyne.Container
-	hint     *widget.Label
-	stopping bool // Stop was pressed; the reply is being wrapped up
+	a      *App
+	root   fyne.CanvasObject
+	entry  *composerEntry
+	send   *widget.Button
+	think  *widget.Check
+	banner *fyne.Container
+	// editingNote, in the banner, says what Send replaces.
+	editingNote *widget.Label
+	hint        *widget.Label
+	stopping    bool // Stop was pressed; the reply is being wrapped up
 }
 
 func newComposer(a *App) *composer {
@@ -39,9 +45,10 @@ func newComposer(a *App) *composer {
 	c.hint.SizeName = theme.SizeNameCaptionText
 	cancel := widget.NewButtonWithIcon("Cancel edit", theme.CancelIcon(), a.cancelEdit)
 	cancel.Importance = widget.LowImportance
-	editing := widget.NewLabel("Editing your last message: Send replaces it and the reply after it.")
-	editing.Importance = widget.WarningImportance
-	c.banner = container.NewBorder(nil, nil, nil, cancel, editing)
+	c.editingNote = widget.NewLabel("")
+	c.editingNote.Importance = widget.WarningImportance
+	c.editingNote.Wrapping = fyne.TextWrapWord
+	c.banner = container.NewBorder(nil, nil, nil, cancel, c.editingNote)
 	c.banner.Hide()
 	side := container.NewVBox(c.send, c.think)
 	c.root = container.NewPadded(container.NewVBox(
@@ -73,6 +80,7 @@ func (c *composer) refresh() {
 		c.send.Disable()
 	}
 	if a.editing != nil {
+		c.editingNote.SetText(editingNote(a.msgs, a.editing.ID))
 		c.banner.Show()
 	} else {
 		c.banner.Hide()
@@ -163,4 +171,21 @@ func (e *composerEntry) TypedShortcut(s fyne.Shortcut) {
 		return
 	}
 	e.Entry.TypedShortcut(s)
+}
+
+// editingNote says what sending an edit of message id replaces.
+func editingNote(msgs []store.Message, id int64) string {
+	after := 0
+	for _, m := range msgs {
+		if m.ID > id {
+			after++
+		}
+	}
+	switch after {
+	case 0:
+		return "Editing your message: Send replaces it."
+	case 1:
+		return "Editing your last message: Send replaces it and the reply after it."
+	}
+	return fmt.Sprintf("Editing an earlier message: Send replaces it and the %d messages after it.", after)
 }

@@ -120,14 +120,25 @@ func (a *App) showVersion(id int64) {
 	a.chat.show()
 }
 
-// editLast moves the last user message into the composer; Send replaces it and
-// its reply, Cancel edit (or Esc) puts everything back.
+// editLast edits the last user message (the menu's Edit).
 func (a *App) editLast() {
+	for i := len(a.msgs) - 1; i >= 0; i-- {
+		if a.msgs[i].Role == store.RoleUser {
+			a.editMessage(a.msgs[i].ID)
+			return
+		}
+	}
+}
+
+// editMessage moves user message id into the composer; Send replaces it and
+// everything after it (the banner says how much), Cancel edit (or Esc) puts
+// everything back.
+func (a *App) editMessage(id int64) {
 	if a.gen != nil {
 		return
 	}
 	for i := len(a.msgs) - 1; i >= 0; i-- {
-		if a.msgs[i].Role == store.RoleUser {
+		if a.msgs[i].ID == id && a.msgs[i].Role == store.RoleUser {
 			m := a.msgs[i]
 			if a.editing == nil {
 				a.putDraftAside(a.conv.ID) // back when the edit is sent or cancelled
