@@ -69,6 +69,10 @@ func (c *chatView) show() {
 	c.shown = convID(a.conv)
 	c.showHeader()
 	c.box.RemoveAll()
+	// A message shown before keeps its view (its rendered text, its Thinking
+	// section as the user left it); only its buttons change. A finished long
+	// reply is then not laid out again.
+	old := c.views
 	c.views = map[int64]*messageView{}
 	lastUser, lastReply := -1, -1
 	for i, m := range a.msgs {
@@ -95,7 +99,13 @@ func (c *chatView) show() {
 			actions = append(append(actions, c.versionActions(m)...),
 				messageAction{"Regenerate", theme.ViewRefreshIcon(), a.regenerate})
 		}
-		v := newMessageView(m, c.author(m), actions)
+		v, ok := old[m.ID]
+		if ok {
+			v.update(m)
+			v.setActions(actions)
+		} else {
+			v = newMessageView(m, c.author(m), actions)
+		}
 		c.views[m.ID] = v
 		c.box.Add(v.root)
 	}

@@ -33,6 +33,10 @@ type harness struct {
 	// it or the app stops it; released is closed by release.
 	holding  bool
 	released chan struct{}
+
+	// synthetic, when set, replaces the engine's events of the next replies
+	// (the engine's own are drained): a stream of any speed and length.
+	synthetic func(ctx context.Context) <-chan engine.Event
 }
 
 // testSettings keep replies short so the whole UI suite stays quick on two cores.
@@ -100,8 +104,15 @@ func (h *harness) release() {
 // holding, waits after a reply's first words.
 func (h *harness) tap(ctx context.Context, events <-chan engine.Event) <-chan engine.Event {
 	h.mu.Lock()
-	holding, released := h.holding, h.released
+	holding, released, synthetic := h.holding, h.released, h.synthetic
 	h.mu.Unlock()
+	if synthetic != nil {
+		go func() {
+			for range events {
+			}
+		}()
+		return synthetic(ctx)
+	}
 	out := make(chan engine.Event)
 	go func() {
 		defer close(out)

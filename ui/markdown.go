@@ -114,3 +114,25 @@ func codeBlocks(md string) []string {
 	}
 	return blocks
 }
+
+// completeBlocksEnd is the length of the longest prefix of md that ends with
+// a blank line outside a code block: blocks that the text streaming after them
+// cannot change. 0 when there is none.
+func completeBlocksEnd(md string) int {
+	end, pos := 0, 0
+	inCode := false
+	for _, line := range strings.SplitAfter(md, "\n") {
+		pos += len(line)
+		if !strings.HasSuffix(line, "\n") {
+			break // the last line is still being written
+		}
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "```") {
+			inCode = !inCode
+		}
+		if t == "" && !inCode {
+			end = pos
+		}
+	}
+	return end
+}

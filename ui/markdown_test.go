@@ -1,11 +1,13 @@
 package ui
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"bagel/store"
 )
@@ -58,7 +60,60 @@ func TestCopyCode(t *testing.T) {
 	if got := h.a.fyne.Clipboard().Content(); got != "make test" {
 		t.Errorf("clipboard %q, want the code", got)
 	}
-	if text := v.body.String(); strings.Contains(text, "|---|") || !strings.Contains(text, "a  b") {
+	if text := v.text(); strings.Contains(text, "|---|") || !strings.Contains(text, "a  b") {
 		t.Errorf("the table shows as %q", text)
+	}
+}
+
+func TestCompleteBlocksEnd(t *testing.T) {
+	for md, want := range map[string]string{
+		"one para still growing":           "",
+		"para one\n\npara two grow":        "para one\n\n",
+		"a\n\nb\n\nc":                      "a\n\nb\n\n",
+		"```\ncode\n\nmore code\n":         "",
+		"x\n\n```\ncode\n\nmore\n```\n\ny": "x\n\n```\ncode\n\nmore\n```\n\n",
+		"ends with a blank line\n\n":       "ends with a blank line\n\n",
+		"- a\n- b\n\n1. c":                 "- a\n- b\n\n",
+	} {
+		if got := md[:completeBlocksEnd(md)]; got != want {
+			t.Errorf("%q: complete part %q, want %q", md, got, want)
+		}
+	}
+}
+
+// TestStreamingReplyRendersBlocksOnce: as a reply grows, its finished
+// paragraphs are rendered once into their own blocks, and the whole text is
+// what a single render would show.
+func TestStreamingReplyRendersBlocksOnce(t *testing.T) {
+	test.NewTempApp(t)
+	m := store.Message{Role: store.RoleAssistant}
+	v := newMessageView(m, "model", nil)
+	var whole string
+	for i := range 30 {
+		whole += fmt.Sprintf("word%d ", i)
+		if i%10 == 9 {
+			whole += "\n\n"
+		}
+		m.Content = whole
+		v.update(m)
+	}
+	if n := len(v.done.Objects); n < 2 {
+		t.Errorf("%d finished blocks, want the paragraphs done as they finished", n)
+	}
+	first := v.done.Objects[0]
+	m.Content = whole + "more"
+	v.update(m)
+	if v.done.Objects[0] != first {
+		t.Error("a finished block was rendered again")
+	}
+	single := widget.NewRichText()
+	single.ParseMarkdown(m.Content)
+	if got, want := strings.Join(strings.Fields(v.text()), " "), strings.Join(strings.Fields(single.String()), " "); got != want {
+		t.Errorf("blocks read %q, one render %q", got, want)
+	}
+	m.Content = "replaced"
+	v.update(m)
+	if len(v.done.Objects) != 0 || v.text() != "replaced" {
+		t.Errorf("a text that is not an extension: %d blocks, %q", len(v.done.Objects), v.text())
 	}
 }

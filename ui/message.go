@@ -19,10 +19,14 @@ type messageView struct {
 	msg  store.Message
 	root fyne.CanvasObject
 
-	header    *widget.Label
-	status    *widget.Label
-	actions   *fyne.Container
-	body      *widget.RichText
+	header  *widget.Label
+	status  *widget.Label
+	actions *fyne.Container
+	body    *widget.RichText // the text; for a reply, its last (growing) blocks
+	// done holds a reply's completed blocks, rendered once each: a streaming
+	// reply re-renders only body, not everything above it (doneText).
+	done      *fyne.Container
+	doneText  string
 	reasoning *widget.Accordion
 	thinking  *widget.RichText
 	footer    *widget.Label
@@ -50,17 +54,10 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 	v.status = widget.NewLabel("")
 	v.status.Importance = widget.WarningImportance
 	v.actions = container.NewHBox()
-	for _, a := range actions {
-		b := widget.NewButtonWithIcon(a.label, a.icon, a.run)
-		b.Importance = widget.LowImportance
-		if a.run == nil {
-			b.Disable()
-		}
-		v.buttons[a.label] = b
-		v.actions.Add(b)
-	}
+	v.setActions(actions)
 	v.body = widget.NewRichText()
 	v.body.Wrapping = fyne.TextWrapWord
+	v.done = container.NewVBox()
 	v.thinking = widget.NewRichText()
 	v.thinking.Wrapping = fyne.TextWrapWord
 	v.reasoning = widget.NewAccordion(widget.NewAccordionItem("Thinking", v.thinking))
@@ -73,7 +70,7 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 	v.footer.Hide()
 
 	top := container.NewBorder(nil, nil, container.NewHBox(v.header, v.status), v.actions)
-	content := container.NewVBox(top, v.reasoning, v.body, v.footer)
+	content := container.NewVBox(top, v.reasoning, v.done, v.body, v.footer)
 	if m.Role == store.RoleUser {
 		bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 		bg.CornerRadius = 2 * theme.InputRadiusSize()
@@ -83,6 +80,22 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 	}
 	v.update(m)
 	return v
+}
+
+// setActions puts the header's buttons for actions (a rebuilt chat reuses the
+// view of a message whose text has not changed and only changes these).
+func (v *messageView) setActions(actions []messageAction) {
+	v.actions.RemoveAll()
+	v.buttons = map[string]*widget.Button{}
+	for _, a := range actions {
+		b := widget.NewButtonWithIcon(a.label, a.icon, a.run)
+		b.Importance = widget.LowImportance
+		if a.run == nil {
+			b.Disable()
+		}
+		v.buttons[a.label] = b
+		v.actions.Add(b)
+	}
 }
 
 // update shows m, re-rendering only what changed: the streaming reply calls it
@@ -96,10 +109,10 @@ func (v *messageView) update(m store.Message) {
 			v.body.Segments = []widget.RichTextSegment{&widget.TextSegment{Text: text, Style: widget.RichTextStyleParagraph}}
 			v.body.Refresh()
 		} else {
-			v.body.ParseMarkdown(tablesAsText(text))
+			v.renderReply(text)
 		}
 		v.renderedContent = text
-		if text == "" {
+		if text == v.doneText {
 			v.body.Hide()
 		} else {
 			v.body.Show()
@@ -116,6 +129,48 @@ func (v *messageView) update(m store.Message) {
 	} else {
 		v.footer.Hide()
 	}
+}
+
+// renderReply shows a reply's Markdown. What lies before its last blank line
+// outside a code block is complete and is rendered once, into its own block
+// under done; only the rest, which the stream still grows, is parsed and laid
+// out again each time (the layout of a long reply's text was most of a
+// render's cost). Text that is not an extension of what was rendered starts
+// over.
+func (v *messageView) renderReply(text string) {
+	if !strings.HasPrefix(text, v.doneText) {
+		v.done.RemoveAll()
+		v.doneText = ""
+	}
+	rest := text[len(v.doneText):]
+	if end := completeBlocksEnd(rest); end > 0 {
+		block := widget.NewRichText()
+		block.Wrapping = fyne.TextWrapWord
+		block.ParseMarkdown(tablesAsText(rest[:end]))
+		v.done.Add(block)
+		v.doneText += rest[:end]
+		rest = rest[end:]
+	}
+	v.body.ParseMarkdown(tablesAsText(rest))
+}
+
+// segments are every rich-text segment of the message's text, in order.
+func (v *messageView) segments() []widget.RichTextSegment {
+	var out []widget.RichTextSegment
+	for _, o := range v.done.Objects {
+		out = append(out, o.(*widget.RichText).Segments...)
+	}
+	return append(out, v.body.Segments...)
+}
+
+// text is the message's text as rendered (segments' text).
+func (v *messageView) text() string {
+	var b strings.Builder
+	for _, o := range v.done.Objects {
+		b.WriteString(o.(*widget.RichText).String())
+	}
+	b.WriteString(v.body.String())
+	return b.String()
 }
 
 // updateReasoning shows the thinking open while the model thinks and closes it

@@ -32,7 +32,7 @@ func TestReplyRendering(t *testing.T) {
 		t.Errorf("once answering: open %v, title %q; want closed, Reasoning", v.reasoning.Items[0].Open, v.reasoning.Items[0].Title)
 	}
 	var list, code bool
-	for _, s := range v.body.Segments {
+	for _, s := range v.segments() {
 		switch s := s.(type) {
 		case *widget.ListSegment:
 			list = len(s.Items) == 2
@@ -41,7 +41,7 @@ func TestReplyRendering(t *testing.T) {
 		}
 	}
 	if !list || !code {
-		t.Errorf("the Markdown rendered without a two-item list (%v) or a code block (%v): %#v", list, code, v.body.Segments)
+		t.Errorf("the Markdown rendered without a two-item list (%v) or a code block (%v): %#v", list, code, v.segments())
 	}
 
 	// A user who opens the reasoning keeps it open.
