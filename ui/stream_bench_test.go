@@ -35,7 +35,7 @@ func TestStreamingBenchmark(t *testing.T) {
 	h := newHarness(t, &s, "", "")
 	h.loadModel("tiny-moe")
 
-	var lastSent atomic.Int64 // unix nanoseconds of the last token handed to the app
+	var lastSent atomic.Int64    // unix nanoseconds of the last token handed to the app
 	word := func(i int) string { // paragraphs of 60 words, as replies come
 		if i%60 == 59 {
 			return fmt.Sprintf("w%d\n\n", i)
