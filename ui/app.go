@@ -93,7 +93,6 @@ type App struct {
 // window is shown (Start).
 func New(fa fyne.App, opt Options) (*App, error) {
 	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents, drafts: map[int64]string{}, memoryBudget: engine.DeviceMemory}
-	fa.Settings().SetTheme(newReadableTheme())
 	if a.do == nil {
 		a.do = fyne.Do
 	}
@@ -109,6 +108,7 @@ func New(fa fyne.App, opt Options) (*App, error) {
 	if a.settings, err = LoadSettings(a.settingsPath); err != nil {
 		a.startupErrors = append(a.startupErrors, err)
 	}
+	fa.Settings().SetTheme(newReadableTheme(a.settings.TextScale))
 	if err := a.settings.applySwitches(); err != nil {
 		a.startupErrors = append(a.startupErrors, fmt.Errorf("engine switches: %w", err))
 	}

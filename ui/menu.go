@@ -12,7 +12,35 @@ var (
 	shortcutExport     = &desktop.CustomShortcut{KeyName: fyne.KeyE, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutSettings   = &desktop.CustomShortcut{KeyName: fyne.KeyComma, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutRegenerate = &desktop.CustomShortcut{KeyName: fyne.KeyR, Modifier: fyne.KeyModifierShortcutDefault | fyne.KeyModifierShift}
+	shortcutBigger     = &desktop.CustomShortcut{KeyName: fyne.KeyEqual, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutSmaller    = &desktop.CustomShortcut{KeyName: fyne.KeyMinus, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutActualSize = &desktop.CustomShortcut{KeyName: fyne.Key0, Modifier: fyne.KeyModifierShortcutDefault}
 )
+
+// textStep is one step of View › Bigger / Smaller text; the scale stays
+// between minTextScale and maxTextScale.
+const (
+	textStep     = 1.1
+	minTextScale = 0.7
+	maxTextScale = 2.0
+)
+
+// scaleText multiplies the text size by factor (0: back to the actual size),
+// applies it to the whole window and keeps it in the settings.
+func (a *App) scaleText(factor float32) {
+	scale := a.settings.TextScale
+	if scale <= 0 {
+		scale = 1
+	}
+	scale *= factor
+	if factor == 0 {
+		scale = 1
+	}
+	scale = min(max(scale, minTextScale), maxTextScale)
+	a.settings.TextScale = scale
+	a.saveSettings()
+	a.fyne.Settings().SetTheme(newReadableTheme(scale))
+}
 
 // mainMenu is the menu bar (the macOS menu, an in-window bar elsewhere); its
 // items carry the shortcuts, which then work whatever has the focus.
@@ -46,7 +74,11 @@ func (a *App) mainMenu() *fyne.MainMenu {
 	)
 	perf := fyne.NewMenuItem("Performance panel", a.togglePerformance)
 	perf.Checked = !a.settings.HidePerformance
-	view := fyne.NewMenu("View", perf)
+	view := fyne.NewMenu("View", perf, fyne.NewMenuItemSeparator(),
+		item("Bigger text", shortcutBigger, func() { a.scaleText(textStep) }),
+		item("Smaller text", shortcutSmaller, func() { a.scaleText(1 / textStep) }),
+		item("Actual size", shortcutActualSize, func() { a.scaleText(0) }),
+	)
 	return fyne.NewMainMenu(file, chat, view)
 }
 
@@ -62,6 +94,9 @@ func (a *App) addShortcuts() {
 		shortcutExport:     a.exportConversation,
 		shortcutSettings:   a.showSettings,
 		shortcutRegenerate: a.regenerate,
+		shortcutBigger:     func() { a.scaleText(textStep) },
+		shortcutSmaller:    func() { a.scaleText(1 / textStep) },
+		shortcutActualSize: func() { a.scaleText(0) },
 	} {
 		c.AddShortcut(sc, func(fyne.Shortcut) { run() })
 	}

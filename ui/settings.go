@@ -46,6 +46,8 @@ type Settings struct {
 	WindowHeight    float32 `json:"window_height,omitempty"`
 	ChatListShare   float64 `json:"chat_list_share,omitempty"`
 	HidePerformance bool    `json:"hide_performance,omitempty"`
+	// TextScale sizes the text (View › Bigger / Smaller text); 0 means 1.
+	TextScale float32 `json:"text_scale,omitempty"`
 }
 
 // maxRecent bounds the recent-models menu.
@@ -74,6 +76,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("max tokens must be ≥ 0, got %d", s.MaxTokens)
 	case s.ContextLength < 0:
 		return fmt.Errorf("context length must be ≥ 0, got %d", s.ContextLength)
+	case s.TextScale != 0 && (s.TextScale < minTextScale-0.001 || s.TextScale > maxTextScale+0.001):
+		return fmt.Errorf("text scale must be %g to %g, got %g", minTextScale, maxTextScale, s.TextScale)
 	case s.DraftLength < 0 || s.DraftLength > engine.MaxDraftLength:
 		return fmt.Errorf("draft length must be 0 (the default, %d) to %d, got %d", engine.DefaultDraftLength, engine.MaxDraftLength, s.DraftLength)
 	case !slices.Contains(engine.BackendNames, s.Backend):

@@ -183,6 +183,7 @@ func TestSettingsValidate(t *testing.T) {
 		{func(s *Settings) { s.RepetitionPenalty = -1 }, "repetition penalty must be ≥ 0"},
 		{func(s *Settings) { s.MaxTokens = -1 }, "max tokens must be ≥ 0"},
 		{func(s *Settings) { s.DraftLength = 16 }, "draft length must be 0 (the default, 4) to 15"},
+		{func(s *Settings) { s.TextScale = 9 }, "text scale must be 0.7 to 2"},
 		{func(s *Settings) { s.ContextLength = -1 }, "context length must be ≥ 0"},
 		{func(s *Settings) { s.Backend = "tpu" }, `unknown backend "tpu"`},
 		{func(s *Settings) { s.Seed = -1 }, ""},

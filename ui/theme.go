@@ -14,9 +14,29 @@ import (
 // the dark background and 1.28:1 on the light one, and placeholders at 3.2:1 in
 // the light variant. These meet WCAG's 4.5:1 for normal text against both the
 // window background and the input background (theme_test.go computes it).
-type readableTheme struct{ fyne.Theme }
+//
+// textScale multiplies the text sizes (View › Bigger / Smaller text).
+type readableTheme struct {
+	fyne.Theme
+	textScale float32
+}
 
-func newReadableTheme() fyne.Theme { return readableTheme{theme.DefaultTheme()} }
+func newReadableTheme(textScale float32) fyne.Theme {
+	if textScale <= 0 {
+		textScale = 1
+	}
+	return readableTheme{Theme: theme.DefaultTheme(), textScale: textScale}
+}
+
+// Size scales the text sizes; the other sizes stay.
+func (t readableTheme) Size(n fyne.ThemeSizeName) float32 {
+	size := t.Theme.Size(n)
+	switch n {
+	case theme.SizeNameText, theme.SizeNameCaptionText, theme.SizeNameHeadingText, theme.SizeNameSubHeadingText:
+		return size * t.textScale
+	}
+	return size
+}
 
 var (
 	secondaryOnDark   = color.NRGBA{R: 0x8c, G: 0x8c, B: 0x8c, A: 0xff} // 5.3:1 on #171718
