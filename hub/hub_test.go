@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -11,7 +12,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,7 +39,9 @@ type fakeHub struct {
 	badChecksum bool // serve a wrong byte in LFS files
 	status      int  // answer every API call with this status (0: off)
 	busy        int  // answer this many requests with 429 first
+	stallAfter  int  // send this many bytes of each LFS transfer, then nothing until the client leaves (0: off)
 	requests    []string
+	rangeFrom   []int // the start of every Range request to the CDN
 }
 
 func newFakeHub(t *testing.T) *fakeHub {
@@ -119,7 +124,7 @@ func (f *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
 	}
 	data := append([]byte(nil), f.files[strings.TrimPrefix(r.URL.Path, "/")]...)
 	f.mu.Lock()
-	drop := f.dropAfter
+	drop, stall := f.dropAfter, f.stallAfter
 	f.dropAfter = 0
 	if f.badChecksum {
 		data[len(data)/2] ^= 1
@@ -128,6 +133,9 @@ func (f *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
 	from := 0
 	if rg := r.Header.Get("Range"); rg != "" {
 		from, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(rg, "bytes="), "-"))
+		f.mu.Lock()
+		f.rangeFrom = append(f.rangeFrom, from)
+		f.mu.Unlock()
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, len(data)-1, len(data)))
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)-from))
 		w.WriteHeader(http.StatusPartialContent)
@@ -135,6 +143,12 @@ func (f *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	}
 	body := data[from:]
+	if stall > 0 && stall < len(body) {
+		w.Write(body[:stall])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the client went away (a killed process)
+		return
+	}
 	if drop > 0 && drop < len(body) {
 		w.Write(body[:drop])
 		w.(http.Flusher).Flush()
@@ -500,4 +514,68 @@ func TestUnsafeFileNames(t *testing.T) {
 	if safePath("sub/dir/file.json") != nil {
 		t.Error("a nested path refused")
 	}
+}
+
+// TestResumeAfterAKilledProcess: a download whose process is killed mid-file
+// (a child running TestDownloadChild) leaves its .incomplete part, and the
+// next Download resumes it with a Range request into a verified blob.
+func TestResumeAfterAKilledProcess(t *testing.T) {
+	f := newFakeHub(t)
+	f.stallAfter = 100_000
+	cache := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDownloadChild$")
+	cmd.Env = append(os.Environ(), "BAGEL_HUB_CHILD_ENDPOINT="+f.hub.URL, "BAGEL_HUB_CHILD_CACHE="+cache, "BAGEL_HUB_CHILD_REPO="+f.repo)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var part string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		parts, _ := filepath.Glob(filepath.Join(cache, "models--*", "blobs", "*.incomplete"))
+		if len(parts) == 1 {
+			if st, err := os.Stat(parts[0]); err == nil && st.Size() >= 100_000 {
+				part = parts[0]
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the child wrote no partial file")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := os.Stat(part); err != nil {
+		t.Fatalf("the killed download left no part: %v", err)
+	}
+
+	f.mu.Lock()
+	f.stallAfter = 0
+	f.mu.Unlock()
+	snap, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{})
+	if err != nil {
+		t.Fatalf("resuming: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(snap, "model.safetensors")); !bytes.Equal(got, f.files["model.safetensors"]) {
+		t.Error("the resumed file differs")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Contains(f.rangeFrom, 100_000) {
+		t.Errorf("no Range request from byte 100000 (ranges: %v)", f.rangeFrom)
+	}
+}
+
+// TestDownloadChild is the process TestResumeAfterAKilledProcess kills: it
+// downloads from the fake Hub its parent names until it is killed.
+func TestDownloadChild(t *testing.T) {
+	endpoint := os.Getenv("BAGEL_HUB_CHILD_ENDPOINT")
+	if endpoint == "" {
+		t.Skip("the child process of TestResumeAfterAKilledProcess")
+	}
+	c := &Client{Endpoint: endpoint, HTTP: &http.Client{}, Retries: 0}
+	_, err := c.Download(context.Background(), os.Getenv("BAGEL_HUB_CHILD_CACHE"), os.Getenv("BAGEL_HUB_CHILD_REPO"), DownloadOptions{})
+	t.Fatalf("the download ended before the parent killed it: %v", err)
 }
