@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -67,5 +68,43 @@ func TestDraftsOutliveTheApp(t *testing.T) {
 	again := newHarness(t, nil, h.configDir, h.dataDir)
 	if again.a.conv == nil || again.a.conv.ID != id || again.a.composer.entry.Text != "a thought not sent yet, longer" {
 		t.Fatalf("the next app shows chat %v with %q", convID(again.a.conv), again.a.composer.entry.Text)
+	}
+}
+
+// TestMenus: the menu bar has File, Edit, Chat, View and Help; Edit › Select
+// All and Copy act on the composer; Help's dialogs open and Esc closes them.
+func TestMenus(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	var names []string
+	items := map[string]*fyne.MenuItem{}
+	for _, m := range h.a.win.MainMenu().Items {
+		names = append(names, m.Label)
+		for _, it := range m.Items {
+			items[it.Label] = it
+		}
+	}
+	if got := strings.Join(names, " "); got != "File Edit Chat View Help" {
+		t.Errorf("menus %q", got)
+	}
+	h.a.win.Canvas().Focus(h.a.composer.entry)
+	h.a.composer.entry.SetText("bagels")
+	items["Select All"].Action()
+	items["Copy"].Action()
+	if got := h.a.fyne.Clipboard().Content(); got != "bagels" {
+		t.Errorf("Select All then Copy put %q on the clipboard", got)
+	}
+	items["Keyboard shortcuts"].Action()
+	if !strings.Contains(h.dialogText(), "Ctrl/Cmd+N") {
+		t.Errorf("the shortcuts dialog reads %q", h.dialogText())
+	}
+	h.a.win.Canvas().OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	items["About Bagel"].Action()
+	if !strings.Contains(h.dialogText(), "chats.db") {
+		t.Errorf("About reads %q", h.dialogText())
+	}
+	h.a.closeTopDialog()
+	if len(h.a.dialogs) != 0 {
+		t.Errorf("%d dialogs left open", len(h.a.dialogs))
 	}
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 )
 
@@ -74,12 +75,23 @@ func (a *App) mainMenu() *fyne.MainMenu {
 	)
 	perf := fyne.NewMenuItem("Performance panel", a.togglePerformance)
 	perf.Checked = !a.settings.HidePerformance
+	clip := a.fyne.Clipboard()
+	edit := fyne.NewMenu("Edit",
+		item("Cut", &fyne.ShortcutCut{Clipboard: clip}, func() { a.toFocused(&fyne.ShortcutCut{Clipboard: clip}) }),
+		item("Copy", &fyne.ShortcutCopy{Clipboard: clip}, func() { a.toFocused(&fyne.ShortcutCopy{Clipboard: clip}) }),
+		item("Paste", &fyne.ShortcutPaste{Clipboard: clip}, func() { a.toFocused(&fyne.ShortcutPaste{Clipboard: clip}) }),
+		item("Select All", &fyne.ShortcutSelectAll{}, func() { a.toFocused(&fyne.ShortcutSelectAll{}) }),
+	)
+	help := fyne.NewMenu("Help",
+		fyne.NewMenuItem("Keyboard shortcuts", a.showShortcuts),
+		fyne.NewMenuItem("About Bagel", a.showAbout),
+	)
 	view := fyne.NewMenu("View", perf, fyne.NewMenuItemSeparator(),
 		item("Bigger text", shortcutBigger, func() { a.scaleText(textStep) }),
 		item("Smaller text", shortcutSmaller, func() { a.scaleText(1 / textStep) }),
 		item("Actual size", shortcutActualSize, func() { a.scaleText(0) }),
 	)
-	return fyne.NewMainMenu(file, chat, view)
+	return fyne.NewMainMenu(file, edit, chat, view, help)
 }
 
 // addShortcuts registers the shortcuts on the canvas too (the menu handles
@@ -105,4 +117,29 @@ func (a *App) addShortcuts() {
 			a.stopOrCancelEdit()
 		}
 	})
+}
+
+// toFocused hands an Edit menu shortcut to the focused widget (an entry), as
+// its keys would.
+func (a *App) toFocused(sc fyne.Shortcut) {
+	if f, ok := a.win.Canvas().Focused().(fyne.Shortcutable); ok {
+		f.TypedShortcut(sc)
+	}
+}
+
+// shortcutsText lists the keyboard shortcuts (Help › Keyboard shortcuts).
+const shortcutsText = `Enter — send · Shift+Enter — new line · Esc — stop the reply, cancel an edit, close a dialog
+Ctrl/Cmd+N — new chat · Ctrl/Cmd+O — open a model folder · Ctrl/Cmd+, — settings
+Ctrl/Cmd+Shift+R — regenerate the last reply · Ctrl/Cmd+E — export the chat
+Ctrl/Cmd + / − / 0 — bigger, smaller, actual text size
+Ctrl/Cmd+X, C, V, A — cut, copy, paste, select all in the composer`
+
+func (a *App) showShortcuts() {
+	a.showDialog(dialog.NewInformation("Keyboard shortcuts", shortcutsText, a.win), nil)
+}
+
+func (a *App) showAbout() {
+	a.showDialog(dialog.NewInformation("About Bagel",
+		"Bagel runs MLX-format Qwen3.5 / Qwen3.6 models on this computer (Metal, CUDA or the CPU) and shows how fast.\n\n"+
+			"Chats: "+a.store.Path+"\nSettings: "+a.settingsPath, a.win), nil)
 }

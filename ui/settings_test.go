@@ -128,7 +128,10 @@ func TestSettingsSwitches(t *testing.T) {
 		}
 	}
 	none := false
-	for _, it := range f.form.Items {
+	if f.advanced.Items[0].Open {
+		t.Error("the engine switches are not folded away under Advanced")
+	}
+	for _, it := range f.switchForm.Items {
 		if l, ok := it.Widget.(*widget.Label); ok && l.Text == "none registered" {
 			none = true
 		}

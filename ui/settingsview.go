@@ -27,7 +27,9 @@ type settingsForm struct {
 	backend                             *widget.Select
 	memory                              *widget.Label // what the loaded model needs at the context length typed
 	switches                            map[string]*widget.Check
-	submit                              func() // Save: validate, apply, close
+	switchForm                          *widget.Form      // the switches, inside advanced
+	advanced                            *widget.Accordion // folded by default
+	submit                              func()            // Save: validate, apply, close
 }
 
 func newSettingsForm(s Settings) *settingsForm {
@@ -96,13 +98,16 @@ func newSettingsForm(s Settings) *settingsForm {
 		item("Memory", f.memory, "the loaded model's weights and cache at this context length, against this backend's memory"),
 		header("Speculative decoding (the speculative-ngram switch below; greedy, or sampling with a top-k)"),
 		item("Draft length", f.draftLen, fmt.Sprintf("tokens guessed per step; 0: the default, %d; at most %d", engine.DefaultDraftLength, engine.MaxDraftLength)),
-		header("Engine switches (apply from the next load or reply)"),
 	}
+	f.form = widget.NewForm(items...)
+	// The engine switches are for developers and benchmarks: folded away
+	// under Advanced, below the settings a user changes.
+	var switchItems []*widget.FormItem
 	switches := engine.Switches()
 	if len(switches) == 0 {
 		none := widget.NewLabel("none registered")
 		none.Importance = widget.LowImportance
-		items = append(items, widget.NewFormItem("", none))
+		switchItems = append(switchItems, widget.NewFormItem("", none))
 	}
 	for _, sw := range switches {
 		c := widget.NewCheck(sw.Description, nil)
@@ -115,11 +120,15 @@ func newSettingsForm(s Settings) *settingsForm {
 		if len(sw.Backends) > 0 {
 			hint += " · " + strings.Join(sw.Backends, ", ")
 		}
-		items = append(items, item(sw.Name, c, hint))
+		switchItems = append(switchItems, item(sw.Name, c, hint))
 	}
-	f.form = widget.NewForm(items...)
+	f.switchForm = widget.NewForm(switchItems...)
+	f.advanced = widget.NewAccordion(widget.NewAccordionItem("Advanced: engine switches (apply from the next load or reply)", f.switchForm))
 	return f
 }
+
+// content is the settings with the Advanced section under them.
+func (f *settingsForm) content() fyne.CanvasObject { return container.NewVBox(f.form, f.advanced) }
 
 // showEstimate keeps the Memory line current as the context length or the
 // backend changes: estimate gives the verdict for a context length and a
@@ -254,7 +263,7 @@ func (a *App) showSettings() {
 	save := widget.NewButtonWithIcon("Save", theme.ConfirmIcon(), f.submit)
 	save.Importance = widget.HighImportance
 	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { d.Hide() })
-	scroll := container.NewVScroll(f.form)
+	scroll := container.NewVScroll(f.content())
 	scroll.SetMinSize(fyne.NewSize(640, 500))
 	buttons := container.NewHBox(layout.NewSpacer(), cancel, save)
 	d = dialog.NewCustomWithoutButtons("Settings", container.NewBorder(nil, buttons, nil, nil, scroll), a.win)
