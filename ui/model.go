@@ -31,6 +31,9 @@ func (a *App) openModel(dir string) {
 	a.bar.showBusy("Checking "+filepath.Base(dir)+"…", -1)
 	a.composer.refresh()
 	ctxLen, backend := a.settings.ContextLength, a.settings.Backend
+	if m, ok := a.settings.Models[dir]; ok {
+		ctxLen = m.ContextLength // what the load will use (loadModel recalls it)
+	}
 	a.goSafe("checking a model folder", func() {
 		mem, err := engine.Estimate(dir, ctxLen)
 		var budget engine.MemoryBudget
@@ -111,6 +114,10 @@ func (a *App) loadModel(dir, fallback string) {
 	stop := make(chan struct{})
 	a.loadGen++
 	a.stopLoad = sync.OnceFunc(func() { close(stop) })
+	if a.settings.recallFor(dir) { // this model's own sampling and context length
+		a.saveSettings()
+		a.composer.think.SetChecked(a.settings.Thinking)
+	}
 	opt := engine.Options{
 		Backend:       a.settings.Backend,
 		ContextLength: a.settings.ContextLength,

@@ -48,6 +48,50 @@ type Settings struct {
 	HidePerformance bool    `json:"hide_performance,omitempty"`
 	// TextScale sizes the text (View › Bigger / Smaller text); 0 means 1.
 	TextScale float32 `json:"text_scale,omitempty"`
+
+	// Models remembers, by model folder, the settings last saved while that
+	// model was loaded; loading it brings them back.
+	Models map[string]ModelSettings `json:"models,omitempty"`
+}
+
+// ModelSettings are the settings a model folder remembers: how its replies
+// are sampled and how large its context is.
+type ModelSettings struct {
+	engine.Sampling
+	Seed          int64 `json:"seed"`
+	MaxTokens     int   `json:"max_tokens"`
+	ContextLength int   `json:"context_length"`
+	Thinking      bool  `json:"thinking"`
+	DraftLength   int   `json:"draft_length"`
+}
+
+// rememberFor keeps the model settings as dir's.
+func (s *Settings) rememberFor(dir string) {
+	if dir == "" {
+		return
+	}
+	if s.Models == nil {
+		s.Models = map[string]ModelSettings{}
+	}
+	s.Models[dir] = ModelSettings{Sampling: s.Sampling, Seed: s.Seed, MaxTokens: s.MaxTokens,
+		ContextLength: s.ContextLength, Thinking: s.Thinking, DraftLength: s.DraftLength}
+}
+
+// recallFor puts back what dir remembers, when it remembers something valid;
+// it reports whether it did.
+func (s *Settings) recallFor(dir string) bool {
+	m, ok := s.Models[dir]
+	if !ok {
+		return false
+	}
+	next := *s
+	next.Sampling, next.Seed, next.MaxTokens = m.Sampling, m.Seed, m.MaxTokens
+	next.ContextLength, next.Thinking, next.DraftLength = m.ContextLength, m.Thinking, m.DraftLength
+	if next.Validate() != nil {
+		return false // an entry edited by hand into nonsense is passed over
+	}
+	*s = next
+	return true
 }
 
 // maxRecent bounds the recent-models menu.

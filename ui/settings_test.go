@@ -47,6 +47,8 @@ func TestSettingsRoundTrip(t *testing.T) {
 	want.Temperature, want.TopP, want.TopK, want.MinP, want.RepetitionPenalty = 0.25, 0.9, 40, 0.05, 1.1
 	want.Seed, want.MaxTokens, want.Thinking, want.DraftLength = 1234, 77, true, 6
 	want.LastModel, want.Recent = dir, []string{dir}
+	want.Models = map[string]ModelSettings{dir: {Sampling: want.Sampling, Seed: 1234, MaxTokens: 77,
+		ContextLength: want.ContextLength, Thinking: true, DraftLength: 6}} // saved with the model loaded
 	if len(wantSwitches) > 0 {
 		want.Switches = wantSwitches
 	}
@@ -282,5 +284,38 @@ func TestFailedReloadRestoresTheSettings(t *testing.T) {
 	}
 	if text := h.dialogText(); !strings.Contains(text, "back to what they were") {
 		t.Errorf("the message reads %q", text)
+	}
+}
+
+// TestSettingsFollowTheModel: the sampling and context length saved with a
+// model loaded come back when that model loads again, after another model
+// with its own.
+func TestSettingsFollowTheModel(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	a := h.loadModel("tiny-moe")
+	first := h.a.settings
+	first.Temperature, first.ContextLength = 0.3, 256
+	h.a.applySettings(first)
+	h.a.closeTopDialog() // not now: the context length applies at the next load
+
+	b := h.loadModel("tiny-dense")
+	if h.a.settings.Temperature != 0.3 {
+		t.Fatalf("a model with no settings of its own changed them: temperature %g", h.a.settings.Temperature)
+	}
+	second := h.a.settings
+	second.Temperature = 0.9
+	h.a.applySettings(second)
+	h.a.closeTopDialog()
+
+	h.a.loadModel(a, "")
+	h.waitFor("the first model", func() bool { return !h.a.loading && h.a.modelDir == a })
+	if h.a.settings.Temperature != 0.3 || h.a.eng.ContextLength() != 256 {
+		t.Errorf("back to %s: temperature %g, context %d; want 0.3 and 256", a, h.a.settings.Temperature, h.a.eng.ContextLength())
+	}
+	h.a.loadModel(b, "")
+	h.waitFor("the second model", func() bool { return !h.a.loading && h.a.modelDir == b })
+	if h.a.settings.Temperature != 0.9 {
+		t.Errorf("back to %s: temperature %g, want 0.9", b, h.a.settings.Temperature)
 	}
 }

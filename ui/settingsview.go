@@ -27,6 +27,7 @@ type settingsForm struct {
 	backend                             *widget.Select
 	memory                              *widget.Label // what the loaded model needs at the context length typed
 	switches                            map[string]*widget.Check
+	note                                *widget.Label     // what the loaded model remembers
 	switchForm                          *widget.Form      // the switches, inside advanced
 	advanced                            *widget.Accordion // folded by default
 	submit                              func()            // Save: validate, apply, close
@@ -71,6 +72,10 @@ func newSettingsForm(s Settings) *settingsForm {
 	f.thinking.SetChecked(s.Thinking)
 	f.backend = widget.NewSelect(engine.BackendsHere(), nil)
 	f.backend.SetSelected(s.Backend)
+	f.note = widget.NewLabel("")
+	f.note.Wrapping = fyne.TextWrapWord
+	f.note.Importance = widget.LowImportance
+	f.note.Hide()
 	f.memory = widget.NewLabel("load a model to see what it needs")
 	f.memory.Wrapping = fyne.TextWrapWord
 
@@ -127,8 +132,11 @@ func newSettingsForm(s Settings) *settingsForm {
 	return f
 }
 
-// content is the settings with the Advanced section under them.
-func (f *settingsForm) content() fyne.CanvasObject { return container.NewVBox(f.form, f.advanced) }
+// content is the settings with the Advanced section under them, and a note
+// on top while a model is loaded.
+func (f *settingsForm) content() fyne.CanvasObject {
+	return container.NewVBox(f.note, f.form, f.advanced)
+}
 
 // showEstimate keeps the Memory line current as the context length or the
 // backend changes: estimate gives the verdict for a context length and a
@@ -245,6 +253,8 @@ func (a *App) showSettings() {
 	f := newSettingsForm(a.settings)
 	if eng := a.eng; eng != nil && !a.loading {
 		name := a.modelName()
+		f.note.SetText("Saved with " + name + " loaded, the sampling, max tokens, thinking, context length and draft length are remembered for it and come back when it loads.")
+		f.note.Show()
 		f.showEstimate(func(n int, backend string) string {
 			verdict, _ := a.memoryBudget(backend).Verdict(eng.MemoryAt(n))
 			return name + " " + verdict
@@ -276,6 +286,9 @@ func (a *App) showSettings() {
 func (a *App) applySettings(s Settings) {
 	old := a.settings
 	a.settings = s
+	if a.modelDir != "" {
+		a.settings.rememberFor(a.modelDir)
+	}
 	a.saveSettings()
 	if err := s.applySwitches(); err != nil {
 		a.showError("An engine switch could not be set", err)
