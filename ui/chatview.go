@@ -87,17 +87,20 @@ func (c *chatView) show() {
 		if a.editing != nil && m.ID >= a.editing.ID {
 			break // the turn being edited is in the composer, not here
 		}
-		actions := []messageAction{{"Copy", theme.ContentCopyIcon(), func() { a.copyMessage(m.ID) }}}
+		actions := []messageAction{{"Copy", theme.ContentCopyIcon(), func() { a.copyMessage(m.ID) }, false}}
+		if m.Role == store.RoleAssistant && displayText(m) != "" {
+			actions = append(actions, messageAction{"Select", theme.VisibilityIcon(), func() { a.selectText(m.ID) }, true})
+		}
 		if m.Role == store.RoleAssistant && len(codeBlocks(displayText(m))) > 0 {
-			actions = append(actions, messageAction{"Copy code", theme.ContentCopyIcon(), func() { a.copyCode(m.ID) }})
+			actions = append(actions, messageAction{"Copy code", theme.FileTextIcon(), func() { a.copyCode(m.ID) }, true})
 		}
 		switch {
 		case busy:
 		case m.Role == store.RoleUser:
-			actions = append(actions, messageAction{"Edit", theme.DocumentCreateIcon(), func() { a.editMessage(m.ID) }})
+			actions = append(actions, messageAction{"Edit", theme.DocumentCreateIcon(), func() { a.editMessage(m.ID) }, false})
 		case i == lastReply && lastReply > lastUser:
 			actions = append(append(actions, c.versionActions(m)...),
-				messageAction{"Regenerate", theme.ViewRefreshIcon(), a.regenerate})
+				messageAction{"Regenerate", theme.ViewRefreshIcon(), a.regenerate, false})
 		}
 		v, ok := old[m.ID]
 		if ok {
@@ -132,8 +135,8 @@ func (c *chatView) versionActions(m store.Message) []messageAction {
 		return func() { a.showVersion(ids[i]) }
 	}
 	return []messageAction{
-		{fmt.Sprintf("‹ %d/%d", cur+1, len(ids)), nil, show(cur - 1)},
-		{"›", nil, show(cur + 1)},
+		{fmt.Sprintf("‹ %d/%d", cur+1, len(ids)), nil, show(cur - 1), false},
+		{"›", nil, show(cur + 1), false},
 	}
 }
 

@@ -117,3 +117,23 @@ func TestStreamingReplyRendersBlocksOnce(t *testing.T) {
 		t.Errorf("a text that is not an extension: %d blocks, %q", len(v.done.Objects), v.text())
 	}
 }
+
+// TestSelectText: a reply's Select opens its text, selectable, in a dialog.
+func TestSelectText(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	conv, _ := h.a.store.CreateConversation("select", "")
+	if _, err := h.a.store.Replace(conv.ID, 0, store.Message{Role: store.RoleUser, Content: "Hi"},
+		store.Message{Role: store.RoleAssistant, Content: "**Bold** words to copy in part."}); err != nil {
+		t.Fatal(err)
+	}
+	h.a.reloadConversations()
+	h.a.selectConversation(conv.ID)
+	test.Tap(h.lastView().buttons["Select"])
+	if text := h.dialogText(); !strings.Contains(text, "**Bold** words to copy in part.") {
+		t.Errorf("the dialog reads %q", text)
+	}
+	if len(h.a.dialogs) != 1 {
+		t.Errorf("%d dialogs", len(h.a.dialogs))
+	}
+}

@@ -43,9 +43,12 @@ type messageView struct {
 // messageAction is a button in a message's header; without run it is shown
 // disabled.
 type messageAction struct {
-	label string
+	label string // the button's text and its key in messageView.buttons
 	icon  fyne.Resource
 	run   func()
+	// iconOnly shows the icon without the text: the header of a reply with
+	// every action stays narrow enough for a half-screen window.
+	iconOnly bool
 }
 
 func newMessageView(m store.Message, author string, actions []messageAction) *messageView {
@@ -88,7 +91,11 @@ func (v *messageView) setActions(actions []messageAction) {
 	v.actions.RemoveAll()
 	v.buttons = map[string]*widget.Button{}
 	for _, a := range actions {
-		b := widget.NewButtonWithIcon(a.label, a.icon, a.run)
+		text := a.label
+		if a.iconOnly && a.icon != nil {
+			text = ""
+		}
+		b := widget.NewButtonWithIcon(text, a.icon, a.run)
 		b.Importance = widget.LowImportance
 		if a.run == nil {
 			b.Disable()

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"bagel/engine"
+	"bagel/store"
 )
 
 // TestSettingsRoundTrip changes settings through the settings dialog, checks
@@ -252,6 +253,16 @@ func TestNarrowWindow(t *testing.T) {
 	h.a.togglePerformance()
 	if w := h.a.win.Content().MinSize().Width; h.a.perfPane.Visible() || w > 720 {
 		t.Errorf("panel visible %v, minimum width %g: want hidden and at most 720", h.a.perfPane.Visible(), w)
+	}
+	// A reply with every action (Copy, Select, Copy code, ‹ 2/2 ›, Regenerate) too.
+	conv, _ := h.a.store.CreateConversation("wide", "")
+	added, _ := h.a.store.Replace(conv.ID, 0, store.Message{Role: store.RoleUser, Content: "Hi"},
+		store.Message{Role: store.RoleAssistant, Content: "```\nx\n```"})
+	h.a.store.RegenerateReply(conv.ID, added[1].ID, store.Message{Role: store.RoleAssistant, Content: "```\ny\n```", Model: "Qwen3.5-35B-A3B-4bit"})
+	h.a.reloadConversations()
+	h.a.selectConversation(conv.ID)
+	if w := h.a.win.Content().MinSize().Width; w > 720 {
+		t.Errorf("with a reply showing every action the minimum width is %g, want at most 720", w)
 	}
 	h.close()
 	again := newHarness(t, nil, h.configDir, h.dataDir)

@@ -6,6 +6,11 @@ import (
 
 	"bagel/engine"
 	"bagel/store"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
 )
 
 // sendOrStop is the composer's button: Send, or Stop while a reply streams.
@@ -179,6 +184,22 @@ func (a *App) stopOrCancelEdit() {
 		return
 	}
 	a.cancelEdit()
+}
+
+// selectText shows a reply's text in a dialog where any part of it can be
+// selected and copied (the rendered Markdown cannot be selected).
+func (a *App) selectText(id int64) {
+	for _, m := range a.msgs {
+		if m.ID == id {
+			label := widget.NewLabel(displayText(m))
+			label.Wrapping = fyne.TextWrapWord
+			label.Selectable = true
+			scroll := container.NewVScroll(label)
+			scroll.SetMinSize(fyne.NewSize(620, 420))
+			a.showDialog(dialog.NewCustom("Select text", "Close", scroll, a.win), nil)
+			return
+		}
+	}
 }
 
 // copyCode puts the code blocks of a reply on the clipboard, a blank line
