@@ -33,29 +33,41 @@ func (e *Engine) forwardTopK(tokens []int32, k int, penalized []int32, penalty f
 		if len(penalized) > 0 {
 			ops.RepetitionPenalty(e.ctx, logits, pen, penalty)
 		}
-		// One buffer [ids | vals | lse] so that one read brings all back.
-		both := e.scratch.Get(ops.I32, 2*k+1)
-		ids := ops.View(both, 0, ops.I32, []int{1, k})
-		vals := ops.View(both, 4*k, ops.F32, []int{1, k})
-		lse := ops.View(both, 8*k, ops.F32, []int{1})
-		ops.TopK(e.ctx, logits, ids, vals, lse)
-		raw, err := ops.ReadBytes(e.ctx, both)
-		if err != nil {
-			return err
+		rows, err := e.readTopK(logits, 1, k)
+		if err == nil {
+			out = rows[0]
 		}
-		out.ids, out.logits = make([]int32, 0, k), make([]float32, 0, k)
+		return err
+	})
+	return out, err
+}
+
+// readTopK picks the top k of each of the r rows of logits on the device and
+// reads them back in one read of one buffer [ids r·k | vals r·k | lse r].
+func (e *Engine) readTopK(logits ops.Tensor, r, k int) ([]candidates, error) {
+	both := e.scratch.Get(ops.I32, r*(2*k+1))
+	ids := ops.View(both, 0, ops.I32, []int{r, k})
+	vals := ops.View(both, 4*r*k, ops.F32, []int{r, k})
+	lse := ops.View(both, 8*r*k, ops.F32, []int{r})
+	ops.TopK(e.ctx, logits, ids, vals, lse)
+	raw, err := ops.ReadBytes(e.ctx, both)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]candidates, r)
+	for row := range r {
+		c := &out[row]
 		for i := range k {
-			id := int32(binary.LittleEndian.Uint32(raw[4*i:]))
+			id := int32(binary.LittleEndian.Uint32(raw[4*(row*k+i):]))
 			if id < 0 {
 				break // the row had fewer than k numbers
 			}
-			out.ids = append(out.ids, id)
-			out.logits = append(out.logits, math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(k+i):])))
+			c.ids = append(c.ids, id)
+			c.logits = append(c.logits, math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(r*k+row*k+i):])))
 		}
-		out.lse = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[8*k:])))
-		return nil
-	})
-	return out, err
+		c.lse = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(2*r*k+row):])))
+	}
+	return out, nil
 }
 
 // penalizedIDs are the distinct ids of the sampler's repetition window, padded

@@ -77,15 +77,23 @@ func (s *speculator) step(context []int32, last int32, room int) (out []int32, p
 	for j < len(drafts) && drafts[j] == picks[j] {
 		j++
 	}
-	if j < len(drafts) { // roll back to before the verify, then take last and the kept guesses
-		if err := e.loop.do(func() error { return e.cache.Restore(e.ctx, before) }); err != nil {
-			return nil, 0, 0, err
-		}
-		if _, err := e.forwardArgmax(append([]int32{last}, drafts[:j]...)); err != nil {
+	if j < len(drafts) {
+		if err := s.rollback(before, last, drafts[:j]); err != nil {
 			return nil, 0, 0, err
 		}
 	}
 	return append(append([]int32(nil), drafts[:j]...), picks[j]), len(drafts), j, nil
+}
+
+// rollback puts the cache back to before a verify (state snapshot before)
+// and runs last and the kept guesses again, so that it holds exactly them.
+func (s *speculator) rollback(before *qwen.Snapshot, last int32, kept []int32) error {
+	e := s.e
+	if err := e.loop.do(func() error { return e.cache.Restore(e.ctx, before) }); err != nil {
+		return err
+	}
+	_, err := e.forwardArgmax(append([]int32{last}, kept...))
+	return err
 }
 
 // forwardArgmaxAll runs tokens and returns the device's greedy pick after

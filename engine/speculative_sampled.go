@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"math"
 	"slices"
 
@@ -50,11 +49,7 @@ func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sam
 		if kept {
 			continue
 		}
-		// Roll back to before the verify, then take last and the kept guesses.
-		if err := e.loop.do(func() error { return e.cache.Restore(e.ctx, before) }); err != nil {
-			return nil, 0, 0, err
-		}
-		if _, err := e.forwardArgmax(append([]int32{last}, drafts[:i]...)); err != nil {
+		if err := s.rollback(before, last, drafts[:i]); err != nil {
 			return nil, 0, 0, err
 		}
 		return append(slices.Clone(drafts[:i]), tok), len(drafts), i, nil
@@ -113,31 +108,10 @@ func (p *sampler) acceptOrResample(ids []int32, probs []float64, d int32) (int32
 // forwardTopKAll runs tokens and returns every position's top-k candidates
 // (forwardTopK for each row, in one read).
 func (e *Engine) forwardTopKAll(tokens []int32, k int) ([]candidates, error) {
-	r := len(tokens)
-	out := make([]candidates, r)
-	err := e.step(tokens, true, nil, func(logits ops.Tensor) error {
-		both := e.scratch.Get(ops.I32, r*(2*k+1)) // [ids R·k | vals R·k | lse R]
-		ids := ops.View(both, 0, ops.I32, []int{r, k})
-		vals := ops.View(both, 4*r*k, ops.F32, []int{r, k})
-		lse := ops.View(both, 8*r*k, ops.F32, []int{r})
-		ops.TopK(e.ctx, logits, ids, vals, lse)
-		raw, err := ops.ReadBytes(e.ctx, both)
-		if err != nil {
-			return err
-		}
-		for row := range r {
-			c := &out[row]
-			for i := range k {
-				id := int32(binary.LittleEndian.Uint32(raw[4*(row*k+i):]))
-				if id < 0 {
-					break
-				}
-				c.ids = append(c.ids, id)
-				c.logits = append(c.logits, math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(r*k+row*k+i):])))
-			}
-			c.lse = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(2*r*k+row):])))
-		}
-		return nil
+	var out []candidates
+	err := e.step(tokens, true, nil, func(logits ops.Tensor) (err error) {
+		out, err = e.readTopK(logits, len(tokens), k)
+		return err
 	})
 	return out, err
 }

@@ -505,7 +505,8 @@ func Specs() []Spec {
 		{512, gdnHk, gdnHv, gdnD, gdnD}, {70, gdnHk, gdnHv, gdnD, gdnD}, {33, 2, 6, 64, 48}, {5, 1, 1, 40, 24}, {40, 2, 2, 128, 20},
 	} {
 		label := fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv)
-		prepLen := (p.T + 31) / 32 * p.Hv * (2*32*32 + 32)
+		chunk := kernels.Defines()["GDN_CHUNK"]
+		prepLen := (p.T + chunk - 1) / chunk * p.Hv * (2*chunk*chunk + chunk)
 		inputs := func(g gen) (conv, gs, beta []byte) {
 			return g.gdnConv(p.T, p.Hk, p.Hv, p.Dk, p.Dv), g.f32Uniform(p.T*p.Hv, 0.5, 1, false), g.f32Uniform(p.T*p.Hv, 0, 1, true)
 		}
