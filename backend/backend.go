@@ -117,6 +117,14 @@ type Device interface {
 	Close() error
 }
 
+// AlignedWrapper is implemented by a Device whose WrapHost copies (CUDA): it
+// places the copy so that byte anchor of data starts a 16-byte boundary, so
+// that kernels may read the tensors aligned like the anchor in 16-byte pieces.
+// A no-copy wrap (CPU, Metal) keeps the file's own alignment.
+type AlignedWrapper interface {
+	WrapHostAligned(data []byte, anchor int) (Buffer, error)
+}
+
 // Encoder records dispatches in order. Dispatches are executed in order; a
 // dispatch sees the writes of every dispatch recorded before it.
 type Encoder interface {

@@ -135,10 +135,12 @@ func (d *Device) Describe() string {
 		d.name, float64(d.memory)/(1<<30), d.major, d.minor, d.version/1000, d.version%1000/10, how, graphs)
 }
 
-// buffer is device memory: ptr is a CUdeviceptr.
+// buffer is device memory: ptr is the CUdeviceptr of its first byte, alloc
+// what cuMemAlloc returned (ptr, or up to 15 bytes before it: WrapHostAligned).
 type buffer struct {
 	dev   *Device
 	ptr   uint64
+	alloc uint64
 	n     int
 	freed bool
 }
@@ -161,6 +163,7 @@ func (d *Device) Alloc(n int) (backend.Buffer, error) {
 		d.drv.cuMemFree(b.ptr)
 		return nil, err
 	}
+	b.alloc = b.ptr
 	return b, nil
 }
 
@@ -171,6 +174,27 @@ func (d *Device) WrapHost(data []byte) (backend.Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.Write(b, 0, data); err != nil {
+		d.Free(b)
+		return nil, err
+	}
+	return b, nil
+}
+
+// WrapHostAligned is WrapHost with the copy placed so that byte anchor of data
+// starts a 16-byte boundary of device memory: the tensors of a checkpoint file
+// that share the anchor's alignment can then be read in 16-byte pieces (the
+// matrix-vector kernels' fast path), whatever the file's header length.
+// cuMemAlloc memory is 256-byte aligned; the copy starts up to 15 bytes in.
+func (d *Device) WrapHostAligned(data []byte, anchor int) (backend.Buffer, error) {
+	shift := (16 - anchor%16) % 16
+	b, err := d.Alloc(len(data) + shift)
+	if err != nil {
+		return nil, err
+	}
+	buf := b.(*buffer)
+	buf.ptr += uint64(shift)
+	buf.n = len(data)
 	if err := d.Write(b, 0, data); err != nil {
 		d.Free(b)
 		return nil, err
@@ -249,10 +273,10 @@ func (d *Device) Free(b backend.Buffer) {
 		return
 	}
 	_ = d.flushRecorded() // a recorded launch may use b; its error reports at the next Submit or Read
-	if buf.ptr != 0 {
-		d.drv.cuMemFree(buf.ptr)
+	if buf.alloc != 0 {
+		d.drv.cuMemFree(buf.alloc)
 	}
-	buf.freed, buf.ptr = true, 0
+	buf.freed, buf.ptr, buf.alloc = true, 0, 0
 }
 
 // Close waits for the stream and releases the module, the stream and the context.

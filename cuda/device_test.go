@@ -192,3 +192,29 @@ func TestDevice(t *testing.T) {
 		t.Error("write to a freed buffer succeeded")
 	}
 }
+
+// TestWrapHostAligned: the anchor byte lands on a 16-byte boundary and the
+// bytes read back as written, for every anchor residue.
+func TestWrapHostAligned(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+	data := make([]byte, 1000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	for anchor := 0; anchor < 32; anchor += 3 {
+		b, err := dev.WrapHostAligned(data, anchor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := b.(*buffer).ptr + uint64(anchor); p%16 != 0 || b.Len() != len(data) {
+			t.Errorf("anchor %d: at device address %#x (want a multiple of 16), length %d", anchor, p, b.Len())
+		}
+		got := make([]byte, len(data))
+		if err := dev.Read(b, 0, got); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("anchor %d: read back differs (%v)", anchor, err)
+		}
+		dev.Free(b)
+	}
+}

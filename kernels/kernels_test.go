@@ -124,8 +124,8 @@ func TestLaunchGeometry(t *testing.T) {
 		args        []backend.Arg
 		grid, group int
 	}{
-		{"qmatmul_bf16", append(bufs(5), ints(3, 2048, 8192, 4, 64)...), 3 * 2048, 128},
-		{"qmatmul_gather_bf16", append(bufs(6), ints(2, 8, 2048, 512, 4, 64, 0)...), 16 * 128, 128},
+		{"qmatmul_bf16", append(bufs(5), ints(3, 2048, 8192, 4, 64)...), 3 * 2048, 64},
+		{"qmatmul_gather_bf16", append(bufs(6), ints(2, 8, 2048, 512, 4, 64, 0)...), 16 * 128, 64},
 		{"rms_norm_bf16", append(bufs(3), append(ints(5, 2048), backend.Float(1e-6))...), 5, 256},
 		{"rms_norm_bf16", append(bufs(3), append(ints(5, 40), backend.Float(1e-6))...), 5, 64},
 		{"attention_bf16", append(bufs(4), append(ints(3, 16, 2, 256, 4096, 100), backend.Float(0.0625))...), 48, 256},
@@ -133,7 +133,7 @@ func TestLaunchGeometry(t *testing.T) {
 		{"add_bf16", append(bufs(3), ints(1000)...), 4, 256},
 		{"router_topk_bf16", append(bufs(3), ints(7, 256, 8, 1)...), 7, 32},
 		{"embed_dequant_bf16", append(bufs(5), ints(3, 2048, 4, 64)...), 24, 256},
-		{"qmatmul_bf16_f32", append(bufs(5), ints(1, 2048, 248320, 4, 64)...), 62080, 128},
+		{"qmatmul_bf16_f32", append(bufs(5), ints(1, 2048, 248320, 4, 64)...), 62080, 64},
 		{"rms_norm_gated_bf16", append(bufs(4), append(ints(32, 128), backend.Float(1e-6))...), 32, 128},
 		{"add_rms_norm_bf16", append(bufs(5), append(ints(1, 2048), backend.Float(1e-6))...), 1, 1024},
 		{"split_qgate_bf16", append(bufs(3), ints(2, 16, 256)...), 32, 256},

@@ -48,6 +48,8 @@ INLINE u32x4 u32x4_zero() {
   return v;
 }
 INLINE uint as_uint(float f) { return __float_as_uint(f); }
+// ALIGNED16(p) says p may be read in 16-byte pieces (u32x4).
+#define ALIGNED16(p) ((((ulong)(p)) & 15ull) == 0ull)
 
 INLINE float simd_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -74,16 +74,20 @@ KERNEL(embed_dequant_bf16,
 // partial sums meet in threadgroup memory: a matrix of few rows (a router, the
 // 32-row b/a projections, a 512-row expert) still spreads over many
 // SIMD-groups, and every SIMD-group has little to walk. Within its slice a lane
-// reads the words lane, lane+32, ... of all the rows at once: one x slice (8
-// values for 4 bits, 4 for 8 bits) serves every row, and the rows' word loads
-// are independent, so QMV_ROWS coalesced 128-byte loads per SIMD-group are in
-// flight together. Scale and bias apply once per word. Codes become floats
-// through the exponent trick (0x4B000000 | q is 2^23 + q), which is exact and
-// cheaper than an integer conversion. Other widths read codes one at a time in
-// the first SIMD-group. A row of few words gets fewer SIMD-groups (the launch
-// gives min(QMV_SPLIT, words/32) of them), so that no lane idles: a 512-wide
-// 4-bit row is 64 words, two SIMD-groups of one word per lane. x must be
-// 4-byte aligned (ops checks it): it is read as words.
+// reads 16-byte pieces (four words: 32 codes at 4 bits, 16 at 8) of all its
+// rows at once, with the x values under them: one x slice serves every row,
+// and the rows' loads are independent, so QMV_ROWS 512-byte loads per
+// SIMD-group are in flight together; 16-byte loads move four times the bytes
+// of word loads per instruction, which is what lets a GEMV of a 2048-wide
+// matrix stream at the memory's rate. Where the weights or x are not 16-byte
+// aligned (a checkpoint's odd offsets; Metal, see ALIGNED16) lanes read single
+// words instead. Scale and bias apply once per piece or word. Codes become
+// floats through the exponent trick (0x4B000000 | q is 2^23 + q), which is
+// exact and cheaper than an integer conversion. Other widths read codes one at
+// a time in the first SIMD-group. A row of few pieces gets fewer SIMD-groups
+// (the launch gives min(QMV_SPLIT, In·bits/4096) of them, at least one), so
+// that few lanes idle: a 2048-wide 4-bit row is 64 pieces, two SIMD-groups of
+// one piece per lane. x must be 4-byte aligned (ops checks it).
 #ifndef QMV_ROWS
 #define QMV_ROWS 4
 #endif
@@ -100,7 +104,75 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
   ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
   UNROLL for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
   device const uint *xw = (device const uint *)x;
-  if (bits == 4) {
+  bool wide = (wstride & 3ul) == 0ul && ALIGNED16(w) && ALIGNED16(x);
+  if (bits == 4 && wide) {
+    // 16-byte pieces: a lane reads four words (32 codes) of each row and the
+    // 32 x values under them; a piece never straddles a group (gs >= 32).
+    device const u32x4 *w4 = (device const u32x4 *)w;
+    device const u32x4 *x4 = (device const u32x4 *)x;
+    int pieces = In / 32, per = (pieces + nsplit - 1) / nsplit;
+    int end = imin(pieces, (split + 1) * per);
+    for (int c = split * per + lane; c < end; c += 32) {
+      u32x4 q[QMV_ROWS];
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) q[r] = r < nrows ? w4[(ulong)r * (wstride / 4) + (ulong)c] : u32x4_zero();
+      float xv[32];
+      float xs = 0.0f;
+      UNROLL for (int k = 0; k < 4; k++) {
+        u32x4 xq = x4[4 * c + k];
+        uint xk[4] = {xq.x, xq.y, xq.z, xq.w};
+        UNROLL for (int i = 0; i < 4; i++) {
+          xv[8 * k + 2 * i] = as_float(xk[i] << 16);
+          xv[8 * k + 2 * i + 1] = as_float(xk[i] & 0xffff0000u);
+        }
+        xs += ((xv[8 * k] + xv[8 * k + 1]) + (xv[8 * k + 2] + xv[8 * k + 3])) +
+              ((xv[8 * k + 4] + xv[8 * k + 5]) + (xv[8 * k + 6] + xv[8 * k + 7]));
+      }
+      int g = c * 32 / gs;
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+        if (r >= nrows) continue;
+        uint qk[4] = {q[r].x, q[r].y, q[r].z, q[r].w};
+        float qx = 0.0f;
+        UNROLL for (int k = 0; k < 4; k++) {
+          UNROLL for (int i = 0; i < 8; i++) qx += code_f(qk[k], 4u * (uint)i, 15u) * xv[8 * k + i];
+        }
+        acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx +
+                  bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
+      }
+    }
+  } else if (bits == 8 && wide) {
+    // 16-byte pieces of 16 codes, as above.
+    device const u32x4 *w4 = (device const u32x4 *)w;
+    device const u32x4 *x4 = (device const u32x4 *)x;
+    int pieces = In / 16, per = (pieces + nsplit - 1) / nsplit;
+    int end = imin(pieces, (split + 1) * per);
+    for (int c = split * per + lane; c < end; c += 32) {
+      u32x4 q[QMV_ROWS];
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) q[r] = r < nrows ? w4[(ulong)r * (wstride / 4) + (ulong)c] : u32x4_zero();
+      float xv[16];
+      float xs = 0.0f;
+      UNROLL for (int k = 0; k < 2; k++) {
+        u32x4 xq = x4[2 * c + k];
+        uint xk[4] = {xq.x, xq.y, xq.z, xq.w};
+        UNROLL for (int i = 0; i < 4; i++) {
+          xv[8 * k + 2 * i] = as_float(xk[i] << 16);
+          xv[8 * k + 2 * i + 1] = as_float(xk[i] & 0xffff0000u);
+        }
+        xs += ((xv[8 * k] + xv[8 * k + 1]) + (xv[8 * k + 2] + xv[8 * k + 3])) +
+              ((xv[8 * k + 4] + xv[8 * k + 5]) + (xv[8 * k + 6] + xv[8 * k + 7]));
+      }
+      int g = c * 16 / gs;
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+        if (r >= nrows) continue;
+        uint qk[4] = {q[r].x, q[r].y, q[r].z, q[r].w};
+        float qx = 0.0f;
+        UNROLL for (int k = 0; k < 4; k++) {
+          UNROLL for (int i = 0; i < 4; i++) qx += code_f(qk[k], 8u * (uint)i, 255u) * xv[4 * k + i];
+        }
+        acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx +
+                  bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
+      }
+    }
+  } else if (bits == 4) {
     int words = In / 8, per = (words + nsplit - 1) / nsplit;
     int end = imin(words, (split + 1) * per);
     for (int wi = split * per + lane; wi < end; wi += 32) {
@@ -167,7 +239,7 @@ INLINE bool qmv_combine(thread float *acc, threadgroup float *partial, int lane,
 
 // qmatmul_bf16: out[t, o] = bf16(Σ_j x[t, j]·W[o, j]).
 // Row blocks vary fastest in the grid, so neighbouring threadgroups share x[t].
-// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 1024)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
 KERNEL(qmatmul_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -193,7 +265,7 @@ KERNEL(qmatmul_bf16,
 }
 
 // qmatmul_bf16_f32: as qmatmul_bf16 with an f32 output (logits).
-// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 1024)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
 KERNEL(qmatmul_bf16_f32,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -221,7 +293,7 @@ KERNEL(qmatmul_bf16_f32,
 // qmatmul_gather_bf16: out[t, s, o] = bf16(Σ_j xrow[j]·W[ids[t, s], o, j]) with
 // w [E, Out, In*bits/32]; xrow is x[t, :] (xPerSlot = 0) or x[t, s, :] (xPerSlot = 1).
 // The rows of one threadgroup belong to one (t, s), so to one expert.
-// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(min(QMV_SPLIT, max(1, In * bits / 1024)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
 KERNEL(qmatmul_gather_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const int, ids, 1),

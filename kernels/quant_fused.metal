@@ -19,7 +19,7 @@ INLINE int qmv_multi_slot(int b, int b0, int b1, int b2, thread int *local) {
 // qmatmul_multi_bf16: outI[t, o] = bf16(Σ_j x[t, j]·WI[o, j]) for the four
 // matrices I = 0..3 of OutI rows (0: unused), each with its own bits and group
 // size, all over the same x [T, In]. One launch instead of four.
-// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(QMV_SPLIT * 32)
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_SPLIT, max(1, In / 1024)) * 32)
 KERNEL(qmatmul_multi_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w0, 1),
@@ -80,7 +80,7 @@ KERNEL(qmatmul_multi_bf16,
 // g = bf16(x[t]·Wgate[e, o]), u = bf16(x[t]·Wup[e, o]), out[t, s, o] =
 // bf16(silu(g)·u) — qmatmul_gather_bf16 twice and swiglu_bf16, in one launch.
 // Gate and up share bits and group size (one quantization of the expert MLP).
-// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(min(QMV_SPLIT, max(1, In * bits / 1024)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
 KERNEL(qmatmul_gather_swiglu_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const int, ids, 1),

@@ -39,6 +39,20 @@ func WrapHost(c *Ctx, data []byte) (Tensor, error) {
 	return Tensor{Buf: b, DType: U32, Shape: []int{len(data) / 4}}, nil
 }
 
+// WrapHostAligned is WrapHost asking a copying backend to put byte anchor of
+// data on a 16-byte boundary (backend.AlignedWrapper); the others wrap as is.
+func WrapHostAligned(c *Ctx, data []byte, anchor int) (Tensor, error) {
+	aw, ok := c.Dev.(backend.AlignedWrapper)
+	if !ok {
+		return WrapHost(c, data)
+	}
+	b, err := aw.WrapHostAligned(data, anchor)
+	if err != nil {
+		return Tensor{}, err
+	}
+	return Tensor{Buf: b, DType: U32, Shape: []int{len(data) / 4}}, nil
+}
+
 // View is a typed tensor at byte offset off of base's buffer.
 func View(base Tensor, off int, dtype backend.DType, shape []int) Tensor {
 	t := Tensor{Buf: base.Buf, Off: base.Off + off, DType: dtype, Shape: append([]int(nil), shape...)}

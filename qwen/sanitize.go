@@ -63,7 +63,7 @@ func newBinder(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config) (*binder, er
 		b.rawHF = true
 	}
 	for _, f := range ck.Files {
-		t, err := ops.WrapHost(c, f.Data)
+		t, err := ops.WrapHostAligned(c, f.Data, packedAnchor(f))
 		if err != nil {
 			b.release()
 			return nil, fmt.Errorf("%s: %w", f.Path, err)
@@ -71,6 +71,27 @@ func newBinder(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config) (*binder, er
 		b.files[f.Path] = t
 	}
 	return b, nil
+}
+
+// packedAnchor is the file offset of a packed (U32) weight whose alignment
+// modulo 16 the most packed weights of f share, by bytes: a copying backend
+// puts it on a 16-byte boundary so that the matrix-vector kernels read those
+// weights in 16-byte pieces. A file's tensors are aligned alike unless an odd
+// tensor size shifts the ones after it.
+func packedAnchor(f *safetensors.File) int {
+	var bytes [16]int64
+	for _, t := range f.Tensors {
+		if t.DType == "U32" {
+			bytes[t.Offset%16] += int64(len(t.Data))
+		}
+	}
+	best := 0
+	for r := range bytes {
+		if bytes[r] > bytes[best] {
+			best = r
+		}
+	}
+	return best
 }
 
 // key is the checkpoint's name for a text-model name.

@@ -75,27 +75,35 @@ func Specs() []Spec {
 	}
 
 	// qmatmul_bf16 / qmatmul_bf16_f32: x, w, scales, biases, out | T, In, Out, bits, gs
-	type mm struct{ T, In, Out, bits, gs int }
+	// wOff and xOff (bytes) put the weights or x off the 16-byte grid: the
+	// kernels then take their word-by-word path instead of 16-byte pieces.
+	type mm struct{ T, In, Out, bits, gs, wOff, xOff int }
 	qmm := func(kernel string, outType backend.DType, tol float64, shapes []mm) {
 		for _, p := range shapes {
 			large := p.Out*p.In >= vocab*hidden
-			add(kernel, large, fmt.Sprintf("T=%d %d→%d bits=%d gs=%d", p.T, p.In, p.Out, p.bits, p.gs), func(g gen) *Case {
+			label := fmt.Sprintf("T=%d %d→%d bits=%d gs=%d", p.T, p.In, p.Out, p.bits, p.gs)
+			if p.wOff != 0 || p.xOff != 0 {
+				label += fmt.Sprintf(" w+%d x+%d", p.wOff, p.xOff)
+			}
+			add(kernel, large, label, func(g gen) *Case {
 				w, sc, bi := g.quant(p.Out, p.In, p.bits, p.gs)
+				x, wb := in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("w", backend.U32, w)
+				x.Off, wb.Off = p.xOff, p.wOff
 				return &Case{Tol: tol, Buffers: []Buffer{
-					in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("w", backend.U32, w), in("scales", backend.BF16, sc),
-					in("biases", backend.BF16, bi), out("out", outType, p.T*p.Out),
+					x, wb, in("scales", backend.BF16, sc), in("biases", backend.BF16, bi), out("out", outType, p.T*p.Out),
 				}, Scalars: ints(p.T, p.In, p.Out, p.bits, p.gs)}
 			})
 		}
 	}
 	qmm("qmatmul_bf16", backend.BF16, tolBF16, []mm{
-		{1, hidden, qProjOut, 4, 64}, {1, hidden, experts, 8, 64}, {1, 4096, hidden, 4, 64},
-		{1, moeInt, hidden, 4, 64}, {9, hidden, qProjOut, 4, 64}, {3, 160, 37, 3, 32},
-		{3, 160, 37, 5, 32}, {2, 192, 41, 6, 64}, {2, 128, 33, 2, 128}, {2, 256, 40, 8, 128},
-		{4, 512, 1, 8, 64}, {2, 96, 7, 4, 32}, {1, 64, 3, 8, 32}, {3, 4096, 9, 4, 128},
+		{1, hidden, qProjOut, 4, 64, 0, 0}, {1, hidden, experts, 8, 64, 0, 0}, {1, 4096, hidden, 4, 64, 0, 0},
+		{1, moeInt, hidden, 4, 64, 0, 0}, {9, hidden, qProjOut, 4, 64, 0, 0}, {3, 160, 37, 3, 32, 0, 0},
+		{3, 160, 37, 5, 32, 0, 0}, {2, 192, 41, 6, 64, 0, 0}, {2, 128, 33, 2, 128, 0, 0}, {2, 256, 40, 8, 128, 0, 0},
+		{4, 512, 1, 8, 64, 0, 0}, {2, 96, 7, 4, 32, 0, 0}, {1, 64, 3, 8, 32, 0, 0}, {3, 4096, 9, 4, 128, 0, 0},
+		{1, hidden, 1000, 4, 64, 4, 0}, {2, hidden, 300, 8, 64, 8, 0}, {1, hidden, 500, 4, 64, 0, 4},
 	})
 	qmm("qmatmul_bf16_f32", backend.F32, tolF32, []mm{
-		{1, hidden, vocab, 4, 64}, {4, hidden, 1000, 8, 64}, {2, 192, 77, 6, 64}, {3, 96, 5, 3, 32}, {2, 128, 13, 4, 128},
+		{1, hidden, vocab, 4, 64, 0, 0}, {4, hidden, 1000, 8, 64, 0, 0}, {2, 192, 77, 6, 64, 0, 0}, {3, 96, 5, 3, 32, 0, 0}, {2, 128, 13, 4, 128, 0, 0},
 	})
 
 	// qmatmul_gather_bf16: x, ids, w, scales, biases, out | T, K, In, Out, bits, gs, xPerSlot
@@ -121,9 +129,9 @@ func Specs() []Spec {
 	// qgemm_bf16: x, w, scales, biases, out | T, In, Out, bits, gs. Token counts
 	// around the 64-row tile: partial tiles of rows and of outputs.
 	for _, p := range []mm{
-		{512, hidden, qProjOut, 4, 64}, {100, hidden, 1000, 8, 64}, {70, 160, 37, 3, 32}, {65, 192, 41, 6, 64},
-		{3, 128, 33, 2, 128}, {64, 256, 64, 4, 128}, {130, 96, 70, 5, 32}, {33, 4096, 9, 4, 128},
-		{90, 160, 100, 4, 32}, {40, 96, 65, 8, 32}, {200, 512, 130, 8, 64},
+		{512, hidden, qProjOut, 4, 64, 0, 0}, {100, hidden, 1000, 8, 64, 0, 0}, {70, 160, 37, 3, 32, 0, 0}, {65, 192, 41, 6, 64, 0, 0},
+		{3, 128, 33, 2, 128, 0, 0}, {64, 256, 64, 4, 128, 0, 0}, {130, 96, 70, 5, 32, 0, 0}, {33, 4096, 9, 4, 128, 0, 0},
+		{90, 160, 100, 4, 32, 0, 0}, {40, 96, 65, 8, 32, 0, 0}, {200, 512, 130, 8, 64, 0, 0},
 	} {
 		add("qgemm_bf16", p.T*p.Out*p.In >= 512*hidden*qProjOut, fmt.Sprintf("T=%d %d→%d bits=%d gs=%d", p.T, p.In, p.Out, p.bits, p.gs), func(g gen) *Case {
 			w, sc, bi := g.quant(p.Out, p.In, p.bits, p.gs)

@@ -31,6 +31,7 @@ type Buffer struct {
 	Len   int    // bytes, when Data is nil
 	Out   bool   // compared after the run (outputs and in/out buffers)
 	Alias string // the name of an earlier buffer this one is (in-place kernels)
+	Off   int    // bytes before the argument in its allocation (an unaligned tensor); inputs only
 }
 
 // Case is one dispatch of a kernel on random inputs.
@@ -182,15 +183,15 @@ func execute(dev backend.Device, c *Case) (outs [][]byte, err error) {
 		if data == nil {
 			data = poison(b.Len)
 		}
-		buf, err := dev.Alloc(len(data))
+		buf, err := dev.Alloc(b.Off + len(data))
 		if err != nil {
 			return nil, err
 		}
 		bufs[i] = buf
-		if err := dev.Write(buf, 0, data); err != nil {
+		if err := dev.Write(buf, b.Off, data); err != nil {
 			return nil, err
 		}
-		args = append(args, backend.Buf(buf, 0))
+		args = append(args, backend.Buf(buf, b.Off))
 	}
 	args = append(args, c.Scalars...)
 	grid, group := kernels.Launch(c.Kernel, args)
