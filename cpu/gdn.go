@@ -34,12 +34,13 @@ func conv1dSilu(a *args) {
 // decay itself (not its log). Both are stored as f32.
 func gdnGates(a *args) {
 	T, Hv := a.intArg("T"), a.intArg("Hv")
-	alpha := a.bf16s("a", T*Hv)     // (T, Hv)
-	b := a.bf16s("b", T*Hv)         // (T, Hv)
-	aLog := a.f32s("aLog", Hv)      // (Hv)
-	dtBias := a.bf16s("dtBias", Hv) // (Hv)
-	g := a.f32s("g", T*Hv)          // (T, Hv)
-	beta := a.f32s("beta", T*Hv)    // (T, Hv)
+	gatesInto(a.bf16s("a", T*Hv), a.bf16s("b", T*Hv), a.f32s("aLog", Hv), a.bf16s("dtBias", Hv),
+		a.f32s("g", T*Hv), a.f32s("beta", T*Hv), T, Hv)
+}
+
+// gatesInto is gdn_gates_bf16 on slices: alpha, b (T, Hv), aLog, dtBias (Hv),
+// g, beta (T, Hv).
+func gatesInto(alpha, b []uint16, aLog []float32, dtBias []uint16, g, beta []float32, T, Hv int) {
 	for t := range T {
 		for h := range Hv {
 			i := t*Hv + h
@@ -77,6 +78,12 @@ func gdnSequential(a *args, normedQK bool) {
 	beta := a.f32s("beta", T*Hv)       // (T, Hv)
 	state := a.f32s("state", Hv*Dv*Dk) // (Hv, Dv, Dk)
 	out := a.bf16s("out", T*Hv*Dv)     // (T, Hv, Dv)
+	gdnRun(a, conv, g, beta, state, out, T, Hk, Hv, Dk, Dv, normedQK)
+}
+
+// gdnRun is the gated delta rule on slices (shapes as gdn_recurrence_bf16).
+func gdnRun(a *args, conv []uint16, g, beta, state []float32, out []uint16, T, Hk, Hv, Dk, Dv int, normedQK bool) {
+	width := 2*Hk*Dk + Hv*Dv
 
 	// Normalised q and k of every token and k-head, bf16 values held as f32;
 	// with normed ≠ 0 conv holds them already (gdn_qk_norm_bf16).
@@ -125,6 +132,25 @@ func gdnSequential(a *args, normedQK bool) {
 			}
 		}
 	})
+}
+
+// gdn_step_bf16: the decode step after the conv in one dispatch:
+// gdn_gates_bf16, gdn_recurrence_bf16 (normed 0), then rms_norm_gated_bf16 of
+// the output rows (T·Hv rows of Dv) with z and norm.
+func gdnStep(a *args) {
+	T, Hk, Hv := a.intArg("T"), a.intArg("Hk"), a.intArg("Hv")
+	Dk, Dv := a.intArg("Dk"), a.intArg("Dv")
+	a.check(Hk > 0 && Hv%Hk == 0, "Hk", "%d does not divide Hv=%d", Hk, Hv)
+	conv := a.bf16s("conv", T*(2*Hk*Dk+Hv*Dv)) // (T, 2·Hk·Dk + Hv·Dv)
+	state := a.f32s("state", Hv*Dv*Dk)         // (Hv, Dv, Dk)
+	z := a.bf16s("z", T*Hv*Dv)                 // (T, Hv, Dv)
+	norm := a.bf16s("norm", Dv)                // (Dv)
+	out := a.bf16s("out", T*Hv*Dv)             // (T, Hv, Dv)
+	g, beta := make([]float32, T*Hv), make([]float32, T*Hv)
+	gatesInto(a.bf16s("a", T*Hv), a.bf16s("b", T*Hv), a.f32s("aLog", Hv), a.bf16s("dtBias", Hv), g, beta, T, Hv)
+	o := make([]uint16, T*Hv*Dv)
+	gdnRun(a, conv, g, beta, state, o, T, Hk, Hv, Dk, Dv, false)
+	normGatedInto(o, z, norm, out, T*Hv, Dv, a.floatArg("eps"))
 }
 
 // qkScale is the factor after q's (1/Dk) or k's (Dk^−½) normalisation. The

@@ -23,11 +23,12 @@ func rmsNorm(a *args) {
 // rms_norm_gated_bf16: per row, y = bf16(w·bf16(x̂)) as in rms_norm, then
 // out = bf16(y·silu(z)) in f32 (the GDN output norm gated by z).
 func rmsNormGated(a *args) {
-	R, N, eps := a.intArg("R"), a.intArg("N"), a.floatArg("eps")
-	x := a.bf16s("x", R*N)     // (R, N)
-	z := a.bf16s("z", R*N)     // (R, N)
-	w := a.bf16s("w", N)       // (N)
-	out := a.bf16s("out", R*N) // (R, N)
+	R, N := a.intArg("R"), a.intArg("N")
+	normGatedInto(a.bf16s("x", R*N), a.bf16s("z", R*N), a.bf16s("w", N), a.bf16s("out", R*N), R, N, a.floatArg("eps"))
+}
+
+// normGatedInto is rms_norm_gated_bf16 on slices: x, z, out (R, N), w (N).
+func normGatedInto(x, z, w, out []uint16, R, N int, eps float32) {
 	for r := range R {
 		xr, zr, or := x[r*N:(r+1)*N], z[r*N:(r+1)*N], out[r*N:(r+1)*N]
 		inv := rmsInv(xr, eps)

@@ -42,6 +42,12 @@ func qmatmulGatherSwiglu(a *args) {
 	gate := a.quantNamed("gate_w", "gate_scales", "gate_biases", "bits", "gs", -1) // (E·Out, In)
 	up := a.quantNamed("up_w", "up_scales", "up_biases", "bits", "gs", -1)         // (E·Out, In)
 	out := a.bf16s("out", T*K*Out)                                                 // (T, K, Out)
+	gatherSwiglu(a, x, ids, gate, up, out, K, In, Out)
+}
+
+// gatherSwiglu is qmatmul_gather_swiglu_bf16's work: x (T, In), ids (T, K),
+// gate and up (E·Out, In), out (T, K, Out).
+func gatherSwiglu(a *args, x []float32, ids []int32, gate, up *quantMatrix, out []uint16, K, In, Out int) {
 	if Out == 0 {
 		return
 	}
@@ -49,7 +55,7 @@ func qmatmulGatherSwiglu(a *args) {
 	for slot, id := range ids {
 		a.check(id >= 0 && int(id) < experts, "ids", "ids[%d] = %d outside the %d experts of the weights", slot, id, experts)
 	}
-	a.parallel(T*K*Out, In, func(lo, hi int) {
+	a.parallel(len(ids)*Out, In, func(lo, hi int) {
 		g, u := make([]float32, In), make([]float32, In)
 		for item := lo; item < hi; item++ {
 			slot, o := item/Out, item%Out
@@ -60,6 +66,33 @@ func qmatmulGatherSwiglu(a *args) {
 			gv := backend.RoundBF16(dot(xr, g))
 			uv := backend.RoundBF16(dot(xr, u))
 			out[item] = backend.F32ToBF16(silu(gv) * uv)
+		}
+	})
+}
+
+// moe_up_bf16: qmatmul_gather_swiglu_bf16 for the routed slots, and for the
+// shared expert hs[t,o] = bf16(silu(bf16(x[t]·Wsg[o]))·bf16(x[t]·Wsu[o])):
+// qmatmul_multi_bf16's shared gate and up slots and swiglu_bf16, one dispatch.
+func moeUp(a *args) {
+	T, K, In, Out, Is := a.intArg("T"), a.intArg("K"), a.intArg("In"), a.intArg("Out"), a.intArg("Is")
+	x := widen(a.bf16s("x", T*In))                                                                       // (T, In)
+	ids := a.i32s("ids", T*K)                                                                            // (T, K)
+	gate := a.quantNamed("gate_w", "gate_scales", "gate_biases", "bits", "gs", -1)                       // (E·Out, In)
+	up := a.quantNamed("up_w", "up_scales", "up_biases", "bits", "gs", -1)                               // (E·Out, In)
+	out := a.bf16s("out", T*K*Out)                                                                       // (T, K, Out)
+	sgate := a.quantNamed("shared_gate_w", "shared_gate_scales", "shared_gate_biases", "bits", "gs", Is) // (Is, In)
+	sup := a.quantNamed("shared_up_w", "shared_up_scales", "shared_up_biases", "bits", "gs", Is)         // (Is, In)
+	hs := a.bf16s("hs", T*Is)                                                                            // (T, Is)
+	gatherSwiglu(a, x, ids, gate, up, out, K, In, Out)
+	a.parallel(Is, T*In, func(lo, hi int) {
+		g, u := make([]float32, In), make([]float32, In)
+		for o := lo; o < hi; o++ {
+			sgate.row(o, g)
+			sup.row(o, u)
+			for t := range T {
+				xr := x[t*In : (t+1)*In]
+				hs[t*Is+o] = backend.F32ToBF16(silu(backend.RoundBF16(dot(xr, g))) * backend.RoundBF16(dot(xr, u)))
+			}
 		}
 	})
 }

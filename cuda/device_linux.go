@@ -35,9 +35,11 @@ type Device struct {
 
 	// useGraphs is the cuda-graph switch at load, and the driver has graphs.
 	useGraphs bool
-	graphs    graphCache
-	open      *encoder // the encoder with recorded, unlaunched dispatches
-	timing    gpuTiming
+	// usePDL is the cuda-pdl switch at load (see dependentLaunch).
+	usePDL bool
+	graphs graphCache
+	open   *encoder // the encoder with recorded, unlaunched dispatches
+	timing gpuTiming
 }
 
 var _ backend.Device = (*Device)(nil)
@@ -60,6 +62,7 @@ func New(ordinal int) (*Device, error) {
 	}
 	dev := &Device{drv: drv, forcePTX: switches.On(SwitchEmbeddedPTX)}
 	dev.useGraphs = drv.graphs != nil && switches.On(SwitchGraph)
+	dev.usePDL = switches.On(SwitchPDL)
 	var count int32
 	if err := drv.check(drv.cuDeviceGetCount(&count), "cuDeviceGetCount", ""); err != nil {
 		return nil, err
@@ -130,6 +133,12 @@ func (d *Device) Describe() string {
 		graphs = "no CUDA graphs (" + d.drv.graphErr.Error() + ")"
 	case !d.useGraphs:
 		graphs = "CUDA graphs off (switch " + SwitchGraph + ")"
+	case d.drv.graphs.cuGraphAddDependencies == nil || d.major < 9:
+		graphs += " without dependent launch (needs sm_90 and CUDA 12.3)"
+	case !d.usePDL:
+		graphs += ", dependent launch off (switch " + SwitchPDL + ")"
+	default:
+		graphs += " with programmatic dependent launch"
 	}
 	return fmt.Sprintf("%s, %.1f GiB, sm_%d%d, driver API %d.%d, kernels: %s, %s",
 		d.name, float64(d.memory)/(1<<30), d.major, d.minor, d.version/1000, d.version%1000/10, how, graphs)

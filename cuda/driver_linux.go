@@ -65,7 +65,22 @@ type graphAPI struct {
 	cuGraphExecKernelNodeSetParams func(exec, node uintptr, p *kernelNodeParams) cuResult
 	cuGraphLaunch                  func(exec, stream uintptr) cuResult
 	cuGraphExecDestroy             func(exec uintptr) cuResult
+	// cuGraphAddDependencies_v2 (CUDA 12.3+) adds edges with edge data: the
+	// programmatic edges of dependent launch. Nil on an older driver.
+	cuGraphAddDependencies func(graph uintptr, from, to *uintptr, data *graphEdgeData, n uintptr) cuResult
 }
+
+// graphEdgeData is CUgraphEdgeData: an edge's ports and type.
+type graphEdgeData struct {
+	fromPort, toPort, kind uint8
+	_                      [5]uint8
+}
+
+// A programmatic edge (CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC) from the
+// programmatic port (CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC): the next kernel
+// may start once every block of the previous one has exited (or triggered),
+// and waits in griddepcontrol.wait (GRID_WAIT) for its completion.
+var programmaticEdge = graphEdgeData{fromPort: 1, toPort: 0, kind: 1}
 
 // kernelNodeParams is CUDA_KERNEL_NODE_PARAMS_v2 (72 bytes); the _v1 calls read
 // its first 56 bytes, which are the v1 struct.
@@ -96,6 +111,9 @@ func loadGraphAPI(lib uintptr) (*graphAPI, error) {
 		{&g.cuGraphExecKernelNodeSetParams, []string{"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams"}},
 		{&g.cuGraphLaunch, []string{"cuGraphLaunch"}},
 		{&g.cuGraphExecDestroy, []string{"cuGraphExecDestroy"}},
+	}
+	if register(&g.cuGraphAddDependencies, lib, "cuGraphAddDependencies_v2") != nil {
+		g.cuGraphAddDependencies = nil
 	}
 	for _, s := range syms {
 		var err error

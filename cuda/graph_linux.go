@@ -149,11 +149,12 @@ func build(d *Device, seq []launch) (*graph, error) {
 	if err := d.drv.check(api.cuGraphCreate(&g.handle, 0), "cuGraphCreate", ""); err != nil {
 		return nil, err
 	}
+	pdl := d.dependentLaunch()
 	for i, l := range seq {
 		p, keep := nodeParams(l)
 		var deps *uintptr
 		n := uintptr(0)
-		if i > 0 {
+		if i > 0 && !pdl {
 			deps, n = &g.nodes[i-1], 1
 		}
 		r := api.cuGraphAddKernelNode(&g.nodes[i], g.handle, deps, n, p)
@@ -162,6 +163,14 @@ func build(d *Device, seq []launch) (*graph, error) {
 			api.cuGraphDestroy(g.handle)
 			return nil, err
 		}
+		if i > 0 && pdl {
+			edge := programmaticEdge
+			r := api.cuGraphAddDependencies(g.handle, &g.nodes[i-1], &g.nodes[i], &edge, 1)
+			if err := d.drv.check(r, "cuGraphAddDependencies (programmatic)", l.kernel); err != nil {
+				api.cuGraphDestroy(g.handle)
+				return nil, err
+			}
+		}
 		g.launches[i] = cloneLaunch(l)
 	}
 	if err := d.drv.check(api.cuGraphInstantiateWithFlags(&g.exec, g.handle, 0), "cuGraphInstantiateWithFlags", ""); err != nil {
@@ -169,6 +178,16 @@ func build(d *Device, seq []launch) (*graph, error) {
 		return nil, fmt.Errorf("%w (%d kernels)", err, len(seq))
 	}
 	return g, nil
+}
+
+// dependentLaunch reports whether graphs join their kernels by programmatic
+// edges (Hopper's programmatic dependent launch): the switch is on, the
+// driver has the call, the GPU is sm_90 or later and the kernels were compiled
+// for it (NVRTC or its cache), so that every kernel waits in GRID_WAIT; the
+// embedded PTX targets compute_75, where GRID_WAIT is empty.
+func (d *Device) dependentLaunch() bool {
+	return d.usePDL && d.drv.graphs.cuGraphAddDependencies != nil && d.major >= 9 &&
+		d.mod != nil && d.mod.origin != "embedded PTX"
 }
 
 // update sets the arguments of every node whose launch differs from the last.

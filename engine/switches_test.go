@@ -42,7 +42,7 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 	}
 }
 
-var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU, qwen.SwitchFusedMoEDown}
+var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU, qwen.SwitchFusedMoEDown, qwen.SwitchFusedGDNStep}
 
 // TestSplitKVAttentionAtLongContext decodes past 1024 tokens of context with
 // split-KV attention on and off: the sums run in another order, so logits may

@@ -12,6 +12,7 @@ KERNEL(rope_neox_bf16,
        PARAM(int, rotDims, 4),
        PARAM(int, pos0, 5),
        PARAM(float, theta, 6)) {
+  GRID_WAIT();
   int half = rotDims / 2;
   ulong idx = (ulong)TGID_X * (ulong)TG_SIZE_X + (ulong)TID_X;
   if (idx >= (ulong)T * (ulong)H * (ulong)half) return;
@@ -40,6 +41,7 @@ KERNEL(kv_append_bf16,
        PARAM(int, D, 6),
        PARAM(int, Cap, 7),
        PARAM(int, pos0, 8)) {
+  GRID_WAIT();
   ulong idx = (ulong)TGID_X * (ulong)TG_SIZE_X + (ulong)TID_X;
   if (idx >= (ulong)T * (ulong)Hkv * (ulong)D) return;
   ulong d = idx % (ulong)D;
@@ -79,6 +81,7 @@ KERNEL(attention_bf16,
        PARAM(int, Cap, 8),
        PARAM(int, kvLen, 9),
        PARAM(float, scale, 10)) {
+  GRID_WAIT();
   TG_MEM(float, sgMax, ATTN_SIMDGROUPS);
   TG_MEM(float, sgSum, ATTN_SIMDGROUPS);
   TG_MEM(float, sgOut, ATTN_SIMDGROUPS * ATTN_MAX_D);
@@ -163,6 +166,7 @@ KERNEL(attention_split_f32,
        PARAM(int, kvLen, 9),
        PARAM(int, S, 10),
        PARAM(float, scale, 11)) {
+  GRID_WAIT();
   TG_MEM(float, sgMax, ATTN_SIMDGROUPS);
   TG_MEM(float, sgSum, ATTN_SIMDGROUPS);
   TG_MEM(float, sgOut, ATTN_SIMDGROUPS * ATTN_MAX_D);
@@ -237,6 +241,7 @@ KERNEL(attention_merge_bf16,
        PARAM(int, Hq, 3),
        PARAM(int, D, 4),
        PARAM(int, S, 5)) {
+  GRID_WAIT();
   int item = TGID_X;
   if (item >= T * Hq) return;
   device const float *p = partial + (ulong)item * (ulong)S * (ulong)(D + 2);

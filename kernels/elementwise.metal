@@ -10,6 +10,7 @@ KERNEL(sigmoid_mul_bf16,
        BUFFER(const bf16_t, gate, 1),
        BUFFER(bf16_t, out, 2),
        PARAM(int, N, 3)) {
+  GRID_WAIT();
   ulong i = ELEMENT_INDEX;
   if (i >= (ulong)N) return;
   out[i] = f32_to_bf16(bf16_to_f32(x[i]) * sigmoidf(bf16_to_f32(gate[i])));
@@ -22,6 +23,7 @@ KERNEL(add_bf16,
        BUFFER(const bf16_t, b, 1),
        BUFFER(bf16_t, out, 2),
        PARAM(int, N, 3)) {
+  GRID_WAIT();
   ulong i = ELEMENT_INDEX;
   if (i >= (ulong)N) return;
   out[i] = f32_to_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
@@ -34,6 +36,7 @@ KERNEL(swiglu_bf16,
        BUFFER(const bf16_t, up, 1),
        BUFFER(bf16_t, out, 2),
        PARAM(int, N, 3)) {
+  GRID_WAIT();
   ulong i = ELEMENT_INDEX;
   if (i >= (ulong)N) return;
   out[i] = f32_to_bf16(siluf(bf16_to_f32(gate[i])) * bf16_to_f32(up[i]));
@@ -48,6 +51,7 @@ KERNEL(add_sigmoid_scaled_bf16,
        BUFFER(bf16_t, out, 3),
        PARAM(int, T, 4),
        PARAM(int, H, 5)) {
+  GRID_WAIT();
   ulong i = ELEMENT_INDEX;
   if (i >= (ulong)T * (ulong)H) return;
   float g = sigmoidf(bf16_to_f32(gate[i / (ulong)H]));
@@ -64,6 +68,7 @@ KERNEL(split_qgate_bf16,
        PARAM(int, T, 3),
        PARAM(int, H, 4),
        PARAM(int, D, 5)) {
+  GRID_WAIT();
   ulong i = ELEMENT_INDEX;
   if (i >= (ulong)T * (ulong)H * (ulong)D) return;
   ulong row = i / (ulong)D, d = i % (ulong)D;
@@ -80,6 +85,7 @@ KERNEL(moe_combine_bf16,
        PARAM(int, T, 3),
        PARAM(int, K, 4),
        PARAM(int, H, 5)) {
+  GRID_WAIT();
   ulong i = ELEMENT_INDEX;
   if (i >= (ulong)T * (ulong)H) return;
   ulong t = i / (ulong)H, h = i % (ulong)H;
@@ -98,6 +104,7 @@ KERNEL(copy_u32,
        BUFFER(const uint, src, 0),
        BUFFER(uint, dst, 1),
        PARAM(int, N, 2)) {
+  GRID_WAIT();
   ulong i = ELEMENT_INDEX;
   if (i >= (ulong)N) return;
   dst[i] = src[i];
@@ -109,6 +116,7 @@ KERNEL(fill_u32,
        BUFFER(uint, dst, 0),
        PARAM(int, N, 1),
        PARAM(int, value, 2)) {
+  GRID_WAIT();
   ulong i = ELEMENT_INDEX;
   if (i >= (ulong)N) return;
   dst[i] = (uint)value;

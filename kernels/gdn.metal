@@ -21,6 +21,7 @@ KERNEL(conv1d_silu_bf16,
        PARAM(int, T, 4),
        PARAM(int, C, 5),
        PARAM(int, K, 6)) {
+  GRID_WAIT();
   int cblocks = (C + TG_SIZE_X - 1) / TG_SIZE_X;
   int c = (TGID_X % cblocks) * TG_SIZE_X + TID_X;
   int t0 = (TGID_X / cblocks) * CONV_TOKENS;
@@ -82,6 +83,7 @@ KERNEL(gdn_gates_bf16,
        BUFFER(float, beta, 5),
        PARAM(int, T, 6),
        PARAM(int, Hv, 7)) {
+  GRID_WAIT();
   int i = TGID_X * TG_SIZE_X + TID_X;
   if (i >= T * Hv) return;
   int h = i % Hv;
@@ -111,6 +113,7 @@ KERNEL(gdn_qk_norm_bf16,
        PARAM(int, Hv, 3),
        PARAM(int, Dk, 4),
        PARAM(int, Dv, 5)) {
+  GRID_WAIT();
   int row = TGID_X * SIMD_COUNT + SIMD_ID;
   if (row >= T * 2 * Hk) return;  // uniform across the SIMD-group
   int t = row / (2 * Hk), j = row % (2 * Hk);  // j < Hk: q head j; else k head j − Hk
@@ -157,6 +160,7 @@ KERNEL(gdn_recurrence_bf16,
        PARAM(int, Dk, 8),
        PARAM(int, Dv, 9),
        PARAM(int, normed, 10)) {
+  GRID_WAIT();
   int blocks = (Dv + SIMD_COUNT - 1) / SIMD_COUNT;
   int h = TGID_X / blocks;
   int dv = (TGID_X % blocks) * SIMD_COUNT + SIMD_ID;
@@ -221,6 +225,135 @@ KERNEL(gdn_recurrence_bf16,
   }
 }
 
+// The decode step's Gated DeltaNet after the conv, in one launch per layer:
+// gdn_gates_bf16, gdn_recurrence_bf16 (normed 0) and rms_norm_gated_bf16.
+// One threadgroup per v-head holds the head's state, so the gated norm over
+// the head's Dv outputs needs no second launch. A state row is split over
+// GDN_STEP_LANES neighbouring threads (thread j of a row holds dk = 4i + j), so
+// that a head of 128 rows × 128 is in registers after one round of loads, and
+// a row's two sums take two shuffles. Two SIMD-groups normalise q and k into
+// threadgroup memory once per token.
+#define GDN_STEP_THREADS 512
+#define GDN_STEP_LANES 4
+#define GDN_STEP_PER 32
+// GDN_STEP_MAX_DK is GDN_STEP_LANES · GDN_STEP_PER.
+#define GDN_STEP_MAX_DK 128
+
+// gdn_step_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v]; a, b [T, Hv]
+// (gate logits); aLog f32 [Hv]; dtBias [Hv]; state f32 [Hv, Dv, Dk] (in/out);
+// z [T, Hv, Dv]; norm [Dv]; out [T, Hv, Dv]. With g and beta as gdn_gates_bf16
+// computes them and o the output of gdn_recurrence_bf16 (normed 0),
+// out = rms_norm_gated(o, z, norm, eps) per (t, h) row of Dv.
+// launch: grid(Hv) group(GDN_STEP_THREADS)
+// requires: Dk <= GDN_STEP_MAX_DK
+KERNEL(gdn_step_bf16,
+       BUFFER(const bf16_t, conv, 0),
+       BUFFER(const bf16_t, a, 1),
+       BUFFER(const bf16_t, b, 2),
+       BUFFER(const float, aLog, 3),
+       BUFFER(const bf16_t, dtBias, 4),
+       BUFFER(float, state, 5),
+       BUFFER(const bf16_t, z, 6),
+       BUFFER(const bf16_t, norm, 7),
+       BUFFER(bf16_t, out, 8),
+       PARAM(int, T, 9),
+       PARAM(int, Hk, 10),
+       PARAM(int, Hv, 11),
+       PARAM(int, Dk, 12),
+       PARAM(int, Dv, 13),
+       PARAM(float, eps, 14)) {
+  GRID_WAIT();
+  TG_MEM(float, qs, GDN_STEP_MAX_DK);
+  TG_MEM(float, ks, GDN_STEP_MAX_DK);
+  TG_MEM(float, partial, 32);
+  int h = TGID_X;
+  if (h >= Hv) return;  // uniform across the threadgroup
+  int lane = LANE;
+  int hk = h / (Hv / Hk);
+  int width = 2 * Hk * Dk + Hv * Dv;
+  int seg = TID_X % GDN_STEP_LANES;
+  int live = (Dk + 31) / 32;
+  float decayRate = expf(aLog[h]);
+  float dtb = bf16_to_f32(dtBias[h]);
+  for (int r0 = 0; r0 < Dv; r0 += GDN_STEP_THREADS / GDN_STEP_LANES) {
+    int dv = r0 + TID_X / GDN_STEP_LANES;
+    bool rowOK = dv < Dv;
+    device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)dv) * (ulong)Dk;
+    float S[GDN_STEP_PER];
+    UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
+      int d = GDN_STEP_LANES * i + seg;
+      S[i] = rowOK && d < Dk ? srow[d] : 0.0f;
+    }
+    for (int t = 0; t < T; t++) {
+      device const bf16_t *row = conv + (ulong)t * (ulong)width;
+      if (SIMD_ID < 2) {  // q by SIMD-group 0, k by 1, as gdn_recurrence_bf16 normalises them
+        device const bf16_t *src = row + (ulong)((SIMD_ID == 0 ? hk : Hk + hk) * Dk);
+        threadgroup float *dst = SIMD_ID == 0 ? qs : ks;
+        float v[GDN_PER_LANE];
+        float ss = 0.0f;
+        UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+          int d = lane + 32 * i;
+          v[i] = i < live && d < Dk ? bf16_to_f32(src[d]) : 0.0f;
+          ss += v[i] * v[i];
+        }
+        float inv = rsqrtf(simd_sum(ss) / (float)Dk + 1e-6f);
+        float scale = SIMD_ID == 0 ? 1.0f / (float)Dk : 1.0f / sqrtf((float)Dk);
+        UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+          int d = lane + 32 * i;
+          if (i < live && d < Dk) dst[d] = round_bf16(round_bf16(v[i] * inv) * scale);
+        }
+      }
+      float bt = round_bf16(sigmoidf(bf16_to_f32(b[t * Hv + h])));
+      float sp = round_bf16(softplus_f(round_bf16(bf16_to_f32(a[t * Hv + h]) + dtb)));
+      float gt = expf(-decayRate * sp);
+      float vt = rowOK ? bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]) : 0.0f;
+      BARRIER();  // qs and ks are written
+      float u = 0.0f;
+      UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
+        int d = GDN_STEP_LANES * i + seg;
+        if (d < Dk) {
+          S[i] *= gt;
+          u += S[i] * ks[d];
+        }
+      }
+      u += simd_shuffle_xor(u, 1u);
+      u += simd_shuffle_xor(u, 2u);
+      float delta = bt * (vt - u);
+      float o = 0.0f;
+      UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
+        int d = GDN_STEP_LANES * i + seg;
+        if (d < Dk) {
+          S[i] += delta * ks[d];
+          o += S[i] * qs[d];
+        }
+      }
+      o += simd_shuffle_xor(o, 1u);
+      o += simd_shuffle_xor(o, 2u);
+      if (seg == 0 && rowOK) out[((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv + (ulong)dv] = f32_to_bf16(o);
+      BARRIER();  // before the next token's q and k overwrite qs and ks
+    }
+    UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
+      int d = GDN_STEP_LANES * i + seg;
+      if (rowOK && d < Dk) srow[d] = S[i];
+    }
+  }
+  DEVICE_BARRIER();  // the head's outputs, written above by other threads
+  for (int t = 0; t < T; t++) {
+    ulong base = ((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv;
+    float ss = 0.0f;
+    for (int i = TID_X; i < Dv; i += TG_SIZE_X) {
+      float v = bf16_to_f32(out[base + i]);
+      ss += v * v;
+    }
+    float inv = rsqrtf(tg_sum(ss, partial, lane, SIMD_ID, SIMD_COUNT) / (float)Dv + eps);
+    for (int i = TID_X; i < Dv; i += TG_SIZE_X) {
+      float xhat = round_bf16(bf16_to_f32(out[base + i]) * inv);
+      float y = round_bf16(bf16_to_f32(norm[i]) * xhat);
+      out[base + i] = f32_to_bf16(y * siluf(bf16_to_f32(z[base + i])));
+    }
+  }
+}
+
 // The chunked form of the recurrence for prompts. Within a chunk of C tokens,
 // with γ_t = Π_{i≤t} g_i (from the chunk's start), S_0 the state before it and
 // δ_t = β_t·(v_t − g_t·S_{t−1}·k_t) the update of token t:
@@ -269,6 +402,7 @@ KERNEL(gdn_chunk_prep_f32,
        PARAM(int, Hv, 6),
        PARAM(int, Dk, 7),
        PARAM(int, Dv, 8)) {
+  GRID_WAIT();
   TG_MEM(bf16_t, Kc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(bf16_t, Qc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(float, A, GDN_CHUNK * GDN_CHUNK);
@@ -351,6 +485,7 @@ KERNEL(gdn_chunk_bf16,
        PARAM(int, Hv, 7),
        PARAM(int, Dk, 8),
        PARAM(int, Dv, 9)) {
+  GRID_WAIT();
   TG_MEM(bf16_t, Kc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(bf16_t, Qc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(float, W, GDN_CHUNK * GDN_CHUNK);

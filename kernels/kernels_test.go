@@ -2,7 +2,9 @@ package kernels
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -238,5 +240,27 @@ func TestCheckArgs(t *testing.T) {
 			}()
 			CheckArgs("test", "add_bf16", sig, args)
 		}()
+	}
+}
+
+// TestEveryKernelWaitsForTheGrid: under programmatic dependent launch a kernel
+// may start before the one before it has finished, so every kernel calls
+// GRID_WAIT(), itself or through qmv_rows (which waits once its first weights
+// are in flight).
+func TestEveryKernelWaitsForTheGrid(t *testing.T) {
+	src := CUDASource()
+	names := slices.Sorted(maps.Keys(Signatures()))
+	for i, name := range names {
+		start := strings.Index(src, "KERNEL("+name+",")
+		if start < 0 {
+			t.Fatalf("%s: no KERNEL declaration in the source", name)
+		}
+		body := src[start:]
+		if end := strings.Index(body[1:], "\nKERNEL("); end >= 0 {
+			body = body[:end+1]
+		}
+		if !strings.Contains(body, "GRID_WAIT();") && !strings.Contains(body, "qmv_rows(") {
+			t.Errorf("%s (kernel %d) never calls GRID_WAIT()", name, i)
+		}
 	}
 }

@@ -10,6 +10,7 @@ KERNEL(rms_norm_bf16,
        PARAM(int, R, 3),
        PARAM(int, N, 4),
        PARAM(float, eps, 5)) {
+  GRID_WAIT();
   TG_MEM(float, partial, 32);
   if (TGID_X >= R) return;  // uniform across the threadgroup
   device const bf16_t *xr = x + (ulong)TGID_X * (ulong)N;
@@ -36,6 +37,7 @@ KERNEL(rms_norm_gated_bf16,
        PARAM(int, R, 4),
        PARAM(int, N, 5),
        PARAM(float, eps, 6)) {
+  GRID_WAIT();
   TG_MEM(float, partial, 32);
   if (TGID_X >= R) return;
   ulong base = (ulong)TGID_X * (ulong)N;
@@ -72,6 +74,7 @@ KERNEL(add_rms_norm_bf16,
        PARAM(int, R, 5),
        PARAM(int, N, 6),
        PARAM(float, eps, 7)) {
+  GRID_WAIT();
   TG_MEM(float, partial, 32);
   if (TGID_X >= R) return;  // uniform across the threadgroup
   ulong base = (ulong)TGID_X * (ulong)N;

@@ -48,6 +48,19 @@ INLINE u32x4 u32x4_zero() {
   return v;
 }
 INLINE uint as_uint(float f) { return __float_as_uint(f); }
+// GRID_WAIT() waits until the kernels launched before this one have finished
+// and their writes are visible. Launched in order on a stream it returns at
+// once; in a graph whose kernels are joined by programmatic edges (Hopper's
+// programmatic dependent launch, graph_linux.go), a kernel's blocks start while
+// the previous kernel drains, and must call it before touching memory that
+// kernel writes or reads (the weights may be read before it). Every kernel
+// calls it; sm_90 and later only.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define GRID_WAIT()
+#endif
+
 // ALIGNED16(p) says p may be read in 16-byte pieces (u32x4).
 #define ALIGNED16(p) ((((ulong)(p)) & 15ull) == 0ull)
 

@@ -68,6 +68,10 @@ INLINE float as_float(uint u) { return as_type<float>(u); }
 typedef uint4 u32x4;
 INLINE u32x4 u32x4_zero() { return uint4(0u); }
 INLINE uint as_uint(float f) { return as_type<uint>(f); }
+// GRID_WAIT(): see prelude_cuda.h. Metal orders the dispatches of a command
+// buffer itself; there is nothing to wait for.
+#define GRID_WAIT()
+
 // ALIGNED16(p) says p may be read in 16-byte pieces (u32x4). MSL has no
 // pointer-to-integer conversion, so Metal keeps the 4-byte paths for now; the
 // host knows each tensor's offset and could pass it (planned).

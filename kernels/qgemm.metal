@@ -368,6 +368,7 @@ KERNEL(qgemm_bf16,
        PARAM(int, Out, 7),
        PARAM(int, bits, 8),
        PARAM(int, gs, 9)) {
+  GRID_WAIT();
   TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, rows, QG_BM);
   int mtiles = (T + QG_BM - 1) / QG_BM;
@@ -400,6 +401,7 @@ KERNEL(moe_sort_i32,
        PARAM(int, T, 3),
        PARAM(int, K, 4),
        PARAM(int, E, 5)) {
+  GRID_WAIT();
   TG_MEM(int, first, MOE_SORT_MAX_EXPERTS + 1);      // first[e]: expert e's first index into perm
   TG_MEM(int, firstTile, MOE_SORT_MAX_EXPERTS + 1);  // firstTile[e]: its first tile
   TG_MEM(int, chunk, MOE_SORT_CHUNK);
@@ -480,6 +482,7 @@ KERNEL(qgemm_gather_bf16,
        PARAM(int, bits, 12),
        PARAM(int, gs, 13),
        PARAM(int, xPerSlot, 14)) {
+  GRID_WAIT();
   TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, arow, QG_BM);
   TG_MEM(int, orow, QG_BM);

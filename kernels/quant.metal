@@ -58,6 +58,7 @@ KERNEL(embed_dequant_bf16,
        PARAM(int, In, 6),
        PARAM(int, bits, 7),
        PARAM(int, gs, 8)) {
+  GRID_WAIT();
   ulong idx = (ulong)TGID_X * (ulong)TG_SIZE_X + (ulong)TID_X;
   if (idx >= (ulong)T * (ulong)In) return;
   int t = (int)(idx / (ulong)In), j = (int)(idx % (ulong)In);
@@ -94,6 +95,11 @@ KERNEL(embed_dequant_bf16,
 #ifndef QMV_SPLIT
 #define QMV_SPLIT 4
 #endif
+// QMV_WIDE 0 keeps the word-by-word path everywhere (A/B runs through
+// BAGEL_KERNEL_TUNING).
+#ifndef QMV_WIDE
+#define QMV_WIDE 1
+#endif
 
 // qmv_rows sets acc[r] = Σ_j x[j]·W[row r, j] over this SIMD-group's slice of
 // the words, for the nrows (≤ QMV_ROWS) rows at w, scales, biases, summed
@@ -104,7 +110,7 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
   ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
   UNROLL for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
   device const uint *xw = (device const uint *)x;
-  bool wide = (wstride & 3ul) == 0ul && ALIGNED16(w) && ALIGNED16(x);
+  bool wide = QMV_WIDE != 0 && (wstride & 3ul) == 0ul && ALIGNED16(w) && ALIGNED16(x);
   if (bits == 4 && wide) {
     // 16-byte pieces: a lane reads four words (32 codes) of each row and the
     // 32 x values under them; a piece never straddles a group (gs >= 32).
@@ -112,9 +118,17 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
     device const u32x4 *x4 = (device const u32x4 *)x;
     int pieces = In / 32, per = (pieces + nsplit - 1) / nsplit;
     int end = imin(pieces, (split + 1) * per);
-    for (int c = split * per + lane; c < end; c += 32) {
+    int c = split * per + lane;
+    u32x4 next[QMV_ROWS];
+    UNROLL for (int r = 0; r < QMV_ROWS; r++)
+      next[r] = r < nrows && c < end ? w4[(ulong)r * (wstride / 4) + (ulong)c] : u32x4_zero();
+    GRID_WAIT();  // the weights are in flight; x is the previous kernel's
+    for (; c < end; c += 32) {
       u32x4 q[QMV_ROWS];
-      UNROLL for (int r = 0; r < QMV_ROWS; r++) q[r] = r < nrows ? w4[(ulong)r * (wstride / 4) + (ulong)c] : u32x4_zero();
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+        q[r] = next[r];
+        next[r] = r < nrows && c + 32 < end ? w4[(ulong)r * (wstride / 4) + (ulong)(c + 32)] : u32x4_zero();
+      }
       float xv[32];
       float xs = 0.0f;
       UNROLL for (int k = 0; k < 4; k++) {
@@ -145,9 +159,17 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
     device const u32x4 *x4 = (device const u32x4 *)x;
     int pieces = In / 16, per = (pieces + nsplit - 1) / nsplit;
     int end = imin(pieces, (split + 1) * per);
-    for (int c = split * per + lane; c < end; c += 32) {
+    int c = split * per + lane;
+    u32x4 next[QMV_ROWS];
+    UNROLL for (int r = 0; r < QMV_ROWS; r++)
+      next[r] = r < nrows && c < end ? w4[(ulong)r * (wstride / 4) + (ulong)c] : u32x4_zero();
+    GRID_WAIT();
+    for (; c < end; c += 32) {
       u32x4 q[QMV_ROWS];
-      UNROLL for (int r = 0; r < QMV_ROWS; r++) q[r] = r < nrows ? w4[(ulong)r * (wstride / 4) + (ulong)c] : u32x4_zero();
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+        q[r] = next[r];
+        next[r] = r < nrows && c + 32 < end ? w4[(ulong)r * (wstride / 4) + (ulong)(c + 32)] : u32x4_zero();
+      }
       float xv[16];
       float xs = 0.0f;
       UNROLL for (int k = 0; k < 2; k++) {
@@ -173,6 +195,7 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
       }
     }
   } else if (bits == 4) {
+    GRID_WAIT();
     int words = In / 8, per = (words + nsplit - 1) / nsplit;
     int end = imin(words, (split + 1) * per);
     for (int wi = split * per + lane; wi < end; wi += 32) {
@@ -192,6 +215,7 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
       }
     }
   } else if (bits == 8) {
+    GRID_WAIT();
     int words = In / 4, per = (words + nsplit - 1) / nsplit;
     int end = imin(words, (split + 1) * per);
     for (int wi = split * per + lane; wi < end; wi += 32) {
@@ -210,6 +234,7 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
       }
     }
   } else {
+    GRID_WAIT();
     if (split == 0) {
       UNROLL for (int r = 0; r < QMV_ROWS; r++) {
         if (r >= nrows) continue;
@@ -308,6 +333,7 @@ KERNEL(qmatmul_gather_bf16,
        PARAM(int, bits, 10),
        PARAM(int, gs, 11),
        PARAM(int, xPerSlot, 12)) {
+  GRID_WAIT();
   TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
   int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
   int ts = TGID_X / blocks;  // t·K + s

@@ -76,6 +76,34 @@ KERNEL(qmatmul_multi_bf16,
     out[(ulong)t * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(acc[0]);
 }
 
+// qmv_swiglu is silu(bf16(x·Wgate[r])) · bf16(x·Wup[r]) for the nrows rows r at
+// the given weights: qmv_rows twice, the SIMD-groups' partial sums combined
+// through partial (2·QMV_SPLIT·QMV_ROWS floats). Lane r < nrows of SIMD-group 0
+// gets row r's value in *res and true; every other thread false.
+INLINE bool qmv_swiglu(device const bf16_t *xr, device const uint *gw, device const bf16_t *gsc,
+                       device const bf16_t *gbi, device const uint *uw, device const bf16_t *usc,
+                       device const bf16_t *ubi, int nrows, int In, int bits, int gs, threadgroup float *partial,
+                       int lane, int simd, int nsimd, thread float *res) {
+  float g[QMV_ROWS], u[QMV_ROWS];
+  qmv_rows(xr, gw, gsc, gbi, nrows, In, bits, gs, lane, simd, nsimd, g);
+  qmv_rows(xr, uw, usc, ubi, nrows, In, bits, gs, lane, simd, nsimd, u);
+  if (lane == 0) {
+    UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+      partial[simd * QMV_ROWS + r] = g[r];
+      partial[(nsimd + simd) * QMV_ROWS + r] = u[r];
+    }
+  }
+  BARRIER();
+  if (simd != 0 || lane >= nrows) return false;
+  float gt = 0.0f, ut = 0.0f;
+  for (int s = 0; s < nsimd; s++) {
+    gt += partial[s * QMV_ROWS + lane];
+    ut += partial[(nsimd + s) * QMV_ROWS + lane];
+  }
+  *res = siluf(round_bf16(gt)) * round_bf16(ut);
+  return true;
+}
+
 // qmatmul_gather_swiglu_bf16: for each token t and slot s, expert e = ids[t, s]:
 // g = bf16(x[t]·Wgate[e, o]), u = bf16(x[t]·Wup[e, o]), out[t, s, o] =
 // bf16(silu(g)·u) — qmatmul_gather_bf16 twice and swiglu_bf16, in one launch.
@@ -97,6 +125,7 @@ KERNEL(qmatmul_gather_swiglu_bf16,
        PARAM(int, Out, 12),
        PARAM(int, bits, 13),
        PARAM(int, gs, 14)) {
+  GRID_WAIT();
   TG_MEM(float, partial, 2 * QMV_SPLIT * QMV_ROWS);
   int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
   int ts = TGID_X / blocks;  // t·K + s
@@ -105,24 +134,67 @@ KERNEL(qmatmul_gather_swiglu_bf16,
   int nrows = imin(QMV_ROWS, Out - o);
   ulong row = (ulong)ids[ts] * (ulong)Out + (ulong)o;
   ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
-  device const bf16_t *xr = x + (ulong)(ts / K) * (ulong)In;
-  float g[QMV_ROWS], u[QMV_ROWS];
-  qmv_rows(xr, gate_w + wrow, gate_scales + srow, gate_biases + srow, nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, g);
-  qmv_rows(xr, up_w + wrow, up_scales + srow, up_biases + srow, nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, u);
-  if (LANE == 0) {
-    UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-      partial[SIMD_ID * QMV_ROWS + r] = g[r];
-      partial[(SIMD_COUNT + SIMD_ID) * QMV_ROWS + r] = u[r];
-    }
+  float h;
+  if (qmv_swiglu(x + (ulong)(ts / K) * (ulong)In, gate_w + wrow, gate_scales + srow, gate_biases + srow, up_w + wrow,
+                 up_scales + srow, up_biases + srow, nrows, In, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT, &h))
+    out[(ulong)ts * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(h);
+}
+
+// moe_up_bf16: qmatmul_gather_swiglu_bf16 for the K routed slots and the same
+// for the shared expert in one launch: hs[t, o] = bf16(silu(g)·u) with g =
+// bf16(x[t]·Wsg[o]), u = bf16(x[t]·Wsu[o]) (what qmatmul_multi_bf16 and
+// swiglu_bf16 compute). The shared expert has the routed experts' bits and
+// group size. Threadgroups past the routed rows take the shared expert's.
+// launch: grid(ceil(Out, QMV_ROWS) * T * K + ceil(Is, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
+KERNEL(moe_up_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const int, ids, 1),
+       BUFFER(const uint, gate_w, 2),
+       BUFFER(const bf16_t, gate_scales, 3),
+       BUFFER(const bf16_t, gate_biases, 4),
+       BUFFER(const uint, up_w, 5),
+       BUFFER(const bf16_t, up_scales, 6),
+       BUFFER(const bf16_t, up_biases, 7),
+       BUFFER(bf16_t, out, 8),
+       BUFFER(const uint, shared_gate_w, 9),
+       BUFFER(const bf16_t, shared_gate_scales, 10),
+       BUFFER(const bf16_t, shared_gate_biases, 11),
+       BUFFER(const uint, shared_up_w, 12),
+       BUFFER(const bf16_t, shared_up_scales, 13),
+       BUFFER(const bf16_t, shared_up_biases, 14),
+       BUFFER(bf16_t, hs, 15),
+       PARAM(int, T, 16),
+       PARAM(int, K, 17),
+       PARAM(int, In, 18),
+       PARAM(int, Out, 19),
+       PARAM(int, Is, 20),
+       PARAM(int, bits, 21),
+       PARAM(int, gs, 22)) {
+  GRID_WAIT();
+  TG_MEM(float, partial, 2 * QMV_SPLIT * QMV_ROWS);
+  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
+  int routed = blocks * T * K;
+  float h;
+  if (TGID_X < routed) {
+    int ts = TGID_X / blocks;  // t·K + s
+    int o = (TGID_X % blocks) * QMV_ROWS;
+    int nrows = imin(QMV_ROWS, Out - o);
+    ulong row = (ulong)ids[ts] * (ulong)Out + (ulong)o;
+    ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
+    if (qmv_swiglu(x + (ulong)(ts / K) * (ulong)In, gate_w + wrow, gate_scales + srow, gate_biases + srow, up_w + wrow,
+                   up_scales + srow, up_biases + srow, nrows, In, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT, &h))
+      out[(ulong)ts * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(h);
+    return;
   }
-  BARRIER();
-  if (SIMD_ID != 0 || LANE >= nrows) return;
-  float gt = 0.0f, ut = 0.0f;
-  for (int s = 0; s < SIMD_COUNT; s++) {
-    gt += partial[s * QMV_ROWS + LANE];
-    ut += partial[(SIMD_COUNT + s) * QMV_ROWS + LANE];
-  }
-  out[(ulong)ts * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(siluf(round_bf16(gt)) * round_bf16(ut));
+  int sblocks = (Is + QMV_ROWS - 1) / QMV_ROWS;
+  int t = (TGID_X - routed) / sblocks;
+  int o = ((TGID_X - routed) % sblocks) * QMV_ROWS;
+  if (t >= T) return;  // uniform across the threadgroup
+  int nrows = imin(QMV_ROWS, Is - o);
+  ulong wrow = (ulong)o * (ulong)(In / 32 * bits), srow = (ulong)o * (ulong)(In / gs);
+  if (qmv_swiglu(x + (ulong)t * (ulong)In, shared_gate_w + wrow, shared_gate_scales + srow, shared_gate_biases + srow,
+                 shared_up_w + wrow, shared_up_scales + srow, shared_up_biases + srow, nrows, In, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT, &h))
+    hs[(ulong)t * (ulong)Is + (ulong)(o + LANE)] = f32_to_bf16(h);
 }
 
 // MOE_MAX_SLOTS bounds K + 1 (the routed experts and the shared one) of
@@ -161,6 +233,7 @@ KERNEL(moe_down_bf16,
        PARAM(int, gs, 18),
        PARAM(int, shared_bits, 19),
        PARAM(int, shared_gs, 20)) {
+  GRID_WAIT();
   TG_MEM(float, partial, MOE_MAX_SLOTS * QMV_ROWS);
   int blocks = (H + QMV_ROWS - 1) / QMV_ROWS;
   int t = TGID_X / blocks;

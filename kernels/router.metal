@@ -21,6 +21,7 @@ KERNEL(router_topk_bf16,
        PARAM(int, E, 4),
        PARAM(int, K, 5),
        PARAM(int, norm, 6)) {
+  GRID_WAIT();
   TG_MEM(float, p, ROUTER_MAX_E);
   int t = TGID_X;
   if (t >= T) return;

@@ -18,6 +18,7 @@ KERNEL(argmax_f32,
        BUFFER(int, out, 1),
        PARAM(int, R, 2),
        PARAM(int, N, 3)) {
+  GRID_WAIT();
   TG_MEM(float, sgVal, 32);
   TG_MEM(int, sgIdx, 32);
   if (TGID_X >= R) return;  // uniform across the threadgroup
@@ -83,6 +84,7 @@ KERNEL(topk_f32,
        PARAM(int, R, 4),
        PARAM(int, N, 5),
        PARAM(int, K, 6)) {
+  GRID_WAIT();
   TG_MEM(float, sgVal, 32);
   TG_MEM(float, sgSum, 32);
   TG_MEM(int, sgIdx, 32);
@@ -177,6 +179,7 @@ KERNEL(repetition_penalty_f32,
        PARAM(int, N, 2),
        PARAM(int, M, 3),
        PARAM(float, penalty, 4)) {
+  GRID_WAIT();
   int j = TGID_X * TG_SIZE_X + TID_X;
   if (j >= M) return;
   int id = ids[j];

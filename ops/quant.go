@@ -94,6 +94,17 @@ func QMatmulMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
 // (x[t]·up[e]ᵀ), each product rounded to bf16 first as QMatmulGather would.
 // x bf16 [T, In]; ids i32 [T, K]; out bf16 [T, K, Out].
 func QMatmulGatherSwiGLU(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor) {
+	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
+	args := append([]backend.Arg{x.Arg(), ids.Arg()}, gate.args()...)
+	args = append(args, up.args()...)
+	args = append(args, out.Arg(), backend.Int(t), backend.Int(k), backend.Int(gate.In), backend.Int(gate.Out),
+		backend.Int(gate.Bits), backend.Int(gate.GroupSize))
+	c.dispatch("qmatmul_gather_swiglu_bf16", args...)
+}
+
+// checkGatherSwiGLU checks the routed experts' arguments of QMatmulGatherSwiGLU
+// and MoEUp and returns T and K.
+func checkGatherSwiGLU(x, ids Tensor, gate, up QLinear, out Tensor) (t, k int) {
 	checkDType("gather_swiglu x", x, backend.BF16)
 	checkDType("gather_swiglu ids", ids, backend.I32)
 	checkDType("gather_swiglu out", out, backend.BF16)
@@ -101,14 +112,39 @@ func QMatmulGatherSwiGLU(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor) {
 		gate.Bits == up.Bits && gate.GroupSize == up.GroupSize,
 		"gather_swiglu: %s and %s differ in shape or quantization", gate.Name, up.Name)
 	check(len(ids.Shape) == 2, "gather_swiglu: ids %v", ids)
-	t, k := ids.Shape[0], ids.Shape[1]
+	t, k = ids.Shape[0], ids.Shape[1]
 	check(x.Elements() == t*gate.In && x.Off%4 == 0, "gather_swiglu %s: x %v at offset %d", gate.Name, x, x.Off)
 	check(out.Elements() == t*k*gate.Out, "gather_swiglu %s: out %v", gate.Name, out)
+	return t, k
+}
+
+// MoEUp is QMatmulGatherSwiGLU for the routed experts and the shared
+// expert's gate, up and SwiGLU in one dispatch: hs[t,:] = silu(x[t]·sharedGateᵀ)
+// ⊙ (x[t]·sharedUpᵀ), each product rounded to bf16 first. The shared expert
+// must have the routed experts' bits and group size (MoEUpFits).
+// hs bf16 [T, sharedGate.Out].
+func MoEUp(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor) {
+	check(MoEUpFits(gate, sharedGate, sharedUp), "moe_up: shared expert %s does not match %s", sharedGate.Name, gate.Name)
+	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
+	checkDType("moe_up hs", hs, backend.BF16)
+	check(hs.Elements() == t*sharedGate.Out, "moe_up %s: hs %v", sharedGate.Name, hs)
 	args := append([]backend.Arg{x.Arg(), ids.Arg()}, gate.args()...)
 	args = append(args, up.args()...)
-	args = append(args, out.Arg(), backend.Int(t), backend.Int(k), backend.Int(gate.In), backend.Int(gate.Out),
-		backend.Int(gate.Bits), backend.Int(gate.GroupSize))
-	c.dispatch("qmatmul_gather_swiglu_bf16", args...)
+	args = append(args, out.Arg())
+	args = append(args, sharedGate.args()...)
+	args = append(args, sharedUp.args()...)
+	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(gate.In), backend.Int(gate.Out),
+		backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
+	c.dispatch("moe_up_bf16", args...)
+}
+
+// MoEUpFits says whether MoEUp takes these weights: a shared expert (gate and
+// up alike) quantized as the routed experts, over the same input width.
+func MoEUpFits(gate, sharedGate, sharedUp QLinear) bool {
+	return sharedGate.Experts == 0 && sharedUp.Experts == 0 && sharedGate.Out == sharedUp.Out &&
+		sharedGate.In == gate.In && sharedUp.In == gate.In &&
+		sharedGate.Bits == gate.Bits && sharedUp.Bits == gate.Bits &&
+		sharedGate.GroupSize == gate.GroupSize && sharedUp.GroupSize == gate.GroupSize
 }
 
 // MoEDown is the MoE block's second half in one dispatch: for each token t,

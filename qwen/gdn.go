@@ -43,13 +43,18 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 	conv := s.Get(ops.BF16, t, shape.ConvDim())
 	ops.Conv1dSiLU(c, qkv, st.conv, g.conv, conv, cfg.ConvKernel)
 	decay, beta := s.Get(ops.F32, t, shape.Hv), s.Get(ops.F32, t, shape.Hv)
-	ops.GDNGates(c, aLogits, bLogits, g.aLog, g.dtBias, decay, beta)
 	o := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
-	if g.paths.gemm(t) && shape.Dk <= ops.GDNChunkMaxDk {
-		ops.GDNChunked(c, conv, decay, beta, g.shared.gdnPrep, st.state, o, shape) // a prompt: chunk by chunk
-	} else {
+	switch {
+	case g.paths.gemm(t) && shape.Dk <= ops.GDNChunkMaxDk: // a prompt: chunk by chunk
+		ops.GDNGates(c, aLogits, bLogits, g.aLog, g.dtBias, decay, beta)
+		ops.GDNChunked(c, conv, decay, beta, g.shared.gdnPrep, st.state, o, shape)
+		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
+	case g.paths.gdnStep && shape.Dk <= ops.GDNStepMaxDk:
+		ops.GDNStep(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, z, g.norm, o, shape, cfg.RMSNormEps)
+	default:
+		ops.GDNGates(c, aLogits, bLogits, g.aLog, g.dtBias, decay, beta)
 		ops.GDNRecurrence(c, conv, decay, beta, st.state, o, shape)
+		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	}
-	ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	g.paths.matmul(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
 }

@@ -54,14 +54,10 @@ func (e *sparseMoE) weights(cfg *Config) []weight {
 func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	t, k, hidden, inter := x.Shape[0], cfg.ExpertsPerToken, cfg.HiddenSize, cfg.MoEIntermediateSize
 	s := c.Scratch
-	// Everything that reads x: the router, the shared expert's gate and up,
-	// and its scalar gate.
+	// What reads x: the router, the shared expert's gate and up, its scalar gate.
 	routerLogits := s.Get(ops.BF16, t, cfg.NumExperts)
 	sg, su := s.Get(ops.BF16, t, e.sharedGate.Out), s.Get(ops.BF16, t, e.sharedUp.Out)
 	gateLogit := s.Get(ops.BF16, t)
-	e.paths.project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
-		[]ops.Tensor{routerLogits, sg, su, gateLogit})
-
 	// Every forward asks for the same scratch in the same order whatever its
 	// path (ops.Arena): the prompt path's tensors are taken on the decode path too.
 	ids, weights := s.Get(ops.I32, t, k), s.Get(ops.BF16, t, k)
@@ -69,10 +65,21 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	y := s.Get(ops.BF16, t, k, hidden)
 	perm, tiles := s.Get(ops.I32, t*k), s.Get(ops.I32, ops.ExpertTileRows(t, k, cfg.NumExperts), 3)
 	routed, sharedOut := s.Get(ops.BF16, t, hidden), s.Get(ops.BF16, t, hidden)
-	ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
 	grouped := e.paths.gemm(t) && cfg.NumExperts <= moeSortMaxExperts && inter%32 == 0 && hidden%32 == 0 &&
 		x.Off%16 == 0 && gate.Off%16 == 0
+	// The decode path's experts and shared expert in one launch (moe_up_bf16):
+	// then only the router and the scalar gate are projected here.
+	fusedUp := !grouped && e.paths.expertSwiGLU && ops.MoEUpFits(e.gate, e.sharedGate, e.sharedUp)
+	if fusedUp {
+		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedExpertGate}, []ops.Tensor{routerLogits, gateLogit})
+	} else {
+		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
+			[]ops.Tensor{routerLogits, sg, su, gateLogit})
+	}
+	ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
 	switch {
+	case fusedUp:
+		ops.MoEUp(c, x, ids, e.gate, e.up, gate, e.sharedGate, e.sharedUp, sg)
 	case grouped:
 		// A prompt: the pairs sorted by expert, each expert's weights read once
 		// per 64 of its pairs.
@@ -87,7 +94,9 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 		ops.QMatmulGather(c, x, ids, e.up, up, false)
 		ops.SwiGLU(c, gate, up, gate)
 	}
-	ops.SwiGLU(c, sg, su, sg)
+	if !fusedUp {
+		ops.SwiGLU(c, sg, su, sg)
+	}
 	switch {
 	case grouped:
 		ops.QGemmGather(c, gate, ops.ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: cfg.NumExperts}, e.down, y, true)

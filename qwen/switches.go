@@ -23,6 +23,9 @@ const (
 	// SwitchFusedMoEDown runs the experts' down projections, their weighted sum,
 	// the shared expert's down projection and its gate in one launch (moe_down_bf16).
 	SwitchFusedMoEDown = "fused-moe-down"
+	// SwitchFusedGDNStep runs a decode step's GDN gates, delta rule and gated
+	// output norm in one launch (gdn_step_bf16).
+	SwitchFusedGDNStep = "fused-gdn-step"
 	// SwitchSplitKV spreads decode attention over a long context across many
 	// threadgroups (attention_split_f32 + attention_merge_bf16).
 	SwitchSplitKV = "split-kv-attention"
@@ -50,6 +53,8 @@ func init() {
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
 		{Name: SwitchFusedMoEDown, Env: "BAGEL_NO_FUSED_MOE_DOWN",
 			Description: "Run the experts' down projections with their weighted sum and the shared expert's in one launch (applies at the next model load)."},
+		{Name: SwitchFusedGDNStep, Env: "BAGEL_NO_FUSED_GDN_STEP",
+			Description: "Run a decode step's Gated DeltaNet gates, recurrence and output norm in one launch (applies at the next model load)."},
 		{Name: SwitchSplitKV, Env: "BAGEL_NO_SPLIT_KV_ATTENTION",
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 		{Name: SwitchPrefillGEMM, Env: "BAGEL_NO_PREFILL_GEMM",
@@ -62,7 +67,7 @@ func init() {
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, moeDown, splitKV, prefillGEMM bool
+	addNorm, projections, expertSwiGLU, moeDown, gdnStep, splitKV, prefillGEMM bool
 }
 
 func currentPaths() paths {
@@ -71,6 +76,7 @@ func currentPaths() paths {
 		projections:  switches.On(SwitchFusedProjections),
 		expertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
 		moeDown:      switches.On(SwitchFusedMoEDown),
+		gdnStep:      switches.On(SwitchFusedGDNStep),
 		splitKV:      switches.On(SwitchSplitKV),
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
 	}

@@ -56,7 +56,7 @@ fi
 if has ncu; then
 	# One decode step without graphs (ncu times each kernel): skip the prefill
 	# and the first steps, then profile about one step's launches.
-	BAGEL_NO_CUDA_GRAPH=1 timeout 240 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
+	BAGEL_NO_CUDA_GRAPH=1 timeout 240 ncu --csv --clock-control none --cache-control ${NCU_CACHE:-all} --metrics gpu__time_duration.sum \
 		--launch-skip ${NCU_SKIP:-4000} --launch-count ${NCU_COUNT:-1200} \
 		.devbin/bagel generate -m $M --backend cuda --raw -p "Tell me about bagels." --max-tokens 8 > "$OUT/ncu.csv" 2>> "$LOG"
 	echo "ncu: rc $?"

@@ -243,6 +243,29 @@ func Specs() []Spec {
 		})
 	}
 
+	// moe_up_bf16: x, ids, gate_w/scales/biases, up_w/scales/biases, out, shared_gate_w/scales/biases,
+	//   shared_up_w/scales/biases, hs | T, K, In, Out, Is, bits, gs
+	for _, p := range []struct{ T, K, E, In, Out, Is, bits, gs int }{
+		{1, topK, experts, hidden, moeInt, moeInt, 4, 64}, {5, topK, experts, hidden, moeInt, moeInt, 4, 64},
+		{2, 3, 4, 128, 17, 40, 8, 128}, {2, 3, 6, 96, 13, 7, 3, 32},
+	} {
+		add("moe_up_bf16", false, fmt.Sprintf("T=%d K=%d E=%d %d→%d Is=%d bits=%d gs=%d", p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs), func(g gen) *Case {
+			gw, gsc, gbi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
+			uw, usc, ubi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
+			sgw, sgsc, sgbi := g.quant(p.Is, p.In, p.bits, p.gs)
+			suw, susc, subi := g.quant(p.Is, p.In, p.bits, p.gs)
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E)),
+				in("gate_w", backend.U32, gw), in("gate_scales", backend.BF16, gsc), in("gate_biases", backend.BF16, gbi),
+				in("up_w", backend.U32, uw), in("up_scales", backend.BF16, usc), in("up_biases", backend.BF16, ubi),
+				out("out", backend.BF16, p.T*p.K*p.Out),
+				in("shared_gate_w", backend.U32, sgw), in("shared_gate_scales", backend.BF16, sgsc), in("shared_gate_biases", backend.BF16, sgbi),
+				in("shared_up_w", backend.U32, suw), in("shared_up_scales", backend.BF16, susc), in("shared_up_biases", backend.BF16, subi),
+				out("hs", backend.BF16, p.T*p.Is),
+			}, Scalars: ints(p.T, p.K, p.In, p.Out, p.Is, p.bits, p.gs)}
+		})
+	}
+
 	// moe_down_bf16: h, ids, weights, w, scales, biases, hs, shared_w, shared_scales, shared_biases, gate, out
 	//   | T, K, H, I, Is, bits, gs, shared_bits, shared_gs
 	for _, p := range []struct{ T, K, E, H, I, Is, bits, gs, sbits, sgs int }{
@@ -502,6 +525,23 @@ func Specs() []Spec {
 				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
 				out("out", backend.BF16, p.T*p.Hv*p.Dv),
 			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv, p.normed)}
+		})
+	}
+
+	// gdn_step_bf16: conv, a, b, aLog, dtBias, state (in/out), z, norm, out | T, Hk, Hv, Dk, Dv, eps
+	for _, p := range []struct{ T, Hk, Hv, Dk, Dv int }{
+		{1, gdnHk, gdnHv, gdnD, gdnD}, {5, gdnHk, gdnHv, gdnD, gdnD}, {3, 2, 6, 64, 48}, {2, 1, 1, 40, 24}, {2, 2, 2, 128, 130}, {1, 4, 8, 100, 64},
+	} {
+		add("gdn_step_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv), func(g gen) *Case {
+			width := 2*p.Hk*p.Dk + p.Hv*p.Dv
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("conv", backend.BF16, g.bf16(p.T*width, 1)),
+				in("a", backend.BF16, g.bf16(p.T*p.Hv, 2)), in("b", backend.BF16, g.bf16(p.T*p.Hv, 2)),
+				in("aLog", backend.F32, g.f32Uniform(p.Hv, 0, 2.8, false)), in("dtBias", backend.BF16, g.bf16(p.Hv, 1)),
+				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
+				in("z", backend.BF16, g.bf16(p.T*p.Hv*p.Dv, 2)), in("norm", backend.BF16, g.bf16(p.Dv, 1)),
+				out("out", backend.BF16, p.T*p.Hv*p.Dv),
+			}, Scalars: append(ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv), backend.Float(1e-6))}
 		})
 	}
 
