@@ -37,9 +37,7 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 			}
 		}
 	}
-	for _, sw := range fusedSwitches {
-		switches.Set(sw, true)
-	}
+	switches.Reset()
 }
 
 var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU, qwen.SwitchFusedMoEDown, qwen.SwitchFusedGDNStep}

@@ -95,11 +95,23 @@ KERNEL(embed_dequant_bf16,
 #ifndef QMV_SPLIT
 #define QMV_SPLIT 4
 #endif
-// QMV_WIDE 0 keeps the word-by-word path everywhere (A/B runs through
-// BAGEL_KERNEL_TUNING).
-#ifndef QMV_WIDE
-#define QMV_WIDE 1
+// QMV_WORDS 1 keeps the word-by-word path everywhere (A/B runs through
+// BAGEL_KERNEL_TUNING=QMV_WORDS=1).
+#ifndef QMV_WORDS
+#define QMV_WORDS 0
 #endif
+
+// qmv_piece loads piece c (16 bytes) of each of the nrows rows of w4 (stride
+// pieces apart) into q, zeros for missing rows or past end.
+INLINE void qmv_piece(device const u32x4 *w4, ulong stride, int nrows, int c, int end, thread uint (*q)[4]) {
+  UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+    u32x4 v = r < nrows && c < end ? w4[(ulong)r * stride + (ulong)c] : u32x4_zero();
+    q[r][0] = v.x;
+    q[r][1] = v.y;
+    q[r][2] = v.z;
+    q[r][3] = v.w;
+  }
+}
 
 // qmv_rows sets acc[r] = Σ_j x[j]·W[row r, j] over this SIMD-group's slice of
 // the words, for the nrows (≤ QMV_ROWS) rows at w, scales, biases, summed
@@ -110,48 +122,41 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
   ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
   UNROLL for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
   device const uint *xw = (device const uint *)x;
-  bool wide = QMV_WIDE != 0 && (wstride & 3ul) == 0ul && ALIGNED16(w) && ALIGNED16(x);
+  bool wide = QMV_WORDS == 0 && (wstride & 3ul) == 0ul && ALIGNED16(w) && ALIGNED16(x);
   if (bits == 4 && wide) {
     // 16-byte pieces: a lane reads four words (32 codes) of each row and the
     // 32 x values under them; a piece never straddles a group (gs >= 32).
+    // x is unpacked two values at a time, which keeps the registers (and so
+    // the threadgroups resident per core) where the weights' latency wants them.
     device const u32x4 *w4 = (device const u32x4 *)w;
     device const u32x4 *x4 = (device const u32x4 *)x;
     int pieces = In / 32, per = (pieces + nsplit - 1) / nsplit;
     int end = imin(pieces, (split + 1) * per);
     int c = split * per + lane;
-    u32x4 next[QMV_ROWS];
-    UNROLL for (int r = 0; r < QMV_ROWS; r++)
-      next[r] = r < nrows && c < end ? w4[(ulong)r * (wstride / 4) + (ulong)c] : u32x4_zero();
+    uint q[QMV_ROWS][4];
+    qmv_piece(w4, wstride / 4, nrows, c, end, q);
     GRID_WAIT();  // the weights are in flight; x is the previous kernel's
     for (; c < end; c += 32) {
-      u32x4 q[QMV_ROWS];
-      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-        q[r] = next[r];
-        next[r] = r < nrows && c + 32 < end ? w4[(ulong)r * (wstride / 4) + (ulong)(c + 32)] : u32x4_zero();
-      }
-      float xv[32];
+      float qx[QMV_ROWS];
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) qx[r] = 0.0f;
       float xs = 0.0f;
       UNROLL for (int k = 0; k < 4; k++) {
         u32x4 xq = x4[4 * c + k];
         uint xk[4] = {xq.x, xq.y, xq.z, xq.w};
         UNROLL for (int i = 0; i < 4; i++) {
-          xv[8 * k + 2 * i] = as_float(xk[i] << 16);
-          xv[8 * k + 2 * i + 1] = as_float(xk[i] & 0xffff0000u);
+          float x0 = as_float(xk[i] << 16), x1 = as_float(xk[i] & 0xffff0000u);
+          xs += x0 + x1;
+          UNROLL for (int r = 0; r < QMV_ROWS; r++)
+            qx[r] += code_f(q[r][k], 8u * (uint)i, 15u) * x0 + code_f(q[r][k], 8u * (uint)i + 4u, 15u) * x1;
         }
-        xs += ((xv[8 * k] + xv[8 * k + 1]) + (xv[8 * k + 2] + xv[8 * k + 3])) +
-              ((xv[8 * k + 4] + xv[8 * k + 5]) + (xv[8 * k + 6] + xv[8 * k + 7]));
       }
       int g = c * 32 / gs;
       UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-        if (r >= nrows) continue;
-        uint qk[4] = {q[r].x, q[r].y, q[r].z, q[r].w};
-        float qx = 0.0f;
-        UNROLL for (int k = 0; k < 4; k++) {
-          UNROLL for (int i = 0; i < 8; i++) qx += code_f(qk[k], 4u * (uint)i, 15u) * xv[8 * k + i];
-        }
-        acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx +
-                  bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
+        if (r < nrows)
+          acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx[r] +
+                    bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
       }
+      qmv_piece(w4, wstride / 4, nrows, c + 32, end, q);
     }
   } else if (bits == 8 && wide) {
     // 16-byte pieces of 16 codes, as above.
@@ -160,39 +165,32 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
     int pieces = In / 16, per = (pieces + nsplit - 1) / nsplit;
     int end = imin(pieces, (split + 1) * per);
     int c = split * per + lane;
-    u32x4 next[QMV_ROWS];
-    UNROLL for (int r = 0; r < QMV_ROWS; r++)
-      next[r] = r < nrows && c < end ? w4[(ulong)r * (wstride / 4) + (ulong)c] : u32x4_zero();
+    uint q[QMV_ROWS][4];
+    qmv_piece(w4, wstride / 4, nrows, c, end, q);
     GRID_WAIT();
     for (; c < end; c += 32) {
-      u32x4 q[QMV_ROWS];
-      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-        q[r] = next[r];
-        next[r] = r < nrows && c + 32 < end ? w4[(ulong)r * (wstride / 4) + (ulong)(c + 32)] : u32x4_zero();
-      }
-      float xv[16];
+      float qx[QMV_ROWS];
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) qx[r] = 0.0f;
       float xs = 0.0f;
       UNROLL for (int k = 0; k < 2; k++) {
         u32x4 xq = x4[2 * c + k];
         uint xk[4] = {xq.x, xq.y, xq.z, xq.w};
         UNROLL for (int i = 0; i < 4; i++) {
-          xv[8 * k + 2 * i] = as_float(xk[i] << 16);
-          xv[8 * k + 2 * i + 1] = as_float(xk[i] & 0xffff0000u);
+          float x0 = as_float(xk[i] << 16), x1 = as_float(xk[i] & 0xffff0000u);
+          xs += x0 + x1;
+          // x values 8k + 2i and 8k + 2i + 1 are codes 2i%4 and 2i%4 + 1 of word 2k + i/2.
+          UNROLL for (int r = 0; r < QMV_ROWS; r++)
+            qx[r] += code_f(q[r][2 * k + i / 2], 16u * (uint)(i % 2), 255u) * x0 +
+                     code_f(q[r][2 * k + i / 2], 16u * (uint)(i % 2) + 8u, 255u) * x1;
         }
-        xs += ((xv[8 * k] + xv[8 * k + 1]) + (xv[8 * k + 2] + xv[8 * k + 3])) +
-              ((xv[8 * k + 4] + xv[8 * k + 5]) + (xv[8 * k + 6] + xv[8 * k + 7]));
       }
       int g = c * 16 / gs;
       UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-        if (r >= nrows) continue;
-        uint qk[4] = {q[r].x, q[r].y, q[r].z, q[r].w};
-        float qx = 0.0f;
-        UNROLL for (int k = 0; k < 4; k++) {
-          UNROLL for (int i = 0; i < 4; i++) qx += code_f(qk[k], 8u * (uint)i, 255u) * xv[4 * k + i];
-        }
-        acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx +
-                  bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
+        if (r < nrows)
+          acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx[r] +
+                    bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
       }
+      qmv_piece(w4, wstride / 4, nrows, c + 32, end, q);
     }
   } else if (bits == 4) {
     GRID_WAIT();

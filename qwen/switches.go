@@ -24,7 +24,9 @@ const (
 	// the shared expert's down projection and its gate in one launch (moe_down_bf16).
 	SwitchFusedMoEDown = "fused-moe-down"
 	// SwitchFusedGDNStep runs a decode step's GDN gates, delta rule and gated
-	// output norm in one launch (gdn_step_bf16).
+	// output norm in one launch (gdn_step_bf16). Off by default: one
+	// threadgroup per head is slower than the three launches it replaces
+	// (H200, docs/benchmarks.md: 3.58 against 3.50 ms per token).
 	SwitchFusedGDNStep = "fused-gdn-step"
 	// SwitchSplitKV spreads decode attention over a long context across many
 	// threadgroups (attention_split_f32 + attention_merge_bf16).
@@ -53,14 +55,14 @@ func init() {
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
 		{Name: SwitchFusedMoEDown, Env: "BAGEL_NO_FUSED_MOE_DOWN",
 			Description: "Run the experts' down projections with their weighted sum and the shared expert's in one launch (applies at the next model load)."},
-		{Name: SwitchFusedGDNStep, Env: "BAGEL_NO_FUSED_GDN_STEP",
+		{Name: SwitchFusedGDNStep, Env: "BAGEL_FUSED_GDN_STEP",
 			Description: "Run a decode step's Gated DeltaNet gates, recurrence and output norm in one launch (applies at the next model load)."},
 		{Name: SwitchSplitKV, Env: "BAGEL_NO_SPLIT_KV_ATTENTION",
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 		{Name: SwitchPrefillGEMM, Env: "BAGEL_NO_PREFILL_GEMM",
 			Description: "Run prompts of 32 tokens and more as matrix multiplications on the matrix units, experts grouped by token (applies at the next model load)."},
 	} {
-		s.Default = true
+		s.Default = s.Name != SwitchFusedGDNStep
 		switches.Register(s)
 	}
 }
