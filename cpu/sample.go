@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"bagel/kernels"
 )
 
 // argmax_f32: per row, the index of the largest value, the lowest index among
@@ -26,39 +28,112 @@ func argmaxF32(a *args) {
 
 var negInf = float32(math.Inf(-1))
 
-// topk_f32: per row, the K largest values in descending order (ties: lower
-// index first; NaNs passed over; padding id −1, value −∞ when a row has fewer
-// than K numbers above −∞), and lse = log Σ exp over the row's numbers (computed
-// in f64 and rounded: the GPU's f32 sum differs by rounding).
-func topkF32(a *args) {
+// topKChunk is kernels' TOPK_CHUNK: the logits of one topk_partial_f32 threadgroup.
+var topKChunk = kernels.Defines()["TOPK_CHUNK"]
+
+// topk_partial_f32: per row and chunk of TOPK_CHUNK elements, the chunk's K
+// largest values in descending order (ties: lower index first; NaNs passed
+// over; padding id −1, value −∞) with ids indexing the row, and stats (m, s):
+// m the chunk's largest number (−∞ if none) and s = Σ exp(x − m) over its
+// numbers (in f64, rounded: the GPU's f32 sum differs by rounding).
+func topkPartial(a *args) {
 	R, N, K := a.intArg("R"), a.intArg("N"), a.intArg("K")
-	x := a.f32s("x", R*N)       // (R, N)
-	ids := a.i32s("ids", R*K)   // (R, K)
-	vals := a.f32s("vals", R*K) // (R, K)
-	lse := a.f32s("lse", R)     // (R)
+	C := (N + topKChunk - 1) / topKChunk
+	ids, vals, stats := TopKPartial(a.f32s("x", R*N), R, N, K)
+	copy(a.i32s("cand_ids", R*C*K), ids)
+	copy(a.f32s("cand_vals", R*C*K), vals)
+	copy(a.f32s("stats", R*C*2), stats)
+}
+
+// TopKPartial is topk_partial_f32 on x (R, N): cand_ids, cand_vals (R, C, K)
+// and stats (R, C, 2), C = ceil(N / TOPK_CHUNK). The GPU tests build
+// topk_merge_f32's inputs with it.
+func TopKPartial(x []float32, R, N, K int) (ids []int32, vals, stats []float32) {
+	C := (N + topKChunk - 1) / topKChunk
+	ids, vals, stats = make([]int32, R*C*K), make([]float32, R*C*K), make([]float32, R*C*2)
 	for r := range R {
-		row := x[r*N : (r+1)*N]
-		order := make([]int, 0, N)
-		m := math.Inf(-1)
-		for i, v := range row {
-			if v > negInf {
-				order = append(order, i)
-				m = math.Max(m, float64(v))
+		for c := range C {
+			lo, hi := c*topKChunk, min(N, (c+1)*topKChunk)
+			rc := r*C + c
+			m, s := topK(x[r*N:(r+1)*N], lo, hi, ids[rc*K:(rc+1)*K], vals[rc*K:(rc+1)*K])
+			stats[2*rc], stats[2*rc+1] = m, s
+		}
+	}
+	return ids, vals, stats
+}
+
+// topK writes the K = len(ids) largest numbers of row[lo:hi] (ids index row)
+// and returns the largest m and Σ exp(x − m) over them.
+func topK(row []float32, lo, hi int, ids []int32, vals []float32) (m, s float32) {
+	order := make([]int, 0, hi-lo)
+	mx := math.Inf(-1)
+	for i := lo; i < hi; i++ {
+		if row[i] > negInf {
+			order = append(order, i)
+			mx = math.Max(mx, float64(row[i]))
+		}
+	}
+	var sum float64
+	for _, i := range order {
+		sum += math.Exp(float64(row[i]) - mx)
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(row[j], row[i]) })
+	for k := range ids {
+		ids[k], vals[k] = -1, negInf
+		if k < len(order) {
+			ids[k], vals[k] = int32(order[k]), row[order[k]]
+		}
+	}
+	return float32(mx), float32(sum)
+}
+
+// topk_merge_f32: per row, the K largest of the chunks' candidates in
+// descending order (ties: lower index first; padding id −1, value −∞), and
+// lse = M + log Σ_c s_c·exp(m_c − M) over the chunks' stats (−∞ without numbers).
+func topkMerge(a *args) {
+	R, N, K := a.intArg("R"), a.intArg("N"), a.intArg("K")
+	C := (N + topKChunk - 1) / topKChunk
+	candIDs := a.i32s("cand_ids", R*C*K)   // (R, C, K)
+	candVals := a.f32s("cand_vals", R*C*K) // (R, C, K)
+	stats := a.f32s("stats", R*C*2)        // (R, C, 2)
+	ids := a.i32s("ids", R*K)              // (R, K)
+	vals := a.f32s("vals", R*K)            // (R, K)
+	lse := a.f32s("lse", R)                // (R)
+	for r := range R {
+		type cand struct {
+			id int32
+			v  float32
+		}
+		var cs []cand
+		M := math.Inf(-1)
+		for c := range C {
+			M = math.Max(M, float64(stats[2*(r*C+c)]))
+			for k := range K {
+				if j := (r*C+c)*K + k; candIDs[j] >= 0 {
+					cs = append(cs, cand{candIDs[j], candVals[j]})
+				}
 			}
 		}
-		var sum float64
-		for _, i := range order {
-			sum += math.Exp(float64(row[i]) - m)
+		var S float64
+		for c := range C {
+			if m := float64(stats[2*(r*C+c)]); m > math.Inf(-1) {
+				S += float64(stats[2*(r*C+c)+1]) * math.Exp(m-M)
+			}
 		}
 		lse[r] = negInf
-		if len(order) > 0 {
-			lse[r] = float32(m + math.Log(sum))
+		if M > math.Inf(-1) {
+			lse[r] = float32(M + math.Log(S))
 		}
-		slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(row[j], row[i]) })
+		slices.SortFunc(cs, func(x, y cand) int {
+			if c := cmp.Compare(y.v, x.v); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.id, y.id)
+		})
 		for k := range K {
 			ids[r*K+k], vals[r*K+k] = -1, negInf
-			if k < len(order) {
-				ids[r*K+k], vals[r*K+k] = int32(order[k]), row[order[k]]
+			if k < len(cs) {
+				ids[r*K+k], vals[r*K+k] = cs[k].id, cs[k].v
 			}
 		}
 	}

@@ -49,7 +49,8 @@ func (e *Engine) readTopK(logits ops.Tensor, r, k int) ([]candidates, error) {
 	ids := ops.View(both, 0, ops.I32, []int{r, k})
 	vals := ops.View(both, 4*r*k, ops.F32, []int{r, k})
 	lse := ops.View(both, 8*r*k, ops.F32, []int{r})
-	ops.TopK(e.ctx, logits, ids, vals, lse)
+	part := e.scratch.Get(ops.I32, ops.TopKPartSize(r, logits.Elements()/r, k))
+	ops.TopK(e.ctx, logits, ids, vals, lse, part)
 	raw, err := ops.ReadBytes(e.ctx, both)
 	if err != nil {
 		return nil, err

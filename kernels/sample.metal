@@ -59,28 +59,59 @@ KERNEL(argmax_f32,
   if (LANE == 0) out[TGID_X] = bi < N ? bi : 0;
 }
 
-// TOPK_MAX bounds K of topk_f32: the app's top-k (20 by default) and more.
+// TOPK_MAX bounds K of the top-k kernels: the app's top-k (20 by default) and more.
 #define TOPK_MAX 256
+// Top-k in two launches: topk_partial_f32 takes each row's chunks of
+// TOPK_CHUNK logits in parallel (one threadgroup each, TOPK_PER values per
+// thread held in registers), topk_merge_f32 merges the chunks' candidates and
+// log-sum-exp terms. One threadgroup walking a 248320-wide row K times was
+// most of a sampled step's sampling time.
+#define TOPK_CHUNK 4096
+#define TOPK_PART_THREADS 256
+#define TOPK_PER 16
 #define TOPK_THREADS 1024
 
-// topk_f32: per row of x [R, N], the K largest values in descending order
-// (ties: the lower index first; NaNs passed over) into ids i32 [R, K] and vals
-// f32 [R, K] (a row with fewer than K numbers above −∞ pads with id −1, value
-// −∞), and lse[r] = log Σ exp(x[r, :]) over its numbers, for sampling on the
-// host from K candidates instead of N logits.
-//
-// One threadgroup per row. The first pass keeps an online (max, Σexp) per
-// thread and merges them; then each of the K rounds is a strided scan for the
-// best element ranked after the previous pick (smaller, or equal at a higher
-// index) and a (value, index) reduction: K passes over a row that stays in the
-// cache, with no memory of which elements were taken.
-// launch: grid(R) group(TOPK_THREADS)
+// topk_best reduces (bv, bi) over the threadgroup through sgVal/sgIdx (one
+// entry per SIMD-group) and returns the best in every thread.
+INLINE void topk_best(thread float *bv, thread int *bi, threadgroup float *sgVal, threadgroup int *sgIdx, int lane,
+                      int simd, int nsimd, float ninf, int none) {
+  for (int off = 16; off > 0; off >>= 1) {
+    float ov = simd_shuffle_xor(*bv, (uint)off);
+    int oi = simd_shuffle_xor(*bi, (uint)off);
+    if (argmax_better(ov, oi, *bv, *bi)) {
+      *bv = ov;
+      *bi = oi;
+    }
+  }
+  BARRIER();  // the previous round's readers of sgVal/sgIdx are done
+  if (lane == 0) {
+    sgVal[simd] = *bv;
+    sgIdx[simd] = *bi;
+  }
+  BARRIER();
+  *bv = ninf;
+  *bi = none;
+  for (int g = 0; g < nsimd; g++) {
+    if (argmax_better(sgVal[g], sgIdx[g], *bv, *bi)) {
+      *bv = sgVal[g];
+      *bi = sgIdx[g];
+    }
+  }
+}
+
+// topk_partial_f32: for row r of x [R, N] and its chunk c (elements
+// [c·TOPK_CHUNK, (c+1)·TOPK_CHUNK) ∩ [0, N)), with C = ceil(N, TOPK_CHUNK):
+// cand_ids i32, cand_vals f32 [R, C, K] = the chunk's K largest values in
+// descending order (ties: the lower index first; NaNs passed over; padded
+// with id −1, value −∞), ids indexing the row; stats f32 [R, C, 2] = (m, s),
+// m the chunk's largest number (−∞ if none), s = Σ exp(x − m) over its numbers.
+// launch: grid(R * ceil(N, TOPK_CHUNK)) group(TOPK_PART_THREADS)
 // requires: K <= TOPK_MAX
-KERNEL(topk_f32,
+KERNEL(topk_partial_f32,
        BUFFER(const float, x, 0),
-       BUFFER(int, ids, 1),
-       BUFFER(float, vals, 2),
-       BUFFER(float, lse, 3),
+       BUFFER(int, cand_ids, 1),
+       BUFFER(float, cand_vals, 2),
+       BUFFER(float, stats, 3),
        PARAM(int, R, 4),
        PARAM(int, N, 5),
        PARAM(int, K, 6)) {
@@ -88,20 +119,26 @@ KERNEL(topk_f32,
   TG_MEM(float, sgVal, 32);
   TG_MEM(float, sgSum, 32);
   TG_MEM(int, sgIdx, 32);
-  if (TGID_X >= R) return;  // uniform across the threadgroup
-  device const float *row = x + (ulong)TGID_X * (ulong)N;
+  int chunks = (N + TOPK_CHUNK - 1) / TOPK_CHUNK;
+  int r = TGID_X / chunks, c = TGID_X % chunks;
+  if (r >= R) return;  // uniform across the threadgroup
+  device const float *row = x + (ulong)r * (ulong)N;
   float ninf = as_float(0xff800000u);
-
-  // log Σ exp: each thread's running max m and Σ exp(x − m), merged pairwise.
+  int base = c * TOPK_CHUNK;
+  float v[TOPK_PER];
   float m = ninf, s = 0.0f;
-  for (int i = TID_X; i < N; i += TG_SIZE_X) {
-    float v = row[i];
-    if (!(v > ninf)) continue;  // NaN and −∞ add nothing
-    if (v > m) {
-      s = s * expf(m - v) + 1.0f;
-      m = v;
+  UNROLL for (int j = 0; j < TOPK_PER; j++) {
+    int i = base + j * TOPK_PART_THREADS + TID_X;
+    v[j] = i < N ? row[i] : ninf;
+    if (!(v[j] > ninf)) {
+      v[j] = ninf;  // NaN and −∞ rank last and add nothing
+      continue;
+    }
+    if (v[j] > m) {
+      s = s * expf(m - v[j]) + 1.0f;
+      m = v[j];
     } else {
-      s += expf(v - m);
+      s += expf(v[j] - m);
     }
   }
   for (int off = 16; off > 0; off >>= 1) {
@@ -115,54 +152,92 @@ KERNEL(topk_f32,
     sgSum[SIMD_ID] = s;
   }
   BARRIER();
+  ulong rc = (ulong)r * (ulong)chunks + (ulong)c;
   if (TID_X == 0) {
     float M = ninf, S = 0.0f;
     for (int g = 0; g < SIMD_COUNT; g++) M = fmaxf(M, sgVal[g]);
     for (int g = 0; g < SIMD_COUNT; g++)
       if (sgVal[g] > ninf) S += sgSum[g] * expf(sgVal[g] - M);
-    lse[TGID_X] = M > ninf ? M + logf(S) : ninf;
+    stats[2 * rc] = M;
+    stats[2 * rc + 1] = S;
   }
-
-  // K rounds of "the best after the previous pick".
+  // K rounds of "the best after the previous pick" over the values in registers.
   float pv = as_float(0x7f800000u);  // +∞: everything ranks after it
   int pi = -1;
   for (int k = 0; k < K; k++) {
     float bv = ninf;
     int bi = N;
-    for (int i = TID_X; i < N; i += TG_SIZE_X) {
-      float v = row[i];
+    UNROLL for (int j = 0; j < TOPK_PER; j++) {
+      int i = base + j * TOPK_PART_THREADS + TID_X;
+      bool after = v[j] < pv || (v[j] == pv && i > pi);
+      if (after && v[j] > bv) {  // j ascending: a later j is a higher index
+        bv = v[j];
+        bi = i;
+      }
+    }
+    topk_best(&bv, &bi, sgVal, sgIdx, LANE, SIMD_ID, SIMD_COUNT, ninf, N);
+    if (TID_X == 0) {
+      cand_ids[rc * (ulong)K + (ulong)k] = bi < N ? bi : -1;
+      cand_vals[rc * (ulong)K + (ulong)k] = bi < N ? bv : ninf;
+    }
+    pv = bv;
+    pi = bi;
+  }
+}
+
+// topk_merge_f32: per row, from topk_partial_f32's candidates and stats (C =
+// ceil(N, TOPK_CHUNK) chunks): ids i32 [R, K], vals f32 [R, K] = the row's K
+// largest values in descending order (ties: the lower index first; padded with
+// id −1, value −∞), and lse f32 [R] = M + log Σ_c s_c·exp(m_c − M), M = max m_c
+// (−∞ for a row without numbers): the log Σ exp of the row's numbers.
+// launch: grid(R) group(TOPK_THREADS)
+// requires: K <= TOPK_MAX
+KERNEL(topk_merge_f32,
+       BUFFER(const int, cand_ids, 0),
+       BUFFER(const float, cand_vals, 1),
+       BUFFER(const float, stats, 2),
+       BUFFER(int, ids, 3),
+       BUFFER(float, vals, 4),
+       BUFFER(float, lse, 5),
+       PARAM(int, R, 6),
+       PARAM(int, N, 7),
+       PARAM(int, K, 8)) {
+  GRID_WAIT();
+  TG_MEM(float, sgVal, 32);
+  TG_MEM(int, sgIdx, 32);
+  int r = TGID_X;
+  if (r >= R) return;  // uniform across the threadgroup
+  int chunks = (N + TOPK_CHUNK - 1) / TOPK_CHUNK;
+  int n = chunks * K;
+  device const int *ci = cand_ids + (ulong)r * (ulong)n;
+  device const float *cv = cand_vals + (ulong)r * (ulong)n;
+  float ninf = as_float(0xff800000u);
+  if (TID_X == 0) {
+    device const float *st = stats + (ulong)r * (ulong)(2 * chunks);
+    float M = ninf, S = 0.0f;
+    for (int c = 0; c < chunks; c++) M = fmaxf(M, st[2 * c]);
+    for (int c = 0; c < chunks; c++)
+      if (st[2 * c] > ninf) S += st[2 * c + 1] * expf(st[2 * c] - M);
+    lse[r] = M > ninf ? M + logf(S) : ninf;
+  }
+  float pv = as_float(0x7f800000u);
+  int pi = -1;
+  for (int k = 0; k < K; k++) {
+    float bv = ninf;
+    int bi = N;
+    for (int j = TID_X; j < n; j += TG_SIZE_X) {
+      int i = ci[j];
+      float v = cv[j];
       bool after = v < pv || (v == pv && i > pi);
-      if (after && v > bv) {  // strided scan: a later i of this thread is a higher index
+      if (i >= 0 && after && argmax_better(v, i, bv, bi)) {
         bv = v;
         bi = i;
       }
     }
-    for (int off = 16; off > 0; off >>= 1) {
-      float ov = simd_shuffle_xor(bv, (uint)off);
-      int oi = simd_shuffle_xor(bi, (uint)off);
-      if (argmax_better(ov, oi, bv, bi)) {
-        bv = ov;
-        bi = oi;
-      }
-    }
-    BARRIER();  // the previous round's readers of sgVal/sgIdx are done
-    if (LANE == 0) {
-      sgVal[SIMD_ID] = bv;
-      sgIdx[SIMD_ID] = bi;
-    }
-    BARRIER();
-    bv = ninf;
-    bi = N;
-    for (int g = 0; g < SIMD_COUNT; g++) {
-      if (argmax_better(sgVal[g], sgIdx[g], bv, bi)) {
-        bv = sgVal[g];
-        bi = sgIdx[g];
-      }
-    }
+    topk_best(&bv, &bi, sgVal, sgIdx, LANE, SIMD_ID, SIMD_COUNT, ninf, N);
     if (TID_X == 0) {
-      ulong o = (ulong)TGID_X * (ulong)K + (ulong)k;
-      ids[o] = bi < N ? bi : -1;
-      vals[o] = bi < N ? bv : ninf;
+      ids[(ulong)r * (ulong)K + (ulong)k] = bi < N ? bi : -1;
+      vals[(ulong)r * (ulong)K + (ulong)k] = bi < N ? bv : ninf;
     }
     pv = bv;
     pi = bi;

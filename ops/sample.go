@@ -1,6 +1,9 @@
 package ops
 
-import "bagel/backend"
+import (
+	"bagel/backend"
+	"bagel/kernels"
+)
 
 // Argmax writes, for each row of x f32 [R, N], the index of its largest value
 // into out i32 [R] (greedy sampling on the device: the host then reads 4 bytes
@@ -16,8 +19,10 @@ func Argmax(c *Ctx, x, out Tensor) {
 // TopK writes, for each row of x f32 [R, N], its K largest values in
 // descending order into vals f32 [R, K] with their ids i32 [R, K], and the
 // row's log Σ exp into lse f32 [R]: what sampling with a top-k needs of the
-// logits, K·8+4 bytes to read back instead of N·4.
-func TopK(c *Ctx, x, ids, vals, lse Tensor) {
+// logits, K·8+4 bytes to read back instead of N·4. It runs in two dispatches
+// (the row's chunks in parallel, then their merge) through part, a scratch
+// i32 tensor of TopKPartSize(R, N, K) elements.
+func TopK(c *Ctx, x, ids, vals, lse, part Tensor) {
 	checkDType("topk x", x, backend.F32)
 	checkDType("topk ids", ids, backend.I32)
 	checkDType("topk vals", vals, backend.F32)
@@ -25,9 +30,25 @@ func TopK(c *Ctx, x, ids, vals, lse Tensor) {
 	r := lse.Elements()
 	check(r > 0 && x.Elements()%r == 0 && ids.Elements()%r == 0 && vals.Elements() == ids.Elements(),
 		"topk: x %v ids %v vals %v lse %v", x, ids, vals, lse)
-	c.dispatch("topk_f32", x.Arg(), ids.Arg(), vals.Arg(), lse.Arg(), backend.Int(r), backend.Int(x.Elements()/r),
-		backend.Int(ids.Elements()/r))
+	n, k := x.Elements()/r, ids.Elements()/r
+	check(part.Elements() >= TopKPartSize(r, n, k), "topk: part %v, want %d elements", part, TopKPartSize(r, n, k))
+	chunks := (n + topKChunk - 1) / topKChunk
+	candIDs := View(part, 0, backend.I32, []int{r, chunks, k})
+	candVals := View(part, 4*r*chunks*k, backend.F32, []int{r, chunks, k})
+	stats := View(part, 8*r*chunks*k, backend.F32, []int{r, chunks, 2})
+	c.dispatch("topk_partial_f32", x.Arg(), candIDs.Arg(), candVals.Arg(), stats.Arg(), backend.Int(r), backend.Int(n), backend.Int(k))
+	c.dispatch("topk_merge_f32", candIDs.Arg(), candVals.Arg(), stats.Arg(), ids.Arg(), vals.Arg(), lse.Arg(),
+		backend.Int(r), backend.Int(n), backend.Int(k))
 }
+
+// TopKPartSize is the i32 elements of TopK's scratch for R rows of N, top K:
+// each chunk's K candidates (ids and values) and its (max, Σexp).
+func TopKPartSize(r, n, k int) int {
+	chunks := (n + topKChunk - 1) / topKChunk
+	return r * chunks * (2*k + 2)
+}
+
+var topKChunk = kernels.Defines()["TOPK_CHUNK"]
 
 // TopKMax is the largest K that TopK takes.
 const TopKMax = 256

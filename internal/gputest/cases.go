@@ -628,21 +628,37 @@ func Specs() []Spec {
 				Scalars: ints(p.R, p.N)}
 		})
 	}
-	// topk_f32: x, ids, vals, lse | R, N, K. Rows of bf16-rounded values have
-	// ties; a short row pads; NaNs are passed over.
+	// topk_partial_f32: x, cand_ids, cand_vals, stats | R, N, K; topk_merge_f32:
+	// cand_ids, cand_vals, stats (from the CPU's partial), ids, vals, lse | R, N, K.
+	// Rows of bf16-rounded values have ties; a short row pads; NaNs are passed over.
 	for _, p := range []struct {
 		R, N, K int
 		kind    string
-	}{{1, vocab, 20, "plain"}, {2, vocab, 64, "ties"}, {3, 1000, 256, "ties"}, {2, 5, 8, "pad"}, {2, 4099, 16, "nan"}} {
-		add("topk_f32", p.N == vocab, fmt.Sprintf("R=%d N=%d K=%d %s", p.R, p.N, p.K, p.kind), func(g gen) *Case {
+	}{{1, vocab, 20, "plain"}, {2, vocab, 64, "ties"}, {3, 1000, 256, "ties"}, {2, 5, 8, "pad"}, {2, 4099, 16, "nan"}, {1, 9000, 40, "ninf"}} {
+		label := fmt.Sprintf("R=%d N=%d K=%d %s", p.R, p.N, p.K, p.kind)
+		chunks := (p.N + kernels.Defines()["TOPK_CHUNK"] - 1) / kernels.Defines()["TOPK_CHUNK"]
+		logits := func(g gen) []byte {
 			x := g.f32Uniform(p.R*p.N, -8, 8, p.kind == "ties")
-			if p.kind == "nan" {
-				for i := 0; i < p.R*p.N; i += 5 {
+			for i := 0; i < p.R*p.N; i++ {
+				switch {
+				case p.kind == "nan" && i%5 == 0:
 					binary.LittleEndian.PutUint32(x[4*i:], math.Float32bits(float32(math.NaN())))
+				case p.kind == "ninf" && i >= 4096 && i < 8192: // a chunk without numbers
+					binary.LittleEndian.PutUint32(x[4*i:], math.Float32bits(float32(math.Inf(-1))))
 				}
 			}
-			return &Case{Tol: tolF32, Buffers: []Buffer{in("x", backend.F32, x), out("ids", backend.I32, p.R*p.K),
-				out("vals", backend.F32, p.R*p.K), out("lse", backend.F32, p.R)}, Scalars: ints(p.R, p.N, p.K)}
+			return x
+		}
+		add("topk_partial_f32", p.N == vocab, label, func(g gen) *Case {
+			return &Case{Tol: tolF32, Buffers: []Buffer{in("x", backend.F32, logits(g)), out("cand_ids", backend.I32, p.R*chunks*p.K),
+				out("cand_vals", backend.F32, p.R*chunks*p.K), out("stats", backend.F32, p.R*chunks*2)}, Scalars: ints(p.R, p.N, p.K)}
+		})
+		add("topk_merge_f32", p.N == vocab, label, func(g gen) *Case {
+			ids, vals, stats := cpu.TopKPartial(f32Values(logits(g)), p.R, p.N, p.K)
+			return &Case{Tol: tolF32, Buffers: []Buffer{
+				in("cand_ids", backend.I32, i32Bytes(ids)), in("cand_vals", backend.F32, f32Bytes(vals)), in("stats", backend.F32, f32Bytes(stats)),
+				out("ids", backend.I32, p.R*p.K), out("vals", backend.F32, p.R*p.K), out("lse", backend.F32, p.R),
+			}, Scalars: ints(p.R, p.N, p.K)}
 		})
 	}
 
