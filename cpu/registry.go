@@ -49,7 +49,6 @@ var registry = map[string]func(a *args){
 	"gdn_chunk_bf16":             gdnChunked,
 	"router_topk_bf16":           routerTopK,
 	"moe_combine_bf16":           moeCombine,
-	"argmax_f32":                 argmaxF32,
 	"topk_partial_f32":           topkPartial,
 	"topk_merge_f32":             topkMerge,
 	"repetition_penalty_f32":     repetitionPenalty,

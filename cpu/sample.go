@@ -8,25 +8,11 @@ import (
 	"bagel/kernels"
 )
 
-// argmax_f32: per row, the index of the largest value, the lowest index among
-// equals; NaNs are passed over; a row with nothing above −∞ gives 0.
-func argmaxF32(a *args) {
-	R, N := a.intArg("R"), a.intArg("N")
-	x := a.f32s("x", R*N)   // (R, N)
-	out := a.i32s("out", R) // (R)
-	for r := range R {
-		row := x[r*N : (r+1)*N]
-		best := -1
-		for i, v := range row {
-			if v > negInf && (best < 0 || v > row[best]) {
-				best = i
-			}
-		}
-		out[r] = int32(max(best, 0))
-	}
-}
-
 var negInf = float32(math.Inf(-1))
+
+// quietNaN is the NaN the top-k kernels write for a non-finite row (0x7fc00000,
+// as the GPU kernels write it, so the GPU tests can compare it).
+var quietNaN = math.Float32frombits(0x7fc00000)
 
 // topKChunk is kernels' TOPK_CHUNK: the logits of one topk_partial_f32 threadgroup.
 var topKChunk = kernels.Defines()["TOPK_CHUNK"]
@@ -35,7 +21,8 @@ var topKChunk = kernels.Defines()["TOPK_CHUNK"]
 // largest values in descending order (ties: lower index first; NaNs passed
 // over; padding id −1, value −∞) with ids indexing the row, and stats (m, s):
 // m the chunk's largest number (−∞ if none) and s = Σ exp(x − m) over its
-// numbers (in f64, rounded: the GPU's f32 sum differs by rounding).
+// numbers (in f64, rounded: the GPU's f32 sum differs by rounding); m is NaN
+// and s 0 when the chunk holds a NaN or an infinity.
 func topkPartial(a *args) {
 	R, N, K := a.intArg("R"), a.intArg("N"), a.intArg("K")
 	C := (N + topKChunk - 1) / topKChunk
@@ -55,7 +42,13 @@ func TopKPartial(x []float32, R, N, K int) (ids []int32, vals, stats []float32) 
 		for c := range C {
 			lo, hi := c*topKChunk, min(N, (c+1)*topKChunk)
 			rc := r*C + c
-			m, s := topK(x[r*N:(r+1)*N], lo, hi, ids[rc*K:(rc+1)*K], vals[rc*K:(rc+1)*K])
+			row := x[r*N : (r+1)*N]
+			m, s := topK(row, lo, hi, ids[rc*K:(rc+1)*K], vals[rc*K:(rc+1)*K])
+			for _, v := range row[lo:hi] {
+				if v-v != 0 { // NaN or ±Inf
+					m, s = quietNaN, 0
+				}
+			}
 			stats[2*rc], stats[2*rc+1] = m, s
 		}
 	}
@@ -89,7 +82,8 @@ func topK(row []float32, lo, hi int, ids []int32, vals []float32) (m, s float32)
 
 // topk_merge_f32: per row, the K largest of the chunks' candidates in
 // descending order (ties: lower index first; padding id −1, value −∞), and
-// lse = M + log Σ_c s_c·exp(m_c − M) over the chunks' stats (−∞ without numbers).
+// lse = M + log Σ_c s_c·exp(m_c − M) over the chunks' stats (−∞ without
+// numbers; NaN when a chunk's m is NaN).
 func topkMerge(a *args) {
 	R, N, K := a.intArg("R"), a.intArg("N"), a.intArg("K")
 	C := (N + topKChunk - 1) / topKChunk
@@ -105,9 +99,13 @@ func topkMerge(a *args) {
 			v  float32
 		}
 		var cs []cand
-		M := math.Inf(-1)
+		M, bad := math.Inf(-1), false
 		for c := range C {
-			M = math.Max(M, float64(stats[2*(r*C+c)]))
+			if m := float64(stats[2*(r*C+c)]); math.IsNaN(m) {
+				bad = true
+			} else {
+				M = math.Max(M, m)
+			}
 			for k := range K {
 				if j := (r*C+c)*K + k; candIDs[j] >= 0 {
 					cs = append(cs, cand{candIDs[j], candVals[j]})
@@ -120,9 +118,13 @@ func topkMerge(a *args) {
 				S += float64(stats[2*(r*C+c)+1]) * math.Exp(m-M)
 			}
 		}
-		lse[r] = negInf
-		if M > math.Inf(-1) {
+		switch {
+		case bad:
+			lse[r] = quietNaN
+		case M > math.Inf(-1):
 			lse[r] = float32(M + math.Log(S))
+		default:
+			lse[r] = negInf
 		}
 		slices.SortFunc(cs, func(x, y cand) int {
 			if c := cmp.Compare(y.v, x.v); c != 0 {

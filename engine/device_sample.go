@@ -71,6 +71,16 @@ func (e *Engine) readTopK(logits ops.Tensor, r, k int) ([]candidates, error) {
 	return out, nil
 }
 
+// greedy is the best candidate (top 1 read back), or errNonFinite when the
+// row's logits hold a NaN or an infinity (the log-sum-exp is then NaN) or no
+// number at all.
+func (c candidates) greedy() (int32, error) {
+	if len(c.ids) == 0 || math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
+		return 0, errNonFinite
+	}
+	return c.ids[0], nil
+}
+
 // penalizedIDs are the distinct ids of the sampler's repetition window, padded
 // with −1 to the window's length (mlx-lm penalizes each seen token once).
 func (p *sampler) penalizedIDs(history []int32) []int32 {

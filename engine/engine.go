@@ -3,7 +3,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -238,12 +237,11 @@ func (e *Engine) forward(tokens []int32, all bool) ([]float32, error) {
 func (e *Engine) forwardArgmax(tokens []int32) (int32, error) {
 	var id int32
 	err := e.step(tokens, false, nil, func(logits ops.Tensor) error {
-		best := e.scratch.Get(ops.I32, 1)
-		ops.Argmax(e.ctx, logits, best)
-		raw, err := ops.ReadBytes(e.ctx, best)
-		if err == nil {
-			id = int32(binary.LittleEndian.Uint32(raw))
+		rows, err := e.readTopK(logits, 1, 1)
+		if err != nil {
+			return err
 		}
+		id, err = rows[0].greedy()
 		return err
 	})
 	return id, err

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"bagel/switches"
 )
 
 // TestFindNonFinite: a healthy model is finite everywhere; a model whose
@@ -41,5 +44,48 @@ func TestFindNonFinite(t *testing.T) {
 	// The cache is usable afterwards.
 	if _, err := e.forward(ids[:2], false); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOverflowStopsEveryPick: a model whose logits overflow stops its reply
+// with the non-finite error whichever way the token is picked: greedy on the
+// device (the top-1 kernels' log-sum-exp is NaN), on the host, a top-k on the
+// device, and greedy with speculative decoding.
+func TestOverflowStopsEveryPick(t *testing.T) {
+	dir := copyModel(t, "tiny-moe")
+	for i := range 64 {
+		poisonTensor(t, filepath.Join(dir, "model.safetensors"), "language_model.model.layers.1.post_attention_layernorm.weight", i, 0x7f7f)
+	}
+	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	defer switches.Reset()
+	for _, c := range []struct {
+		name     string
+		switches map[string]bool
+		sampling Sampling
+	}{
+		{"greedy on the device", map[string]bool{SwitchDeviceArgmax: true}, Sampling{}},
+		{"greedy on the host", map[string]bool{SwitchDeviceArgmax: false}, Sampling{}},
+		{"top-k on the device", map[string]bool{SwitchDeviceTopK: true}, Sampling{Temperature: 0.7, TopK: 20, TopP: 1, Seed: 1}},
+		{"speculative greedy", map[string]bool{SwitchSpeculative: true}, Sampling{}},
+	} {
+		switches.Reset()
+		for name, on := range c.switches {
+			if err := switches.Set(name, on); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got error
+		for ev := range e.Generate(context.Background(), Request{PromptIDs: []int32{9707, 11, 1246, 525}, MaxTokens: 4, Sampling: c.sampling}) {
+			if ev.Kind == EventError {
+				got = ev.Err
+			}
+		}
+		if got == nil || !strings.Contains(got.Error(), "non-finite") {
+			t.Errorf("%s: error %v, want the non-finite error", c.name, got)
+		}
 	}
 }

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
-
 	"bagel/drafter"
 	"bagel/ops"
 	"bagel/qwen"
@@ -101,12 +99,10 @@ func (s *speculator) rollback(before *qwen.Snapshot, last int32, kept []int32) e
 func (e *Engine) forwardArgmaxAll(tokens []int32) ([]int32, error) {
 	picks := make([]int32, len(tokens))
 	err := e.step(tokens, true, nil, func(logits ops.Tensor) error {
-		best := e.scratch.Get(ops.I32, len(tokens))
-		ops.Argmax(e.ctx, logits, best)
-		raw, err := ops.ReadBytes(e.ctx, best)
+		rows, err := e.readTopK(logits, len(tokens), 1)
 		for i := range picks {
 			if err == nil {
-				picks[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
+				picks[i], err = rows[i].greedy()
 			}
 		}
 		return err

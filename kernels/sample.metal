@@ -1,63 +1,10 @@
-// Sampling on the device: the host reads back a token id instead of the logits.
-
-// ARGMAX_THREADS is the threadgroup of argmax_f32: one threadgroup per row.
-#define ARGMAX_THREADS 1024
+// Sampling on the device: the host reads back a token id (greedy: the top 1)
+// or the top k candidates instead of the logits.
 
 // argmax_better tells whether (v, i) beats (bv, bi): larger, or equal at a lower
 // index. NaN never beats anything, and nothing beats a NaN already held only
 // because a NaN is never taken in the first place.
 INLINE bool argmax_better(float v, int i, float bv, int bi) { return v > bv || (v == bv && i < bi); }
-
-// argmax_f32: out[r] = the index of the largest x[r, :], the lowest index among
-// equals; NaNs are passed over, and a row with no number above −∞ gives 0.
-// Each thread scans a strided slice, then the SIMD-groups and the threadgroup
-// reduce (value, index) pairs.
-// launch: grid(R) group(ARGMAX_THREADS)
-KERNEL(argmax_f32,
-       BUFFER(const float, x, 0),
-       BUFFER(int, out, 1),
-       PARAM(int, R, 2),
-       PARAM(int, N, 3)) {
-  GRID_WAIT();
-  TG_MEM(float, sgVal, 32);
-  TG_MEM(int, sgIdx, 32);
-  if (TGID_X >= R) return;  // uniform across the threadgroup
-  device const float *row = x + (ulong)TGID_X * (ulong)N;
-  float bv = as_float(0xff800000u);  // −∞
-  int bi = N;
-  for (int i = TID_X; i < N; i += TG_SIZE_X) {
-    float v = row[i];
-    if (v > bv) {  // strided scan: a later i of this thread is a higher index
-      bv = v;
-      bi = i;
-    }
-  }
-  for (int off = 16; off > 0; off >>= 1) {
-    float ov = simd_shuffle_xor(bv, (uint)off);
-    int oi = simd_shuffle_xor(bi, (uint)off);
-    if (argmax_better(ov, oi, bv, bi)) {
-      bv = ov;
-      bi = oi;
-    }
-  }
-  if (LANE == 0) {
-    sgVal[SIMD_ID] = bv;
-    sgIdx[SIMD_ID] = bi;
-  }
-  BARRIER();
-  if (SIMD_ID != 0) return;
-  bv = LANE < SIMD_COUNT ? sgVal[LANE] : as_float(0xff800000u);
-  bi = LANE < SIMD_COUNT ? sgIdx[LANE] : N;
-  for (int off = 16; off > 0; off >>= 1) {
-    float ov = simd_shuffle_xor(bv, (uint)off);
-    int oi = simd_shuffle_xor(bi, (uint)off);
-    if (argmax_better(ov, oi, bv, bi)) {
-      bv = ov;
-      bi = oi;
-    }
-  }
-  if (LANE == 0) out[TGID_X] = bi < N ? bi : 0;
-}
 
 // TOPK_MAX bounds K of the top-k kernels: the app's top-k (20 by default) and more.
 #define TOPK_MAX 256
@@ -104,7 +51,9 @@ INLINE void topk_best(thread float *bv, thread int *bi, threadgroup float *sgVal
 // cand_ids i32, cand_vals f32 [R, C, K] = the chunk's K largest values in
 // descending order (ties: the lower index first; NaNs passed over; padded
 // with id −1, value −∞), ids indexing the row; stats f32 [R, C, 2] = (m, s),
-// m the chunk's largest number (−∞ if none), s = Σ exp(x − m) over its numbers.
+// m the chunk's largest number (−∞ if none), s = Σ exp(x − m) over its numbers;
+// m is NaN (and s 0) when the chunk holds a NaN or an infinity (the merge's
+// lse reports it).
 // launch: grid(R * ceil(N, TOPK_CHUNK)) group(TOPK_PART_THREADS)
 // requires: K <= TOPK_MAX
 KERNEL(topk_partial_f32,
@@ -127,9 +76,12 @@ KERNEL(topk_partial_f32,
   int base = c * TOPK_CHUNK;
   float v[TOPK_PER];
   float m = ninf, s = 0.0f;
+  bool bad = false;  // a NaN or an infinity
   UNROLL for (int j = 0; j < TOPK_PER; j++) {
     int i = base + j * TOPK_PART_THREADS + TID_X;
-    v[j] = i < N ? row[i] : ninf;
+    v[j] = i < N ? row[i] : 0.0f;
+    bad = bad || v[j] - v[j] != 0.0f;
+    if (i >= N) v[j] = ninf;
     if (!(v[j] > ninf)) {
       v[j] = ninf;  // NaN and −∞ rank last and add nothing
       continue;
@@ -147,19 +99,25 @@ KERNEL(topk_partial_f32,
     s = (m > ninf ? s * expf(m - nm) : 0.0f) + (om > ninf ? os * expf(om - nm) : 0.0f);
     m = nm;
   }
+  bool anyBad = simd_sum(bad ? 1.0f : 0.0f) > 0.0f;
   if (LANE == 0) {
     sgVal[SIMD_ID] = m;
     sgSum[SIMD_ID] = s;
+    sgIdx[SIMD_ID] = anyBad ? 1 : 0;
   }
   BARRIER();
   ulong rc = (ulong)r * (ulong)chunks + (ulong)c;
   if (TID_X == 0) {
     float M = ninf, S = 0.0f;
-    for (int g = 0; g < SIMD_COUNT; g++) M = fmaxf(M, sgVal[g]);
+    int nbad = 0;
+    for (int g = 0; g < SIMD_COUNT; g++) {
+      M = fmaxf(M, sgVal[g]);
+      nbad += sgIdx[g];
+    }
     for (int g = 0; g < SIMD_COUNT; g++)
       if (sgVal[g] > ninf) S += sgSum[g] * expf(sgVal[g] - M);
-    stats[2 * rc] = M;
-    stats[2 * rc + 1] = S;
+    stats[2 * rc] = nbad > 0 ? as_float(0x7fc00000u) : M;  // NaN: not finite
+    stats[2 * rc + 1] = nbad > 0 ? 0.0f : S;
   }
   // K rounds of "the best after the previous pick" over the values in registers.
   float pv = as_float(0x7f800000u);  // +∞: everything ranks after it
@@ -189,7 +147,8 @@ KERNEL(topk_partial_f32,
 // ceil(N, TOPK_CHUNK) chunks): ids i32 [R, K], vals f32 [R, K] = the row's K
 // largest values in descending order (ties: the lower index first; padded with
 // id −1, value −∞), and lse f32 [R] = M + log Σ_c s_c·exp(m_c − M), M = max m_c
-// (−∞ for a row without numbers): the log Σ exp of the row's numbers.
+// (−∞ for a row without numbers): the log Σ exp of the row's numbers; NaN when
+// a chunk's m is (the row holds a NaN or an infinity).
 // launch: grid(R) group(TOPK_THREADS)
 // requires: K <= TOPK_MAX
 KERNEL(topk_merge_f32,
@@ -215,10 +174,14 @@ KERNEL(topk_merge_f32,
   if (TID_X == 0) {
     device const float *st = stats + (ulong)r * (ulong)(2 * chunks);
     float M = ninf, S = 0.0f;
-    for (int c = 0; c < chunks; c++) M = fmaxf(M, st[2 * c]);
+    bool bad = false;
+    for (int c = 0; c < chunks; c++) {
+      M = fmaxf(M, st[2 * c]);
+      bad = bad || !(st[2 * c] == st[2 * c]);
+    }
     for (int c = 0; c < chunks; c++)
       if (st[2 * c] > ninf) S += st[2 * c + 1] * expf(st[2 * c] - M);
-    lse[r] = M > ninf ? M + logf(S) : ninf;
+    lse[r] = bad ? as_float(0x7fc00000u) : M > ninf ? M + logf(S) : ninf;
   }
   float pv = as_float(0x7f800000u);
   int pi = -1;

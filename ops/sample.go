@@ -5,17 +5,6 @@ import (
 	"bagel/kernels"
 )
 
-// Argmax writes, for each row of x f32 [R, N], the index of its largest value
-// into out i32 [R] (greedy sampling on the device: the host then reads 4 bytes
-// per row instead of N logits).
-func Argmax(c *Ctx, x, out Tensor) {
-	checkDType("argmax x", x, backend.F32)
-	checkDType("argmax out", out, backend.I32)
-	r := out.Elements()
-	check(r > 0 && x.Elements()%r == 0, "argmax: x %v out %v", x, out)
-	c.dispatch("argmax_f32", x.Arg(), out.Arg(), backend.Int(r), backend.Int(x.Elements()/r))
-}
-
 // TopK writes, for each row of x f32 [R, N], its K largest values in
 // descending order into vals f32 [R, K] with their ids i32 [R, K], and the
 // row's log Σ exp into lse f32 [R]: what sampling with a top-k needs of the

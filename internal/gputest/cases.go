@@ -599,42 +599,14 @@ func Specs() []Spec {
 			}, Scalars: ints(p.T, p.K, p.H)}
 		})
 	}
-	// argmax_f32: x, out | R, N. Rows drawn as bf16-rounded values so that
-	// ties are common; some rows get NaNs, −∞ or a duplicated maximum placed
-	// before and after the first one.
-	for _, p := range []struct {
-		R, N int
-		kind string
-	}{{1, vocab, "plain"}, {3, 1000, "ties"}, {2, 4099, "nan"}, {2, 7, "all -inf"}, {4, 33, "max twice"}} {
-		add("argmax_f32", p.N == vocab, fmt.Sprintf("R=%d N=%d %s", p.R, p.N, p.kind), func(g gen) *Case {
-			x := g.f32Uniform(p.R*p.N, -4, 4, p.kind == "ties")
-			set := func(i int, v float32) { binary.LittleEndian.PutUint32(x[4*i:], math.Float32bits(v)) }
-			for r := range p.R {
-				switch p.kind {
-				case "nan":
-					for i := r; i < p.N; i += 3 {
-						set(r*p.N+i, float32(math.NaN()))
-					}
-				case "all -inf":
-					for i := range p.N {
-						set(r*p.N+i, float32(math.Inf(-1)))
-					}
-				case "max twice":
-					set(r*p.N+p.N-1-r, 9)
-					set(r*p.N+p.N/2-r, 9)
-				}
-			}
-			return &Case{Tol: tolExact, Buffers: []Buffer{in("x", backend.F32, x), out("out", backend.I32, p.R)},
-				Scalars: ints(p.R, p.N)}
-		})
-	}
 	// topk_partial_f32: x, cand_ids, cand_vals, stats | R, N, K; topk_merge_f32:
 	// cand_ids, cand_vals, stats (from the CPU's partial), ids, vals, lse | R, N, K.
 	// Rows of bf16-rounded values have ties; a short row pads; NaNs are passed over.
 	for _, p := range []struct {
 		R, N, K int
 		kind    string
-	}{{1, vocab, 20, "plain"}, {2, vocab, 64, "ties"}, {3, 1000, 256, "ties"}, {2, 5, 8, "pad"}, {2, 4099, 16, "nan"}, {1, 9000, 40, "ninf"}} {
+	}{{1, vocab, 20, "plain"}, {2, vocab, 64, "ties"}, {3, 1000, 256, "ties"}, {2, 5, 8, "pad"}, {2, 4099, 16, "nan"},
+		{1, 9000, 40, "ninf"}, {3, vocab, 1, "greedy"}, {2, 9000, 1, "inf"}} {
 		label := fmt.Sprintf("R=%d N=%d K=%d %s", p.R, p.N, p.K, p.kind)
 		chunks := (p.N + kernels.Defines()["TOPK_CHUNK"] - 1) / kernels.Defines()["TOPK_CHUNK"]
 		logits := func(g gen) []byte {
@@ -645,6 +617,8 @@ func Specs() []Spec {
 					binary.LittleEndian.PutUint32(x[4*i:], math.Float32bits(float32(math.NaN())))
 				case p.kind == "ninf" && i >= 4096 && i < 8192: // a chunk without numbers
 					binary.LittleEndian.PutUint32(x[4*i:], math.Float32bits(float32(math.Inf(-1))))
+				case p.kind == "inf" && i == 5000: // one infinity: the row's lse is NaN
+					binary.LittleEndian.PutUint32(x[4*i:], math.Float32bits(float32(math.Inf(1))))
 				}
 			}
 			return x

@@ -145,7 +145,9 @@ func compare(dev, ref backend.Device, c *Case) Result {
 			}
 			continue
 		}
-		e := relErr(decode(b.DType, got[i]), decode(b.DType, want[i]))
+		gf, wf := decode(b.DType, got[i]), decode(b.DType, want[i])
+		agreedNaN(b.DType, got[i], want[i], gf, wf)
+		e := relErr(gf, wf)
 		r.Err = math.Max(r.Err, e)
 		if math.IsNaN(e) {
 			r.Err = math.Inf(1)
