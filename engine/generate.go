@@ -309,12 +309,12 @@ func (g *generation) run(req Request) error {
 	if e.tok != nil {
 		dec = e.tok.NewStreamDecoder()
 	}
-	// Speculative decoding (greedy replies, and sampled ones with a top-k on
-	// the device and no repetition penalty): pending holds the tokens a step
+	// Speculative decoding (greedy replies without a repetition penalty, and
+	// sampled ones with a top-k on the device): pending holds the tokens a step
 	// added beyond the one being handled; context is every token so far, what
 	// the drafter searches.
 	var spec *speculator
-	sampledSpec := topKOnDevice && noPenalty
+	sampledSpec := topKOnDevice
 	if (greedyOnDevice || sampledSpec) && switches.On(SwitchSpeculative) {
 		spec = &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}, draftLen: DefaultDraftLength}
 		if req.DraftLength > 0 {
@@ -379,7 +379,7 @@ func (g *generation) run(req Request) error {
 				if greedyOnDevice {
 					toks, proposed, accepted, err = spec.step(context, id, e.ContextLength()-st.KVLength)
 				} else {
-					toks, proposed, accepted, err = spec.stepSampled(context, id, e.ContextLength()-st.KVLength, smp, req.Sampling.TopK)
+					toks, proposed, accepted, err = spec.stepSampled(context, id, e.ContextLength()-st.KVLength, smp, req.Sampling.TopK, history)
 				}
 				if err != nil {
 					return err

@@ -21,8 +21,8 @@ import (
 // rollback replays from saved per-token states (issue 12's state ring).
 
 // SwitchSpeculative turns on prompt-lookup speculative decoding for greedy
-// replies, and for sampled ones with a top-k on the device and no repetition
-// penalty (speculative_sampled.go).
+// replies without a repetition penalty, and for sampled ones with a top-k on
+// the device (speculative_sampled.go).
 const SwitchSpeculative = "speculative-ngram"
 
 // DefaultDraftLength is how many tokens the drafter may guess per step when
@@ -38,7 +38,7 @@ func init() {
 	switches.Register(switches.Switch{
 		Name: SwitchSpeculative,
 		Description: "Speculative decoding with prompt lookup (n-gram) drafts, for greedy replies and sampled ones with a top-k " +
-			"and no repetition penalty (the same replies, or the same distribution); experimental: a rejected guess re-runs the kept ones.",
+			"(the same replies, or the same distribution); experimental: a rejected guess re-runs the kept ones.",
 		Default: false,
 		Env:     "BAGEL_SPECULATIVE_NGRAM",
 	})

@@ -9,7 +9,8 @@ import (
 )
 
 // Speculative decoding for sampled replies (temperature > 0 with a top-k, the
-// candidates picked on the device, no repetition penalty): the standard
+// candidates picked on the device; a repetition penalty is applied to each
+// position's logits with the history that position has): the standard
 // rejection rule with a drafter that proposes one token per position for sure.
 // At a position whose sampling distribution (temperature, top-k, top-p, min-p)
 // is p, a guess d is kept with probability p(d); when it is not, the token is
@@ -18,12 +19,20 @@ import (
 // position's p. Every token is then distributed exactly as plain sampling
 // draws it: P(x) = [x = d]·p(d) + (1 − p(d))·p(x)[x ≠ d]/(1 − p(d)) = p(x).
 
-// stepSampled is step for a sampled reply: k is the device's top-k.
-func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sampler, k int) (out []int32, proposed, accepted int, err error) {
+// stepSampled is step for a sampled reply: k is the device's top-k; history
+// is what the sampler's repetition penalty looks back on (last included).
+func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sampler, k int, history []int32) (out []int32, proposed, accepted int, err error) {
 	e := s.e
 	drafts := s.validDrafts(context, room)
+	penalty := float32(smp.s.RepetitionPenalty)
+	penalized := func(i int) []int32 { // position i's window: history and the first i guesses
+		if penalty == 0 || penalty == 1 {
+			return nil
+		}
+		return smp.penalizedIDs(append(slices.Clone(history), drafts[:i]...))
+	}
 	if len(drafts) == 0 {
-		c, err := e.forwardTopK([]int32{last}, k, nil, 1)
+		c, err := e.forwardTopK([]int32{last}, k, penalized(0), penalty)
 		if err != nil {
 			return nil, 0, 0, err
 		}
@@ -36,7 +45,13 @@ func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sam
 	if err := e.loop.do(func() (err error) { before, err = e.cache.SnapshotState(e.ctx); return err }); err != nil {
 		return nil, 0, 0, err
 	}
-	rows, err := e.forwardTopKAll(append([]int32{last}, drafts...), k)
+	var pen [][]int32
+	if penalized(0) != nil {
+		for i := range len(drafts) + 1 {
+			pen = append(pen, penalized(i))
+		}
+	}
+	rows, err := e.forwardTopKAll(append([]int32{last}, drafts...), k, pen, penalty)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -107,9 +122,28 @@ func (p *sampler) acceptOrResample(ids []int32, probs []float64, d int32) (int32
 
 // forwardTopKAll runs tokens and returns every position's top-k candidates
 // (forwardTopK for each row, in one read).
-func (e *Engine) forwardTopKAll(tokens []int32, k int) ([]candidates, error) {
+//
+// penalized, when not nil, holds each position's repetition window (ids, −1
+// padding, all of one length), whose logits are penalized by penalty first.
+func (e *Engine) forwardTopKAll(tokens []int32, k int, penalized [][]int32, penalty float32) ([]candidates, error) {
 	var out []candidates
-	err := e.step(tokens, true, nil, func(logits ops.Tensor) (err error) {
+	var pen ops.Tensor
+	prepare := func() error { // written before the forward records its launches
+		if len(penalized) == 0 {
+			return nil
+		}
+		flat := slices.Concat(penalized...)
+		pen = e.scratch.Get(ops.I32, len(penalized), len(penalized[0]))
+		return ops.WriteInt32(e.ctx, pen, flat)
+	}
+	err := e.step(tokens, true, prepare, func(logits ops.Tensor) (err error) {
+		if len(penalized) > 0 {
+			v, n := logits.Elements()/len(tokens), len(penalized[0])
+			for i := range tokens {
+				row := ops.View(logits, 4*i*v, ops.F32, []int{v})
+				ops.RepetitionPenalty(e.ctx, row, ops.View(pen, 4*i*n, ops.I32, []int{n}), penalty)
+			}
+		}
 		out, err = e.readTopK(logits, len(tokens), k)
 		return err
 	})

@@ -76,3 +76,46 @@ func TestSpeculativeSampled(t *testing.T) {
 	}
 	t.Logf("%d/%d guesses kept", st.DraftAccepted, st.DraftProposed)
 }
+
+// TestSpeculativeSampledWithPenalty: at a temperature low enough that each
+// position's distribution is one token, sampled speculative decoding with a
+// repetition penalty gives the plain sampled reply token for token: every
+// verified position must be penalized with the history it has (the earlier
+// guesses included), or a guess the penalty rules out would be kept. The tiny
+// model never repeats itself, so the "penalty" here is a factor below 1, which
+// favours the tokens in the window: it must change the reply, or the test
+// would prove nothing.
+func TestSpeculativeSampledWithPenalty(t *testing.T) {
+	defer switches.Set(SwitchSpeculative, false)
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := []int32{9707, 11, 1246, 525, 3555, 30, 2585}
+	sampling := Sampling{Temperature: 1e-4, TopK: 20, TopP: 1, Seed: 3, RepetitionPenalty: 0.05, RepetitionContext: 8}
+	req := Request{PromptIDs: prompt, MaxTokens: 32, IgnoreStop: true, Sampling: sampling}
+	plain, _ := generateWith(t, e, SwitchSpeculative, false, req)
+	unpenalized := req
+	unpenalized.Sampling.RepetitionPenalty = 1
+	if free, _ := generateWith(t, e, SwitchSpeculative, false, unpenalized); slices.Equal(free, plain) {
+		t.Fatalf("the penalty does not change the reply %v: pick a stronger one", plain)
+	}
+	for _, c := range []struct {
+		name string
+		d    drafter.Drafter
+	}{
+		{"oracle", drafter.OracleDrafter{Continuation: plain, PromptLen: len(prompt)}},
+		{"n-gram", drafter.NGramDrafter{MinN: 1, MaxN: 3}},
+	} {
+		req := req
+		req.Drafter = c.d
+		spec, done := generateWith(t, e, SwitchSpeculative, true, req)
+		if !slices.Equal(spec, plain) {
+			t.Errorf("%s drafts: speculative %v\nplain %v", c.name, spec, plain)
+		}
+		if st := done.Stats; !st.Speculative || st.DraftProposed == 0 {
+			t.Errorf("%s drafts: speculative %v, %d proposed", c.name, st.Speculative, st.DraftProposed)
+		}
+	}
+}
