@@ -16,9 +16,10 @@ import (
 //
 // Rolling back after a partial accept restores a device copy of the GDN states
 // taken before the verify (copy kernels in stream order, no host transfer) and
-// runs the accepted tokens again. That is exact; the re-run costs a forward of
-// the accepted tokens, which is why the switch stays off by default until the
-// rollback replays from saved per-token states (issue 12's state ring).
+// replays the GDN rule over the accepted tokens' recorded in_proj outputs
+// (qwen.Cache.ReplayGDN: the conv and the rule, no projections, attention or
+// experts). That is exact: the same kernels on the same inputs as a forward of
+// those tokens.
 
 // SwitchSpeculative turns on prompt-lookup speculative decoding for greedy
 // replies without a repetition penalty, and for sampled ones with a top-k on
@@ -38,7 +39,7 @@ func init() {
 	switches.Register(switches.Switch{
 		Name: SwitchSpeculative,
 		Description: "Speculative decoding with prompt lookup (n-gram) drafts, for greedy replies and sampled ones with a top-k " +
-			"(the same replies, or the same distribution); experimental: a rejected guess re-runs the kept ones.",
+			"(the same replies, or the same distribution); experimental.",
 		Default: false,
 		Env:     "BAGEL_SPECULATIVE_NGRAM",
 	})
@@ -63,8 +64,8 @@ func (s *speculator) step(context []int32, last int32, room int) (out []int32, p
 		id, err := e.forwardArgmax([]int32{last})
 		return []int32{id}, 0, 0, err
 	}
-	var before *qwen.Snapshot
-	if err := e.loop.do(func() (err error) { before, err = e.cache.SnapshotState(e.ctx); return err }); err != nil {
+	before, err := s.beforeVerify()
+	if err != nil {
 		return nil, 0, 0, err
 	}
 	picks, err := e.forwardArgmaxAll(append([]int32{last}, drafts...))
@@ -83,14 +84,48 @@ func (s *speculator) step(context []int32, last int32, room int) (out []int32, p
 	return append(append([]int32(nil), drafts[:j]...), picks[j]), len(drafts), j, nil
 }
 
+// beforeVerify snapshots the GDN states before a verify and arms the cache
+// to record the verify's GDN inputs (qwen.Cache.ArmRecord), for rollback.
+func (s *speculator) beforeVerify() (*qwen.Snapshot, error) {
+	e := s.e
+	var before *qwen.Snapshot
+	err := e.loop.do(func() (err error) {
+		if before, err = e.cache.SnapshotState(e.ctx); err != nil {
+			return err
+		}
+		return e.cache.ArmRecord(e.ctx, e.model)
+	})
+	return before, err
+}
+
 // rollback puts the cache back to before a verify (state snapshot before)
-// and runs last and the kept guesses again, so that it holds exactly them.
+// and then forward by last and the kept guesses, so that it holds exactly
+// them: the GDN rule is replayed over the verify's recorded inputs of those
+// tokens (the attention layers' keys and values are already in place), or,
+// when the verify could not be recorded, the tokens are run again.
 func (s *speculator) rollback(before *qwen.Snapshot, last int32, kept []int32) error {
 	e := s.e
-	if err := e.loop.do(func() error { return e.cache.Restore(e.ctx, before) }); err != nil {
+	n := 1 + len(kept)
+	replayed := false
+	err := e.loop.do(func() error {
+		defer e.scratch.Reset()
+		if err := e.cache.Restore(e.ctx, before); err != nil {
+			return err
+		}
+		if !e.cache.Replayable(n) {
+			return nil
+		}
+		replayed = true
+		if err := e.cache.ReplayGDN(e.ctx, e.model, n); err != nil {
+			_ = e.cache.Reset(e.ctx) // the state is unknown: start over rather than go on wrong
+			return err
+		}
+		return nil
+	})
+	if err != nil || replayed {
 		return err
 	}
-	_, err := e.forwardArgmax(append([]int32{last}, kept...))
+	_, err = e.forwardArgmax(append([]int32{last}, kept...))
 	return err
 }
 

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"bagel/ops"
-	"bagel/qwen"
 )
 
 // Speculative decoding for sampled replies (temperature > 0 with a top-k, the
@@ -41,8 +40,8 @@ func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sam
 		}
 		return []int32{smp.sampleTop(c)}, 0, 0, nil
 	}
-	var before *qwen.Snapshot
-	if err := e.loop.do(func() (err error) { before, err = e.cache.SnapshotState(e.ctx); return err }); err != nil {
+	before, err := s.beforeVerify()
+	if err != nil {
 		return nil, 0, 0, err
 	}
 	var pen [][]int32

@@ -14,13 +14,15 @@ type Cache struct {
 	Offset   int // tokens processed; the RoPE position of the next token
 	Capacity int // tokens the KV cache holds
 	layers   []layerCache
-	rollback *Snapshot // SnapshotState's memory, reused
+	rollback *Snapshot    // SnapshotState's memory, reused
+	records  []*gdnRecord // per layer (nil for attention): ArmRecord's buffers
 }
 
 type layerCache struct {
 	keys, values ops.Tensor // attention: bf16 [Hkv, Capacity, headDim], after k_norm and RoPE
 	conv         ops.Tensor // GDN: bf16 [K−1, convDim], raw in_proj_qkv outputs of the last K−1 tokens
 	state        ops.Tensor // GDN: f32 [Hv, Dv, Dk]
+	record       *gdnRecord // GDN: where the forward writes its in_proj outputs while armed
 }
 
 // cacheBuffer is one buffer of a layer's cache.
@@ -88,7 +90,7 @@ func (m *Model) NewCache(c *ops.Ctx, capacity int) (*Cache, error) {
 	return k, nil
 }
 
-// Bytes is the device memory the cache holds.
+// Bytes is the device memory the cache holds (a verify record included).
 func (k *Cache) Bytes() int64 {
 	var n int64
 	for _, l := range k.layers {
@@ -96,6 +98,11 @@ func (k *Cache) Bytes() int64 {
 			if t.Buf != nil {
 				n += int64(t.Bytes())
 			}
+		}
+	}
+	for _, r := range k.records {
+		if r != nil {
+			n += int64(r.qkv.Bytes() + r.z.Bytes() + r.a.Bytes() + r.b.Bytes())
 		}
 	}
 	return n
@@ -126,6 +133,7 @@ func (k *Cache) Free(c *ops.Ctx) {
 	if k.rollback != nil {
 		k.rollback.Release(c)
 	}
+	k.freeRecords(c)
 	for _, l := range k.layers {
 		for _, t := range []ops.Tensor{l.keys, l.values, l.conv, l.state} {
 			ops.Free(c, t)

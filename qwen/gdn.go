@@ -31,15 +31,36 @@ func (g *gatedDeltaNet) weights(cfg *Config) []weight {
 
 // forward: x bf16 [T, hidden] (normed) → out bf16 [T, hidden]; advances the conv
 // window and recurrent state in st. The position is implicit in the state.
+// While st.record is armed (a speculative verify), the input projections are
+// written into it, so that the rule can later be replayed over a prefix of
+// the tokens (Cache.ReplayGDN).
 func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, x, out ops.Tensor) {
 	t := x.Shape[0]
-	shape := ops.GDNShape{Hk: cfg.LinearKeyHeads, Hv: cfg.LinearValueHeads, Dk: cfg.LinearKeyDim, Dv: cfg.LinearValueDim}
+	shape := g.shape(cfg)
 	s := c.Scratch
 	qkv := s.Get(ops.BF16, t, shape.ConvDim())
 	z := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
 	bLogits, aLogits := s.Get(ops.BF16, t, shape.Hv), s.Get(ops.BF16, t, shape.Hv)
+	if r := st.record; r != nil && t <= r.qkv.Shape[0] && !g.paths.gemm(t) {
+		qkv, z, bLogits, aLogits = r.qkv.Rows(0, t), r.z.Rows(0, t), r.b.Rows(0, t), r.a.Rows(0, t)
+		r.tokens = t
+	}
 	g.paths.project(c, x, []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA},
 		[]ops.Tensor{qkv, z, bLogits, aLogits})
+	o := g.rule(c, cfg, st, qkv, z, aLogits, bLogits)
+	g.paths.matmul(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
+}
+
+func (g *gatedDeltaNet) shape(cfg *Config) ops.GDNShape {
+	return ops.GDNShape{Hk: cfg.LinearKeyHeads, Hv: cfg.LinearValueHeads, Dk: cfg.LinearKeyDim, Dv: cfg.LinearValueDim}
+}
+
+// rule runs the conv and the gated delta rule over the in_proj outputs of T
+// tokens (qkv [T, ConvDim], z [T, Hv, Dv], the gate logits a, b [T, Hv]),
+// advancing st's conv window and state, and returns the gated-norm output
+// bf16 [T, Hv, Dv] in scratch.
+func (g *gatedDeltaNet) rule(c *ops.Ctx, cfg *Config, st *layerCache, qkv, z, aLogits, bLogits ops.Tensor) ops.Tensor {
+	t, shape, s := qkv.Shape[0], g.shape(cfg), c.Scratch
 	conv := s.Get(ops.BF16, t, shape.ConvDim())
 	ops.Conv1dSiLU(c, qkv, st.conv, g.conv, conv, cfg.ConvKernel)
 	decay, beta := s.Get(ops.F32, t, shape.Hv), s.Get(ops.F32, t, shape.Hv)
@@ -56,5 +77,5 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 		ops.GDNRecurrence(c, conv, decay, beta, st.state, o, shape)
 		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	}
-	g.paths.matmul(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
+	return o
 }

@@ -148,6 +148,7 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions b
 		}
 	}
 	cache.Offset += t
+	cache.Disarm()  // a record is of one forward
 	final := normed // rms(x) under the final norm
 	if !allPositions {
 		final = normed.Rows(t-1, t)

@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+
+	"bagel/internal/testmodel"
+)
+
+// TestReplayAfterPartialAccept: after a verify of five tokens of which two are
+// kept, restoring the states and replaying the GDN rule over the recorded
+// inputs leaves the cache exactly as a plain forward of those two tokens: the
+// next token's logits are the same bits, on both test models.
+func TestReplayAfterPartialAccept(t *testing.T) {
+	prompt := []int32{9707, 11, 1246, 525, 3555, 30, 2585}
+	verify := []int32{374, 279, 6722, 315, 9625}
+	next := []int32{13}
+	for _, name := range []string{"tiny-moe", "tiny-dense"} {
+		e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := func(tokens []int32) []float32 {
+			out, err := e.forward(tokens, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		run(prompt)
+		s := &speculator{e: e}
+		before, err := s.beforeVerify()
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(verify)
+		if err := s.rollback(before, verify[0], verify[1:2]); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.cache.Offset; got != len(prompt)+2 {
+			t.Fatalf("%s: cache at %d after the rollback, want %d", name, got, len(prompt)+2)
+		}
+		replayed := run(next)
+
+		if err := e.resetCache(); err != nil {
+			t.Fatal(err)
+		}
+		run(prompt)
+		run(verify[:2])
+		plain := run(next)
+		if !slices.Equal(replayed, plain) {
+			t.Errorf("%s: logits after the replayed rollback differ from a plain decode", name)
+		}
+		e.Close()
+	}
+}
