@@ -50,6 +50,7 @@ func (d Device) NewCommandQueueWithMaxCommandBufferCount(n int) CommandQueue {
 // none of them is committed it would block forever, and panics instead.
 func (q CommandQueue) CommandBuffer() CommandBuffer {
 	sim.mu.Lock()
+	defer sim.mu.Unlock()
 	for {
 		q.q.use("commandBuffer")
 		if len(q.q.outstanding) < q.q.max {
@@ -62,14 +63,13 @@ func (q CommandQueue) CommandBuffer() CommandBuffer {
 			}
 		}
 		if committed == 0 {
-			sim.mu.Unlock()
 			panic(fmt.Sprintf("metal simulator: commandBuffer would block forever: %d command buffers outstanding, none committed", q.q.max))
 		}
 		sim.mu.Unlock()
 		<-q.q.completed
 		sim.mu.Lock()
 	}
-	defer sim.mu.Unlock()
+	needPool("MTLCommandBuffer")
 	c := &simCommandBuffer{object: newObject("MTLCommandBuffer"), queue: q.q, done: make(chan struct{})}
 	track(&c.object)
 	q.q.outstanding = append(q.q.outstanding, c)
@@ -127,6 +127,7 @@ func (c CommandBuffer) ComputeCommandEncoder() ComputeCommandEncoder {
 	sim.mu.Lock()
 	defer sim.mu.Unlock()
 	c.c.use("computeCommandEncoder")
+	needPool("MTLComputeCommandEncoder")
 	switch {
 	case c.c.status != statusNotEnqueued:
 		panic("metal simulator: computeCommandEncoder on a committed command buffer")
@@ -144,31 +145,29 @@ func (c CommandBuffer) ComputeCommandEncoder() ComputeCommandEncoder {
 // Commit hands the command buffer to the GPU goroutine. Committing twice, or
 // with an encoder not ended, is an error Metal asserts on.
 func (c CommandBuffer) Commit() {
+	c.commit()
+	c.c.queue.work <- c.c // never blocks: at most max are outstanding
+}
+
+func (c CommandBuffer) commit() {
 	sim.mu.Lock()
+	defer sim.mu.Unlock()
 	c.c.use("commit")
 	switch {
 	case c.c.status != statusNotEnqueued:
-		sim.mu.Unlock()
 		panic("metal simulator: commit of a command buffer already committed")
 	case c.c.open != nil:
-		sim.mu.Unlock()
 		panic("metal simulator: commit with an encoder not ended (endEncoding first)")
 	}
 	c.c.queue.use("commit to a queue")
 	c.c.status = statusCommitted
 	c.c.retain() // the queue's reference, dropped at completion
-	sim.mu.Unlock()
-	c.c.queue.work <- c.c // never blocks: at most max are outstanding
 }
 
 // WaitUntilCompleted blocks until the GPU goroutine finished the buffer. On a
 // buffer never committed Metal would wait forever; here that panics.
 func (c CommandBuffer) WaitUntilCompleted() {
-	sim.mu.Lock()
-	c.c.use("waitUntilCompleted")
-	committed := c.c.status != statusNotEnqueued
-	sim.mu.Unlock()
-	if !committed {
+	if c.Status() == statusNotEnqueued {
 		panic("metal simulator: waitUntilCompleted on a command buffer never committed (it would wait forever)")
 	}
 	<-c.c.done
@@ -217,20 +216,26 @@ func (c CommandBuffer) Retain() CommandBuffer {
 // Release drops a reference. A buffer released without being committed lets
 // go of the buffers it bound and of its place in the queue.
 func (c CommandBuffer) Release() {
+	if retained, abandoned := c.release(); abandoned {
+		for _, b := range retained {
+			b.releaseRef()
+		}
+		signal(c.c.queue.completed)
+	}
+}
+
+// release drops the reference; when it was the last of a buffer never
+// committed, it takes the buffer out of the queue and returns what it bound.
+func (c CommandBuffer) release() (retained []*simBuffer, abandoned bool) {
 	sim.mu.Lock()
+	defer sim.mu.Unlock()
 	if !c.c.release() || c.c.status != statusNotEnqueued {
-		sim.mu.Unlock()
-		return
+		return nil, false
 	}
 	q := c.c.queue
 	q.outstanding = removeCB(q.outstanding, c.c)
-	retained := c.c.retained
-	c.c.retained = nil
-	sim.mu.Unlock()
-	signal(q.completed)
-	for _, b := range retained {
-		b.releaseRef()
-	}
+	retained, c.c.retained = c.c.retained, nil
+	return retained, true
 }
 
 func removeCB(list []*simCommandBuffer, c *simCommandBuffer) []*simCommandBuffer {
@@ -419,12 +424,14 @@ func (q *simQueue) execute(c *simCommandBuffer) {
 	c.retained, c.dispatches = nil, nil
 	q.outstanding = removeCB(q.outstanding, c)
 	sim.mu.Unlock()
-	close(c.done)
-	signal(q.completed)
+	// Everything the buffer held is let go before a waiter wakes, so a host
+	// that waited sees the final reference counts.
 	for _, b := range retained {
 		b.releaseRef()
 	}
 	CommandBuffer{c}.Release() // the queue's reference, taken by Commit
+	close(c.done)
+	signal(q.completed)
 }
 
 // runDispatch runs one dispatch with the CPU backend: every buffer argument

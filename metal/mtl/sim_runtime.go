@@ -108,11 +108,17 @@ func (o *object) release() (dealloc bool) {
 // when it drains. Without a pool Cocoa leaks the object; here that panics.
 // Callers hold sim.mu.
 func autorelease(kind string, release func()) {
+	needPool(kind)
+	top := len(sim.pools) - 1
+	sim.pools[top] = append(sim.pools[top], release)
+}
+
+// needPool panics when no pool is in place; a method that returns an
+// autoreleased object calls it before making the object. Callers hold sim.mu.
+func needPool(kind string) {
 	if len(sim.pools) == 0 {
 		panic(fmt.Sprintf("metal simulator: %s autoreleased with no pool in place (it would leak): call inside WithPool", kind))
 	}
-	top := len(sim.pools) - 1
-	sim.pools[top] = append(sim.pools[top], release)
 }
 
 // WithPool runs f inside an autorelease pool: objects autoreleased by f are
