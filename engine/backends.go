@@ -7,7 +7,8 @@ import (
 
 	"bagel/backend"
 	// The backends register themselves (backend.Register) from the files built for
-	// the OS they run on: cpu everywhere, cuda on linux, metal on darwin.
+	// the OS they run on: cpu everywhere, cuda on linux, metal on darwin (and
+	// elsewhere on the Metal simulator when BAGEL_METAL_SIM=1).
 	_ "bagel/cpu"
 	_ "bagel/cuda"
 	_ "bagel/metal"

@@ -1,5 +1,8 @@
 // Package metal is the Apple GPU backend: a backend.Device over Metal, built on
-// the thin binding in metal/mtl (purego and its objc package, no cgo).
+// the thin binding in metal/mtl (purego and its objc package, no cgo). Off
+// macOS the same code runs on mtl's simulator when BAGEL_METAL_SIM=1 (each
+// dispatch runs the CPU backend's kernel of that name); without it New says
+// that Metal needs macOS.
 //
 //   - Kernels: one library compiled at New from kernels.MetalSource (the
 //     portable kernels through prelude_metal.h) with MSL 3.1 set explicitly and
@@ -20,5 +23,6 @@
 // Threading: New and every method run on one goroutine locked to its OS thread
 // (the engine's device goroutine); each method is one autorelease pool.
 //
-// Nothing in this package has run on a Mac yet; README.md says what that means.
+// Nothing in this package has run on a Mac yet, only on the simulator;
+// README.md says what that means.
 package metal

@@ -21,5 +21,12 @@
 // NSErrors become *NSError (domain, code, description); Metal's error codes are
 // named in the message.
 //
+// The API is implemented twice (api.go lists it and checks both): the binding
+// (mtl_darwin.go, runtime_darwin.go) on macOS, and a simulator (sim_*.go) on
+// every other system and on macOS with -tags metalsim. The simulator runs each
+// dispatch with the CPU backend's kernel of the pipeline's name, on a goroutine
+// of its queue, and panics (messages start "metal simulator:") where Metal
+// asserts or the behaviour is undefined: see ../README.md for its rules.
+//
 // Nothing here has run on a Mac yet: see ../README.md.
 package mtl

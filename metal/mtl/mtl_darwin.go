@@ -1,7 +1,8 @@
+//go:build !metalsim
+
 package mtl
 
 import (
-	"structs"
 	"unsafe"
 
 	"github.com/ebitengine/purego/objc"
@@ -11,17 +12,6 @@ import (
 // named after their selectors. Ownership is stated per method: "owned" results
 // (new*, alloc, copy) must be Released; "autoreleased" results live until the
 // enclosing pool drains and must be Retained to be kept.
-
-// MTLResourceStorageModeShared | MTLResourceCPUCacheModeDefaultCache | hazard
-// tracking default: memory the CPU and GPU both address (unified memory).
-const ResourceStorageModeShared = 0
-
-// Size is MTLSize: a grid or threadgroup extent (three NSUIntegers, 24 bytes:
-// passed by reference under the arm64 ABI, which purego handles).
-type Size struct {
-	_                    structs.HostLayout
-	Width, Height, Depth uint64
-}
 
 // Device is an MTLDevice. https://developer.apple.com/documentation/metal/mtldevice
 type Device struct{ id objc.ID }

@@ -1,7 +1,10 @@
+//go:build !metalsim
+
 package mtl
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"unsafe"
 
@@ -148,3 +151,14 @@ func nsError(op string, e objc.ID) error {
 		Description: goString(e.Send(sel("localizedDescription"))),
 	}
 }
+
+// Simulated is false: this is Metal.framework itself.
+const Simulated = false
+
+// Enabled is always true on macOS: Metal is part of the system (Load still
+// fails on a machine without a Metal GPU).
+func Enabled() bool { return true }
+
+// PageSize is the VM page (16 KiB on Apple silicon): newBufferWithBytesNoCopy
+// needs a page-aligned pointer and a whole number of pages.
+func PageSize() int { return os.Getpagesize() }

@@ -2,7 +2,6 @@ package metal
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"bagel/backend"
@@ -71,7 +70,7 @@ func open(maxCB int) (*Device, error) {
 	d := &Device{
 		dev:         dev,
 		name:        dev.Name(),
-		page:        os.Getpagesize(),
+		page:        mtl.PageSize(),
 		maxLen:      int(dev.MaxBufferLength()),
 		pipelines:   map[string]pipeline{},
 		maxInFlight: maxCB,

@@ -19,11 +19,17 @@ import (
 	"bagel/switches"
 )
 
+// These tests run on a Mac against the GPU, and everywhere else (or on a Mac
+// built with -tags metalsim) against the simulator, which they switch on.
+
 // openOrSkip opens the default GPU on the test's goroutine, which the caller
 // has locked to its OS thread. Without Metal the test is skipped with the
 // reason, unless BAGEL_REQUIRE_GPU=1, where that is a failure.
 func openOrSkip(t *testing.T) *Device {
 	t.Helper()
+	if mtl.Simulated {
+		t.Setenv(mtl.SimulatorEnv, "1")
+	}
 	dev, err := New()
 	if err != nil {
 		if os.Getenv("BAGEL_REQUIRE_GPU") == "1" {
@@ -45,7 +51,9 @@ func TestKernels(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dev := openOrSkip(t)
-	gputest.Run(t, dev, gputest.Options{})
+	// The simulator runs each case twice on the CPU: the large shapes
+	// (full vocabulary, all experts) would take minutes and show nothing new.
+	gputest.Run(t, dev, gputest.Options{Small: mtl.Simulated})
 	t.Logf("counters %+v, GPU time %v in all", dev.Counters(), dev.TotalGPUTime())
 }
 
@@ -62,6 +70,9 @@ func TestLibraryLanguageVersion(t *testing.T) {
 // TestCompileErrorCarriesLog compiles a broken source and expects the
 // compiler's message (naming the undeclared identifier) in the error.
 func TestCompileErrorCarriesLog(t *testing.T) {
+	if mtl.Simulated {
+		t.Skip("the simulator does not compile MSL")
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dev := openOrSkip(t)
