@@ -36,6 +36,14 @@ var forbidden = map[string][]string{
 	"hub":         {"bagel/"}, // HTTP and files: no model
 }
 
+// exempt lists the files allowed one import their folder forbids: the Metal
+// simulator runs each dispatch with the CPU backend's kernel (issue 14), which
+// the real Metal backend never does.
+var exempt = map[string]string{
+	"metal/mtl/sim_device.go": "bagel/cpu",
+	"metal/mtl/sim_queue.go":  "bagel/cpu",
+}
+
 func TestLayering(t *testing.T) {
 	for dir, bad := range forbidden {
 		files := 0
@@ -55,6 +63,9 @@ func TestLayering(t *testing.T) {
 			for _, imp := range parsed.Imports {
 				imported, _ := strconv.Unquote(imp.Path.Value)
 				for _, b := range bad {
+					if exempt[filepath.ToSlash(path)] == imported {
+						continue
+					}
 					if imported == b || (strings.HasSuffix(b, "/") && strings.HasPrefix(imported, b)) {
 						t.Errorf("%s imports %s", path, imported)
 					}
