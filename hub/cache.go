@@ -38,6 +38,21 @@ func CacheDir() string {
 	return filepath.Join(hfHome(), "hub")
 }
 
+// DisplayName is how a model folder is named to a person: "ORG/NAME" for a
+// snapshot of the Hub cache layout (…/models--ORG--NAME/snapshots/COMMIT,
+// whose own name is a commit hash), else the folder's name.
+func DisplayName(dir string) string {
+	dir = filepath.Clean(dir)
+	snapshots := filepath.Dir(dir)
+	repo := filepath.Base(filepath.Dir(snapshots))
+	if filepath.Base(snapshots) == "snapshots" && strings.HasPrefix(repo, "models--") {
+		if org, name, ok := strings.Cut(strings.TrimPrefix(repo, "models--"), "--"); ok && org != "" && name != "" {
+			return org + "/" + name
+		}
+	}
+	return filepath.Base(dir)
+}
+
 // repoDir is the cache folder of a model repository ("org/name").
 func repoDir(cache, repo string) string {
 	return filepath.Join(cache, "models--"+strings.ReplaceAll(repo, "/", "--"))

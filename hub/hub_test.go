@@ -579,3 +579,19 @@ func TestDownloadChild(t *testing.T) {
 	_, err := c.Download(context.Background(), os.Getenv("BAGEL_HUB_CHILD_CACHE"), os.Getenv("BAGEL_HUB_CHILD_REPO"), DownloadOptions{})
 	t.Fatalf("the download ended before the parent killed it: %v", err)
 }
+
+// TestDisplayName: a Hub cache snapshot is named by its repository, any
+// other folder by its own name.
+func TestDisplayName(t *testing.T) {
+	for dir, want := range map[string]string{
+		"/c/hub/models--mlx-community--Qwen3.5-35B-A3B-4bit/snapshots/0123abcd":  "mlx-community/Qwen3.5-35B-A3B-4bit",
+		"/c/hub/models--mlx-community--Qwen3.5-35B-A3B-4bit/snapshots/0123abcd/": "mlx-community/Qwen3.5-35B-A3B-4bit",
+		"/home/me/models/Qwen3.5-0.8B-4bit":                                      "Qwen3.5-0.8B-4bit",
+		"/c/hub/models--broken/snapshots/0123abcd":                               "0123abcd",
+		"/x/snapshots/0123abcd":                                                  "0123abcd",
+	} {
+		if got := DisplayName(dir); got != want {
+			t.Errorf("DisplayName(%q) = %q, want %q", dir, got, want)
+		}
+	}
+}

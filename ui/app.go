@@ -41,6 +41,9 @@ type Options struct {
 	// how fast the engine is. It must pass every event on and close its
 	// channel when events closes.
 	TapEvents func(ctx context.Context, events <-chan engine.Event) <-chan engine.Event
+	// Recommend lets the empty chat look on the Hub for downloads that fit
+	// (recommend.go): the app sets it; tests that do not, stay off the network.
+	Recommend bool
 }
 
 // App is the chat window and everything behind it. Its fields belong to the
@@ -57,15 +60,19 @@ type App struct {
 	perfPane   fyne.CanvasObject // the performance panel with its padding
 	// memoryBudget is engine.DeviceMemory (a test seam: a small machine).
 	memoryBudget func(backend string) engine.MemoryBudget
-	loadGen      int    // counts model checks and loads; a cancelled one's answer is dropped
-	stopLoad     func() // stops the load in progress (nil when none)
-	fyne         fyne.App
-	win          fyne.Window
-	do           func(func())
-	tapEvents    func(context.Context, <-chan engine.Event) <-chan engine.Event // Options.TapEvents
-	store        *store.Store
-	settings     Settings
-	settingsPath string
+	// recommended are the downloads the empty chat offers (recommend.go),
+	// looked for once (recommendStarted) when first needed.
+	recommended      []recommendation
+	recommendStarted bool   // or not wanted: Options.Recommend off
+	loadGen          int    // counts model checks and loads; a cancelled one's answer is dropped
+	stopLoad         func() // stops the load in progress (nil when none)
+	fyne             fyne.App
+	win              fyne.Window
+	do               func(func())
+	tapEvents        func(context.Context, <-chan engine.Event) <-chan engine.Event // Options.TapEvents
+	store            *store.Store
+	settings         Settings
+	settingsPath     string
 
 	eng      *engine.Engine // nil: no model loaded
 	modelDir string
@@ -92,7 +99,8 @@ type App struct {
 // New builds the window on fa. The last model used starts loading when the
 // window is shown (Start).
 func New(fa fyne.App, opt Options) (*App, error) {
-	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents, drafts: map[int64]string{}, memoryBudget: engine.DeviceMemory}
+	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents, drafts: map[int64]string{}, memoryBudget: engine.DeviceMemory,
+		recommendStarted: !opt.Recommend}
 	if a.do == nil {
 		a.do = fyne.Do
 	}

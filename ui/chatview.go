@@ -2,9 +2,9 @@ package ui
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
+	"bagel/hub"
 	"bagel/store"
 
 	"fyne.io/fyne/v2"
@@ -249,11 +249,13 @@ func (c *chatView) refreshEmpty() {
 		open.Importance = widget.HighImportance
 		models := widget.NewButtonWithIcon("Download or pick a model…", theme.DownloadIcon(), a.showLibrary)
 		items = append(items, widget.NewIcon(theme.DownloadIcon()), big, hint, container.NewCenter(container.NewVBox(open, models)))
+		a.fetchRecommendations()
+		items = append(items, a.recommendedItems()...)
 		if len(a.settings.Recent) > 0 {
 			recent := widget.NewLabelWithStyle("Recent models", fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
 			items = append(items, recent)
 			for _, dir := range a.settings.Recent {
-				b := widget.NewButton(filepath.Base(dir), func() { a.openModel(dir) })
+				b := widget.NewButton(hub.DisplayName(dir), func() { a.openModel(dir) })
 				b.Importance = widget.LowImportance
 				items = append(items, b)
 			}

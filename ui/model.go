@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"bagel/engine"
+	"bagel/hub"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
@@ -28,7 +29,7 @@ func (a *App) openModel(dir string) {
 	a.loading = true
 	a.loadGen++
 	gen := a.loadGen
-	a.bar.showBusy("Checking "+filepath.Base(dir)+"…", -1)
+	a.bar.showBusy("Checking "+hub.DisplayName(dir)+"…", -1)
 	a.composer.refresh()
 	ctxLen, backend := a.settings.ContextLength, a.settings.Backend
 	if m, ok := a.settings.Models[dir]; ok {
@@ -108,9 +109,9 @@ func (a *App) loadModel(dir, fallback string) {
 	if g != nil {
 		g.cancel()
 	}
-	a.bar.showBusy("Loading "+filepath.Base(dir)+"…", 0)
+	a.bar.showBusy("Loading "+hub.DisplayName(dir)+"…", 0)
 	a.composer.refresh()
-	a.perf.showModel("", 0, engine.Memory{}, "loading "+filepath.Base(dir))
+	a.perf.showModel("", 0, engine.Memory{}, "loading "+hub.DisplayName(dir))
 	stop := make(chan struct{})
 	a.loadGen++
 	a.stopLoad = sync.OnceFunc(func() { close(stop) })
@@ -160,7 +161,7 @@ func (a *App) cancelLoading() {
 func (a *App) loadProgress(dir string) func(float64, string) {
 	var mu sync.Mutex
 	var last time.Time
-	name := filepath.Base(dir)
+	name := hub.DisplayName(dir)
 	return func(fraction float64, stage string) {
 		mu.Lock()
 		now := time.Now()
@@ -197,7 +198,7 @@ func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback stri
 		a.saveSettings()
 		a.showError("The model could not be loaded with the new settings",
 			fmt.Errorf("%w\n\nThe backend and the context length are back to what they were (%s, %s), and %s loads again.",
-				naming(dir, err), restore.Backend, contextLabel(restore.ContextLength), filepath.Base(dir)))
+				naming(dir, err), restore.Backend, contextLabel(restore.ContextLength), hub.DisplayName(dir)))
 		a.loadModel(dir, "")
 		return
 	}
@@ -319,7 +320,7 @@ func (a *App) modelName() string {
 	if a.modelDir == "" {
 		return ""
 	}
-	return filepath.Base(a.modelDir)
+	return hub.DisplayName(a.modelDir)
 }
 
 // naming makes sure an error about a model folder names the folder.

@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"bagel/hub"
+
 	"path/filepath"
 
 	"fyne.io/fyne/v2"
@@ -106,7 +108,7 @@ func (b *modelBar) showRecent() {
 func (a *App) recentItems() []*fyne.MenuItem {
 	var items []*fyne.MenuItem
 	for _, dir := range a.settings.Recent {
-		item := fyne.NewMenuItem(filepath.Base(dir)+"  —  "+filepath.Dir(dir), func() { a.openModel(dir) })
+		item := fyne.NewMenuItem(hub.DisplayName(dir)+"  —  "+filepath.Dir(dir), func() { a.openModel(dir) })
 		item.Checked = dir == a.modelDir
 		items = append(items, item)
 	}

@@ -21,7 +21,7 @@ func Run() error {
 	}
 	a := app.NewWithID(appID)
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.IconPNG))
-	w, err := New(a, Options{})
+	w, err := New(a, Options{Recommend: true})
 	if err != nil {
 		return err
 	}
