@@ -30,7 +30,11 @@ func ropeNeox(a *args) {
 	T, H, D := a.intArg("T"), a.intArg("H"), a.intArg("D")
 	rotDims, pos0, theta := a.intArg("rotDims"), a.intArg("pos0"), a.floatArg("theta")
 	a.check(rotDims%2 == 0 && rotDims <= D, "rotDims", "%d, want even and ≤ D=%d", rotDims, D)
-	x := a.bf16s("x", T*H*D) // (T, H, D)
+	ropeInto(a.bf16s("x", T*H*D), T, H, D, rotDims, pos0, theta)
+}
+
+// ropeInto is rope_neox_bf16 on x (T, H, D), in place.
+func ropeInto(x []uint16, T, H, D, rotDims, pos0 int, theta float32) {
 	half := rotDims / 2
 	invFreq := make([]float32, half) // theta^(−2i/rotDims)
 	for i := range half {
@@ -51,6 +55,42 @@ func ropeNeox(a *args) {
 				head[i] = backend.F32ToBF16(x1*cos[i] - x2*sin[i])
 				head[i+half] = backend.F32ToBF16(x1*sin[i] + x2*cos[i])
 			}
+		}
+	}
+}
+
+// attn_prep_bf16: split_qgate_bf16, rms_norm_bf16 of the q heads (q_norm) and
+// of the k heads (k_norm), rope_neox_bf16 of both and kv_append_bf16 of the
+// normed, rotated k and of v, in one dispatch; k and v are read only.
+func attnPrep(a *args) {
+	T, Hq, Hkv, D := a.intArg("T"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
+	rotDims, pos0, Cap := a.intArg("rotDims"), a.intArg("pos0"), a.intArg("Cap")
+	theta, eps := a.floatArg("theta"), a.floatArg("eps")
+	a.check(rotDims%2 == 0 && rotDims <= D, "rotDims", "%d, want even and ≤ D=%d", rotDims, D)
+	a.check(pos0+T <= Cap, "pos0", "%d tokens at %d exceed Cap=%d", T, pos0, Cap)
+	qp := a.bf16s("qp", T*Hq*2*D)          // (T, Hq, 2D)
+	k := a.bf16s("k", T*Hkv*D)             // (T, Hkv, D)
+	v := a.bf16s("v", T*Hkv*D)             // (T, Hkv, D)
+	qNorm := a.bf16s("q_norm", D)          // (D)
+	kNorm := a.bf16s("k_norm", D)          // (D)
+	q := a.bf16s("q", T*Hq*D)              // (T, Hq, D)
+	gate := a.bf16s("gate", T*Hq*D)        // (T, Hq, D)
+	kcache := a.bf16s("kcache", Hkv*Cap*D) // (Hkv, Cap, D)
+	vcache := a.bf16s("vcache", Hkv*Cap*D) // (Hkv, Cap, D)
+	for th := range T * Hq {
+		copy(q[th*D:(th+1)*D], qp[th*2*D:th*2*D+D])
+		copy(gate[th*D:(th+1)*D], qp[th*2*D+D:(th+1)*2*D])
+	}
+	normRowsInto(q, qNorm, q, T*Hq, D, eps)
+	ropeInto(q, T, Hq, D, rotDims, pos0, theta)
+	kn := make([]uint16, len(k))
+	normRowsInto(k, kNorm, kn, T*Hkv, D, eps)
+	ropeInto(kn, T, Hkv, D, rotDims, pos0, theta)
+	for t := range T {
+		for h := range Hkv {
+			src, dst := (t*Hkv+h)*D, (h*Cap+pos0+t)*D
+			copy(kcache[dst:dst+D], kn[src:src+D])
+			copy(vcache[dst:dst+D], v[src:src+D])
 		}
 	}
 }

@@ -7,9 +7,11 @@ import "bagel/backend"
 // fast.rms_norm does. out may alias x: each row is read whole before it is written.
 func rmsNorm(a *args) {
 	R, N, eps := a.intArg("R"), a.intArg("N"), a.floatArg("eps")
-	x := a.bf16s("x", R*N)     // (R, N)
-	w := a.bf16s("w", N)       // (N)
-	out := a.bf16s("out", R*N) // (R, N)
+	normRowsInto(a.bf16s("x", R*N), a.bf16s("w", N), a.bf16s("out", R*N), R, N, eps)
+}
+
+// normRowsInto is rms_norm_bf16 on x, out (R, N) and w (N); out may be x.
+func normRowsInto(x, w, out []uint16, R, N int, eps float32) {
 	for r := range R {
 		xr, or := x[r*N:(r+1)*N], out[r*N:(r+1)*N]
 		inv := rmsInv(xr, eps)

@@ -31,6 +31,7 @@ var registry = map[string]func(a *args){
 	"split_qgate_bf16":           splitQGate,
 	"rope_neox_bf16":             ropeNeox,
 	"kv_append_bf16":             kvAppend,
+	"attn_prep_bf16":             attnPrep,
 	"attention_bf16":             attention,
 	"attention_split_f32":        attentionSplit,
 	"attention_merge_bf16":       attentionMerge,

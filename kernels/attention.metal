@@ -52,6 +52,84 @@ KERNEL(kv_append_bf16,
   vcache[dst] = v[idx];
 }
 
+// ATTN_PREP_THREADS is the threadgroup of attn_prep_bf16: one thread per dim
+// of a head of up to 256 (rms_norm_bf16's threadgroup for such a row, so the
+// sums run in the same order).
+#define ATTN_PREP_THREADS 256
+
+// attn_prep_bf16: the attention layer's preamble in one launch, one
+// threadgroup per (t, head) of the Hq query heads and then the Hkv key heads:
+// split_qgate_bf16 (qp [T, Hq, 2D] → q and gate [T, Hq, D]), rms_norm_bf16 of
+// each q head with q_norm [D] and of each k head (k [T, Hkv, D]) with k_norm,
+// rope_neox_bf16 of both (rotDims, token t at pos0 + t, theta), and
+// kv_append_bf16 of the normed, rotated k and of v [T, Hkv, D] into kcache and
+// vcache [Hkv, Cap, D] at pos0. k and v are read only.
+// launch: grid(T * (Hq + Hkv)) group(ATTN_PREP_THREADS)
+// requires: D <= ATTN_PREP_THREADS
+KERNEL(attn_prep_bf16,
+       BUFFER(const bf16_t, qp, 0),
+       BUFFER(const bf16_t, k, 1),
+       BUFFER(const bf16_t, v, 2),
+       BUFFER(const bf16_t, q_norm, 3),
+       BUFFER(const bf16_t, k_norm, 4),
+       BUFFER(bf16_t, q, 5),
+       BUFFER(bf16_t, gate, 6),
+       BUFFER(bf16_t, kcache, 7),
+       BUFFER(bf16_t, vcache, 8),
+       PARAM(int, T, 9),
+       PARAM(int, Hq, 10),
+       PARAM(int, Hkv, 11),
+       PARAM(int, D, 12),
+       PARAM(int, rotDims, 13),
+       PARAM(int, pos0, 14),
+       PARAM(int, Cap, 15),
+       PARAM(float, theta, 16),
+       PARAM(float, eps, 17)) {
+  GRID_WAIT();
+  TG_MEM(float, partial, 32);
+  TG_MEM(float, y, ATTN_PREP_THREADS);
+  int heads = Hq + Hkv;
+  int t = TGID_X / heads, h = TGID_X % heads;
+  if (t >= T) return;  // uniform across the threadgroup
+  bool isQ = h < Hq;
+  int hk = h - Hq;
+  device const bf16_t *src = isQ ? qp + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)(2 * D)
+                                 : k + ((ulong)t * (ulong)Hkv + (ulong)hk) * (ulong)D;
+  device const bf16_t *w = isQ ? q_norm : k_norm;
+  device bf16_t *dst = isQ ? q + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D
+                           : kcache + ((ulong)hk * (ulong)Cap + (ulong)(pos0 + t)) * (ulong)D;
+  float ss = 0.0f;
+  for (int i = TID_X; i < D; i += TG_SIZE_X) {
+    float x = bf16_to_f32(src[i]);
+    ss += x * x;
+  }
+  float inv = rsqrtf(tg_sum(ss, partial, LANE, SIMD_ID, SIMD_COUNT) / (float)D + eps);
+  for (int i = TID_X; i < D; i += TG_SIZE_X) {
+    float xhat = round_bf16(bf16_to_f32(src[i]) * inv);
+    y[i] = round_bf16(bf16_to_f32(w[i]) * xhat);
+    if (isQ) {
+      gate[((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D + (ulong)i] = src[D + i];
+    } else {
+      vcache[((ulong)hk * (ulong)Cap + (ulong)(pos0 + t)) * (ulong)D + (ulong)i] =
+          v[((ulong)t * (ulong)Hkv + (ulong)hk) * (ulong)D + (ulong)i];
+    }
+  }
+  BARRIER();
+  int half = rotDims / 2;
+  for (int i = TID_X; i < D; i += TG_SIZE_X) {
+    if (i < half) {
+      float invFreq = powf(theta, -(float)(2 * i) / (float)rotDims);
+      float a = (float)(pos0 + t) * invFreq;
+      float c = cosf(a), s = sinf(a);
+      float x1 = y[i], x2 = y[i + half];
+      dst[i] = f32_to_bf16(x1 * c - x2 * s);
+      dst[i + half] = f32_to_bf16(x1 * s + x2 * c);
+    } else if (i >= rotDims) {
+      dst[i] = f32_to_bf16(y[i]);
+    }
+  }
+}
+
 // attention_bf16 works on heads of up to ATTN_MAX_D dims: each lane of a
 // SIMD-group holds dims lane, lane+32, ... of the query and of its output.
 #define ATTN_MAX_D 256

@@ -1,6 +1,9 @@
 package ops
 
-import "bagel/backend"
+import (
+	"bagel/backend"
+	"bagel/kernels"
+)
 
 // SplitQGate splits the gated q projection, laid out per head as [q_h | gate_h]:
 // src bf16 [T, H, 2D] → q, gate bf16 [T, H, D].
@@ -19,6 +22,28 @@ func RoPE(c *Ctx, x Tensor, rotDims, pos0 int, theta float32) {
 	c.dispatch("rope_neox_bf16", x.Arg(), backend.Int(x.Shape[0]), backend.Int(x.Shape[1]), backend.Int(x.Shape[2]),
 		backend.Int(rotDims), backend.Int(pos0), backend.Float(theta))
 }
+
+// AttnPrep is the attention preamble in one dispatch: SplitQGate of qp bf16
+// [T, Hq, 2D] into q and gate bf16 [T, Hq, D], RMSNorm of the q heads (qNorm)
+// and of the k heads (k bf16 [T, Hkv, D], kNorm), RoPE of both at pos0, and
+// KVAppend of the normed, rotated k and of v into the caches bf16 [Hkv, Cap, D].
+// k and v are left as they are.
+func AttnPrep(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache Tensor, rotDims, pos0 int, theta, eps float32) {
+	check(len(q.Shape) == 3 && len(k.Shape) == 3 && len(kCache.Shape) == 3, "attn_prep: q %v k %v cache %v", q, k, kCache)
+	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
+	hkv, capacity := k.Shape[1], kCache.Shape[1]
+	check(qp.Elements() == 2*t*hq*d && gate.Elements() == t*hq*d && k.Shape[0] == t && k.Shape[2] == d &&
+		v.Elements() == k.Elements() && kCache.Shape[0] == hkv && kCache.Shape[2] == d && vCache.Elements() == kCache.Elements() &&
+		qNorm.Elements() == d && kNorm.Elements() == d,
+		"attn_prep: qp %v q %v gate %v k %v v %v cache %v", qp, q, gate, k, v, kCache)
+	check(rotDims%2 == 0 && rotDims <= d && pos0+t <= capacity, "attn_prep: rotDims %d, %d tokens at %d in %d", rotDims, t, pos0, capacity)
+	c.dispatch("attn_prep_bf16", qp.Arg(), k.Arg(), v.Arg(), qNorm.Arg(), kNorm.Arg(), q.Arg(), gate.Arg(), kCache.Arg(), vCache.Arg(),
+		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(rotDims), backend.Int(pos0),
+		backend.Int(capacity), backend.Float(theta), backend.Float(eps))
+}
+
+// AttnPrepMaxD is the widest head attn_prep_bf16 takes.
+var AttnPrepMaxD = kernels.Defines()["ATTN_PREP_THREADS"]
 
 // KVAppend writes k, v bf16 [T, Hkv, D] into the caches bf16 [Hkv, Cap, D] at pos0.
 func KVAppend(c *Ctx, k, v, kCache, vCache Tensor, pos0 int) {

@@ -74,13 +74,17 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	k, v := s.Get(ops.BF16, t, hkv, d), s.Get(ops.BF16, t, hkv, d)
 	a.paths.project(c, x, []ops.QLinear{a.qProj, a.kProj, a.vProj}, []ops.Tensor{qp, k, v})
 	q, gate := s.Get(ops.BF16, t, hq, d), s.Get(ops.BF16, t, hq, d)
-	ops.SplitQGate(c, qp, q, gate)
-	ops.RMSNorm(c, q, a.qNorm, q, cfg.RMSNormEps)
-	ops.RMSNorm(c, k, a.kNorm, k, cfg.RMSNormEps)
 	theta := float32(cfg.RopeTheta)
-	ops.RoPE(c, q, cfg.RotaryDims(), pos0, theta)
-	ops.RoPE(c, k, cfg.RotaryDims(), pos0, theta)
-	ops.KVAppend(c, k, v, kv.keys, kv.values, pos0)
+	if a.paths.attnPrep && d <= ops.AttnPrepMaxD {
+		ops.AttnPrep(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
+	} else {
+		ops.SplitQGate(c, qp, q, gate)
+		ops.RMSNorm(c, q, a.qNorm, q, cfg.RMSNormEps)
+		ops.RMSNorm(c, k, a.kNorm, k, cfg.RMSNormEps)
+		ops.RoPE(c, q, cfg.RotaryDims(), pos0, theta)
+		ops.RoPE(c, k, cfg.RotaryDims(), pos0, theta)
+		ops.KVAppend(c, k, v, kv.keys, kv.values, pos0)
+	}
 	attn := s.Get(ops.BF16, t, hq, d)
 	scale := float32(1 / math.Sqrt(float64(d)))
 	if p := a.shared.partial; p.Buf != nil && pos0+t >= splitKVMinContext {

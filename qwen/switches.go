@@ -28,6 +28,9 @@ const (
 	// threadgroup per head is slower than the three launches it replaces
 	// (H200, docs/benchmarks.md: 3.58 against 3.50 ms per token).
 	SwitchFusedGDNStep = "fused-gdn-step"
+	// SwitchFusedAttnPrep runs the attention preamble (q/gate split, q and k
+	// norms, RoPE, the KV append) in one launch (attn_prep_bf16).
+	SwitchFusedAttnPrep = "fused-attention-prep"
 	// SwitchSplitKV spreads decode attention over a long context across many
 	// threadgroups (attention_split_f32 + attention_merge_bf16).
 	SwitchSplitKV = "split-kv-attention"
@@ -57,6 +60,8 @@ func init() {
 			Description: "Run the experts' down projections with their weighted sum and the shared expert's in one launch (applies at the next model load)."},
 		{Name: SwitchFusedGDNStep, Env: "BAGEL_FUSED_GDN_STEP",
 			Description: "Run a decode step's Gated DeltaNet gates, recurrence and output norm in one launch (applies at the next model load)."},
+		{Name: SwitchFusedAttnPrep, Env: "BAGEL_NO_FUSED_ATTENTION_PREP",
+			Description: "Run the attention layers' preamble (query split, norms, rotary embedding, cache append) in one launch (applies at the next model load)."},
 		{Name: SwitchSplitKV, Env: "BAGEL_NO_SPLIT_KV_ATTENTION",
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 		{Name: SwitchPrefillGEMM, Env: "BAGEL_NO_PREFILL_GEMM",
@@ -69,7 +74,7 @@ func init() {
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, moeDown, gdnStep, splitKV, prefillGEMM bool
+	addNorm, projections, expertSwiGLU, moeDown, gdnStep, attnPrep, splitKV, prefillGEMM bool
 }
 
 func currentPaths() paths {
@@ -79,6 +84,7 @@ func currentPaths() paths {
 		expertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
 		moeDown:      switches.On(SwitchFusedMoEDown),
 		gdnStep:      switches.On(SwitchFusedGDNStep),
+		attnPrep:     switches.On(SwitchFusedAttnPrep),
 		splitKV:      switches.On(SwitchSplitKV),
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
 	}

@@ -372,6 +372,22 @@ func Specs() []Spec {
 		})
 	}
 
+	// attn_prep_bf16: qp, k, v, q_norm, k_norm, q, gate, kcache, vcache | T, Hq, Hkv, D, rotDims, pos0, Cap, theta, eps
+	for _, p := range []struct{ T, Hq, Hkv, D, rot, Cap, pos0 int }{
+		{1, qHeads, kvHeads, headDim, 64, 4096, 4095}, {7, qHeads, kvHeads, headDim, 64, 64, 10}, {3, 6, 2, 80, 80, 5, 2},
+		{2, 4, 4, 128, 32, 40, 0},
+	} {
+		add("attn_prep_bf16", false, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d rot=%d Cap=%d pos0=%d", p.T, p.Hq, p.Hkv, p.D, p.rot, p.Cap, p.pos0), func(g gen) *Case {
+			n, c := p.T*p.Hkv*p.D, p.Hkv*p.Cap*p.D
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("qp", backend.BF16, g.bf16(p.T*p.Hq*2*p.D, 1)), in("k", backend.BF16, g.bf16(n, 1)), in("v", backend.BF16, g.bf16(n, 1)),
+				in("q_norm", backend.BF16, g.bf16(p.D, 1)), in("k_norm", backend.BF16, g.bf16(p.D, 1)),
+				out("q", backend.BF16, p.T*p.Hq*p.D), out("gate", backend.BF16, p.T*p.Hq*p.D),
+				inout("kcache", backend.BF16, g.bf16(c, 1)), inout("vcache", backend.BF16, g.bf16(c, 1)),
+			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.rot, p.pos0, p.Cap), backend.Float(1e7), backend.Float(1e-6))}
+		})
+	}
+
 	// attention_bf16: q, kcache, vcache, out | T, Hq, Hkv, D, Cap, kvLen, scale
 	for _, p := range []struct{ T, Hq, Hkv, D, Cap, kvLen int }{
 		{1, qHeads, kvHeads, headDim, 4096, 1}, {1, qHeads, kvHeads, headDim, 4096, 4096},
