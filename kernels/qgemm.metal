@@ -121,32 +121,17 @@ INLINE void mma_zero(thread mma_acc &acc) {
   UNROLL for (int i = 0; i < 8; i++) acc.c[i] = 0.0f;
 }
 
-INLINE uint mma_pair(const MMA_T *p) { return *(const uint *)p; }
-
+// mma_16x16x16 is the plain-loop product of the targets without mma.sync
+// (below sm_80); sm_80 and later go through mma_warp_32x32x16 with ldmatrix.
 INLINE void mma_16x16x16(thread mma_acc &acc, threadgroup const MMA_T *A, int lda, threadgroup const MMA_T *B,
                          int ldb, int lane) {
   int g = lane >> 2, q = (lane & 3) * 2;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  uint a0 = mma_pair(A + g * lda + q), a1 = mma_pair(A + (g + 8) * lda + q);
-  uint a2 = mma_pair(A + g * lda + q + 8), a3 = mma_pair(A + (g + 8) * lda + q + 8);
-  UNROLL for (int h = 0; h < 2; h++) {
-    const MMA_T *bn = B + (h * 8 + g) * ldb;
-    uint b0 = mma_pair(bn + q), b1 = mma_pair(bn + q + 8);
-    float *c = acc.c + 4 * h;
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-#else
   UNROLL for (int i = 0; i < 8; i++) {
     int m = g + 8 * ((i & 3) >> 1), n = 8 * (i >> 2) + q + (i & 1);
     float s = 0.0f;
     UNROLL for (int k = 0; k < 16; k++) s += bf16_to_f32(A[m * lda + k]) * bf16_to_f32(B[n * ldb + k]);
     acc.c[i] += s;
   }
-#endif
 }
 
 INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int lane) {
