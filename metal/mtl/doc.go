@@ -7,7 +7,8 @@
 //
 // Load opens Metal.framework with purego.Dlopen and registers every selector
 // and class the binding sends to, once, from the tables in selectors.go (a
-// Linux test checks the tables against the darwin sources).
+// Linux test checks the tables against the darwin sources, and apple_test.go
+// every send against Apple's metal-cpp headers in testdata).
 //
 // Ownership follows Cocoa: an object returned by a method whose name begins
 // with new, alloc or copy (and by MTLCreateSystemDefaultDevice) is owned (+1)

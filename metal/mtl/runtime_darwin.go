@@ -117,10 +117,16 @@ func respondsTo(id objc.ID, name string) bool {
 	return objc.Send[bool](id, sel("respondsToSelector:"), sel(name))
 }
 
-// nsString makes an autoreleased NSString.
+// nsUTF8StringEncoding is NSUTF8StringEncoding.
+const nsUTF8StringEncoding = 4
+
+// nsString makes an autoreleased NSString. It sends stringWithCString:encoding:
+// (what metal-cpp's NS::String::string sends) rather than the equivalent
+// stringWithUTF8String:, which metal-cpp does not wrap, so that the call is
+// checked against Apple's headers like every other (apple_check_test.go).
 func nsString(s string) objc.ID {
 	b := append([]byte(s), 0)
-	return class("NSString").Send(sel("stringWithUTF8String:"), unsafe.Pointer(&b[0]))
+	return class("NSString").Send(sel("stringWithCString:encoding:"), unsafe.Pointer(&b[0]), uint64(nsUTF8StringEncoding))
 }
 
 // goString copies an NSString's UTF-8 text; 0 gives "".

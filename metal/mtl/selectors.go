@@ -10,7 +10,7 @@ var selectorNames = []string{
 	// NSObject
 	"alloc", "init", "retain", "release", "respondsToSelector:",
 	// NSString, NSError
-	"stringWithUTF8String:", "UTF8String", "domain", "code", "localizedDescription",
+	"stringWithCString:encoding:", "UTF8String", "domain", "code", "localizedDescription",
 	// MTLDevice
 	"name", "maxBufferLength", "newCommandQueueWithMaxCommandBufferCount:",
 	"newBufferWithLength:options:", "newBufferWithBytesNoCopy:length:options:deallocator:",
