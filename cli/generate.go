@@ -8,6 +8,7 @@ import (
 	"os/signal"
 
 	"bagel/engine"
+	"bagel/switches"
 	"bagel/tokenizer"
 )
 
@@ -31,8 +32,21 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	fs.engineSwitches()
 	ctxLen := fs.contextLength()
 	noThink := fs.Bool("no-think", false, "turn thinking off")
+	speculative := fs.String("speculative", "", "speculative decoding: off, or ngram (prompt-lookup drafts); empty: the switch "+engine.SwitchSpeculative)
+	draft := fs.Int("draft", 0, fmt.Sprintf("guesses per speculative step, 1 to %d (0: %d)", engine.MaxDraftLength, engine.DefaultDraftLength))
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	switch *speculative {
+	case "":
+	case "off", "ngram":
+		if err := switches.Set(engine.SwitchSpeculative, *speculative == "ngram"); err != nil {
+			return err
+		}
+	case "tree":
+		return fmt.Errorf("--speculative tree: draft trees are not built yet; use --speculative ngram")
+	default:
+		return fmt.Errorf("--speculative %q: want off or ngram", *speculative)
 	}
 	if err := need(
 		check{*maxTokens >= 0, "max-tokens", *maxTokens, "want 0 (until a stop token) or more"},
@@ -41,6 +55,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 		check{*topK >= 0, "top-k", *topK, "want 0 (off) or more"},
 		check{*minP >= 0 && *minP <= 1, "min-p", *minP, "want a number in [0, 1] (0: off)"},
 		check{finite(*rep) && *rep > 0, "repetition-penalty", *rep, "want a number > 0 (1: off)"},
+		check{*draft >= 0 && *draft <= engine.MaxDraftLength, "draft", *draft, fmt.Sprintf("want 0 (the default) to %d", engine.MaxDraftLength)},
 	); err != nil {
 		return err
 	}
@@ -52,6 +67,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	req := engine.Request{
 		EnableThinking: !*noThink,
 		MaxTokens:      *maxTokens,
+		DraftLength:    *draft,
 		Sampling: engine.Sampling{Temperature: *temp, TopP: *topP, TopK: *topK, MinP: *minP,
 			RepetitionPenalty: *rep, Seed: *seed},
 	}
