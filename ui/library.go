@@ -372,17 +372,29 @@ func (l *library) download() {
 		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
 		var shown *hub.Progress
+		var speed downloadSpeed
 		for {
+			var now time.Time
 			select {
 			case <-finished:
 				return
-			case <-tick.C:
+			case now = <-tick.C:
 			}
 			p := latest.Load()
+			if p != nil {
+				speed.add(now, p.Done)
+			}
 			if p == nil || p == shown || !posting.CompareAndSwap(false, true) {
 				continue
 			}
 			shown = p
+			line := fmt.Sprintf("%s: %.2f of %.2f GB", name, float64(p.Done)/1e9, float64(p.Total)/1e9)
+			if rate := speed.describe(p.Total); rate != "" {
+				line += " · " + rate
+			}
+			if p.File != "" {
+				line += " · " + p.File
+			}
 			a.do(func() {
 				defer posting.Store(false)
 				if l.stop == nil {
@@ -390,7 +402,7 @@ func (l *library) download() {
 				}
 				done, total = p.Done, p.Total
 				l.progress.SetValue(float64(p.Done) / float64(max(p.Total, 1)))
-				l.status.SetText(fmt.Sprintf("%s: %.2f of %.2f GB", name, float64(p.Done)/1e9, float64(p.Total)/1e9))
+				l.status.SetText(line)
 			})
 		}
 	})
