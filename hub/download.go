@@ -253,7 +253,7 @@ func (c *Client) fetch(ctx context.Context, dir, repo, commit string, f File, do
 			}
 			out.Seek(0, io.SeekStart)
 		}
-		n, err := io.Copy(out, &counting{r: resp.Body, done: done, report: func() { report(f.Path) }})
+		n, err := io.Copy(out, &counting{ctx: ctx, r: resp.Body, done: done, report: func() { report(f.Path) }})
 		resp.Body.Close()
 		have += n
 		if err != nil {
@@ -281,14 +281,20 @@ func (c *Client) fetch(ctx context.Context, dir, repo, commit string, f File, do
 	return os.Rename(part, blob)
 }
 
-// counting passes a body through, adding what it reads to done.
+// counting passes a body through, adding what it reads to done. It stops at
+// once when ctx ends: a body the transport has already buffered would
+// otherwise be copied to its end, and a pause would finish the file.
 type counting struct {
+	ctx    context.Context
 	r      io.Reader
 	done   *atomic.Int64
 	report func()
 }
 
 func (c *counting) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
 	n, err := c.r.Read(p)
 	if n > 0 {
 		c.done.Add(int64(n))
