@@ -21,7 +21,6 @@ var registry = map[string]func(a *args){
 	"qmatmul_multi_bf16":         qmatmulMulti,
 	"qmatmul_gather_swiglu_bf16": qmatmulGatherSwiglu,
 	"moe_down_bf16":              moeDown,
-	"moe_down8_bf16":             moeDown,
 	"moe_up_bf16":                moeUp,
 	"qgemm_bf16":                 qgemmBF16,
 	"moe_sort_i32":               moeSort,

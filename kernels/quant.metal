@@ -103,9 +103,8 @@ KERNEL(embed_dequant_bf16,
 
 // qmv_piece loads piece c (16 bytes) of each of the nrows rows of w4 (stride
 // pieces apart) into q, zeros for missing rows or past end.
-template <int R>
-INLINE void qmv_piece_n(device const u32x4 *w4, ulong stride, int nrows, int c, int end, thread uint (*q)[4]) {
-  UNROLL for (int r = 0; r < R; r++) {
+INLINE void qmv_piece(device const u32x4 *w4, ulong stride, int nrows, int c, int end, thread uint (*q)[4]) {
+  UNROLL for (int r = 0; r < QMV_ROWS; r++) {
     u32x4 v = r < nrows && c < end ? w4[(ulong)r * stride + (ulong)c] : u32x4_zero();
     q[r][0] = v.x;
     q[r][1] = v.y;
@@ -114,15 +113,14 @@ INLINE void qmv_piece_n(device const u32x4 *w4, ulong stride, int nrows, int c, 
   }
 }
 
-// qmv_rows_n sets acc[r] = Σ_j x[j]·W[row r, j] over this SIMD-group's slice of
-// the words, for the nrows (≤ R) rows at w, scales, biases, summed
+// qmv_rows sets acc[r] = Σ_j x[j]·W[row r, j] over this SIMD-group's slice of
+// the words, for the nrows (≤ QMV_ROWS) rows at w, scales, biases, summed
 // across the SIMD-group: every lane gets every sum.
-template <int R>
-INLINE void qmv_rows_n(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
                      device const bf16_t *biases, int nrows, int In, int bits, int gs, int lane,
                      int split, int nsplit, thread float *acc) {
   ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
-  UNROLL for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  UNROLL for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
   device const uint *xw = (device const uint *)x;
   bool wide = QMV_WORDS == 0 && (wstride & 3ul) == 0ul && ALIGNED16(w) && ALIGNED16(x);
   if (bits == 4 && wide) {
@@ -135,12 +133,12 @@ INLINE void qmv_rows_n(device const bf16_t *x, device const uint *w, device cons
     int pieces = In / 32, per = (pieces + nsplit - 1) / nsplit;
     int end = imin(pieces, (split + 1) * per);
     int c = split * per + lane;
-    uint q[R][4];
-    qmv_piece_n<R>(w4, wstride / 4, nrows, c, end, q);
+    uint q[QMV_ROWS][4];
+    qmv_piece(w4, wstride / 4, nrows, c, end, q);
     GRID_WAIT();  // the weights are in flight; x is the previous kernel's
     for (; c < end; c += 32) {
-      float qx[R];
-      UNROLL for (int r = 0; r < R; r++) qx[r] = 0.0f;
+      float qx[QMV_ROWS];
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) qx[r] = 0.0f;
       float xs = 0.0f;
       UNROLL for (int k = 0; k < 4; k++) {
         u32x4 xq = x4[4 * c + k];
@@ -148,17 +146,17 @@ INLINE void qmv_rows_n(device const bf16_t *x, device const uint *w, device cons
         UNROLL for (int i = 0; i < 4; i++) {
           float x0 = as_float(xk[i] << 16), x1 = as_float(xk[i] & 0xffff0000u);
           xs += x0 + x1;
-          UNROLL for (int r = 0; r < R; r++)
+          UNROLL for (int r = 0; r < QMV_ROWS; r++)
             qx[r] += code_f(q[r][k], 8u * (uint)i, 15u) * x0 + code_f(q[r][k], 8u * (uint)i + 4u, 15u) * x1;
         }
       }
       int g = c * 32 / gs;
-      UNROLL for (int r = 0; r < R; r++) {
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
         if (r < nrows)
           acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx[r] +
                     bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
       }
-      qmv_piece_n<R>(w4, wstride / 4, nrows, c + 32, end, q);
+      qmv_piece(w4, wstride / 4, nrows, c + 32, end, q);
     }
   } else if (bits == 8 && wide) {
     // 16-byte pieces of 16 codes, as above.
@@ -167,12 +165,12 @@ INLINE void qmv_rows_n(device const bf16_t *x, device const uint *w, device cons
     int pieces = In / 16, per = (pieces + nsplit - 1) / nsplit;
     int end = imin(pieces, (split + 1) * per);
     int c = split * per + lane;
-    uint q[R][4];
-    qmv_piece_n<R>(w4, wstride / 4, nrows, c, end, q);
+    uint q[QMV_ROWS][4];
+    qmv_piece(w4, wstride / 4, nrows, c, end, q);
     GRID_WAIT();
     for (; c < end; c += 32) {
-      float qx[R];
-      UNROLL for (int r = 0; r < R; r++) qx[r] = 0.0f;
+      float qx[QMV_ROWS];
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) qx[r] = 0.0f;
       float xs = 0.0f;
       UNROLL for (int k = 0; k < 2; k++) {
         u32x4 xq = x4[2 * c + k];
@@ -181,18 +179,18 @@ INLINE void qmv_rows_n(device const bf16_t *x, device const uint *w, device cons
           float x0 = as_float(xk[i] << 16), x1 = as_float(xk[i] & 0xffff0000u);
           xs += x0 + x1;
           // x values 8k + 2i and 8k + 2i + 1 are codes 2i%4 and 2i%4 + 1 of word 2k + i/2.
-          UNROLL for (int r = 0; r < R; r++)
+          UNROLL for (int r = 0; r < QMV_ROWS; r++)
             qx[r] += code_f(q[r][2 * k + i / 2], 16u * (uint)(i % 2), 255u) * x0 +
                      code_f(q[r][2 * k + i / 2], 16u * (uint)(i % 2) + 8u, 255u) * x1;
         }
       }
       int g = c * 16 / gs;
-      UNROLL for (int r = 0; r < R; r++) {
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
         if (r < nrows)
           acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx[r] +
                     bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
       }
-      qmv_piece_n<R>(w4, wstride / 4, nrows, c + 32, end, q);
+      qmv_piece(w4, wstride / 4, nrows, c + 32, end, q);
     }
   } else if (bits == 4) {
     GRID_WAIT();
@@ -205,7 +203,7 @@ INLINE void qmv_rows_n(device const bf16_t *x, device const uint *w, device cons
                      as_float(x67 << 16), as_float(x67 & 0xffff0000u)};
       float xs = ((xv[0] + xv[1]) + (xv[2] + xv[3])) + ((xv[4] + xv[5]) + (xv[6] + xv[7]));
       int g = wi * 8 / gs;
-      UNROLL for (int r = 0; r < R; r++) {
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
         if (r >= nrows) continue;
         uint q = w[(ulong)r * wstride + (ulong)wi];
         float qx = 0.0f;
@@ -224,7 +222,7 @@ INLINE void qmv_rows_n(device const bf16_t *x, device const uint *w, device cons
                      as_float(x23 & 0xffff0000u)};
       float xs = (xv[0] + xv[1]) + (xv[2] + xv[3]);
       int g = wi * 4 / gs;
-      UNROLL for (int r = 0; r < R; r++) {
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
         if (r >= nrows) continue;
         uint q = w[(ulong)r * wstride + (ulong)wi];
         float qx = 0.0f;
@@ -236,7 +234,7 @@ INLINE void qmv_rows_n(device const bf16_t *x, device const uint *w, device cons
   } else {
     GRID_WAIT();
     if (split == 0) {
-      UNROLL for (int r = 0; r < R; r++) {
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
         if (r >= nrows) continue;
         acc[r] = qdot_row(x, w + (ulong)r * wstride, scales + (ulong)r * sstride, biases + (ulong)r * sstride,
                           In, bits, gs, lane);
@@ -244,14 +242,7 @@ INLINE void qmv_rows_n(device const bf16_t *x, device const uint *w, device cons
     }
     return;  // qdot_row has reduced already
   }
-  UNROLL for (int r = 0; r < R; r++) acc[r] = simd_sum(acc[r]);
-}
-
-// qmv_rows is qmv_rows_n for QMV_ROWS rows, what most kernels take.
-INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
-                     device const bf16_t *biases, int nrows, int In, int bits, int gs, int lane, int split, int nsplit,
-                     thread float *acc) {
-  qmv_rows_n<QMV_ROWS>(x, w, scales, biases, nrows, In, bits, gs, lane, split, nsplit, acc);
+  UNROLL for (int r = 0; r < QMV_ROWS; r++) acc[r] = simd_sum(acc[r]);
 }
 
 // qmv_combine adds the SIMD-groups' partial sums of each row through

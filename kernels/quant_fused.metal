@@ -201,42 +201,6 @@ KERNEL(moe_up_bf16,
 // moe_down_bf16: one SIMD-group each.
 #define MOE_MAX_SLOTS 32
 
-// moe_down_rows is moe_down_bf16's work for R output rows per threadgroup
-// (partial: MOE_MAX_SLOTS·R floats of threadgroup memory).
-template <int R>
-INLINE void moe_down_rows(device const bf16_t *h, device const int *ids, device const bf16_t *weights,
-                          device const uint *w, device const bf16_t *scales, device const bf16_t *biases,
-                          device const bf16_t *hs, device const uint *shared_w, device const bf16_t *shared_scales,
-                          device const bf16_t *shared_biases, device const bf16_t *gate, device bf16_t *out, int T,
-                          int K, int H, int I, int Is, int bits, int gs, int shared_bits, int shared_gs,
-                          threadgroup float *partial, int tgid, int lane, int s) {
-  int blocks = (H + R - 1) / R;
-  int t = tgid / blocks;
-  int o = (tgid % blocks) * R;
-  if (t >= T) return;  // uniform across the threadgroup
-  int nrows = imin(R, H - o);
-  float acc[R];
-  if (s < K) {  // s: the matrix of this SIMD-group
-    ulong row = (ulong)ids[t * K + s] * (ulong)H + (ulong)o;
-    qmv_rows_n<R>(h + (ulong)(t * K + s) * (ulong)I, w + row * (ulong)(I / 32 * bits), scales + row * (ulong)(I / gs),
-                  biases + row * (ulong)(I / gs), nrows, I, bits, gs, lane, 0, 1, acc);
-  } else {
-    qmv_rows_n<R>(hs + (ulong)t * (ulong)Is, shared_w + (ulong)o * (ulong)(Is / 32 * shared_bits),
-                  shared_scales + (ulong)o * (ulong)(Is / shared_gs), shared_biases + (ulong)o * (ulong)(Is / shared_gs),
-                  nrows, Is, shared_bits, shared_gs, lane, 0, 1, acc);
-  }
-  if (lane == 0) {
-    UNROLL for (int r = 0; r < R; r++) partial[s * R + r] = acc[r];
-  }
-  BARRIER();
-  if (s != 0 || lane >= nrows) return;
-  float routed = 0.0f;
-  for (int k = 0; k < K; k++) routed += bf16_to_f32(weights[t * K + k]) * round_bf16(partial[k * R + lane]);
-  float shared = round_bf16(partial[K * R + lane]);
-  float g = sigmoidf(bf16_to_f32(gate[t]));
-  out[(ulong)t * (ulong)H + (ulong)(o + lane)] = f32_to_bf16(round_bf16(routed) + g * shared);
-}
-
 // moe_down_bf16: the second half of the MoE block for token t, in one launch:
 // y_s = bf16(h[t, s]·Wdown[ids[t, s], o]) for the K routed slots, ys =
 // bf16(hs[t]·Wshared[o]), then out[t, o] = bf16(r + σ(gate[t])·ys) with r =
@@ -271,44 +235,30 @@ KERNEL(moe_down_bf16,
        PARAM(int, shared_gs, 20)) {
   GRID_WAIT();
   TG_MEM(float, partial, MOE_MAX_SLOTS * QMV_ROWS);
-  moe_down_rows<QMV_ROWS>(h, ids, weights, w, scales, biases, hs, shared_w, shared_scales, shared_biases, gate, out,
-                                T, K, H, I, Is, bits, gs, shared_bits, shared_gs, partial, TGID_X, LANE,
-                                SIMD_ID);
-}
-
-// MOE_DOWN8_ROWS is moe_down8_bf16's output rows per threadgroup.
-#define MOE_DOWN8_ROWS 8
-
-// moe_down8_bf16: moe_down_bf16 with MOE_DOWN8_ROWS output rows per
-// threadgroup instead of QMV_ROWS: half the threadgroups, twice the weight
-// loads in flight per lane (an A/B of the occupancy against the latency).
-// launch: grid(ceil(H, MOE_DOWN8_ROWS) * T) group((K + 1) * 32)
-// requires: K + 1 <= MOE_MAX_SLOTS
-KERNEL(moe_down8_bf16,
-       BUFFER(const bf16_t, h, 0),
-       BUFFER(const int, ids, 1),
-       BUFFER(const bf16_t, weights, 2),
-       BUFFER(const uint, w, 3),
-       BUFFER(const bf16_t, scales, 4),
-       BUFFER(const bf16_t, biases, 5),
-       BUFFER(const bf16_t, hs, 6),
-       BUFFER(const uint, shared_w, 7),
-       BUFFER(const bf16_t, shared_scales, 8),
-       BUFFER(const bf16_t, shared_biases, 9),
-       BUFFER(const bf16_t, gate, 10),
-       BUFFER(bf16_t, out, 11),
-       PARAM(int, T, 12),
-       PARAM(int, K, 13),
-       PARAM(int, H, 14),
-       PARAM(int, I, 15),
-       PARAM(int, Is, 16),
-       PARAM(int, bits, 17),
-       PARAM(int, gs, 18),
-       PARAM(int, shared_bits, 19),
-       PARAM(int, shared_gs, 20)) {
-  GRID_WAIT();
-  TG_MEM(float, partial, MOE_MAX_SLOTS * MOE_DOWN8_ROWS);
-  moe_down_rows<MOE_DOWN8_ROWS>(h, ids, weights, w, scales, biases, hs, shared_w, shared_scales, shared_biases, gate, out,
-                                T, K, H, I, Is, bits, gs, shared_bits, shared_gs, partial, TGID_X, LANE,
-                                SIMD_ID);
+  int blocks = (H + QMV_ROWS - 1) / QMV_ROWS;
+  int t = TGID_X / blocks;
+  int o = (TGID_X % blocks) * QMV_ROWS;
+  if (t >= T) return;  // uniform across the threadgroup
+  int nrows = imin(QMV_ROWS, H - o);
+  int s = SIMD_ID;  // the matrix of this SIMD-group
+  float acc[QMV_ROWS];
+  if (s < K) {
+    ulong row = (ulong)ids[t * K + s] * (ulong)H + (ulong)o;
+    qmv_rows(h + (ulong)(t * K + s) * (ulong)I, w + row * (ulong)(I / 32 * bits), scales + row * (ulong)(I / gs),
+             biases + row * (ulong)(I / gs), nrows, I, bits, gs, LANE, 0, 1, acc);
+  } else {
+    qmv_rows(hs + (ulong)t * (ulong)Is, shared_w + (ulong)o * (ulong)(Is / 32 * shared_bits),
+             shared_scales + (ulong)o * (ulong)(Is / shared_gs), shared_biases + (ulong)o * (ulong)(Is / shared_gs),
+             nrows, Is, shared_bits, shared_gs, LANE, 0, 1, acc);
+  }
+  if (LANE == 0) {
+    UNROLL for (int r = 0; r < QMV_ROWS; r++) partial[s * QMV_ROWS + r] = acc[r];
+  }
+  BARRIER();
+  if (s != 0 || LANE >= nrows) return;
+  float routed = 0.0f;
+  for (int k = 0; k < K; k++) routed += bf16_to_f32(weights[t * K + k]) * round_bf16(partial[k * QMV_ROWS + LANE]);
+  float shared = round_bf16(partial[K * QMV_ROWS + LANE]);
+  float g = sigmoidf(bf16_to_f32(gate[t]));
+  out[(ulong)t * (ulong)H + (ulong)(o + LANE)] = f32_to_bf16(round_bf16(routed) + g * shared);
 }

@@ -152,8 +152,7 @@ func MoEUpFits(gate, sharedGate, sharedUp QLinear) bool {
 // each product and the sum rounded to bf16 as QMatmulGather, MoECombine,
 // QMatmul and AddSigmoidScaled round them. h bf16 [T, K, I]; ids i32 and
 // weights bf16 [T, K]; hs bf16 [T, Is]; gate bf16 [T]; out bf16 [T, H].
-// rows8 takes 8 output rows per threadgroup instead of 4 (moe_down8_bf16).
-func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor, rows8 bool) {
+func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor) {
 	for _, t := range []struct {
 		what string
 		t    Tensor
@@ -175,11 +174,7 @@ func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLi
 	args = append(args, gate.Arg(), out.Arg(), backend.Int(t), backend.Int(k), backend.Int(down.Out),
 		backend.Int(down.In), backend.Int(shared.In), backend.Int(down.Bits), backend.Int(down.GroupSize),
 		backend.Int(shared.Bits), backend.Int(shared.GroupSize))
-	kernel := "moe_down_bf16"
-	if rows8 {
-		kernel = "moe_down8_bf16"
-	}
-	c.dispatch(kernel, args...)
+	c.dispatch("moe_down_bf16", args...)
 }
 
 // QGemm is QMatmul for many tokens on the matrix units (qgemm_bf16): each weight

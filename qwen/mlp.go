@@ -101,7 +101,7 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	case grouped:
 		ops.QGemmGather(c, gate, ops.ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: cfg.NumExperts}, e.down, y, true)
 	case e.paths.moeDown && k+1 <= moeDownMaxSlots:
-		ops.MoEDown(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, e.paths.moeDown8)
+		ops.MoEDown(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out)
 		return
 	default:
 		ops.QMatmulGather(c, gate, ids, e.down, y, true)

@@ -31,10 +31,6 @@ const (
 	// SwitchFusedAttnPrep runs the attention preamble (q/gate split, q and k
 	// norms, RoPE, the KV append) in one launch (attn_prep_bf16).
 	SwitchFusedAttnPrep = "fused-attention-prep"
-	// SwitchMoEDown8 gives the fused MoE down projection 8 output rows per
-	// threadgroup instead of 4 (moe_down8_bf16): the same results, another
-	// balance of occupancy and loads in flight.
-	SwitchMoEDown8 = "moe-down-8-rows"
 	// SwitchSplitKV spreads decode attention over a long context across many
 	// threadgroups (attention_split_f32 + attention_merge_bf16).
 	SwitchSplitKV = "split-kv-attention"
@@ -66,21 +62,19 @@ func init() {
 			Description: "Run a decode step's Gated DeltaNet gates, recurrence and output norm in one launch (applies at the next model load)."},
 		{Name: SwitchFusedAttnPrep, Env: "BAGEL_NO_FUSED_ATTENTION_PREP",
 			Description: "Run the attention layers' preamble (query split, norms, rotary embedding, cache append) in one launch (applies at the next model load)."},
-		{Name: SwitchMoEDown8, Env: "BAGEL_MOE_DOWN_8_ROWS",
-			Description: "Give the fused MoE down projection 8 output rows per threadgroup instead of 4 (applies at the next model load)."},
 		{Name: SwitchSplitKV, Env: "BAGEL_NO_SPLIT_KV_ATTENTION",
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 		{Name: SwitchPrefillGEMM, Env: "BAGEL_NO_PREFILL_GEMM",
 			Description: "Run prompts of 32 tokens and more as matrix multiplications on the matrix units, experts grouped by token (applies at the next model load)."},
 	} {
-		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchMoEDown8
+		s.Default = s.Name != SwitchFusedGDNStep
 		switches.Register(s)
 	}
 }
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, moeDown, moeDown8, gdnStep, attnPrep, splitKV, prefillGEMM bool
+	addNorm, projections, expertSwiGLU, moeDown, gdnStep, attnPrep, splitKV, prefillGEMM bool
 }
 
 func currentPaths() paths {
@@ -91,7 +85,6 @@ func currentPaths() paths {
 		moeDown:      switches.On(SwitchFusedMoEDown),
 		gdnStep:      switches.On(SwitchFusedGDNStep),
 		attnPrep:     switches.On(SwitchFusedAttnPrep),
-		moeDown8:     switches.On(SwitchMoEDown8),
 		splitKV:      switches.On(SwitchSplitKV),
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
 	}

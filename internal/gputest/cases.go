@@ -266,26 +266,24 @@ func Specs() []Spec {
 		})
 	}
 
-	// moe_down_bf16 and moe_down8_bf16: h, ids, weights, w, scales, biases, hs, shared_w, shared_scales,
-	//   shared_biases, gate, out | T, K, H, I, Is, bits, gs, shared_bits, shared_gs
+	// moe_down_bf16: h, ids, weights, w, scales, biases, hs, shared_w, shared_scales, shared_biases, gate, out
+	//   | T, K, H, I, Is, bits, gs, shared_bits, shared_gs
 	for _, p := range []struct{ T, K, E, H, I, Is, bits, gs, sbits, sgs int }{
 		{1, topK, experts, hidden, moeInt, moeInt, 4, 64, 4, 64}, {3, topK, experts, hidden, moeInt, moeInt, 4, 64, 4, 64},
 		{2, 3, 5, 13, 64, 96, 4, 32, 8, 32}, {1, 2, 3, 7, 96, 64, 3, 32, 4, 64},
 	} {
-		for _, kernel := range []string{"moe_down_bf16", "moe_down8_bf16"} {
-			add(kernel, false, fmt.Sprintf("T=%d K=%d E=%d H=%d I=%d Is=%d bits=%d/%d", p.T, p.K, p.E, p.H, p.I, p.Is, p.bits, p.sbits), func(g gen) *Case {
-				w, sc, bi := g.quant(p.E*p.H, p.I, p.bits, p.gs)
-				sw, ssc, sbi := g.quant(p.H, p.Is, p.sbits, p.sgs)
-				return &Case{Tol: tolBF16, Buffers: []Buffer{
-					in("h", backend.BF16, g.bf16(p.T*p.K*p.I, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E)),
-					in("weights", backend.BF16, g.bf16Uniform(p.T*p.K, 0, 0.5)),
-					in("w", backend.U32, w), in("scales", backend.BF16, sc), in("biases", backend.BF16, bi),
-					in("hs", backend.BF16, g.bf16(p.T*p.Is, 1)),
-					in("shared_w", backend.U32, sw), in("shared_scales", backend.BF16, ssc), in("shared_biases", backend.BF16, sbi),
-					in("gate", backend.BF16, g.bf16(p.T, 2)), out("out", backend.BF16, p.T*p.H),
-				}, Scalars: ints(p.T, p.K, p.H, p.I, p.Is, p.bits, p.gs, p.sbits, p.sgs)}
-			})
-		}
+		add("moe_down_bf16", false, fmt.Sprintf("T=%d K=%d E=%d H=%d I=%d Is=%d bits=%d/%d", p.T, p.K, p.E, p.H, p.I, p.Is, p.bits, p.sbits), func(g gen) *Case {
+			w, sc, bi := g.quant(p.E*p.H, p.I, p.bits, p.gs)
+			sw, ssc, sbi := g.quant(p.H, p.Is, p.sbits, p.sgs)
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("h", backend.BF16, g.bf16(p.T*p.K*p.I, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E)),
+				in("weights", backend.BF16, g.bf16Uniform(p.T*p.K, 0, 0.5)),
+				in("w", backend.U32, w), in("scales", backend.BF16, sc), in("biases", backend.BF16, bi),
+				in("hs", backend.BF16, g.bf16(p.T*p.Is, 1)),
+				in("shared_w", backend.U32, sw), in("shared_scales", backend.BF16, ssc), in("shared_biases", backend.BF16, sbi),
+				in("gate", backend.BF16, g.bf16(p.T, 2)), out("out", backend.BF16, p.T*p.H),
+			}, Scalars: ints(p.T, p.K, p.H, p.I, p.Is, p.bits, p.gs, p.sbits, p.sgs)}
+		})
 	}
 
 	// rms_norm_bf16: x, w, out | R, N, eps;  rms_norm_gated_bf16: x, z, w, out | R, N, eps
