@@ -153,12 +153,16 @@ func (v *messageView) renderReply(text string) {
 	if end := completeBlocksEnd(rest); end > 0 {
 		block := widget.NewRichText()
 		block.Wrapping = fyne.TextWrapWord
-		block.ParseMarkdown(tablesAsText(rest[:end]))
+		src := tablesAsText(rest[:end])
+		block.ParseMarkdown(src)
+		highlightCode(block, src)
 		v.done.Add(block)
 		v.doneText += rest[:end]
 		rest = rest[end:]
 	}
-	v.body.ParseMarkdown(tablesAsText(rest))
+	src := tablesAsText(rest)
+	v.body.ParseMarkdown(src)
+	highlightCode(v.body, src)
 }
 
 // segments are every rich-text segment of the message's text, in order.
