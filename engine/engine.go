@@ -232,8 +232,9 @@ func (e *Engine) forward(tokens []int32, all bool) ([]float32, error) {
 }
 
 // forwardArgmax is forward for greedy decoding: the device picks the token
-// after the last one (argmax over its logits) and the host reads back its id,
-// 4 bytes instead of the vocabulary's logits.
+// after the last one (the top 1 of its logits) and the host reads back its
+// id, logit and the log-sum-exp, 12 bytes instead of the vocabulary's logits;
+// a NaN log-sum-exp (a non-finite logit) stops the reply (errNonFinite).
 func (e *Engine) forwardArgmax(tokens []int32) (int32, error) {
 	var id int32
 	err := e.step(tokens, false, nil, func(logits ops.Tensor) error {
