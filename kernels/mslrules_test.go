@@ -95,14 +95,6 @@ func pointerOrReference(toks []token) bool {
 	return slices.ContainsFunc(toks, func(t token) bool { return t.text == "*" || t.text == "&" })
 }
 
-func joinTokens(toks []token) string {
-	var parts []string
-	for _, t := range toks {
-		parts = append(parts, t.text)
-	}
-	return strings.Join(parts, " ")
-}
-
 // checkNoDouble: Apple GPUs have no double; CUDA has it (slowly).
 func checkNoDouble(s scanned, _ []function) []violation {
 	var out []violation

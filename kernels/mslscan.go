@@ -343,3 +343,12 @@ func (p *condParser) unary() int {
 		return p.defined[t]
 	}
 }
+
+// joinTokens is the token texts joined by single spaces.
+func joinTokens(toks []token) string {
+	var parts []string
+	for _, t := range toks {
+		parts = append(parts, t.text)
+	}
+	return strings.Join(parts, " ")
+}
