@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"bagel/cpu"
+	"bagel/kernels"
 )
 
 // The simulated device and the objects it makes that hold no GPU work:
@@ -35,8 +36,9 @@ type Device struct{ d *simDevice }
 
 type simDevice struct {
 	object
-	maxBufferLength uint64
-	kernels         *cpu.Device // runs every dispatch (sim_queue.go)
+	maxBufferLength      uint64
+	maxThreadgroupMemory int         // maxThreadgroupMemoryLength, bytes (SetMaxThreadgroupMemoryLength)
+	kernels              *cpu.Device // runs every dispatch (sim_queue.go)
 }
 
 // CreateSystemDefaultDevice returns the simulated GPU, owned; nil when the
@@ -48,7 +50,7 @@ func CreateSystemDefaultDevice() Device {
 	sim.mu.Lock()
 	defer sim.mu.Unlock()
 	d := &simDevice{object: newObject("MTLDevice"), maxBufferLength: simMaxBufferLength,
-		kernels: cpu.New(runtime.NumCPU())}
+		maxThreadgroupMemory: kernels.MetalThreadgroupLimit, kernels: cpu.New(runtime.NumCPU())}
 	track(&d.object)
 	return Device{d}
 }
@@ -76,6 +78,14 @@ func (d Device) MaxBufferLength() uint64 {
 func (d Device) SetMaxBufferLength(n uint64) {
 	defer sim.mu.Unlock()
 	d.lock("setMaxBufferLength").maxBufferLength = n
+}
+
+// SetMaxThreadgroupMemoryLength changes the threadgroup memory a pipeline
+// may use (32 KiB, Apple GPUs' maxThreadgroupMemoryLength), so tests can
+// make a real kernel exceed it. Simulator only.
+func (d Device) SetMaxThreadgroupMemoryLength(n int) {
+	defer sim.mu.Unlock()
+	d.lock("setMaxThreadgroupMemoryLength").maxThreadgroupMemory = n
 }
 
 // RecommendedMaxWorkingSetSize is a fixed stand-in figure (16 GiB).
@@ -148,10 +158,20 @@ func (d Device) NewLibraryWithSource(src string, opts CompileOptions) (Library, 
 }
 
 // NewComputePipelineStateWithFunction makes the pipeline of f's kernel; owned.
+// Like Metal, whose GPU compiler lays out a kernel's threadgroup arrays when it
+// builds the pipeline, it fails when the kernel's static threadgroup memory
+// (kernels.MetalThreadgroupBytes: its TG_MEM arrays as Metal compiles them)
+// exceeds the device's maxThreadgroupMemoryLength. Metal reports that from
+// pipeline creation with an error in the GPU driver's domain, not at dispatch.
 func (d Device) NewComputePipelineStateWithFunction(f Function) (ComputePipelineState, error) {
 	defer sim.mu.Unlock()
-	d.lock("newComputePipelineStateWithFunction")
+	dev := d.lock("newComputePipelineStateWithFunction")
 	f.f.use("MTLFunction")
+	if n := kernels.MetalThreadgroupBytes(f.f.kernel); n > dev.maxThreadgroupMemory {
+		return ComputePipelineState{}, &NSError{Op: "creating the compute pipeline", Domain: "AGXMetal", Code: 3,
+			Description: fmt.Sprintf("metal simulator: %s: threadgroup memory size (%d) exceeds the maximum threadgroup memory allowed (%d)",
+				f.f.kernel, n, dev.maxThreadgroupMemory)}
+	}
 	p := &simPipeline{object: newObject("MTLComputePipelineState"), kernel: f.f.kernel, maxThreads: simMaxThreads}
 	track(&p.object)
 	return ComputePipelineState{p}, nil
