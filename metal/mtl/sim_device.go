@@ -37,8 +37,10 @@ type Device struct{ d *simDevice }
 type simDevice struct {
 	object
 	maxBufferLength      uint64
-	maxThreadgroupMemory int         // maxThreadgroupMemoryLength, bytes (SetMaxThreadgroupMemoryLength)
-	kernels              *cpu.Device // runs every dispatch (sim_queue.go)
+	maxThreadgroupMemory int                // maxThreadgroupMemoryLength, bytes (SetMaxThreadgroupMemoryLength)
+	kernels              *cpu.Device        // runs every dispatch (sim_queue.go)
+	residency            residencyLog       // what the residency checks found (sim_residency.go)
+	sets                 []*simResidencySet // the residency sets made and not deallocated
 }
 
 // CreateSystemDefaultDevice returns the simulated GPU, owned; nil when the
@@ -180,13 +182,12 @@ func (d Device) NewComputePipelineStateWithFunction(f Function) (ComputePipeline
 // SupportsResidencySets is true: the simulator has residency sets.
 func (d Device) SupportsResidencySets() bool { return true }
 
-// NewResidencySetWithDescriptor makes an empty residency set; owned.
+// NewResidencySetWithDescriptor makes an empty residency set; owned
+// (sim_residency.go).
 func (d Device) NewResidencySetWithDescriptor(initialCapacity int) (ResidencySet, error) {
 	defer sim.mu.Unlock()
 	d.lock("newResidencySetWithDescriptor")
-	s := &simResidencySet{object: newObject("MTLResidencySet"), members: map[*simBuffer]struct{}{}}
-	track(&s.object)
-	return ResidencySet{s}, nil
+	return newSimResidencySet(d.d), nil
 }
 
 // Release gives up ownership.
@@ -362,50 +363,3 @@ func (b *simBuffer) releaseRef() {
 		}
 	}
 }
-
-// ResidencySet is a simulated MTLResidencySet: bookkeeping of its members.
-// Residency has no effect on the simulator's results.
-type ResidencySet struct{ s *simResidencySet }
-
-type simResidencySet struct {
-	object
-	members map[*simBuffer]struct{}
-}
-
-// AddAllocation adds a buffer; takes effect at the next Commit.
-func (s ResidencySet) AddAllocation(b Buffer) {
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	s.s.use("addAllocation")
-	b.b.use("addAllocation of a buffer")
-	s.s.members[b.b] = struct{}{}
-}
-
-// RemoveAllocation removes a buffer; takes effect at the next Commit.
-func (s ResidencySet) RemoveAllocation(b Buffer) {
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	s.s.use("removeAllocation")
-	b.b.use("removeAllocation of a buffer")
-	delete(s.s.members, b.b)
-}
-
-// Commit applies the added and removed allocations.
-func (s ResidencySet) Commit() {
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	s.s.use("commit")
-}
-
-// RequestResidency has nothing to do on the simulator.
-func (s ResidencySet) RequestResidency() {
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	s.s.use("requestResidency")
-}
-
-// Release gives up ownership.
-func (s ResidencySet) Release() { releaseLocked(&s.s.object) }
-
-// IsNil reports whether s is no set.
-func (s ResidencySet) IsNil() bool { return s.s == nil }
