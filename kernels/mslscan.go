@@ -1,6 +1,7 @@
 package kernels
 
-// A small C scanner for the MSL rules of msl_rules_test.go: comments removed,
+// A small C scanner, for the MSL rules of mslrules_test.go and the threadgroup
+// memory count of threadgroup.go: comments removed,
 // the conditional directives (#if/#ifdef/#ifndef/#elif/#else/#endif) evaluated
 // as Metal's compiler would see them (__METAL_VERSION__ defined, __CUDA_ARCH__
 // not), #line followed for positions, and the active text cut into tokens.
