@@ -4,7 +4,7 @@ package kernels
 // Metal source (MetalSource) without Apple's compiler: what NVRTC accepts and
 // Metal would reject must fail here, on Linux, before anyone runs it on a Mac.
 // tools/metalcheck.sh (clang against the <metal_stdlib> stub) checks syntax and
-// types; these rules read the tokens (mslscan_test.go) for what clang with the
+// types; these rules read the tokens (mslscan.go) for what clang with the
 // stub cannot see, because the stub empties the address-space keywords.
 //
 // What they cannot prove: anything that needs macro expansion or types (a
@@ -93,14 +93,6 @@ func checkAddressSpaces(s scanned, fns []function) []violation {
 
 func pointerOrReference(toks []token) bool {
 	return slices.ContainsFunc(toks, func(t token) bool { return t.text == "*" || t.text == "&" })
-}
-
-func joinTokens(toks []token) string {
-	var parts []string
-	for _, t := range toks {
-		parts = append(parts, t.text)
-	}
-	return strings.Join(parts, " ")
 }
 
 // checkNoDouble: Apple GPUs have no double; CUDA has it (slowly).

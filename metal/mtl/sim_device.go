@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"bagel/cpu"
+	"bagel/kernels"
 )
 
 // The simulated device and the objects it makes that hold no GPU work:
@@ -35,8 +36,11 @@ type Device struct{ d *simDevice }
 
 type simDevice struct {
 	object
-	maxBufferLength uint64
-	kernels         *cpu.Device // runs every dispatch (sim_queue.go)
+	maxBufferLength      uint64
+	maxThreadgroupMemory int                // maxThreadgroupMemoryLength, bytes (SetMaxThreadgroupMemoryLength)
+	kernels              *cpu.Device        // runs every dispatch (sim_queue.go)
+	residency            residencyLog       // what the residency checks found (sim_residency.go)
+	sets                 []*simResidencySet // the residency sets made and not deallocated
 }
 
 // CreateSystemDefaultDevice returns the simulated GPU, owned; nil when the
@@ -48,7 +52,7 @@ func CreateSystemDefaultDevice() Device {
 	sim.mu.Lock()
 	defer sim.mu.Unlock()
 	d := &simDevice{object: newObject("MTLDevice"), maxBufferLength: simMaxBufferLength,
-		kernels: cpu.New(runtime.NumCPU())}
+		maxThreadgroupMemory: kernels.MetalThreadgroupLimit, kernels: cpu.New(runtime.NumCPU())}
 	track(&d.object)
 	return Device{d}
 }
@@ -76,6 +80,14 @@ func (d Device) MaxBufferLength() uint64 {
 func (d Device) SetMaxBufferLength(n uint64) {
 	defer sim.mu.Unlock()
 	d.lock("setMaxBufferLength").maxBufferLength = n
+}
+
+// SetMaxThreadgroupMemoryLength changes the threadgroup memory a pipeline
+// may use (32 KiB, Apple GPUs' maxThreadgroupMemoryLength), so tests can
+// make a real kernel exceed it. Simulator only.
+func (d Device) SetMaxThreadgroupMemoryLength(n int) {
+	defer sim.mu.Unlock()
+	d.lock("setMaxThreadgroupMemoryLength").maxThreadgroupMemory = n
 }
 
 // RecommendedMaxWorkingSetSize is a fixed stand-in figure (16 GiB).
@@ -148,10 +160,20 @@ func (d Device) NewLibraryWithSource(src string, opts CompileOptions) (Library, 
 }
 
 // NewComputePipelineStateWithFunction makes the pipeline of f's kernel; owned.
+// Like Metal, whose GPU compiler lays out a kernel's threadgroup arrays when it
+// builds the pipeline, it fails when the kernel's static threadgroup memory
+// (kernels.MetalThreadgroupBytes: its TG_MEM arrays as Metal compiles them)
+// exceeds the device's maxThreadgroupMemoryLength. Metal reports that from
+// pipeline creation with an error in the GPU driver's domain, not at dispatch.
 func (d Device) NewComputePipelineStateWithFunction(f Function) (ComputePipelineState, error) {
 	defer sim.mu.Unlock()
-	d.lock("newComputePipelineStateWithFunction")
+	dev := d.lock("newComputePipelineStateWithFunction")
 	f.f.use("MTLFunction")
+	if n := kernels.MetalThreadgroupBytes(f.f.kernel); n > dev.maxThreadgroupMemory {
+		return ComputePipelineState{}, &NSError{Op: "creating the compute pipeline", Domain: "AGXMetal", Code: 3,
+			Description: fmt.Sprintf("metal simulator: %s: threadgroup memory size (%d) exceeds the maximum threadgroup memory allowed (%d)",
+				f.f.kernel, n, dev.maxThreadgroupMemory)}
+	}
 	p := &simPipeline{object: newObject("MTLComputePipelineState"), kernel: f.f.kernel, maxThreads: simMaxThreads}
 	track(&p.object)
 	return ComputePipelineState{p}, nil
@@ -160,13 +182,12 @@ func (d Device) NewComputePipelineStateWithFunction(f Function) (ComputePipeline
 // SupportsResidencySets is true: the simulator has residency sets.
 func (d Device) SupportsResidencySets() bool { return true }
 
-// NewResidencySetWithDescriptor makes an empty residency set; owned.
+// NewResidencySetWithDescriptor makes an empty residency set; owned
+// (sim_residency.go).
 func (d Device) NewResidencySetWithDescriptor(initialCapacity int) (ResidencySet, error) {
 	defer sim.mu.Unlock()
 	d.lock("newResidencySetWithDescriptor")
-	s := &simResidencySet{object: newObject("MTLResidencySet"), members: map[*simBuffer]struct{}{}}
-	track(&s.object)
-	return ResidencySet{s}, nil
+	return newSimResidencySet(d.d), nil
 }
 
 // Release gives up ownership.
@@ -342,50 +363,3 @@ func (b *simBuffer) releaseRef() {
 		}
 	}
 }
-
-// ResidencySet is a simulated MTLResidencySet: bookkeeping of its members.
-// Residency has no effect on the simulator's results.
-type ResidencySet struct{ s *simResidencySet }
-
-type simResidencySet struct {
-	object
-	members map[*simBuffer]struct{}
-}
-
-// AddAllocation adds a buffer; takes effect at the next Commit.
-func (s ResidencySet) AddAllocation(b Buffer) {
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	s.s.use("addAllocation")
-	b.b.use("addAllocation of a buffer")
-	s.s.members[b.b] = struct{}{}
-}
-
-// RemoveAllocation removes a buffer; takes effect at the next Commit.
-func (s ResidencySet) RemoveAllocation(b Buffer) {
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	s.s.use("removeAllocation")
-	b.b.use("removeAllocation of a buffer")
-	delete(s.s.members, b.b)
-}
-
-// Commit applies the added and removed allocations.
-func (s ResidencySet) Commit() {
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	s.s.use("commit")
-}
-
-// RequestResidency has nothing to do on the simulator.
-func (s ResidencySet) RequestResidency() {
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	s.s.use("requestResidency")
-}
-
-// Release gives up ownership.
-func (s ResidencySet) Release() { releaseLocked(&s.s.object) }
-
-// IsNil reports whether s is no set.
-func (s ResidencySet) IsNil() bool { return s.s == nil }

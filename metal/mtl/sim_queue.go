@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"unsafe"
 
 	"bagel/backend"
@@ -27,7 +28,8 @@ type simQueue struct {
 	max         int                 // maxCommandBufferCount
 	outstanding []*simCommandBuffer // made by CommandBuffer and not yet completed
 	work        chan *simCommandBuffer
-	completed   chan struct{} // a command buffer completed (CommandBuffer waits for one)
+	completed   chan struct{}      // a command buffer completed (CommandBuffer waits for one)
+	sets        []*simResidencySet // attached with addResidencySet (sim_residency.go)
 }
 
 // NewCommandQueueWithMaxCommandBufferCount makes the queue and starts its
@@ -78,20 +80,16 @@ func (q CommandQueue) CommandBuffer() CommandBuffer {
 	return cb
 }
 
-// AddResidencySet is accepted; residency has no effect on the simulator.
-func (q CommandQueue) AddResidencySet(s ResidencySet) {
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	q.q.use("addResidencySet")
-	s.s.use("addResidencySet of a set")
-}
-
 // Release gives up ownership; the last release stops the GPU goroutine once
 // it has run what was committed.
 func (q CommandQueue) Release() {
 	sim.mu.Lock()
 	defer sim.mu.Unlock()
 	if q.q.release() {
+		for _, s := range q.q.sets {
+			s.releaseRef()
+		}
+		q.q.sets = nil
 		close(q.q.work)
 	}
 }
@@ -160,6 +158,10 @@ func (c CommandBuffer) commit() {
 		panic("metal simulator: commit with an encoder not ended (endEncoding first)")
 	}
 	c.c.queue.use("commit to a queue")
+	if found := c.c.queue.checkResidency(c.c); len(found) > 0 && c.c.queue.dev.residency.strict {
+		c.c.err = &NSError{Op: "command buffer", Domain: "MTLCommandBufferErrorDomain", Code: 9,
+			Description: "metal simulator (strict residency): " + strings.Join(found, "; ")}
+	}
 	c.c.status = statusCommitted
 	c.c.retain() // the queue's reference, dropped at completion
 }
@@ -404,14 +406,14 @@ func (q *simQueue) run() {
 func (q *simQueue) execute(c *simCommandBuffer) {
 	sim.mu.Lock()
 	c.status, c.start = statusScheduled, gpuClock()
-	dispatches := c.dispatches
+	dispatches, err := c.dispatches, c.err // err: failed at commit (strict residency)
 	sim.mu.Unlock()
 
-	var err error
 	for _, d := range dispatches {
-		if err = runDispatch(q.dev.kernels, d); err != nil {
+		if err != nil {
 			break
 		}
+		err = runDispatch(q.dev.kernels, d)
 	}
 
 	sim.mu.Lock()

@@ -1,6 +1,7 @@
 package kernels
 
-// A small C scanner for the MSL rules of msl_rules_test.go: comments removed,
+// A small C scanner, for the MSL rules of mslrules_test.go and the threadgroup
+// memory count of threadgroup.go: comments removed,
 // the conditional directives (#if/#ifdef/#ifndef/#elif/#else/#endif) evaluated
 // as Metal's compiler would see them (__METAL_VERSION__ defined, __CUDA_ARCH__
 // not), #line followed for positions, and the active text cut into tokens.
@@ -342,4 +343,13 @@ func (p *condParser) unary() int {
 	default:
 		return p.defined[t]
 	}
+}
+
+// joinTokens is the token texts joined by single spaces.
+func joinTokens(toks []token) string {
+	var parts []string
+	for _, t := range toks {
+		parts = append(parts, t.text)
+	}
+	return strings.Join(parts, " ")
 }
