@@ -25,6 +25,7 @@ func (a *App) reloadConversations() {
 	}
 	a.convs = convs
 	a.chats.refresh()
+	a.win.SetMainMenu(a.mainMenu()) // the Window menu lists the chats by title
 }
 
 // selectConversation shows the chat id. The one being answered keeps streaming
@@ -69,6 +70,7 @@ func (a *App) showConversation(conv *store.Conversation, msgs []store.Message) {
 	a.chat.show()
 	a.chats.refresh()
 	a.composer.refresh()
+	a.win.SetMainMenu(a.mainMenu()) // the Window menu checks the chat shown
 }
 
 // newConversation starts an empty chat; an empty chat on screen is reused

@@ -71,7 +71,7 @@ func TestDraftsOutliveTheApp(t *testing.T) {
 	}
 }
 
-// TestMenus: the menu bar has File, Edit, Chat, View and Help; Edit › Select
+// TestMenus: the menu bar has File, Edit, Chat, View, Window and Help; Edit › Select
 // All and Copy act on the composer; Help's dialogs open and Esc closes them.
 func TestMenus(t *testing.T) {
 	s := testSettings()
@@ -84,7 +84,7 @@ func TestMenus(t *testing.T) {
 			items[it.Label] = it
 		}
 	}
-	if got := strings.Join(names, " "); got != "File Edit Chat View Help" {
+	if got := strings.Join(names, " "); got != "File Edit Chat View Window Help" {
 		t.Errorf("menus %q", got)
 	}
 	h.a.win.Canvas().Focus(h.a.composer.entry)
@@ -106,5 +106,55 @@ func TestMenus(t *testing.T) {
 	h.a.closeTopDialog()
 	if len(h.a.dialogs) != 0 {
 		t.Errorf("%d dialogs left open", len(h.a.dialogs))
+	}
+}
+
+// TestWindowMenu: the Window menu lists the chats, checks the one shown, and
+// Next / Previous chat (and their shortcuts) walk the list, wrapping around.
+func TestWindowMenu(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	var ids []int64
+	for _, title := range []string{"Bagels", "Pretzels", "Muffins"} {
+		c, err := h.a.store.CreateConversation(title, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	h.a.reloadConversations()
+	h.a.selectConversation(h.a.convs[0].ID)
+	window := func() *fyne.Menu {
+		for _, m := range h.a.win.MainMenu().Items {
+			if m.Label == "Window" {
+				return m
+			}
+		}
+		t.Fatal("no Window menu")
+		return nil
+	}
+	checked := func() string {
+		for _, it := range window().Items {
+			if it.Checked && it.Label != "Full screen" {
+				return it.Label
+			}
+		}
+		return ""
+	}
+	first := h.a.convs[0].Title
+	if got := checked(); got != first {
+		t.Errorf("checked %q, want %q, the chat shown", got, first)
+	}
+	h.a.stepConversation(1)
+	if got, want := h.a.conv.ID, h.a.convs[1].ID; got != want {
+		t.Errorf("Next chat shows %d, want %d", got, want)
+	}
+	h.a.stepConversation(-1)
+	h.a.stepConversation(-1) // wraps to the last
+	if got, want := h.a.conv.ID, h.a.convs[len(h.a.convs)-1].ID; got != want {
+		t.Errorf("Previous chat from the first shows %d, want the last, %d", got, want)
+	}
+	if got := checked(); got != h.a.convs[len(h.a.convs)-1].Title {
+		t.Errorf("after moving, checked %q", got)
 	}
 }

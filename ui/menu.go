@@ -16,7 +16,12 @@ var (
 	shortcutBigger     = &desktop.CustomShortcut{KeyName: fyne.KeyEqual, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutSmaller    = &desktop.CustomShortcut{KeyName: fyne.KeyMinus, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutActualSize = &desktop.CustomShortcut{KeyName: fyne.Key0, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutNextChat   = &desktop.CustomShortcut{KeyName: fyne.KeyRightBracket, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutPrevChat   = &desktop.CustomShortcut{KeyName: fyne.KeyLeftBracket, Modifier: fyne.KeyModifierShortcutDefault}
 )
+
+// windowMenuChats is how many of the newest chats the Window menu lists.
+const windowMenuChats = 9
 
 // textStep is one step of View › Bigger / Smaller text; the scale stays
 // between minTextScale and maxTextScale.
@@ -91,7 +96,54 @@ func (a *App) mainMenu() *fyne.MainMenu {
 		item("Smaller text", shortcutSmaller, func() { a.scaleText(1 / textStep) }),
 		item("Actual size", shortcutActualSize, func() { a.scaleText(0) }),
 	)
-	return fyne.NewMainMenu(file, edit, chat, view, help)
+	window := fyne.NewMenu("Window", a.windowItems(item)...)
+	return fyne.NewMainMenu(file, edit, chat, view, window, help)
+}
+
+// windowItems are the Window menu: full screen, the next and previous chats,
+// and the newest chats by title (the selected one checked).
+func (a *App) windowItems(item func(string, fyne.Shortcut, func()) *fyne.MenuItem) []*fyne.MenuItem {
+	full := fyne.NewMenuItem("Full screen", func() {
+		a.win.SetFullScreen(!a.win.FullScreen())
+		a.win.SetMainMenu(a.mainMenu())
+	})
+	full.Checked = a.win.FullScreen()
+	items := []*fyne.MenuItem{full, fyne.NewMenuItemSeparator(),
+		item("Next chat", shortcutNextChat, func() { a.stepConversation(1) }),
+		item("Previous chat", shortcutPrevChat, func() { a.stepConversation(-1) }),
+	}
+	if len(a.convs) > 0 {
+		items = append(items, fyne.NewMenuItemSeparator())
+	}
+	for _, c := range a.convs[:min(len(a.convs), windowMenuChats)] {
+		title := c.Title
+		if title == "" {
+			title = defaultTitle
+		}
+		it := fyne.NewMenuItem(title, func() { a.selectConversation(c.ID) })
+		it.Checked = a.conv != nil && a.conv.ID == c.ID
+		items = append(items, it)
+	}
+	return items
+}
+
+// stepConversation selects the chat step places after (1) or before (−1) the
+// one shown, in the chat list's order, wrapping around.
+func (a *App) stepConversation(step int) {
+	n := len(a.convs)
+	if n == 0 {
+		return
+	}
+	i := 0
+	if a.conv != nil {
+		for j, c := range a.convs {
+			if c.ID == a.conv.ID {
+				i = (j + step + n) % n
+				break
+			}
+		}
+	}
+	a.selectConversation(a.convs[i].ID)
 }
 
 // addShortcuts registers the shortcuts on the canvas too (the menu handles
@@ -109,6 +161,8 @@ func (a *App) addShortcuts() {
 		shortcutBigger:     func() { a.scaleText(textStep) },
 		shortcutSmaller:    func() { a.scaleText(1 / textStep) },
 		shortcutActualSize: func() { a.scaleText(0) },
+		shortcutNextChat:   func() { a.stepConversation(1) },
+		shortcutPrevChat:   func() { a.stepConversation(-1) },
 	} {
 		c.AddShortcut(sc, func(fyne.Shortcut) { run() })
 	}
@@ -131,6 +185,7 @@ func (a *App) toFocused(sc fyne.Shortcut) {
 const shortcutsText = `Enter — send · Shift+Enter — new line · Esc — stop the reply, cancel an edit, close a dialog
 Ctrl/Cmd+N — new chat · Ctrl/Cmd+O — open a model folder · Ctrl/Cmd+, — settings
 Ctrl/Cmd+Shift+R — regenerate the last reply · Ctrl/Cmd+E — export the chat
+Ctrl/Cmd+] / [ — next, previous chat
 Ctrl/Cmd + / − / 0 — bigger, smaller, actual text size
 Ctrl/Cmd+X, C, V, A — cut, copy, paste, select all in the composer`
 
