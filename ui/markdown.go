@@ -136,3 +136,32 @@ func completeBlocksEnd(md string) int {
 	}
 	return end
 }
+
+// paragraphChunk is how long the growing end of a reply may get without a
+// blank line before its finished sentences are set apart as a block of their
+// own: Fyne lays a paragraph out again whole at every render, so a reply that
+// is one long paragraph would cost the square of its length (3,000 tokens
+// left the screen seconds behind the stream).
+const paragraphChunk = 1500
+
+// longParagraphCut is where to set apart the finished sentences of md, the
+// growing end of a reply that holds no blank line: after the last sentence end
+// (". ", "! ", "? " or a CJK full stop) at least paragraphChunk bytes in and
+// well before the end, outside code. 0 when md is shorter or has none. The
+// part set apart shows as a paragraph of its own.
+func longParagraphCut(md string) int {
+	if len(md) < paragraphChunk+200 || strings.Count(md, "```")%2 != 0 {
+		return 0
+	}
+	limit := len(md) - 200 // leave the sentence being written alone
+	best := 0
+	for _, end := range []string{". ", "! ", "? ", "。"} {
+		if i := strings.LastIndex(md[:limit], end); i >= 0 && i+len(end) > best {
+			best = i + len(end)
+		}
+	}
+	if best < paragraphChunk {
+		return 0
+	}
+	return best
+}

@@ -137,3 +137,25 @@ func TestSelectText(t *testing.T) {
 		t.Errorf("%d dialogs", len(h.a.dialogs))
 	}
 }
+
+// TestLongParagraphCut: a long growing paragraph is cut after its last
+// finished sentence well before the end; a short one, one without a sentence
+// end, and one inside an open code block are not.
+func TestLongParagraphCut(t *testing.T) {
+	sentence := "The bagel is boiled before it is baked. "
+	long := strings.Repeat(sentence, 60) + "And this one is still being writ"
+	cut := longParagraphCut(long)
+	if cut < paragraphChunk || cut > len(long)-200 || !strings.HasSuffix(long[:cut], "baked. ") {
+		t.Errorf("cut at %d of %d: %q", cut, len(long), long[max(0, cut-20):cut])
+	}
+	for name, md := range map[string]string{
+		"short":         strings.Repeat(sentence, 10),
+		"no sentence":   strings.Repeat("word ", 600),
+		"open code":     "```go\\n" + strings.Repeat("x := 1. y := 2. ", 200),
+		"only near end": strings.Repeat("word ", 400) + "End. " + strings.Repeat("more ", 10),
+	} {
+		if got := longParagraphCut(md); got != 0 {
+			t.Errorf("%s: cut at %d, want none", name, got)
+		}
+	}
+}

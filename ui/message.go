@@ -150,7 +150,11 @@ func (v *messageView) renderReply(text string) {
 		v.doneText = ""
 	}
 	rest := text[len(v.doneText):]
-	if end := completeBlocksEnd(rest); end > 0 {
+	end := completeBlocksEnd(rest)
+	if end == 0 {
+		end = longParagraphCut(rest)
+	}
+	if end > 0 {
 		block := widget.NewRichText()
 		block.Wrapping = fyne.TextWrapWord
 		src := tablesAsText(rest[:end])

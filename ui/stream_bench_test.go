@@ -20,7 +20,8 @@ import (
 // it is on screen, and how long after Esc the stop shows. The figures are
 // logged for docs/benchmarks.md, never asserted; the test checks that the
 // whole reply arrives and that Esc stops a stream. Off unless BAGEL_UI_BENCH
-// is set (it takes two streams' time).
+// is set (it takes two streams' time). BAGEL_UI_BENCH_ONE_PARAGRAPH=1 makes the
+// reply one paragraph of sentences, the case a long paragraph made slow.
 func TestStreamingBenchmark(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("BAGEL_UI_BENCH"))
 	if n <= 0 {
@@ -35,9 +36,13 @@ func TestStreamingBenchmark(t *testing.T) {
 	h := newHarness(t, &s, "", "")
 	h.loadModel("tiny-moe")
 
-	var lastSent atomic.Int64    // unix nanoseconds of the last token handed to the app
+	var lastSent atomic.Int64 // unix nanoseconds of the last token handed to the app
+	onePara := os.Getenv("BAGEL_UI_BENCH_ONE_PARAGRAPH") != ""
 	word := func(i int) string { // paragraphs of 60 words, as replies come
-		if i%60 == 59 {
+		switch {
+		case onePara && i%12 == 11: // or one paragraph of 12-word sentences
+			return fmt.Sprintf("w%d. ", i)
+		case !onePara && i%60 == 59:
 			return fmt.Sprintf("w%d\n\n", i)
 		}
 		return fmt.Sprintf("w%d ", i)
