@@ -13,13 +13,18 @@ import (
 	"os"
 )
 
+// The rounded square is 412 of the 512 pixels (80.5%), centred, as Apple's
+// macOS icon grid has it (824 of 1024); the drawing inside was made for a
+// 472-pixel square, so its sizes scale by body/472.
 const (
 	size      = 512
-	ss        = 4     // supersamples per axis
-	tubeR     = 138.0 // distance from the centre to the middle of the dough
-	tubeA     = 78.0  // the dough's half-thickness
-	corner    = 104.0 // the background square's corner radius
-	margin    = 20.0
+	ss        = 4 // supersamples per axis
+	body      = 412.0
+	k         = body / 472.0
+	tubeR     = 138.0 * k // distance from the centre to the middle of the dough
+	tubeA     = 78.0 * k  // the dough's half-thickness
+	corner    = 104.0 * k // the background square's corner radius
+	margin    = (size - body) / 2
 	seedCount = 34
 )
 
@@ -35,7 +40,7 @@ func main() {
 		x, y := size/2+r*math.Cos(t), size/2+r*math.Sin(t)*0.96
 		ok := true
 		for _, s := range seeds {
-			if math.Hypot(s.x-x, s.y-y) < 30 {
+			if math.Hypot(s.x-x, s.y-y) < 30*k {
 				ok = false
 			}
 		}
@@ -90,11 +95,11 @@ func shade(x, y float64, seeds []seed) [4]float64 {
 	r := math.Hypot(dx, dy)
 	d := r - tubeR
 	// A soft shadow under the bagel.
-	sd := math.Hypot(dx, (y-size/2-26)/0.96) - tubeR
-	if s := math.Abs(sd) - tubeA; s < 30 {
-		k := 0.45 * (1 - math.Max(s, 0)/30)
+	sd := math.Hypot(dx, (y-size/2-26*k)/0.96) - tubeR
+	if s := math.Abs(sd) - tubeA; s < 30*k {
+		dark := 0.45 * (1 - math.Max(s, 0)/(30*k))
 		for i := range bg {
-			bg[i] *= 1 - k
+			bg[i] *= 1 - dark
 		}
 	}
 	if math.Abs(d) >= tubeA {
@@ -109,10 +114,10 @@ func shade(x, y float64, seeds []seed) [4]float64 {
 	// Crust: golden on top, deep brown at the rim.
 	top := [3]float64{0.93, 0.66, 0.30}
 	rim := [3]float64{0.45, 0.22, 0.07}
-	k := math.Pow(nz, 0.8)
+	up := math.Pow(nz, 0.8)
 	var c [3]float64
 	for i := range c {
-		c[i] = rim[i] + (top[i]-rim[i])*k
+		c[i] = rim[i] + (top[i]-rim[i])*up
 		c[i] *= 0.45 + 0.7*diffuse
 	}
 	// A specular glint of glaze.
@@ -127,8 +132,8 @@ func shade(x, y float64, seeds []seed) [4]float64 {
 		ex, ey := x-s.x, y-s.y
 		ca, sa := math.Cos(s.angle), math.Sin(s.angle)
 		u, v := ex*ca+ey*sa, -ex*sa+ey*ca
-		if (u*u)/(9.5*9.5)+(v*v)/(5*5) <= 1 {
-			shadeSeed := 0.85 + 0.15*(-v/5)
+		if (u*u)/(9.5*k*9.5*k)+(v*v)/(5*k*5*k) <= 1 {
+			shadeSeed := 0.85 + 0.15*(-v/(5*k))
 			c = [3]float64{0.98 * shadeSeed, 0.92 * shadeSeed, 0.76 * shadeSeed}
 		}
 	}
