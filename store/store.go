@@ -24,7 +24,7 @@ type Store struct {
 }
 
 // schemaVersion is PRAGMA user_version for the schema below.
-const schemaVersion = 3
+const schemaVersion = 4
 
 const schema = `
 CREATE TABLE IF NOT EXISTS conversations (
@@ -44,8 +44,9 @@ CREATE TABLE IF NOT EXISTS messages (
 	summary         TEXT    NOT NULL DEFAULT '',
 	model           TEXT    NOT NULL DEFAULT '',
 	created_at      INTEGER NOT NULL,
-	superseded      INTEGER NOT NULL DEFAULT 0, -- schema 3: 1 for an earlier version of a reply, kept out of the chat
-	version_of      INTEGER NOT NULL DEFAULT 0  -- schema 3: the first version's id, for every version of a regenerated reply
+	superseded      INTEGER NOT NULL DEFAULT 0, -- schema 3: 1 for an earlier version of a message, kept out of the chat
+	version_of      INTEGER NOT NULL DEFAULT 0, -- schema 3: the first version's id, for every version of a regenerated or edited message
+	branch          INTEGER NOT NULL DEFAULT 0  -- schema 4: for a message hidden with the version it followed, that version's id
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
 -- schema 2: what the composer holds for each chat, kept across restarts
@@ -95,11 +96,16 @@ func (s *Store) migrate() error {
 		if _, err := tx.Exec(schema); err != nil {
 			return err
 		}
+		var added []string
 		if version > 0 && version < 3 { // reply versions: two columns more
-			for _, col := range []string{"superseded", "version_of"} {
-				if _, err := tx.Exec(`ALTER TABLE messages ADD COLUMN ` + col + ` INTEGER NOT NULL DEFAULT 0`); err != nil {
-					return err
-				}
+			added = append(added, "superseded", "version_of")
+		}
+		if version > 0 && version < 4 { // branches of edited messages
+			added = append(added, "branch")
+		}
+		for _, col := range added {
+			if _, err := tx.Exec(`ALTER TABLE messages ADD COLUMN ` + col + ` INTEGER NOT NULL DEFAULT 0`); err != nil {
+				return err
 			}
 		}
 		_, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion))

@@ -7,9 +7,12 @@ import (
 	"time"
 )
 
-// Regenerating a reply keeps the old one: the reply it replaces is marked
-// superseded and every version of that reply carries the first version's id
-// (version_of), so the chat can show "2/3" and switch between them.
+// Regenerating a reply, or editing a message, keeps the old one: it is marked
+// superseded and every version carries the first version's id (version_of),
+// so the chat can show "2/3" and switch between them. What followed a version
+// when another one took its place (the replies after an edited question) is
+// hidden with it, each such message carrying that version's id (branch), and
+// comes back when the version is shown again: an edit forks the chat.
 
 // RegenerateReply supersedes reply replyID (and anything after it, which a
 // regenerate of the last reply never has) and appends add as its next version,
@@ -24,9 +27,7 @@ func (s *Store) RegenerateReply(conversationID, replyID int64, add Message) (Mes
 		if _, err := tx.Exec(`UPDATE conversations SET updated_at = ? WHERE id = ?`, millis(now), conversationID); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(`UPDATE messages SET superseded = 1,
-			version_of = CASE WHEN version_of = 0 THEN ? ELSE version_of END
-			WHERE conversation_id = ? AND id >= ? AND superseded = 0`, group, conversationID, replyID); err != nil {
+		if err := hideFrom(tx, conversationID, replyID, group); err != nil {
 			return err
 		}
 		if add.Status == "" {
@@ -83,19 +84,93 @@ func (s *Store) Versions(conversationID, id int64) (ids []int64, current int, er
 	return ids, current, nil
 }
 
+// EditMessage makes add[0] the next version of message id (a question
+// edited) and appends the rest of add after it (its reply), in one
+// transaction: id and what followed it are hidden as id's branch, shown again
+// by SelectVersion(id). It returns add with their ids and times set.
+func (s *Store) EditMessage(conversationID, id int64, add ...Message) ([]Message, error) {
+	now := time.Now()
+	out := make([]Message, len(add))
+	err := s.tx(func(tx *sql.Tx) error {
+		group, err := versionGroup(tx, conversationID, id)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`UPDATE conversations SET updated_at = ? WHERE id = ?`, millis(now), conversationID); err != nil {
+			return err
+		}
+		if err := hideFrom(tx, conversationID, id, group); err != nil {
+			return err
+		}
+		for i, m := range add {
+			if m.Status == "" {
+				m.Status = StatusDone
+			}
+			versionOf := int64(0)
+			if i == 0 {
+				versionOf = group
+			}
+			res, err := tx.Exec(`INSERT INTO messages (conversation_id, role, content, reasoning, status, summary, model, created_at, version_of)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				conversationID, m.Role, m.Content, m.Reasoning, m.Status, m.Summary, m.Model, millis(now), versionOf)
+			if err != nil {
+				return err
+			}
+			if m.ID, err = res.LastInsertId(); err != nil {
+				return err
+			}
+			m.ConversationID, m.Created = conversationID, fromMillis(millis(now))
+			out[i] = m
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("saving chat %d: %w", conversationID, err)
+	}
+	return out, nil
+}
+
+// hideFrom hides message id (a version of group, which it joins) and the
+// messages shown after it, which become id's branch.
+func hideFrom(tx *sql.Tx, conversationID, id, group int64) error {
+	if _, err := tx.Exec(`UPDATE messages SET branch = ? WHERE conversation_id = ? AND id > ? AND superseded = 0`,
+		id, conversationID, id); err != nil {
+		return err
+	}
+	_, err := tx.Exec(`UPDATE messages SET superseded = 1,
+		version_of = CASE WHEN id = ? AND version_of = 0 THEN ? ELSE version_of END
+		WHERE conversation_id = ? AND id >= ? AND superseded = 0`, id, group, conversationID, id)
+	return err
+}
+
 // SelectVersion makes version id the one the chat shows, in place of the
-// other versions of the same reply.
+// other versions of the same message: the version shown until now is hidden
+// with what followed it (its branch), and id comes back with its own branch.
 func (s *Store) SelectVersion(conversationID, id int64) error {
 	err := s.tx(func(tx *sql.Tx) error {
 		group, err := versionGroup(tx, conversationID, id)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(`UPDATE messages SET superseded = 1 WHERE conversation_id = ? AND (id = ? OR version_of = ?)`,
-			conversationID, group, group); err != nil {
+		var shown int64
+		err = tx.QueryRow(`SELECT id FROM messages WHERE conversation_id = ? AND (id = ? OR version_of = ?) AND superseded = 0`,
+			conversationID, group, group).Scan(&shown)
+		switch {
+		case errors.Is(err, sql.ErrNoRows): // no version shown: nothing to hide
+		case err != nil:
+			return err
+		case shown == id:
+			return nil
+		default:
+			if err := hideFrom(tx, conversationID, shown, group); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(`UPDATE messages SET superseded = 0 WHERE id = ?`, id); err != nil {
 			return err
 		}
-		_, err = tx.Exec(`UPDATE messages SET superseded = 0 WHERE id = ?`, id)
+		_, err = tx.Exec(`UPDATE messages SET superseded = 0, branch = 0 WHERE conversation_id = ? AND branch = ?`,
+			conversationID, id)
 		return err
 	})
 	if err != nil {

@@ -345,8 +345,9 @@ func TestEditLast(t *testing.T) {
 	}
 }
 
-// TestEditEarlier: an earlier question has Edit too; the banner says how many
-// messages Send replaces, and sending keeps only what came before it.
+// TestEditEarlier: an earlier question has Edit too; the banner says what
+// Send does; sending shows the new question and its reply, and the question's
+// ‹ › switch brings back the old one with the messages that followed it.
 func TestEditEarlier(t *testing.T) {
 	s := testSettings()
 	s.MaxTokens = 4
@@ -358,7 +359,7 @@ func TestEditEarlier(t *testing.T) {
 	h.waitReplyDone()
 
 	test.Tap(h.a.chat.views[h.a.msgs[0].ID].buttons["Edit"])
-	if got := h.a.composer.editingNote.Text; got != "Editing an earlier message: Send replaces it and the 3 messages after it." {
+	if got := h.a.composer.editingNote.Text; !strings.Contains(got, "new version") || !strings.Contains(got, "the 3 messages after it") {
 		t.Errorf("banner %q", got)
 	}
 	h.a.composer.entry.SetText("")
@@ -367,6 +368,18 @@ func TestEditEarlier(t *testing.T) {
 	msgs, _ := h.a.store.Messages(h.a.conv.ID)
 	if len(msgs) != 2 || msgs[0].Content != "A better first question" {
 		t.Fatalf("after editing the first question: %+v", msgs)
+	}
+	back := h.a.chat.views[h.a.msgs[0].ID].buttons["‹ 2/2"]
+	if back == nil {
+		t.Fatal("the edited question has no ‹ 2/2 switch")
+	}
+	test.Tap(back)
+	var shown []string
+	for _, m := range h.a.msgs {
+		shown = append(shown, m.Content)
+	}
+	if len(shown) != 4 || shown[0] != "First question" || shown[2] != "Second question" {
+		t.Fatalf("the old branch shows %q", shown)
 	}
 }
 

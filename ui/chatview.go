@@ -97,7 +97,8 @@ func (c *chatView) show() {
 		switch {
 		case busy:
 		case m.Role == store.RoleUser:
-			actions = append(actions, messageAction{"Edit", theme.DocumentCreateIcon(), func() { a.editMessage(m.ID) }, false})
+			actions = append(append(actions, c.versionActions(m)...),
+				messageAction{"Edit", theme.DocumentCreateIcon(), func() { a.editMessage(m.ID) }, false})
 		case i == lastReply && lastReply > lastUser:
 			actions = append(append(actions, c.versionActions(m)...),
 				messageAction{"Regenerate", theme.ViewRefreshIcon(), a.regenerate, false})
@@ -120,8 +121,9 @@ func (c *chatView) show() {
 	}
 }
 
-// versionActions are the last reply's ‹ n/N › switch when it was regenerated:
-// ‹ shows the version before, › the one after.
+// versionActions are a message's ‹ n/N › switch when it has versions (the
+// last reply regenerated, a question edited): ‹ shows the version before, ›
+// the one after.
 func (c *chatView) versionActions(m store.Message) []messageAction {
 	a := c.a
 	ids, cur, err := a.store.Versions(m.ConversationID, m.ID)

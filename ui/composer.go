@@ -173,7 +173,8 @@ func (e *composerEntry) TypedShortcut(s fyne.Shortcut) {
 	e.Entry.TypedShortcut(s)
 }
 
-// editingNote says what sending an edit of message id replaces.
+// editingNote says what sending an edit of message id does: a new version,
+// the message and what followed it kept as the other one.
 func editingNote(msgs []store.Message, id int64) string {
 	after := 0
 	for _, m := range msgs {
@@ -183,9 +184,9 @@ func editingNote(msgs []store.Message, id int64) string {
 	}
 	switch after {
 	case 0:
-		return "Editing your message: Send replaces it."
+		return "Editing your message: Send makes a new version; ‹ › shows this one again."
 	case 1:
-		return "Editing your last message: Send replaces it and the reply after it."
+		return "Editing your last message: Send makes a new version with a new reply; ‹ › shows this one and its reply again."
 	}
-	return fmt.Sprintf("Editing an earlier message: Send replaces it and the %d messages after it.", after)
+	return fmt.Sprintf("Editing an earlier message: Send makes a new version with a new reply; ‹ › shows this one and the %d messages after it again.", after)
 }

@@ -39,8 +39,10 @@ func (a *App) sendComposer() {
 	}
 }
 
-// send adds a user message (replacing the one being edited, and what followed
-// it) and starts the reply. It reports whether the message was taken.
+// send adds a user message and starts the reply. An edit makes the message a
+// new version of the one edited: that one and what followed it stay as the
+// other version, which its ‹ › switch shows again. It reports whether the
+// message was taken.
 func (a *App) send(text string) bool {
 	if a.eng == nil {
 		a.showError("No model loaded", errNoModel)
@@ -51,14 +53,15 @@ func (a *App) send(text string) bool {
 		a.showError("A new chat could not be created", err)
 		return false
 	}
-	var from int64
-	if a.editing != nil {
-		from = a.editing.ID
-	}
 	firstMessage := len(a.msgs) == 0 || (a.editing != nil && a.editing.ID == a.msgs[0].ID)
-	added, err := a.store.Replace(conv.ID, from,
-		store.Message{Role: store.RoleUser, Content: text},
-		store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.modelName()})
+	question := store.Message{Role: store.RoleUser, Content: text}
+	reply := store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.modelName()}
+	var added []store.Message
+	if a.editing != nil {
+		added, err = a.store.EditMessage(conv.ID, a.editing.ID, question, reply)
+	} else {
+		added, err = a.store.Replace(conv.ID, 0, question, reply)
+	}
 	if err != nil {
 		a.showError("The message could not be saved", err)
 		return false
@@ -107,7 +110,8 @@ func (a *App) regenerate() {
 	a.startReply(reply)
 }
 
-// showVersion makes version id of the last reply the one the chat shows.
+// showVersion makes version id of a message (the last reply, or a question
+// edited) the one the chat shows, with what followed it.
 func (a *App) showVersion(id int64) {
 	if a.gen != nil || a.conv == nil {
 		return
