@@ -118,7 +118,8 @@ func TestStreamingReplyRendersBlocksOnce(t *testing.T) {
 	}
 }
 
-// TestSelectText: a reply's Select opens its text, selectable, in a dialog.
+// TestSelectText: a reply's Select shows its text as written, selectable, in
+// place of the rendered Markdown, and a second Select brings the Markdown back.
 func TestSelectText(t *testing.T) {
 	s := testSettings()
 	h := newHarness(t, &s, "", "")
@@ -129,12 +130,17 @@ func TestSelectText(t *testing.T) {
 	}
 	h.a.reloadConversations()
 	h.a.selectConversation(conv.ID)
-	test.Tap(h.lastView().buttons["Select"])
-	if text := h.dialogText(); !strings.Contains(text, "**Bold** words to copy in part.") {
-		t.Errorf("the dialog reads %q", text)
+	v := h.lastView()
+	test.Tap(v.buttons["Select"])
+	if !v.plain.Visible() || !v.plain.Selectable || v.plain.Text != "**Bold** words to copy in part." || v.body.Visible() || v.done.Visible() {
+		t.Errorf("selecting: plain %v %q (selectable %v), Markdown shown %v/%v", v.plain.Visible(), v.plain.Text, v.plain.Selectable, v.body.Visible(), v.done.Visible())
 	}
-	if len(h.a.dialogs) != 1 {
-		t.Errorf("%d dialogs", len(h.a.dialogs))
+	if len(h.a.dialogs) != 0 {
+		t.Errorf("%d dialogs: Select works in place", len(h.a.dialogs))
+	}
+	test.Tap(v.buttons["Select"])
+	if v.plain.Visible() || !v.body.Visible() || !strings.Contains(v.body.String(), "Bold words") {
+		t.Errorf("after the second Select: plain %v, Markdown %v %q", v.plain.Visible(), v.body.Visible(), v.body.String())
 	}
 }
 

@@ -30,7 +30,10 @@ type messageView struct {
 	reasoning *widget.Accordion
 	thinking  *widget.RichText
 	footer    *widget.Label
-	buttons   map[string]*widget.Button // the actions, by label
+	// plain shows the message's text as it is, selectable, in place of the
+	// rendered Markdown while the reply's Select is on (toggleSelect).
+	plain   *widget.Label
+	buttons map[string]*widget.Button // the actions, by label
 
 	// reasoningOpen is the state the view last gave the reasoning section; when
 	// the section differs, the user toggled it and the view stops managing it.
@@ -71,9 +74,13 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 	v.footer.TextStyle = fyne.TextStyle{Italic: true}
 	v.footer.SizeName = theme.SizeNameCaptionText
 	v.footer.Hide()
+	v.plain = widget.NewLabel("")
+	v.plain.Wrapping = fyne.TextWrapWord
+	v.plain.Selectable = true
+	v.plain.Hide()
 
 	top := container.NewBorder(nil, nil, container.NewHBox(v.header, v.status), v.actions)
-	content := container.NewVBox(top, v.reasoning, v.done, v.body, v.footer)
+	content := container.NewVBox(top, v.reasoning, v.done, v.body, v.plain, v.footer)
 	if m.Role == store.RoleUser {
 		bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 		bg.CornerRadius = 2 * theme.InputRadiusSize()
@@ -119,9 +126,14 @@ func (v *messageView) update(m store.Message) {
 			v.renderReply(text)
 		}
 		v.renderedContent = text
-		if text == v.doneText {
+		switch {
+		case v.plain.Visible(): // Select is on: the text as written, kept current
+			v.plain.SetText(text)
+			v.done.Hide()
 			v.body.Hide()
-		} else {
+		case text == v.doneText:
+			v.body.Hide()
+		default:
 			v.body.Show()
 		}
 	}
@@ -167,6 +179,25 @@ func (v *messageView) renderReply(text string) {
 	src := tablesAsText(rest)
 	v.body.ParseMarkdown(src)
 	highlightCode(v.body, src)
+}
+
+// toggleSelect shows text (the message's, as written) selectable in place of
+// the rendered Markdown, or, when it is shown, the Markdown again. It reports
+// whether the text is now shown.
+func (v *messageView) toggleSelect(text string) bool {
+	if v.plain.Visible() {
+		v.plain.Hide()
+		v.done.Show()
+		if v.renderedContent != v.doneText {
+			v.body.Show()
+		}
+		return false
+	}
+	v.plain.SetText(text)
+	v.plain.Show()
+	v.done.Hide()
+	v.body.Hide()
+	return true
 }
 
 // segments are every rich-text segment of the message's text, in order.

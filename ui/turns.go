@@ -6,11 +6,6 @@ import (
 
 	"bagel/engine"
 	"bagel/store"
-
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/widget"
 )
 
 // sendOrStop is the composer's button: Send, or Stop while a reply streams.
@@ -190,17 +185,13 @@ func (a *App) stopOrCancelEdit() {
 	a.cancelEdit()
 }
 
-// selectText shows a reply's text in a dialog where any part of it can be
-// selected and copied (the rendered Markdown cannot be selected).
+// selectText shows a reply's text as written, selectable, in place of its
+// rendered Markdown (which cannot be selected), or the Markdown again.
 func (a *App) selectText(id int64) {
+	v := a.chat.views[id]
 	for _, m := range a.msgs {
-		if m.ID == id {
-			label := widget.NewLabel(displayText(m))
-			label.Wrapping = fyne.TextWrapWord
-			label.Selectable = true
-			scroll := container.NewVScroll(label)
-			scroll.SetMinSize(fyne.NewSize(620, 420))
-			a.showDialog(dialog.NewCustom("Select text", "Close", scroll, a.win), nil)
+		if m.ID == id && v != nil {
+			v.toggleSelect(displayText(m))
 			return
 		}
 	}
