@@ -172,6 +172,7 @@ func (v *messageView) renderReply(text string) {
 		src := tablesAsText(rest[:end])
 		block.ParseMarkdown(src)
 		highlightCode(block, src)
+		inlineStyles(block)
 		v.done.Add(block)
 		v.doneText += rest[:end]
 		rest = rest[end:]
@@ -179,6 +180,7 @@ func (v *messageView) renderReply(text string) {
 	src := tablesAsText(rest)
 	v.body.ParseMarkdown(src)
 	highlightCode(v.body, src)
+	inlineStyles(v.body)
 }
 
 // toggleSelect shows text (the message's, as written) selectable in place of
