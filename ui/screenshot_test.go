@@ -1,30 +1,47 @@
 package ui
 
 import (
+	"image/color"
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
 
 	"bagel/internal/testmodel"
 )
 
-// TestScreenshot draws docs/screenshot.png through the real window code and
-// Fyne's software renderer: three chats with the tiny test model, the last
-// reply finished, the performance panel on. Off unless BAGEL_SCREENSHOT names
-// the file to write (`BAGEL_SCREENSHOT=$PWD/docs/screenshot.png go test ./ui
-// -run Screenshot`).
+// TestScreenshot draws the README's screenshots through the real window code
+// and Fyne's software renderer: three chats with the tiny test model, the last
+// reply finished, the performance panel on; FILE in the dark theme and
+// FILE-light.png in the light one. Off unless BAGEL_SCREENSHOT names the file
+// to write (`BAGEL_SCREENSHOT=$PWD/docs/screenshot.png go test ./ui -run
+// Screenshot`).
 func TestScreenshot(t *testing.T) {
 	path := os.Getenv("BAGEL_SCREENSHOT")
 	if path == "" {
-		t.Skip("set BAGEL_SCREENSHOT=FILE to draw the README's screenshot")
+		t.Skip("set BAGEL_SCREENSHOT=FILE to draw the README's screenshots")
 	}
+	for _, light := range []bool{false, true} {
+		out := path
+		if light {
+			out = strings.TrimSuffix(path, ".png") + "-light.png"
+		}
+		t.Run(out, func(t *testing.T) { drawScreenshot(t, out, light) })
+	}
+}
+
+func drawScreenshot(t *testing.T, path string, light bool) {
 	s := testSettings()
 	s.MaxTokens = 90
 	s.ContextLength = 4096
 	h := newHarness(t, &s, "", "")
+	if light {
+		fyne.CurrentApp().Settings().SetTheme(lightVariant{newReadableTheme(1)})
+	}
 	named := filepath.Join(t.TempDir(), "tiny-moe") // the window names a model by its folder
 	if err := os.Symlink(testmodel.Dir(t, "tiny-moe"), named); err != nil {
 		t.Fatal(err)
@@ -50,4 +67,11 @@ func TestScreenshot(t *testing.T) {
 	if err := png.Encode(f, h.a.win.Canvas().Capture()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lightVariant is a theme in its light variant whatever the system asks.
+type lightVariant struct{ fyne.Theme }
+
+func (l lightVariant) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
+	return l.Theme.Color(n, theme.VariantLight)
 }
