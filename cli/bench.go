@@ -35,6 +35,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	long := fs.String("long", "8192", "context lengths to decode after (empty: none)")
 	switches := fs.Bool("switches", true, "decode greedy with each engine switch off against on")
 	seed := fs.Uint64("seed", 1, "seed of the random prompts and of sampling")
+	drafts := fs.String("drafts", fmt.Sprint(engine.DefaultDraftLength), fmt.Sprintf("draft lengths of the oracle-drafts rows, 1 to %d (empty: none)", engine.MaxDraftLength))
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (host overhead)")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -57,6 +58,15 @@ func runBench(args []string, out, errOut io.Writer) error {
 	longLens, err := parseLengths("--long", *long)
 	if err != nil {
 		return err
+	}
+	draftLens, err := parseLengths("--drafts", *drafts)
+	if err != nil {
+		return err
+	}
+	for _, n := range draftLens {
+		if n > engine.MaxDraftLength {
+			return fmt.Errorf("--drafts %d: want 1 to %d", n, engine.MaxDraftLength)
+		}
 	}
 	if *runs < 1 || *tokens < 2 {
 		return fmt.Errorf("--runs must be ≥ 1 and --tokens ≥ 2")
@@ -91,8 +101,10 @@ func runBench(args []string, out, errOut io.Writer) error {
 	if err := b.decode("decode sampled (t 0.7, top-p 0.95, top-k 20)", "", 32, sampled); err != nil {
 		return err
 	}
-	if err := b.oracle(32); err != nil {
-		return err
+	for _, n := range draftLens {
+		if err := b.oracle(32, n); err != nil {
+			return err
+		}
 	}
 	for _, n := range prefillLens {
 		if err := b.prefill(n); err != nil {
@@ -147,7 +159,7 @@ func (b *bench) progress(what string) {
 
 // once generates maxTokens tokens after a random prompt of promptLen ids.
 func (b *bench) once(promptLen, maxTokens int, s engine.Sampling) (engine.Stats, error) {
-	st, _, err := b.generate(b.randomPrompt(promptLen), maxTokens, s, nil)
+	st, _, err := b.generate(b.randomPrompt(promptLen), maxTokens, s, nil, 0)
 	return st, err
 }
 
@@ -160,8 +172,8 @@ func (b *bench) randomPrompt(n int) []int32 {
 }
 
 // generate runs one request and returns its stats and the tokens it produced.
-func (b *bench) generate(ids []int32, maxTokens int, s engine.Sampling, d drafter.Drafter) (engine.Stats, []int32, error) {
-	req := engine.Request{PromptIDs: ids, MaxTokens: maxTokens, Sampling: s, IgnoreStop: true, Drafter: d}
+func (b *bench) generate(ids []int32, maxTokens int, s engine.Sampling, d drafter.Drafter, draftLen int) (engine.Stats, []int32, error) {
+	req := engine.Request{PromptIDs: ids, MaxTokens: maxTokens, Sampling: s, IgnoreStop: true, Drafter: d, DraftLength: draftLen}
 	var done engine.Event
 	var tokens []int32
 	for ev := range b.e.Generate(context.Background(), req) {
@@ -182,9 +194,11 @@ func (b *bench) generate(ids []int32, maxTokens int, s engine.Sampling, d drafte
 // oracle records greedy speculative decoding whose drafts are always right:
 // each run decodes a random prompt greedily, then again with the speculative
 // switch on and an OracleDrafter replaying that reply, so every guess is
-// accepted. It is the most speculative decoding can gain at its draft length,
-// whatever the drafter: the figure a better drafter works towards.
-func (b *bench) oracle(promptLen int) error {
+// accepted. It is the most speculative decoding can gain at draftLen guesses
+// per step, whatever the drafter: the figure a better drafter works towards.
+// Its GPU ms/token times draftLen+1 against the plain row's is what one verify
+// costs against one decode step.
+func (b *bench) oracle(promptLen, draftLen int) error {
 	if !slices.ContainsFunc(engine.Switches(), func(s engine.Switch) bool { return s.Name == engine.SwitchSpeculative }) {
 		return nil
 	}
@@ -192,19 +206,19 @@ func (b *bench) oracle(promptLen int) error {
 	defer engine.SetSwitch(engine.SwitchSpeculative, was)
 	var all []engine.Stats
 	for r := range b.runs {
-		b.progress(fmt.Sprintf("decode greedy, oracle drafts (run %d/%d)", r+1, b.runs))
+		b.progress(fmt.Sprintf("decode greedy, oracle drafts of %d (run %d/%d)", draftLen, r+1, b.runs))
 		ids := b.randomPrompt(promptLen)
 		if err := engine.SetSwitch(engine.SwitchSpeculative, false); err != nil {
 			return err
 		}
-		_, reply, err := b.generate(ids, b.tokens, engine.Sampling{}, nil)
+		_, reply, err := b.generate(ids, b.tokens, engine.Sampling{}, nil, 0)
 		if err != nil {
 			return fmt.Errorf("oracle drafts: %w", err)
 		}
 		if err := engine.SetSwitch(engine.SwitchSpeculative, true); err != nil {
 			return err
 		}
-		st, _, err := b.generate(ids, b.tokens, engine.Sampling{}, drafter.OracleDrafter{Continuation: reply, PromptLen: len(ids)})
+		st, _, err := b.generate(ids, b.tokens, engine.Sampling{}, drafter.OracleDrafter{Continuation: reply, PromptLen: len(ids)}, draftLen)
 		if err != nil {
 			return fmt.Errorf("oracle drafts: %w", err)
 		}
@@ -212,7 +226,7 @@ func (b *bench) oracle(promptLen int) error {
 	}
 	slices.SortFunc(all, func(x, y engine.Stats) int { return int(1e6 * (x.DecodeTokensPerSec - y.DecodeTokensPerSec)) })
 	st := all[len(all)/2]
-	name := "decode greedy, oracle drafts"
+	name := fmt.Sprintf("decode greedy, oracle drafts of %d", draftLen)
 	if st.DraftProposed > 0 {
 		name += fmt.Sprintf(" (%d/%d accepted)", st.DraftAccepted, st.DraftProposed)
 	}

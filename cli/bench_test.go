@@ -24,7 +24,7 @@ func TestSynthThenBench(t *testing.T) {
 	}
 	jsonFile := filepath.Join(t.TempDir(), "bench.json")
 	code, stdout, stderr = runCLI("bench", "-m", dir, "--backend", "cpu", "--runs", "1", "--tokens", "4",
-		"--prefill", "8", "--long", "40", "--json", jsonFile)
+		"--prefill", "8", "--long", "40", "--drafts", "1,3", "--json", jsonFile)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -51,19 +51,20 @@ func TestSynthThenBench(t *testing.T) {
 			t.Errorf("no %q figure in %v", want, names)
 		}
 	}
-	// The oracle row: every draft of a replayed greedy reply is accepted.
-	oracle := false
+	// The oracle rows, one per --drafts length: every draft of a replayed
+	// greedy reply is accepted.
+	oracles := map[int]bool{}
 	for _, x := range r.Results {
-		var a, p int
-		if _, err := fmt.Sscanf(x.Name, "decode greedy, oracle drafts (%d/%d accepted)", &a, &p); err == nil {
-			oracle = true
+		var n, a, p int
+		if _, err := fmt.Sscanf(x.Name, "decode greedy, oracle drafts of %d (%d/%d accepted)", &n, &a, &p); err == nil {
+			oracles[n] = true
 			if a != p || p == 0 || x.Switch != "speculative-ngram=on" {
 				t.Errorf("oracle row %q %s: want every draft accepted", x.Name, x.Switch)
 			}
 		}
 	}
-	if !oracle {
-		t.Errorf("no oracle-drafts figure in %v", names)
+	if !oracles[1] || !oracles[3] || len(oracles) != 2 {
+		t.Errorf("oracle rows for draft lengths %v, want 1 and 3 (figures %v)", oracles, names)
 	}
 	if r.DecodeWeightBytes <= 0 || r.DecodeWeightBytes >= r.WeightBytes {
 		t.Errorf("decode reads %d of %d weight bytes", r.DecodeWeightBytes, r.WeightBytes)

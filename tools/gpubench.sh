@@ -48,7 +48,7 @@ if has sweep; then
 	done
 fi
 if has bench; then
-	timeout 420 .devbin/bagel bench -m $M --backend cuda --runs ${RUNS:-2} --tokens 128 --prefill ${PREFILL:-128,512,2048} --long ${LONG:-8192} \
+	timeout 420 .devbin/bagel bench -m $M --backend cuda --runs ${RUNS:-2} --tokens 128 --prefill ${PREFILL:-128,512,2048} --long ${LONG:-8192} --drafts ${DRAFTS:-4} \
 		--json "$OUT/bench.json" > /tmp/bench.txt 2>> "$LOG"
 	echo "bench: rc $?"
 	cat /tmp/bench.txt | tee -a "$LOG"
