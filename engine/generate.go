@@ -220,6 +220,9 @@ func (g *generation) run(req Request) error {
 	if req.MaxTokens < 0 {
 		return fmt.Errorf("max tokens must be ≥ 0, got %d", req.MaxTokens)
 	}
+	if req.DraftLength < 0 || req.DraftLength > MaxDraftLength {
+		return fmt.Errorf("draft length must be 0 (the default, %d) to %d, got %d", DefaultDraftLength, MaxDraftLength, req.DraftLength)
+	}
 	prompt, err := e.PromptTokens(req)
 	if err != nil {
 		return err
@@ -318,7 +321,7 @@ func (g *generation) run(req Request) error {
 	if (greedyOnDevice || sampledSpec) && switches.On(SwitchSpeculative) {
 		spec = &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}, draftLen: DefaultDraftLength}
 		if req.DraftLength > 0 {
-			spec.draftLen = min(req.DraftLength, MaxDraftLength)
+			spec.draftLen = req.DraftLength
 		}
 		if req.Drafter != nil {
 			spec.drafter = req.Drafter

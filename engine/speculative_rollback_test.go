@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"bagel/internal/testmodel"
@@ -52,5 +54,26 @@ func TestReplayAfterPartialAccept(t *testing.T) {
 			t.Errorf("%s: logits after the replayed rollback differ from a plain decode", name)
 		}
 		e.Close()
+	}
+}
+
+// TestDraftLengthOutOfRange: a request asking for more guesses per step than
+// a verify takes, or a negative number, gets a clear error, not a clamp.
+func TestDraftLengthOutOfRange(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, n := range []int{-1, MaxDraftLength + 1} {
+		var got error
+		for ev := range e.Generate(context.Background(), Request{PromptIDs: []int32{9707, 11}, MaxTokens: 2, DraftLength: n}) {
+			if ev.Kind == EventError {
+				got = ev.Err
+			}
+		}
+		if got == nil || !strings.Contains(got.Error(), "draft length must be 0") {
+			t.Errorf("draft length %d: %v", n, got)
+		}
 	}
 }
