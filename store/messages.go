@@ -63,9 +63,9 @@ func (s *Store) Messages(conversationID int64) ([]Message, error) {
 }
 
 // Replace deletes the conversation's messages from id fromID on (0: none) and
-// appends add, in one transaction: sending a message, regenerating a reply and
-// editing the last question are each one atomic change. It returns add with
-// their ids and times set.
+// appends add, in one transaction: a question sent and its reply's place are
+// one atomic change. (Edits and regenerations keep the old messages instead:
+// EditMessage, RegenerateReply.) It returns add with their ids and times set.
 func (s *Store) Replace(conversationID, fromID int64, add ...Message) ([]Message, error) {
 	now := time.Now()
 	out := make([]Message, len(add))
@@ -82,28 +82,39 @@ func (s *Store) Replace(conversationID, fromID int64, add ...Message) ([]Message
 				return err
 			}
 		}
-		for i, m := range add {
-			if m.Status == "" {
-				m.Status = StatusDone
-			}
-			res, err = tx.Exec(`INSERT INTO messages (conversation_id, role, content, reasoning, status, summary, model, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				conversationID, m.Role, m.Content, m.Reasoning, m.Status, m.Summary, m.Model, millis(now))
-			if err != nil {
-				return err
-			}
-			if m.ID, err = res.LastInsertId(); err != nil {
-				return err
-			}
-			m.ConversationID, m.Created = conversationID, fromMillis(millis(now))
-			out[i] = m
-		}
-		return nil
+		return insertMessages(tx, conversationID, now, 0, add, out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("saving chat %d: %w", conversationID, err)
 	}
 	return out, nil
+}
+
+// insertMessages appends add to the conversation at time now, writing each
+// with its id and time set into out; the first one is a version of
+// firstVersionOf (0: none).
+func insertMessages(tx *sql.Tx, conversationID int64, now time.Time, firstVersionOf int64, add, out []Message) error {
+	for i, m := range add {
+		if m.Status == "" {
+			m.Status = StatusDone
+		}
+		versionOf := int64(0)
+		if i == 0 {
+			versionOf = firstVersionOf
+		}
+		res, err := tx.Exec(`INSERT INTO messages (conversation_id, role, content, reasoning, status, summary, model, created_at, version_of)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			conversationID, m.Role, m.Content, m.Reasoning, m.Status, m.Summary, m.Model, millis(now), versionOf)
+		if err != nil {
+			return err
+		}
+		if m.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		m.ConversationID, m.Created = conversationID, fromMillis(millis(now))
+		out[i] = m
+	}
+	return nil
 }
 
 // UpdateMessage saves a message's text, reasoning, status and summary: the

@@ -30,19 +30,11 @@ func (s *Store) RegenerateReply(conversationID, replyID int64, add Message) (Mes
 		if err := hideFrom(tx, conversationID, replyID, group); err != nil {
 			return err
 		}
-		if add.Status == "" {
-			add.Status = StatusDone
-		}
-		res, err := tx.Exec(`INSERT INTO messages (conversation_id, role, content, reasoning, status, summary, model, created_at, version_of)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			conversationID, add.Role, add.Content, add.Reasoning, add.Status, add.Summary, add.Model, millis(now), group)
-		if err != nil {
+		out := make([]Message, 1)
+		if err := insertMessages(tx, conversationID, now, group, []Message{add}, out); err != nil {
 			return err
 		}
-		if add.ID, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		add.ConversationID, add.Created = conversationID, fromMillis(millis(now))
+		add = out[0]
 		return nil
 	})
 	if err != nil {
@@ -102,27 +94,7 @@ func (s *Store) EditMessage(conversationID, id int64, add ...Message) ([]Message
 		if err := hideFrom(tx, conversationID, id, group); err != nil {
 			return err
 		}
-		for i, m := range add {
-			if m.Status == "" {
-				m.Status = StatusDone
-			}
-			versionOf := int64(0)
-			if i == 0 {
-				versionOf = group
-			}
-			res, err := tx.Exec(`INSERT INTO messages (conversation_id, role, content, reasoning, status, summary, model, created_at, version_of)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				conversationID, m.Role, m.Content, m.Reasoning, m.Status, m.Summary, m.Model, millis(now), versionOf)
-			if err != nil {
-				return err
-			}
-			if m.ID, err = res.LastInsertId(); err != nil {
-				return err
-			}
-			m.ConversationID, m.Created = conversationID, fromMillis(millis(now))
-			out[i] = m
-		}
-		return nil
+		return insertMessages(tx, conversationID, now, group, add, out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("saving chat %d: %w", conversationID, err)
