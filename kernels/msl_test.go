@@ -83,6 +83,7 @@ func TestMSLRulesCatchBrokenSnippets(t *testing.T) {
 		{"no-function-pointer", "INLINE float apply(float (*f)(float), float x) { return f(x); }"},
 		{"no-function-pointer", "INLINE float pick(bool s, float x) { return (s ? sigmoidf : siluf)(x); }"},
 		{"no-function-pointer", "typedef float (*unary_fn)(float);"},
+		{"no-function-pointer", "template <int N> INLINE int times(int x) { return N * x; }\nINLINE int pick2(bool s, int x) { return (s ? times<1> : times<2>)(x); }"},
 		{"attribute", "KERNEL(bad_attr, BUFFER(float, out, 0), uint lane [[thread_index_in_simd_group]]) { out[0] = 0.0f; }"},
 		{"attribute", "INLINE [[gnu::always_inline]] float f1(float x) { return x; }"},
 		{"attribute", "__device__ float cuda_helper(float x) { return x; }"},
@@ -103,6 +104,22 @@ func TestMSLRulesCatchBrokenSnippets(t *testing.T) {
 		}
 		if !caught {
 			t.Errorf("rule %s missed %q (reported: %v)", c.rule, c.snippet, vs)
+		}
+	}
+}
+
+// TestMSLRulesAllowTemplateCalls: calling a function template with its
+// arguments (`f<2>(x)`) is a call, not a function pointer.
+func TestMSLRulesAllowTemplateCalls(t *testing.T) {
+	snippet := "template <int N, int M> INLINE int scaled(int x) { return N * x + M; }\n" +
+		"INLINE int uses(int x) { return scaled<2, 1>(x) + scaled<(3 > 2), 0>(x); }"
+	vs, err := checkMSL(MetalSource() + "\n#line 1 \"template.metal\"\n" + snippet + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if strings.HasPrefix(v.pos, "template.metal:") {
+			t.Errorf("a template call reported: %v", v)
 		}
 	}
 }

@@ -221,7 +221,7 @@ func checkNoFunctionPointers(s scanned, fns []function) []violation {
 			if i > 0 {
 				prev = toks[i-1].text
 			}
-			if t.isIdent() && defined[t.text] && next(1) != "(" && prev != "." && prev != "->" {
+			if t.isIdent() && defined[t.text] && next(1) != "(" && !templateCall(toks[i+1:]) && prev != "." && prev != "->" {
 				out = append(out, violation{"no-function-pointer", t.pos, fmt.Sprintf("function %s used as a value (its address)", t.text)})
 			}
 		}
@@ -235,6 +235,38 @@ func checkNoFunctionPointers(s scanned, fns []function) []violation {
 	// File-scope code outside functions (initializers, typedefs).
 	scan(outsideFunctions(s.code))
 	return out
+}
+
+// templateCall says whether toks (what follows a function's name) is a
+// template argument list and a call: `<1>(`, `<R, (A > B)>(`.
+func templateCall(toks []token) bool {
+	if len(toks) == 0 || toks[0].text != "<" {
+		return false
+	}
+	depth, parens := 0, 0 // a > inside parentheses compares
+	for i, t := range toks {
+		switch t.text {
+		case "(":
+			parens++
+		case ")":
+			parens--
+		case "<":
+			if parens == 0 {
+				depth++
+			}
+		case ">":
+			if parens > 0 {
+				continue
+			}
+			depth--
+			if depth == 0 {
+				return i+1 < len(toks) && toks[i+1].text == "("
+			}
+		case ";", "{", "}":
+			return false
+		}
+	}
+	return false
 }
 
 // outsideFunctions returns code without the function definitions and

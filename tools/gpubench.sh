@@ -43,7 +43,7 @@ if has sweep; then
 	for t in ${SWEEP:-BAGEL_NO_CUDA_GRAPH=0}; do
 		env $(echo "$t" | tr ';' ' ') timeout 120 .devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 200 --prefill "" --long "" \
 			--switches=false > /tmp/sweep.txt 2>> "$LOG"
-		echo "sweep $t: $(grep '^decode greedy' /tmp/sweep.txt | awk '{print $5, "tok/s greedy,", $10, "dispatches/token"}')"
+		echo "sweep $t: $(grep -m1 '^decode greedy ' /tmp/sweep.txt | awk '{print $5, "tok/s greedy,", $10, "GPU ms/token,", $11, "dispatches/token"}')"
 		cat /tmp/sweep.txt >> "$LOG"
 	done
 fi
