@@ -25,6 +25,7 @@ type encoder struct {
 	dev      *Device
 	err      error // the first launch error
 	recorded []launch
+	segments int     // segments flushed so far (they grow: segmentLimit)
 	start    uintptr // the timing event before this encoder's first direct launch
 }
 
@@ -65,8 +66,9 @@ func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...back
 	}
 	e.recorded = append(e.recorded, l)
 	d.open = e
-	if len(e.recorded) == graphSegment {
+	if len(e.recorded) == segmentLimit(e.segments) {
 		e.flush() // the GPU starts on this segment while the host records the next
+		e.segments++
 	}
 }
 
@@ -76,6 +78,7 @@ func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...back
 func (e *encoder) Submit() error {
 	e.dev.counters.CommandBuffers++
 	e.flush()
+	e.segments = 0
 	if e.start != 0 {
 		e.dev.markEnd(e.start)
 		e.start = 0

@@ -5,8 +5,10 @@ package cuda
 import (
 	"fmt"
 	"hash/maphash"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"unsafe"
 )
 
@@ -28,6 +30,35 @@ const graphMinLaunches = 8
 // direct launches, instead of idling until the whole step is recorded. The
 // segments of a decode step are the same every token, so each is one graph.
 const graphSegment = 128
+
+// graphFirstSegment is the most launches of an encoder's first segment; each
+// later one may hold twice as many as the one before, up to graphSegment. A
+// decode step starts after the host has read the previous token, with the GPU
+// idle, and the host records a launch in about half the time the GPU runs one
+// (H200: 3.6 against 7.3 µs): so the GPU waits only for the first, short
+// segment, and each segment is recorded while the one before it runs (16, 32,
+// 64, 128, 128, ...). BAGEL_GRAPH_FIRST_SEGMENT overrides it for an A/B run
+// (1 to graphSegment; graphSegment gives equal segments).
+var graphFirstSegment = envInt("BAGEL_GRAPH_FIRST_SEGMENT", 16, 1, graphSegment)
+
+// segmentLimit is the most launches of an encoder's segment n (from 0).
+func segmentLimit(n int) int {
+	limit := graphFirstSegment
+	for ; n > 0 && limit < graphSegment; n-- {
+		limit *= 2
+	}
+	return min(limit, graphSegment)
+}
+
+// envInt is the integer in environment variable name, def when it is unset
+// or outside lo..hi.
+func envInt(name string, def, lo, hi int) int {
+	v, err := strconv.Atoi(os.Getenv(name))
+	if err != nil || v < lo || v > hi {
+		return def
+	}
+	return v
+}
 
 // graphCacheSize bounds the graphs kept per device (the segments of a decode
 // step at one context length, plus a few for prefill chunks and other shapes).

@@ -88,3 +88,19 @@ func TestGraphReplay(t *testing.T) {
 		t.Fatalf("write between recorded launches: x = %v, want %v", got, 2*steps)
 	}
 }
+
+func TestSegmentLimitsGrowToTheSegment(t *testing.T) {
+	var got []int
+	for n := range 6 {
+		got = append(got, segmentLimit(n))
+	}
+	first := graphFirstSegment
+	if got[0] != first || got[5] != graphSegment {
+		t.Fatalf("segment limits %v: want %d first and %d in the end", got, first, graphSegment)
+	}
+	for n := 1; n < len(got); n++ {
+		if got[n] < got[n-1] || got[n] > 2*got[n-1] {
+			t.Fatalf("segment limits %v: each at most twice the one before, never less", got)
+		}
+	}
+}

@@ -131,12 +131,74 @@ KERNEL(attn_prep_bf16,
 }
 
 // attention_bf16 works on heads of up to ATTN_MAX_D dims: each lane of a
-// SIMD-group holds dims lane, lane+32, ... of the query and of its output.
+// SIMD-group holds dims 8·lane .. 8·lane + 7 of the query and of its output,
+// so that a key's or a value's share of a lane is one 16-byte load.
 #define ATTN_MAX_D 256
 #define ATTN_PER_LANE 8
 // ATTN_SIMDGROUPS is the threadgroup size / 32 that kernels.Launch uses.
 #define ATTN_SIMDGROUPS 8
 #define ATTN_NEG_BIG (-3.0e38f)
+
+// attn_row8 loads dims 8·lane .. 8·lane + 7 of a bf16 row of D as floats
+// (zeros past D): one 16-byte load where the row allows it.
+INLINE void attn_row8(device const bf16_t *row, int D, int lane, thread float *v) {
+  int d0 = ATTN_PER_LANE * lane;
+  if (d0 + ATTN_PER_LANE <= D && ALIGNED16(row + d0)) {
+    u32x4 w = *(device const u32x4 *)(row + d0);
+    uint ws[4] = {w.x, w.y, w.z, w.w};
+    UNROLL for (int i = 0; i < 4; i++) {
+      v[2 * i] = as_float(ws[i] << 16);
+      v[2 * i + 1] = as_float(ws[i] & 0xffff0000u);
+    }
+  } else {
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) v[i] = d0 + i < D ? bf16_to_f32(row[d0 + i]) : 0.0f;
+  }
+}
+
+// attn_walk runs one SIMD-group's online softmax (running max *m, sum *l and
+// output o, this lane's dims) over keys j0, j0 + step, ... below end of the
+// head at headBase (rows of D). A key and its value are loaded together.
+INLINE void attn_walk(thread const float *qv, device const bf16_t *kcache, device const bf16_t *vcache,
+                      ulong headBase, int j0, int end, int step, int D, float scale, int lane, thread float *m,
+                      thread float *l, thread float *o) {
+  for (int j = j0; j < end; j += step) {
+    float kv[ATTN_PER_LANE], vv[ATTN_PER_LANE];
+    attn_row8(kcache + (headBase + (ulong)j) * (ulong)D, D, lane, kv);
+    attn_row8(vcache + (headBase + (ulong)j) * (ulong)D, D, lane, vv);
+    float dot = 0.0f;
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) dot += qv[i] * kv[i];
+    float s = scale * simd_sum(dot);
+    float mNew = fmaxf(*m, s);
+    float corr = expf(*m - mNew);
+    float p = expf(s - mNew);
+    *l = *l * corr + p;
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] = o[i] * corr + p * vv[i];
+    *m = mNew;
+  }
+}
+
+// attn_share puts each SIMD-group's (m, l, o) in threadgroup memory and
+// returns, to every thread, the threadgroup's max *mAll and sum *lAll; sgOut
+// then holds the unscaled outputs of every SIMD-group ([sg][ATTN_MAX_D]).
+INLINE void attn_share(float m, float l, thread const float *o, threadgroup float *sgMax, threadgroup float *sgSum,
+                       threadgroup float *sgOut, int D, int lane, int sg, int nsg, thread float *mAll,
+                       thread float *lAll) {
+  if (lane == 0) {
+    sgMax[sg] = m;
+    sgSum[sg] = l;
+  }
+  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
+    int d = ATTN_PER_LANE * lane + i;
+    if (d < D) sgOut[sg * ATTN_MAX_D + d] = o[i];
+  }
+  BARRIER();
+  float mx = ATTN_NEG_BIG;
+  for (int s = 0; s < nsg; s++) mx = fmaxf(mx, sgMax[s]);
+  float sum = 0.0f;
+  for (int s = 0; s < nsg; s++) sum += sgSum[s] * expf(sgMax[s] - mx);
+  *mAll = mx;
+  *lAll = sum;
+}
 
 // attention_bf16: q [T, Hq, D], kcache/vcache [Hkv, Cap, D], out [T, Hq, D].
 // Query t is at position kvLen−T+t and sees keys 0..kvLen−T+t; q-head h reads
@@ -171,46 +233,12 @@ KERNEL(attention_bf16,
 
   float qv[ATTN_PER_LANE];
   float o[ATTN_PER_LANE];
-  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-    int d = lane + 32 * i;
-    qv[i] = d < D ? bf16_to_f32(q[(ulong)item * (ulong)D + (ulong)d]) : 0.0f;
-    o[i] = 0.0f;
-  }
+  attn_row8(q + (ulong)item * (ulong)D, D, lane, qv);
+  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] = 0.0f;
   float m = ATTN_NEG_BIG, l = 0.0f;
-  ulong headBase = (ulong)kvh * (ulong)Cap;
-  for (int j = sg; j <= last; j += nsg) {
-    device const bf16_t *kr = kcache + (headBase + (ulong)j) * (ulong)D;
-    device const bf16_t *vr = vcache + (headBase + (ulong)j) * (ulong)D;
-    float dot = 0.0f;
-    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-      int d = lane + 32 * i;
-      if (d < D) dot += qv[i] * bf16_to_f32(kr[d]);
-    }
-    float s = scale * simd_sum(dot);
-    float mNew = fmaxf(m, s);
-    float corr = expf(m - mNew);
-    float p = expf(s - mNew);
-    l = l * corr + p;
-    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-      int d = lane + 32 * i;
-      if (d < D) o[i] = o[i] * corr + p * bf16_to_f32(vr[d]);
-    }
-    m = mNew;
-  }
-
-  if (lane == 0) {
-    sgMax[sg] = m;
-    sgSum[sg] = l;
-  }
-  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-    int d = lane + 32 * i;
-    if (d < D) sgOut[sg * ATTN_MAX_D + d] = o[i];
-  }
-  BARRIER();
-  float mAll = ATTN_NEG_BIG;
-  for (int s = 0; s < nsg; s++) mAll = fmaxf(mAll, sgMax[s]);
-  float lAll = 0.0f;
-  for (int s = 0; s < nsg; s++) lAll += sgSum[s] * expf(sgMax[s] - mAll);
+  attn_walk(qv, kcache, vcache, (ulong)kvh * (ulong)Cap, sg, last + 1, nsg, D, scale, lane, &m, &l, o);
+  float mAll, lAll;
+  attn_share(m, l, o, sgMax, sgSum, sgOut, D, lane, sg, nsg, &mAll, &lAll);
   for (int d = TID_X; d < D; d += TG_SIZE_X) {
     float acc = 0.0f;
     for (int s = 0; s < nsg; s++) acc += sgOut[s * ATTN_MAX_D + d] * expf(sgMax[s] - mAll);
@@ -258,45 +286,12 @@ KERNEL(attention_split_f32,
 
   float qv[ATTN_PER_LANE];
   float o[ATTN_PER_LANE];
-  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-    int d = lane + 32 * i;
-    qv[i] = d < D ? bf16_to_f32(q[(ulong)item * (ulong)D + (ulong)d]) : 0.0f;
-    o[i] = 0.0f;
-  }
+  attn_row8(q + (ulong)item * (ulong)D, D, lane, qv);
+  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] = 0.0f;
   float m = ATTN_NEG_BIG, l = 0.0f;
-  ulong headBase = (ulong)kvh * (ulong)Cap;
-  for (int j = first + sg; j < end; j += nsg) {
-    device const bf16_t *kr = kcache + (headBase + (ulong)j) * (ulong)D;
-    device const bf16_t *vr = vcache + (headBase + (ulong)j) * (ulong)D;
-    float dot = 0.0f;
-    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-      int d = lane + 32 * i;
-      if (d < D) dot += qv[i] * bf16_to_f32(kr[d]);
-    }
-    float s = scale * simd_sum(dot);
-    float mNew = fmaxf(m, s);
-    float corr = expf(m - mNew);
-    float p = expf(s - mNew);
-    l = l * corr + p;
-    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-      int d = lane + 32 * i;
-      if (d < D) o[i] = o[i] * corr + p * bf16_to_f32(vr[d]);
-    }
-    m = mNew;
-  }
-  if (lane == 0) {
-    sgMax[sg] = m;
-    sgSum[sg] = l;
-  }
-  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-    int d = lane + 32 * i;
-    if (d < D) sgOut[sg * ATTN_MAX_D + d] = o[i];
-  }
-  BARRIER();
-  float mAll = ATTN_NEG_BIG;
-  for (int s = 0; s < nsg; s++) mAll = fmaxf(mAll, sgMax[s]);
-  float lAll = 0.0f;
-  for (int s = 0; s < nsg; s++) lAll += sgSum[s] * expf(sgMax[s] - mAll);
+  attn_walk(qv, kcache, vcache, (ulong)kvh * (ulong)Cap, first + sg, end, nsg, D, scale, lane, &m, &l, o);
+  float mAll, lAll;
+  attn_share(m, l, o, sgMax, sgSum, sgOut, D, lane, sg, nsg, &mAll, &lAll);
   device float *dst = partial + (ulong)TGID_X * (ulong)(D + 2);
   for (int d = TID_X; d < D; d += TG_SIZE_X) {
     float acc = 0.0f;
