@@ -250,15 +250,86 @@ KERNEL(attention_bf16,
 // into S ranges handled by S threadgroups, which write partial softmax results;
 // attention_merge_bf16 combines them. One threadgroup per query head walks all
 // the keys in attention_bf16, which leaves most of the GPU idle at long
-// contexts; here a long context spreads over T·Hq·S threadgroups.
+// contexts; here a long context spreads over T·Hkv·S threadgroups. Each one
+// serves every q-head of its kv-head (grouped-query attention: Hq/Hkv of them,
+// 8 at Qwen3.5-35B-A3B), so a range's keys and values are read from memory
+// once, not once per q-head: they pass through threadgroup memory
+// ATTN_SPLIT_KEYS at a time (the next block's loads in flight while the
+// current one is used), and SIMD-group g takes q-heads g and g + 8.
+#define ATTN_SPLIT_KEYS 16
+#define ATTN_MAX_GROUP 16
+#define ATTN_GROUP_SLOTS 2
+// Pieces (8 dims, 16 bytes) of a block's keys, and as many of its values, that
+// each thread stages: ATTN_SPLIT_KEYS · ATTN_MAX_D / 8 over the threadgroup.
+#define ATTN_SPLIT_PIECES 2
+
+// attn_piece is piece p of a block of nk rows from row base of a cache of rows
+// of D: dims 8·(p % 32) .. + 7 of row p / 32, zeros past D or nk rows.
+INLINE u32x4 attn_piece(device const bf16_t *cache, ulong base, int p, int nk, int D) {
+  int row = p / (ATTN_MAX_D / 8), d0 = (p % (ATTN_MAX_D / 8)) * 8;
+  if (row >= nk || d0 >= D) return u32x4_zero();
+  device const bf16_t *src = cache + (base + (ulong)row) * (ulong)D + (ulong)d0;
+  if (d0 + 8 <= D && ALIGNED16(src)) return *(device const u32x4 *)src;
+  uint w[4];
+  UNROLL for (int i = 0; i < 4; i++) {
+    uint lo = d0 + 2 * i < D ? (uint)src[2 * i] : 0u;
+    uint hi = d0 + 2 * i + 1 < D ? (uint)src[2 * i + 1] : 0u;
+    w[i] = lo | (hi << 16);
+  }
+  u32x4 v = u32x4_zero();
+  v.x = w[0];
+  v.y = w[1];
+  v.z = w[2];
+  v.w = w[3];
+  return v;
+}
+
+// attn_unpack8 is a piece's eight bf16 as floats.
+INLINE void attn_unpack8(u32x4 w, thread float *v) {
+  uint ws[4] = {w.x, w.y, w.z, w.w};
+  UNROLL for (int i = 0; i < 4; i++) {
+    v[2 * i] = as_float(ws[i] << 16);
+    v[2 * i + 1] = as_float(ws[i] & 0xffff0000u);
+  }
+}
+
+// attn_block runs one SIMD-group's online softmax for one q-head (qv, o: this
+// lane's dims) over the nk keys and values of a block in threadgroup memory,
+// two keys at a time so that their two sums overlap.
+INLINE void attn_block(threadgroup const u32x4 *K4, threadgroup const u32x4 *V4, int nk, thread const float *qv,
+                       thread float *o, thread float *m, thread float *l, float scale, int lane) {
+  for (int k = 0; k < nk; k += 2) {
+    bool two = k + 1 < nk;
+    float k0[ATTN_PER_LANE], k1[ATTN_PER_LANE];
+    attn_unpack8(K4[k * (ATTN_MAX_D / 8) + lane], k0);
+    attn_unpack8(two ? K4[(k + 1) * (ATTN_MAX_D / 8) + lane] : u32x4_zero(), k1);
+    float d0 = 0.0f, d1 = 0.0f;
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
+      d0 += qv[i] * k0[i];
+      d1 += qv[i] * k1[i];
+    }
+    float s0 = scale * simd_sum(d0), s1 = scale * simd_sum(d1);
+    if (!two) s1 = ATTN_NEG_BIG;
+    float mNew = fmaxf(*m, fmaxf(s0, s1));
+    float corr = expf(*m - mNew), p0 = expf(s0 - mNew), p1 = two ? expf(s1 - mNew) : 0.0f;
+    *l = *l * corr + p0 + p1;
+    float v0[ATTN_PER_LANE], v1[ATTN_PER_LANE];
+    attn_unpack8(V4[k * (ATTN_MAX_D / 8) + lane], v0);
+    attn_unpack8(two ? V4[(k + 1) * (ATTN_MAX_D / 8) + lane] : u32x4_zero(), v1);
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] = o[i] * corr + p0 * v0[i] + p1 * v1[i];
+    *m = mNew;
+  }
+}
 
 // attention_split_f32: for query (t, h) at position kvLen−T+t (it sees keys
 // 0..kvLen−T+t, n of them), split s of S takes keys [s·c, min(n, (s+1)·c)) with
 // c = ⌈n/S⌉ and writes, relative to its own running max m: o = Σ e^(score−m)·v,
 // l = Σ e^(score−m), m (scores scale·(q·k) in f32), as partial[t, h, s, :] =
 // [o (D values) | m | l]. An empty range writes o = 0, l = 0, m = −3e38.
-// launch: grid(T * Hq * S) group(ATTN_SIMDGROUPS * 32)
+// One threadgroup per (t, kv-head, split), as above.
+// launch: grid(T * Hkv * S) group(ATTN_SIMDGROUPS * 32)
 // requires: D <= ATTN_MAX_D
+// requires: Hq <= Hkv * ATTN_MAX_GROUP
 KERNEL(attention_split_f32,
        BUFFER(const bf16_t, q, 0),
        BUFFER(const bf16_t, kcache, 1),
@@ -273,34 +344,67 @@ KERNEL(attention_split_f32,
        PARAM(int, S, 10),
        PARAM(float, scale, 11)) {
   GRID_WAIT();
-  TG_MEM(float, sgMax, ATTN_SIMDGROUPS);
-  TG_MEM(float, sgSum, ATTN_SIMDGROUPS);
-  TG_MEM(float, sgOut, ATTN_SIMDGROUPS * ATTN_MAX_D);
-  int item = TGID_X / S, split = TGID_X % S;  // item = t·Hq + h
-  int t = item / Hq, h = item % Hq;
-  int kvh = h / (Hq / Hkv);
+  TG_MEM_ALIGNED16(bf16_t, Ks, ATTN_SPLIT_KEYS * ATTN_MAX_D);
+  TG_MEM_ALIGNED16(bf16_t, Vs, ATTN_SPLIT_KEYS * ATTN_MAX_D);
+  int item = TGID_X / S, split = TGID_X % S;  // item = t·Hkv + kvh
+  int t = item / Hkv, kvh = item % Hkv, G = Hq / Hkv;
   int n = kvLen - T + t + 1;  // keys this query sees
   int c = (n + S - 1) / S;
   int first = split * c, end = imin(n, first + c);
   int lane = LANE, sg = SIMD_ID, nsg = SIMD_COUNT;
 
-  float qv[ATTN_PER_LANE];
-  float o[ATTN_PER_LANE];
-  attn_row8(q + (ulong)item * (ulong)D, D, lane, qv);
-  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] = 0.0f;
-  float m = ATTN_NEG_BIG, l = 0.0f;
-  attn_walk(qv, kcache, vcache, (ulong)kvh * (ulong)Cap, first + sg, end, nsg, D, scale, lane, &m, &l, o);
-  float mAll, lAll;
-  attn_share(m, l, o, sgMax, sgSum, sgOut, D, lane, sg, nsg, &mAll, &lAll);
-  device float *dst = partial + (ulong)TGID_X * (ulong)(D + 2);
-  for (int d = TID_X; d < D; d += TG_SIZE_X) {
-    float acc = 0.0f;
-    for (int s = 0; s < nsg; s++) acc += sgOut[s * ATTN_MAX_D + d] * expf(sgMax[s] - mAll);
-    dst[d] = acc;
+  float qv[ATTN_GROUP_SLOTS][ATTN_PER_LANE], o[ATTN_GROUP_SLOTS][ATTN_PER_LANE];
+  float m[ATTN_GROUP_SLOTS], l[ATTN_GROUP_SLOTS];
+  UNROLL for (int s = 0; s < ATTN_GROUP_SLOTS; s++) {
+    int g = sg + s * nsg;
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
+      qv[s][i] = 0.0f;
+      o[s][i] = 0.0f;
+    }
+    if (g < G) attn_row8(q + ((ulong)t * (ulong)Hq + (ulong)(kvh * G + g)) * (ulong)D, D, lane, qv[s]);
+    m[s] = ATTN_NEG_BIG;
+    l[s] = 0.0f;
   }
-  if (TID_X == 0) {
-    dst[D] = mAll;
-    dst[D + 1] = lAll;
+  ulong headBase = (ulong)kvh * (ulong)Cap;
+  threadgroup u32x4 *K4 = (threadgroup u32x4 *)Ks;
+  threadgroup u32x4 *V4 = (threadgroup u32x4 *)Vs;
+  u32x4 pk[ATTN_SPLIT_PIECES], pv[ATTN_SPLIT_PIECES];
+  UNROLL for (int i = 0; i < ATTN_SPLIT_PIECES; i++) {
+    int p = TID_X + i * TG_SIZE_X, nk = imin(ATTN_SPLIT_KEYS, end - first);
+    pk[i] = attn_piece(kcache, headBase + (ulong)first, p, nk, D);
+    pv[i] = attn_piece(vcache, headBase + (ulong)first, p, nk, D);
+  }
+  for (int j0 = first; j0 < end; j0 += ATTN_SPLIT_KEYS) {
+    int nk = imin(ATTN_SPLIT_KEYS, end - j0);
+    BARRIER();  // the last block's readers are done
+    UNROLL for (int i = 0; i < ATTN_SPLIT_PIECES; i++) {
+      K4[TID_X + i * TG_SIZE_X] = pk[i];
+      V4[TID_X + i * TG_SIZE_X] = pv[i];
+    }
+    BARRIER();
+    int j1 = j0 + ATTN_SPLIT_KEYS, nk1 = imin(ATTN_SPLIT_KEYS, end - j1);
+    UNROLL for (int i = 0; i < ATTN_SPLIT_PIECES; i++) {
+      int p = TID_X + i * TG_SIZE_X;
+      pk[i] = attn_piece(kcache, headBase + (ulong)j1, p, nk1, D);
+      pv[i] = attn_piece(vcache, headBase + (ulong)j1, p, nk1, D);
+    }
+    UNROLL for (int s = 0; s < ATTN_GROUP_SLOTS; s++) {
+      if (sg + s * nsg < G) attn_block(K4, V4, nk, qv[s], o[s], &m[s], &l[s], scale, lane);
+    }
+  }
+  UNROLL for (int s = 0; s < ATTN_GROUP_SLOTS; s++) {
+    int g = sg + s * nsg;
+    if (g >= G) continue;
+    int h = kvh * G + g;
+    device float *dst = partial + (((ulong)t * (ulong)Hq + (ulong)h) * (ulong)S + (ulong)split) * (ulong)(D + 2);
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
+      int d = ATTN_PER_LANE * lane + i;
+      if (d < D) dst[d] = o[s][i];
+    }
+    if (lane == 0) {
+      dst[D] = m[s];
+      dst[D + 1] = l[s];
+    }
   }
 }
 

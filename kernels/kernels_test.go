@@ -264,3 +264,16 @@ func TestEveryKernelWaitsForTheGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionSplitConstants: attention_split_f32's staging and head slots
+// cover their blocks exactly (the constants are written out for Metal's
+// fixed-size arrays).
+func TestAttentionSplitConstants(t *testing.T) {
+	d := Defines()
+	if staged, block := d["ATTN_SPLIT_PIECES"]*d["ATTN_SIMDGROUPS"]*32*8, d["ATTN_SPLIT_KEYS"]*d["ATTN_MAX_D"]; staged != block {
+		t.Errorf("ATTN_SPLIT_PIECES stages %d dims a block, want ATTN_SPLIT_KEYS·ATTN_MAX_D = %d", staged, block)
+	}
+	if slots := d["ATTN_GROUP_SLOTS"] * d["ATTN_SIMDGROUPS"]; slots != d["ATTN_MAX_GROUP"] {
+		t.Errorf("ATTN_GROUP_SLOTS covers %d q-heads, want ATTN_MAX_GROUP = %d", slots, d["ATTN_MAX_GROUP"])
+	}
+}

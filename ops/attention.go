@@ -82,6 +82,7 @@ func AttentionSplitKV(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int,
 	check(kvLen >= t && kvLen <= capacity && splits >= 1, "attention: kvLen %d for %d queries, capacity %d, %d splits", kvLen, t, capacity, splits)
 	checkDType("attention partial", partial, backend.F32)
 	check(partial.Elements() == t*hq*splits*(d+2), "attention: partial %v for %d splits", partial, splits)
+	check(SplitKVFits(hq, hkv), "attention: %d q-heads over %d kv-heads, more than %d per kv-head", hq, hkv, attnMaxGroup)
 	c.dispatch("attention_split_f32", q.Arg(), kCache.Arg(), vCache.Arg(), partial.Arg(),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen),
 		backend.Int(splits), backend.Float(scale))
@@ -89,7 +90,15 @@ func AttentionSplitKV(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int,
 }
 
 // SplitKVSplits is how many ranges AttentionSplitKV cuts a cache of capacity
-// keys into: about one per 256 keys of capacity, 2 to 64. It depends on the
-// capacity only, so a decode step launches the same grid at every length (a
-// CUDA graph replays it); the range length grows with the context instead.
-func SplitKVSplits(capacity int) int { return min(64, max(2, capacity/256)) }
+// keys into: about one per 64 keys of capacity, 2 to 128 (a threadgroup per
+// range and kv-head, serving all its q-heads: at 32K, 128 ranges of 256 keys
+// for each of Qwen3.5-35B-A3B's two kv-heads). It depends on the capacity only,
+// so a decode step launches the same grid at every length (a CUDA graph
+// replays it); the range length grows with the context instead.
+func SplitKVSplits(capacity int) int { return min(128, max(2, capacity/64)) }
+
+// SplitKVFits says whether AttentionSplitKV takes hq q-heads over hkv kv-heads:
+// at most ATTN_MAX_GROUP q-heads per kv-head.
+func SplitKVFits(hq, hkv int) bool { return hkv > 0 && hq%hkv == 0 && hq <= hkv*attnMaxGroup }
+
+var attnMaxGroup = kernels.Defines()["ATTN_MAX_GROUP"]

@@ -87,7 +87,7 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	}
 	attn := s.Get(ops.BF16, t, hq, d)
 	scale := float32(1 / math.Sqrt(float64(d)))
-	if p := a.shared.partial; p.Buf != nil && pos0+t >= splitKVMinContext {
+	if p := a.shared.partial; p.Buf != nil && pos0+t >= splitKVMinContext && ops.SplitKVFits(hq, hkv) {
 		splits := ops.SplitKVSplits(kv.keys.Shape[1])
 		partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
 		ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)

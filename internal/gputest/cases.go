@@ -409,7 +409,7 @@ func Specs() []Spec {
 	// the relative error); attention_merge_bf16's cases have empty ones.
 	for _, p := range []struct{ T, Hq, Hkv, D, Cap, kvLen, S int }{
 		{1, qHeads, kvHeads, headDim, 8192, 8000, 32}, {1, qHeads, kvHeads, headDim, 1100, 1024, 8},
-		{3, 6, 2, 80, 50, 40, 4}, {2, 4, 4, 128, 300, 300, 7},
+		{3, 6, 2, 80, 50, 40, 4}, {2, 4, 4, 128, 300, 300, 7}, {1, 32, 2, 128, 700, 650, 5}, {2, 4, 2, 36, 64, 60, 3},
 	} {
 		add("attention_split_f32", p.kvLen > 4096, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d Cap=%d kvLen=%d S=%d", p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen, p.S), func(g gen) *Case {
 			c := p.Hkv * p.Cap * p.D
