@@ -18,7 +18,7 @@ mkdir -p "$OUT"
 stages=${*:-ptx tests bench ncu}
 LOG="$OUT/log.txt"
 has() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv,noheader > "$LOG" 2>&1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv,noheader >> "$LOG" 2>&1  # appended: several runs of one call share the log
 
 if has ptx; then
 	mkdir -p "$OUT/ptx" && .devbin/ptx -out "$OUT/ptx" >> "$LOG" 2>&1
