@@ -33,7 +33,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	ctxLen := fs.contextLength()
 	noThink := fs.Bool("no-think", false, "turn thinking off")
 	speculative := fs.String("speculative", "", "speculative decoding: off, or ngram (prompt-lookup drafts); empty: the switch "+engine.SwitchSpeculative)
-	draft := fs.Int("draft", 0, fmt.Sprintf("guesses per speculative step, 1 to %d (0: %d)", engine.MaxDraftLength, engine.DefaultDraftLength))
+	draft := fs.Int("draft", 0, fmt.Sprintf("most guesses per speculative step, 1 to %d (0: %d; fewer while they are rejected)", engine.MaxDraftLength, engine.DefaultDraftLength))
 	if err := fs.parse(args); err != nil {
 		return err
 	}

@@ -32,8 +32,10 @@ type Request struct {
 	// speculative-ngram switch, greedy replies); nil: prompt lookup. Bench
 	// passes an OracleDrafter to measure the speed-up when every guess is right.
 	Drafter drafter.Drafter
-	// DraftLength is how many tokens a speculative step may guess (0:
-	// DefaultDraftLength; at most MaxDraftLength).
+	// DraftLength is the most tokens a speculative step may guess (0:
+	// DefaultDraftLength; at most MaxDraftLength). Prompt lookup guesses
+	// fewer, or none, while the model keeps rejecting its guesses
+	// (draft_budget.go); a Drafter given here guesses this many.
 	DraftLength int
 }
 
@@ -323,8 +325,11 @@ func (g *generation) run(req Request) error {
 		if req.DraftLength > 0 {
 			spec.draftLen = req.DraftLength
 		}
+		// Prompt lookup guesses as many as pay (draft_budget.go); a drafter
+		// the request brings (the benchmark's oracle) guesses its length.
+		spec.budget = newDraftBudget(spec.draftLen)
 		if req.Drafter != nil {
-			spec.drafter = req.Drafter
+			spec.drafter, spec.budget = req.Drafter, nil
 		}
 		st.Speculative = true
 	}
@@ -379,6 +384,7 @@ func (g *generation) run(req Request) error {
 				var toks []int32
 				var proposed, accepted int
 				var err error
+				stepStart := time.Now()
 				if greedyOnDevice {
 					toks, proposed, accepted, err = spec.step(context, id, e.ContextLength()-st.KVLength)
 				} else {
@@ -387,6 +393,7 @@ func (g *generation) run(req Request) error {
 				if err != nil {
 					return err
 				}
+				spec.observe(proposed, accepted, time.Since(stepStart))
 				st.DraftProposed += proposed
 				st.DraftAccepted += accepted
 				st.KVLength += 1 + len(toks) - 1 // id and the kept guesses are in the cache now

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"bagel/drafter"
 	"bagel/ops"
 	"bagel/qwen"
@@ -49,7 +51,16 @@ func init() {
 type speculator struct {
 	e        *Engine
 	drafter  drafter.Drafter
-	draftLen int // guesses per step at most
+	draftLen int          // guesses per step at most
+	budget   *draftBudget // how many of them the next step makes; nil: always draftLen
+}
+
+// observe tells the budget how a step went: proposed guesses, accepted kept,
+// in d of wall time.
+func (s *speculator) observe(proposed, accepted int, d time.Duration) {
+	if s.budget != nil {
+		s.budget.observe(proposed, accepted, d)
+	}
 }
 
 // step runs the model on last (the newest token, not yet in the cache) and up

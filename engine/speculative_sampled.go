@@ -75,10 +75,17 @@ func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sam
 	return append(slices.Clone(drafts), smp.sampleTop(bonus)), len(drafts), len(drafts), nil
 }
 
-// validDrafts are the drafter's guesses after context, none when one is a
-// token the model cannot take.
+// validDrafts are the drafter's guesses after context, as many as the budget
+// allows (none: a plain step), none when one is a token the model cannot take.
 func (s *speculator) validDrafts(context []int32, room int) []int32 {
-	drafts := s.drafter.Draft(context, min(s.draftLen, room-1))
+	n := s.draftLen
+	if s.budget != nil {
+		n = min(n, s.budget.length())
+	}
+	if n = min(n, room-1); n <= 0 {
+		return nil
+	}
+	drafts := s.drafter.Draft(context, n)
 	for _, d := range drafts {
 		if d < 0 || int(d) >= s.e.Config.VocabSize {
 			return nil

@@ -102,7 +102,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
 		item("Memory", f.memory, "the loaded model's weights and cache at this context length, against this backend's memory"),
 		header("Speculative decoding (the speculative-ngram switch below; greedy, or sampling with a top-k)"),
-		item("Draft length", f.draftLen, fmt.Sprintf("tokens guessed per step; 0: the default, %d; at most %d", engine.DefaultDraftLength, engine.MaxDraftLength)),
+		item("Draft length", f.draftLen, fmt.Sprintf("most tokens guessed per step (fewer while the model rejects them); 0: the default, %d; at most %d", engine.DefaultDraftLength, engine.MaxDraftLength)),
 	}
 	f.form = widget.NewForm(items...)
 	// The engine switches are for developers and benchmarks: folded away
