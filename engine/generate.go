@@ -76,6 +76,7 @@ type Stats struct {
 	PrefillGPUTime       time.Duration // device time of the prefill (to the first token), where measured
 	PromptTokens         int
 	ReusedPromptTokens   int // from the prompt cache (0 until it exists)
+	PrefilledTokens      int // of the prompt in the cache so far, reused included (Stats follow each chunk of a long prompt)
 	GeneratedTokens      int
 	TimeToFirstToken     time.Duration
 	PrefillTokensPerSec  float64
@@ -240,7 +241,7 @@ func (g *generation) run(req Request) error {
 	if err != nil {
 		return err
 	}
-	st.ReusedPromptTokens = reused
+	st.ReusedPromptTokens, st.PrefilledTokens = reused, reused
 	smp := newSampler(req.Sampling)
 	history := []int32{prompt[len(prompt)-1]}
 	// next runs tokens through the model and picks the token after them: on the
@@ -288,8 +289,14 @@ func (g *generation) run(req Request) error {
 				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
 				return nil
 			}
-			if _, err := e.forwardArgmax(prompt[i:min(i+prefillChunk, span[1])]); err != nil {
+			end := min(i+prefillChunk, span[1])
+			if _, err := e.forwardArgmax(prompt[i:end]); err != nil {
 				return err
+			}
+			st.PrefilledTokens = end
+			if len(prompt)-reused > prefillChunk && !g.send(Event{Kind: EventStats, Stats: st}) {
+				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
+				return nil
 			}
 		}
 		if span[1] == keepAt && keepAt > reused {
@@ -307,7 +314,7 @@ func (g *generation) run(req Request) error {
 		st.PrefillGPUTime = gpu - prefillGPU0
 	}
 	st.PrefillTokensPerSec = float64(len(prompt)-reused) / prefillTime.Seconds()
-	st.KVLength = len(prompt)
+	st.KVLength, st.PrefilledTokens = len(prompt), len(prompt)
 
 	thinking := startsThinking(e, prompt)
 	var dec *tokenizer.StreamDecoder

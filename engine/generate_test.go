@@ -219,3 +219,38 @@ func TestCloseDuringGeneration(t *testing.T) {
 		t.Errorf("%d goroutines before, %d after", before, n)
 	}
 }
+
+// TestLongPromptReportsProgress: a prompt of more than one prefill chunk sends
+// Stats after each chunk, with how much of the prompt is in the cache, before
+// the first token; the final Stats count the whole prompt.
+func TestLongPromptReportsProgress(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 2 * prefillChunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := make([]int32, prefillChunk+prefillChunk/2)
+	for i := range prompt {
+		prompt[i] = int32(100 + i%50)
+	}
+	var progress []int
+	var done Event
+	for ev := range e.Generate(context.Background(), Request{PromptIDs: prompt, MaxTokens: 2, IgnoreStop: true}) {
+		switch ev.Kind {
+		case EventStats:
+			if ev.Stats.GeneratedTokens == 0 {
+				progress = append(progress, ev.Stats.PrefilledTokens)
+			}
+		case EventDone:
+			done = ev
+		case EventError:
+			t.Fatal(ev.Err)
+		}
+	}
+	if len(progress) != 2 || progress[0] != prefillChunk || progress[1] != len(prompt)-1 {
+		t.Fatalf("progress %v before the first token, want [%d %d] (chunks, the last token run on its own)", progress, prefillChunk, len(prompt)-1)
+	}
+	if done.Stats.PrefilledTokens != len(prompt) || done.Stats.PromptTokens != len(prompt) {
+		t.Fatalf("final stats: prefilled %d of %d, want all %d", done.Stats.PrefilledTokens, done.Stats.PromptTokens, len(prompt))
+	}
+}

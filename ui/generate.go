@@ -126,7 +126,7 @@ loop:
 				dirty = false
 			}
 			if now.Sub(lastPanel) >= panelEvery && !panelling.Load() {
-				phase := "reading the prompt…"
+				phase := readingPhase(st)
 				if tokens > 0 {
 					phase = "writing the answer…"
 					if content.Len() == 0 && reasoning.Len() > 0 {
@@ -273,4 +273,13 @@ func (m *rateMeter) rate(now time.Time) float64 {
 		return 0
 	}
 	return float64(len(m.times)-1) / span.Seconds()
+}
+
+// readingPhase is the panel's phase before the first token: how far the
+// engine has read a long prompt, which it reports after each chunk.
+func readingPhase(st engine.Stats) string {
+	if st.PromptTokens > 0 && st.PrefilledTokens > 0 && st.PrefilledTokens < st.PromptTokens {
+		return fmt.Sprintf("reading the prompt… %d%%", 100*st.PrefilledTokens/st.PromptTokens)
+	}
+	return "reading the prompt…"
 }
