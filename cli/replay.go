@@ -24,11 +24,13 @@ func runReplay(args []string, out, errOut io.Writer) error {
 	fs.engineSwitches()
 	ctxLen := fs.contextLength()
 	noThink := fs.Bool("no-think", false, "turn thinking off")
+	cacheMB := fs.Int("prompt-cache-mb", 0, fmt.Sprintf("memory for the conversations kept between turns, MB (0: %d)", engine.DefaultPromptCacheBytes>>20))
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if err := need(
 		check{*maxTokens >= 1, "max-tokens", *maxTokens, "want 1 or more"},
+		check{*cacheMB >= 0, "prompt-cache-mb", *cacheMB, "want 0 (the default) or more"},
 	); err != nil {
 		return err
 	}
@@ -40,7 +42,7 @@ func runReplay(args []string, out, errOut io.Writer) error {
 	if err := json.Unmarshal(data, &script); err != nil {
 		return fmt.Errorf("%s: want a JSON array of {\"role\", \"content\"} objects: %w", *file, err)
 	}
-	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen})
+	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen, PromptCacheBytes: int64(*cacheMB) << 20})
 	if err != nil {
 		return err
 	}

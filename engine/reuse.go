@@ -35,10 +35,23 @@ type heldState struct {
 	snap   *qwen.Snapshot
 }
 
-// defaultPromptCacheBytes is the device memory the held conversations may take
+// DefaultPromptCacheBytes is the device memory the held conversations may take
 // when Options.PromptCacheBytes is 0 (at the 35B-A3B shapes a conversation of
 // 4K tokens is about 150 MB: 63 MB of GDN state and 20 KB of keys per token).
-const defaultPromptCacheBytes = 1 << 30
+const DefaultPromptCacheBytes = 1 << 30
+
+// PromptCacheBudget is the memory the held conversations may take: the
+// loading Options' PromptCacheBytes, DefaultPromptCacheBytes for 0, none when
+// negative.
+func (e *Engine) PromptCacheBudget() int64 {
+	switch {
+	case e.promptCacheBytes == 0:
+		return DefaultPromptCacheBytes
+	case e.promptCacheBytes < 0:
+		return 0
+	}
+	return e.promptCacheBytes
+}
 
 // reuse prepares the cache for prompt: it restores the held state with the
 // longest tokens that the prompt extends, most recent first among equals, and
@@ -79,10 +92,7 @@ func (e *Engine) keepSnapshot(tokens []int32) error {
 		return err
 	}
 	held := []*heldState{{tokens: slices.Clone(tokens), snap: snap}}
-	budget := e.promptCacheBytes
-	if budget == 0 {
-		budget = defaultPromptCacheBytes
-	}
+	budget := e.PromptCacheBudget()
 	used := snap.Bytes()
 	var dropped []*heldState
 	for _, h := range e.held {

@@ -122,8 +122,10 @@ func (a *App) loadModel(dir, fallback string) {
 	opt := engine.Options{
 		Backend:       a.settings.Backend,
 		ContextLength: a.settings.ContextLength,
-		Progress:      a.loadProgress(dir),
-		Cancel:        stop,
+		// The prompt cache's megabytes (0: the engine's default).
+		PromptCacheBytes: int64(a.settings.PromptCacheMB) << 20,
+		Progress:         a.loadProgress(dir),
+		Cancel:           stop,
 	}
 	a.goSafe("loading a model", func() {
 		if g != nil {

@@ -28,6 +28,10 @@ type Settings struct {
 	ContextLength int    `json:"context_length"` // 0: the model's default (engine.DefaultContextLength at most)
 	Thinking      bool   `json:"thinking"`
 	Backend       string `json:"backend"` // one of engine.BackendNames
+	// PromptCacheMB is the memory for the conversations whose state the
+	// engine keeps between turns (prompt reuse), least recently used evicted;
+	// 0: the engine's default.
+	PromptCacheMB int `json:"prompt_cache_mb,omitempty"`
 
 	// Switches holds the engine switches the user set; the others keep their
 	// defaults (and environment overrides).
@@ -94,6 +98,9 @@ func (s *Settings) recallFor(dir string) bool {
 	return true
 }
 
+// maxPromptCacheMB bounds the prompt cache setting (1 TiB: a typo, not a wish).
+const maxPromptCacheMB = 1 << 20
+
 // maxRecent bounds the recent-models menu.
 const maxRecent = 8
 
@@ -122,6 +129,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("context length must be ≥ 0, got %d", s.ContextLength)
 	case s.TextScale != 0 && (s.TextScale < minTextScale-0.001 || s.TextScale > maxTextScale+0.001):
 		return fmt.Errorf("text scale must be %g to %g, got %g", minTextScale, maxTextScale, s.TextScale)
+	case s.PromptCacheMB < 0 || s.PromptCacheMB > maxPromptCacheMB:
+		return fmt.Errorf("prompt cache must be 0 (the default, %d MB) to %d MB, got %d", engine.DefaultPromptCacheBytes>>20, maxPromptCacheMB, s.PromptCacheMB)
 	case s.DraftLength < 0 || s.DraftLength > engine.MaxDraftLength:
 		return fmt.Errorf("draft length must be 0 (the default, %d) to %d, got %d", engine.DefaultDraftLength, engine.MaxDraftLength, s.DraftLength)
 	case !slices.Contains(engine.BackendNames, s.Backend):

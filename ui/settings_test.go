@@ -34,6 +34,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 	f.seed.SetText("1234")
 	f.maxTokens.SetText("77")
 	f.draftLen.SetText("6")
+	f.promptCache.SetText("300")
 	f.thinking.SetChecked(true)
 	// every registered engine switch has a box; turn each on
 	wantSwitches := map[string]bool{}
@@ -46,7 +47,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 
 	want := s
 	want.Temperature, want.TopP, want.TopK, want.MinP, want.RepetitionPenalty = 0.25, 0.9, 40, 0.05, 1.1
-	want.Seed, want.MaxTokens, want.Thinking, want.DraftLength = 1234, 77, true, 6
+	want.Seed, want.MaxTokens, want.Thinking, want.DraftLength, want.PromptCacheMB = 1234, 77, true, 6, 300
 	want.LastModel, want.Recent = dir, []string{dir}
 	want.Models = map[string]ModelSettings{dir: {Sampling: want.Sampling, Seed: 1234, MaxTokens: 77,
 		ContextLength: want.ContextLength, Thinking: true, DraftLength: 6}} // saved with the model loaded
@@ -91,6 +92,9 @@ func TestSettingsRoundTrip(t *testing.T) {
 	again.waitFor("the last model to reload", func() bool { return again.a.eng != nil })
 	if again.a.modelDir != dir {
 		t.Errorf("reloaded %q, want %q", again.a.modelDir, dir)
+	}
+	if got := again.a.eng.PromptCacheBudget(); got != 300<<20 {
+		t.Errorf("the model loaded with a prompt cache of %d bytes, want the setting's 300 MB", got)
 	}
 }
 
@@ -191,6 +195,8 @@ func TestSettingsValidate(t *testing.T) {
 		{func(s *Settings) { s.DraftLength = 16 }, "draft length must be 0 (the default, 4) to 15"},
 		{func(s *Settings) { s.TextScale = 9 }, "text scale must be 0.7 to 2"},
 		{func(s *Settings) { s.ContextLength = -1 }, "context length must be ≥ 0"},
+		{func(s *Settings) { s.PromptCacheMB = -1 }, "prompt cache must be 0 (the default, 1024 MB)"},
+		{func(s *Settings) { s.PromptCacheMB = 1<<20 + 1 }, "prompt cache must be 0 (the default, 1024 MB) to 1048576 MB"},
 		{func(s *Settings) { s.Backend = "tpu" }, `unknown backend "tpu"`},
 		{func(s *Settings) { s.Seed = -1 }, ""},
 	} {

@@ -22,7 +22,7 @@ type settingsForm struct {
 	form                                *widget.Form
 	temperature, topP, topK, minP       *widget.Entry
 	repetition, seed, maxTokens, ctxLen *widget.Entry
-	draftLen                            *widget.Entry
+	draftLen, promptCache               *widget.Entry
 	thinking                            *widget.Check
 	backend                             *widget.Select
 	memory                              *widget.Label // what the loaded model needs at the context length typed
@@ -68,6 +68,15 @@ func newSettingsForm(s Settings) *settingsForm {
 		}
 		return nil
 	})
+	f.promptCache = num(strconv.Itoa(s.PromptCacheMB), func(v string) error {
+		if err := intAtLeast("prompt cache", 0)(v); err != nil {
+			return err
+		}
+		if n, _ := strconv.Atoi(strings.TrimSpace(v)); n > maxPromptCacheMB {
+			return fmt.Errorf("prompt cache must be at most %d MB", maxPromptCacheMB)
+		}
+		return nil
+	})
 	f.thinking = widget.NewCheck("let the model think before it answers", nil)
 	f.thinking.SetChecked(s.Thinking)
 	f.backend = widget.NewSelect(engine.BackendsHere(), nil)
@@ -100,6 +109,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		header("Model (applies when a model is loaded)"),
 		item("Context length", f.ctxLen, "tokens of KV cache; 0: the model's default (at most 8,192)"),
 		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
+		item("Prompt cache (MB)", f.promptCache, fmt.Sprintf("memory for the conversations kept between turns, so that a reply to a long chat reads only the new part; 0: the default, %d MB", engine.DefaultPromptCacheBytes>>20)),
 		item("Memory", f.memory, "the loaded model's weights and cache at this context length, against this backend's memory"),
 		header("Speculative decoding (the speculative-ngram switch below; greedy, or sampling with a top-k)"),
 		item("Draft length", f.draftLen, fmt.Sprintf("most tokens guessed per step (fewer while the model rejects them); 0: the default, %d; at most %d", engine.DefaultDraftLength, engine.MaxDraftLength)),
@@ -222,6 +232,7 @@ func (f *settingsForm) read(base Settings) (Settings, error) {
 	parseI(f.maxTokens, &s.MaxTokens)
 	parseI(f.ctxLen, &s.ContextLength)
 	parseI(f.draftLen, &s.DraftLength)
+	parseI(f.promptCache, &s.PromptCacheMB)
 	if err := f.seed.Validator(f.seed.Text); err != nil {
 		errs = append(errs, err)
 	} else if t := strings.TrimSpace(f.seed.Text); t == "random" {
