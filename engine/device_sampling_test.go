@@ -155,6 +155,11 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 			if steps := len(plain) - 1; st.DraftProposed > n*steps || st.DraftProposed < steps*n/(n+1)-n {
 				t.Errorf("%s, draft length %d: %d guesses over a %d-token reply", name, n, st.DraftProposed, len(plain))
 			}
+			// Every guess kept: a verify yields its n guesses and the bonus,
+			// but the last, cut short by the reply's end.
+			if st.Verifies == 0 || st.TokensPerVerify() > float64(n+1) || st.TokensPerVerify() < float64(n+1)/2 || st.VerifyTime <= 0 {
+				t.Errorf("%s, draft length %d: %d verifies, %.2f tokens each, %v verifying", name, n, st.Verifies, st.TokensPerVerify(), st.VerifyTime)
+			}
 		}
 		e.Close()
 	}

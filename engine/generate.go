@@ -85,10 +85,13 @@ type Stats struct {
 	ContextLength        int
 	DispatchesPerToken   float64 // per decode token
 	CommandBuffersPerTok float64
-	GraphLaunchesPerTok  float64 // CUDA graph launches (0 where the backend has none)
-	Speculative          bool    // drafts were proposed and verified (greedy with speculative-ngram)
-	DraftProposed        int     // guesses the drafter proposed
-	DraftAccepted        int     // of those, the ones the model kept
+	GraphLaunchesPerTok  float64       // CUDA graph launches (0 where the backend has none)
+	Speculative          bool          // drafts were proposed and verified (greedy with speculative-ngram)
+	DraftProposed        int           // guesses the drafter proposed
+	DraftAccepted        int           // of those, the ones the model kept
+	Verifies             int           // speculative steps that verified guesses
+	DraftTime            time.Duration // in the drafter, all steps
+	VerifyTime           time.Duration // in the steps that verified guesses (draft excluded)
 	HostSyncsPerToken    float64
 	SampledOnDevice      bool // greedy: the device picked the token, the host read its id only
 }
@@ -400,9 +403,15 @@ func (g *generation) run(req Request) error {
 				if err != nil {
 					return err
 				}
-				spec.observe(proposed, accepted, time.Since(stepStart))
+				took := time.Since(stepStart)
+				spec.observe(proposed, accepted, took)
 				st.DraftProposed += proposed
 				st.DraftAccepted += accepted
+				st.DraftTime += spec.draftTime
+				if proposed > 0 {
+					st.Verifies++
+					st.VerifyTime += took - spec.draftTime
+				}
 				st.KVLength += 1 + len(toks) - 1 // id and the kept guesses are in the cache now
 				pending = toks
 			} else {
@@ -473,6 +482,15 @@ func (e *Engine) isEOS(id int32) bool {
 }
 
 // StatsLine is the one-line summary printed after a generation.
+// TokensPerVerify is what a verify yielded on average: its kept guesses and
+// the model's own token after them (0 before any verify).
+func (s Stats) TokensPerVerify() float64 {
+	if s.Verifies == 0 {
+		return 0
+	}
+	return float64(s.DraftAccepted+s.Verifies) / float64(s.Verifies)
+}
+
 func (s Stats) StatsLine() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d prompt tokens, %.1f tok/s prefill, TTFT %.0f ms; %d tokens, %.1f tok/s decode; KV %d/%d; %.0f dispatches, %.1f command buffers, %.1f graph launches, %.1f syncs per token; %s",
@@ -485,6 +503,11 @@ func (s Stats) StatsLine() string {
 			rate = 100 * float64(s.DraftAccepted) / float64(s.DraftProposed)
 		}
 		fmt.Fprintf(&b, ", drafts %d proposed, %d accepted (%.0f%%)", s.DraftProposed, s.DraftAccepted, rate)
+		if s.Verifies > 0 {
+			fmt.Fprintf(&b, ", %.2f tokens per verify, %.2f ms a verify, %.3f ms drafting a token",
+				s.TokensPerVerify(), float64(s.VerifyTime.Microseconds())/1000/float64(s.Verifies),
+				float64(s.DraftTime.Microseconds())/1000/float64(max(s.GeneratedTokens, 1)))
+		}
 	}
 	if s.GPUTimePerToken > 0 {
 		fmt.Fprintf(&b, ", GPU %.2f ms/token", float64(s.GPUTimePerToken.Microseconds())/1000)

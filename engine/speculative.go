@@ -53,6 +53,8 @@ type speculator struct {
 	drafter  drafter.Drafter
 	draftLen int          // guesses per step at most
 	budget   *draftBudget // how many of them the next step makes; nil: always draftLen
+	// draftTime is the last step's time in the drafter.
+	draftTime time.Duration
 }
 
 // observe tells the budget how a step went: proposed guesses, accepted kept,

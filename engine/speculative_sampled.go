@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"slices"
+	"time"
 
 	"bagel/ops"
 )
@@ -82,10 +83,13 @@ func (s *speculator) validDrafts(context []int32, room int) []int32 {
 	if s.budget != nil {
 		n = min(n, s.budget.length())
 	}
+	s.draftTime = 0
 	if n = min(n, room-1); n <= 0 {
 		return nil
 	}
+	start := time.Now()
 	drafts := s.drafter.Draft(context, n)
+	s.draftTime = time.Since(start)
 	for _, d := range drafts {
 		if d < 0 || int(d) >= s.e.Config.VocabSize {
 			return nil

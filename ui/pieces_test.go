@@ -133,6 +133,8 @@ func TestSpeculativeText(t *testing.T) {
 		{engine.Stats{}, "off"},
 		{engine.Stats{Speculative: true}, "on, no drafts yet"},
 		{engine.Stats{Speculative: true, DraftProposed: 40, DraftAccepted: 30}, "30/40 drafts accepted (75%)"},
+		{engine.Stats{Speculative: true, DraftProposed: 40, DraftAccepted: 30, Verifies: 12, VerifyTime: 120 * time.Millisecond},
+			"30/40 drafts accepted (75%), 3.5 tokens a verify of 10 ms"},
 	} {
 		if got := speculativeText(c.st); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.st, got, c.want)

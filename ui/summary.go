@@ -19,8 +19,12 @@ func speculativeText(st engine.Stats) string {
 	if st.DraftProposed == 0 {
 		return "on, no drafts yet"
 	}
-	return fmt.Sprintf("%d/%d drafts accepted (%.0f%%)", st.DraftAccepted, st.DraftProposed,
+	text := fmt.Sprintf("%d/%d drafts accepted (%.0f%%)", st.DraftAccepted, st.DraftProposed,
 		100*float64(st.DraftAccepted)/float64(st.DraftProposed))
+	if st.Verifies > 0 {
+		text += fmt.Sprintf(", %.1f tokens a verify of %s", st.TokensPerVerify(), duration(st.VerifyTime/time.Duration(st.Verifies)))
+	}
+	return text
 }
 
 // summaryLine is the one-line record under a finished reply: the same numbers
