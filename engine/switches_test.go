@@ -132,3 +132,48 @@ func TestPrefillGEMMIsBF16Noise(t *testing.T) {
 		t.Logf("%s: prompt GEMMs move the logits by median %.4f, p90 %.4f, max %.4f", name, median, p90, worst)
 	}
 }
+
+// TestPrefillSplitAttention scores a prompt with a prompt's attention on the
+// split-KV kernels and on attention_bf16, at a capacity of one range and of
+// two: the sums run in another order, so logits may differ by f32 noise
+// through the layers, no more; and the split path ran (two launches an
+// attention layer where attention_bf16 takes one).
+func TestPrefillSplitAttention(t *testing.T) {
+	ids := make([]int32, 100)
+	for i := range ids {
+		ids[i] = int32((i*7919 + 13) % 150000)
+	}
+	for _, capacity := range []int{128, 8192} {
+		var dispatches [2]int64
+		logits := func(on bool) []float32 {
+			if err := switches.Set(qwen.SwitchPrefillSplitAttention, on); err != nil {
+				t.Fatal(err)
+			}
+			defer switches.Reset()
+			e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: capacity})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			out := scoreLogits(t, e, ids, len(ids))
+			if on {
+				dispatches[1] = e.Counters().Dispatches
+			} else {
+				dispatches[0] = e.Counters().Dispatches
+			}
+			return out
+		}
+		on, off := logits(true), logits(false)
+		if dispatches[1] <= dispatches[0] {
+			t.Errorf("capacity %d: %d dispatches with the split path, %d without: it did not run", capacity, dispatches[1], dispatches[0])
+		}
+		worst := 0.0
+		for i := range on {
+			worst = math.Max(worst, math.Abs(float64(on[i]-off[i])))
+		}
+		if worst > 0.05 {
+			t.Errorf("capacity %d: the split path moves a logit by %g", capacity, worst)
+		}
+		t.Logf("capacity %d: largest logit difference, split on vs off: %g", capacity, worst)
+	}
+}

@@ -26,7 +26,18 @@ type stepScratch struct {
 	// (ops.GDNPrepShape), shared by the GDN layers one after another; taken by
 	// every forward of a model with GDN layers, used by prompts.
 	gdnPrep ops.Tensor
+	// promptPartial is the prompt path's split-KV partial, f32 [T, Hq,
+	// prefillSplits, D+2]: taken by every forward while the switch
+	// prefill-split-attention is on (sized by T, as gdnPrep), used by prompts.
+	promptPartial ops.Tensor
 }
+
+// prefillSplits is how many ranges a prompt's attention cuts each query's keys
+// into on the split-KV path: one per 4096 keys of capacity, 1 to 4. A prompt
+// has many queries already, so few ranges fill the GPU, and the partials
+// (T·Hq·splits·(D+2) floats: 34 MB for a chunk of 512 at the 35B-A3B's heads
+// and 4 ranges) stay small.
+func prefillSplits(capacity int) int { return min(4, max(1, capacity/4096)) }
 
 // newStepScratch takes the shared scratch of a forward of t tokens over a
 // cache of capacity tokens.
@@ -41,6 +52,12 @@ func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
 	}
 	if cfg.FullAttentionInterval > 1 {
 		s.gdnPrep = c.Scratch.Get(ops.F32, ops.GDNPrepShape(t, cfg.LinearValueHeads)...)
+	}
+	if m.paths.prefillSplit && cfg.FullAttentionInterval <= cfg.NumLayers {
+		p := c.Scratch.Get(ops.F32, t, cfg.NumHeads, prefillSplits(capacity), cfg.HeadDim+2)
+		if m.paths.gemm(t) {
+			s.promptPartial = p
+		}
 	}
 	return s
 }
@@ -91,6 +108,10 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 		splits := ops.SplitKVSplits(kv.keys.Shape[1])
 		partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
 		ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
+	} else if p := a.shared.promptPartial; p.Buf != nil && ops.SplitKVFits(hq, hkv) {
+		// A prompt: each kv-head's keys and values are read once for all
+		// its q-heads, where attention_bf16 reads them once per q-head.
+		ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, p, pos0+t, scale, p.Shape[2])
 	} else {
 		ops.Attention(c, q, kv.keys, kv.values, attn, pos0+t, scale)
 	}

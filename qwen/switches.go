@@ -40,6 +40,11 @@ const (
 	// qgemm_gather_bf16), instead of one GEMV per token, and the GDN rule
 	// chunk by chunk (gdn_chunk_bf16) instead of token by token.
 	SwitchPrefillGEMM = "prefill-gemm"
+	// SwitchPrefillSplitAttention runs a prompt's attention (32 tokens and
+	// more) on the split-KV kernels, which read each kv-head's keys and values
+	// once for all its q-heads, instead of attention_bf16, which reads them once
+	// per q-head and query. Off by default until it is measured on a GPU.
+	SwitchPrefillSplitAttention = "prefill-split-attention"
 )
 
 // gemmMinTokens is the fewest tokens a forward runs as GEMMs on the prefill
@@ -66,15 +71,17 @@ func init() {
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 		{Name: SwitchPrefillGEMM, Env: "BAGEL_NO_PREFILL_GEMM",
 			Description: "Run prompts of 32 tokens and more as matrix multiplications on the matrix units, experts grouped by token (applies at the next model load)."},
+		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_PREFILL_SPLIT_ATTENTION",
+			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (experimental; applies at the next model load)."},
 	} {
-		s.Default = s.Name != SwitchFusedGDNStep
+		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchPrefillSplitAttention
 		switches.Register(s)
 	}
 }
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, moeDown, gdnStep, attnPrep, splitKV, prefillGEMM bool
+	addNorm, projections, expertSwiGLU, moeDown, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit bool
 }
 
 func currentPaths() paths {
@@ -87,6 +94,7 @@ func currentPaths() paths {
 		attnPrep:     switches.On(SwitchFusedAttnPrep),
 		splitKV:      switches.On(SwitchSplitKV),
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
+		prefillSplit: switches.On(SwitchPrefillSplitAttention),
 	}
 }
 
