@@ -36,6 +36,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	switches := fs.Bool("switches", true, "decode greedy with each engine switch off against on")
 	seed := fs.Uint64("seed", 1, "seed of the random prompts and of sampling")
 	drafts := fs.String("drafts", fmt.Sprint(engine.DefaultDraftLength), fmt.Sprintf("draft lengths of the oracle-drafts rows, 1 to %d (empty: none)", engine.MaxDraftLength))
+	chunk := fs.prefillChunk()
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (host overhead)")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -71,7 +72,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	if *runs < 1 || *tokens < 2 {
 		return fmt.Errorf("--runs must be ≥ 1 and --tokens ≥ 2")
 	}
-	b := &bench{dir: *dir, backend: *backendName, runs: *runs, tokens: *tokens, errOut: errOut,
+	b := &bench{dir: *dir, backend: *backendName, runs: *runs, tokens: *tokens, chunk: *chunk, errOut: errOut,
 		rng: rand.New(rand.NewPCG(*seed, 0xbe1c))}
 	b.contextLength = *tokens + 64
 	for _, n := range append(slices.Clone(prefillLens), longLens...) {
@@ -83,7 +84,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	defer func() { b.e.Close() }()
 	b.report = benchReport{Model: *dir, Backend: b.e.Backend, Device: b.e.BackendName, Date: time.Now().UTC().Format(time.RFC3339),
 		Host:          fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
-		ContextLength: b.contextLength, WeightBytes: b.e.Memory().Weights, CacheBytes: b.e.Memory().Cache,
+		ContextLength: b.contextLength, PrefillChunk: b.e.PrefillChunk(), WeightBytes: b.e.Memory().Weights, CacheBytes: b.e.Memory().Cache,
 		DecodeWeightBytes: b.e.DecodeWeightBytes()}
 	for _, sw := range engine.Switches() {
 		b.report.Switches = append(b.report.Switches, fmt.Sprintf("%s=%s", sw.Name, onOff(engine.SwitchOn(sw.Name))))
@@ -138,6 +139,7 @@ type bench struct {
 	dir, backend  string
 	runs, tokens  int
 	contextLength int
+	chunk         int // prompt tokens per forward (0: the engine's default)
 	rng           *rand.Rand
 	errOut        io.Writer
 	e             *engine.Engine
@@ -145,7 +147,7 @@ type bench struct {
 }
 
 func (b *bench) load() error {
-	e, err := engine.Load(b.dir, engine.Options{Backend: b.backend, ContextLength: b.contextLength})
+	e, err := engine.Load(b.dir, engine.Options{Backend: b.backend, ContextLength: b.contextLength, PrefillChunk: b.chunk})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,8 @@ type benchReport struct {
 	Host          string   `json:"host"`
 	Date          string   `json:"date"`
 	ContextLength int      `json:"context_length"`
-	Switches      []string `json:"switches"` // name=on|off, as set for the runs
+	PrefillChunk  int      `json:"prefill_chunk"` // prompt tokens per forward
+	Switches      []string `json:"switches"`      // name=on|off, as set for the runs
 	WeightBytes   int64    `json:"weight_bytes"`
 	CacheBytes    int64    `json:"cache_bytes"`
 	// DecodeWeightBytes is what one decode token reads of the weights (the
@@ -45,8 +46,8 @@ type benchResult struct {
 
 func writeBenchTable(w io.Writer, r *benchReport) {
 	fmt.Fprintf(w, "bench %s on %s (%s), %s\n", r.Model, r.Device, r.Backend, r.Date)
-	fmt.Fprintf(w, "weights %.2f GB (%.3f GB read per decode token), cache %.2f GB for %d tokens; %s\n\n",
-		float64(r.WeightBytes)/1e9, float64(r.DecodeWeightBytes)/1e9, float64(r.CacheBytes)/1e9, r.ContextLength, r.Host)
+	fmt.Fprintf(w, "weights %.2f GB (%.3f GB read per decode token), cache %.2f GB for %d tokens, prompts in chunks of %d; %s\n\n",
+		float64(r.WeightBytes)/1e9, float64(r.DecodeWeightBytes)/1e9, float64(r.CacheBytes)/1e9, r.ContextLength, r.PrefillChunk, r.Host)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\tswitch\tprompt\ttok/s decode\ttok/s prefill\tTTFT ms\tprefill GPU ms\tweights GB/s\tGPU ms/tok\tdispatches/tok\tsubmits/tok\tgraphs/tok\tsyncs/tok\t")
 	for _, x := range r.Results {

@@ -21,6 +21,7 @@ type flags struct {
 	noFused  bool
 	model    *string // -m, resolved by parse
 	ctxLen   *int    // --context, checked by parse
+	chunk    *int    // --prefill-chunk, checked by parse
 }
 
 // newFlags starts the flag set of command name; its help and parse errors go
@@ -64,6 +65,13 @@ func (f *flags) engineSwitches() {
 func (f *flags) contextLength() *int {
 	f.ctxLen = f.Int("context", 0, "context length in tokens (0: the model's, at most 8192)")
 	return f.ctxLen
+}
+
+// prefillChunk declares --prefill-chunk, the prompt tokens of one forward,
+// which parse checks (0 to engine.MaxPrefillChunk).
+func (f *flags) prefillChunk() *int {
+	f.chunk = f.Int("prefill-chunk", 0, fmt.Sprintf("prompt tokens per forward (0: %d, at most %d; larger: faster prompts, more memory)", engine.DefaultPrefillChunk, engine.MaxPrefillChunk))
+	return f.chunk
 }
 
 type switchSetting struct {
@@ -114,6 +122,12 @@ func (f *flags) parse(args []string) error {
 	case 0:
 		if f.ctxLen != nil {
 			if err := need(check{*f.ctxLen >= 0, "context", *f.ctxLen, "want 0 (the model's) or a token count"}); err != nil {
+				return err
+			}
+		}
+		if f.chunk != nil {
+			if err := need(check{*f.chunk >= 0 && *f.chunk <= engine.MaxPrefillChunk, "prefill-chunk", *f.chunk,
+				fmt.Sprintf("want 0 (the default, %d) to %d", engine.DefaultPrefillChunk, engine.MaxPrefillChunk)}); err != nil {
 				return err
 			}
 		}

@@ -31,6 +31,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	backendName := fs.backend()
 	fs.engineSwitches()
 	ctxLen := fs.contextLength()
+	chunk := fs.prefillChunk()
 	noThink := fs.Bool("no-think", false, "turn thinking off")
 	speculative := fs.String("speculative", "", "speculative decoding: off, or ngram (prompt-lookup drafts); empty: the switch "+engine.SwitchSpeculative)
 	draft := fs.Int("draft", 0, fmt.Sprintf("most guesses per speculative step, 1 to %d (0: %d; fewer while they are rejected)", engine.MaxDraftLength, engine.DefaultDraftLength))
@@ -59,7 +60,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	); err != nil {
 		return err
 	}
-	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen})
+	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen, PrefillChunk: *chunk})
 	if err != nil {
 		return err
 	}

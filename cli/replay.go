@@ -23,6 +23,7 @@ func runReplay(args []string, out, errOut io.Writer) error {
 	backendName := fs.backend()
 	fs.engineSwitches()
 	ctxLen := fs.contextLength()
+	chunk := fs.prefillChunk()
 	noThink := fs.Bool("no-think", false, "turn thinking off")
 	cacheMB := fs.Int("prompt-cache-mb", 0, fmt.Sprintf("memory for the conversations kept between turns, MB (0: %d)", engine.DefaultPromptCacheBytes>>20))
 	if err := fs.parse(args); err != nil {
@@ -42,7 +43,7 @@ func runReplay(args []string, out, errOut io.Writer) error {
 	if err := json.Unmarshal(data, &script); err != nil {
 		return fmt.Errorf("%s: want a JSON array of {\"role\", \"content\"} objects: %w", *file, err)
 	}
-	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen, PromptCacheBytes: int64(*cacheMB) << 20})
+	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen, PromptCacheBytes: int64(*cacheMB) << 20, PrefillChunk: *chunk})
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,10 @@ type Options struct {
 	// prompt reuse: 0 means 1 GiB, a negative value keeps none; the newest
 	// conversation is kept even when it alone is larger.
 	PromptCacheBytes int64
+	// PrefillChunk is how many prompt tokens one forward takes (0:
+	// DefaultPrefillChunk; at most MaxPrefillChunk). A larger chunk gives the
+	// prompt GEMMs more tokens per weight tile and takes more scratch memory.
+	PrefillChunk int
 	// Cancel, when not nil, stops the load when it is closed: between layers
 	// while the weights are bound, and before the cache is allocated.
 	Cancel <-chan struct{}
@@ -63,16 +67,32 @@ type Engine struct {
 	// recently used first, within promptCacheBytes (0: the default; < 0: none).
 	held             []*heldState
 	promptCacheBytes int64
+	prefillChunk     int // tokens per prefill forward
 }
+
+// PrefillChunk is how many prompt tokens one forward takes.
+func (e *Engine) PrefillChunk() int { return e.prefillChunk }
+
+// DefaultPrefillChunk and MaxPrefillChunk bound Options.PrefillChunk.
+const (
+	DefaultPrefillChunk = 512
+	MaxPrefillChunk     = 8192
+)
 
 // Load opens the model folder dir and binds it on the chosen backend. Every
 // problem with the folder comes back as an error naming the file and what is wrong.
 func Load(dir string, opt Options) (*Engine, error) {
+	if opt.PrefillChunk < 0 || opt.PrefillChunk > MaxPrefillChunk {
+		return nil, fmt.Errorf("prefill chunk must be 0 (the default, %d) to %d tokens, got %d", DefaultPrefillChunk, MaxPrefillChunk, opt.PrefillChunk)
+	}
 	cfg, ck, err := qwen.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{Dir: dir, Config: cfg, ck: ck, promptCacheBytes: opt.PromptCacheBytes}
+	e := &Engine{Dir: dir, Config: cfg, ck: ck, promptCacheBytes: opt.PromptCacheBytes, prefillChunk: opt.PrefillChunk}
+	if e.prefillChunk == 0 {
+		e.prefillChunk = DefaultPrefillChunk
+	}
 	if err := e.loadText(); err != nil {
 		_ = ck.Close()
 		return nil, err

@@ -215,9 +215,6 @@ func finiteLogits(v []float32) bool {
 	return true
 }
 
-// prefillChunk bounds the tokens of one prefill forward (and so its scratch memory).
-const prefillChunk = 512
-
 func (g *generation) run(req Request) error {
 	e := g.e
 	if err := req.Sampling.Validate(); err != nil {
@@ -287,17 +284,17 @@ func (g *generation) run(req Request) error {
 	// next turn, then the rest but the last token, whose logits are run last
 	// and give the first reply token.
 	for _, span := range [][2]int{{reused, keepAt}, {max(reused, keepAt), len(prompt) - 1}} {
-		for i := span[0]; i < span[1]; i += prefillChunk {
+		for i := span[0]; i < span[1]; i += e.prefillChunk {
 			if g.ctx.Err() != nil {
 				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
 				return nil
 			}
-			end := min(i+prefillChunk, span[1])
+			end := min(i+e.prefillChunk, span[1])
 			if _, err := e.forwardArgmax(prompt[i:end]); err != nil {
 				return err
 			}
 			st.PrefilledTokens = end
-			if len(prompt)-reused > prefillChunk && !g.send(Event{Kind: EventStats, Stats: st}) {
+			if len(prompt)-reused > e.prefillChunk && !g.send(Event{Kind: EventStats, Stats: st}) {
 				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
 				return nil
 			}

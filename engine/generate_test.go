@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -224,12 +225,13 @@ func TestCloseDuringGeneration(t *testing.T) {
 // Stats after each chunk, with how much of the prompt is in the cache, before
 // the first token; the final Stats count the whole prompt.
 func TestLongPromptReportsProgress(t *testing.T) {
-	e, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 2 * prefillChunk})
+	const chunk = 96
+	e, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 4 * chunk, PrefillChunk: chunk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	prompt := make([]int32, prefillChunk+prefillChunk/2)
+	prompt := make([]int32, 2*chunk+chunk/2)
 	for i := range prompt {
 		prompt[i] = int32(100 + i%50)
 	}
@@ -247,10 +249,19 @@ func TestLongPromptReportsProgress(t *testing.T) {
 			t.Fatal(ev.Err)
 		}
 	}
-	if len(progress) != 2 || progress[0] != prefillChunk || progress[1] != len(prompt)-1 {
-		t.Fatalf("progress %v before the first token, want [%d %d] (chunks, the last token run on its own)", progress, prefillChunk, len(prompt)-1)
+	if want := []int{chunk, 2 * chunk, len(prompt) - 1}; !slices.Equal(progress, want) {
+		t.Fatalf("progress %v before the first token, want %v (chunks, the last token run on its own)", progress, want)
 	}
 	if done.Stats.PrefilledTokens != len(prompt) || done.Stats.PromptTokens != len(prompt) {
 		t.Fatalf("final stats: prefilled %d of %d, want all %d", done.Stats.PrefilledTokens, done.Stats.PromptTokens, len(prompt))
+	}
+}
+
+func TestPrefillChunkOutOfRangeIsRefused(t *testing.T) {
+	for _, n := range []int{-1, MaxPrefillChunk + 1} {
+		_, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 64, PrefillChunk: n})
+		if err == nil || !strings.Contains(err.Error(), "prefill chunk must be 0 (the default, 512) to 8192 tokens") {
+			t.Errorf("prefill chunk %d: %v", n, err)
+		}
 	}
 }
