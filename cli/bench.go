@@ -118,7 +118,11 @@ func runBench(args []string, out, errOut io.Writer) error {
 		}
 	}
 	if *switches {
-		if err := b.eachSwitch(greedy); err != nil {
+		longest := 0
+		if len(prefillLens) > 0 {
+			longest = slices.Max(prefillLens)
+		}
+		if err := b.eachSwitch(greedy, longest); err != nil {
 			return err
 		}
 	}
@@ -253,7 +257,10 @@ func (b *bench) decode(name, switchSetting string, promptLen int, s engine.Sampl
 }
 
 // prefill records the median prefill rate of a promptLen-token prompt.
-func (b *bench) prefill(promptLen int) error {
+func (b *bench) prefill(promptLen int) error { return b.prefillWith(promptLen, "") }
+
+// prefillWith is prefill with a switch setting to name in its row.
+func (b *bench) prefillWith(promptLen int, switchSetting string) error {
 	var all []engine.Stats
 	for r := range b.runs {
 		b.progress(fmt.Sprintf("prefill %d (run %d/%d)", promptLen, r+1, b.runs))
@@ -264,13 +271,15 @@ func (b *bench) prefill(promptLen int) error {
 		all = append(all, st)
 	}
 	slices.SortFunc(all, func(x, y engine.Stats) int { return int(1e6 * (x.PrefillTokensPerSec - y.PrefillTokensPerSec)) })
-	b.add(fmt.Sprintf("prefill %d", promptLen), "", all[len(all)/2])
+	b.add(fmt.Sprintf("prefill %d", promptLen), switchSetting, all[len(all)/2])
 	return nil
 }
 
 // eachSwitch decodes greedily with each switch of this backend turned off,
 // reloading the model so that switches read at load apply, then restores it.
-func (b *bench) eachSwitch(greedy engine.Sampling) error {
+// A prompt switch (prefill-*) also times a prompt of prefillLen tokens (the
+// longest --prefill; 0: none), where it acts.
+func (b *bench) eachSwitch(greedy engine.Sampling, prefillLen int) error {
 	for _, sw := range engine.Switches() {
 		if len(sw.Backends) > 0 && !slices.Contains(sw.Backends, b.e.Backend) {
 			continue
@@ -285,6 +294,9 @@ func (b *bench) eachSwitch(greedy engine.Sampling) error {
 		err := b.load()
 		if err == nil {
 			err = b.decode("decode greedy", setting, 32, greedy)
+		}
+		if err == nil && prefillLen > 0 && strings.HasPrefix(sw.Name, "prefill-") {
+			err = b.prefillWith(prefillLen, setting)
 		}
 		if rerr := engine.SetSwitch(sw.Name, was); rerr != nil {
 			return rerr
