@@ -27,17 +27,23 @@ type stepScratch struct {
 	// every forward of a model with GDN layers, used by prompts.
 	gdnPrep ops.Tensor
 	// promptPartial is the prompt path's split-KV partial, f32 [T, Hq,
-	// prefillSplits, D+2]: taken by every forward while the switch
+	// splits, D+2] (prefillSplits): taken by every forward while the switch
 	// prefill-split-attention is on (sized by T, as gdnPrep), used by prompts.
 	promptPartial ops.Tensor
 }
 
-// prefillSplits is how many ranges a prompt's attention cuts each query's keys
-// into on the split-KV path: one per 4096 keys of capacity, 1 to 4. A prompt
-// has many queries already, so few ranges fill the GPU, and the partials
-// (T·Hq·splits·(D+2) floats: 34 MB for a chunk of 512 at the 35B-A3B's heads
-// and 4 ranges) stay small.
-func prefillSplits(capacity int) int { return min(4, max(1, capacity/4096)) }
+// prefillSplits is how many ranges a prompt of t tokens cuts each query's keys
+// into on the split-KV path: one per 4096 keys of capacity, 1 to 4, and fewer
+// where the partials (t·hq·splits·(d+2) floats: 34 MB for a chunk of 512 at the
+// 35B-A3B's heads and 4 ranges) would pass promptPartialBytes. A prompt has
+// many queries already, so few ranges fill the GPU.
+func prefillSplits(capacity, t, hq, d int) int {
+	per := max(1, t*hq*(d+2)*4)
+	return max(1, min(4, capacity/4096, promptPartialBytes/per))
+}
+
+// promptPartialBytes bounds the prompt path's split-KV partials.
+const promptPartialBytes = 64 << 20
 
 // newStepScratch takes the shared scratch of a forward of t tokens over a
 // cache of capacity tokens.
@@ -54,7 +60,7 @@ func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
 		s.gdnPrep = c.Scratch.Get(ops.F32, ops.GDNPrepShape(t, cfg.LinearValueHeads)...)
 	}
 	if m.paths.prefillSplit && cfg.FullAttentionInterval <= cfg.NumLayers {
-		p := c.Scratch.Get(ops.F32, t, cfg.NumHeads, prefillSplits(capacity), cfg.HeadDim+2)
+		p := c.Scratch.Get(ops.F32, t, cfg.NumHeads, prefillSplits(capacity, t, cfg.NumHeads, cfg.HeadDim), cfg.HeadDim+2)
 		if m.paths.gemm(t) {
 			s.promptPartial = p
 		}
