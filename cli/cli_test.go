@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"bagel/engine"
 	"bagel/internal/testmodel"
 	"bagel/switches"
 )
@@ -116,5 +117,20 @@ func TestScoreCheckFinite(t *testing.T) {
 	code, out, stderr := runCLI("score", "-m", dir, "--ids", "9707,11,1246,525", "--backend", "cpu", "--check-finite")
 	if code != 0 || !strings.Contains(out, "finite for these 4 ids") {
 		t.Fatalf("exit %d, %q, %s", code, out, stderr)
+	}
+}
+
+func TestPromptProgress(t *testing.T) {
+	if p := newPromptProgress(&bytes.Buffer{}); p.w != nil {
+		t.Fatal("progress on a buffer (not a terminal): want none")
+	}
+	var b bytes.Buffer
+	p := &promptProgress{w: &b}
+	p.show(engine.Stats{PromptTokens: 1000, PrefilledTokens: 400})
+	p.show(engine.Stats{PromptTokens: 1000, PrefilledTokens: 1000}) // read: nothing more
+	p.clear()
+	p.clear() // once
+	if got, want := b.String(), "\rreading the prompt… 40%\r\033[K"; got != want {
+		t.Fatalf("terminal got %q, want %q", got, want)
 	}
 }

@@ -83,9 +83,13 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	thinking := false
+	progress := newPromptProgress(errOut)
 	for ev := range e.Generate(ctx, req) {
 		switch ev.Kind {
+		case engine.EventStats:
+			progress.show(ev.Stats)
 		case engine.EventToken:
+			progress.clear()
 			if ev.Thinking != thinking {
 				if ev.Thinking {
 					fmt.Fprint(out, "<think>")
@@ -106,4 +110,36 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// promptProgress shows on a terminal how far a long prompt has been read
+// ("reading the prompt… 40%"), on one line it clears when the reply starts.
+// Elsewhere (a pipe, a file) it writes nothing.
+type promptProgress struct {
+	w     io.Writer
+	shown bool
+}
+
+func newPromptProgress(w io.Writer) *promptProgress {
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return &promptProgress{w: w}
+		}
+	}
+	return &promptProgress{}
+}
+
+func (p *promptProgress) show(st engine.Stats) {
+	if p.w == nil || st.GeneratedTokens > 0 || st.PromptTokens == 0 || st.PrefilledTokens >= st.PromptTokens {
+		return
+	}
+	fmt.Fprintf(p.w, "\rreading the prompt… %d%%", 100*st.PrefilledTokens/st.PromptTokens)
+	p.shown = true
+}
+
+func (p *promptProgress) clear() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
 }
