@@ -7,7 +7,7 @@
 # last lines printed are the summaries.
 #
 # Usage (from the repository root): tools/gpubench.sh [stages]
-#   stages: any of ptx tests sweep bench ncu (default: ptx tests bench ncu)
+#   stages: any of ptx tests sweep bench ncu ncu-prefill (default: ptx tests bench ncu)
 #   sweep: decode speed for each setting in $SWEEP, a space-separated list of
 #          ';'-joined environment assignments, e.g.
 #          "BAGEL_KERNEL_TUNING=QMV_ROWS=2,QMV_SPLIT=4 BAGEL_NO_CUDA_GRAPH=1"
@@ -33,7 +33,7 @@ if has tests; then
 	grep -h -A3 -- '--- FAIL' /tmp/cuda-tests.log /tmp/engine-tests.log | head -30
 fi
 M=/tmp/qwen35-a3b-e64
-if has bench || has ncu || has sweep; then
+if has bench || has ncu || has sweep || has ncu-prefill; then
 	mkdir -p /tmp/tok
 	gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
 	gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
@@ -61,4 +61,13 @@ if has ncu; then
 		.devbin/bagel generate -m $M --backend cuda --raw -p "Tell me about bagels." --max-tokens 8 > "$OUT/ncu.csv" 2>> "$LOG"
 	echo "ncu: rc $?"
 	python3 tools/ncu_summary.py "$OUT/ncu.csv"
+fi
+if has ncu-prefill; then
+	# Every kernel of one prompt of PREFILL_TOKENS (2048) words, graphs off:
+	# where a prefill spends its time (about a minute of device time).
+	P=$(python3 -c "import random; random.seed(1); w='the of bagel dough water salt yeast oven boil bake crust seeds sesame poppy onion garlic rye wheat flour malt honey'.split(); print(' '.join(random.choice(w) for _ in range(${PREFILL_TOKENS:-2048} - 8)))")
+	BAGEL_NO_CUDA_GRAPH=1 timeout 400 ncu --csv --clock-control none --metrics gpu__time_duration.sum --launch-count ${NCU_COUNT:-4000} \
+		.devbin/bagel generate -m $M --backend cuda --raw -p "$P" --max-tokens 1 ${PREFILL_ARGS:-} > "$OUT/ncu-prefill.csv" 2>> "$LOG"
+	echo "ncu-prefill: rc $?"
+	python3 tools/ncu_summary.py "$OUT/ncu-prefill.csv"
 fi
