@@ -119,3 +119,52 @@ func TestSpeculativeSampledWithPenalty(t *testing.T) {
 		}
 	}
 }
+
+// chiSquare is Pearson's statistic of the drawn counts against probs over n draws.
+func chiSquare(count map[int32]int, ids []int32, probs []float64, n int) float64 {
+	x := 0.0
+	for i, id := range ids {
+		want := probs[i] * float64(n)
+		d := float64(count[id]) - want
+		x += d * d / want
+	}
+	return x
+}
+
+// TestRejectionRuleChiSquare: the tokens the rejection rule yields follow p at
+// a 0.1% significance level (Pearson's χ² over 100,000 draws below 16.27, the
+// critical value for 3 degrees of freedom), for a guess inside the
+// distribution and one outside it; and the test tells two deliberately wrong
+// rules apart from it: keeping every guess, and drawing from the whole
+// distribution (the guess included) after a rejection.
+func TestRejectionRuleChiSquare(t *testing.T) {
+	const n, critical = 100_000, 16.27 // χ²(3), p = 0.001
+	ids := []int32{10, 20, 30, 40}
+	probs := []float64{0.45, 0.3, 0.2, 0.05}
+	draws := func(seed uint64, rule func(smp *sampler, d int32) int32, d int32) float64 {
+		smp := newSampler(Sampling{Temperature: 1, Seed: seed})
+		count := map[int32]int{}
+		for range n {
+			count[rule(smp, d)]++
+		}
+		return chiSquare(count, ids, probs, n)
+	}
+	right := func(smp *sampler, d int32) int32 { tok, _ := smp.acceptOrResample(ids, probs, d); return tok }
+	keepAll := func(smp *sampler, d int32) int32 { return d }
+	wholeAfterReject := func(smp *sampler, d int32) int32 {
+		if smp.rng.Float64() < probs[slices.Index(ids, d)] {
+			return d
+		}
+		return ids[smp.pick(probs)]
+	}
+	for i, d := range []int32{20, 40, 99} {
+		if x := draws(uint64(100+i), right, d); x > critical {
+			t.Errorf("guess %d: χ² %.1f over %.2f: the rule does not keep the distribution", d, x, critical)
+		}
+	}
+	for name, rule := range map[string]func(*sampler, int32) int32{"keep every guess": keepAll, "whole distribution after a rejection": wholeAfterReject} {
+		if x := draws(7, rule, 20); x <= critical {
+			t.Errorf("wrong rule %q passes: χ² %.1f ≤ %.2f", name, x, critical)
+		}
+	}
+}
