@@ -42,6 +42,70 @@ func (e *Engine) forwardTopK(tokens []int32, k int, penalized []int32, penalty f
 	return out, err
 }
 
+// forwardFiltered is forward for sampling with top-p or min-p but no top-k:
+// the device applies the repetition penalty and picks the ops.TopKMax best
+// logits with the row's log-sum-exp, and when the filters' cut falls among
+// them (candidates.coversFilters) the host draws from those, as it would from
+// all the logits; otherwise (a flat distribution) it reads the penalized
+// logits too, in the same step, and returns them instead.
+func (e *Engine) forwardFiltered(tokens []int32, s Sampling, penalized []int32, penalty float32) (candidates, []float32, error) {
+	var out candidates
+	var all []float32
+	var pen ops.Tensor
+	prepare := func() error {
+		if len(penalized) == 0 {
+			return nil
+		}
+		pen = e.scratch.Get(ops.I32, len(penalized))
+		return ops.WriteInt32(e.ctx, pen, penalized)
+	}
+	k := min(ops.TopKMax, e.Config.VocabSize)
+	err := e.step(tokens, false, prepare, func(logits ops.Tensor) error {
+		if len(penalized) > 0 {
+			ops.RepetitionPenalty(e.ctx, logits, pen, penalty)
+		}
+		rows, err := e.readTopK(logits, 1, k)
+		if err != nil {
+			return err
+		}
+		out = rows[0]
+		if math.IsNaN(out.lse) || math.IsInf(out.lse, 0) || out.coversFilters(s, e.Config.VocabSize) {
+			return nil
+		}
+		e.filterFallbacks++
+		all, err = ops.ReadF32(e.ctx, logits)
+		return err
+	})
+	return out, all, err
+}
+
+// coversFilters says whether c, a row's best logits in descending order with
+// the whole row's log-sum-exp, holds every token the top-p and min-p filters
+// of s keep (sampler.distribution): when one filter's cut falls inside c, the
+// shortest kept prefix does; or when c is the whole row.
+func (c candidates) coversFilters(s Sampling, vocab int) bool {
+	if len(c.ids) >= vocab {
+		return true
+	}
+	if tp := s.TopP; tp > 0 && tp < 1 {
+		cum := 0.0
+		for _, l := range c.logits {
+			if cum += math.Exp(float64(l) - c.lse); cum >= tp {
+				return true
+			}
+		}
+	}
+	if mp := s.MinP; mp > 0 && len(c.logits) > 0 {
+		limit := float64(c.logits[0]) + math.Log(mp)
+		for _, l := range c.logits[1:] {
+			if float64(l) < limit {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // readTopK picks the top k of each of the r rows of logits on the device and
 // reads them back in one read of one buffer [ids r·k | vals r·k | lse r].
 func (e *Engine) readTopK(logits ops.Tensor, r, k int) ([]candidates, error) {

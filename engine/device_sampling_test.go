@@ -182,3 +182,58 @@ func (w everyThirdWrong) Draft(history []int32, k int) []int32 {
 type alwaysWrong struct{}
 
 func (alwaysWrong) Draft(history []int32, k int) []int32 { return make([]int32, min(k, 4)) }
+
+// TestDeviceFilteredMatchesHost samples with top-p or min-p and no top-k from
+// the device's best candidates (the logits read only when the filters' cut
+// falls past them) and from the host's logits: the same seed gives the same
+// tokens, on both of the device path's branches.
+func TestDeviceFilteredMatchesHost(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	defer switches.Set(SwitchDeviceTopK, true)
+	steps := 0
+	for _, s := range []Sampling{
+		{Temperature: 0.8, MinP: 0.9, Seed: 5},                                     // a cut among the best few
+		{Temperature: 1.0, TopP: 0.9, Seed: 6},                                     // the random model's flat rows: past 256
+		{Temperature: 0.7, TopP: 0.95, MinP: 0.5, RepetitionPenalty: 1.1, Seed: 8}, // both, penalized on the device
+	} {
+		req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555}, MaxTokens: 16, IgnoreStop: true, Sampling: s}
+		onDevice, doneDevice := generateWith(t, e, SwitchDeviceTopK, true, req)
+		onHost, _ := generateWith(t, e, SwitchDeviceTopK, false, req)
+		if !slices.Equal(onDevice, onHost) {
+			t.Errorf("%+v:\ndevice candidates %v\nhost              %v", s, onDevice, onHost)
+		}
+		if !doneDevice.Stats.SampledOnDevice {
+			t.Errorf("%+v: not sampled on the device", s)
+		}
+		steps += len(onDevice)
+	}
+	if e.filterFallbacks == 0 || e.filterFallbacks >= steps {
+		t.Errorf("%d of %d steps read the logits: want both branches taken", e.filterFallbacks, steps)
+	}
+}
+
+func TestCoversFilters(t *testing.T) {
+	// Three candidates of a row of 100 with probabilities 0.5, 0.2, 0.1.
+	c := candidates{ids: []int32{7, 3, 9}, logits: []float32{float32(math.Log(0.5)), float32(math.Log(0.2)), float32(math.Log(0.1))}}
+	for _, k := range []struct {
+		s    Sampling
+		want bool
+	}{
+		{Sampling{TopP: 0.7}, true},            // 0.5 + 0.2 reaches it
+		{Sampling{TopP: 0.9}, false},           // 0.8 among them: the cut is past them
+		{Sampling{MinP: 0.3}, true},            // 0.1 < 0.3·0.5: cut inside
+		{Sampling{MinP: 0.1}, false},           // all three pass: more may
+		{Sampling{TopP: 0.9, MinP: 0.3}, true}, // one cut inside is enough
+	} {
+		if got := c.coversFilters(k.s, 100); got != k.want {
+			t.Errorf("%+v: covers %v, want %v", k.s, got, k.want)
+		}
+	}
+	if !c.coversFilters(Sampling{TopP: 0.99}, 3) {
+		t.Error("candidates that are the whole row cover any filter")
+	}
+}

@@ -68,6 +68,9 @@ type Engine struct {
 	held             []*heldState
 	promptCacheBytes int64
 	prefillChunk     int // tokens per prefill forward
+	// filterFallbacks counts the sampled steps whose top-p or min-p cut fell
+	// past the device's candidates (read the logits instead): tests watch it.
+	filterFallbacks int
 }
 
 // PrefillChunk is how many prompt tokens one forward takes.

@@ -251,7 +251,11 @@ func (g *generation) run(req Request) error {
 	greedyOnDevice := req.Sampling.Temperature == 0 && noPenalty && switches.On(SwitchDeviceArgmax)
 	topKOnDevice := req.Sampling.Temperature > 0 && req.Sampling.TopK > 0 && req.Sampling.TopK <= ops.TopKMax &&
 		switches.On(SwitchDeviceTopK)
-	st.SampledOnDevice = greedyOnDevice || topKOnDevice
+	// Top-p or min-p without a top-k: the device's best ops.TopKMax, with the
+	// logits read only when the filters' cut falls past them.
+	filteredOnDevice := req.Sampling.Temperature > 0 && req.Sampling.TopK == 0 &&
+		(req.Sampling.TopP > 0 && req.Sampling.TopP < 1 || req.Sampling.MinP > 0) && switches.On(SwitchDeviceTopK)
+	st.SampledOnDevice = greedyOnDevice || topKOnDevice || filteredOnDevice
 	next := func(tokens []int32) (int32, error) {
 		switch {
 		case greedyOnDevice:
@@ -267,6 +271,25 @@ func (g *generation) run(req Request) error {
 			}
 			if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
 				return 0, errNonFinite
+			}
+			return smp.sampleTop(c), nil
+		case filteredOnDevice:
+			var penalized []int32
+			if !noPenalty {
+				penalized = smp.penalizedIDs(history)
+			}
+			c, logits, err := e.forwardFiltered(tokens, req.Sampling, penalized, float32(penalty))
+			if err != nil {
+				return 0, err
+			}
+			if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
+				return 0, errNonFinite
+			}
+			if logits != nil { // penalized on the device already: draw, not sample
+				if !finiteLogits(logits) {
+					return 0, errNonFinite
+				}
+				return int32(smp.draw(logits)), nil
 			}
 			return smp.sampleTop(c), nil
 		}

@@ -6,7 +6,9 @@ const (
 	// SwitchDeviceArgmax lets greedy decoding pick the token on the device.
 	SwitchDeviceArgmax = "device-argmax"
 	// SwitchDeviceTopK lets sampling with a top-k take the k best logits (and
-	// the repetition penalty) on the device; the host draws from those.
+	// the repetition penalty) on the device; the host draws from those. With
+	// top-p or min-p and no top-k it takes the ops.TopKMax best, and the
+	// logits only when the filters keep more (engine.forwardFiltered).
 	SwitchDeviceTopK = "device-topk"
 )
 
@@ -19,7 +21,7 @@ func init() {
 	})
 	switches.Register(switches.Switch{
 		Name:        SwitchDeviceTopK,
-		Description: "Sampling with a top-k picks the k best tokens on the device and reads back only those (applies at the next generation).",
+		Description: "Sampling with a top-k (or top-p or min-p without one) picks the best tokens on the device and reads back only those (applies at the next generation).",
 		Default:     true,
 		Env:         "BAGEL_NO_DEVICE_TOPK",
 	})
