@@ -53,37 +53,13 @@ func TestSplitKVAttentionAtLongContext(t *testing.T) {
 	for i := range ids {
 		ids[i] = int32((i*7919 + 13) % 150000)
 	}
-	var dispatches [2]int64
-	logits := func(on bool) []float32 {
-		if err := switches.Set(qwen.SwitchSplitKV, on); err != nil {
-			t.Fatal(err)
-		}
-		defer switches.Set(qwen.SwitchSplitKV, true)
-		e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 1100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
-		out := scoreLogits(t, e, ids, 1020) // the last 10 positions decode one by one
-		if on {
-			dispatches[1] = e.Counters().Dispatches
-		} else {
-			dispatches[0] = e.Counters().Dispatches
-		}
-		return out
-	}
-	on, off := logits(true), logits(false)
-	if dispatches[1] <= dispatches[0] {
-		t.Errorf("%d dispatches with split-KV, %d without: the split path did not run", dispatches[1], dispatches[0])
-	}
-	worst := 0.0
-	for i := range on {
-		worst = math.Max(worst, math.Abs(float64(on[i]-off[i])))
+	worst, on, off := switchedLogits(t, qwen.SwitchSplitKV, 1100, ids, 1020) // the last 10 positions decode one by one
+	if on <= off {
+		t.Errorf("%d dispatches with split-KV, %d without: the split path did not run", on, off)
 	}
 	if worst > 0.05 {
 		t.Errorf("split-KV attention moves a logit by %g", worst)
 	}
-	t.Logf("largest logit difference, split-KV on vs off: %g", worst)
 }
 
 // TestPrefillGEMMIsBF16Noise scores a prompt with the prompt GEMMs on and off.
@@ -144,36 +120,39 @@ func TestPrefillSplitAttention(t *testing.T) {
 		ids[i] = int32((i*7919 + 13) % 150000)
 	}
 	for _, capacity := range []int{128, 8192} {
-		var dispatches [2]int64
-		logits := func(on bool) []float32 {
-			if err := switches.Set(qwen.SwitchPrefillSplitAttention, on); err != nil {
-				t.Fatal(err)
-			}
-			defer switches.Reset()
-			e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: capacity})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			out := scoreLogits(t, e, ids, len(ids))
-			if on {
-				dispatches[1] = e.Counters().Dispatches
-			} else {
-				dispatches[0] = e.Counters().Dispatches
-			}
-			return out
-		}
-		on, off := logits(true), logits(false)
-		if dispatches[1] <= dispatches[0] {
-			t.Errorf("capacity %d: %d dispatches with the split path, %d without: it did not run", capacity, dispatches[1], dispatches[0])
-		}
-		worst := 0.0
-		for i := range on {
-			worst = math.Max(worst, math.Abs(float64(on[i]-off[i])))
+		worst, on, off := switchedLogits(t, qwen.SwitchPrefillSplitAttention, capacity, ids, len(ids))
+		if on <= off {
+			t.Errorf("capacity %d: %d dispatches with the split path, %d without: it did not run", capacity, on, off)
 		}
 		if worst > 0.05 {
 			t.Errorf("capacity %d: the split path moves a logit by %g", capacity, worst)
 		}
-		t.Logf("capacity %d: largest logit difference, split on vs off: %g", capacity, worst)
 	}
+}
+
+// switchedLogits scores ids on tiny-moe at capacity (the first prefill as a
+// prompt, the rest one by one) with switch sw on and off, and returns the
+// largest logit difference and the dispatches with it on and off.
+func switchedLogits(t *testing.T, sw string, capacity int, ids []int32, prefill int) (worst float64, on, off int64) {
+	t.Helper()
+	defer switches.Reset()
+	run := func(set bool) ([]float32, int64) {
+		if err := switches.Set(sw, set); err != nil {
+			t.Fatal(err)
+		}
+		e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: capacity})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		out := scoreLogits(t, e, ids, prefill)
+		return out, e.Counters().Dispatches
+	}
+	a, on := run(true)
+	b, off := run(false)
+	for i := range a {
+		worst = math.Max(worst, math.Abs(float64(a[i]-b[i])))
+	}
+	t.Logf("%s: largest logit difference, on against off: %g", sw, worst)
+	return worst, on, off
 }
