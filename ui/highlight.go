@@ -19,20 +19,29 @@ import (
 // highlightCode colours the fenced code blocks of rt, which was parsed from md.
 func highlightCode(rt *widget.RichText, md string) {
 	langs := fenceLanguages(md)
+	replaceSegments(rt, func(t *widget.TextSegment) []widget.RichTextSegment {
+		if t.Style.Inline || !t.Style.TextStyle.Monospace || t.Text == "" {
+			return nil
+		}
+		return codeRuns(t.Text, langs[t.Text], t.Style)
+	})
+}
+
+// replaceSegments puts runs(t) in place of each text segment t of rt for which
+// it returns some, and refreshes rt when any was replaced.
+func replaceSegments(rt *widget.RichText, runs func(t *widget.TextSegment) []widget.RichTextSegment) {
 	var out []widget.RichTextSegment
 	changed := false
 	for _, s := range rt.Segments {
-		t, ok := s.(*widget.TextSegment)
-		if !ok || t.Style.Inline || !t.Style.TextStyle.Monospace || t.Text == "" {
+		var r []widget.RichTextSegment
+		if t, ok := s.(*widget.TextSegment); ok {
+			r = runs(t)
+		}
+		if r == nil {
 			out = append(out, s)
 			continue
 		}
-		runs := codeRuns(t.Text, langs[t.Text], t.Style)
-		if runs == nil {
-			out = append(out, s)
-			continue
-		}
-		out = append(out, runs...)
+		out = append(out, r...)
 		changed = true
 	}
 	if changed {

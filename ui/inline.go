@@ -20,26 +20,12 @@ var inlineMarks = regexp.MustCompile(`~~([^~\n]+?)~~|(\$\$[^$]+\$\$|\\\(.+?\\\)|
 
 // inlineStyles restyles strikethrough and math in rt's prose segments.
 func inlineStyles(rt *widget.RichText) {
-	var out []widget.RichTextSegment
-	changed := false
-	for _, s := range rt.Segments {
-		t, ok := s.(*widget.TextSegment)
-		if !ok || t.Style.TextStyle.Monospace || !strings.ContainsAny(t.Text, "~$\\") {
-			out = append(out, s)
-			continue
+	replaceSegments(rt, func(t *widget.TextSegment) []widget.RichTextSegment {
+		if t.Style.TextStyle.Monospace || !strings.ContainsAny(t.Text, "~$\\") {
+			return nil
 		}
-		runs := markRuns(t)
-		if runs == nil {
-			out = append(out, s)
-			continue
-		}
-		out = append(out, runs...)
-		changed = true
-	}
-	if changed {
-		rt.Segments = out
-		rt.Refresh()
-	}
+		return markRuns(t)
+	})
 }
 
 // markRuns splits t at its marks, or returns nil when it has none.
