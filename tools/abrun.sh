@@ -1,0 +1,27 @@
+#!/bin/sh
+# abrun: decode (and, with ABPREFILL, prefill) speed of several builds of bagel
+# side by side in one device call, after `make gpu-build` and copies of other
+# builds into .devbin/ (say .devbin/bagel-0 built from the previous commit):
+# each round runs `bagel bench` once per build, so drift between rounds shows.
+# Uses the synthetic checkpoint of tools/gpubench.sh, writing it if missing.
+#
+# Usage (from the repository root, on the GPU machine):
+#   BINS='bagel-0 bagel' ROUNDS=2 ABPREFILL=2048 sh tools/abrun.sh
+set -u
+OUT=${OUT:-/tmp/out}
+M=/tmp/qwen35-a3b-e64
+mkdir -p "$OUT"
+if [ ! -f $M/config.json ]; then
+	mkdir -p /tmp/tok
+	gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
+	gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
+	.devbin/bagel synth --like qwen3.5-35b-a3b --experts 64 --tokenizer /tmp/tok --out $M > /dev/null 2>&1
+fi
+for r in $(seq ${ROUNDS:-2}); do
+	for b in ${BINS:-bagel}; do
+		env ${ENVS:-BAGEL_AB=1} timeout 150 .devbin/$b bench -m $M --backend cuda --runs 1 --tokens 200 \
+			--prefill "${ABPREFILL:-}" --long "" --switches=false > /tmp/ab.txt 2>> "$OUT/log.txt"
+		echo "$b: $(grep -m1 '^decode greedy ' /tmp/ab.txt | awk '{print $5, "tok/s,", $10, "GPU ms,", $11, "dispatches"}')" \
+			"$(grep '^prefill ' /tmp/ab.txt | awk '{printf "| %s ", $0}')"
+	done
+done
