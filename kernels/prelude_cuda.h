@@ -20,6 +20,9 @@ typedef unsigned short bf16_t;
 // UNROLL before a loop over a register array with a constant trip count: an
 // array indexed by a loop variable that is not unrolled lives in local memory.
 #define UNROLL _Pragma("unroll")
+// NO_UNROLL keeps a loop rolled: one copy of its body where the copies would
+// only cost instruction cache (a kernel's code is fetched cold at each launch).
+#define NO_UNROLL _Pragma("unroll 1")
 
 #define KERNEL(name, ...) extern "C" __global__ void name(__VA_ARGS__)
 #define BUFFER(type, name, index) type *name

@@ -25,6 +25,8 @@ typedef ushort bf16_t;
 // UNROLL before a loop over a register array with a constant trip count (see
 // prelude_cuda.h).
 #define UNROLL _Pragma("clang loop unroll(full)")
+// NO_UNROLL: see prelude_cuda.h.
+#define NO_UNROLL _Pragma("clang loop unroll(disable)")
 
 #define KERNEL(name, ...)                                                 \
   kernel void name(__VA_ARGS__,                                           \

@@ -143,18 +143,28 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
       UNROLL for (int k = 0; k < 4; k++) {
         u32x4 xq = x4[4 * c + k];
         uint xk[4] = {xq.x, xq.y, xq.z, xq.w};
+        float xv[8];
         UNROLL for (int i = 0; i < 4; i++) {
-          float x0 = as_float(xk[i] << 16), x1 = as_float(xk[i] & 0xffff0000u);
-          xs += x0 + x1;
-          UNROLL for (int r = 0; r < QMV_ROWS; r++)
-            qx[r] += code_f(q[r][k], 8u * (uint)i, 15u) * x0 + code_f(q[r][k], 8u * (uint)i + 4u, 15u) * x1;
+          xv[2 * i] = as_float(xk[i] << 16);
+          xv[2 * i + 1] = as_float(xk[i] & 0xffff0000u);
+          xs += xv[2 * i] + xv[2 * i + 1];
         }
+        // Codes m and m + 4 of a word at once: masked into the mantissas of
+        // two bf16 of exponent 2^7 they are 128 + code, exactly, and each
+        // half widens to f32 with one shift or mask (no conversion).
+        UNROLL for (int m = 0; m < 4; m++)
+          UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+            uint pair = ((q[r][k] >> (4u * (uint)m)) & 0x000f000fu) | 0x43004300u;
+            qx[r] += as_float(pair << 16) * xv[m] + as_float(pair & 0xffff0000u) * xv[m + 4];
+          }
       }
       int g = c * 32 / gs;
       UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-        if (r < nrows)
-          acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx[r] +
-                    bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
+        if (r < nrows) {
+          // qx holds Σ x·(128 + code): the 128s fold into the bias.
+          float sc = bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]);
+          acc[r] += sc * qx[r] + (bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) - 128.0f * sc) * xs;
+        }
       }
       qmv_piece(w4, wstride / 4, nrows, c + 32, end, q);
     }

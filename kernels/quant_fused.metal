@@ -77,20 +77,20 @@ KERNEL(qmatmul_multi_bf16,
 }
 
 // qmv_swiglu is silu(bf16(x·Wgate[r])) · bf16(x·Wup[r]) for the nrows rows r at
-// the given weights: qmv_rows twice, the SIMD-groups' partial sums combined
-// through partial (2·QMV_SPLIT·QMV_ROWS floats). Lane r < nrows of SIMD-group 0
-// gets row r's value in *res and true; every other thread false.
+// the given weights: qmv_rows for each matrix in turn (one copy of its code:
+// an unrolled pair doubled the kernel past the instruction cache), the
+// SIMD-groups' partial sums combined through partial (2·QMV_SPLIT·QMV_ROWS
+// floats). Lane r < nrows of SIMD-group 0 gets row r's value in *res and true;
+// every other thread false.
 INLINE bool qmv_swiglu(device const bf16_t *xr, device const uint *gw, device const bf16_t *gsc,
                        device const bf16_t *gbi, device const uint *uw, device const bf16_t *usc,
                        device const bf16_t *ubi, int nrows, int In, int bits, int gs, threadgroup float *partial,
                        int lane, int simd, int nsimd, thread float *res) {
-  float g[QMV_ROWS], u[QMV_ROWS];
-  qmv_rows(xr, gw, gsc, gbi, nrows, In, bits, gs, lane, simd, nsimd, g);
-  qmv_rows(xr, uw, usc, ubi, nrows, In, bits, gs, lane, simd, nsimd, u);
-  if (lane == 0) {
-    UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-      partial[simd * QMV_ROWS + r] = g[r];
-      partial[(nsimd + simd) * QMV_ROWS + r] = u[r];
+  NO_UNROLL for (int m = 0; m < 2; m++) {
+    float a[QMV_ROWS];
+    qmv_rows(xr, m == 0 ? gw : uw, m == 0 ? gsc : usc, m == 0 ? gbi : ubi, nrows, In, bits, gs, lane, simd, nsimd, a);
+    if (lane == 0) {
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) partial[(m * nsimd + simd) * QMV_ROWS + r] = a[r];
     }
   }
   BARRIER();
@@ -174,27 +174,46 @@ KERNEL(moe_up_bf16,
   TG_MEM(float, partial, 2 * QMV_SPLIT * QMV_ROWS);
   int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
   int routed = blocks * T * K;
-  float h;
+  // The rows of a routed slot's expert, or past them the shared expert's: the
+  // pointers are chosen first so that the kernel holds one copy of qmv_swiglu.
+  device const bf16_t *xr;
+  device const uint *gw, *uw;
+  device const bf16_t *gsc, *gbi, *usc, *ubi;
+  device bf16_t *dst;
+  int nrows;
   if (TGID_X < routed) {
     int ts = TGID_X / blocks;  // t·K + s
     int o = (TGID_X % blocks) * QMV_ROWS;
-    int nrows = imin(QMV_ROWS, Out - o);
+    nrows = imin(QMV_ROWS, Out - o);
     ulong row = (ulong)ids[ts] * (ulong)Out + (ulong)o;
     ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
-    if (qmv_swiglu(x + (ulong)(ts / K) * (ulong)In, gate_w + wrow, gate_scales + srow, gate_biases + srow, up_w + wrow,
-                   up_scales + srow, up_biases + srow, nrows, In, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT, &h))
-      out[(ulong)ts * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(h);
-    return;
+    xr = x + (ulong)(ts / K) * (ulong)In;
+    gw = gate_w + wrow;
+    gsc = gate_scales + srow;
+    gbi = gate_biases + srow;
+    uw = up_w + wrow;
+    usc = up_scales + srow;
+    ubi = up_biases + srow;
+    dst = out + (ulong)ts * (ulong)Out + (ulong)o;
+  } else {
+    int sblocks = (Is + QMV_ROWS - 1) / QMV_ROWS;
+    int t = (TGID_X - routed) / sblocks;
+    int o = ((TGID_X - routed) % sblocks) * QMV_ROWS;
+    if (t >= T) return;  // uniform across the threadgroup
+    nrows = imin(QMV_ROWS, Is - o);
+    ulong wrow = (ulong)o * (ulong)(In / 32 * bits), srow = (ulong)o * (ulong)(In / gs);
+    xr = x + (ulong)t * (ulong)In;
+    gw = shared_gate_w + wrow;
+    gsc = shared_gate_scales + srow;
+    gbi = shared_gate_biases + srow;
+    uw = shared_up_w + wrow;
+    usc = shared_up_scales + srow;
+    ubi = shared_up_biases + srow;
+    dst = hs + (ulong)t * (ulong)Is + (ulong)o;
   }
-  int sblocks = (Is + QMV_ROWS - 1) / QMV_ROWS;
-  int t = (TGID_X - routed) / sblocks;
-  int o = ((TGID_X - routed) % sblocks) * QMV_ROWS;
-  if (t >= T) return;  // uniform across the threadgroup
-  int nrows = imin(QMV_ROWS, Is - o);
-  ulong wrow = (ulong)o * (ulong)(In / 32 * bits), srow = (ulong)o * (ulong)(In / gs);
-  if (qmv_swiglu(x + (ulong)t * (ulong)In, shared_gate_w + wrow, shared_gate_scales + srow, shared_gate_biases + srow,
-                 shared_up_w + wrow, shared_up_scales + srow, shared_up_biases + srow, nrows, In, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT, &h))
-    hs[(ulong)t * (ulong)Is + (ulong)(o + LANE)] = f32_to_bf16(h);
+  float h;
+  if (qmv_swiglu(xr, gw, gsc, gbi, uw, usc, ubi, nrows, In, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT, &h))
+    dst[LANE] = f32_to_bf16(h);
 }
 
 // MOE_MAX_SLOTS bounds K + 1 (the routed experts and the shared one) of
@@ -241,16 +260,16 @@ KERNEL(moe_down_bf16,
   if (t >= T) return;  // uniform across the threadgroup
   int nrows = imin(QMV_ROWS, H - o);
   int s = SIMD_ID;  // the matrix of this SIMD-group
+  // Routed slot s's expert, or the shared expert: pointers first, one copy of
+  // qmv_rows.
+  bool slot = s < K;
+  int in = slot ? I : Is, b = slot ? bits : shared_bits, group = slot ? gs : shared_gs;
+  ulong row = slot ? (ulong)ids[t * K + s] * (ulong)H + (ulong)o : (ulong)o;
+  ulong wrow = row * (ulong)(in / 32 * b), srow = row * (ulong)(in / group);
   float acc[QMV_ROWS];
-  if (s < K) {
-    ulong row = (ulong)ids[t * K + s] * (ulong)H + (ulong)o;
-    qmv_rows(h + (ulong)(t * K + s) * (ulong)I, w + row * (ulong)(I / 32 * bits), scales + row * (ulong)(I / gs),
-             biases + row * (ulong)(I / gs), nrows, I, bits, gs, LANE, 0, 1, acc);
-  } else {
-    qmv_rows(hs + (ulong)t * (ulong)Is, shared_w + (ulong)o * (ulong)(Is / 32 * shared_bits),
-             shared_scales + (ulong)o * (ulong)(Is / shared_gs), shared_biases + (ulong)o * (ulong)(Is / shared_gs),
-             nrows, Is, shared_bits, shared_gs, LANE, 0, 1, acc);
-  }
+  qmv_rows(slot ? h + (ulong)(t * K + s) * (ulong)I : hs + (ulong)t * (ulong)Is, (slot ? w : shared_w) + wrow,
+           (slot ? scales : shared_scales) + srow, (slot ? biases : shared_biases) + srow, nrows, in, b, group, LANE, 0,
+           1, acc);
   if (LANE == 0) {
     UNROLL for (int r = 0; r < QMV_ROWS; r++) partial[s * QMV_ROWS + r] = acc[r];
   }
