@@ -24,7 +24,17 @@ typedef unsigned short bf16_t;
 // only cost instruction cache (a kernel's code is fetched cold at each launch).
 #define NO_UNROLL _Pragma("unroll 1")
 
-#define KERNEL(name, ...) extern "C" __global__ void name(__VA_ARGS__)
+// A kernel asks for a register budget by defining KERNEL_BOUNDS_<name> as
+// BOUNDS(threads per group, groups per multiprocessor): ptxas then keeps the
+// registers low enough for that many groups (__launch_bounds__). Other kernels
+// get none (the probe below expands to nothing for an undefined name); a
+// global --maxrregcount instead made the decode GEMVs take every register it
+// allowed, and run slower.
+#define BOUNDS(threads, groups) ~, __launch_bounds__(threads, groups)
+#define KERNEL_BOUNDS_SECOND(a, b, ...) b
+#define KERNEL_BOUNDS_PROBE(x) KERNEL_BOUNDS_SECOND(x, , )
+#define KERNEL_BOUNDS_OF(name) KERNEL_BOUNDS_PROBE(KERNEL_BOUNDS_##name)
+#define KERNEL(name, ...) extern "C" __global__ void KERNEL_BOUNDS_OF(name) name(__VA_ARGS__)
 #define BUFFER(type, name, index) type *name
 #define PARAM(type, name, index) const type name
 

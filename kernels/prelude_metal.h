@@ -28,6 +28,9 @@ typedef ushort bf16_t;
 // NO_UNROLL: see prelude_cuda.h.
 #define NO_UNROLL _Pragma("clang loop unroll(disable)")
 
+// BOUNDS: see prelude_cuda.h; Metal sizes its registers itself.
+#define BOUNDS(threads, groups) ~,
+
 #define KERNEL(name, ...)                                                 \
   kernel void name(__VA_ARGS__,                                           \
                    uint3 bagel_tgid [[threadgroup_position_in_grid]],     \

@@ -30,10 +30,10 @@
 #if defined(__METAL_VERSION__)
 
 typedef float MMA_T;
-// f32 tiles: 32 inputs per step keeps both tiles in 18 KB of the 32 KB.
+// f32 tiles: 32 inputs per step keeps both tiles in 27 KB of the 32 KB.
 #define QG_BK 32
 #define QG_LD 36  // QG_BK + 4 floats: staggers the rows across banks
-#define QG_SMEM 4608
+#define QG_SMEM 6912
 INLINE MMA_T mma_elem(float f) { return round_bf16(f); }
 INLINE MMA_T mma_elem_bf16(bf16_t v) { return bf16_to_f32(v); }
 // mma_put8 stores the eight bf16 of v (low half of each word first) at dst[0..8).
@@ -84,12 +84,12 @@ INLINE void mma_put2(threadgroup MMA_T *dst, float a, float b) {
 #else  // CUDA
 
 typedef bf16_t MMA_T;
-// bf16 tiles: 64 inputs per step (18 KB for both tiles); each step's global
+// bf16 tiles: 64 inputs per step (27 KB for both tiles); each step's global
 // loads are issued before the previous step's products, which hides their
 // latency.
 #define QG_BK 64
 #define QG_LD 72  // QG_BK + 8 bf16: rows 16-byte aligned, ldmatrix rows on distinct banks
-#define QG_SMEM 4608
+#define QG_SMEM 6912
 INLINE MMA_T mma_elem(float f) { return f32_to_bf16(f); }
 INLINE MMA_T mma_elem_bf16(bf16_t v) { return v; }
 INLINE void mma_put8(threadgroup MMA_T *dst, u32x4 v) { *(threadgroup u32x4 *)dst = v; }
@@ -193,7 +193,7 @@ INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, 
 #endif
 
 // ---- The tile ----------------------------------------------------------------
-// A threadgroup of QG_THREADS (4 SIMD-groups, 2×2, each 32×32) computes a tile
+// A threadgroup of QG_THREADS (8 SIMD-groups, 4×2, each 32×32) computes a tile
 // of QG_BM token rows × QG_BN output rows, stepping over the input width QG_BK
 // (per backend, above) at a time. x rows and output rows go through the tile's
 // row maps arow / orow, so the same tile serves the dense GEMM (row r of the
@@ -201,10 +201,20 @@ INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, 
 // pair of one expert). For 4- and 8-bit weights each step's global loads go to
 // registers first (qg_fetch) and are issued before the previous step's
 // products; other widths stage synchronously.
-#define QG_BM 64
+// 128 token rows a tile: a step's weights are dequantized once for twice the
+// products of a 64-row tile (ncu: the 64-row tile issued 8 instructions of
+// staging and dequantizing per matrix product, the tensor pipe 12% busy).
+// QG_SMEM holds both tiles ((QG_BM + QG_BN)·QG_LD elements), and after the
+// last step half the result tile (QG_BM / 2 rows of QG_LDC floats) in their place.
+#define QG_BM 128
 #define QG_BN 64
-#define QG_THREADS 128
+#define QG_THREADS 256
 #define QG_LDC 68
+// Two tiles per multiprocessor (16 SIMD-groups): at most 128 registers a
+// thread, which ptxas meets without spilling; left to itself it took 132 and
+// so fit one tile, and the matrix units idled through each tile's barriers.
+#define KERNEL_BOUNDS_qgemm_bf16 BOUNDS(QG_THREADS, 2)
+#define KERNEL_BOUNDS_qgemm_gather_bf16 BOUNDS(QG_THREADS, 2)
 // Per thread and step: 16-byte pieces of x (eight bf16 each), and weight words
 // of 8-bit codes (4-bit codes need half as many).
 #define QG_XV (QG_BM * QG_BK / 8 / QG_THREADS)
@@ -277,7 +287,26 @@ INLINE void qg_put(thread qg_regs &g, thread const qg_plan &p, threadgroup MMA_T
     int r = tid / (QG_BK / 8) + n * (QG_THREADS * 8 / QG_BK);
     mma_put8(As + r * QG_LD + p.xcol, g.x[n]);
   }
-  if (bits == 4 || bits == 8) {
+  if (bits == 4) {
+    // Codes m and m + 4 of a word at once, as bf16 of value 128 + code
+    // (quant.metal's GEMV does the same); sc·(128 + c) + (bi − 128·sc) is
+    // sc·c + bi exactly, so each weight rounds as the plain form's.
+    UNROLL for (int n = 0; n < QG_WW; n++) {
+      if (n >= QG_BN * p.words / QG_THREADS) continue;
+      int r = tid / p.words + n * (QG_THREADS / p.words);
+      threadgroup MMA_T *dst = Bs + r * QG_LD + p.wcol * 8;
+      float sc = as_float(g.sb[n] << 16), bo = as_float(g.sb[n] & 0xffff0000u) - 128.0f * sc;
+      float v[8];
+      UNROLL for (int m = 0; m < 4; m++) {
+        uint pair = ((g.w[n] >> (4u * (uint)m)) & 0x000f000fu) | 0x43004300u;
+        v[m] = sc * as_float(pair << 16) + bo;
+        v[m + 4] = sc * as_float(pair & 0xffff0000u) + bo;
+      }
+      UNROLL for (int j = 0; j < 8; j += 2) mma_put2(dst + j, v[j], v[j + 1]);
+    }
+    return;
+  }
+  if (bits == 8) {
     int per = 32 / bits;
     uint mask = (1u << bits) - 1u;
     UNROLL for (int n = 0; n < QG_WW; n++) {
@@ -325,16 +354,27 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
     BARRIER();
     if (k0 + QG_BK < In) qg_fetch(g, p, x, w, scales, biases, k0 + QG_BK, In, bits, gs);
     int width = imin(QG_BK, In - k0);  // a multiple of 32
-    for (int kk = 0; kk < width; kk += 16)
-      mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bs + wn * QG_LD + kk, QG_LD, lane);
+    if (wm < nrows) {  // a SIMD-group whose rows are all past the tile's end skips (uniform)
+      for (int kk = 0; kk < width; kk += 16)
+        mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bs + wn * QG_LD + kk, QG_LD, lane);
+    }
     BARRIER();
   }
-  UNROLL for (int i = 0; i < 2; i++)
-    for (int j = 0; j < 2; j++) mma_store(acc.c[2 * i + j], smem + (wm + 16 * i) * QG_LDC + wn + 16 * j, QG_LDC, lane);
-  BARRIER();
-  for (int i = tid; i < QG_BM * QG_BN; i += QG_THREADS) {
-    int r = i / QG_BN, n = i % QG_BN;
-    if (r < nrows && o0 + n < Out) out[(ulong)orow[r] * (ulong)Out + (ulong)(o0 + n)] = f32_to_bf16(smem[r * QG_LDC + n]);
+  // The result leaves through threadgroup memory half a tile at a time (the
+  // whole tile in f32 would not fit Metal's 32 KB).
+  for (int half = 0; half < QG_BM; half += QG_BM / 2) {
+    if (wm >= half && wm < half + QG_BM / 2) {
+      UNROLL for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+          mma_store(acc.c[2 * i + j], smem + (wm - half + 16 * i) * QG_LDC + wn + 16 * j, QG_LDC, lane);
+    }
+    BARRIER();
+    for (int i = tid; i < QG_BM / 2 * QG_BN; i += QG_THREADS) {
+      int r = half + i / QG_BN, n = i % QG_BN;
+      if (r < nrows && o0 + n < Out)
+        out[(ulong)orow[r] * (ulong)Out + (ulong)(o0 + n)] = f32_to_bf16(smem[(r - half) * QG_LDC + n]);
+    }
+    BARRIER();
   }
 }
 

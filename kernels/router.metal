@@ -39,7 +39,10 @@ KERNEL(router_topk_bf16,
   float inv = 1.0f / simd_sum(sum);
   for (int e = lane; e < E; e += 32) p[e] = round_bf16(p[e] * inv);
 
-  float total = 0.0f;
+  // Lane s keeps the s-th weight, so the normalisation reads no memory back
+  // (a lane-0 loop over the written weights was a chain of K global loads).
+  float total = 0.0f, mine = 0.0f;
+  int mineId = 0;
   for (int s = 0; s < K; s++) {
     float bv = -2.0f;
     int bi = E;
@@ -58,15 +61,23 @@ KERNEL(router_topk_bf16,
       }
     }
     if (bi % 32 == lane) p[bi] = -1.0f;
-    total += bv;
-    if (lane == 0) {
+    total += bv;  // every lane holds the same bv: the butterfly ends agreed
+    if (lane == s) {
+      mine = bv;
+      mineId = bi;
+    }
+    if (s >= 32 && lane == 0) {  // K > 32: the rest unnormalised, fixed below
       ids[t * K + s] = bi;
       weights[t * K + s] = f32_to_bf16(bv);
     }
   }
-  if (norm != 0 && lane == 0) {
-    total = round_bf16(total);
-    for (int s = 0; s < K; s++) {
+  if (norm != 0) total = round_bf16(total);
+  if (lane < K) {
+    ids[t * K + lane] = mineId;
+    weights[t * K + lane] = f32_to_bf16(norm != 0 ? mine / total : mine);
+  }
+  if (norm != 0 && K > 32 && lane == 0) {
+    for (int s = 32; s < K; s++) {
       ulong i = (ulong)t * (ulong)K + (ulong)s;
       weights[i] = f32_to_bf16(bf16_to_f32(weights[i]) / total);
     }

@@ -6,7 +6,7 @@
 # Uses the synthetic checkpoint of tools/gpubench.sh, writing it if missing.
 #
 # Usage (from the repository root, on the GPU machine):
-#   BINS='bagel-0 bagel' ROUNDS=2 ABPREFILL=2048 sh tools/abrun.sh
+#   BINS='bagel-0 bagel' ROUNDS=2 ABPREFILL=2048 ABARGS='--prefill-chunk 2048' sh tools/abrun.sh
 set -u
 OUT=${OUT:-/tmp/out}
 M=/tmp/qwen35-a3b-e64
@@ -20,7 +20,7 @@ fi
 for r in $(seq ${ROUNDS:-2}); do
 	for b in ${BINS:-bagel}; do
 		env ${ENVS:-BAGEL_AB=1} timeout 150 .devbin/$b bench -m $M --backend cuda --runs 1 --tokens 200 \
-			--prefill "${ABPREFILL:-}" --long "" --switches=false > /tmp/ab.txt 2>> "$OUT/log.txt"
+			--prefill "${ABPREFILL:-}" --long "" --switches=false ${ABARGS:-} > /tmp/ab.txt 2>> "$OUT/log.txt"
 		echo "$b: $(grep -m1 '^decode greedy ' /tmp/ab.txt | awk '{print $5, "tok/s,", $10, "GPU ms,", $11, "dispatches"}')" \
 			"$(grep '^prefill ' /tmp/ab.txt | awk '{printf "| %s ", $0}')"
 	done

@@ -594,6 +594,7 @@ func Specs() []Spec {
 	// router_topk_bf16: logits, ids, weights | T, E, K, norm
 	for _, p := range []struct{ T, E, K, norm int }{
 		{1, experts, topK, 1}, {9, experts, topK, 1}, {4, experts, topK, 0}, {3, 60, 4, 1}, {2, 512, 10, 1}, {2, 8, 8, 1},
+		{2, 100, 40, 1}, {1, 64, 33, 0}, // more slots than lanes
 	} {
 		add("router_topk_bf16", false, fmt.Sprintf("T=%d E=%d K=%d norm=%d", p.T, p.E, p.K, p.norm), func(g gen) *Case {
 			// IDTol 0: ids must match exactly. A GPU softmax one f32 ulp off the
