@@ -372,6 +372,7 @@ KERNEL(gdn_step_bf16,
 #define GDN_CHUNK_MAX_DK 128
 #define GDN_CHUNK_THREADS 256
 #define GDN_CHUNK_PER (GDN_CHUNK_MAX_DK / 16)
+#define GDN_CHUNK_ILP 4
 // Floats of one (chunk, v-head) entry of the prep table: W, M, L.
 #define GDN_PREP (2 * GDN_CHUNK * GDN_CHUNK + GDN_CHUNK)
 
@@ -531,24 +532,40 @@ KERNEL(gdn_chunk_bf16,
     }
     BARRIER();
     // The right-hand side β_t (v_t − γ_t S_0 k_t) and γ_t S_0 q_t of row r,
-    // reduced over the 16 threads of the row.
-    for (int t = 0; t < n; t++) {
-      float pk = 0.0f, pq = 0.0f;
+    // reduced over the 16 threads of the row; GDN_CHUNK_ILP tokens at a time,
+    // whose loads and shuffles overlap (one token a time was a chain of
+    // dependent shuffles: ncu showed the kernel stalled on them). Tiles are
+    // zero past n, and GDN_CHUNK is a multiple of GDN_CHUNK_ILP.
+    for (int t0 = 0; t0 < n; t0 += GDN_CHUNK_ILP) {
+      float pk[GDN_CHUNK_ILP], pq[GDN_CHUNK_ILP];
+      UNROLL for (int u = 0; u < GDN_CHUNK_ILP; u++) {
+        pk[u] = 0.0f;
+        pq[u] = 0.0f;
+      }
       UNROLL for (int i = 0; i < GDN_CHUNK_PER; i++) {
         int d = cg + 16 * i;
         if (d < Dk) {
-          pk += S[i] * bf16_to_f32(Kc[t * GDN_CHUNK_MAX_DK + d]);
-          pq += S[i] * bf16_to_f32(Qc[t * GDN_CHUNK_MAX_DK + d]);
+          UNROLL for (int u = 0; u < GDN_CHUNK_ILP; u++) {
+            pk[u] += S[i] * bf16_to_f32(Kc[(t0 + u) * GDN_CHUNK_MAX_DK + d]);
+            pq[u] += S[i] * bf16_to_f32(Qc[(t0 + u) * GDN_CHUNK_MAX_DK + d]);
+          }
         }
       }
       for (int o = 8; o > 0; o >>= 1) {
-        pk += simd_shuffle_xor(pk, (uint)o);
-        pq += simd_shuffle_xor(pq, (uint)o);
+        UNROLL for (int u = 0; u < GDN_CHUNK_ILP; u++) {
+          pk[u] += simd_shuffle_xor(pk[u], (uint)o);
+          pq[u] += simd_shuffle_xor(pq[u], (uint)o);
+        }
       }
       if (cg == 0) {
-        float gam = expf(L[t]);
-        R[t * GDN_CHUNK_DV + r] = Bt[t] * (R[t * GDN_CHUNK_DV + r] - gam * pk);
-        O[t * GDN_CHUNK_DV + r] = gam * pq;
+        UNROLL for (int u = 0; u < GDN_CHUNK_ILP; u++) {
+          int t = t0 + u;
+          if (t < n) {
+            float gam = expf(L[t]);
+            R[t * GDN_CHUNK_DV + r] = Bt[t] * (R[t * GDN_CHUNK_DV + r] - gam * pk[u]);
+            O[t * GDN_CHUNK_DV + r] = gam * pq[u];
+          }
+        }
       }
     }
     BARRIER();

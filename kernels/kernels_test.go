@@ -137,7 +137,7 @@ func TestLaunchGeometry(t *testing.T) {
 		{"embed_dequant_bf16", append(bufs(5), ints(3, 2048, 4, 64)...), 24, 256},
 		{"qmatmul_bf16_f32", append(bufs(5), ints(1, 2048, 248320, 4, 64)...), 62080, 64},
 		{"rms_norm_gated_bf16", append(bufs(4), append(ints(32, 128), backend.Float(1e-6))...), 32, 128},
-		{"add_rms_norm_bf16", append(bufs(5), append(ints(1, 2048), backend.Float(1e-6))...), 1, 1024},
+		{"add_rms_norm_bf16", append(bufs(5), append(ints(1, 2048), backend.Float(1e-6))...), 1, 256},
 		{"split_qgate_bf16", append(bufs(3), ints(2, 16, 256)...), 32, 256},
 		{"rope_neox_bf16", append(bufs(1), append(ints(3, 16, 256, 64, 9), backend.Float(1e7))...), 6, 256},
 		{"kv_append_bf16", append(bufs(4), ints(1, 2, 256, 4096, 17)...), 2, 256},

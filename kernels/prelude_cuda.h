@@ -60,6 +60,10 @@ INLINE u32x4 u32x4_zero() {
   u32x4 v = {0u, 0u, 0u, 0u};
   return v;
 }
+INLINE u32x4 u32x4_make(uint x, uint y, uint z, uint w) {
+  u32x4 v = {x, y, z, w};
+  return v;
+}
 INLINE uint as_uint(float f) { return __float_as_uint(f); }
 // GRID_WAIT() waits until the kernels launched before this one have finished
 // and their writes are visible. Launched in order on a stream it returns at

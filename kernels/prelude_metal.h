@@ -72,6 +72,14 @@ INLINE float as_float(uint u) { return as_type<float>(u); }
 // u32x4 is four words moved as one 16-byte load or store (16-byte aligned).
 typedef uint4 u32x4;
 INLINE u32x4 u32x4_zero() { return uint4(0u); }
+INLINE u32x4 u32x4_make(uint x, uint y, uint z, uint w) {
+  uint4 v;
+  v.x = x;
+  v.y = y;
+  v.z = z;
+  v.w = w;
+  return v;
+}
 INLINE uint as_uint(float f) { return as_type<uint>(f); }
 // GRID_WAIT(): see prelude_cuda.h. Metal orders the dispatches of a command
 // buffer itself; there is nothing to wait for.

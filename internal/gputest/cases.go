@@ -318,7 +318,9 @@ func Specs() []Spec {
 	for _, p := range []struct {
 		R, N    int
 		inPlace bool
-	}{{1, hidden, true}, {1, hidden, false}, {6, hidden, true}, {3, 100, false}, {2, 5000, true}, {2, 9000, false}, {2, 6, false}} {
+	}{{1, hidden, true}, {1, hidden, false}, {6, hidden, true}, {3, 100, false}, {2, 5000, true}, {2, 9000, false}, {2, 6, false},
+		{1, 24576, true}, // three 16-byte pieces a thread: the third re-read from sum
+	} {
 		label := fmt.Sprintf("R=%d N=%d", p.R, p.N)
 		if p.inPlace {
 			label += " in place"
