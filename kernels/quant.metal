@@ -271,7 +271,10 @@ INLINE bool qmv_combine(thread float *acc, threadgroup float *partial, int lane,
 }
 
 // qmatmul_bf16: out[t, o] = bf16(Σ_j x[t, j]·W[o, j]).
-// Row blocks vary fastest in the grid, so neighbouring threadgroups share x[t].
+// Tokens vary fastest in the grid: the T threadgroups of a row block run side
+// by side, so a verify's or short prompt's T tokens take the block's weights
+// from DRAM once and from L2 after (row blocks fastest re-read a matrix larger
+// than L2, the lm_head's 286 MB, from DRAM for every token).
 // launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
 KERNEL(qmatmul_bf16,
        BUFFER(const bf16_t, x, 0),
@@ -285,10 +288,9 @@ KERNEL(qmatmul_bf16,
        PARAM(int, bits, 8),
        PARAM(int, gs, 9)) {
   TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
-  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
-  int t = TGID_X / blocks;
-  int o = (TGID_X % blocks) * QMV_ROWS;
-  if (t >= T) return;  // uniform across the threadgroup
+  int t = TGID_X % T;
+  int o = (TGID_X / T) * QMV_ROWS;
+  if (o >= Out) return;  // uniform across the threadgroup
   int nrows = imin(QMV_ROWS, Out - o);
   float acc[QMV_ROWS];
   qmv_rows(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits), scales + (ulong)o * (ulong)(In / gs),
@@ -311,10 +313,9 @@ KERNEL(qmatmul_bf16_f32,
        PARAM(int, bits, 8),
        PARAM(int, gs, 9)) {
   TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
-  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
-  int t = TGID_X / blocks;
-  int o = (TGID_X % blocks) * QMV_ROWS;
-  if (t >= T) return;
+  int t = TGID_X % T;
+  int o = (TGID_X / T) * QMV_ROWS;
+  if (o >= Out) return;  // uniform across the threadgroup
   int nrows = imin(QMV_ROWS, Out - o);
   float acc[QMV_ROWS];
   qmv_rows(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits), scales + (ulong)o * (ulong)(In / gs),

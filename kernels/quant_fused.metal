@@ -56,10 +56,10 @@ KERNEL(qmatmul_multi_bf16,
   int b0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, b1 = (Out1 + QMV_ROWS - 1) / QMV_ROWS;
   int b2 = (Out2 + QMV_ROWS - 1) / QMV_ROWS, b3 = (Out3 + QMV_ROWS - 1) / QMV_ROWS;
   int blocks = b0 + b1 + b2 + b3;
-  int t = TGID_X / blocks;
-  if (t >= T) return;  // uniform across the threadgroup
+  int t = TGID_X % T;  // tokens fastest, as qmatmul_bf16
+  if (TGID_X / T >= blocks) return;  // uniform across the threadgroup
   int local = 0;
-  int slot = qmv_multi_slot(TGID_X % blocks, b0, b1, b2, &local);
+  int slot = qmv_multi_slot(TGID_X / T, b0, b1, b2, &local);
   device const uint *w = slot == 0 ? w0 : slot == 1 ? w1 : slot == 2 ? w2 : w3;
   device const bf16_t *scales = slot == 0 ? scales0 : slot == 1 ? scales1 : slot == 2 ? scales2 : scales3;
   device const bf16_t *biases = slot == 0 ? biases0 : slot == 1 ? biases1 : slot == 2 ? biases2 : biases3;
@@ -254,10 +254,9 @@ KERNEL(moe_down_bf16,
        PARAM(int, shared_gs, 20)) {
   GRID_WAIT();
   TG_MEM(float, partial, MOE_MAX_SLOTS * QMV_ROWS);
-  int blocks = (H + QMV_ROWS - 1) / QMV_ROWS;
-  int t = TGID_X / blocks;
-  int o = (TGID_X % blocks) * QMV_ROWS;
-  if (t >= T) return;  // uniform across the threadgroup
+  int t = TGID_X % T;  // tokens fastest: they share the shared expert's rows
+  int o = (TGID_X / T) * QMV_ROWS;
+  if (o >= H) return;  // uniform across the threadgroup
   int nrows = imin(QMV_ROWS, H - o);
   int s = SIMD_ID;  // the matrix of this SIMD-group
   // Routed slot s's expert, or the shared expert: pointers first, one copy of

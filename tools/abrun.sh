@@ -21,7 +21,9 @@ for r in $(seq ${ROUNDS:-2}); do
 	for b in ${BINS:-bagel}; do
 		env ${ENVS:-BAGEL_AB=1} timeout 150 .devbin/$b bench -m $M --backend cuda --runs 1 --tokens 200 \
 			--prefill "${ABPREFILL:-}" --long "" --switches=false ${ABARGS:-} > /tmp/ab.txt 2>> "$OUT/log.txt"
-		echo "$b: $(grep -m1 '^decode greedy ' /tmp/ab.txt | awk '{print $5, "tok/s,", $10, "GPU ms,", $11, "dispatches"}')" \
-			"$(grep '^prefill ' /tmp/ab.txt | awk '{printf "| %s ", $0}')"
+		# bench's columns are two or more spaces apart: figure, switch, prompt, tok/s decode, ...
+		echo "$b: $(grep -m1 '^decode greedy ' /tmp/ab.txt | awk -F '  +' '{print $4, "tok/s,", $9, "GPU ms,", $10, "dispatches"}')" \
+			"$(grep -m1 '^decode greedy, oracle' /tmp/ab.txt | awk -F '  +' '{print "| oracle drafts:", $4, "tok/s"}')" \
+			"$(grep '^prefill ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, GPU %s ms ", $1, $5, $7}')"
 	done
 done
