@@ -408,6 +408,7 @@ KERNEL(qgemm_bf16,
 #define MOE_SORT_THREADS 256
 #define MOE_SORT_MAX_EXPERTS 1024
 #define MOE_SORT_CHUNK 2048
+#define MOE_SORT_ILP 8
 
 // moe_sort_i32 groups the T·K (token, slot) pairs p = t·K + s by expert for
 // qgemm_gather_bf16: perm lists the pairs expert by expert (by p within an
@@ -439,7 +440,13 @@ KERNEL(moe_sort_i32,
     BARRIER();
     for (int e = TID_X; e < E; e += TG_SIZE_X) {
       int c = 0;
-      for (int i = 0; i < len; i++) c += chunk[i] == e ? 1 : 0;
+      // MOE_SORT_ILP reads in flight at a time: one at a time, each compare
+      // waited out a threadgroup-memory latency (98 us a launch at T·K = 4096).
+      int i = 0;
+      for (; i + MOE_SORT_ILP <= len; i += MOE_SORT_ILP) {
+        UNROLL for (int u = 0; u < MOE_SORT_ILP; u++) c += chunk[i + u] == e ? 1 : 0;
+      }
+      for (; i < len; i++) c += chunk[i] == e ? 1 : 0;
       first[e + 1] += c;
     }
   }
@@ -477,7 +484,15 @@ KERNEL(moe_sort_i32,
     BARRIER();
     for (int e = TID_X; e < E; e += TG_SIZE_X) {
       int at = first[e];
-      for (int i = 0; i < len; i++)
+      int i = 0;
+      for (; i + MOE_SORT_ILP <= len; i += MOE_SORT_ILP) {
+        int v[MOE_SORT_ILP];
+        UNROLL for (int u = 0; u < MOE_SORT_ILP; u++) v[u] = chunk[i + u];
+        UNROLL for (int u = 0; u < MOE_SORT_ILP; u++) {
+          if (v[u] == e) perm[at++] = c0 + i + u;
+        }
+      }
+      for (; i < len; i++)
         if (chunk[i] == e) perm[at++] = c0 + i;
       first[e] = at;
     }
