@@ -53,11 +53,12 @@ func gatesInto(alpha, b []uint16, aLog []float32, dtBias []uint16, g, beta []flo
 
 // gdn_recurrence_bf16: the gated delta rule, sequential over tokens.
 //
-//	conv  bf16 (T, 2·Hk·Dk + Hv·Dv)  per token [q (Hk,Dk) | k (Hk,Dk) | v (Hv,Dv)]
-//	g     f32  (T, Hv)               decay
-//	beta  f32  (T, Hv)
-//	state f32  (Hv, Dv, Dk)          in/out, S[dv,dk] per v-head
-//	out   bf16 (T, Hv, Dv)
+//	conv   bf16 (T, 2·Hk·Dk + Hv·Dv)  per token [q (Hk,Dk) | k (Hk,Dk) | v (Hv,Dv)]
+//	a, b   bf16 (T, Hv)               gate logits: g and beta as gdn_gates_bf16
+//	aLog   f32  (Hv)
+//	dtBias bf16 (Hv)
+//	state  f32  (Hv, Dv, Dk)          in/out, S[dv,dk] per v-head
+//	out    bf16 (T, Hv, Dv)
 //
 // Per token and k-head, q and k are rms-normalised without weight (eps 1e-6)
 // and scaled, with the bf16 roundings MLX makes:
@@ -74,10 +75,10 @@ func gdnSequential(a *args, normedQK bool) {
 	a.check(Hk > 0 && Hv%Hk == 0, "Hk", "%d does not divide Hv=%d", Hk, Hv)
 	width := 2*Hk*Dk + Hv*Dv
 	conv := a.bf16s("conv", T*width)   // (T, 2·Hk·Dk + Hv·Dv)
-	g := a.f32s("g", T*Hv)             // (T, Hv)
-	beta := a.f32s("beta", T*Hv)       // (T, Hv)
 	state := a.f32s("state", Hv*Dv*Dk) // (Hv, Dv, Dk)
 	out := a.bf16s("out", T*Hv*Dv)     // (T, Hv, Dv)
+	g, beta := make([]float32, T*Hv), make([]float32, T*Hv)
+	gatesInto(a.bf16s("a", T*Hv), a.bf16s("b", T*Hv), a.f32s("aLog", Hv), a.bf16s("dtBias", Hv), g, beta, T, Hv)
 	gdnRun(a, conv, g, beta, state, out, T, Hk, Hv, Dk, Dv, normedQK)
 }
 

@@ -39,17 +39,22 @@ func TestGDNChunkedIsTheSequentialRule(t *testing.T) {
 			row[i] = float32(rng.NormFloat64())
 		}
 	}
-	g, beta := make([]float32, T*Hv), make([]float32, T*Hv)
-	for i := range g {
-		g[i] = 0.5 + 0.5*rng.Float32()
-		beta[i] = rng.Float32()
+	// The gates from logits, as the model makes them (gdn_gates_bf16 for the
+	// chunked rule; the recurrence computes the same itself).
+	aLog := make([]float32, Hv)
+	for i := range aLog {
+		aLog[i] = -3 + 2*rng.Float32() // decays g of about 0.6 to 0.98
 	}
+	aB, bB := bf16Buf(t, d, randBF16(rng, T*Hv, 1)), bf16Buf(t, d, randBF16(rng, T*Hv, 2))
+	aLogB, dtBiasB := f32Buf(t, d, aLog), bf16Buf(t, d, randBF16(rng, Hv, 0.5))
+	gB, betaB := poisonBuf(t, d, 4*T*Hv), poisonBuf(t, d, 4*T*Hv)
+	dispatch(d, "gdn_gates_bf16", arg(aB), arg(bB), arg(aLogB), arg(dtBiasB), arg(gB), arg(betaB), backend.Int(T), backend.Int(Hv))
 	state := randBF16(rng, Hv*Dv*Dk, 0.1)
 	scalars := []backend.Arg{backend.Int(T), backend.Int(Hk), backend.Int(Hv), backend.Int(Dk), backend.Int(Dv)}
 
-	convB, gB, betaB := bf16Buf(t, d, conv), f32Buf(t, d, g), f32Buf(t, d, beta)
+	convB := bf16Buf(t, d, conv)
 	seqState, seqOut := f32Buf(t, d, state), poisonBuf(t, d, 2*T*Hv*Dv)
-	dispatch(d, "gdn_recurrence_bf16", append([]backend.Arg{arg(convB), arg(gB), arg(betaB), arg(seqState), arg(seqOut)},
+	dispatch(d, "gdn_recurrence_bf16", append([]backend.Arg{arg(convB), arg(aB), arg(bB), arg(aLogB), arg(dtBiasB), arg(seqState), arg(seqOut)},
 		append(scalars, backend.Int(1))...)...)
 
 	chunks := (T + gdnChunkLen - 1) / gdnChunkLen

@@ -94,15 +94,16 @@ func TestGDNGates(t *testing.T) {
 type gdnCase struct {
 	T, Hk, Hv, Dk, Dv int
 	conv              []float32 // (T, 2·Hk·Dk + Hv·Dv)
-	g, beta           []float32 // (T, Hv)
+	a, b              []float32 // (T, Hv) gate logits, bf16 values
+	aLog, dtBias      []float32 // (Hv); dtBias bf16 values
 	state             []float32 // (Hv, Dv, Dk)
 }
 
 func newGDNCase(rng *rand.Rand, T, Hk, Hv, Dk, Dv int) gdnCase {
-	c := gdnCase{T: T, Hk: Hk, Hv: Hv, Dk: Dk, Dv: Dv, conv: randBF16(rng, T*(2*Hk*Dk+Hv*Dv), 1)}
-	for range T * Hv {
-		c.g = append(c.g, float32(0.5+0.5*rng.Float64()))
-		c.beta = append(c.beta, backend.RoundBF16(float32(rng.Float64())))
+	c := gdnCase{T: T, Hk: Hk, Hv: Hv, Dk: Dk, Dv: Dv, conv: randBF16(rng, T*(2*Hk*Dk+Hv*Dv), 1),
+		a: randBF16(rng, T*Hv, 1), b: randBF16(rng, T*Hv, 2), dtBias: randBF16(rng, Hv, 0.5)}
+	for range Hv {
+		c.aLog = append(c.aLog, float32(-3+2*rng.Float64())) // decays g of about 0.6 to 0.98
 	}
 	for range Hv * Dv * Dk {
 		c.state = append(c.state, float32(rng.NormFloat64()*0.1))
@@ -115,10 +116,16 @@ func (c gdnCase) run(t *testing.T, d *Device, state backend.Buffer, t0, t1 int) 
 	width := 2*c.Hk*c.Dk + c.Hv*c.Dv
 	n := t1 - t0
 	out := poisonBuf(t, d, 2*n*c.Hv*c.Dv)
-	dispatch(d, "gdn_recurrence_bf16", arg(bf16Buf(t, d, c.conv[t0*width:t1*width])),
-		arg(f32Buf(t, d, c.g[t0*c.Hv:t1*c.Hv])), arg(f32Buf(t, d, c.beta[t0*c.Hv:t1*c.Hv])), arg(state), arg(out),
-		backend.Int(n), backend.Int(c.Hk), backend.Int(c.Hv), backend.Int(c.Dk), backend.Int(c.Dv), backend.Int(0))
+	dispatch(d, "gdn_recurrence_bf16", append([]backend.Arg{arg(bf16Buf(t, d, c.conv[t0*width:t1*width]))},
+		append(c.gates(t, d, t0, t1), arg(state), arg(out),
+			backend.Int(n), backend.Int(c.Hk), backend.Int(c.Hv), backend.Int(c.Dk), backend.Int(c.Dv), backend.Int(0))...)...)
 	return readBF16(t, d, out, n*c.Hv*c.Dv)
+}
+
+// gates is the recurrence's gate arguments for tokens [t0, t1): a, b, aLog, dtBias.
+func (c gdnCase) gates(t *testing.T, d *Device, t0, t1 int) []backend.Arg {
+	return []backend.Arg{arg(bf16Buf(t, d, c.a[t0*c.Hv:t1*c.Hv])), arg(bf16Buf(t, d, c.b[t0*c.Hv:t1*c.Hv])),
+		arg(f32Buf(t, d, c.aLog)), arg(bf16Buf(t, d, c.dtBias))}
 }
 
 // TestGDNQKNormThenRecurrenceIsTheSame: normalising q and k first
@@ -135,8 +142,8 @@ func TestGDNQKNormThenRecurrenceIsTheSame(t *testing.T) {
 		t.Fatal("gdn_qk_norm_bf16 changed v")
 	}
 	out := poisonBuf(t, d, 2*c.T*c.Hv*c.Dv)
-	dispatch(d, "gdn_recurrence_bf16", arg(conv), arg(f32Buf(t, d, c.g)), arg(f32Buf(t, d, c.beta)), arg(f32Buf(t, d, c.state)), arg(out),
-		backend.Int(c.T), backend.Int(c.Hk), backend.Int(c.Hv), backend.Int(c.Dk), backend.Int(c.Dv), backend.Int(1))
+	dispatch(d, "gdn_recurrence_bf16", append([]backend.Arg{arg(conv)}, append(c.gates(t, d, 0, c.T), arg(f32Buf(t, d, c.state)), arg(out),
+		backend.Int(c.T), backend.Int(c.Hk), backend.Int(c.Hv), backend.Int(c.Dk), backend.Int(c.Dv), backend.Int(1))...)...)
 	got := readBF16(t, d, out, c.T*c.Hv*c.Dv)
 	for i := range got {
 		if got[i] != whole[i] {

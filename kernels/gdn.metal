@@ -71,6 +71,15 @@ INLINE float log1p_f(float x) {
 // softplus_f is log(1+e^x) as MLX's logaddexp(x, 0): max(x,0) + log1p(e^−|x|).
 INLINE float softplus_f(float x) { return fmaxf(x, 0.0f) + log1p_f(expf(-fabsf(x))); }
 
+// gdn_gate sets *g and *beta of entry i (head h) of the gate logits a, b
+// [T, Hv] as gdn_gates_bf16 computes them.
+INLINE void gdn_gate(device const bf16_t *a, device const bf16_t *b, device const float *aLog,
+                     device const bf16_t *dtBias, int i, int h, thread float *g, thread float *beta) {
+  *beta = round_bf16(sigmoidf(bf16_to_f32(b[i])));
+  float sp = round_bf16(softplus_f(round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(dtBias[h]))));
+  *g = expf(-expf(aLog[h]) * sp);
+}
+
 // gdn_gates_bf16: a, b [T, Hv]; aLog f32 [Hv]; dtBias [Hv]; g, beta f32 [T, Hv].
 // beta = bf16(σ(b)); g = exp(−exp(aLog)·bf16(softplus(bf16(a+dtBias)))).
 // launch: elements(T * Hv)
@@ -86,10 +95,10 @@ KERNEL(gdn_gates_bf16,
   GRID_WAIT();
   int i = TGID_X * TG_SIZE_X + TID_X;
   if (i >= T * Hv) return;
-  int h = i % Hv;
-  beta[i] = round_bf16(sigmoidf(bf16_to_f32(b[i])));
-  float sp = round_bf16(softplus_f(round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(dtBias[h]))));
-  g[i] = expf(-expf(aLog[h]) * sp);
+  float gi, bi;
+  gdn_gate(a, b, aLog, dtBias, i, i % Hv, &gi, &bi);
+  g[i] = gi;
+  beta[i] = bi;
 }
 
 // The recurrence holds a state row of up to GDN_MAX_DK values, GDN_PER_LANE per lane.
@@ -134,8 +143,10 @@ KERNEL(gdn_qk_norm_bf16,
   }
 }
 
-// gdn_recurrence_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], g and beta
-// f32 [T, Hv], state f32 [Hv, Dv, Dk] (in/out), out [T, Hv, Dv].
+// gdn_recurrence_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], the gate
+// logits a, b [T, Hv] with aLog f32 [Hv] and dtBias [Hv], state f32 [Hv, Dv, Dk]
+// (in/out), out [T, Hv, Dv]. Each SIMD-group computes its head's g and beta as
+// gdn_gates_bf16 does (gdn_gate): a decode step has one launch fewer per layer.
 // Per token: q and k of k-head hk are rms-normalised (eps 1e-6) and scaled,
 // q = bf16(bf16(q̂)·(1/Dk)), k = bf16(bf16(k̂)·Dk^−½); per v-head h (hk = h/(Hv/Hk)):
 // S ← g·S; u = S·k; δ = beta·(v−u); S ← S + δ⊗k; out = bf16(S·q). With normed ≠ 0
@@ -150,16 +161,18 @@ KERNEL(gdn_qk_norm_bf16,
 // requires: Dk <= GDN_MAX_DK
 KERNEL(gdn_recurrence_bf16,
        BUFFER(const bf16_t, conv, 0),
-       BUFFER(const float, g, 1),
-       BUFFER(const float, beta, 2),
-       BUFFER(float, state, 3),
-       BUFFER(bf16_t, out, 4),
-       PARAM(int, T, 5),
-       PARAM(int, Hk, 6),
-       PARAM(int, Hv, 7),
-       PARAM(int, Dk, 8),
-       PARAM(int, Dv, 9),
-       PARAM(int, normed, 10)) {
+       BUFFER(const bf16_t, a, 1),
+       BUFFER(const bf16_t, b, 2),
+       BUFFER(const float, aLog, 3),
+       BUFFER(const bf16_t, dtBias, 4),
+       BUFFER(float, state, 5),
+       BUFFER(bf16_t, out, 6),
+       PARAM(int, T, 7),
+       PARAM(int, Hk, 8),
+       PARAM(int, Hv, 9),
+       PARAM(int, Dk, 10),
+       PARAM(int, Dv, 11),
+       PARAM(int, normed, 12)) {
   GRID_WAIT();
   int blocks = (Dv + SIMD_COUNT - 1) / SIMD_COUNT;
   int h = TGID_X / blocks;
@@ -199,7 +212,8 @@ KERNEL(gdn_recurrence_bf16,
         kv[i] = round_bf16(round_bf16(kv[i] * kInv) * kScale);
       }
     }
-    float gt = g[t * Hv + h], bt = beta[t * Hv + h];
+    float gt, bt;
+    gdn_gate(a, b, aLog, dtBias, t * Hv + h, h, &gt, &bt);
     float vt = bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]);
     float u = 0.0f;
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
@@ -273,8 +287,6 @@ KERNEL(gdn_step_bf16,
   int width = 2 * Hk * Dk + Hv * Dv;
   int seg = TID_X % GDN_STEP_LANES;
   int live = (Dk + 31) / 32;
-  float decayRate = expf(aLog[h]);
-  float dtb = bf16_to_f32(dtBias[h]);
   for (int r0 = 0; r0 < Dv; r0 += GDN_STEP_THREADS / GDN_STEP_LANES) {
     int dv = r0 + TID_X / GDN_STEP_LANES;
     bool rowOK = dv < Dv;
@@ -303,9 +315,8 @@ KERNEL(gdn_step_bf16,
           if (i < live && d < Dk) dst[d] = round_bf16(round_bf16(v[i] * inv) * scale);
         }
       }
-      float bt = round_bf16(sigmoidf(bf16_to_f32(b[t * Hv + h])));
-      float sp = round_bf16(softplus_f(round_bf16(bf16_to_f32(a[t * Hv + h]) + dtb)));
-      float gt = expf(-decayRate * sp);
+      float gt, bt;
+      gdn_gate(a, b, aLog, dtBias, t * Hv + h, h, &gt, &bt);
       float vt = rowOK ? bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]) : 0.0f;
       BARRIER();  // qs and ks are written
       float u = 0.0f;

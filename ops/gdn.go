@@ -34,22 +34,26 @@ type GDNShape struct{ Hk, Hv, Dk, Dv int }
 func (s GDNShape) ConvDim() int { return 2*s.Hk*s.Dk + s.Hv*s.Dv }
 
 // GDNRecurrence runs the gated delta rule over T tokens, sequentially in t, from the
-// convolved [q | k | v] rows conv bf16 [T, ConvDim], gates g, beta f32 [T, Hv] and
-// state f32 [Hv, Dv, Dk] (updated); out bf16 [T, Hv, Dv]. For more than one
+// convolved [q | k | v] rows conv bf16 [T, ConvDim], the gate logits a, b bf16
+// [T, Hv] (g and beta as GDNGates makes them from a, b, aLog f32 [Hv] and dtBias
+// bf16 [Hv], computed in the same launch) and state f32 [Hv, Dv, Dk] (updated);
+// out bf16 [T, Hv, Dv]. For more than one
 // token the q and k heads of conv are first normalised in place, once per token
 // (gdn_qk_norm_bf16), rather than once per state row inside the recurrence:
 // the same values, so the same bits.
-func GDNRecurrence(c *Ctx, conv, g, beta, state, out Tensor, s GDNShape) {
+func GDNRecurrence(c *Ctx, conv, a, b, aLog, dtBias, state, out Tensor, s GDNShape) {
 	checkDType("gdn state", state, backend.F32)
-	t := g.Elements() / s.Hv
-	check(conv.Elements() == t*s.ConvDim() && beta.Elements() == t*s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv,
-		"gdn_recurrence: conv %v g %v state %v out %v shape %+v", conv, g, state, out, s)
+	checkDType("gdn_recurrence aLog", aLog, backend.F32)
+	t := a.Elements() / s.Hv
+	check(conv.Elements() == t*s.ConvDim() && a.Elements() == t*s.Hv && b.Elements() == t*s.Hv && aLog.Elements() == s.Hv &&
+		dtBias.Elements() == s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv,
+		"gdn_recurrence: conv %v a %v b %v state %v out %v shape %+v", conv, a, b, state, out, s)
 	normed := 0
 	if t > 1 {
 		c.dispatch("gdn_qk_norm_bf16", conv.Arg(), backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv))
 		normed = 1
 	}
-	c.dispatch("gdn_recurrence_bf16", conv.Arg(), g.Arg(), beta.Arg(), state.Arg(), out.Arg(),
+	c.dispatch("gdn_recurrence_bf16", conv.Arg(), a.Arg(), b.Arg(), aLog.Arg(), dtBias.Arg(), state.Arg(), out.Arg(),
 		backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv), backend.Int(normed))
 }
 

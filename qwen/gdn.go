@@ -72,9 +72,8 @@ func (g *gatedDeltaNet) rule(c *ops.Ctx, cfg *Config, st *layerCache, qkv, z, aL
 		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	case g.paths.gdnStep && shape.Dk <= ops.GDNStepMaxDk:
 		ops.GDNStep(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, z, g.norm, o, shape, cfg.RMSNormEps)
-	default:
-		ops.GDNGates(c, aLogits, bLogits, g.aLog, g.dtBias, decay, beta)
-		ops.GDNRecurrence(c, conv, decay, beta, st.state, o, shape)
+	default: // the gates are computed inside the recurrence
+		ops.GDNRecurrence(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, o, shape)
 		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	}
 	return o

@@ -527,7 +527,7 @@ func Specs() []Spec {
 		})
 	}
 
-	// gdn_recurrence_bf16: conv, g, beta, state (in/out), out | T, Hk, Hv, Dk, Dv, normed
+	// gdn_recurrence_bf16: conv, a, b, aLog, dtBias, state (in/out), out | T, Hk, Hv, Dk, Dv, normed
 	// (normed: q and k taken as they are; random values do for the kernel test)
 	for _, p := range []struct{ T, Hk, Hv, Dk, Dv, normed int }{
 		{1, gdnHk, gdnHv, gdnD, gdnD, 0}, {9, gdnHk, gdnHv, gdnD, gdnD, 0}, {64, gdnHk, gdnHv, gdnD, gdnD, 0},
@@ -538,8 +538,8 @@ func Specs() []Spec {
 			width := 2*p.Hk*p.Dk + p.Hv*p.Dv
 			return &Case{Tol: tolBF16, Buffers: []Buffer{
 				in("conv", backend.BF16, g.bf16(p.T*width, 1)),
-				in("g", backend.F32, g.f32Uniform(p.T*p.Hv, 0.5, 1, false)),
-				in("beta", backend.F32, g.f32Uniform(p.T*p.Hv, 0, 1, true)),
+				in("a", backend.BF16, g.bf16(p.T*p.Hv, 2)), in("b", backend.BF16, g.bf16(p.T*p.Hv, 2)),
+				in("aLog", backend.F32, g.f32Uniform(p.Hv, 0, 2.8, false)), in("dtBias", backend.BF16, g.bf16(p.Hv, 1)),
 				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
 				out("out", backend.BF16, p.T*p.Hv*p.Dv),
 			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv, p.normed)}
