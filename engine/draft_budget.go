@@ -8,7 +8,8 @@ import (
 // draftBudget chooses how many guesses a speculative step makes, so that
 // speculative decoding is never much slower than plain decoding: guesses the
 // model keeps rejecting cost a verify each, and a verify is not free (H200,
-// 35B-A3B: a verify of 4 guesses costs 2.6 plain steps, docs/benchmarks.md).
+// 35B-A3B: a verify of 4 guesses costs 2.55 plain steps, of 1 to 8 guesses
+// 0.39 to 0.41 of a step a guess; docs/benchmarks.md, fifth session).
 //
 // A verify of γ guesses costs about 1 + c·γ plain steps, c measured as the
 // reply goes (the wall time of the steps with guesses against those without;
@@ -36,7 +37,7 @@ type draftBudget struct {
 
 const (
 	// defaultGuessCost is c before the reply has measured it: the H200
-	// figure above, (2.6 − 1) / 4.
+	// figure above, (2.55 − 1) / 4.
 	defaultGuessCost = 0.4
 	// budgetDecay weighs the guess counts and the timings: about the last
 	// ten steps count.

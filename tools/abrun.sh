@@ -9,14 +9,8 @@
 #   BINS='bagel-0 bagel' ROUNDS=2 ABPREFILL=2048 ABARGS='--prefill-chunk 2048' sh tools/abrun.sh
 set -u
 OUT=${OUT:-/tmp/out}
-M=/tmp/qwen35-a3b-e64
 mkdir -p "$OUT"
-if [ ! -f $M/config.json ]; then
-	mkdir -p /tmp/tok
-	gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
-	gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
-	.devbin/bagel synth --like qwen3.5-35b-a3b --experts 64 --tokenizer /tmp/tok --out $M > /dev/null 2>&1
-fi
+. tools/synth_model.sh  # M, the synthetic checkpoint
 for r in $(seq ${ROUNDS:-2}); do
 	for b in ${BINS:-bagel}; do
 		env ${ENVS:-BAGEL_AB=1} timeout 150 .devbin/$b bench -m $M --backend cuda --runs 1 --tokens 200 \

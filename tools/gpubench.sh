@@ -32,12 +32,8 @@ if has tests; then
 	cat /tmp/cuda-tests.log /tmp/engine-tests.log >> "$LOG"
 	grep -h -A3 -- '--- FAIL' /tmp/cuda-tests.log /tmp/engine-tests.log | head -30
 fi
-M=/tmp/qwen35-a3b-e64
 if has bench || has ncu || has sweep || has ncu-prefill; then
-	mkdir -p /tmp/tok
-	gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
-	gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
-	[ -f $M/config.json ] || .devbin/bagel synth --like qwen3.5-35b-a3b --experts 64 --tokenizer /tmp/tok --out $M 2>> "$LOG"
+	. tools/synth_model.sh  # M, the synthetic checkpoint
 fi
 if has sweep; then
 	for t in ${SWEEP:-BAGEL_NO_CUDA_GRAPH=0}; do

@@ -12,13 +12,7 @@ set -u
 KERNELS=${KERNELS:-moe_up|moe_down|qmatmul|moe_route}
 BINS=${BINS:-bagel}
 OUT=${OUT:-/tmp/out}
-M=/tmp/qwen35-a3b-e64
-if [ ! -f $M/config.json ]; then
-	mkdir -p /tmp/tok
-	gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
-	gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
-	.devbin/bagel synth --like qwen3.5-35b-a3b --experts 64 --tokenizer /tmp/tok --out $M > /dev/null 2>&1
-fi
+. tools/synth_model.sh  # M, the synthetic checkpoint
 for b in $BINS; do
 	BAGEL_NO_CUDA_GRAPH=1 timeout 200 ncu --csv --clock-control none --cache-control none -k regex:"$KERNELS" \
 		--launch-skip ${NCU_SKIP:-400} --launch-count ${NCU_COUNT:-12} \

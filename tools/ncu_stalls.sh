@@ -12,14 +12,8 @@ set -u
 KERNELS=${KERNELS:-qmatmul|moe_up|moe_down|add_rms|router}
 PREFILL_KERNELS=${PREFILL_KERNELS:-qgemm|gdn_chunk|attention_bf16}
 OUT=${OUT:-/tmp/out}
-M=/tmp/qwen35-a3b-e64
 mkdir -p "$OUT"
-if [ ! -f $M/config.json ]; then
-	mkdir -p /tmp/tok
-	gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
-	gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
-	.devbin/bagel synth --like qwen3.5-35b-a3b --experts 64 --tokenizer /tmp/tok --out $M > /dev/null 2>&1
-fi
+. tools/synth_model.sh  # M, the synthetic checkpoint
 METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size,launch__block_size,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio
 if [ -n "$KERNELS" ]; then
 	BAGEL_NO_CUDA_GRAPH=1 timeout 200 ncu --csv --clock-control none -k regex:"$KERNELS" \
