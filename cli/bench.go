@@ -37,6 +37,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the random prompts and of sampling")
 	drafts := fs.String("drafts", fmt.Sprint(engine.DefaultDraftLength), fmt.Sprintf("draft lengths of the oracle-drafts rows, 1 to %d (empty: none)", engine.MaxDraftLength))
 	chunk := fs.prefillChunk()
+	projections := fs.Int("projections", 10, "time the decode GEMV alone on each matrix shape, this many products each (0: not)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (host overhead)")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -71,6 +72,9 @@ func runBench(args []string, out, errOut io.Writer) error {
 	}
 	if *runs < 1 || *tokens < 2 {
 		return fmt.Errorf("--runs must be ≥ 1 and --tokens ≥ 2")
+	}
+	if *projections < 0 || *projections > 10000 {
+		return fmt.Errorf("--projections %d: want 0 (none) to 10000 products a shape", *projections)
 	}
 	b := &bench{dir: *dir, backend: *backendName, runs: *runs, tokens: *tokens, chunk: *chunk, errOut: errOut,
 		rng: rand.New(rand.NewPCG(*seed, 0xbe1c))}
@@ -125,6 +129,14 @@ func runBench(args []string, out, errOut io.Writer) error {
 		if err := b.eachSwitch(greedy, longest); err != nil {
 			return err
 		}
+	}
+	if *projections > 0 {
+		b.progress("the decode GEMV on each matrix shape")
+		ps, err := b.e.TimeProjections(*projections)
+		if err != nil {
+			return err
+		}
+		b.report.Projections = ps
 	}
 	fmt.Fprintln(errOut)
 	writeBenchTable(out, &b.report)

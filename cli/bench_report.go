@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"bagel/engine"
 )
 
 // benchReport is what bagel bench prints and writes as JSON.
@@ -22,6 +24,8 @@ type benchReport struct {
 	// experts in the router's proportion): weight_gb_per_s is it times tok/s.
 	DecodeWeightBytes int64         `json:"decode_weight_bytes"`
 	Results           []benchResult `json:"results"`
+	// Projections is the decode GEMV on each matrix shape alone (--projections).
+	Projections []engine.ProjectionTiming `json:"projections,omitempty"`
 }
 
 // benchResult is one measured figure (the median run).
@@ -74,6 +78,32 @@ func writeBenchTable(w io.Writer, r *benchReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t\n", x.Name, sw, x.PromptTokens,
 			x.DecodeTokPerSec, x.PrefillTokPerSec, x.TTFTms, prefillGPU, gbs, gpu, x.DispatchesPerToken, x.CommandBuffersPerToken,
 			x.GraphLaunchesPerToken, x.HostSyncsPerToken)
+	}
+	tw.Flush()
+	if len(r.Projections) > 0 {
+		writeProjectionTable(w, r.Projections)
+	}
+}
+
+// writeProjectionTable prints the GEMV timed on each matrix shape: a row per
+// shape, its products a token and the bandwidth one product reaches.
+func writeProjectionTable(w io.Writer, ps []engine.ProjectionTiming) {
+	clock := "device time"
+	for _, p := range ps {
+		if !p.DeviceTime {
+			clock = "wall time"
+		}
+	}
+	fmt.Fprintf(w, "\nthe decode GEMV on each matrix shape alone (one token, %s)\n", clock)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "matrix (first of its shape)\trows × in\tbits/group\tproducts/tok\tMB a product\tµs a product\tGB/s\t")
+	for _, p := range ps {
+		shape := fmt.Sprintf("%d × %d", p.Rows, p.In)
+		if p.Experts > 0 {
+			shape += fmt.Sprintf(" of %d experts", p.Experts)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%.2f\t%.1f\t%.1f\t\n", p.Name, shape, p.Bits, p.GroupSize, p.PerToken,
+			float64(p.Bytes)/1e6, float64(p.Time.Nanoseconds())/1e3, p.GBPerSec)
 	}
 	tw.Flush()
 }

@@ -73,6 +73,19 @@ func TestSynthThenBench(t *testing.T) {
 	if !strings.Contains(stdout, "tok/s decode") {
 		t.Errorf("no table:\n%s", stdout)
 	}
+	// The GEMV on each matrix shape (--projections, on by default): the head
+	// and an expert stack among them, each with a rate.
+	head, stack := false, false
+	for _, p := range r.Projections {
+		head = head || strings.Contains(p.Name, "lm_head") || strings.Contains(p.Name, "embed_tokens")
+		stack = stack || p.Experts == 4
+		if p.GBPerSec <= 0 || p.Bytes <= 0 || p.PerToken < 1 {
+			t.Errorf("projection %+v", p)
+		}
+	}
+	if !head || !stack || !strings.Contains(stdout, "the decode GEMV on each matrix shape alone") {
+		t.Errorf("projections: head %v, expert stack %v, %d shapes\n%s", head, stack, len(r.Projections), stdout)
+	}
 
 	for args, want := range map[string]string{
 		"synth --out " + dir:                                    "exactly one of --like NAME or --config FILE",

@@ -316,9 +316,7 @@ func (e *Engine) gpuTime() (time.Duration, bool) {
 	var d time.Duration
 	ok := false
 	_ = e.loop.do(func() error {
-		if m, has := e.dev.(backend.GPUTimer); has {
-			d, ok = m.TotalGPUTime(), true
-		}
+		d, ok = e.deviceTime()
 		return nil
 	})
 	return d, ok
