@@ -127,7 +127,7 @@ func Specs() []Spec {
 	}
 
 	// qgemm_bf16: x, w, scales, biases, out | T, In, Out, bits, gs. Token counts
-	// around the 64-row tile: partial tiles of rows and of outputs.
+	// around the tile's 128 rows and 64 outputs: partial tiles of both.
 	for _, p := range []mm{
 		{512, hidden, qProjOut, 4, 64, 0, 0}, {100, hidden, 1000, 8, 64, 0, 0}, {70, 160, 37, 3, 32, 0, 0}, {65, 192, 41, 6, 64, 0, 0},
 		{3, 128, 33, 2, 128, 0, 0}, {64, 256, 64, 4, 128, 0, 0}, {130, 96, 70, 5, 32, 0, 0}, {33, 4096, 9, 4, 128, 0, 0},
