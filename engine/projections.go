@@ -85,14 +85,10 @@ func (e *Engine) TimeProjections(reps int) ([]ProjectionTiming, error) {
 			} else {
 				timed = false
 			}
-			bytes := int64(w.W.Bytes() + w.Scales.Bytes() + w.Bias.Bytes())
-			if w.Experts > 0 {
-				bytes = bytes / int64(w.Experts) * int64(k)
-			}
 			t := ProjectionTiming{Name: p.Name, Rows: w.Out, In: w.In, Bits: w.Bits, GroupSize: w.GroupSize, Experts: w.Experts,
-				PerToken: p.PerToken, Bytes: bytes, Time: per, DeviceTime: timed}
+				PerToken: p.PerToken, Bytes: p.Bytes, Time: per, DeviceTime: timed}
 			if per > 0 {
-				t.GBPerSec = float64(bytes) / per.Seconds() / 1e9
+				t.GBPerSec = float64(p.Bytes) / per.Seconds() / 1e9
 			}
 			out = append(out, t)
 		}

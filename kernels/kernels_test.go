@@ -265,6 +265,16 @@ func TestEveryKernelWaitsForTheGrid(t *testing.T) {
 	}
 }
 
+// TestGDNChunkILP: gdn_chunk_bf16 reduces GDN_CHUNK_ILP tokens of a chunk at
+// a time and reads the zeroed tile rows past the chunk's end, so the chunk
+// must be whole steps of them.
+func TestGDNChunkILP(t *testing.T) {
+	d := Defines()
+	if d["GDN_CHUNK_ILP"] < 1 || d["GDN_CHUNK"]%d["GDN_CHUNK_ILP"] != 0 {
+		t.Errorf("GDN_CHUNK %d is not a multiple of GDN_CHUNK_ILP %d", d["GDN_CHUNK"], d["GDN_CHUNK_ILP"])
+	}
+}
+
 // TestAttentionSplitConstants: attention_split_f32's staging and head slots
 // cover their blocks exactly (the constants are written out for Metal's
 // fixed-size arrays).

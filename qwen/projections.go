@@ -12,6 +12,7 @@ type Projection struct {
 	// PerToken is how many products of the shape a decode token makes (a
 	// product of an expert stack reads the router's ExpertsPerToken experts).
 	PerToken int
+	Bytes    int64 // what one product reads of the matrix (DecodeWeightBytes' measure)
 }
 
 // Projections lists the model's quantized matrices by shape (rows, input
@@ -32,7 +33,7 @@ func (m *Model) Projections() []Projection {
 			return
 		}
 		index[k] = len(ps)
-		ps = append(ps, Projection{Name: name, W: *q, PerToken: 1})
+		ps = append(ps, Projection{Name: name, W: *q, PerToken: 1, Bytes: m.productBytes(q)})
 	}
 	for i, l := range m.layers {
 		for _, w := range l.weights(m.Cfg, i) {

@@ -1,5 +1,7 @@
 package qwen
 
+import "bagel/ops"
+
 // DecodeWeightBytes is what one decode token reads of the weights: every
 // linear layer whole (codes, scales and biases) except the stacked experts,
 // of which only ExpertsPerToken of NumExperts are read, and the embedding, of
@@ -13,12 +15,7 @@ func (m *Model) DecodeWeightBytes() int64 {
 		for _, w := range ws {
 			switch {
 			case w.kind == kindLinear && w.lin != nil:
-				q := w.lin
-				bytes := int64(q.W.Bytes() + q.Scales.Bytes() + q.Bias.Bytes())
-				if q.Experts > 0 {
-					bytes = bytes / int64(q.Experts) * int64(min(cfg.ExpertsPerToken, q.Experts))
-				}
-				total += bytes
+				total += m.productBytes(w.lin)
 			case w.dst != nil:
 				total += int64(w.dst.Bytes())
 			}
@@ -39,4 +36,14 @@ func (m *Model) DecodeWeightBytes() int64 {
 		count(l.weights(cfg, i))
 	}
 	return total
+}
+
+// productBytes is what one decode product by q reads of it: codes, scales and
+// biases, of an expert stack only the experts the router picks.
+func (m *Model) productBytes(q *ops.QLinear) int64 {
+	bytes := int64(q.W.Bytes() + q.Scales.Bytes() + q.Bias.Bytes())
+	if q.Experts > 0 {
+		bytes = bytes / int64(q.Experts) * int64(min(m.Cfg.ExpertsPerToken, q.Experts))
+	}
+	return bytes
 }
