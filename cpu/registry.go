@@ -22,6 +22,7 @@ var registry = map[string]func(a *args){
 	"qmatmul_gather_swiglu_bf16": qmatmulGatherSwiglu,
 	"moe_down_bf16":              moeDown,
 	"moe_up_bf16":                moeUp,
+	"moe_route_up_bf16":          moeRouteUp,
 	"qgemm_bf16":                 qgemmBF16,
 	"moe_sort_i32":               moeSort,
 	"qgemm_gather_bf16":          qgemmGather,

@@ -140,6 +140,61 @@ KERNEL(qmatmul_gather_swiglu_bf16,
     out[(ulong)ts * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(h);
 }
 
+// moe_up_group is threadgroup g of moe_up_bf16 (and moe_route_up_bf16): with
+// blocks = ceil(Out, QMV_ROWS), a group below blocks·T·K takes QMV_ROWS rows of
+// routed slot ts = g / blocks, whose expert is e; the groups past them take the
+// shared expert's rows. The pointers are chosen first so that a kernel holds
+// one copy of qmv_swiglu.
+INLINE void moe_up_group(int g, int e, device const bf16_t *x, device const uint *gate_w,
+                         device const bf16_t *gate_scales, device const bf16_t *gate_biases, device const uint *up_w,
+                         device const bf16_t *up_scales, device const bf16_t *up_biases, device bf16_t *out,
+                         device const uint *shared_gate_w, device const bf16_t *shared_gate_scales,
+                         device const bf16_t *shared_gate_biases, device const uint *shared_up_w,
+                         device const bf16_t *shared_up_scales, device const bf16_t *shared_up_biases,
+                         device bf16_t *hs, int T, int K, int In, int Out, int Is, int bits, int gs,
+                         threadgroup float *partial, int lane, int simd, int nsimd) {
+  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
+  int routed = blocks * T * K;
+  device const bf16_t *xr;
+  device const uint *gw, *uw;
+  device const bf16_t *gsc, *gbi, *usc, *ubi;
+  device bf16_t *dst;
+  int nrows;
+  if (g < routed) {
+    int ts = g / blocks;  // t·K + s
+    int o = (g % blocks) * QMV_ROWS;
+    nrows = imin(QMV_ROWS, Out - o);
+    ulong row = (ulong)e * (ulong)Out + (ulong)o;
+    ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
+    xr = x + (ulong)(ts / K) * (ulong)In;
+    gw = gate_w + wrow;
+    gsc = gate_scales + srow;
+    gbi = gate_biases + srow;
+    uw = up_w + wrow;
+    usc = up_scales + srow;
+    ubi = up_biases + srow;
+    dst = out + (ulong)ts * (ulong)Out + (ulong)o;
+  } else {
+    int sblocks = (Is + QMV_ROWS - 1) / QMV_ROWS;
+    int t = (g - routed) / sblocks;
+    int o = ((g - routed) % sblocks) * QMV_ROWS;
+    if (t >= T) return;  // uniform across the threadgroup
+    nrows = imin(QMV_ROWS, Is - o);
+    ulong wrow = (ulong)o * (ulong)(In / 32 * bits), srow = (ulong)o * (ulong)(In / gs);
+    xr = x + (ulong)t * (ulong)In;
+    gw = shared_gate_w + wrow;
+    gsc = shared_gate_scales + srow;
+    gbi = shared_gate_biases + srow;
+    uw = shared_up_w + wrow;
+    usc = shared_up_scales + srow;
+    ubi = shared_up_biases + srow;
+    dst = hs + (ulong)t * (ulong)Is + (ulong)o;
+  }
+  float h;
+  if (qmv_swiglu(xr, gw, gsc, gbi, uw, usc, ubi, nrows, In, bits, gs, partial, lane, simd, nsimd, &h))
+    dst[lane] = f32_to_bf16(h);
+}
+
 // moe_up_bf16: qmatmul_gather_swiglu_bf16 for the K routed slots and the same
 // for the shared expert in one launch: hs[t, o] = bf16(silu(g)·u) with g =
 // bf16(x[t]·Wsg[o]), u = bf16(x[t]·Wsu[o]) (what qmatmul_multi_bf16 and
@@ -173,47 +228,10 @@ KERNEL(moe_up_bf16,
   GRID_WAIT();
   TG_MEM(float, partial, 2 * QMV_SPLIT * QMV_ROWS);
   int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
-  int routed = blocks * T * K;
-  // The rows of a routed slot's expert, or past them the shared expert's: the
-  // pointers are chosen first so that the kernel holds one copy of qmv_swiglu.
-  device const bf16_t *xr;
-  device const uint *gw, *uw;
-  device const bf16_t *gsc, *gbi, *usc, *ubi;
-  device bf16_t *dst;
-  int nrows;
-  if (TGID_X < routed) {
-    int ts = TGID_X / blocks;  // t·K + s
-    int o = (TGID_X % blocks) * QMV_ROWS;
-    nrows = imin(QMV_ROWS, Out - o);
-    ulong row = (ulong)ids[ts] * (ulong)Out + (ulong)o;
-    ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
-    xr = x + (ulong)(ts / K) * (ulong)In;
-    gw = gate_w + wrow;
-    gsc = gate_scales + srow;
-    gbi = gate_biases + srow;
-    uw = up_w + wrow;
-    usc = up_scales + srow;
-    ubi = up_biases + srow;
-    dst = out + (ulong)ts * (ulong)Out + (ulong)o;
-  } else {
-    int sblocks = (Is + QMV_ROWS - 1) / QMV_ROWS;
-    int t = (TGID_X - routed) / sblocks;
-    int o = ((TGID_X - routed) % sblocks) * QMV_ROWS;
-    if (t >= T) return;  // uniform across the threadgroup
-    nrows = imin(QMV_ROWS, Is - o);
-    ulong wrow = (ulong)o * (ulong)(In / 32 * bits), srow = (ulong)o * (ulong)(In / gs);
-    xr = x + (ulong)t * (ulong)In;
-    gw = shared_gate_w + wrow;
-    gsc = shared_gate_scales + srow;
-    gbi = shared_gate_biases + srow;
-    uw = shared_up_w + wrow;
-    usc = shared_up_scales + srow;
-    ubi = shared_up_biases + srow;
-    dst = hs + (ulong)t * (ulong)Is + (ulong)o;
-  }
-  float h;
-  if (qmv_swiglu(xr, gw, gsc, gbi, uw, usc, ubi, nrows, In, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT, &h))
-    dst[LANE] = f32_to_bf16(h);
+  int e = TGID_X < blocks * T * K ? ids[TGID_X / blocks] : 0;
+  moe_up_group(TGID_X, e, x, gate_w, gate_scales, gate_biases, up_w, up_scales, up_biases, out, shared_gate_w,
+               shared_gate_scales, shared_gate_biases, shared_up_w, shared_up_scales, shared_up_biases, hs, T, K, In,
+               Out, Is, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT);
 }
 
 // MOE_MAX_SLOTS bounds K + 1 (the routed experts and the shared one) of

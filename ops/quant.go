@@ -138,6 +138,38 @@ func MoEUp(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, shar
 	c.dispatch("moe_up_bf16", args...)
 }
 
+// MoERouteUp is RouterTopK and MoEUp in one dispatch: the router logits bf16
+// [T, E] become ids i32 [T, K] and weights bf16 [T, K] (written for MoEDown,
+// the same values RouterTopK writes) and the routed experts' and shared
+// expert's gate, up and SwiGLU run as MoEUp. E must fit RouterMaxExperts.
+func MoERouteUp(c *Ctx, x, logits, ids, weights Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor, norm bool) {
+	check(MoEUpFits(gate, sharedGate, sharedUp), "moe_route_up: shared expert %s does not match %s", sharedGate.Name, gate.Name)
+	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
+	checkDType("moe_route_up logits", logits, backend.BF16)
+	checkDType("moe_route_up weights", weights, backend.BF16)
+	check(len(logits.Shape) == 2 && logits.Shape[0] == t && weights.Elements() == t*k, "moe_route_up: logits %v ids %v weights %v", logits, ids, weights)
+	e := logits.Shape[1]
+	check(k <= e && e <= RouterMaxExperts, "moe_route_up: %d of %d experts (at most %d)", k, e, RouterMaxExperts)
+	checkDType("moe_route_up hs", hs, backend.BF16)
+	check(hs.Elements() == t*sharedGate.Out, "moe_route_up %s: hs %v", sharedGate.Name, hs)
+	n := 0
+	if norm {
+		n = 1
+	}
+	args := []backend.Arg{x.Arg(), logits.Arg(), ids.Arg(), weights.Arg()}
+	args = append(args, gate.args()...)
+	args = append(args, up.args()...)
+	args = append(args, out.Arg())
+	args = append(args, sharedGate.args()...)
+	args = append(args, sharedUp.args()...)
+	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(e), backend.Int(n), backend.Int(gate.In),
+		backend.Int(gate.Out), backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
+	c.dispatch("moe_route_up_bf16", args...)
+}
+
+// RouterMaxExperts is the most experts MoERouteUp routes among (ROUTER_MAX_E).
+var RouterMaxExperts = kernels.Defines()["ROUTER_MAX_E"]
+
 // MoEUpFits says whether MoEUp takes these weights: a shared expert (gate and
 // up alike) quantized as the routed experts, over the same input width.
 func MoEUpFits(gate, sharedGate, sharedUp QLinear) bool {

@@ -76,8 +76,14 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
 			[]ops.Tensor{routerLogits, sg, su, gateLogit})
 	}
-	ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
+	// With the route fused, moe_route_up_bf16 writes ids and weights itself.
+	fusedRoute := fusedUp && e.paths.moeRoute && cfg.NumExperts <= ops.RouterMaxExperts
+	if !fusedRoute {
+		ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
+	}
 	switch {
+	case fusedRoute:
+		ops.MoERouteUp(c, x, routerLogits, ids, weights, e.gate, e.up, gate, e.sharedGate, e.sharedUp, sg, cfg.NormTopKProb)
 	case fusedUp:
 		ops.MoEUp(c, x, ids, e.gate, e.up, gate, e.sharedGate, e.sharedUp, sg)
 	case grouped:

@@ -20,6 +20,11 @@ const (
 	// SwitchFusedExpertSwiGLU computes the experts' gate and up projections and
 	// SwiGLU in one launch (qmatmul_gather_swiglu_bf16).
 	SwitchFusedExpertSwiGLU = "fused-expert-swiglu"
+	// SwitchFusedMoERoute routes a decode step's tokens inside the experts'
+	// gate and up launch (moe_route_up_bf16: each threadgroup ranks the
+	// experts itself) instead of a router_topk_bf16 launch before it. Off by
+	// default until it is measured on a GPU.
+	SwitchFusedMoERoute = "fused-moe-route"
 	// SwitchFusedMoEDown runs the experts' down projections, their weighted sum,
 	// the shared expert's down projection and its gate in one launch (moe_down_bf16).
 	SwitchFusedMoEDown = "fused-moe-down"
@@ -62,6 +67,8 @@ func init() {
 			Description: "Run the projections that read the same input as one launch (applies at the next model load)."},
 		{Name: SwitchFusedExpertSwiGLU, Env: "BAGEL_NO_FUSED_EXPERT_SWIGLU",
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
+		{Name: SwitchFusedMoERoute, Env: "BAGEL_FUSED_MOE_ROUTE",
+			Description: "Route a decode step's tokens to their experts inside the experts' gate and up launch, one launch fewer per layer (experimental; applies at the next model load)."},
 		{Name: SwitchFusedMoEDown, Env: "BAGEL_NO_FUSED_MOE_DOWN",
 			Description: "Run the experts' down projections with their weighted sum and the shared expert's in one launch (applies at the next model load)."},
 		{Name: SwitchFusedGDNStep, Env: "BAGEL_FUSED_GDN_STEP",
@@ -75,14 +82,14 @@ func init() {
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
-		s.Default = s.Name != SwitchFusedGDNStep
+		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute
 		switches.Register(s)
 	}
 }
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, moeDown, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit bool
+	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit bool
 }
 
 func currentPaths() paths {
@@ -90,6 +97,7 @@ func currentPaths() paths {
 		addNorm:      switches.On(SwitchFusedAddNorm),
 		projections:  switches.On(SwitchFusedProjections),
 		expertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
+		moeRoute:     switches.On(SwitchFusedMoERoute),
 		moeDown:      switches.On(SwitchFusedMoEDown),
 		gdnStep:      switches.On(SwitchFusedGDNStep),
 		attnPrep:     switches.On(SwitchFusedAttnPrep),

@@ -243,6 +243,20 @@ func Specs() []Spec {
 		})
 	}
 
+	// moe_route_up_bf16: x, logits, ids (out), weights (out), then as moe_up_bf16 | T, K, E, norm, In, Out, Is, bits, gs.
+	// IDTol 0: the ids as router_topk_bf16's case holds them.
+	for _, p := range []struct{ T, K, E, norm, In, Out, Is, bits, gs int }{
+		{1, topK, experts, 1, hidden, moeInt, moeInt, 4, 64}, {3, topK, experts, 1, hidden, moeInt, moeInt, 4, 64},
+		{2, 3, 6, 0, 96, 13, 7, 3, 32}, {2, 10, 300, 1, 128, 17, 40, 8, 128},
+	} {
+		add("moe_route_up_bf16", false, fmt.Sprintf("T=%d K=%d E=%d norm=%d %d→%d Is=%d bits=%d gs=%d", p.T, p.K, p.E, p.norm, p.In, p.Out, p.Is, p.bits, p.gs), func(g gen) *Case {
+			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("logits", backend.BF16, g.bf16(p.T*p.E, 2)),
+				out("ids", backend.I32, p.T*p.K), out("weights", backend.BF16, p.T*p.K)}
+			return &Case{Tol: tolBF16, IDTol: 0, Buffers: append(bufs, moeUpWeights(g, p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs)...),
+				Scalars: ints(p.T, p.K, p.E, p.norm, p.In, p.Out, p.Is, p.bits, p.gs)}
+		})
+	}
+
 	// moe_up_bf16: x, ids, gate_w/scales/biases, up_w/scales/biases, out, shared_gate_w/scales/biases,
 	//   shared_up_w/scales/biases, hs | T, K, In, Out, Is, bits, gs
 	for _, p := range []struct{ T, K, E, In, Out, Is, bits, gs int }{
@@ -250,19 +264,9 @@ func Specs() []Spec {
 		{2, 3, 4, 128, 17, 40, 8, 128}, {2, 3, 6, 96, 13, 7, 3, 32},
 	} {
 		add("moe_up_bf16", false, fmt.Sprintf("T=%d K=%d E=%d %d→%d Is=%d bits=%d gs=%d", p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs), func(g gen) *Case {
-			gw, gsc, gbi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
-			uw, usc, ubi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
-			sgw, sgsc, sgbi := g.quant(p.Is, p.In, p.bits, p.gs)
-			suw, susc, subi := g.quant(p.Is, p.In, p.bits, p.gs)
-			return &Case{Tol: tolBF16, Buffers: []Buffer{
-				in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E)),
-				in("gate_w", backend.U32, gw), in("gate_scales", backend.BF16, gsc), in("gate_biases", backend.BF16, gbi),
-				in("up_w", backend.U32, uw), in("up_scales", backend.BF16, usc), in("up_biases", backend.BF16, ubi),
-				out("out", backend.BF16, p.T*p.K*p.Out),
-				in("shared_gate_w", backend.U32, sgw), in("shared_gate_scales", backend.BF16, sgsc), in("shared_gate_biases", backend.BF16, sgbi),
-				in("shared_up_w", backend.U32, suw), in("shared_up_scales", backend.BF16, susc), in("shared_up_biases", backend.BF16, subi),
-				out("hs", backend.BF16, p.T*p.Is),
-			}, Scalars: ints(p.T, p.K, p.In, p.Out, p.Is, p.bits, p.gs)}
+			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E))}
+			return &Case{Tol: tolBF16, Buffers: append(bufs, moeUpWeights(g, p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs)...),
+				Scalars: ints(p.T, p.K, p.In, p.Out, p.Is, p.bits, p.gs)}
 		})
 	}
 
@@ -670,4 +674,22 @@ func Specs() []Spec {
 		})
 	}
 	return s
+}
+
+// moeUpWeights is the buffers moe_up_bf16 and moe_route_up_bf16 share after
+// their routing ones: E experts' gate and up (Out rows of In each), their
+// output, the shared expert's gate and up (Is rows), and its output.
+func moeUpWeights(g gen, T, K, E, In, Out, Is, bits, gs int) []Buffer {
+	gw, gsc, gbi := g.quant(E*Out, In, bits, gs)
+	uw, usc, ubi := g.quant(E*Out, In, bits, gs)
+	sgw, sgsc, sgbi := g.quant(Is, In, bits, gs)
+	suw, susc, subi := g.quant(Is, In, bits, gs)
+	return []Buffer{
+		in("gate_w", backend.U32, gw), in("gate_scales", backend.BF16, gsc), in("gate_biases", backend.BF16, gbi),
+		in("up_w", backend.U32, uw), in("up_scales", backend.BF16, usc), in("up_biases", backend.BF16, ubi),
+		out("out", backend.BF16, T*K*Out),
+		in("shared_gate_w", backend.U32, sgw), in("shared_gate_scales", backend.BF16, sgsc), in("shared_gate_biases", backend.BF16, sgbi),
+		in("shared_up_w", backend.U32, suw), in("shared_up_scales", backend.BF16, susc), in("shared_up_biases", backend.BF16, subi),
+		out("hs", backend.BF16, T*Is),
+	}
 }
