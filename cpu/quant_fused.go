@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"slices"
 
 	"bagel/backend"
 )
@@ -30,6 +31,18 @@ func qmatmulMulti(a *args) {
 			}
 		})
 	}
+}
+
+// qmatmul_multi_conv_bf16: qmatmul_multi_bf16 for one token, matrix 0's
+// projection (rounded to bf16) then through conv1d_silu_bf16's step with
+// conv_state and conv_w into out0.
+func qmatmulMultiConv(a *args) {
+	Out0, K := a.intArg("Out0"), a.intArg("K")
+	a.check(K >= 1, "K", "%d, want ≥ 1", K)
+	a.check(a.intArg("T") == 1, "T", "%d, want 1 (a token's conv needs the token before)", a.intArg("T"))
+	qmatmulMulti(a)
+	out0 := a.bf16s("out0", Out0)
+	convInto(slices.Clone(out0), a.bf16s("conv_state", (K-1)*Out0), a.bf16s("conv_w", Out0*K), out0, 1, Out0, K)
 }
 
 // qmatmul_gather_swiglu_bf16: out[t,s,o] = bf16(silu(g)·u) with g =

@@ -23,6 +23,7 @@ var registry = map[string]func(a *args){
 	"moe_down_bf16":              moeDown,
 	"moe_up_bf16":                moeUp,
 	"moe_route_up_bf16":          moeRouteUp,
+	"qmatmul_multi_conv_bf16":    qmatmulMultiConv,
 	"qgemm_bf16":                 qgemmBF16,
 	"moe_sort_i32":               moeSort,
 	"qgemm_gather_bf16":          qgemmGather,

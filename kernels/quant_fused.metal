@@ -16,6 +16,39 @@ INLINE int qmv_multi_slot(int b, int b0, int b1, int b2, thread int *local) {
   return 3;
 }
 
+// qmv_multi is block g of the row blocks of four matrices of OutI rows (each
+// with its own bits and group size, all over the same x row of In): it sets
+// *slot and *o to the matrix and the first of the block's rows and returns
+// true on the lanes r < rows of SIMD-group 0, with Σ_j x[j]·W[o + r, j] in *v.
+INLINE bool qmv_multi(int g, device const bf16_t *x, device const uint *w0, device const bf16_t *scales0,
+                      device const bf16_t *biases0, device const uint *w1, device const bf16_t *scales1,
+                      device const bf16_t *biases1, device const uint *w2, device const bf16_t *scales2,
+                      device const bf16_t *biases2, device const uint *w3, device const bf16_t *scales3,
+                      device const bf16_t *biases3, int In, int Out0, int Out1, int Out2, int Out3, int bits0,
+                      int bits1, int bits2, int bits3, int gs0, int gs1, int gs2, int gs3, threadgroup float *partial,
+                      int lane, int simd, int nsimd, thread int *slot, thread int *o, thread float *v) {
+  int b0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, b1 = (Out1 + QMV_ROWS - 1) / QMV_ROWS;
+  int b2 = (Out2 + QMV_ROWS - 1) / QMV_ROWS;
+  int local = 0;
+  int s = qmv_multi_slot(g, b0, b1, b2, &local);
+  device const uint *w = s == 0 ? w0 : s == 1 ? w1 : s == 2 ? w2 : w3;
+  device const bf16_t *scales = s == 0 ? scales0 : s == 1 ? scales1 : s == 2 ? scales2 : scales3;
+  device const bf16_t *biases = s == 0 ? biases0 : s == 1 ? biases1 : s == 2 ? biases2 : biases3;
+  int Out = s == 0 ? Out0 : s == 1 ? Out1 : s == 2 ? Out2 : Out3;
+  int bits = s == 0 ? bits0 : s == 1 ? bits1 : s == 2 ? bits2 : bits3;
+  int gs = s == 0 ? gs0 : s == 1 ? gs1 : s == 2 ? gs2 : gs3;
+  int row = local * QMV_ROWS;
+  int nrows = imin(QMV_ROWS, Out - row);
+  float acc[QMV_ROWS];
+  qmv_rows(x, w + (ulong)row * (ulong)(In / 32 * bits), scales + (ulong)row * (ulong)(In / gs),
+           biases + (ulong)row * (ulong)(In / gs), nrows, In, bits, gs, lane, simd, nsimd, acc);
+  bool mine = qmv_combine(acc, partial, lane, simd, nsimd) && lane < nrows;
+  *slot = s;
+  *o = row;
+  *v = acc[0];
+  return mine;
+}
+
 // qmatmul_multi_bf16: outI[t, o] = bf16(Σ_j x[t, j]·WI[o, j]) for the four
 // matrices I = 0..3 of OutI rows (0: unused), each with its own bits and group
 // size, all over the same x [T, In]. One launch instead of four.
@@ -53,27 +86,87 @@ KERNEL(qmatmul_multi_bf16,
        PARAM(int, gs2, 29),
        PARAM(int, gs3, 30)) {
   TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
-  int b0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, b1 = (Out1 + QMV_ROWS - 1) / QMV_ROWS;
-  int b2 = (Out2 + QMV_ROWS - 1) / QMV_ROWS, b3 = (Out3 + QMV_ROWS - 1) / QMV_ROWS;
-  int blocks = b0 + b1 + b2 + b3;
+  int blocks = (Out0 + QMV_ROWS - 1) / QMV_ROWS + (Out1 + QMV_ROWS - 1) / QMV_ROWS +
+               (Out2 + QMV_ROWS - 1) / QMV_ROWS + (Out3 + QMV_ROWS - 1) / QMV_ROWS;
   int t = TGID_X % T;  // tokens fastest, as qmatmul_bf16
   if (TGID_X / T >= blocks) return;  // uniform across the threadgroup
-  int local = 0;
-  int slot = qmv_multi_slot(TGID_X / T, b0, b1, b2, &local);
-  device const uint *w = slot == 0 ? w0 : slot == 1 ? w1 : slot == 2 ? w2 : w3;
-  device const bf16_t *scales = slot == 0 ? scales0 : slot == 1 ? scales1 : slot == 2 ? scales2 : scales3;
-  device const bf16_t *biases = slot == 0 ? biases0 : slot == 1 ? biases1 : slot == 2 ? biases2 : biases3;
-  device bf16_t *out = slot == 0 ? out0 : slot == 1 ? out1 : slot == 2 ? out2 : out3;
-  int Out = slot == 0 ? Out0 : slot == 1 ? Out1 : slot == 2 ? Out2 : Out3;
-  int bits = slot == 0 ? bits0 : slot == 1 ? bits1 : slot == 2 ? bits2 : bits3;
-  int gs = slot == 0 ? gs0 : slot == 1 ? gs1 : slot == 2 ? gs2 : gs3;
-  int o = local * QMV_ROWS;
-  int nrows = imin(QMV_ROWS, Out - o);
-  float acc[QMV_ROWS];
-  qmv_rows(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits), scales + (ulong)o * (ulong)(In / gs),
-           biases + (ulong)o * (ulong)(In / gs), nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, acc);
-  if (qmv_combine(acc, partial, LANE, SIMD_ID, SIMD_COUNT) && LANE < nrows)
-    out[(ulong)t * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(acc[0]);
+  int slot, o;
+  float v;
+  if (qmv_multi(TGID_X / T, x + (ulong)t * (ulong)In, w0, scales0, biases0, w1, scales1, biases1, w2, scales2, biases2,
+                w3, scales3, biases3, In, Out0, Out1, Out2, Out3, bits0, bits1, bits2, bits3, gs0, gs1, gs2, gs3, partial,
+                LANE, SIMD_ID, SIMD_COUNT, &slot, &o, &v)) {
+    device bf16_t *out = slot == 0 ? out0 : slot == 1 ? out1 : slot == 2 ? out2 : out3;
+    int Out = slot == 0 ? Out0 : slot == 1 ? Out1 : slot == 2 ? Out2 : Out3;
+    out[(ulong)t * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(v);
+  }
+}
+
+// qmatmul_multi_conv_bf16: qmatmul_multi_bf16 for one token whose matrix 0
+// (Out0 channels) feeds conv1d_silu_bf16: out0 gets the conv's output, not the
+// projection. The lane of channel c rounds its projection to bf16, as
+// qmatmul_multi_bf16 writes it, and runs the conv's step on it from the window
+// conv_state [K−1, Out0] (which it advances) with conv_w [Out0, K], the
+// products in conv1d_silu_bf16's order: the decode step's GDN in-projection
+// and conv in one launch. Only that lane touches channel c's window.
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_SPLIT, max(1, In / 1024)) * 32)
+// requires: K <= CONV_MAX_K
+KERNEL(qmatmul_multi_conv_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const uint, w0, 1),
+       BUFFER(const bf16_t, scales0, 2),
+       BUFFER(const bf16_t, biases0, 3),
+       BUFFER(bf16_t, out0, 4),
+       BUFFER(const uint, w1, 5),
+       BUFFER(const bf16_t, scales1, 6),
+       BUFFER(const bf16_t, biases1, 7),
+       BUFFER(bf16_t, out1, 8),
+       BUFFER(const uint, w2, 9),
+       BUFFER(const bf16_t, scales2, 10),
+       BUFFER(const bf16_t, biases2, 11),
+       BUFFER(bf16_t, out2, 12),
+       BUFFER(const uint, w3, 13),
+       BUFFER(const bf16_t, scales3, 14),
+       BUFFER(const bf16_t, biases3, 15),
+       BUFFER(bf16_t, out3, 16),
+       BUFFER(bf16_t, conv_state, 17),
+       BUFFER(const bf16_t, conv_w, 18),
+       PARAM(int, T, 19),
+       PARAM(int, In, 20),
+       PARAM(int, Out0, 21),
+       PARAM(int, Out1, 22),
+       PARAM(int, Out2, 23),
+       PARAM(int, Out3, 24),
+       PARAM(int, bits0, 25),
+       PARAM(int, bits1, 26),
+       PARAM(int, bits2, 27),
+       PARAM(int, bits3, 28),
+       PARAM(int, gs0, 29),
+       PARAM(int, gs1, 30),
+       PARAM(int, gs2, 31),
+       PARAM(int, gs3, 32),
+       PARAM(int, K, 33)) {
+  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  if (T != 1) return;  // one token only (ops checks it): the conv of a token needs the one before
+  int slot, o;
+  float v;
+  if (!qmv_multi(TGID_X, x, w0, scales0, biases0, w1, scales1, biases1, w2, scales2, biases2, w3, scales3, biases3, In,
+                 Out0, Out1, Out2, Out3, bits0, bits1, bits2, bits3, gs0, gs1, gs2, gs3, partial, LANE, SIMD_ID,
+                 SIMD_COUNT, &slot, &o, &v))
+    return;
+  int c = o + LANE;
+  if (slot != 0) {
+    device bf16_t *out = slot == 1 ? out1 : slot == 2 ? out2 : out3;
+    out[c] = f32_to_bf16(v);
+    return;
+  }
+  // ci = [the K−1 rows of the window; this token's projection], products k = 0..K−1.
+  float xv = round_bf16(v), acc = 0.0f;
+  for (int k = 0; k < K - 1; k++) acc += bf16_to_f32(conv_state[(ulong)k * (ulong)Out0 + (ulong)c]) *
+                                         bf16_to_f32(conv_w[(ulong)c * (ulong)K + (ulong)k]);
+  acc += xv * bf16_to_f32(conv_w[(ulong)c * (ulong)K + (ulong)(K - 1)]);
+  out0[c] = f32_to_bf16(siluf(acc));
+  for (int k = 0; k + 1 < K - 1; k++) conv_state[(ulong)k * (ulong)Out0 + (ulong)c] = conv_state[(ulong)(k + 1) * (ulong)Out0 + (ulong)c];
+  if (K > 1) conv_state[(ulong)(K - 2) * (ulong)Out0 + (ulong)c] = f32_to_bf16(xv);
 }
 
 // qmv_swiglu is silu(bf16(x·Wgate[r])) · bf16(x·Wup[r]) for the nrows rows r at

@@ -66,6 +66,32 @@ func QMatmulGather(c *Ctx, x, ids Tensor, w QLinear, out Tensor, perSlot bool) {
 // same input width in one dispatch (the projections of a mixer, which all read
 // the same normed x). x bf16 [T, In] → outs[i] bf16 [T, ws[i].Out].
 func QMatmulMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
+	_, args := multiArgs(x, ws, outs)
+	c.dispatch("qmatmul_multi_bf16", args...)
+}
+
+// QMatmulMultiConv is QMatmulMulti for one token whose first projection
+// (ConvDim channels) goes on through Conv1dSiLU's step: outs[0] gets the
+// conv's output, and the window state [K−1, channels] advances (w [channels,
+// K]). The decode step's GDN in-projection and conv in one dispatch.
+func QMatmulMultiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int) {
+	t, args := multiArgs(x, ws, outs)
+	ch := ws[0].Out
+	check(t == 1, "qmatmul_multi_conv: %d tokens, want 1 (a token's conv needs the token before)", t)
+	check(kernelSize >= 1 && state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize,
+		"qmatmul_multi_conv %s: state %v w %v kernel %d", ws[0].Name, state, w, kernelSize)
+	checkDType("qmatmul_multi_conv state", state, backend.BF16)
+	checkDType("qmatmul_multi_conv w", w, backend.BF16)
+	// multiArgs ends T, In, Out0..3, bits0..3, gs0..3: the buffers go before them.
+	n := len(args) - 14
+	args = append(append(append([]backend.Arg{}, args[:n]...), state.Arg(), w.Arg()), args[n:]...)
+	c.dispatch("qmatmul_multi_conv_bf16", append(args, backend.Int(kernelSize))...)
+}
+
+// multiArgs checks QMatmulMulti's arguments and lays them out: x, the four
+// slots' w, scales, biases and out (an unused slot repeats slot 0's buffers
+// with no rows), T, In, Out0..3, bits0..3, gs0..3.
+func multiArgs(x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Arg) {
 	check(len(ws) >= 1 && len(ws) <= 4 && len(outs) == len(ws), "qmatmul_multi: %d weights, %d outputs (1 to 4)", len(ws), len(outs))
 	checkDType("qmatmul_multi x", x, backend.BF16)
 	in := ws[0].In
@@ -85,8 +111,7 @@ func QMatmulMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
 		outRows[i], bits[i], groups[i] = backend.Int(rows), backend.Int(w.Bits), backend.Int(w.GroupSize)
 	}
 	args = append(args, backend.Int(t), backend.Int(in))
-	args = append(append(append(args, outRows...), bits...), groups...)
-	c.dispatch("qmatmul_multi_bf16", args...)
+	return t, append(append(append(args, outRows...), bits...), groups...)
 }
 
 // QMatmulGatherSwiGLU is the experts' first half in one dispatch: for each token

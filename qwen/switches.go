@@ -20,6 +20,10 @@ const (
 	// SwitchFusedExpertSwiGLU computes the experts' gate and up projections and
 	// SwiGLU in one launch (qmatmul_gather_swiglu_bf16).
 	SwitchFusedExpertSwiGLU = "fused-expert-swiglu"
+	// SwitchFusedGDNConv runs a decode step's GDN in-projection and its conv
+	// in one launch (qmatmul_multi_conv_bf16: the lane of a channel runs the
+	// conv step on its projection). Off by default until it is measured on a GPU.
+	SwitchFusedGDNConv = "fused-gdn-conv"
 	// SwitchFusedMoERoute routes a decode step's tokens inside the experts'
 	// gate and up launch (moe_route_up_bf16: each threadgroup ranks the
 	// experts itself) instead of a router_topk_bf16 launch before it. Off by
@@ -67,6 +71,8 @@ func init() {
 			Description: "Run the projections that read the same input as one launch (applies at the next model load)."},
 		{Name: SwitchFusedExpertSwiGLU, Env: "BAGEL_NO_FUSED_EXPERT_SWIGLU",
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
+		{Name: SwitchFusedGDNConv, Env: "BAGEL_FUSED_GDN_CONV",
+			Description: "Run a decode step's Gated DeltaNet in-projection and conv in one launch (experimental; applies at the next model load)."},
 		{Name: SwitchFusedMoERoute, Env: "BAGEL_FUSED_MOE_ROUTE",
 			Description: "Route a decode step's tokens to their experts inside the experts' gate and up launch, one launch fewer per layer (experimental; applies at the next model load)."},
 		{Name: SwitchFusedMoEDown, Env: "BAGEL_NO_FUSED_MOE_DOWN",
@@ -82,14 +88,14 @@ func init() {
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
-		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute
+		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute && s.Name != SwitchFusedGDNConv
 		switches.Register(s)
 	}
 }
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit bool
+	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit bool
 }
 
 func currentPaths() paths {
@@ -98,6 +104,7 @@ func currentPaths() paths {
 		projections:  switches.On(SwitchFusedProjections),
 		expertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
 		moeRoute:     switches.On(SwitchFusedMoERoute),
+		gdnConv:      switches.On(SwitchFusedGDNConv),
 		moeDown:      switches.On(SwitchFusedMoEDown),
 		gdnStep:      switches.On(SwitchFusedGDNStep),
 		attnPrep:     switches.On(SwitchFusedAttnPrep),

@@ -182,8 +182,6 @@ func Specs() []Spec {
 	}
 
 	// qmatmul_multi_bf16: x, then w, scales, biases, out for slots 0..3 | T, In, Out0..3, bits0..3, gs0..3.
-	// A slot with Out 0 is unused: its buffers are a few bytes and never read.
-	type slot struct{ Out, bits, gs int }
 	for _, p := range []struct {
 		T, In int
 		slots [4]slot
@@ -199,30 +197,25 @@ func Specs() []Spec {
 			label += fmt.Sprintf(" %d:%db", sl.Out, sl.bits)
 		}
 		add("qmatmul_multi_bf16", false, label, func(g gen) *Case {
-			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1))}
-			var scalars []int
-			for i, sl := range p.slots {
-				n := fmt.Sprint(i)
-				if sl.Out == 0 {
-					bufs = append(bufs, in("w"+n, backend.U32, g.words(1)), in("scales"+n, backend.BF16, g.bf16(2, 1)),
-						in("biases"+n, backend.BF16, g.bf16(2, 1)), in("out"+n, backend.BF16, g.bf16(2, 1)))
-					continue
-				}
-				w, sc, bi := g.quant(sl.Out, p.In, sl.bits, sl.gs)
-				bufs = append(bufs, in("w"+n, backend.U32, w), in("scales"+n, backend.BF16, sc), in("biases"+n, backend.BF16, bi),
-					out("out"+n, backend.BF16, p.T*sl.Out))
-			}
-			scalars = append(scalars, p.T, p.In)
-			for _, sl := range p.slots {
-				scalars = append(scalars, sl.Out)
-			}
-			for _, sl := range p.slots { // an unused slot still passes valid bits and gs
-				scalars = append(scalars, cmp.Or(sl.bits, 4))
-			}
-			for _, sl := range p.slots {
-				scalars = append(scalars, cmp.Or(sl.gs, 32))
-			}
+			bufs, scalars := multiCase(g, p.T, p.In, p.slots)
 			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(scalars...)}
+		})
+	}
+
+	// qmatmul_multi_conv_bf16: as qmatmul_multi_bf16 (T = 1), then conv_state (in/out), conv_w | ..., K
+	for _, p := range []struct {
+		In, K int
+		slots [4]slot
+	}{
+		{hidden, 4, [4]slot{{convDim, 4, 64}, {gdnHv * gdnD, 4, 64}, {gdnHv, 4, 64}, {gdnHv, 4, 64}}}, // GDN qkv, z, b, a
+		{96, 3, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {3, 6, 32}}},
+		{128, 1, [4]slot{{9, 8, 128}, {2, 2, 64}, {}, {}}},
+	} {
+		add("qmatmul_multi_conv_bf16", false, fmt.Sprintf("In=%d K=%d channels=%d", p.In, p.K, p.slots[0].Out), func(g gen) *Case {
+			bufs, scalars := multiCase(g, 1, p.In, p.slots)
+			ch := p.slots[0].Out
+			bufs = append(bufs, inout("conv_state", backend.BF16, g.bf16((p.K-1)*ch, 1)), in("conv_w", backend.BF16, g.bf16(ch*p.K, 0.5)))
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(append(scalars, p.K)...)}
 		})
 	}
 
@@ -692,4 +685,37 @@ func moeUpWeights(g gen, T, K, E, In, Out, Is, bits, gs int) []Buffer {
 		in("shared_up_w", backend.U32, suw), in("shared_up_scales", backend.BF16, susc), in("shared_up_biases", backend.BF16, subi),
 		out("hs", backend.BF16, T*Is),
 	}
+}
+
+// slot is one matrix of a qmatmul_multi case: Out 0 is unused (its buffers are
+// a few bytes and never read).
+type slot struct{ Out, bits, gs int }
+
+// multiCase is the buffers and scalars of qmatmul_multi_bf16 over T tokens of
+// In: x, each slot's w, scales, biases and out, then T, In, Out0..3, bits0..3,
+// gs0..3.
+func multiCase(g gen, T, In int, slots [4]slot) ([]Buffer, []int) {
+	bufs := []Buffer{in("x", backend.BF16, g.bf16(T*In, 1))}
+	for i, sl := range slots {
+		n := fmt.Sprint(i)
+		if sl.Out == 0 {
+			bufs = append(bufs, in("w"+n, backend.U32, g.words(1)), in("scales"+n, backend.BF16, g.bf16(2, 1)),
+				in("biases"+n, backend.BF16, g.bf16(2, 1)), in("out"+n, backend.BF16, g.bf16(2, 1)))
+			continue
+		}
+		w, sc, bi := g.quant(sl.Out, In, sl.bits, sl.gs)
+		bufs = append(bufs, in("w"+n, backend.U32, w), in("scales"+n, backend.BF16, sc), in("biases"+n, backend.BF16, bi),
+			out("out"+n, backend.BF16, T*sl.Out))
+	}
+	scalars := []int{T, In}
+	for _, sl := range slots {
+		scalars = append(scalars, sl.Out)
+	}
+	for _, sl := range slots { // an unused slot still passes valid bits and gs
+		scalars = append(scalars, cmp.Or(sl.bits, 4))
+	}
+	for _, sl := range slots {
+		scalars = append(scalars, cmp.Or(sl.gs, 32))
+	}
+	return bufs, scalars
 }
