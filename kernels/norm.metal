@@ -70,9 +70,39 @@ KERNEL(rms_norm_gated_bf16,
 // form spent 4 µs, mostly waiting on its 2-byte loads and the 32-way sum).
 #define ADDNORM_KEEP8 2
 
+// addnorm_sum_piece sets s to bf16(a + b) over piece c (eight elements),
+// writes it to sum and returns its sum of squares.
+INLINE float addnorm_sum_piece(device const u32x4 *a8, device const u32x4 *b8, device u32x4 *sum8, int c,
+                               thread float *s) {
+  u32x4 av = a8[c], bv = b8[c];
+  uint aw[4] = {av.x, av.y, av.z, av.w}, bw[4] = {bv.x, bv.y, bv.z, bv.w}, sw[4];
+  float ss = 0.0f;
+  UNROLL for (int i = 0; i < 4; i++) {
+    s[2 * i] = round_bf16(as_float(aw[i] << 16) + as_float(bw[i] << 16));
+    s[2 * i + 1] = round_bf16(as_float(aw[i] & 0xffff0000u) + as_float(bw[i] & 0xffff0000u));
+    sw[i] = (as_uint(s[2 * i]) >> 16) | (as_uint(s[2 * i + 1]) & 0xffff0000u);
+    ss += s[2 * i] * s[2 * i] + s[2 * i + 1] * s[2 * i + 1];
+  }
+  sum8[c] = u32x4_make(sw[0], sw[1], sw[2], sw[3]);
+  return ss;
+}
+
+// addnorm_out_piece writes out's piece c: bf16(w·bf16(s·inv)).
+INLINE void addnorm_out_piece(device const u32x4 *w8, device u32x4 *out8, int c, thread const float *s, float inv) {
+  u32x4 wv = w8[c];
+  uint ww[4] = {wv.x, wv.y, wv.z, wv.w}, ow[4];
+  UNROLL for (int i = 0; i < 4; i++) {
+    float o0 = round_bf16(as_float(ww[i] << 16) * round_bf16(s[2 * i] * inv));
+    float o1 = round_bf16(as_float(ww[i] & 0xffff0000u) * round_bf16(s[2 * i + 1] * inv));
+    ow[i] = (as_uint(o0) >> 16) | (as_uint(o1) & 0xffff0000u);
+  }
+  out8[c] = u32x4_make(ow[0], ow[1], ow[2], ow[3]);
+}
+
 // add_rms_norm_octets is add_rms_norm_bf16 over 16-byte pieces of eight
 // elements: the sums of a thread's first ADDNORM_KEEP8 pieces stay in
-// registers for the second pass.
+// registers for the second pass (their loops unrolled, so that every index of
+// keep is a constant), later pieces are read back from sum.
 INLINE void add_rms_norm_octets(device const bf16_t *a, device const bf16_t *b, device const bf16_t *w,
                                 device bf16_t *sum, device bf16_t *out, int N, float eps,
                                 threadgroup float *partial, int tid, int nthreads, int lane, int simd,
@@ -83,46 +113,30 @@ INLINE void add_rms_norm_octets(device const bf16_t *a, device const bf16_t *b, 
   device u32x4 *sum8 = (device u32x4 *)sum;
   device u32x4 *out8 = (device u32x4 *)out;
   int pieces = N / 8;
-  float keep[8 * ADDNORM_KEEP8];
+  float keep[ADDNORM_KEEP8][8];
   float ss = 0.0f;
-  for (int k = 0; tid + k * nthreads < pieces; k++) {
+  UNROLL for (int k = 0; k < ADDNORM_KEEP8; k++) {
     int c = tid + k * nthreads;
-    u32x4 av = a8[c], bv = b8[c];
-    uint aw[4] = {av.x, av.y, av.z, av.w}, bw[4] = {bv.x, bv.y, bv.z, bv.w}, sw[4];
+    if (c < pieces) ss += addnorm_sum_piece(a8, b8, sum8, c, keep[k]);
+  }
+  for (int c = tid + ADDNORM_KEEP8 * nthreads; c < pieces; c += nthreads) {
     float s[8];
-    UNROLL for (int i = 0; i < 4; i++) {
-      s[2 * i] = round_bf16(as_float(aw[i] << 16) + as_float(bw[i] << 16));
-      s[2 * i + 1] = round_bf16(as_float(aw[i] & 0xffff0000u) + as_float(bw[i] & 0xffff0000u));
-      sw[i] = (as_uint(s[2 * i]) >> 16) | (as_uint(s[2 * i + 1]) & 0xffff0000u);
-      ss += s[2 * i] * s[2 * i] + s[2 * i + 1] * s[2 * i + 1];
-    }
-    sum8[c] = u32x4_make(sw[0], sw[1], sw[2], sw[3]);
-    if (k < ADDNORM_KEEP8) {
-      UNROLL for (int i = 0; i < 8; i++) keep[8 * k + i] = s[i];
-    }
+    ss += addnorm_sum_piece(a8, b8, sum8, c, s);
   }
   float inv = rsqrtf(tg_sum(ss, partial, lane, simd, nsimd) / (float)N + eps);
-  for (int k = 0; tid + k * nthreads < pieces; k++) {
+  UNROLL for (int k = 0; k < ADDNORM_KEEP8; k++) {
     int c = tid + k * nthreads;
+    if (c < pieces) addnorm_out_piece(w8, out8, c, keep[k], inv);
+  }
+  for (int c = tid + ADDNORM_KEEP8 * nthreads; c < pieces; c += nthreads) {
+    u32x4 sv = sum8[c];
+    uint sw[4] = {sv.x, sv.y, sv.z, sv.w};
     float s[8];
-    if (k < ADDNORM_KEEP8) {
-      UNROLL for (int i = 0; i < 8; i++) s[i] = keep[8 * k + i];
-    } else {
-      u32x4 sv = sum8[c];
-      uint sw[4] = {sv.x, sv.y, sv.z, sv.w};
-      UNROLL for (int i = 0; i < 4; i++) {
-        s[2 * i] = as_float(sw[i] << 16);
-        s[2 * i + 1] = as_float(sw[i] & 0xffff0000u);
-      }
-    }
-    u32x4 wv = w8[c];
-    uint ww[4] = {wv.x, wv.y, wv.z, wv.w}, ow[4];
     UNROLL for (int i = 0; i < 4; i++) {
-      float o0 = round_bf16(as_float(ww[i] << 16) * round_bf16(s[2 * i] * inv));
-      float o1 = round_bf16(as_float(ww[i] & 0xffff0000u) * round_bf16(s[2 * i + 1] * inv));
-      ow[i] = (as_uint(o0) >> 16) | (as_uint(o1) & 0xffff0000u);
+      s[2 * i] = as_float(sw[i] << 16);
+      s[2 * i + 1] = as_float(sw[i] & 0xffff0000u);
     }
-    out8[c] = u32x4_make(ow[0], ow[1], ow[2], ow[3]);
+    addnorm_out_piece(w8, out8, c, s, inv);
   }
 }
 
