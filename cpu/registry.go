@@ -25,6 +25,7 @@ var registry = map[string]func(a *args){
 	"moe_route_up_bf16":          moeRouteUp,
 	"qmatmul_multi_conv_bf16":    qmatmulMultiConv,
 	"qgemm_bf16":                 qgemmBF16,
+	"qgemm_multi_bf16":           qgemmMulti,
 	"moe_sort_i32":               moeSort,
 	"qgemm_gather_bf16":          qgemmGather,
 	"rms_norm_bf16":              rmsNorm,

@@ -4,47 +4,16 @@
 // computes, bit for bit in its reduction order, what the separate kernels do:
 // the same qmv_rows helper (quant.metal) over the same rows.
 
-// qmv_multi_slot picks the slot of row block b among four matrices of blocks
-// b0..b3 (in that order) and returns b's index within its slot in *local.
-INLINE int qmv_multi_slot(int b, int b0, int b1, int b2, thread int *local) {
-  if (b < b0) { *local = b; return 0; }
-  b -= b0;
-  if (b < b1) { *local = b; return 1; }
-  b -= b1;
-  if (b < b2) { *local = b; return 2; }
-  *local = b - b2;
-  return 3;
-}
-
-// qmv_multi is block g of the row blocks of four matrices of OutI rows (each
-// with its own bits and group size, all over the same x row of In): it sets
-// *slot and *o to the matrix and the first of the block's rows and returns
-// true on the lanes r < rows of SIMD-group 0, with Σ_j x[j]·W[o + r, j] in *v.
-INLINE bool qmv_multi(int g, device const bf16_t *x, device const uint *w0, device const bf16_t *scales0,
-                      device const bf16_t *biases0, device const uint *w1, device const bf16_t *scales1,
-                      device const bf16_t *biases1, device const uint *w2, device const bf16_t *scales2,
-                      device const bf16_t *biases2, device const uint *w3, device const bf16_t *scales3,
-                      device const bf16_t *biases3, int In, int Out0, int Out1, int Out2, int Out3, int bits0,
-                      int bits1, int bits2, int bits3, int gs0, int gs1, int gs2, int gs3, threadgroup float *partial,
-                      int lane, int simd, int nsimd, thread int *slot, thread int *o, thread float *v) {
-  int b0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, b1 = (Out1 + QMV_ROWS - 1) / QMV_ROWS;
-  int b2 = (Out2 + QMV_ROWS - 1) / QMV_ROWS;
-  int local = 0;
-  int s = qmv_multi_slot(g, b0, b1, b2, &local);
-  device const uint *w = s == 0 ? w0 : s == 1 ? w1 : s == 2 ? w2 : w3;
-  device const bf16_t *scales = s == 0 ? scales0 : s == 1 ? scales1 : s == 2 ? scales2 : scales3;
-  device const bf16_t *biases = s == 0 ? biases0 : s == 1 ? biases1 : s == 2 ? biases2 : biases3;
-  int Out = s == 0 ? Out0 : s == 1 ? Out1 : s == 2 ? Out2 : Out3;
-  int bits = s == 0 ? bits0 : s == 1 ? bits1 : s == 2 ? bits2 : bits3;
-  int gs = s == 0 ? gs0 : s == 1 ? gs1 : s == 2 ? gs2 : gs3;
-  int row = local * QMV_ROWS;
-  int nrows = imin(QMV_ROWS, Out - row);
+// qmv_multi computes the rows o.. of matrix q (at most QMV_ROWS) over the x
+// row of In: lane r < the rows of SIMD-group 0 gets Σ_j x[j]·W[o + r, j] in *v
+// and true, every other thread false.
+INLINE bool qmv_multi(device const bf16_t *x, qslot q, int o, int In, threadgroup float *partial, int lane, int simd,
+                      int nsimd, thread float *v) {
+  int nrows = imin(QMV_ROWS, q.Out - o);
   float acc[QMV_ROWS];
-  qmv_rows(x, w + (ulong)row * (ulong)(In / 32 * bits), scales + (ulong)row * (ulong)(In / gs),
-           biases + (ulong)row * (ulong)(In / gs), nrows, In, bits, gs, lane, simd, nsimd, acc);
+  qmv_rows(x, q.w + (ulong)o * (ulong)(In / 32 * q.bits), q.scales + (ulong)o * (ulong)(In / q.gs),
+           q.biases + (ulong)o * (ulong)(In / q.gs), nrows, In, q.bits, q.gs, lane, simd, nsimd, acc);
   bool mine = qmv_combine(acc, partial, lane, simd, nsimd) && lane < nrows;
-  *slot = s;
-  *o = row;
   *v = acc[0];
   return mine;
 }
@@ -90,15 +59,15 @@ KERNEL(qmatmul_multi_bf16,
                (Out2 + QMV_ROWS - 1) / QMV_ROWS + (Out3 + QMV_ROWS - 1) / QMV_ROWS;
   int t = TGID_X % T;  // tokens fastest, as qmatmul_bf16
   if (TGID_X / T >= blocks) return;  // uniform across the threadgroup
-  int slot, o;
+  int local = 0;
+  qslot q = qslot_of(TGID_X / T, (Out0 + QMV_ROWS - 1) / QMV_ROWS, (Out1 + QMV_ROWS - 1) / QMV_ROWS,
+                     (Out2 + QMV_ROWS - 1) / QMV_ROWS, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2,
+                     scales2, biases2, out2, w3, scales3, biases3, out3, Out0, Out1, Out2, Out3, bits0, bits1, bits2,
+                     bits3, gs0, gs1, gs2, gs3, &local);
+  int o = local * QMV_ROWS;
   float v;
-  if (qmv_multi(TGID_X / T, x + (ulong)t * (ulong)In, w0, scales0, biases0, w1, scales1, biases1, w2, scales2, biases2,
-                w3, scales3, biases3, In, Out0, Out1, Out2, Out3, bits0, bits1, bits2, bits3, gs0, gs1, gs2, gs3, partial,
-                LANE, SIMD_ID, SIMD_COUNT, &slot, &o, &v)) {
-    device bf16_t *out = slot == 0 ? out0 : slot == 1 ? out1 : slot == 2 ? out2 : out3;
-    int Out = slot == 0 ? Out0 : slot == 1 ? Out1 : slot == 2 ? Out2 : Out3;
-    out[(ulong)t * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(v);
-  }
+  if (qmv_multi(x + (ulong)t * (ulong)In, q, o, In, partial, LANE, SIMD_ID, SIMD_COUNT, &v))
+    q.out[(ulong)t * (ulong)q.Out + (ulong)(o + LANE)] = f32_to_bf16(v);
 }
 
 // qmatmul_multi_conv_bf16: qmatmul_multi_bf16 for one token whose matrix 0
@@ -147,16 +116,16 @@ KERNEL(qmatmul_multi_conv_bf16,
        PARAM(int, K, 33)) {
   TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
   if (T != 1) return;  // one token only (ops checks it): the conv of a token needs the one before
-  int slot, o;
+  int b0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, local = 0;
+  qslot q = qslot_of(TGID_X, b0, (Out1 + QMV_ROWS - 1) / QMV_ROWS, (Out2 + QMV_ROWS - 1) / QMV_ROWS, w0, scales0,
+                     biases0, out0, w1, scales1, biases1, out1, w2, scales2, biases2, out2, w3, scales3, biases3, out3,
+                     Out0, Out1, Out2, Out3, bits0, bits1, bits2, bits3, gs0, gs1, gs2, gs3, &local);
+  int o = local * QMV_ROWS;
   float v;
-  if (!qmv_multi(TGID_X, x, w0, scales0, biases0, w1, scales1, biases1, w2, scales2, biases2, w3, scales3, biases3, In,
-                 Out0, Out1, Out2, Out3, bits0, bits1, bits2, bits3, gs0, gs1, gs2, gs3, partial, LANE, SIMD_ID,
-                 SIMD_COUNT, &slot, &o, &v))
-    return;
+  if (!qmv_multi(x, q, o, In, partial, LANE, SIMD_ID, SIMD_COUNT, &v)) return;
   int c = o + LANE;
-  if (slot != 0) {
-    device bf16_t *out = slot == 1 ? out1 : slot == 2 ? out2 : out3;
-    out[c] = f32_to_bf16(v);
+  if (TGID_X >= b0) {  // not matrix 0: as qmatmul_multi_bf16
+    q.out[c] = f32_to_bf16(v);
     return;
   }
   // ci = [the K−1 rows of the window; this token's projection], products k = 0..K−1.

@@ -251,6 +251,15 @@ func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor) {
 	c.dispatch("qgemm_bf16", args...)
 }
 
+// QGemmMulti is QGemm for up to four matrices over the same x (a prompt's
+// projections) in one dispatch: outs[i] = x·ws[i]ᵀ. x must be 16-byte aligned
+// and In a multiple of 32, as for QGemm.
+func QGemmMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
+	check(x.Off%16 == 0 && ws[0].In%32 == 0, "qgemm_multi %s: x at byte offset %d, In %d", ws[0].Name, x.Off, ws[0].In)
+	_, args := multiArgs(x, ws, outs)
+	c.dispatch("qgemm_multi_bf16", args...)
+}
+
 // ExpertTiles is the (token, slot) pairs of a routing grouped by expert
 // (moe_sort_i32), ready for QGemmGather.
 type ExpertTiles struct {

@@ -49,6 +49,11 @@ const (
 	// qgemm_gather_bf16), instead of one GEMV per token, and the GDN rule
 	// chunk by chunk (gdn_chunk_bf16) instead of token by token.
 	SwitchPrefillGEMM = "prefill-gemm"
+	// SwitchPrefillMultiGEMM runs a prompt's projections of one input that
+	// take GEMMs in one launch (qgemm_multi_bf16): the small ones (the shared
+	// expert's gate and up, the attention's k and v) fill the GPU together.
+	// Off by default until it is measured on a GPU.
+	SwitchPrefillMultiGEMM = "prefill-multi-gemm"
 	// SwitchPrefillSplitAttention runs a prompt's attention (32 tokens and
 	// more) on the split-KV kernels, which read each kv-head's keys and values
 	// once for all its q-heads, instead of attention_bf16, which reads them once
@@ -85,17 +90,21 @@ func init() {
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 		{Name: SwitchPrefillGEMM, Env: "BAGEL_NO_PREFILL_GEMM",
 			Description: "Run prompts of 32 tokens and more as matrix multiplications on the matrix units, experts grouped by token (applies at the next model load)."},
+		{Name: SwitchPrefillMultiGEMM, Env: "BAGEL_PREFILL_MULTI_GEMM",
+			Description: "Run a prompt's projections of one input as one launch of GEMMs (experimental; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
-		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute && s.Name != SwitchFusedGDNConv
+		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute && s.Name != SwitchFusedGDNConv &&
+			s.Name != SwitchPrefillMultiGEMM
 		switches.Register(s)
 	}
 }
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit bool
+	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit,
+	multiGEMM bool
 }
 
 func currentPaths() paths {
@@ -111,6 +120,7 @@ func currentPaths() paths {
 		splitKV:      switches.On(SwitchSplitKV),
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
 		prefillSplit: switches.On(SwitchPrefillSplitAttention),
+		multiGEMM:    switches.On(SwitchPrefillMultiGEMM),
 	}
 }
 
@@ -159,13 +169,20 @@ func (p paths) project(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Te
 
 // projectGEMMs runs the projections that take a GEMM and returns the others.
 func (p paths) projectGEMMs(c *ops.Ctx, x ops.Tensor, t int, ws []ops.QLinear, outs []ops.Tensor) ([]ops.QLinear, []ops.Tensor) {
-	var restW []ops.QLinear
-	var restOut []ops.Tensor
+	var gemmW, restW []ops.QLinear
+	var gemmOut, restOut []ops.Tensor
 	for i := range ws {
 		if p.useGEMM(t, x, ws[i], outs[i]) {
-			ops.QGemm(c, x, ws[i], outs[i])
+			gemmW, gemmOut = append(gemmW, ws[i]), append(gemmOut, outs[i])
 		} else {
 			restW, restOut = append(restW, ws[i]), append(restOut, outs[i])
+		}
+	}
+	if p.multiGEMM && len(gemmW) > 1 {
+		ops.QGemmMulti(c, x, gemmW, gemmOut)
+	} else {
+		for i := range gemmW {
+			ops.QGemm(c, x, gemmW[i], gemmOut[i])
 		}
 	}
 	return restW, restOut

@@ -142,6 +142,21 @@ func Specs() []Spec {
 		})
 	}
 
+	// qgemm_multi_bf16: as qmatmul_multi_bf16's buffers and scalars, each matrix as qgemm_bf16.
+	for _, p := range []struct {
+		T, In int
+		slots [4]slot
+	}{
+		{512, hidden, [4]slot{{moeInt, 4, 64}, {moeInt, 4, 64}, {}, {}}}, // the shared expert's gate and up
+		{130, 96, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {70, 8, 32}}},
+		{33, 256, [4]slot{{9, 8, 128}, {64, 2, 64}, {}, {}}},
+	} {
+		add("qgemm_multi_bf16", p.T >= 512, fmt.Sprintf("T=%d In=%d %d/%d/%d/%d rows", p.T, p.In, p.slots[0].Out, p.slots[1].Out, p.slots[2].Out, p.slots[3].Out), func(g gen) *Case {
+			bufs, scalars := multiCase(g, p.T, p.In, p.slots)
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(scalars...)}
+		})
+	}
+
 	// moe_sort_i32: ids, perm, tiles | T, K, E
 	gemmTile := kernels.Defines()["QG_BM"]
 	tileRows := func(T, K, E int) int { return (T*K+gemmTile-1)/gemmTile + E }
