@@ -70,6 +70,75 @@ KERNEL(qmatmul_multi_bf16,
     q.out[(ulong)t * (ulong)q.Out + (ulong)(o + LANE)] = f32_to_bf16(v);
 }
 
+// qmatmul_multi_addnorm_bf16: add_rms_norm_bf16 and qmatmul_multi_bf16 in one
+// launch. Every threadgroup of token t computes sum[t] = bf16(a[t] + b[t]) and
+// normed[t] = the RMSNorm of sum[t] under norm_w (add_rms_norm_row, eps),
+// writes both (the same values every other threadgroup of the token writes)
+// and multiplies its rows by normed[t], which it reads back after a device
+// barrier. Each threadgroup normalising the row again is cheap only for a
+// small grid: the MoE's router and shared-expert gate, 17 threadgroups a
+// token. sum must not alias a or b: the token's other threadgroups still read
+// them. In is the row's width N.
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_SPLIT, max(1, In / 1024)) * 32)
+KERNEL(qmatmul_multi_addnorm_bf16,
+       BUFFER(const bf16_t, a, 0),
+       BUFFER(const bf16_t, b, 1),
+       BUFFER(const bf16_t, norm_w, 2),
+       BUFFER(bf16_t, sum, 3),
+       BUFFER(bf16_t, normed, 4),
+       BUFFER(const uint, w0, 5),
+       BUFFER(const bf16_t, scales0, 6),
+       BUFFER(const bf16_t, biases0, 7),
+       BUFFER(bf16_t, out0, 8),
+       BUFFER(const uint, w1, 9),
+       BUFFER(const bf16_t, scales1, 10),
+       BUFFER(const bf16_t, biases1, 11),
+       BUFFER(bf16_t, out1, 12),
+       BUFFER(const uint, w2, 13),
+       BUFFER(const bf16_t, scales2, 14),
+       BUFFER(const bf16_t, biases2, 15),
+       BUFFER(bf16_t, out2, 16),
+       BUFFER(const uint, w3, 17),
+       BUFFER(const bf16_t, scales3, 18),
+       BUFFER(const bf16_t, biases3, 19),
+       BUFFER(bf16_t, out3, 20),
+       PARAM(int, T, 21),
+       PARAM(int, In, 22),
+       PARAM(int, Out0, 23),
+       PARAM(int, Out1, 24),
+       PARAM(int, Out2, 25),
+       PARAM(int, Out3, 26),
+       PARAM(int, bits0, 27),
+       PARAM(int, bits1, 28),
+       PARAM(int, bits2, 29),
+       PARAM(int, bits3, 30),
+       PARAM(int, gs0, 31),
+       PARAM(int, gs1, 32),
+       PARAM(int, gs2, 33),
+       PARAM(int, gs3, 34),
+       PARAM(float, eps, 35)) {
+  GRID_WAIT();
+  TG_MEM(float, norm_partial, 32);
+  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  int blocks = (Out0 + QMV_ROWS - 1) / QMV_ROWS + (Out1 + QMV_ROWS - 1) / QMV_ROWS +
+               (Out2 + QMV_ROWS - 1) / QMV_ROWS + (Out3 + QMV_ROWS - 1) / QMV_ROWS;
+  int t = TGID_X % T;
+  if (TGID_X / T >= blocks) return;  // uniform across the threadgroup
+  ulong base = (ulong)t * (ulong)In;
+  add_rms_norm_row(a + base, b + base, norm_w, sum + base, normed + base, In, eps, norm_partial, TID_X, TG_SIZE_X,
+                   LANE, SIMD_ID, SIMD_COUNT);
+  DEVICE_BARRIER();  // the row this threadgroup wrote, visible to all its threads
+  int local = 0;
+  qslot q = qslot_of(TGID_X / T, (Out0 + QMV_ROWS - 1) / QMV_ROWS, (Out1 + QMV_ROWS - 1) / QMV_ROWS,
+                     (Out2 + QMV_ROWS - 1) / QMV_ROWS, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2,
+                     scales2, biases2, out2, w3, scales3, biases3, out3, Out0, Out1, Out2, Out3, bits0, bits1, bits2,
+                     bits3, gs0, gs1, gs2, gs3, &local);
+  int o = local * QMV_ROWS;
+  float v;
+  if (qmv_multi(normed + base, q, o, In, partial, LANE, SIMD_ID, SIMD_COUNT, &v))
+    q.out[(ulong)t * (ulong)q.Out + (ulong)(o + LANE)] = f32_to_bf16(v);
+}
+
 // qmatmul_multi_conv_bf16: qmatmul_multi_bf16 for one token whose matrix 0
 // (Out0 channels) feeds conv1d_silu_bf16: out0 gets the conv's output, not the
 // projection. The lane of channel c rounds its projection to bf16, as
