@@ -9,11 +9,12 @@ import "bagel/backend"
 func conv1dSilu(a *args) {
 	T, C, K := a.intArg("T"), a.intArg("C"), a.intArg("K")
 	a.check(K >= 1, "K", "%d, want ≥ 1", K)
-	x := a.bf16s("x", T*C)             // (T, C)
-	state := a.bf16s("state", (K-1)*C) // (K−1, C), in/out
-	w := a.bf16s("w", C*K)             // (C, K)
-	out := a.bf16s("out", T*C)         // (T, C)
+	convInto(a.bf16s("x", T*C), a.bf16s("state", (K-1)*C), a.bf16s("w", C*K), a.bf16s("out", T*C), T, C, K)
+}
 
+// convInto is conv1d_silu_bf16 on slices: x (T, C), state (K−1, C) in/out,
+// w (C, K), out (T, C).
+func convInto(x, state, w, out []uint16, T, C, K int) {
 	ci := make([]uint16, 0, (K-1+T)*C) // (K−1+T, C)
 	ci = append(ci, state...)
 	ci = append(ci, x...)

@@ -9,10 +9,19 @@ func routerTopK(a *args) {
 	T, E, K, norm := a.intArg("T"), a.intArg("E"), a.intArg("K"), a.intArg("norm")
 	a.check(K <= E, "K", "%d, want ≤ E=%d", K, E)
 	a.check(E > 0 || T == 0, "E", "no experts")
-	logits := a.bf16s("logits", T*E)   // (T, E)
-	ids := a.i32s("ids", T*K)          // (T, K)
-	weights := a.bf16s("weights", T*K) // (T, K)
-	p := make([]float32, E)            // this token's probabilities, bf16 values
+	route(a.bf16s("logits", T*E), a.i32s("ids", T*K), a.bf16s("weights", T*K), T, E, K, norm != 0)
+}
+
+// moe_route_up_bf16: router_topk_bf16 into ids and weights, then moe_up_bf16
+// with those ids, in one dispatch.
+func moeRouteUp(a *args) {
+	routerTopK(a)
+	moeUp(a)
+}
+
+// route is router_topk_bf16 on slices: logits (T, E) → ids, weights (T, K).
+func route(logits []uint16, ids []int32, weights []uint16, T, E, K int, norm bool) {
+	p := make([]float32, E) // this token's probabilities, bf16 values
 	taken := make([]bool, E)
 	for t := range T {
 		row := logits[t*E : (t+1)*E]
@@ -47,7 +56,7 @@ func routerTopK(a *args) {
 		total = backend.RoundBF16(total)
 		for s := range K {
 			w := p[ids[t*K+s]]
-			if norm != 0 {
+			if norm {
 				w /= total
 			}
 			weights[t*K+s] = backend.F32ToBF16(w)

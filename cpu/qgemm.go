@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"fmt"
+
 	"bagel/backend"
 	"bagel/kernels"
 )
@@ -23,9 +25,25 @@ func roundRow(row []float32) {
 func qgemmBF16(a *args) {
 	T, In, Out := a.intArg("T"), a.intArg("In"), a.intArg("Out")
 	a.check(In%32 == 0, "In", "%d is not a multiple of 32 (the GEMM steps over 32 inputs)", In)
+	qgemmInto(a, widen(a.bf16s("x", T*In)), a.quant(Out), a.bf16s("out", T*Out), T, In, Out)
+}
+
+// qgemm_multi_bf16: qgemm_bf16 for each matrix I = 0..3 with OutI > 0 over
+// the same x, into outI.
+func qgemmMulti(a *args) {
+	T, In := a.intArg("T"), a.intArg("In")
+	a.check(In%32 == 0, "In", "%d is not a multiple of 32 (the GEMM steps over 32 inputs)", In)
 	x := widen(a.bf16s("x", T*In)) // (T, In)
-	m := a.quant(Out)              // (Out, In)
-	out := a.bf16s("out", T*Out)   // (T, Out)
+	for i := range 4 {
+		n := fmt.Sprint(i)
+		if Out := a.intArg("Out" + n); Out > 0 {
+			qgemmInto(a, x, a.quantNamed("w"+n, "scales"+n, "biases"+n, "bits"+n, "gs"+n, Out), a.bf16s("out"+n, T*Out), T, In, Out)
+		}
+	}
+}
+
+// qgemmInto is qgemm_bf16 on x (T, In) and the matrix m (Out, In) into out (T, Out).
+func qgemmInto(a *args, x []float32, m *quantMatrix, out []uint16, T, In, Out int) {
 	a.parallel(Out, T*In, func(lo, hi int) {
 		row := make([]float32, In) // bf16(W[o,:])
 		for o := lo; o < hi; o++ {

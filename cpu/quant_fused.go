@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"slices"
 
 	"bagel/backend"
 )
@@ -11,7 +12,22 @@ import (
 // qmatmul_bf16 in one dispatch, each row computed as that kernel computes it.
 func qmatmulMulti(a *args) {
 	T, In := a.intArg("T"), a.intArg("In")
-	x := widen(a.bf16s("x", T*In)) // (T, In)
+	multiInto(a, widen(a.bf16s("x", T*In)), T, In)
+}
+
+// qmatmul_multi_addnorm_bf16: add_rms_norm_bf16 of a and b under norm_w into
+// sum and normed (T rows of In), then qmatmul_multi_bf16 over normed.
+func qmatmulMultiAddNorm(a *args) {
+	T, In := a.intArg("T"), a.intArg("In")
+	a.check(In%2 == 0, "In", "%d is odd", In)
+	normed := a.bf16s("normed", T*In)
+	addNormInto(a.bf16s("a", T*In), a.bf16s("b", T*In), a.bf16s("norm_w", In), a.bf16s("sum", T*In), normed, T, In, a.floatArg("eps"))
+	multiInto(a, widen(normed), T, In)
+}
+
+// multiInto is qmatmul_multi_bf16's products over x (T, In): each matrix
+// I = 0..3 with OutI > 0 (w, scales, biases, bits, gs named with I) into outI.
+func multiInto(a *args, x []float32, T, In int) {
 	for i := range 4 {
 		n := fmt.Sprint(i)
 		Out := a.intArg("Out" + n)
@@ -30,6 +46,18 @@ func qmatmulMulti(a *args) {
 			}
 		})
 	}
+}
+
+// qmatmul_multi_conv_bf16: qmatmul_multi_bf16 for one token, matrix 0's
+// projection (rounded to bf16) then through conv1d_silu_bf16's step with
+// conv_state and conv_w into out0.
+func qmatmulMultiConv(a *args) {
+	Out0, K := a.intArg("Out0"), a.intArg("K")
+	a.check(K >= 1, "K", "%d, want ≥ 1", K)
+	a.check(a.intArg("T") == 1, "T", "%d, want 1 (a token's conv needs the token before)", a.intArg("T"))
+	qmatmulMulti(a)
+	out0 := a.bf16s("out0", Out0)
+	convInto(slices.Clone(out0), a.bf16s("conv_state", (K-1)*Out0), a.bf16s("conv_w", Out0*K), out0, 1, Out0, K)
 }
 
 // qmatmul_gather_swiglu_bf16: out[t,s,o] = bf16(silu(g)·u) with g =

@@ -40,7 +40,8 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 	switches.Reset()
 }
 
-var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU, qwen.SwitchFusedMoEDown, qwen.SwitchFusedGDNStep, qwen.SwitchFusedAttnPrep}
+var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU, qwen.SwitchFusedMoERoute,
+	qwen.SwitchFusedMoEDown, qwen.SwitchFusedGDNConv, qwen.SwitchFusedGDNStep, qwen.SwitchFusedAttnPrep, qwen.SwitchFusedMoEAddNorm}
 
 // TestSplitKVAttentionAtLongContext decodes past 1024 tokens of context with
 // split-KV attention on and off: the sums run in another order, so logits may
@@ -155,4 +156,21 @@ func switchedLogits(t *testing.T, sw string, capacity int, ids []int32, prefill 
 	}
 	t.Logf("%s: largest logit difference, on against off: %g", sw, worst)
 	return worst, on, off
+}
+
+// TestPrefillMultiGEMMKeepsTheBits: a prompt's projections as one launch of
+// GEMMs give the logits of one GEMM each, in fewer dispatches (tiny-moe's
+// GDN in-projection has two matrices large enough for a GEMM, qkv and z).
+func TestPrefillMultiGEMMKeepsTheBits(t *testing.T) {
+	ids := make([]int32, 64)
+	for i := range ids {
+		ids[i] = int32((i*7919 + 13) % 150000)
+	}
+	worst, on, off := switchedLogits(t, qwen.SwitchPrefillMultiGEMM, 128, ids, len(ids))
+	if on >= off {
+		t.Errorf("%d dispatches with one launch for the GEMMs, %d without: it did not run", on, off)
+	}
+	if worst != 0 {
+		t.Errorf("one launch for the GEMMs moves a logit by %g", worst)
+	}
 }

@@ -49,3 +49,42 @@ INLINE uint qcode(device const uint *row, int j, int bits) {
 INLINE float code_f(uint q, uint shift, uint mask) {
   return as_float(((q >> shift) & mask) | 0x4B000000u) - 8388608.0f;
 }
+
+// qslot is one of the (up to) four matrices of a multi-matrix launch
+// (qmatmul_multi_bf16, qgemm_multi_bf16): its weights, output, rows (0: an
+// unused slot), bits and group size.
+struct qslot {
+  device const uint *w;
+  device const bf16_t *scales;
+  device const bf16_t *biases;
+  device bf16_t *out;
+  int Out, bits, gs;
+};
+
+// qslot_of finds block b among the blocks of four matrices, in order, of n0,
+// n1, n2 (and the rest) blocks: it returns the matrix and sets *local to b's
+// index within it.
+INLINE qslot qslot_of(int b, int n0, int n1, int n2, device const uint *w0, device const bf16_t *scales0,
+                      device const bf16_t *biases0, device bf16_t *out0, device const uint *w1,
+                      device const bf16_t *scales1, device const bf16_t *biases1, device bf16_t *out1,
+                      device const uint *w2, device const bf16_t *scales2, device const bf16_t *biases2,
+                      device bf16_t *out2, device const uint *w3, device const bf16_t *scales3,
+                      device const bf16_t *biases3, device bf16_t *out3, int Out0, int Out1, int Out2, int Out3,
+                      int bits0, int bits1, int bits2, int bits3, int gs0, int gs1, int gs2, int gs3,
+                      thread int *local) {
+  qslot q;
+  if (b < n0) {
+    q.w = w0; q.scales = scales0; q.biases = biases0; q.out = out0; q.Out = Out0; q.bits = bits0; q.gs = gs0;
+    *local = b;
+  } else if (b < n0 + n1) {
+    q.w = w1; q.scales = scales1; q.biases = biases1; q.out = out1; q.Out = Out1; q.bits = bits1; q.gs = gs1;
+    *local = b - n0;
+  } else if (b < n0 + n1 + n2) {
+    q.w = w2; q.scales = scales2; q.biases = biases2; q.out = out2; q.Out = Out2; q.bits = bits2; q.gs = gs2;
+    *local = b - n0 - n1;
+  } else {
+    q.w = w3; q.scales = scales3; q.biases = biases3; q.out = out3; q.Out = Out3; q.bits = bits3; q.gs = gs3;
+    *local = b - n0 - n1 - n2;
+  }
+  return q;
+}

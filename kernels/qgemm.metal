@@ -215,6 +215,7 @@ INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, 
 // so fit one tile, and the matrix units idled through each tile's barriers.
 #define KERNEL_BOUNDS_qgemm_bf16 BOUNDS(QG_THREADS, 2)
 #define KERNEL_BOUNDS_qgemm_gather_bf16 BOUNDS(QG_THREADS, 2)
+#define KERNEL_BOUNDS_qgemm_multi_bf16 BOUNDS(QG_THREADS, 2)
 // Per thread and step: 16-byte pieces of x (eight bf16 each), and weight words
 // of 8-bit codes (4-bit codes need half as many).
 #define QG_XV (QG_BM * QG_BK / 8 / QG_THREADS)
@@ -403,6 +404,60 @@ KERNEL(qgemm_bf16,
   qgemm_tile(x, w, scales, biases, out, rows, rows, imin(QG_BM, T - m0), o0, In, Out, bits, gs,
              smem, TID_X, LANE,
              SIMD_ID);
+}
+
+// qgemm_multi_bf16: qgemm_bf16 for up to four matrices over the same x [T, In]
+// (matrix I: OutI rows, 0 for unused, its own bits and group size) in one
+// dispatch, so that a prompt's small projections (the shared expert's gate and
+// up, the attention's k and v) fill the GPU together instead of in turn.
+// Token tiles vary fastest, then each matrix's row tiles in order.
+// launch: grid(ceil(T, QG_BM) * (ceil(Out0, QG_BN) + ceil(Out1, QG_BN) + ceil(Out2, QG_BN) + ceil(Out3, QG_BN))) group(QG_THREADS)
+KERNEL(qgemm_multi_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const uint, w0, 1),
+       BUFFER(const bf16_t, scales0, 2),
+       BUFFER(const bf16_t, biases0, 3),
+       BUFFER(bf16_t, out0, 4),
+       BUFFER(const uint, w1, 5),
+       BUFFER(const bf16_t, scales1, 6),
+       BUFFER(const bf16_t, biases1, 7),
+       BUFFER(bf16_t, out1, 8),
+       BUFFER(const uint, w2, 9),
+       BUFFER(const bf16_t, scales2, 10),
+       BUFFER(const bf16_t, biases2, 11),
+       BUFFER(bf16_t, out2, 12),
+       BUFFER(const uint, w3, 13),
+       BUFFER(const bf16_t, scales3, 14),
+       BUFFER(const bf16_t, biases3, 15),
+       BUFFER(bf16_t, out3, 16),
+       PARAM(int, T, 17),
+       PARAM(int, In, 18),
+       PARAM(int, Out0, 19),
+       PARAM(int, Out1, 20),
+       PARAM(int, Out2, 21),
+       PARAM(int, Out3, 22),
+       PARAM(int, bits0, 23),
+       PARAM(int, bits1, 24),
+       PARAM(int, bits2, 25),
+       PARAM(int, bits3, 26),
+       PARAM(int, gs0, 27),
+       PARAM(int, gs1, 28),
+       PARAM(int, gs2, 29),
+       PARAM(int, gs3, 30)) {
+  GRID_WAIT();
+  TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
+  TG_MEM(int, rows, QG_BM);
+  int mtiles = (T + QG_BM - 1) / QG_BM;
+  int local = 0;
+  qslot q = qslot_of(TGID_X / mtiles, (Out0 + QG_BN - 1) / QG_BN, (Out1 + QG_BN - 1) / QG_BN, (Out2 + QG_BN - 1) / QG_BN,
+                     w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2, scales2, biases2, out2, w3, scales3,
+                     biases3, out3, Out0, Out1, Out2, Out3, bits0, bits1, bits2, bits3, gs0, gs1, gs2, gs3, &local);
+  int m0 = (TGID_X % mtiles) * QG_BM, o0 = local * QG_BN;
+  if (o0 >= q.Out) return;  // uniform across the threadgroup (past the last matrix's tiles)
+  for (int r = TID_X; r < QG_BM; r += TG_SIZE_X) rows[r] = m0 + r;
+  BARRIER();
+  qgemm_tile(x, q.w, q.scales, q.biases, q.out, rows, rows, imin(QG_BM, T - m0), o0, In, q.Out, q.bits, q.gs, smem,
+             TID_X, LANE, SIMD_ID);
 }
 
 #define MOE_SORT_THREADS 256

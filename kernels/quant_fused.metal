@@ -4,16 +4,18 @@
 // computes, bit for bit in its reduction order, what the separate kernels do:
 // the same qmv_rows helper (quant.metal) over the same rows.
 
-// qmv_multi_slot picks the slot of row block b among four matrices of blocks
-// b0..b3 (in that order) and returns b's index within its slot in *local.
-INLINE int qmv_multi_slot(int b, int b0, int b1, int b2, thread int *local) {
-  if (b < b0) { *local = b; return 0; }
-  b -= b0;
-  if (b < b1) { *local = b; return 1; }
-  b -= b1;
-  if (b < b2) { *local = b; return 2; }
-  *local = b - b2;
-  return 3;
+// qmv_multi computes the rows o.. of matrix q (at most QMV_ROWS) over the x
+// row of In: lane r < the rows of SIMD-group 0 gets Σ_j x[j]·W[o + r, j] in *v
+// and true, every other thread false.
+INLINE bool qmv_multi(device const bf16_t *x, qslot q, int o, int In, threadgroup float *partial, int lane, int simd,
+                      int nsimd, thread float *v) {
+  int nrows = imin(QMV_ROWS, q.Out - o);
+  float acc[QMV_ROWS];
+  qmv_rows(x, q.w + (ulong)o * (ulong)(In / 32 * q.bits), q.scales + (ulong)o * (ulong)(In / q.gs),
+           q.biases + (ulong)o * (ulong)(In / q.gs), nrows, In, q.bits, q.gs, lane, simd, nsimd, acc);
+  bool mine = qmv_combine(acc, partial, lane, simd, nsimd) && lane < nrows;
+  *v = acc[0];
+  return mine;
 }
 
 // qmatmul_multi_bf16: outI[t, o] = bf16(Σ_j x[t, j]·WI[o, j]) for the four
@@ -53,27 +55,156 @@ KERNEL(qmatmul_multi_bf16,
        PARAM(int, gs2, 29),
        PARAM(int, gs3, 30)) {
   TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
-  int b0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, b1 = (Out1 + QMV_ROWS - 1) / QMV_ROWS;
-  int b2 = (Out2 + QMV_ROWS - 1) / QMV_ROWS, b3 = (Out3 + QMV_ROWS - 1) / QMV_ROWS;
-  int blocks = b0 + b1 + b2 + b3;
+  int blocks = (Out0 + QMV_ROWS - 1) / QMV_ROWS + (Out1 + QMV_ROWS - 1) / QMV_ROWS +
+               (Out2 + QMV_ROWS - 1) / QMV_ROWS + (Out3 + QMV_ROWS - 1) / QMV_ROWS;
   int t = TGID_X % T;  // tokens fastest, as qmatmul_bf16
   if (TGID_X / T >= blocks) return;  // uniform across the threadgroup
   int local = 0;
-  int slot = qmv_multi_slot(TGID_X / T, b0, b1, b2, &local);
-  device const uint *w = slot == 0 ? w0 : slot == 1 ? w1 : slot == 2 ? w2 : w3;
-  device const bf16_t *scales = slot == 0 ? scales0 : slot == 1 ? scales1 : slot == 2 ? scales2 : scales3;
-  device const bf16_t *biases = slot == 0 ? biases0 : slot == 1 ? biases1 : slot == 2 ? biases2 : biases3;
-  device bf16_t *out = slot == 0 ? out0 : slot == 1 ? out1 : slot == 2 ? out2 : out3;
-  int Out = slot == 0 ? Out0 : slot == 1 ? Out1 : slot == 2 ? Out2 : Out3;
-  int bits = slot == 0 ? bits0 : slot == 1 ? bits1 : slot == 2 ? bits2 : bits3;
-  int gs = slot == 0 ? gs0 : slot == 1 ? gs1 : slot == 2 ? gs2 : gs3;
+  qslot q = qslot_of(TGID_X / T, (Out0 + QMV_ROWS - 1) / QMV_ROWS, (Out1 + QMV_ROWS - 1) / QMV_ROWS,
+                     (Out2 + QMV_ROWS - 1) / QMV_ROWS, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2,
+                     scales2, biases2, out2, w3, scales3, biases3, out3, Out0, Out1, Out2, Out3, bits0, bits1, bits2,
+                     bits3, gs0, gs1, gs2, gs3, &local);
   int o = local * QMV_ROWS;
-  int nrows = imin(QMV_ROWS, Out - o);
-  float acc[QMV_ROWS];
-  qmv_rows(x + (ulong)t * (ulong)In, w + (ulong)o * (ulong)(In / 32 * bits), scales + (ulong)o * (ulong)(In / gs),
-           biases + (ulong)o * (ulong)(In / gs), nrows, In, bits, gs, LANE, SIMD_ID, SIMD_COUNT, acc);
-  if (qmv_combine(acc, partial, LANE, SIMD_ID, SIMD_COUNT) && LANE < nrows)
-    out[(ulong)t * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(acc[0]);
+  float v;
+  if (qmv_multi(x + (ulong)t * (ulong)In, q, o, In, partial, LANE, SIMD_ID, SIMD_COUNT, &v))
+    q.out[(ulong)t * (ulong)q.Out + (ulong)(o + LANE)] = f32_to_bf16(v);
+}
+
+// qmatmul_multi_addnorm_bf16: add_rms_norm_bf16 and qmatmul_multi_bf16 in one
+// launch. Every threadgroup of token t computes sum[t] = bf16(a[t] + b[t]) and
+// normed[t] = the RMSNorm of sum[t] under norm_w (add_rms_norm_row, eps),
+// writes both (the same values every other threadgroup of the token writes)
+// and multiplies its rows by normed[t], which it reads back after a device
+// barrier. Each threadgroup normalising the row again is cheap only for a
+// small grid: the MoE's router and shared-expert gate, 17 threadgroups a
+// token. sum must not alias a or b: the token's other threadgroups still read
+// them. In is the row's width N.
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_SPLIT, max(1, In / 1024)) * 32)
+KERNEL(qmatmul_multi_addnorm_bf16,
+       BUFFER(const bf16_t, a, 0),
+       BUFFER(const bf16_t, b, 1),
+       BUFFER(const bf16_t, norm_w, 2),
+       BUFFER(bf16_t, sum, 3),
+       BUFFER(bf16_t, normed, 4),
+       BUFFER(const uint, w0, 5),
+       BUFFER(const bf16_t, scales0, 6),
+       BUFFER(const bf16_t, biases0, 7),
+       BUFFER(bf16_t, out0, 8),
+       BUFFER(const uint, w1, 9),
+       BUFFER(const bf16_t, scales1, 10),
+       BUFFER(const bf16_t, biases1, 11),
+       BUFFER(bf16_t, out1, 12),
+       BUFFER(const uint, w2, 13),
+       BUFFER(const bf16_t, scales2, 14),
+       BUFFER(const bf16_t, biases2, 15),
+       BUFFER(bf16_t, out2, 16),
+       BUFFER(const uint, w3, 17),
+       BUFFER(const bf16_t, scales3, 18),
+       BUFFER(const bf16_t, biases3, 19),
+       BUFFER(bf16_t, out3, 20),
+       PARAM(int, T, 21),
+       PARAM(int, In, 22),
+       PARAM(int, Out0, 23),
+       PARAM(int, Out1, 24),
+       PARAM(int, Out2, 25),
+       PARAM(int, Out3, 26),
+       PARAM(int, bits0, 27),
+       PARAM(int, bits1, 28),
+       PARAM(int, bits2, 29),
+       PARAM(int, bits3, 30),
+       PARAM(int, gs0, 31),
+       PARAM(int, gs1, 32),
+       PARAM(int, gs2, 33),
+       PARAM(int, gs3, 34),
+       PARAM(float, eps, 35)) {
+  GRID_WAIT();
+  TG_MEM(float, norm_partial, 32);
+  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  int blocks = (Out0 + QMV_ROWS - 1) / QMV_ROWS + (Out1 + QMV_ROWS - 1) / QMV_ROWS +
+               (Out2 + QMV_ROWS - 1) / QMV_ROWS + (Out3 + QMV_ROWS - 1) / QMV_ROWS;
+  int t = TGID_X % T;
+  if (TGID_X / T >= blocks) return;  // uniform across the threadgroup
+  ulong base = (ulong)t * (ulong)In;
+  add_rms_norm_row(a + base, b + base, norm_w, sum + base, normed + base, In, eps, norm_partial, TID_X, TG_SIZE_X,
+                   LANE, SIMD_ID, SIMD_COUNT);
+  DEVICE_BARRIER();  // the row this threadgroup wrote, visible to all its threads
+  int local = 0;
+  qslot q = qslot_of(TGID_X / T, (Out0 + QMV_ROWS - 1) / QMV_ROWS, (Out1 + QMV_ROWS - 1) / QMV_ROWS,
+                     (Out2 + QMV_ROWS - 1) / QMV_ROWS, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2,
+                     scales2, biases2, out2, w3, scales3, biases3, out3, Out0, Out1, Out2, Out3, bits0, bits1, bits2,
+                     bits3, gs0, gs1, gs2, gs3, &local);
+  int o = local * QMV_ROWS;
+  float v;
+  if (qmv_multi(normed + base, q, o, In, partial, LANE, SIMD_ID, SIMD_COUNT, &v))
+    q.out[(ulong)t * (ulong)q.Out + (ulong)(o + LANE)] = f32_to_bf16(v);
+}
+
+// qmatmul_multi_conv_bf16: qmatmul_multi_bf16 for one token whose matrix 0
+// (Out0 channels) feeds conv1d_silu_bf16: out0 gets the conv's output, not the
+// projection. The lane of channel c rounds its projection to bf16, as
+// qmatmul_multi_bf16 writes it, and runs the conv's step on it from the window
+// conv_state [K−1, Out0] (which it advances) with conv_w [Out0, K], the
+// products in conv1d_silu_bf16's order: the decode step's GDN in-projection
+// and conv in one launch. Only that lane touches channel c's window.
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_SPLIT, max(1, In / 1024)) * 32)
+// requires: K <= CONV_MAX_K
+KERNEL(qmatmul_multi_conv_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const uint, w0, 1),
+       BUFFER(const bf16_t, scales0, 2),
+       BUFFER(const bf16_t, biases0, 3),
+       BUFFER(bf16_t, out0, 4),
+       BUFFER(const uint, w1, 5),
+       BUFFER(const bf16_t, scales1, 6),
+       BUFFER(const bf16_t, biases1, 7),
+       BUFFER(bf16_t, out1, 8),
+       BUFFER(const uint, w2, 9),
+       BUFFER(const bf16_t, scales2, 10),
+       BUFFER(const bf16_t, biases2, 11),
+       BUFFER(bf16_t, out2, 12),
+       BUFFER(const uint, w3, 13),
+       BUFFER(const bf16_t, scales3, 14),
+       BUFFER(const bf16_t, biases3, 15),
+       BUFFER(bf16_t, out3, 16),
+       BUFFER(bf16_t, conv_state, 17),
+       BUFFER(const bf16_t, conv_w, 18),
+       PARAM(int, T, 19),
+       PARAM(int, In, 20),
+       PARAM(int, Out0, 21),
+       PARAM(int, Out1, 22),
+       PARAM(int, Out2, 23),
+       PARAM(int, Out3, 24),
+       PARAM(int, bits0, 25),
+       PARAM(int, bits1, 26),
+       PARAM(int, bits2, 27),
+       PARAM(int, bits3, 28),
+       PARAM(int, gs0, 29),
+       PARAM(int, gs1, 30),
+       PARAM(int, gs2, 31),
+       PARAM(int, gs3, 32),
+       PARAM(int, K, 33)) {
+  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  if (T != 1) return;  // one token only (ops checks it): the conv of a token needs the one before
+  int b0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, local = 0;
+  qslot q = qslot_of(TGID_X, b0, (Out1 + QMV_ROWS - 1) / QMV_ROWS, (Out2 + QMV_ROWS - 1) / QMV_ROWS, w0, scales0,
+                     biases0, out0, w1, scales1, biases1, out1, w2, scales2, biases2, out2, w3, scales3, biases3, out3,
+                     Out0, Out1, Out2, Out3, bits0, bits1, bits2, bits3, gs0, gs1, gs2, gs3, &local);
+  int o = local * QMV_ROWS;
+  float v;
+  if (!qmv_multi(x, q, o, In, partial, LANE, SIMD_ID, SIMD_COUNT, &v)) return;
+  int c = o + LANE;
+  if (TGID_X >= b0) {  // not matrix 0: as qmatmul_multi_bf16
+    q.out[c] = f32_to_bf16(v);
+    return;
+  }
+  // ci = [the K−1 rows of the window; this token's projection], products k = 0..K−1.
+  float xv = round_bf16(v), acc = 0.0f;
+  for (int k = 0; k < K - 1; k++) acc += bf16_to_f32(conv_state[(ulong)k * (ulong)Out0 + (ulong)c]) *
+                                         bf16_to_f32(conv_w[(ulong)c * (ulong)K + (ulong)k]);
+  acc += xv * bf16_to_f32(conv_w[(ulong)c * (ulong)K + (ulong)(K - 1)]);
+  out0[c] = f32_to_bf16(siluf(acc));
+  for (int k = 0; k + 1 < K - 1; k++) conv_state[(ulong)k * (ulong)Out0 + (ulong)c] = conv_state[(ulong)(k + 1) * (ulong)Out0 + (ulong)c];
+  if (K > 1) conv_state[(ulong)(K - 2) * (ulong)Out0 + (ulong)c] = f32_to_bf16(xv);
 }
 
 // qmv_swiglu is silu(bf16(x·Wgate[r])) · bf16(x·Wup[r]) for the nrows rows r at
@@ -140,6 +271,61 @@ KERNEL(qmatmul_gather_swiglu_bf16,
     out[(ulong)ts * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(h);
 }
 
+// moe_up_group is threadgroup g of moe_up_bf16 (and moe_route_up_bf16): with
+// blocks = ceil(Out, QMV_ROWS), a group below blocks·T·K takes QMV_ROWS rows of
+// routed slot ts = g / blocks, whose expert is e; the groups past them take the
+// shared expert's rows. The pointers are chosen first so that a kernel holds
+// one copy of qmv_swiglu.
+INLINE void moe_up_group(int g, int e, device const bf16_t *x, device const uint *gate_w,
+                         device const bf16_t *gate_scales, device const bf16_t *gate_biases, device const uint *up_w,
+                         device const bf16_t *up_scales, device const bf16_t *up_biases, device bf16_t *out,
+                         device const uint *shared_gate_w, device const bf16_t *shared_gate_scales,
+                         device const bf16_t *shared_gate_biases, device const uint *shared_up_w,
+                         device const bf16_t *shared_up_scales, device const bf16_t *shared_up_biases,
+                         device bf16_t *hs, int T, int K, int In, int Out, int Is, int bits, int gs,
+                         threadgroup float *partial, int lane, int simd, int nsimd) {
+  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
+  int routed = blocks * T * K;
+  device const bf16_t *xr;
+  device const uint *gw, *uw;
+  device const bf16_t *gsc, *gbi, *usc, *ubi;
+  device bf16_t *dst;
+  int nrows;
+  if (g < routed) {
+    int ts = g / blocks;  // t·K + s
+    int o = (g % blocks) * QMV_ROWS;
+    nrows = imin(QMV_ROWS, Out - o);
+    ulong row = (ulong)e * (ulong)Out + (ulong)o;
+    ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
+    xr = x + (ulong)(ts / K) * (ulong)In;
+    gw = gate_w + wrow;
+    gsc = gate_scales + srow;
+    gbi = gate_biases + srow;
+    uw = up_w + wrow;
+    usc = up_scales + srow;
+    ubi = up_biases + srow;
+    dst = out + (ulong)ts * (ulong)Out + (ulong)o;
+  } else {
+    int sblocks = (Is + QMV_ROWS - 1) / QMV_ROWS;
+    int t = (g - routed) / sblocks;
+    int o = ((g - routed) % sblocks) * QMV_ROWS;
+    if (t >= T) return;  // uniform across the threadgroup
+    nrows = imin(QMV_ROWS, Is - o);
+    ulong wrow = (ulong)o * (ulong)(In / 32 * bits), srow = (ulong)o * (ulong)(In / gs);
+    xr = x + (ulong)t * (ulong)In;
+    gw = shared_gate_w + wrow;
+    gsc = shared_gate_scales + srow;
+    gbi = shared_gate_biases + srow;
+    uw = shared_up_w + wrow;
+    usc = shared_up_scales + srow;
+    ubi = shared_up_biases + srow;
+    dst = hs + (ulong)t * (ulong)Is + (ulong)o;
+  }
+  float h;
+  if (qmv_swiglu(xr, gw, gsc, gbi, uw, usc, ubi, nrows, In, bits, gs, partial, lane, simd, nsimd, &h))
+    dst[lane] = f32_to_bf16(h);
+}
+
 // moe_up_bf16: qmatmul_gather_swiglu_bf16 for the K routed slots and the same
 // for the shared expert in one launch: hs[t, o] = bf16(silu(g)·u) with g =
 // bf16(x[t]·Wsg[o]), u = bf16(x[t]·Wsu[o]) (what qmatmul_multi_bf16 and
@@ -173,47 +359,10 @@ KERNEL(moe_up_bf16,
   GRID_WAIT();
   TG_MEM(float, partial, 2 * QMV_SPLIT * QMV_ROWS);
   int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
-  int routed = blocks * T * K;
-  // The rows of a routed slot's expert, or past them the shared expert's: the
-  // pointers are chosen first so that the kernel holds one copy of qmv_swiglu.
-  device const bf16_t *xr;
-  device const uint *gw, *uw;
-  device const bf16_t *gsc, *gbi, *usc, *ubi;
-  device bf16_t *dst;
-  int nrows;
-  if (TGID_X < routed) {
-    int ts = TGID_X / blocks;  // t·K + s
-    int o = (TGID_X % blocks) * QMV_ROWS;
-    nrows = imin(QMV_ROWS, Out - o);
-    ulong row = (ulong)ids[ts] * (ulong)Out + (ulong)o;
-    ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
-    xr = x + (ulong)(ts / K) * (ulong)In;
-    gw = gate_w + wrow;
-    gsc = gate_scales + srow;
-    gbi = gate_biases + srow;
-    uw = up_w + wrow;
-    usc = up_scales + srow;
-    ubi = up_biases + srow;
-    dst = out + (ulong)ts * (ulong)Out + (ulong)o;
-  } else {
-    int sblocks = (Is + QMV_ROWS - 1) / QMV_ROWS;
-    int t = (TGID_X - routed) / sblocks;
-    int o = ((TGID_X - routed) % sblocks) * QMV_ROWS;
-    if (t >= T) return;  // uniform across the threadgroup
-    nrows = imin(QMV_ROWS, Is - o);
-    ulong wrow = (ulong)o * (ulong)(In / 32 * bits), srow = (ulong)o * (ulong)(In / gs);
-    xr = x + (ulong)t * (ulong)In;
-    gw = shared_gate_w + wrow;
-    gsc = shared_gate_scales + srow;
-    gbi = shared_gate_biases + srow;
-    uw = shared_up_w + wrow;
-    usc = shared_up_scales + srow;
-    ubi = shared_up_biases + srow;
-    dst = hs + (ulong)t * (ulong)Is + (ulong)o;
-  }
-  float h;
-  if (qmv_swiglu(xr, gw, gsc, gbi, uw, usc, ubi, nrows, In, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT, &h))
-    dst[LANE] = f32_to_bf16(h);
+  int e = TGID_X < blocks * T * K ? ids[TGID_X / blocks] : 0;
+  moe_up_group(TGID_X, e, x, gate_w, gate_scales, gate_biases, up_w, up_scales, up_biases, out, shared_gate_w,
+               shared_gate_scales, shared_gate_biases, shared_up_w, shared_up_scales, shared_up_biases, hs, T, K, In,
+               Out, Is, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT);
 }
 
 // MOE_MAX_SLOTS bounds K + 1 (the routed experts and the shared one) of

@@ -74,6 +74,9 @@ func GDNStep(c *Ctx, conv, a, b, aLog, dtBias, state, z, norm, out Tensor, s GDN
 		backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv), backend.Float(eps))
 }
 
+// ConvMaxKernel is the longest conv QMatmulMultiConv and Conv1dSiLU take (CONV_MAX_K).
+var ConvMaxKernel = kernels.Defines()["CONV_MAX_K"]
+
 // GDNStepMaxDk is the widest key head gdn_step_bf16 takes.
 var GDNStepMaxDk = kernels.Defines()["GDN_STEP_MAX_DK"]
 

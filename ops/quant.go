@@ -66,6 +66,51 @@ func QMatmulGather(c *Ctx, x, ids Tensor, w QLinear, out Tensor, perSlot bool) {
 // same input width in one dispatch (the projections of a mixer, which all read
 // the same normed x). x bf16 [T, In] → outs[i] bf16 [T, ws[i].Out].
 func QMatmulMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
+	_, args := multiArgs(x, ws, outs)
+	c.dispatch("qmatmul_multi_bf16", args...)
+}
+
+// QMatmulMultiConv is QMatmulMulti for one token whose first projection
+// (ConvDim channels) goes on through Conv1dSiLU's step: outs[0] gets the
+// conv's output, and the window state [K−1, channels] advances (w [channels,
+// K]). The decode step's GDN in-projection and conv in one dispatch.
+func QMatmulMultiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int) {
+	t, args := multiArgs(x, ws, outs)
+	ch := ws[0].Out
+	check(t == 1, "qmatmul_multi_conv: %d tokens, want 1 (a token's conv needs the token before)", t)
+	check(kernelSize >= 1 && state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize,
+		"qmatmul_multi_conv %s: state %v w %v kernel %d", ws[0].Name, state, w, kernelSize)
+	checkDType("qmatmul_multi_conv state", state, backend.BF16)
+	checkDType("qmatmul_multi_conv w", w, backend.BF16)
+	// multiArgs ends T, In, Out0..3, bits0..3, gs0..3: the buffers go before them.
+	n := len(args) - 14
+	args = append(append(append([]backend.Arg{}, args[:n]...), state.Arg(), w.Arg()), args[n:]...)
+	c.dispatch("qmatmul_multi_conv_bf16", append(args, backend.Int(kernelSize))...)
+}
+
+// QMatmulMultiAddNorm is AddRMSNorm then QMatmulMulti over its output, in
+// one dispatch: sum = bf16(a + b), normed = RMSNorm(sum)·w, outs[i] =
+// normed·ws[i]ᵀ. Every threadgroup computes the norm of its token again, so it
+// pays only for a few rows of output (the MoE's router and shared-expert
+// gate). sum must not be a or b: other threadgroups still read them.
+func QMatmulMultiAddNorm(c *Ctx, a, b, w, sum, normed Tensor, eps float32, ws []QLinear, outs []Tensor) {
+	for _, t := range []Tensor{a, b, w, sum} {
+		checkDType("qmatmul_multi_addnorm", t, backend.BF16)
+	}
+	n := normed.Elements()
+	check(a.Elements() == n && b.Elements() == n && sum.Elements() == n && w.Elements() == ws[0].In && n%2 == 0,
+		"qmatmul_multi_addnorm: a %v b %v w %v sum %v normed %v", a, b, w, sum, normed)
+	check(!overlaps(sum, a) && !overlaps(sum, b) && !overlaps(normed, a) && !overlaps(normed, b),
+		"qmatmul_multi_addnorm: sum and normed must not share memory with a or b")
+	_, args := multiArgs(normed, ws, outs)
+	args = append([]backend.Arg{a.Arg(), b.Arg(), w.Arg(), sum.Arg()}, args...)
+	c.dispatch("qmatmul_multi_addnorm_bf16", append(args, backend.Float(eps))...)
+}
+
+// multiArgs checks QMatmulMulti's arguments and lays them out: x, the four
+// slots' w, scales, biases and out (an unused slot repeats slot 0's buffers
+// with no rows), T, In, Out0..3, bits0..3, gs0..3.
+func multiArgs(x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Arg) {
 	check(len(ws) >= 1 && len(ws) <= 4 && len(outs) == len(ws), "qmatmul_multi: %d weights, %d outputs (1 to 4)", len(ws), len(outs))
 	checkDType("qmatmul_multi x", x, backend.BF16)
 	in := ws[0].In
@@ -85,8 +130,7 @@ func QMatmulMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
 		outRows[i], bits[i], groups[i] = backend.Int(rows), backend.Int(w.Bits), backend.Int(w.GroupSize)
 	}
 	args = append(args, backend.Int(t), backend.Int(in))
-	args = append(append(append(args, outRows...), bits...), groups...)
-	c.dispatch("qmatmul_multi_bf16", args...)
+	return t, append(append(append(args, outRows...), bits...), groups...)
 }
 
 // QMatmulGatherSwiGLU is the experts' first half in one dispatch: for each token
@@ -137,6 +181,38 @@ func MoEUp(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, shar
 		backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
 	c.dispatch("moe_up_bf16", args...)
 }
+
+// MoERouteUp is RouterTopK and MoEUp in one dispatch: the router logits bf16
+// [T, E] become ids i32 [T, K] and weights bf16 [T, K] (written for MoEDown,
+// the same values RouterTopK writes) and the routed experts' and shared
+// expert's gate, up and SwiGLU run as MoEUp. E must fit RouterMaxExperts.
+func MoERouteUp(c *Ctx, x, logits, ids, weights Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor, norm bool) {
+	check(MoEUpFits(gate, sharedGate, sharedUp), "moe_route_up: shared expert %s does not match %s", sharedGate.Name, gate.Name)
+	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
+	checkDType("moe_route_up logits", logits, backend.BF16)
+	checkDType("moe_route_up weights", weights, backend.BF16)
+	check(len(logits.Shape) == 2 && logits.Shape[0] == t && weights.Elements() == t*k, "moe_route_up: logits %v ids %v weights %v", logits, ids, weights)
+	e := logits.Shape[1]
+	check(k <= e && e <= RouterMaxExperts, "moe_route_up: %d of %d experts (at most %d)", k, e, RouterMaxExperts)
+	checkDType("moe_route_up hs", hs, backend.BF16)
+	check(hs.Elements() == t*sharedGate.Out, "moe_route_up %s: hs %v", sharedGate.Name, hs)
+	n := 0
+	if norm {
+		n = 1
+	}
+	args := []backend.Arg{x.Arg(), logits.Arg(), ids.Arg(), weights.Arg()}
+	args = append(args, gate.args()...)
+	args = append(args, up.args()...)
+	args = append(args, out.Arg())
+	args = append(args, sharedGate.args()...)
+	args = append(args, sharedUp.args()...)
+	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(e), backend.Int(n), backend.Int(gate.In),
+		backend.Int(gate.Out), backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
+	c.dispatch("moe_route_up_bf16", args...)
+}
+
+// RouterMaxExperts is the most experts MoERouteUp routes among (ROUTER_MAX_E).
+var RouterMaxExperts = kernels.Defines()["ROUTER_MAX_E"]
 
 // MoEUpFits says whether MoEUp takes these weights: a shared expert (gate and
 // up alike) quantized as the routed experts, over the same input width.
@@ -192,6 +268,15 @@ func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor) {
 	args := append([]backend.Arg{x.Arg()}, w.args()...)
 	args = append(args, out.Arg(), backend.Int(t), backend.Int(w.In), backend.Int(w.Out), backend.Int(w.Bits), backend.Int(w.GroupSize))
 	c.dispatch("qgemm_bf16", args...)
+}
+
+// QGemmMulti is QGemm for up to four matrices over the same x (a prompt's
+// projections) in one dispatch: outs[i] = x·ws[i]ᵀ. x must be 16-byte aligned
+// and In a multiple of 32, as for QGemm.
+func QGemmMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
+	check(x.Off%16 == 0 && ws[0].In%32 == 0, "qgemm_multi %s: x at byte offset %d, In %d", ws[0].Name, x.Off, ws[0].In)
+	_, args := multiArgs(x, ws, outs)
+	c.dispatch("qgemm_multi_bf16", args...)
 }
 
 // ExpertTiles is the (token, slot) pairs of a routing grouped by expert

@@ -41,13 +41,25 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 	qkv := s.Get(ops.BF16, t, shape.ConvDim())
 	z := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
 	bLogits, aLogits := s.Get(ops.BF16, t, shape.Hv), s.Get(ops.BF16, t, shape.Hv)
+	recording := false
 	if r := st.record; r != nil && t <= r.qkv.Shape[0] && !g.paths.gemm(t) {
 		qkv, z, bLogits, aLogits = r.qkv.Rows(0, t), r.z.Rows(0, t), r.b.Rows(0, t), r.a.Rows(0, t)
 		r.tokens = t
+		recording = true
 	}
-	g.paths.project(c, x, []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA},
-		[]ops.Tensor{qkv, z, bLogits, aLogits})
-	o := g.rule(c, cfg, st, qkv, z, aLogits, bLogits)
+	ws := []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA}
+	var o ops.Tensor
+	if t == 1 && !recording && g.paths.gdnConv && g.paths.projections && cfg.ConvKernel <= ops.ConvMaxKernel {
+		// A decode step: the in-projection and the conv in one launch
+		// (qmatmul_multi_conv_bf16). conv is taken where rule takes it, so the
+		// scratch is laid out as on the other path.
+		conv := s.Get(ops.BF16, t, shape.ConvDim())
+		ops.QMatmulMultiConv(c, x, ws, []ops.Tensor{conv, z, bLogits, aLogits}, st.conv, g.conv, cfg.ConvKernel)
+		o = g.ruleOnConv(c, cfg, st, conv, z, aLogits, bLogits)
+	} else {
+		g.paths.project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})
+		o = g.rule(c, cfg, st, qkv, z, aLogits, bLogits)
+	}
 	g.paths.matmul(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
 }
 
@@ -60,9 +72,15 @@ func (g *gatedDeltaNet) shape(cfg *Config) ops.GDNShape {
 // advancing st's conv window and state, and returns the gated-norm output
 // bf16 [T, Hv, Dv] in scratch.
 func (g *gatedDeltaNet) rule(c *ops.Ctx, cfg *Config, st *layerCache, qkv, z, aLogits, bLogits ops.Tensor) ops.Tensor {
-	t, shape, s := qkv.Shape[0], g.shape(cfg), c.Scratch
-	conv := s.Get(ops.BF16, t, shape.ConvDim())
+	conv := c.Scratch.Get(ops.BF16, qkv.Shape[0], g.shape(cfg).ConvDim())
 	ops.Conv1dSiLU(c, qkv, st.conv, g.conv, conv, cfg.ConvKernel)
+	return g.ruleOnConv(c, cfg, st, conv, z, aLogits, bLogits)
+}
+
+// ruleOnConv is rule after the conv: conv bf16 [T, ConvDim] holds the
+// convolved [q | k | v] rows.
+func (g *gatedDeltaNet) ruleOnConv(c *ops.Ctx, cfg *Config, st *layerCache, conv, z, aLogits, bLogits ops.Tensor) ops.Tensor {
+	t, shape, s := conv.Shape[0], g.shape(cfg), c.Scratch
 	decay, beta := s.Get(ops.F32, t, shape.Hv), s.Get(ops.F32, t, shape.Hv)
 	o := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
 	switch {

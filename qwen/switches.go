@@ -20,6 +20,20 @@ const (
 	// SwitchFusedExpertSwiGLU computes the experts' gate and up projections and
 	// SwiGLU in one launch (qmatmul_gather_swiglu_bf16).
 	SwitchFusedExpertSwiGLU = "fused-expert-swiglu"
+	// SwitchFusedGDNConv runs a decode step's GDN in-projection and its conv
+	// in one launch (qmatmul_multi_conv_bf16: the lane of a channel runs the
+	// conv step on its projection). Off by default until it is measured on a GPU.
+	SwitchFusedGDNConv = "fused-gdn-conv"
+	// SwitchFusedMoEAddNorm runs the residual add and norm before a decode
+	// step's MoE inside its router launch (qmatmul_multi_addnorm_bf16: each of
+	// its few threadgroups normalises the row again). Off by default until it
+	// is measured on a GPU.
+	SwitchFusedMoEAddNorm = "fused-moe-add-norm"
+	// SwitchFusedMoERoute routes a decode step's tokens inside the experts'
+	// gate and up launch (moe_route_up_bf16: each threadgroup ranks the
+	// experts itself) instead of a router_topk_bf16 launch before it. Off by
+	// default until it is measured on a GPU.
+	SwitchFusedMoERoute = "fused-moe-route"
 	// SwitchFusedMoEDown runs the experts' down projections, their weighted sum,
 	// the shared expert's down projection and its gate in one launch (moe_down_bf16).
 	SwitchFusedMoEDown = "fused-moe-down"
@@ -40,6 +54,11 @@ const (
 	// qgemm_gather_bf16), instead of one GEMV per token, and the GDN rule
 	// chunk by chunk (gdn_chunk_bf16) instead of token by token.
 	SwitchPrefillGEMM = "prefill-gemm"
+	// SwitchPrefillMultiGEMM runs a prompt's projections of one input that
+	// take GEMMs in one launch (qgemm_multi_bf16): the small ones (the shared
+	// expert's gate and up, the attention's k and v) fill the GPU together.
+	// Off by default until it is measured on a GPU.
+	SwitchPrefillMultiGEMM = "prefill-multi-gemm"
 	// SwitchPrefillSplitAttention runs a prompt's attention (32 tokens and
 	// more) on the split-KV kernels, which read each kv-head's keys and values
 	// once for all its q-heads, instead of attention_bf16, which reads them once
@@ -62,6 +81,12 @@ func init() {
 			Description: "Run the projections that read the same input as one launch (applies at the next model load)."},
 		{Name: SwitchFusedExpertSwiGLU, Env: "BAGEL_NO_FUSED_EXPERT_SWIGLU",
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
+		{Name: SwitchFusedGDNConv, Env: "BAGEL_FUSED_GDN_CONV",
+			Description: "Run a decode step's Gated DeltaNet in-projection and conv in one launch (experimental; applies at the next model load)."},
+		{Name: SwitchFusedMoEAddNorm, Env: "BAGEL_FUSED_MOE_ADD_NORM",
+			Description: "Run the residual add and norm before a decode step's experts inside the router's launch (experimental; applies at the next model load)."},
+		{Name: SwitchFusedMoERoute, Env: "BAGEL_FUSED_MOE_ROUTE",
+			Description: "Route a decode step's tokens to their experts inside the experts' gate and up launch, one launch fewer per layer (experimental; applies at the next model load)."},
 		{Name: SwitchFusedMoEDown, Env: "BAGEL_NO_FUSED_MOE_DOWN",
 			Description: "Run the experts' down projections with their weighted sum and the shared expert's in one launch (applies at the next model load)."},
 		{Name: SwitchFusedGDNStep, Env: "BAGEL_FUSED_GDN_STEP",
@@ -72,17 +97,21 @@ func init() {
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 		{Name: SwitchPrefillGEMM, Env: "BAGEL_NO_PREFILL_GEMM",
 			Description: "Run prompts of 32 tokens and more as matrix multiplications on the matrix units, experts grouped by token (applies at the next model load)."},
+		{Name: SwitchPrefillMultiGEMM, Env: "BAGEL_PREFILL_MULTI_GEMM",
+			Description: "Run a prompt's projections of one input as one launch of GEMMs (experimental; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
-		s.Default = s.Name != SwitchFusedGDNStep
+		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute && s.Name != SwitchFusedGDNConv &&
+			s.Name != SwitchPrefillMultiGEMM && s.Name != SwitchFusedMoEAddNorm
 		switches.Register(s)
 	}
 }
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, moeDown, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit bool
+	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit,
+	multiGEMM, moeAddNorm bool
 }
 
 func currentPaths() paths {
@@ -90,12 +119,16 @@ func currentPaths() paths {
 		addNorm:      switches.On(SwitchFusedAddNorm),
 		projections:  switches.On(SwitchFusedProjections),
 		expertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
+		moeRoute:     switches.On(SwitchFusedMoERoute),
+		gdnConv:      switches.On(SwitchFusedGDNConv),
 		moeDown:      switches.On(SwitchFusedMoEDown),
 		gdnStep:      switches.On(SwitchFusedGDNStep),
 		attnPrep:     switches.On(SwitchFusedAttnPrep),
 		splitKV:      switches.On(SwitchSplitKV),
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
 		prefillSplit: switches.On(SwitchPrefillSplitAttention),
+		multiGEMM:    switches.On(SwitchPrefillMultiGEMM),
+		moeAddNorm:   switches.On(SwitchFusedMoEAddNorm),
 	}
 }
 
@@ -144,13 +177,20 @@ func (p paths) project(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Te
 
 // projectGEMMs runs the projections that take a GEMM and returns the others.
 func (p paths) projectGEMMs(c *ops.Ctx, x ops.Tensor, t int, ws []ops.QLinear, outs []ops.Tensor) ([]ops.QLinear, []ops.Tensor) {
-	var restW []ops.QLinear
-	var restOut []ops.Tensor
+	var gemmW, restW []ops.QLinear
+	var gemmOut, restOut []ops.Tensor
 	for i := range ws {
 		if p.useGEMM(t, x, ws[i], outs[i]) {
-			ops.QGemm(c, x, ws[i], outs[i])
+			gemmW, gemmOut = append(gemmW, ws[i]), append(gemmOut, outs[i])
 		} else {
 			restW, restOut = append(restW, ws[i]), append(restOut, outs[i])
+		}
+	}
+	if p.multiGEMM && len(gemmW) > 1 {
+		ops.QGemmMulti(c, x, gemmW, gemmOut)
+	} else {
+		for i := range gemmW {
+			ops.QGemm(c, x, gemmW[i], gemmOut[i])
 		}
 	}
 	return restW, restOut

@@ -142,6 +142,21 @@ func Specs() []Spec {
 		})
 	}
 
+	// qgemm_multi_bf16: as qmatmul_multi_bf16's buffers and scalars, each matrix as qgemm_bf16.
+	for _, p := range []struct {
+		T, In int
+		slots [4]slot
+	}{
+		{512, hidden, [4]slot{{moeInt, 4, 64}, {moeInt, 4, 64}, {}, {}}}, // the shared expert's gate and up
+		{130, 96, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {70, 8, 32}}},
+		{33, 256, [4]slot{{9, 8, 128}, {64, 2, 64}, {}, {}}},
+	} {
+		add("qgemm_multi_bf16", p.T >= 512, fmt.Sprintf("T=%d In=%d %d/%d/%d/%d rows", p.T, p.In, p.slots[0].Out, p.slots[1].Out, p.slots[2].Out, p.slots[3].Out), func(g gen) *Case {
+			bufs, scalars := multiCase(g, p.T, p.In, p.slots)
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(scalars...)}
+		})
+	}
+
 	// moe_sort_i32: ids, perm, tiles | T, K, E
 	gemmTile := kernels.Defines()["QG_BM"]
 	tileRows := func(T, K, E int) int { return (T*K+gemmTile-1)/gemmTile + E }
@@ -182,8 +197,6 @@ func Specs() []Spec {
 	}
 
 	// qmatmul_multi_bf16: x, then w, scales, biases, out for slots 0..3 | T, In, Out0..3, bits0..3, gs0..3.
-	// A slot with Out 0 is unused: its buffers are a few bytes and never read.
-	type slot struct{ Out, bits, gs int }
 	for _, p := range []struct {
 		T, In int
 		slots [4]slot
@@ -199,30 +212,44 @@ func Specs() []Spec {
 			label += fmt.Sprintf(" %d:%db", sl.Out, sl.bits)
 		}
 		add("qmatmul_multi_bf16", false, label, func(g gen) *Case {
-			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1))}
-			var scalars []int
-			for i, sl := range p.slots {
-				n := fmt.Sprint(i)
-				if sl.Out == 0 {
-					bufs = append(bufs, in("w"+n, backend.U32, g.words(1)), in("scales"+n, backend.BF16, g.bf16(2, 1)),
-						in("biases"+n, backend.BF16, g.bf16(2, 1)), in("out"+n, backend.BF16, g.bf16(2, 1)))
-					continue
-				}
-				w, sc, bi := g.quant(sl.Out, p.In, sl.bits, sl.gs)
-				bufs = append(bufs, in("w"+n, backend.U32, w), in("scales"+n, backend.BF16, sc), in("biases"+n, backend.BF16, bi),
-					out("out"+n, backend.BF16, p.T*sl.Out))
-			}
-			scalars = append(scalars, p.T, p.In)
-			for _, sl := range p.slots {
-				scalars = append(scalars, sl.Out)
-			}
-			for _, sl := range p.slots { // an unused slot still passes valid bits and gs
-				scalars = append(scalars, cmp.Or(sl.bits, 4))
-			}
-			for _, sl := range p.slots {
-				scalars = append(scalars, cmp.Or(sl.gs, 32))
-			}
+			bufs, scalars := multiCase(g, p.T, p.In, p.slots)
 			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(scalars...)}
+		})
+	}
+
+	// qmatmul_multi_addnorm_bf16: a, b, norm_w, sum, normed, then qmatmul_multi_bf16's slots | its scalars, eps
+	for _, p := range []struct {
+		T, In int
+		slots [4]slot
+	}{
+		{1, hidden, [4]slot{{experts, 8, 64}, {1, 8, 64}, {}, {}}}, // the router and the shared expert's gate
+		{5, hidden, [4]slot{{experts, 8, 64}, {moeInt, 4, 64}, {moeInt, 4, 64}, {1, 8, 64}}},
+		{3, 96, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {3, 6, 32}}},
+		{2, 4096, [4]slot{{9, 8, 128}, {}, {}, {}}}, // 16 pieces a thread: their sums re-read from sum
+	} {
+		add("qmatmul_multi_addnorm_bf16", false, fmt.Sprintf("T=%d In=%d %d/%d/%d/%d rows", p.T, p.In, p.slots[0].Out, p.slots[1].Out, p.slots[2].Out, p.slots[3].Out), func(g gen) *Case {
+			bufs, scalars := multiCase(g, p.T, p.In, p.slots)
+			n := p.T * p.In
+			norm := []Buffer{in("a", backend.BF16, g.bf16(n, 2)), in("b", backend.BF16, g.bf16(n, 1)),
+				in("norm_w", backend.BF16, g.bf16Uniform(p.In, 0.5, 1.5)), out("sum", backend.BF16, n), out("normed", backend.BF16, n)}
+			return &Case{Tol: tolBF16, Buffers: append(norm, bufs[1:]...), Scalars: append(ints(scalars...), backend.Float(1e-6))}
+		})
+	}
+
+	// qmatmul_multi_conv_bf16: as qmatmul_multi_bf16 (T = 1), then conv_state (in/out), conv_w | ..., K
+	for _, p := range []struct {
+		In, K int
+		slots [4]slot
+	}{
+		{hidden, 4, [4]slot{{convDim, 4, 64}, {gdnHv * gdnD, 4, 64}, {gdnHv, 4, 64}, {gdnHv, 4, 64}}}, // GDN qkv, z, b, a
+		{96, 3, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {3, 6, 32}}},
+		{128, 1, [4]slot{{9, 8, 128}, {2, 2, 64}, {}, {}}},
+	} {
+		add("qmatmul_multi_conv_bf16", false, fmt.Sprintf("In=%d K=%d channels=%d", p.In, p.K, p.slots[0].Out), func(g gen) *Case {
+			bufs, scalars := multiCase(g, 1, p.In, p.slots)
+			ch := p.slots[0].Out
+			bufs = append(bufs, inout("conv_state", backend.BF16, g.bf16((p.K-1)*ch, 1)), in("conv_w", backend.BF16, g.bf16(ch*p.K, 0.5)))
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(append(scalars, p.K)...)}
 		})
 	}
 
@@ -243,6 +270,20 @@ func Specs() []Spec {
 		})
 	}
 
+	// moe_route_up_bf16: x, logits, ids (out), weights (out), then as moe_up_bf16 | T, K, E, norm, In, Out, Is, bits, gs.
+	// IDTol 0: the ids as router_topk_bf16's case holds them.
+	for _, p := range []struct{ T, K, E, norm, In, Out, Is, bits, gs int }{
+		{1, topK, experts, 1, hidden, moeInt, moeInt, 4, 64}, {3, topK, experts, 1, hidden, moeInt, moeInt, 4, 64},
+		{2, 3, 6, 0, 96, 13, 7, 3, 32}, {2, 10, 300, 1, 128, 17, 40, 8, 128},
+	} {
+		add("moe_route_up_bf16", false, fmt.Sprintf("T=%d K=%d E=%d norm=%d %d→%d Is=%d bits=%d gs=%d", p.T, p.K, p.E, p.norm, p.In, p.Out, p.Is, p.bits, p.gs), func(g gen) *Case {
+			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("logits", backend.BF16, g.bf16(p.T*p.E, 2)),
+				out("ids", backend.I32, p.T*p.K), out("weights", backend.BF16, p.T*p.K)}
+			return &Case{Tol: tolBF16, IDTol: 0, Buffers: append(bufs, moeUpWeights(g, p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs)...),
+				Scalars: ints(p.T, p.K, p.E, p.norm, p.In, p.Out, p.Is, p.bits, p.gs)}
+		})
+	}
+
 	// moe_up_bf16: x, ids, gate_w/scales/biases, up_w/scales/biases, out, shared_gate_w/scales/biases,
 	//   shared_up_w/scales/biases, hs | T, K, In, Out, Is, bits, gs
 	for _, p := range []struct{ T, K, E, In, Out, Is, bits, gs int }{
@@ -250,19 +291,9 @@ func Specs() []Spec {
 		{2, 3, 4, 128, 17, 40, 8, 128}, {2, 3, 6, 96, 13, 7, 3, 32},
 	} {
 		add("moe_up_bf16", false, fmt.Sprintf("T=%d K=%d E=%d %d→%d Is=%d bits=%d gs=%d", p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs), func(g gen) *Case {
-			gw, gsc, gbi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
-			uw, usc, ubi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
-			sgw, sgsc, sgbi := g.quant(p.Is, p.In, p.bits, p.gs)
-			suw, susc, subi := g.quant(p.Is, p.In, p.bits, p.gs)
-			return &Case{Tol: tolBF16, Buffers: []Buffer{
-				in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E)),
-				in("gate_w", backend.U32, gw), in("gate_scales", backend.BF16, gsc), in("gate_biases", backend.BF16, gbi),
-				in("up_w", backend.U32, uw), in("up_scales", backend.BF16, usc), in("up_biases", backend.BF16, ubi),
-				out("out", backend.BF16, p.T*p.K*p.Out),
-				in("shared_gate_w", backend.U32, sgw), in("shared_gate_scales", backend.BF16, sgsc), in("shared_gate_biases", backend.BF16, sgbi),
-				in("shared_up_w", backend.U32, suw), in("shared_up_scales", backend.BF16, susc), in("shared_up_biases", backend.BF16, subi),
-				out("hs", backend.BF16, p.T*p.Is),
-			}, Scalars: ints(p.T, p.K, p.In, p.Out, p.Is, p.bits, p.gs)}
+			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E))}
+			return &Case{Tol: tolBF16, Buffers: append(bufs, moeUpWeights(g, p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs)...),
+				Scalars: ints(p.T, p.K, p.In, p.Out, p.Is, p.bits, p.gs)}
 		})
 	}
 
@@ -670,4 +701,55 @@ func Specs() []Spec {
 		})
 	}
 	return s
+}
+
+// moeUpWeights is the buffers moe_up_bf16 and moe_route_up_bf16 share after
+// their routing ones: E experts' gate and up (Out rows of In each), their
+// output, the shared expert's gate and up (Is rows), and its output.
+func moeUpWeights(g gen, T, K, E, In, Out, Is, bits, gs int) []Buffer {
+	gw, gsc, gbi := g.quant(E*Out, In, bits, gs)
+	uw, usc, ubi := g.quant(E*Out, In, bits, gs)
+	sgw, sgsc, sgbi := g.quant(Is, In, bits, gs)
+	suw, susc, subi := g.quant(Is, In, bits, gs)
+	return []Buffer{
+		in("gate_w", backend.U32, gw), in("gate_scales", backend.BF16, gsc), in("gate_biases", backend.BF16, gbi),
+		in("up_w", backend.U32, uw), in("up_scales", backend.BF16, usc), in("up_biases", backend.BF16, ubi),
+		out("out", backend.BF16, T*K*Out),
+		in("shared_gate_w", backend.U32, sgw), in("shared_gate_scales", backend.BF16, sgsc), in("shared_gate_biases", backend.BF16, sgbi),
+		in("shared_up_w", backend.U32, suw), in("shared_up_scales", backend.BF16, susc), in("shared_up_biases", backend.BF16, subi),
+		out("hs", backend.BF16, T*Is),
+	}
+}
+
+// slot is one matrix of a qmatmul_multi case: Out 0 is unused (its buffers are
+// a few bytes and never read).
+type slot struct{ Out, bits, gs int }
+
+// multiCase is the buffers and scalars of qmatmul_multi_bf16 over T tokens of
+// In: x, each slot's w, scales, biases and out, then T, In, Out0..3, bits0..3,
+// gs0..3.
+func multiCase(g gen, T, In int, slots [4]slot) ([]Buffer, []int) {
+	bufs := []Buffer{in("x", backend.BF16, g.bf16(T*In, 1))}
+	for i, sl := range slots {
+		n := fmt.Sprint(i)
+		if sl.Out == 0 {
+			bufs = append(bufs, in("w"+n, backend.U32, g.words(1)), in("scales"+n, backend.BF16, g.bf16(2, 1)),
+				in("biases"+n, backend.BF16, g.bf16(2, 1)), in("out"+n, backend.BF16, g.bf16(2, 1)))
+			continue
+		}
+		w, sc, bi := g.quant(sl.Out, In, sl.bits, sl.gs)
+		bufs = append(bufs, in("w"+n, backend.U32, w), in("scales"+n, backend.BF16, sc), in("biases"+n, backend.BF16, bi),
+			out("out"+n, backend.BF16, T*sl.Out))
+	}
+	scalars := []int{T, In}
+	for _, sl := range slots {
+		scalars = append(scalars, sl.Out)
+	}
+	for _, sl := range slots { // an unused slot still passes valid bits and gs
+		scalars = append(scalars, cmp.Or(sl.bits, 4))
+	}
+	for _, sl := range slots {
+		scalars = append(scalars, cmp.Or(sl.gs, 32))
+	}
+	return bufs, scalars
 }
