@@ -221,7 +221,7 @@ KERNEL(attention_bf16,
        PARAM(int, Cap, 8),
        PARAM(int, kvLen, 9),
        PARAM(float, scale, 10)) {
-  GRID_WAIT();
+  GRID_WAIT_COMPUTE();
   TG_MEM(float, sgMax, ATTN_SIMDGROUPS);
   TG_MEM(float, sgSum, ATTN_SIMDGROUPS);
   TG_MEM(float, sgOut, ATTN_SIMDGROUPS * ATTN_MAX_D);

@@ -1,6 +1,13 @@
 // Helpers shared by every kernel, written in the portable dialect. Assembled
 // after the backend's prelude and before the kernel files.
 
+// PDL_TRIGGER 1: on CUDA, GRID_WAIT lets the next kernel launch early
+// (prelude_cuda.h); 0 (BAGEL_KERNEL_TUNING=PDL_TRIGGER=0) keeps it waiting for
+// this kernel's blocks to exit. Metal ignores it.
+#ifndef PDL_TRIGGER
+#define PDL_TRIGGER 1
+#endif
+
 // bf16 is carried as its 16-bit pattern; these match backend.BF16ToF32 and
 // backend.F32ToBF16 (round to nearest even, NaN stays NaN) bit for bit.
 INLINE float bf16_to_f32(bf16_t v) { return as_float(((uint)v) << 16); }

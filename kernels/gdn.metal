@@ -414,7 +414,7 @@ KERNEL(gdn_chunk_prep_f32,
        PARAM(int, Hv, 6),
        PARAM(int, Dk, 7),
        PARAM(int, Dv, 8)) {
-  GRID_WAIT();
+  GRID_WAIT_COMPUTE();
   TG_MEM(bf16_t, Kc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(bf16_t, Qc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(float, A, GDN_CHUNK * GDN_CHUNK);
@@ -497,7 +497,7 @@ KERNEL(gdn_chunk_bf16,
        PARAM(int, Hv, 7),
        PARAM(int, Dk, 8),
        PARAM(int, Dv, 9)) {
-  GRID_WAIT();
+  GRID_WAIT_COMPUTE();
   TG_MEM(bf16_t, Kc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(bf16_t, Qc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(float, W, GDN_CHUNK * GDN_CHUNK);

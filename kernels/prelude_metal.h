@@ -52,6 +52,7 @@ typedef ushort bf16_t;
 // Threadgroup allocations start 16-byte aligned on Metal.
 #define TG_MEM_ALIGNED16(type, name, n) threadgroup type name[n]
 #define BARRIER() threadgroup_barrier(mem_flags::mem_threadgroup)
+#define SIMD_BARRIER() simdgroup_barrier(mem_flags::mem_threadgroup)
 #define DEVICE_BARRIER() \
   threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup)
 
@@ -84,6 +85,7 @@ INLINE uint as_uint(float f) { return as_type<uint>(f); }
 // GRID_WAIT(): see prelude_cuda.h. Metal orders the dispatches of a command
 // buffer itself; there is nothing to wait for.
 #define GRID_WAIT()
+#define GRID_WAIT_COMPUTE()
 
 // ALIGNED16(p) says p may be read in 16-byte pieces (u32x4). MSL has no
 // pointer-to-integer conversion, so Metal keeps the 4-byte paths for now; the

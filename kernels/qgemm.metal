@@ -394,7 +394,7 @@ KERNEL(qgemm_bf16,
        PARAM(int, Out, 7),
        PARAM(int, bits, 8),
        PARAM(int, gs, 9)) {
-  GRID_WAIT();
+  GRID_WAIT_COMPUTE();
   TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, rows, QG_BM);
   int mtiles = (T + QG_BM - 1) / QG_BM;
@@ -444,7 +444,7 @@ KERNEL(qgemm_multi_bf16,
        PARAM(int, gs1, 28),
        PARAM(int, gs2, 29),
        PARAM(int, gs3, 30)) {
-  GRID_WAIT();
+  GRID_WAIT_COMPUTE();
   TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, rows, QG_BM);
   int mtiles = (T + QG_BM - 1) / QG_BM;
@@ -577,7 +577,7 @@ KERNEL(qgemm_gather_bf16,
        PARAM(int, bits, 12),
        PARAM(int, gs, 13),
        PARAM(int, xPerSlot, 14)) {
-  GRID_WAIT();
+  GRID_WAIT_COMPUTE();
   TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, arow, QG_BM);
   TG_MEM(int, orow, QG_BM);

@@ -1,32 +1,21 @@
 // MoE router: softmax over experts and top-K selection.
 
-// ROUTER_MAX_E bounds E: the probabilities of one token live in threadgroup memory.
+// ROUTER_MAX_E bounds E and ROUTER_MAX_K bounds K: the probabilities of one
+// token and its picks live in threadgroup memory.
 #define ROUTER_MAX_E 1024
+#define ROUTER_MAX_K 64
 
-// router_topk_bf16: logits [T, E] → ids i32 [T, K], weights [T, K].
-// p = bf16(softmax_f32(logits)) (the sum's reciprocal times each exponential);
-// ids are the K largest p in descending order, ties to the lower index; w = p[ids],
-// and when norm ≠ 0, w = bf16(w / bf16(Σw)) with Σw summed in selection order.
-//
-// One SIMD-group per token. Lane l owns experts l, l+32, ...; each of the K
-// rounds is a lane-local scan and a butterfly argmax, after which the owner marks
-// the winner taken (p = −1). Only the owning lane ever touches p[e].
-// launch: grid(T) group(32)
-// requires: E <= ROUTER_MAX_E
-KERNEL(router_topk_bf16,
-       BUFFER(const bf16_t, logits, 0),
-       BUFFER(int, ids, 1),
-       BUFFER(bf16_t, weights, 2),
-       PARAM(int, T, 3),
-       PARAM(int, E, 4),
-       PARAM(int, K, 5),
-       PARAM(int, norm, 6)) {
-  GRID_WAIT();
-  TG_MEM(float, p, ROUTER_MAX_E);
-  int t = TGID_X;
-  if (t >= T) return;
-  int lane = LANE;
-  device const bf16_t *row = logits + (ulong)t * (ulong)E;
+// router_pick fills sel[0..K) with the K largest p among the token's E logits
+// at row, ties to the lower index, and picked[0..K) with their p, where
+// p = bf16(softmax_f32(logits)) (the sum's reciprocal times each exponential),
+// and returns the picks' sum in selection order. One SIMD-group runs it: lane
+// l owns experts l, l+32, ... of p; each of the K rounds is a lane-local scan
+// and a butterfly argmax, after which the owner marks the winner taken
+// (p = −1). With NaN logits no expert wins a round and it picks the last
+// one, a valid id. p holds E floats, sel and picked K each, threadgroup memory;
+// lane 0 writes sel and picked, visible to the SIMD-group after SIMD_BARRIER.
+INLINE float router_pick(device const bf16_t *row, int E, int K, threadgroup float *p, threadgroup int *sel,
+                         threadgroup float *picked, int lane) {
   float m = -3.0e38f;
   for (int e = lane; e < E; e += 32) m = fmaxf(m, bf16_to_f32(row[e]));
   m = simd_max(m);
@@ -38,11 +27,7 @@ KERNEL(router_topk_bf16,
   }
   float inv = 1.0f / simd_sum(sum);
   for (int e = lane; e < E; e += 32) p[e] = round_bf16(p[e] * inv);
-
-  // Lane s keeps the s-th weight, so the normalisation reads no memory back
-  // (a lane-0 loop over the written weights was a chain of K global loads).
-  float total = 0.0f, mine = 0.0f;
-  int mineId = 0;
+  float total = 0.0f;
   for (int s = 0; s < K; s++) {
     float bv = -2.0f;
     int bi = E;
@@ -63,74 +48,63 @@ KERNEL(router_topk_bf16,
     bi = imin(bi, E - 1);  // no candidate left (NaN logits): any valid expert, never one past the end
     if (bi % 32 == lane) p[bi] = -1.0f;
     total += bv;  // every lane holds the same bv: the butterfly ends agreed
-    if (lane == s) {
-      mine = bv;
-      mineId = bi;
-    }
-    if (s >= 32 && lane == 0) {  // K > 32: the rest unnormalised, fixed below
-      ids[t * K + s] = bi;
-      weights[t * K + s] = f32_to_bf16(bv);
+    if (lane == 0) {
+      sel[s] = bi;
+      picked[s] = bv;
     }
   }
+  SIMD_BARRIER();
+  return total;
+}
+
+// router_write writes a token's ids and weights from router_pick's sel and
+// picked: w = picked, or bf16(w / bf16(total)) when norm ≠ 0. Lanes of one
+// SIMD-group share the K slots.
+INLINE void router_write(threadgroup const int *sel, threadgroup const float *picked, float total, int K, int norm,
+                         device int *ids, device bf16_t *weights, int lane) {
   if (norm != 0) total = round_bf16(total);
-  if (lane < K) {
-    ids[t * K + lane] = mineId;
-    weights[t * K + lane] = f32_to_bf16(norm != 0 ? mine / total : mine);
-  }
-  if (norm != 0 && K > 32 && lane == 0) {
-    for (int s = 32; s < K; s++) {
-      ulong i = (ulong)t * (ulong)K + (ulong)s;
-      weights[i] = f32_to_bf16(bf16_to_f32(weights[i]) / total);
-    }
+  for (int s = lane; s < K; s += 32) {
+    ids[s] = sel[s];
+    weights[s] = f32_to_bf16(norm != 0 ? picked[s] / total : picked[s]);
   }
 }
 
-// moe_route sets sel[0..K) to the experts of the token whose E logits are at
-// row, in router_topk_bf16's order, and returns sel[s]: SIMD-group 0 computes
-// p as router_topk_bf16 does (the same loops, so the same bits), then every
-// thread ranks its experts among all E (ties to the lower index), which is the
-// order of router_topk_bf16's K rounds without their K dependent shuffles. sel
-// starts at expert 0, so logits with NaNs (which rank nowhere) still give
-// valid ids. With write, thread 0 also writes the token's ids and weights as
-// router_topk_bf16 does. p holds E floats and sel K ints, threadgroup memory.
+// router_topk_bf16: logits [T, E] → ids i32 [T, K], weights [T, K]: the K
+// largest p of each token (router_pick), weighted as router_write says.
+// One SIMD-group per token.
+// launch: grid(T) group(32)
+// requires: E <= ROUTER_MAX_E
+// requires: K <= ROUTER_MAX_K
+KERNEL(router_topk_bf16,
+       BUFFER(const bf16_t, logits, 0),
+       BUFFER(int, ids, 1),
+       BUFFER(bf16_t, weights, 2),
+       PARAM(int, T, 3),
+       PARAM(int, E, 4),
+       PARAM(int, K, 5),
+       PARAM(int, norm, 6)) {
+  GRID_WAIT();
+  TG_MEM(float, p, ROUTER_MAX_E);
+  TG_MEM(int, sel, ROUTER_MAX_K);
+  TG_MEM(float, picked, ROUTER_MAX_K);
+  int t = TGID_X;
+  if (t >= T) return;
+  float total = router_pick(logits + (ulong)t * (ulong)E, E, K, p, sel, picked, LANE);
+  router_write(sel, picked, total, K, norm, ids + (ulong)t * (ulong)K, weights + (ulong)t * (ulong)K, LANE);
+}
+
+// moe_route returns the expert of slot s of the token whose E logits are at
+// row, as router_topk_bf16 picks them: SIMD-group 0 runs router_pick, and the
+// threadgroup reads sel after a barrier. With write, SIMD-group 0 also writes
+// the token's ids and weights. p, sel and picked as router_pick.
 INLINE int moe_route(device const bf16_t *row, int E, int K, int s, int norm, bool write, device int *ids,
-                     device bf16_t *weights, threadgroup float *p, threadgroup int *sel, int tid, int nthreads,
+                     device bf16_t *weights, threadgroup float *p, threadgroup int *sel, threadgroup float *picked,
                      int lane, int simd) {
   if (simd == 0) {
-    float m = -3.0e38f;
-    for (int e = lane; e < E; e += 32) m = fmaxf(m, bf16_to_f32(row[e]));
-    m = simd_max(m);
-    float sum = 0.0f;
-    for (int e = lane; e < E; e += 32) {
-      float ex = expf(bf16_to_f32(row[e]) - m);
-      p[e] = ex;
-      sum += ex;
-    }
-    float inv = 1.0f / simd_sum(sum);
-    for (int e = lane; e < E; e += 32) p[e] = round_bf16(p[e] * inv);
-  }
-  for (int i = tid; i < K; i += nthreads) sel[i] = 0;
-  BARRIER();
-  for (int e = tid; e < E; e += nthreads) {
-    float pe = p[e];
-    int rank = 0;
-    for (int j = 0; j < E; j++) {
-      float pj = p[j];
-      rank += pj > pe || (pj == pe && j < e) ? 1 : 0;
-    }
-    if (rank < K) sel[rank] = e;
+    float total = router_pick(row, E, K, p, sel, picked, lane);
+    if (write) router_write(sel, picked, total, K, norm, ids, weights, lane);
   }
   BARRIER();
-  if (write && tid == 0) {
-    float total = 0.0f;
-    for (int i = 0; i < K; i++) total += p[sel[i]];  // selection order, as router_topk_bf16
-    if (norm != 0) total = round_bf16(total);
-    for (int i = 0; i < K; i++) {
-      float w = p[sel[i]];
-      ids[i] = sel[i];
-      weights[i] = f32_to_bf16(norm != 0 ? w / total : w);
-    }
-  }
   return sel[s];
 }
 
@@ -143,6 +117,7 @@ INLINE int moe_route(device const bf16_t *row, int E, int K, int s, int norm, bo
 // buffers and the grid as moe_up_bf16.
 // launch: grid(ceil(Out, QMV_ROWS) * T * K + ceil(Is, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
 // requires: E <= ROUTER_MAX_E
+// requires: K <= ROUTER_MAX_K
 KERNEL(moe_route_up_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const bf16_t, logits, 1),
@@ -174,14 +149,15 @@ KERNEL(moe_route_up_bf16,
   GRID_WAIT();
   TG_MEM(float, partial, 2 * QMV_SPLIT * QMV_ROWS);
   TG_MEM(float, p, ROUTER_MAX_E);
-  TG_MEM(int, sel, ROUTER_MAX_E);
+  TG_MEM(int, sel, ROUTER_MAX_K);
+  TG_MEM(float, picked, ROUTER_MAX_K);
   int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
   int e = 0;
   if (TGID_X < blocks * T * K) {  // uniform across the threadgroup
     int ts = TGID_X / blocks, t = ts / K, s = ts % K;
     bool first = TGID_X % blocks == 0 && s == 0;
     e = moe_route(logits + (ulong)t * (ulong)E, E, K, s, norm, first, ids + (ulong)t * (ulong)K,
-                  weights + (ulong)t * (ulong)K, p, sel, TID_X, TG_SIZE_X, LANE, SIMD_ID);
+                  weights + (ulong)t * (ulong)K, p, sel, picked, LANE, SIMD_ID);
   }
   moe_up_group(TGID_X, e, x, gate_w, gate_scales, gate_biases, up_w, up_scales, up_biases, out, shared_gate_w,
                shared_gate_scales, shared_gate_biases, shared_up_w, shared_up_scales, shared_up_biases, hs, T, K, In,

@@ -166,8 +166,8 @@ var tuning = sync.OnceValue(func() []override {
 		}
 		name, val, ok := strings.Cut(kv, "=")
 		v, err := strconv.Atoi(val)
-		if !ok || err != nil || v <= 0 {
-			panic(fmt.Sprintf("kernels: %s: %q is not NAME=positive integer", tuningEnv, kv))
+		if !ok || err != nil || v < 0 {
+			panic(fmt.Sprintf("kernels: %s: %q is not NAME=non-negative integer", tuningEnv, kv))
 		}
 		out = append(out, override{name, v})
 	}

@@ -9,6 +9,7 @@ func RouterTopK(c *Ctx, logits, ids, weights Tensor, norm bool) {
 	check(len(logits.Shape) == 2 && len(ids.Shape) == 2, "router: logits %v ids %v", logits, ids)
 	t, e, k := logits.Shape[0], logits.Shape[1], ids.Shape[1]
 	check(ids.Shape[0] == t && weights.Elements() == t*k && k <= e, "router: logits %v ids %v weights %v", logits, ids, weights)
+	check(e <= RouterMaxExperts && k <= RouterMaxPicks, "router: %d of %d experts (at most %d of %d)", k, e, RouterMaxPicks, RouterMaxExperts)
 	n := 0
 	if norm {
 		n = 1

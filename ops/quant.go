@@ -193,7 +193,7 @@ func MoERouteUp(c *Ctx, x, logits, ids, weights Tensor, gate, up QLinear, out Te
 	checkDType("moe_route_up weights", weights, backend.BF16)
 	check(len(logits.Shape) == 2 && logits.Shape[0] == t && weights.Elements() == t*k, "moe_route_up: logits %v ids %v weights %v", logits, ids, weights)
 	e := logits.Shape[1]
-	check(k <= e && e <= RouterMaxExperts, "moe_route_up: %d of %d experts (at most %d)", k, e, RouterMaxExperts)
+	check(k <= e && e <= RouterMaxExperts && k <= RouterMaxPicks, "moe_route_up: %d of %d experts (at most %d of %d)", k, e, RouterMaxPicks, RouterMaxExperts)
 	checkDType("moe_route_up hs", hs, backend.BF16)
 	check(hs.Elements() == t*sharedGate.Out, "moe_route_up %s: hs %v", sharedGate.Name, hs)
 	n := 0
@@ -213,6 +213,9 @@ func MoERouteUp(c *Ctx, x, logits, ids, weights Tensor, gate, up QLinear, out Te
 
 // RouterMaxExperts is the most experts MoERouteUp routes among (ROUTER_MAX_E).
 var RouterMaxExperts = kernels.Defines()["ROUTER_MAX_E"]
+
+// RouterMaxPicks is the most experts a token takes in the router kernels (ROUTER_MAX_K).
+var RouterMaxPicks = kernels.Defines()["ROUTER_MAX_K"]
 
 // MoEUpFits says whether MoEUp takes these weights: a shared expert (gate and
 // up alike) quantized as the routed experts, over the same input width.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 
+	"bagel/ops"
 	"bagel/safetensors"
 )
 
@@ -220,6 +221,11 @@ func (c *Config) validate() error {
 	if c.NumExperts > 0 {
 		if c.ExpertsPerToken <= 0 || c.ExpertsPerToken > c.NumExperts {
 			return fmt.Errorf("num_experts_per_tok %d must be in 1..num_experts (%d)", c.ExpertsPerToken, c.NumExperts)
+		}
+		// The router kernels keep a token's probabilities and picks in threadgroup memory.
+		if c.NumExperts > ops.RouterMaxExperts || c.ExpertsPerToken > ops.RouterMaxPicks {
+			return fmt.Errorf("num_experts %d with num_experts_per_tok %d: Bagel routes among at most %d experts, %d per token",
+				c.NumExperts, c.ExpertsPerToken, ops.RouterMaxExperts, ops.RouterMaxPicks)
 		}
 		if c.MoEIntermediateSize <= 0 {
 			return fmt.Errorf("moe_intermediate_size must be positive, got %d", c.MoEIntermediateSize)

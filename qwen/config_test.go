@@ -75,6 +75,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"missing hidden size", `{"model_type": "qwen3_5", "text_config": {}}`, "hidden_size must be positive"},
 		{"heads not a multiple", strings.Replace(nestedConfig, `"num_key_value_heads": 2`, `"num_key_value_heads": 3`, 1), "not a multiple"},
 		{"top-k above experts", strings.Replace(nestedConfig, `"num_experts_per_tok": 8`, `"num_experts_per_tok": 300`, 1), "num_experts_per_tok"},
+		{"more experts than the router takes", strings.Replace(nestedConfig, `"num_experts": 256`, `"num_experts": 4096`, 1), "routes among at most 1024 experts"},
+		{"more picks than the router takes", strings.Replace(nestedConfig, `"num_experts_per_tok": 8`, `"num_experts_per_tok": 100`, 1), "64 per token"},
 		{"bad eos", strings.Replace(nestedConfig, `[248046, 248044]`, `"x"`, 1), "eos_token_id"},
 		{"attention bias", strings.Replace(nestedConfig, `"head_dim": 256`, `"head_dim": 256, "attention_bias": true`, 1), "attention_bias"},
 		{"negative eps", strings.Replace(nestedConfig, `"rms_norm_eps": 1e-6`, `"rms_norm_eps": -1`, 1), "rms_norm_eps must be a positive number, got -1"},

@@ -106,7 +106,7 @@ func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, x, out ops.Tensor, add *pending
 			[]ops.Tensor{routerLogits, sg, su, gateLogit})
 	}
 	// With the route fused, moe_route_up_bf16 writes ids and weights itself.
-	fusedRoute := fusedUp && e.paths.moeRoute && cfg.NumExperts <= ops.RouterMaxExperts
+	fusedRoute := fusedUp && e.paths.moeRoute
 	if !fusedRoute {
 		ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
 	}
