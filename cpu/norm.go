@@ -60,12 +60,11 @@ func rmsInv(x []uint16, eps float32) float32 {
 func addRMSNorm(a *args) {
 	R, N, eps := a.intArg("R"), a.intArg("N"), a.floatArg("eps")
 	a.check(N%2 == 0, "N", "%d is odd", N)
-	addNormInto(a.bf16s("a", R*N), a.bf16s("b", R*N), a.bf16s("w", N), a.bf16s("sum", R*N), a.bf16s("out", R*N), R, N, eps)
-}
-
-// addNormInto is add_rms_norm_bf16 on slices: x (the residual stream) and y
-// (what is added to it) (R, N), w (N), into sum and out (R, N).
-func addNormInto(x, y, w, sum, out []uint16, R, N int, eps float32) {
+	x := a.bf16s("a", R*N)     // (R, N) the residual stream
+	y := a.bf16s("b", R*N)     // (R, N) what is added to it
+	w := a.bf16s("w", N)       // (N)
+	sum := a.bf16s("sum", R*N) // (R, N)
+	out := a.bf16s("out", R*N) // (R, N)
 	for r := range R {
 		sr, or := sum[r*N:(r+1)*N], out[r*N:(r+1)*N]
 		for i := range N {

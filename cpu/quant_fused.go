@@ -12,22 +12,7 @@ import (
 // qmatmul_bf16 in one dispatch, each row computed as that kernel computes it.
 func qmatmulMulti(a *args) {
 	T, In := a.intArg("T"), a.intArg("In")
-	multiInto(a, widen(a.bf16s("x", T*In)), T, In)
-}
-
-// qmatmul_multi_addnorm_bf16: add_rms_norm_bf16 of a and b under norm_w into
-// sum and normed (T rows of In), then qmatmul_multi_bf16 over normed.
-func qmatmulMultiAddNorm(a *args) {
-	T, In := a.intArg("T"), a.intArg("In")
-	a.check(In%2 == 0, "In", "%d is odd", In)
-	normed := a.bf16s("normed", T*In)
-	addNormInto(a.bf16s("a", T*In), a.bf16s("b", T*In), a.bf16s("norm_w", In), a.bf16s("sum", T*In), normed, T, In, a.floatArg("eps"))
-	multiInto(a, widen(normed), T, In)
-}
-
-// multiInto is qmatmul_multi_bf16's products over x (T, In): each matrix
-// I = 0..3 with OutI > 0 (w, scales, biases, bits, gs named with I) into outI.
-func multiInto(a *args, x []float32, T, In int) {
+	x := widen(a.bf16s("x", T*In)) // (T, In)
 	for i := range 4 {
 		n := fmt.Sprint(i)
 		Out := a.intArg("Out" + n)

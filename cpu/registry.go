@@ -24,7 +24,6 @@ var registry = map[string]func(a *args){
 	"moe_up_bf16":                moeUp,
 	"moe_route_up_bf16":          moeRouteUp,
 	"qmatmul_multi_conv_bf16":    qmatmulMultiConv,
-	"qmatmul_multi_addnorm_bf16": qmatmulMultiAddNorm,
 	"qgemm_bf16":                 qgemmBF16,
 	"qgemm_multi_bf16":           qgemmMulti,
 	"moe_sort_i32":               moeSort,

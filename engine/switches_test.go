@@ -41,7 +41,7 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 }
 
 var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU, qwen.SwitchFusedMoERoute,
-	qwen.SwitchFusedMoEDown, qwen.SwitchFusedGDNConv, qwen.SwitchFusedGDNStep, qwen.SwitchFusedAttnPrep, qwen.SwitchFusedMoEAddNorm}
+	qwen.SwitchFusedMoEDown, qwen.SwitchFusedGDNConv, qwen.SwitchFusedGDNStep, qwen.SwitchFusedAttnPrep}
 
 // TestSplitKVAttentionAtLongContext decodes past 1024 tokens of context with
 // split-KV attention on and off: the sums run in another order, so logits may

@@ -88,25 +88,6 @@ func QMatmulMultiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Te
 	c.dispatch("qmatmul_multi_conv_bf16", append(args, backend.Int(kernelSize))...)
 }
 
-// QMatmulMultiAddNorm is AddRMSNorm then QMatmulMulti over its output, in
-// one dispatch: sum = bf16(a + b), normed = RMSNorm(sum)·w, outs[i] =
-// normed·ws[i]ᵀ. Every threadgroup computes the norm of its token again, so it
-// pays only for a few rows of output (the MoE's router and shared-expert
-// gate). sum must not be a or b: other threadgroups still read them.
-func QMatmulMultiAddNorm(c *Ctx, a, b, w, sum, normed Tensor, eps float32, ws []QLinear, outs []Tensor) {
-	for _, t := range []Tensor{a, b, w, sum} {
-		checkDType("qmatmul_multi_addnorm", t, backend.BF16)
-	}
-	n := normed.Elements()
-	check(a.Elements() == n && b.Elements() == n && sum.Elements() == n && w.Elements() == ws[0].In && n%2 == 0,
-		"qmatmul_multi_addnorm: a %v b %v w %v sum %v normed %v", a, b, w, sum, normed)
-	check(!overlaps(sum, a) && !overlaps(sum, b) && !overlaps(normed, a) && !overlaps(normed, b),
-		"qmatmul_multi_addnorm: sum and normed must not share memory with a or b")
-	_, args := multiArgs(normed, ws, outs)
-	args = append([]backend.Arg{a.Arg(), b.Arg(), w.Arg(), sum.Arg()}, args...)
-	c.dispatch("qmatmul_multi_addnorm_bf16", append(args, backend.Float(eps))...)
-}
-
 // multiArgs checks QMatmulMulti's arguments and lays them out: x, the four
 // slots' w, scales, biases and out (an unused slot repeats slot 0's buffers
 // with no rows), T, In, Out0..3, bits0..3, gs0..3.

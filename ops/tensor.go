@@ -84,8 +84,3 @@ func check(cond bool, format string, a ...any) {
 func checkDType(name string, t Tensor, want backend.DType) {
 	check(t.DType == want, "%s: %s is %v, want %v", name, "tensor", t.DType, want)
 }
-
-// overlaps says whether x and y share bytes of one buffer.
-func overlaps(x, y Tensor) bool {
-	return x.Buf == y.Buf && x.Off < y.Off+y.Bytes() && y.Off < x.Off+x.Bytes()
-}

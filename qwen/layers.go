@@ -74,15 +74,6 @@ func (l *layer) forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, no
 		ops.RMSNorm(c, x, w, normed, cfg.RMSNormEps)
 	}
 	l.mixer.forward(c, cfg, st, pos0, normed, branch)
-	// With the MoE's add fused, the residual between the two adds lives in mid
-	// (the router's threadgroups all write it while all read x); taken on
-	// every path, so that the scratch is laid out alike.
-	mid := c.Scratch.Get(ops.BF16, x.Shape...)
-	if f, ok := l.ffn.(*sparseMoE); ok && l.paths.addNorm && l.paths.moeAddNorm &&
-		f.forwardAfterAdd(c, cfg, x, branch, l.postNorm, mid, normed, branch) {
-		ops.AddRMSNorm(c, mid, branch, next, x, normed, cfg.RMSNormEps)
-		return
-	}
 	addNorm(l.postNorm)
 	l.ffn.forward(c, cfg, normed, branch)
 	addNorm(next)

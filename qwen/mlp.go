@@ -51,32 +51,7 @@ func (e *sparseMoE) weights(cfg *Config) []weight {
 }
 
 // forward: x bf16 [T, hidden] (normed) → out bf16 [T, hidden].
-func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) { e.run(c, cfg, x, out, nil) }
-
-// pendingAdd is a residual add and norm left to the next launch: sum =
-// bf16(a + b), and the normed input it gives, RMSNorm(sum)·w.
-type pendingAdd struct{ a, b, w, sum ops.Tensor }
-
-// forwardAfterAdd is forward on x = RMSNorm(a + b)·w, which its first launch
-// computes (qmatmul_multi_addnorm_bf16: the router's projection), writing a + b
-// to sum and the normed input to x. It reports false, having run nothing, on
-// a path without that launch (a prompt, or the unfused kernels).
-func (e *sparseMoE) forwardAfterAdd(c *ops.Ctx, cfg *Config, a, b, w, sum, x, out ops.Tensor) bool {
-	if e.paths.gemm(x.Shape[0]) || !e.upFits() || !e.paths.projections { // not the decode path's launches
-		return false
-	}
-	e.run(c, cfg, x, out, &pendingAdd{a: a, b: b, w: w, sum: sum})
-	return true
-}
-
-// upFits reports whether the experts' and the shared expert's gate and up
-// may run in one launch (moe_up_bf16) where the experts take the GEMV.
-func (e *sparseMoE) upFits() bool {
-	return e.paths.expertSwiGLU && ops.MoEUpFits(e.gate, e.sharedGate, e.sharedUp)
-}
-
-// run is forward; with add, x is first computed from it in the router's launch.
-func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, x, out ops.Tensor, add *pendingAdd) {
+func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	t, k, hidden, inter := x.Shape[0], cfg.ExpertsPerToken, cfg.HiddenSize, cfg.MoEIntermediateSize
 	s := c.Scratch
 	// What reads x: the router, the shared expert's gate and up, its scalar gate.
@@ -94,14 +69,10 @@ func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, x, out ops.Tensor, add *pending
 		x.Off%16 == 0 && gate.Off%16 == 0
 	// The decode path's experts and shared expert in one launch (moe_up_bf16):
 	// then only the router and the scalar gate are projected here.
-	fusedUp := !grouped && e.upFits()
-	switch {
-	case add != nil: // forwardAfterAdd: fusedUp, on the fused projections
-		ops.QMatmulMultiAddNorm(c, add.a, add.b, add.w, add.sum, x, cfg.RMSNormEps, []ops.QLinear{e.router, e.sharedExpertGate},
-			[]ops.Tensor{routerLogits, gateLogit})
-	case fusedUp:
+	fusedUp := !grouped && e.paths.expertSwiGLU && ops.MoEUpFits(e.gate, e.sharedGate, e.sharedUp)
+	if fusedUp {
 		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedExpertGate}, []ops.Tensor{routerLogits, gateLogit})
-	default:
+	} else {
 		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
 			[]ops.Tensor{routerLogits, sg, su, gateLogit})
 	}

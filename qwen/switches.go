@@ -24,12 +24,6 @@ const (
 	// in one launch (qmatmul_multi_conv_bf16: the lane of a channel runs the
 	// conv step on its projection): one launch fewer per GDN layer.
 	SwitchFusedGDNConv = "fused-gdn-conv"
-	// SwitchFusedMoEAddNorm runs the residual add and norm before a decode
-	// step's MoE inside its router launch (qmatmul_multi_addnorm_bf16: each of
-	// its few threadgroups normalises the row again). Off by default: the 17
-	// threadgroups' extra norm costs more than the launch it saves (H200,
-	// 35B-A3B: 2.68 against 2.55 ms a token).
-	SwitchFusedMoEAddNorm = "fused-moe-add-norm"
 	// SwitchFusedMoERoute routes a decode step's tokens inside the experts'
 	// gate and up launch (moe_route_up_bf16: each threadgroup ranks the
 	// experts itself) instead of a router_topk_bf16 launch before it. Off by
@@ -87,8 +81,6 @@ func init() {
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
 		{Name: SwitchFusedGDNConv, Env: "BAGEL_NO_FUSED_GDN_CONV",
 			Description: "Run a decode step's Gated DeltaNet in-projection and conv in one launch (applies at the next model load)."},
-		{Name: SwitchFusedMoEAddNorm, Env: "BAGEL_FUSED_MOE_ADD_NORM",
-			Description: "Run the residual add and norm before a decode step's experts inside the router's launch (experimental; applies at the next model load)."},
 		{Name: SwitchFusedMoERoute, Env: "BAGEL_FUSED_MOE_ROUTE",
 			Description: "Route a decode step's tokens to their experts inside the experts' gate and up launch, one launch fewer per layer (experimental; applies at the next model load)."},
 		{Name: SwitchFusedMoEDown, Env: "BAGEL_NO_FUSED_MOE_DOWN",
@@ -106,7 +98,7 @@ func init() {
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
-		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute && s.Name != SwitchFusedMoEAddNorm
+		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute
 		switches.Register(s)
 	}
 }
@@ -114,7 +106,7 @@ func init() {
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
 	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit,
-	multiGEMM, moeAddNorm bool
+	multiGEMM bool
 }
 
 func currentPaths() paths {
@@ -131,7 +123,6 @@ func currentPaths() paths {
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
 		prefillSplit: switches.On(SwitchPrefillSplitAttention),
 		multiGEMM:    switches.On(SwitchPrefillMultiGEMM),
-		moeAddNorm:   switches.On(SwitchFusedMoEAddNorm),
 	}
 }
 

@@ -217,25 +217,6 @@ func Specs() []Spec {
 		})
 	}
 
-	// qmatmul_multi_addnorm_bf16: a, b, norm_w, sum, normed, then qmatmul_multi_bf16's slots | its scalars, eps
-	for _, p := range []struct {
-		T, In int
-		slots [4]slot
-	}{
-		{1, hidden, [4]slot{{experts, 8, 64}, {1, 8, 64}, {}, {}}}, // the router and the shared expert's gate
-		{5, hidden, [4]slot{{experts, 8, 64}, {moeInt, 4, 64}, {moeInt, 4, 64}, {1, 8, 64}}},
-		{3, 96, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {3, 6, 32}}},
-		{2, 4096, [4]slot{{9, 8, 128}, {}, {}, {}}}, // 16 pieces a thread: their sums re-read from sum
-	} {
-		add("qmatmul_multi_addnorm_bf16", false, fmt.Sprintf("T=%d In=%d %d/%d/%d/%d rows", p.T, p.In, p.slots[0].Out, p.slots[1].Out, p.slots[2].Out, p.slots[3].Out), func(g gen) *Case {
-			bufs, scalars := multiCase(g, p.T, p.In, p.slots)
-			n := p.T * p.In
-			norm := []Buffer{in("a", backend.BF16, g.bf16(n, 2)), in("b", backend.BF16, g.bf16(n, 1)),
-				in("norm_w", backend.BF16, g.bf16Uniform(p.In, 0.5, 1.5)), out("sum", backend.BF16, n), out("normed", backend.BF16, n)}
-			return &Case{Tol: tolBF16, Buffers: append(norm, bufs[1:]...), Scalars: append(ints(scalars...), backend.Float(1e-6))}
-		})
-	}
-
 	// qmatmul_multi_conv_bf16: as qmatmul_multi_bf16 (T = 1), then conv_state (in/out), conv_w | ..., K
 	for _, p := range []struct {
 		In, K int
