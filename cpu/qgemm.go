@@ -37,7 +37,7 @@ func qgemmMulti(a *args) {
 	for i := range 4 {
 		n := fmt.Sprint(i)
 		if Out := a.intArg("Out" + n); Out > 0 {
-			qgemmInto(a, x, a.quantNamed("w"+n, "scales"+n, "biases"+n, "bits"+n, "gs"+n, Out), a.bf16s("out"+n, T*Out), T, In, Out)
+			qgemmInto(a, x, a.quantFormat("w"+n, "scales"+n, "biases"+n, "fmt"+n, Out), a.bf16s("out"+n, T*Out), T, In, Out)
 		}
 	}
 }

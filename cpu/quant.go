@@ -121,15 +121,27 @@ func (a *args) quant(rows int) *quantMatrix {
 }
 
 // quantNamed is quant for kernels with several matrices, whose arguments carry
-// other names (w0, scales0, biases0, bits0, gs0; gate_w, ...).
+// other names (gate_w, gate_scales, gate_biases, bits, gs; ...).
 func (a *args) quantNamed(w, scales, biases, bitsName, gsName string, rows int) *quantMatrix {
 	return a.quantMatrixIn(w, scales, biases, bitsName, gsName, a.intArg("In"), rows)
+}
+
+// quantFormat is quantNamed for a matrix of a multi-matrix kernel, whose bits
+// and group size come as one scalar fmtName = bits + 256·gs.
+func (a *args) quantFormat(w, scales, biases, fmtName string, rows int) *quantMatrix {
+	f := a.intArg(fmtName)
+	return a.quantOf(w, scales, biases, fmtName, f%256, fmtName, f/256, a.intArg("In"), rows)
 }
 
 // quantMatrixIn is quantNamed for a matrix whose input width is not the
 // scalar In (the MoE block's two down projections).
 func (a *args) quantMatrixIn(w, scales, biases, bitsName, gsName string, in, rows int) *quantMatrix {
-	bits, gs := a.intArg(bitsName), a.intArg(gsName)
+	return a.quantOf(w, scales, biases, bitsName, a.intArg(bitsName), gsName, a.intArg(gsName), in, rows)
+}
+
+// quantOf checks bits and gs (named bitsName and gsName in messages) and
+// reads the matrix's buffers.
+func (a *args) quantOf(w, scales, biases, bitsName string, bits int, gsName string, gs, in, rows int) *quantMatrix {
 	a.check(validBits(bits), bitsName, "%d, want 2, 3, 4, 5, 6 or 8", bits)
 	a.check(validGroup(gs), gsName, "%d, want 32, 64 or 128", gs)
 	a.check(in%gs == 0, gsName, "the input width %d is not a multiple of %s=%d", in, gsName, gs)

@@ -19,8 +19,8 @@ func qmatmulMulti(a *args) {
 		if Out == 0 {
 			continue
 		}
-		m := a.quantNamed("w"+n, "scales"+n, "biases"+n, "bits"+n, "gs"+n, Out) // (OutI, In)
-		out := a.bf16s("out"+n, T*Out)                                          // (T, OutI)
+		m := a.quantFormat("w"+n, "scales"+n, "biases"+n, "fmt"+n, Out) // (OutI, In)
+		out := a.bf16s("out"+n, T*Out)                                  // (T, OutI)
 		a.parallel(Out, T*In, func(lo, hi int) {
 			row := make([]float32, In)
 			for o := lo; o < hi; o++ {

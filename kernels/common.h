@@ -68,6 +68,12 @@ struct qslot {
   int Out, bits, gs;
 };
 
+// A multi-matrix launch passes each matrix's bits and group size as one
+// scalar, fmt = bits + 256·gs (ops.QLinear.format): Metal takes at most 31
+// buffer and scalar arguments, and a launch of four matrices has 17 buffers.
+INLINE int qfmt_bits(int fmt) { return fmt & 255; }
+INLINE int qfmt_gs(int fmt) { return fmt >> 8; }
+
 // qslot_of finds block b among the blocks of four matrices, in order, of n0,
 // n1, n2 (and the rest) blocks: it returns the matrix and sets *local to b's
 // index within it.
@@ -77,21 +83,23 @@ INLINE qslot qslot_of(int b, int n0, int n1, int n2, device const uint *w0, devi
                       device const uint *w2, device const bf16_t *scales2, device const bf16_t *biases2,
                       device bf16_t *out2, device const uint *w3, device const bf16_t *scales3,
                       device const bf16_t *biases3, device bf16_t *out3, int Out0, int Out1, int Out2, int Out3,
-                      int bits0, int bits1, int bits2, int bits3, int gs0, int gs1, int gs2, int gs3,
-                      thread int *local) {
+                      int fmt0, int fmt1, int fmt2, int fmt3, thread int *local) {
   qslot q;
+  int fmt;
   if (b < n0) {
-    q.w = w0; q.scales = scales0; q.biases = biases0; q.out = out0; q.Out = Out0; q.bits = bits0; q.gs = gs0;
+    q.w = w0; q.scales = scales0; q.biases = biases0; q.out = out0; q.Out = Out0; fmt = fmt0;
     *local = b;
   } else if (b < n0 + n1) {
-    q.w = w1; q.scales = scales1; q.biases = biases1; q.out = out1; q.Out = Out1; q.bits = bits1; q.gs = gs1;
+    q.w = w1; q.scales = scales1; q.biases = biases1; q.out = out1; q.Out = Out1; fmt = fmt1;
     *local = b - n0;
   } else if (b < n0 + n1 + n2) {
-    q.w = w2; q.scales = scales2; q.biases = biases2; q.out = out2; q.Out = Out2; q.bits = bits2; q.gs = gs2;
+    q.w = w2; q.scales = scales2; q.biases = biases2; q.out = out2; q.Out = Out2; fmt = fmt2;
     *local = b - n0 - n1;
   } else {
-    q.w = w3; q.scales = scales3; q.biases = biases3; q.out = out3; q.Out = Out3; q.bits = bits3; q.gs = gs3;
+    q.w = w3; q.scales = scales3; q.biases = biases3; q.out = out3; q.Out = Out3; fmt = fmt3;
     *local = b - n0 - n1 - n2;
   }
+  q.bits = qfmt_bits(fmt);
+  q.gs = qfmt_gs(fmt);
   return q;
 }

@@ -266,6 +266,16 @@ func TestEveryKernelWaitsForTheGrid(t *testing.T) {
 	}
 }
 
+// TestMetalArgumentLimit: Metal binds a kernel's buffers and scalars to
+// [[buffer(0)]] .. [[buffer(30)]], so no kernel may take more than 31.
+func TestMetalArgumentLimit(t *testing.T) {
+	for name, sig := range Signatures() {
+		if len(sig.Params) > 31 {
+			t.Errorf("%s takes %d buffers and scalars; Metal binds at most 31", name, len(sig.Params))
+		}
+	}
+}
+
 // TestGDNChunkILP: gdn_chunk_bf16 reduces GDN_CHUNK_ILP tokens of a chunk at
 // a time and reads the zeroed tile rows past the chunk's end, so the chunk
 // must be whole steps of them.

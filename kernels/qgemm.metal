@@ -436,14 +436,10 @@ KERNEL(qgemm_multi_bf16,
        PARAM(int, Out1, 20),
        PARAM(int, Out2, 21),
        PARAM(int, Out3, 22),
-       PARAM(int, bits0, 23),
-       PARAM(int, bits1, 24),
-       PARAM(int, bits2, 25),
-       PARAM(int, bits3, 26),
-       PARAM(int, gs0, 27),
-       PARAM(int, gs1, 28),
-       PARAM(int, gs2, 29),
-       PARAM(int, gs3, 30)) {
+       PARAM(int, fmt0, 23),
+       PARAM(int, fmt1, 24),
+       PARAM(int, fmt2, 25),
+       PARAM(int, fmt3, 26)) {
   GRID_WAIT_COMPUTE();
   TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, rows, QG_BM);
@@ -451,7 +447,7 @@ KERNEL(qgemm_multi_bf16,
   int local = 0;
   qslot q = qslot_of(TGID_X / mtiles, (Out0 + QG_BN - 1) / QG_BN, (Out1 + QG_BN - 1) / QG_BN, (Out2 + QG_BN - 1) / QG_BN,
                      w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2, scales2, biases2, out2, w3, scales3,
-                     biases3, out3, Out0, Out1, Out2, Out3, bits0, bits1, bits2, bits3, gs0, gs1, gs2, gs3, &local);
+                     biases3, out3, Out0, Out1, Out2, Out3, fmt0, fmt1, fmt2, fmt3, &local);
   int m0 = (TGID_X % mtiles) * QG_BM, o0 = local * QG_BN;
   if (o0 >= q.Out) return;  // uniform across the threadgroup (past the last matrix's tiles)
   for (int r = TID_X; r < QG_BM; r += TG_SIZE_X) rows[r] = m0 + r;

@@ -20,7 +20,7 @@ INLINE bool qmv_multi(device const bf16_t *x, qslot q, int o, int In, threadgrou
 
 // qmatmul_multi_bf16: outI[t, o] = bf16(Σ_j x[t, j]·WI[o, j]) for the four
 // matrices I = 0..3 of OutI rows (0: unused), each with its own bits and group
-// size, all over the same x [T, In]. One launch instead of four.
+// size (fmtI, qslot_of), all over the same x [T, In]. One launch instead of four.
 // launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_SPLIT, max(1, In / 1024)) * 32)
 KERNEL(qmatmul_multi_bf16,
        BUFFER(const bf16_t, x, 0),
@@ -46,14 +46,10 @@ KERNEL(qmatmul_multi_bf16,
        PARAM(int, Out1, 20),
        PARAM(int, Out2, 21),
        PARAM(int, Out3, 22),
-       PARAM(int, bits0, 23),
-       PARAM(int, bits1, 24),
-       PARAM(int, bits2, 25),
-       PARAM(int, bits3, 26),
-       PARAM(int, gs0, 27),
-       PARAM(int, gs1, 28),
-       PARAM(int, gs2, 29),
-       PARAM(int, gs3, 30)) {
+       PARAM(int, fmt0, 23),
+       PARAM(int, fmt1, 24),
+       PARAM(int, fmt2, 25),
+       PARAM(int, fmt3, 26)) {
   TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
   int blocks = (Out0 + QMV_ROWS - 1) / QMV_ROWS + (Out1 + QMV_ROWS - 1) / QMV_ROWS +
                (Out2 + QMV_ROWS - 1) / QMV_ROWS + (Out3 + QMV_ROWS - 1) / QMV_ROWS;
@@ -62,8 +58,7 @@ KERNEL(qmatmul_multi_bf16,
   int local = 0;
   qslot q = qslot_of(TGID_X / T, (Out0 + QMV_ROWS - 1) / QMV_ROWS, (Out1 + QMV_ROWS - 1) / QMV_ROWS,
                      (Out2 + QMV_ROWS - 1) / QMV_ROWS, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2,
-                     scales2, biases2, out2, w3, scales3, biases3, out3, Out0, Out1, Out2, Out3, bits0, bits1, bits2,
-                     bits3, gs0, gs1, gs2, gs3, &local);
+                     scales2, biases2, out2, w3, scales3, biases3, out3, Out0, Out1, Out2, Out3, fmt0, fmt1, fmt2, fmt3, &local);
   int o = local * QMV_ROWS;
   float v;
   if (qmv_multi(x + (ulong)t * (ulong)In, q, o, In, partial, LANE, SIMD_ID, SIMD_COUNT, &v))
@@ -105,21 +100,17 @@ KERNEL(qmatmul_multi_conv_bf16,
        PARAM(int, Out1, 22),
        PARAM(int, Out2, 23),
        PARAM(int, Out3, 24),
-       PARAM(int, bits0, 25),
-       PARAM(int, bits1, 26),
-       PARAM(int, bits2, 27),
-       PARAM(int, bits3, 28),
-       PARAM(int, gs0, 29),
-       PARAM(int, gs1, 30),
-       PARAM(int, gs2, 31),
-       PARAM(int, gs3, 32),
-       PARAM(int, K, 33)) {
+       PARAM(int, fmt0, 25),
+       PARAM(int, fmt1, 26),
+       PARAM(int, fmt2, 27),
+       PARAM(int, fmt3, 28),
+       PARAM(int, K, 29)) {
   TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
   if (T != 1) return;  // one token only (ops checks it): the conv of a token needs the one before
   int b0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, local = 0;
   qslot q = qslot_of(TGID_X, b0, (Out1 + QMV_ROWS - 1) / QMV_ROWS, (Out2 + QMV_ROWS - 1) / QMV_ROWS, w0, scales0,
                      biases0, out0, w1, scales1, biases1, out1, w2, scales2, biases2, out2, w3, scales3, biases3, out3,
-                     Out0, Out1, Out2, Out3, bits0, bits1, bits2, bits3, gs0, gs1, gs2, gs3, &local);
+                     Out0, Out1, Out2, Out3, fmt0, fmt1, fmt2, fmt3, &local);
   int o = local * QMV_ROWS;
   float v;
   if (!qmv_multi(x, q, o, In, partial, LANE, SIMD_ID, SIMD_COUNT, &v)) return;

@@ -82,15 +82,15 @@ func QMatmulMultiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Te
 		"qmatmul_multi_conv %s: state %v w %v kernel %d", ws[0].Name, state, w, kernelSize)
 	checkDType("qmatmul_multi_conv state", state, backend.BF16)
 	checkDType("qmatmul_multi_conv w", w, backend.BF16)
-	// multiArgs ends T, In, Out0..3, bits0..3, gs0..3: the buffers go before them.
-	n := len(args) - 14
+	// multiArgs ends T, In, Out0..3, fmt0..3: the buffers go before them.
+	n := len(args) - 10
 	args = append(append(append([]backend.Arg{}, args[:n]...), state.Arg(), w.Arg()), args[n:]...)
 	c.dispatch("qmatmul_multi_conv_bf16", append(args, backend.Int(kernelSize))...)
 }
 
 // multiArgs checks QMatmulMulti's arguments and lays them out: x, the four
 // slots' w, scales, biases and out (an unused slot repeats slot 0's buffers
-// with no rows), T, In, Out0..3, bits0..3, gs0..3.
+// with no rows), T, In, Out0..3, fmt0..3 (QLinear.format).
 func multiArgs(x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Arg) {
 	check(len(ws) >= 1 && len(ws) <= 4 && len(outs) == len(ws), "qmatmul_multi: %d weights, %d outputs (1 to 4)", len(ws), len(outs))
 	checkDType("qmatmul_multi x", x, backend.BF16)
@@ -98,7 +98,7 @@ func multiArgs(x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Arg) {
 	check(x.Elements()%in == 0 && x.Off%4 == 0, "qmatmul_multi %s: x %v at offset %d, In %d", ws[0].Name, x, x.Off, in)
 	t := x.Elements() / in
 	args := []backend.Arg{x.Arg()}
-	outRows, bits, groups := make([]backend.Arg, 4), make([]backend.Arg, 4), make([]backend.Arg, 4)
+	outRows, formats := make([]backend.Arg, 4), make([]backend.Arg, 4)
 	for i := range 4 {
 		w, out, rows := ws[0], outs[0], 0 // an unused slot: slot 0's buffers, no rows
 		if i < len(ws) {
@@ -108,10 +108,10 @@ func multiArgs(x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Arg) {
 			check(out.Elements() == t*w.Out, "qmatmul_multi %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
 		}
 		args = append(args, w.W.Arg(), w.Scales.Arg(), w.Bias.Arg(), out.Arg())
-		outRows[i], bits[i], groups[i] = backend.Int(rows), backend.Int(w.Bits), backend.Int(w.GroupSize)
+		outRows[i], formats[i] = backend.Int(rows), backend.Int(w.format())
 	}
 	args = append(args, backend.Int(t), backend.Int(in))
-	return t, append(append(append(args, outRows...), bits...), groups...)
+	return t, append(append(args, outRows...), formats...)
 }
 
 // QMatmulGatherSwiGLU is the experts' first half in one dispatch: for each token

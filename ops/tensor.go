@@ -75,6 +75,11 @@ func (q QLinear) args() []backend.Arg {
 	return []backend.Arg{q.W.Arg(), q.Scales.Arg(), q.Bias.Arg()}
 }
 
+// format is the bits and group size as one scalar, bits + 256·GroupSize, the
+// way the multi-matrix kernels take them (common.h qfmt_bits, qfmt_gs: a launch
+// of four matrices would pass Metal's 31 arguments with two scalars each).
+func (q QLinear) format() int { return q.Bits + 256*q.GroupSize }
+
 func check(cond bool, format string, a ...any) {
 	if !cond {
 		panic("ops: " + fmt.Sprintf(format, a...))

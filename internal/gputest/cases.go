@@ -196,7 +196,7 @@ func Specs() []Spec {
 		})
 	}
 
-	// qmatmul_multi_bf16: x, then w, scales, biases, out for slots 0..3 | T, In, Out0..3, bits0..3, gs0..3.
+	// qmatmul_multi_bf16: x, then w, scales, biases, out for slots 0..3 | T, In, Out0..3, fmt0..3 (bits + 256·gs).
 	for _, p := range []struct {
 		T, In int
 		slots [4]slot
@@ -707,8 +707,7 @@ func moeUpWeights(g gen, T, K, E, In, Out, Is, bits, gs int) []Buffer {
 type slot struct{ Out, bits, gs int }
 
 // multiCase is the buffers and scalars of qmatmul_multi_bf16 over T tokens of
-// In: x, each slot's w, scales, biases and out, then T, In, Out0..3, bits0..3,
-// gs0..3.
+// In: x, each slot's w, scales, biases and out, then T, In, Out0..3, fmt0..3.
 func multiCase(g gen, T, In int, slots [4]slot) ([]Buffer, []int) {
 	bufs := []Buffer{in("x", backend.BF16, g.bf16(T*In, 1))}
 	for i, sl := range slots {
@@ -726,11 +725,8 @@ func multiCase(g gen, T, In int, slots [4]slot) ([]Buffer, []int) {
 	for _, sl := range slots {
 		scalars = append(scalars, sl.Out)
 	}
-	for _, sl := range slots { // an unused slot still passes valid bits and gs
-		scalars = append(scalars, cmp.Or(sl.bits, 4))
-	}
-	for _, sl := range slots {
-		scalars = append(scalars, cmp.Or(sl.gs, 32))
+	for _, sl := range slots { // fmt = bits + 256·gs; an unused slot still passes valid ones
+		scalars = append(scalars, cmp.Or(sl.bits, 4)+256*cmp.Or(sl.gs, 32))
 	}
 	return bufs, scalars
 }
