@@ -2,7 +2,7 @@
 # gpubench: one call's worth of work on the GPU machine, after `make gpu-build`
 # here (the binaries travel in .devbin/): regenerate the embedded PTX, run every
 # kernel and end-to-end GPU test, write the synthetic Qwen3.5-35B-A3B checkpoint
-# (64 experts: the bytes read per token are the real model's) and bench it, then
+# (tools/synth_model.sh: the real 256 experts, or EXPERTS=64) and bench it, then
 # time each kernel of one decode step with ncu. Everything lands in $OUT; the
 # last lines printed are the summaries.
 #
