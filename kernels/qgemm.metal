@@ -456,10 +456,23 @@ KERNEL(qgemm_multi_bf16,
              TID_X, LANE, SIMD_ID);
 }
 
-#define MOE_SORT_THREADS 256
+// MOE_SORT_THREADS is at most MOE_SORT_MAX_EXPERTS: count holds E·S entries.
+#define MOE_SORT_THREADS 1024
 #define MOE_SORT_MAX_EXPERTS 1024
-#define MOE_SORT_CHUNK 2048
+#define MOE_SORT_CHUNK 4096
 #define MOE_SORT_ILP 8
+
+// moe_sort_count counts expert e's pairs among chunk[lo, hi).
+INLINE int moe_sort_count(threadgroup const int *chunk, int lo, int hi, int e) {
+  int c = 0, i = lo;
+  // MOE_SORT_ILP reads in flight at a time: one at a time, each compare
+  // waited out a threadgroup-memory latency (98 us a launch at T·K = 4096).
+  for (; i + MOE_SORT_ILP <= hi; i += MOE_SORT_ILP) {
+    UNROLL for (int u = 0; u < MOE_SORT_ILP; u++) c += chunk[i + u] == e ? 1 : 0;
+  }
+  for (; i < hi; i++) c += chunk[i] == e ? 1 : 0;
+  return c;
+}
 
 // moe_sort_i32 groups the T·K (token, slot) pairs p = t·K + s by expert for
 // qgemm_gather_bf16: perm lists the pairs expert by expert (by p within an
@@ -467,8 +480,12 @@ KERNEL(qgemm_multi_bf16,
 // tile of at most QG_BM pairs, tiles in expert order; the entries past the last
 // tile (the table holds ceil(T·K, QG_BM) + E, enough for any routing) have
 // expert −1. Ids outside [0, E) belong to no tile. One threadgroup: the ids
-// pass through threadgroup memory MOE_SORT_CHUNK at a time, and thread e counts
-// and then collects expert e's pairs in order, so the result is deterministic.
+// pass through threadgroup memory MOE_SORT_CHUNK at a time. Each expert has
+// S = MOE_SORT_THREADS / E threads (at least one; fewer experts, more), and
+// thread (e, q) counts and then collects expert e's pairs in the q-th of S
+// equal slices of the chunk, placing them after those of the slices before
+// it: the result is deterministic. (One thread an expert walked the whole
+// chunk twice: 93 µs a launch at 256 experts and T·K = 4096.)
 // launch: grid(1) group(MOE_SORT_THREADS)
 // requires: E <= MOE_SORT_MAX_EXPERTS
 KERNEL(moe_sort_i32,
@@ -481,23 +498,25 @@ KERNEL(moe_sort_i32,
   GRID_WAIT();
   TG_MEM(int, first, MOE_SORT_MAX_EXPERTS + 1);      // first[e]: expert e's first index into perm
   TG_MEM(int, firstTile, MOE_SORT_MAX_EXPERTS + 1);  // firstTile[e]: its first tile
+  TG_MEM(int, count, MOE_SORT_MAX_EXPERTS);         // count[e·S + q]: slice q's pairs of expert e (E·S ≤ max(E, threads))
   TG_MEM(int, chunk, MOE_SORT_CHUNK);
   int n = T * K;
+  int S = imax(1, TG_SIZE_X / E);  // threads per expert; E·S <= MOE_SORT_THREADS
+  bool one = n <= MOE_SORT_CHUNK;  // one chunk: the counts of the first pass place it
   for (int e = TID_X; e < E; e += TG_SIZE_X) first[e + 1] = 0;
   for (int c0 = 0; c0 < n; c0 += MOE_SORT_CHUNK) {
-    int len = imin(MOE_SORT_CHUNK, n - c0);
+    int len = imin(MOE_SORT_CHUNK, n - c0), per = (len + S - 1) / S;
     BARRIER();
     for (int i = TID_X; i < len; i += TG_SIZE_X) chunk[i] = ids[c0 + i];
     BARRIER();
+    for (int u = TID_X; u < E * S; u += TG_SIZE_X) {
+      int e = u / S, q = u % S;
+      count[u] = moe_sort_count(chunk, q * per, imin(len, (q + 1) * per), e);
+    }
+    BARRIER();
     for (int e = TID_X; e < E; e += TG_SIZE_X) {
       int c = 0;
-      // MOE_SORT_ILP reads in flight at a time: one at a time, each compare
-      // waited out a threadgroup-memory latency (98 us a launch at T·K = 4096).
-      int i = 0;
-      for (; i + MOE_SORT_ILP <= len; i += MOE_SORT_ILP) {
-        UNROLL for (int u = 0; u < MOE_SORT_ILP; u++) c += chunk[i + u] == e ? 1 : 0;
-      }
-      for (; i < len; i++) c += chunk[i] == e ? 1 : 0;
+      for (int q = 0; q < S; q++) c += count[e * S + q];
       first[e + 1] += c;
     }
   }
@@ -527,25 +546,38 @@ KERNEL(moe_sort_i32,
     tiles[3 * b + 1] = 0;
     tiles[3 * b + 2] = 0;
   }
-  // first[e] becomes the next free index of expert e as its pairs are placed.
+  // first[e] becomes the next free index of expert e as each chunk's pairs
+  // are placed; slice q of a chunk starts after slices 0..q-1's pairs.
   for (int c0 = 0; c0 < n; c0 += MOE_SORT_CHUNK) {
-    int len = imin(MOE_SORT_CHUNK, n - c0);
+    int len = imin(MOE_SORT_CHUNK, n - c0), per = (len + S - 1) / S;
+    if (!one) {
+      BARRIER();
+      for (int i = TID_X; i < len; i += TG_SIZE_X) chunk[i] = ids[c0 + i];
+      BARRIER();
+      for (int u = TID_X; u < E * S; u += TG_SIZE_X)
+        count[u] = moe_sort_count(chunk, (u % S) * per, imin(len, (u % S + 1) * per), u / S);
+    }
     BARRIER();
-    for (int i = TID_X; i < len; i += TG_SIZE_X) chunk[i] = ids[c0 + i];
-    BARRIER();
-    for (int e = TID_X; e < E; e += TG_SIZE_X) {
+    for (int u = TID_X; u < E * S; u += TG_SIZE_X) {
+      int e = u / S, q = u % S;
       int at = first[e];
-      int i = 0;
-      for (; i + MOE_SORT_ILP <= len; i += MOE_SORT_ILP) {
+      for (int r = 0; r < q; r++) at += count[e * S + r];
+      int lo = q * per, hi = imin(len, (q + 1) * per), i = lo;
+      for (; i + MOE_SORT_ILP <= hi; i += MOE_SORT_ILP) {
         int v[MOE_SORT_ILP];
-        UNROLL for (int u = 0; u < MOE_SORT_ILP; u++) v[u] = chunk[i + u];
-        UNROLL for (int u = 0; u < MOE_SORT_ILP; u++) {
-          if (v[u] == e) perm[at++] = c0 + i + u;
+        UNROLL for (int k = 0; k < MOE_SORT_ILP; k++) v[k] = chunk[i + k];
+        UNROLL for (int k = 0; k < MOE_SORT_ILP; k++) {
+          if (v[k] == e) perm[at++] = c0 + i + k;
         }
       }
-      for (; i < len; i++)
+      for (; i < hi; i++)
         if (chunk[i] == e) perm[at++] = c0 + i;
-      first[e] = at;
+    }
+    BARRIER();
+    for (int e = TID_X; e < E; e += TG_SIZE_X) {
+      int c = 0;
+      for (int q = 0; q < S; q++) c += count[e * S + q];
+      first[e] += c;
     }
   }
 }

@@ -62,7 +62,7 @@ func TestThreadgroupBytesUseTheMetalBranch(t *testing.T) {
 // count would miss must be errors rather than silently uncounted.
 func TestThreadgroupCheckCatchesOversized(t *testing.T) {
 	const over = `
-#define TOO_BIG (MOE_SORT_CHUNK * 4 + 1)
+#define TOO_BIG (MOE_SORT_CHUNK * 2 + 1)
 KERNEL(tg_oversized_f32, BUFFER(float, out, 0)) {
   TG_MEM(float, big, TOO_BIG);
   TG_MEM(bf16_t, small, 8);

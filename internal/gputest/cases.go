@@ -160,7 +160,8 @@ func Specs() []Spec {
 	// moe_sort_i32: ids, perm, tiles | T, K, E
 	gemmTile := kernels.Defines()["QG_BM"]
 	tileRows := func(T, K, E int) int { return (T*K+gemmTile-1)/gemmTile + E }
-	for _, p := range []struct{ T, K, E int }{{512, topK, experts}, {5, topK, experts}, {300, 3, 16}, {1, 1, 1}, {200, 8, 64}, {600, 8, 64}, {40, 4, 1000}} {
+	for _, p := range []struct{ T, K, E int }{{512, topK, experts}, {5, topK, experts}, {300, 3, 16}, {1, 1, 1}, {200, 8, 64}, {600, 8, 64}, {40, 4, 1000},
+		{512, 8, 256}, {2048, 8, 256}, {700, 2, 3}} { // 35B-A3B's 256 experts, one chunk and four; many slices an expert
 		add("moe_sort_i32", false, fmt.Sprintf("T=%d K=%d E=%d", p.T, p.K, p.E), func(g gen) *Case {
 			return &Case{Tol: tolExact, Buffers: []Buffer{
 				in("ids", backend.I32, g.experts(p.T, p.K, p.E)), out("perm", backend.I32, p.T*p.K),
