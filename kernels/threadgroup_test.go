@@ -38,7 +38,7 @@ func TestEveryKernelFitsMetalThreadgroupMemory(t *testing.T) {
 func TestThreadgroupBytesUseTheMetalBranch(t *testing.T) {
 	for kernel, want := range map[string]int{
 		"qgemm_bf16":     6912*4 + 128*4,
-		"moe_sort_i32":   2*4112 + 2048*4,
+		"moe_sort_i32":   2*4112 + 1024*4 + 4096*4,
 		"gdn_chunk_bf16": 2*(32*128*2) + 2*(32*32*4) + 3*(32*16*4) + 2*(32*4),
 		"add_bf16":       0,
 	} {
