@@ -37,11 +37,18 @@ func (c *Ctx) dispatch(name string, args ...backend.Arg) {
 // out for good. Shorter prompts and decode steps reuse it, a long chat adds
 // nothing turn after turn, and a decode step gets the same addresses every
 // token (a CUDA graph replays it unchanged).
+//
+// A slot that grows keeps its old buffer until the next Reset: the work
+// recorded before the Get may still use it, and on a GPU freeing it would
+// wait for that work (CUDA's Free flushes the recorded launches and
+// cuMemFree synchronizes), stalling the host in the middle of the first
+// long prompt once for every slot it grows.
 type Arena struct {
-	dev    backend.Device
-	slots  []backend.Buffer
-	next   int // the slot of the next Get
-	allocs int // buffers allocated, ever
+	dev     backend.Device
+	slots   []backend.Buffer
+	retired []backend.Buffer // outgrown this step, freed at Reset
+	next    int              // the slot of the next Get
+	allocs  int              // buffers allocated, ever
 }
 
 // NewArena makes an empty arena on dev.
@@ -60,7 +67,7 @@ func (a *Arena) Get(dtype backend.DType, shape ...int) Tensor {
 	}
 	if b := a.slots[k]; b == nil || b.Len() < n {
 		if b != nil {
-			a.dev.Free(b) // used by an earlier step, which has completed (Reset)
+			a.retired = append(a.retired, b)
 		}
 		b, err := a.dev.Alloc(sizeClass(n))
 		if err != nil {
@@ -88,8 +95,15 @@ func sizeClass(n int) int {
 	return (n + step - 1) / step * step
 }
 
-// Reset makes every buffer handed out available again.
-func (a *Arena) Reset() { a.next = 0 }
+// Reset makes every buffer handed out available again and frees the
+// outgrown ones.
+func (a *Arena) Reset() {
+	a.next = 0
+	for _, b := range a.retired {
+		a.dev.Free(b)
+	}
+	a.retired = a.retired[:0]
+}
 
 // Allocations is how many buffers the arena has allocated, ever, and the bytes
 // it holds now.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"bagel/backend"
 	"bagel/cpu"
 	"bagel/ops"
 )
@@ -54,6 +55,46 @@ func TestArenaReusesBuffers(t *testing.T) {
 	again := a.Get(ops.F32, 4, 4)
 	if again.Buf != first.Buf && again.Buf != second.Buf {
 		t.Error("a buffer of the same size was not reused after Reset")
+	}
+}
+
+// freeCounter is a device that counts Free calls.
+type freeCounter struct {
+	backend.Device
+	frees int
+}
+
+func (d *freeCounter) Free(b backend.Buffer) {
+	d.frees++
+	d.Device.Free(b)
+}
+
+// TestArenaFreesOutgrownBuffersAtReset: a slot that grows keeps its old
+// buffer until Reset, when the work that used it has completed (on a GPU a
+// free in the middle of a step waits for the device).
+func TestArenaFreesOutgrownBuffersAtReset(t *testing.T) {
+	dev := &freeCounter{Device: cpu.New(1)}
+	a := ops.NewArena(dev)
+	a.Get(ops.F32, 16)
+	a.Get(ops.F32, 16)
+	a.Reset()
+	a.Get(ops.F32, 1<<20) // both slots outgrown within one step
+	a.Get(ops.F32, 1<<20)
+	if dev.frees != 0 {
+		t.Fatalf("%d buffers freed while the step that outgrew them was being recorded", dev.frees)
+	}
+	a.Reset()
+	if dev.frees != 2 {
+		t.Fatalf("Reset freed %d outgrown buffers, want 2", dev.frees)
+	}
+	a.Get(ops.F32, 1<<20)
+	a.Reset()
+	if dev.frees != 2 {
+		t.Errorf("%d frees after a step that grew nothing, want still 2", dev.frees)
+	}
+	a.Release()
+	if dev.frees != 4 {
+		t.Errorf("Release freed %d buffers in all, want 4", dev.frees)
 	}
 }
 
