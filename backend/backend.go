@@ -129,6 +129,7 @@ type AlignedWrapper interface {
 // dispatch sees the writes of every dispatch recorded before it.
 type Encoder interface {
 	// Dispatch records kernel name over grid threadgroups of group threads.
+	// It does not keep args after it returns (ops reuses the list's store).
 	// A kernel that does not exist or arguments that do not fit panic: they are
 	// programmer errors, recovered and reported by the engine.
 	Dispatch(kernel string, grid, group Dim3, args ...Arg)

@@ -18,6 +18,7 @@ package kernels
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"bagel/backend"
 )
@@ -54,7 +55,10 @@ func Launch(name string, args []backend.Arg) (grid, group backend.Dim3) {
 	if len(args) != len(sig.Params) {
 		panic(fmt.Sprintf("kernels: %s: %d arguments, want %d", name, len(args), len(sig.Params)))
 	}
-	scalars := make([]int, len(args))
+	buf := scalarBufs.Get().(*[]int)
+	defer scalarBufs.Put(buf)
+	scalars := append((*buf)[:0], make([]int, len(args))...)
+	*buf = scalars
 	for i, a := range args {
 		if a.Kind == backend.ArgInt {
 			scalars[i] = int(a.Int)
@@ -67,6 +71,10 @@ func Launch(name string, args []backend.Arg) (grid, group backend.Dim3) {
 	}
 	return dim1(sig.launch.grid(scalars)), dim1(sig.launch.group(scalars))
 }
+
+// scalarBufs recycles Launch's scalar lists: a decode step makes hundreds of
+// launches, and a fresh list each was a fifth of the host's allocations.
+var scalarBufs = sync.Pool{New: func() any { return new([]int) }}
 
 // dim1 is a 1-D launch size.
 func dim1(x int) backend.Dim3 { return backend.Dim3{X: x, Y: 1, Z: 1} }

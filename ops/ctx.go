@@ -13,17 +13,32 @@ type Ctx struct {
 	Enc backend.Encoder
 	// Scratch hands out temporary tensors for the current forward pass.
 	Scratch *Arena
+	// argStore holds the argument list of the dispatch being built: a
+	// decode step makes hundreds of dispatches of up to 31 arguments, and
+	// building each list afresh was most of the host's time per dispatch
+	// (allocations and their collection).
+	argStore []backend.Arg
 }
 
 // NewCtx starts recording on dev with a fresh encoder.
 func NewCtx(dev backend.Device, scratch *Arena) *Ctx {
-	return &Ctx{Dev: dev, Enc: dev.Encoder(), Scratch: scratch}
+	return &Ctx{Dev: dev, Enc: dev.Encoder(), Scratch: scratch, argStore: make([]backend.Arg, 0, 48)}
 }
 
-// dispatch records kernel name with args, geometry from package kernels.
+// args starts a dispatch's argument list with first, in the context's
+// store: append the rest and pass it to dispatch before building another.
+func (c *Ctx) args(first ...backend.Arg) []backend.Arg {
+	return append(c.argStore[:0], first...)
+}
+
+// dispatch records kernel name with args, geometry from package kernels. It
+// copies args into the context's store (where an args list already is), so
+// that a list written out at the call does not escape to the heap; encoders
+// do not keep the list past Dispatch (backend.Encoder).
 func (c *Ctx) dispatch(name string, args ...backend.Arg) {
-	grid, group := kernels.Launch(name, args)
-	c.Enc.Dispatch(name, grid, group, args...)
+	c.argStore = append(c.argStore[:0], args...)
+	grid, group := kernels.Launch(name, c.argStore)
+	c.Enc.Dispatch(name, grid, group, c.argStore...)
 }
 
 // Arena hands out scratch tensors from pooled device buffers. Buffers handed out

@@ -109,8 +109,8 @@ func GDNChunked(c *Ctx, conv, g, beta, prep, state, out Tensor, s GDNShape) {
 	check(prep.Elements() >= shape[0]*shape[1]*shape[2], "gdn_chunk: prep %v for %v", prep, shape)
 	check(conv.Elements() == t*s.ConvDim() && beta.Elements() == t*s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv,
 		"gdn_chunk: conv %v g %v state %v out %v shape %+v", conv, g, state, out, s)
-	dims := []backend.Arg{backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv)}
-	c.dispatch("gdn_qk_norm_bf16", append([]backend.Arg{conv.Arg()}, dims...)...)
-	c.dispatch("gdn_chunk_prep_f32", append([]backend.Arg{conv.Arg(), g.Arg(), beta.Arg(), prep.Arg()}, dims...)...)
-	c.dispatch("gdn_chunk_bf16", append([]backend.Arg{conv.Arg(), beta.Arg(), prep.Arg(), state.Arg(), out.Arg()}, dims...)...)
+	dims := [...]backend.Arg{backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv)}
+	c.dispatch("gdn_qk_norm_bf16", append(c.args(conv.Arg()), dims[:]...)...)
+	c.dispatch("gdn_chunk_prep_f32", append(c.args(conv.Arg(), g.Arg(), beta.Arg(), prep.Arg()), dims[:]...)...)
+	c.dispatch("gdn_chunk_bf16", append(c.args(conv.Arg(), beta.Arg(), prep.Arg(), state.Arg(), out.Arg()), dims[:]...)...)
 }

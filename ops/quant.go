@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"slices"
+
 	"bagel/backend"
 	"bagel/kernels"
 )
@@ -12,8 +14,8 @@ func Embed(c *Ctx, ids Tensor, emb QLinear, out Tensor) {
 	checkDType("embed out", out, backend.BF16)
 	t := ids.Elements()
 	check(out.Elements() == t*emb.In, "embed: out %v for %d ids of width %d", out, t, emb.In)
-	c.dispatch("embed_dequant_bf16", append([]backend.Arg{ids.Arg()},
-		append(emb.args(), out.Arg(), backend.Int(t), backend.Int(emb.In), backend.Int(emb.Bits), backend.Int(emb.GroupSize))...)...)
+	args := emb.appendArgs(c.args(ids.Arg()))
+	c.dispatch("embed_dequant_bf16", append(args, out.Arg(), backend.Int(t), backend.Int(emb.In), backend.Int(emb.Bits), backend.Int(emb.GroupSize))...)
 }
 
 // QMatmul computes out = x · Wᵀ for a 2-D quantized weight.
@@ -33,7 +35,7 @@ func QMatmul(c *Ctx, x Tensor, w QLinear, out Tensor) {
 	default:
 		check(false, "qmatmul %s: out dtype %v", w.Name, out.DType)
 	}
-	args := append([]backend.Arg{x.Arg()}, w.args()...)
+	args := w.appendArgs(c.args(x.Arg()))
 	args = append(args, out.Arg(), backend.Int(t), backend.Int(w.In), backend.Int(w.Out), backend.Int(w.Bits), backend.Int(w.GroupSize))
 	c.dispatch(name, args...)
 }
@@ -56,7 +58,7 @@ func QMatmulGather(c *Ctx, x, ids Tensor, w QLinear, out Tensor, perSlot bool) {
 	check(x.Elements() == xRows*w.In, "gather %s: x %v", w.Name, x)
 	check(x.Off%4 == 0, "gather %s: x at byte offset %d: the kernel reads x as 4-byte words", w.Name, x.Off)
 	check(out.Elements() == t*k*w.Out, "gather %s: out %v", w.Name, out)
-	args := append([]backend.Arg{x.Arg(), ids.Arg()}, w.args()...)
+	args := w.appendArgs(c.args(x.Arg(), ids.Arg()))
 	args = append(args, out.Arg(), backend.Int(t), backend.Int(k), backend.Int(w.In), backend.Int(w.Out),
 		backend.Int(w.Bits), backend.Int(w.GroupSize), backend.Int(xPerSlot))
 	c.dispatch("qmatmul_gather_bf16", args...)
@@ -66,7 +68,7 @@ func QMatmulGather(c *Ctx, x, ids Tensor, w QLinear, out Tensor, perSlot bool) {
 // same input width in one dispatch (the projections of a mixer, which all read
 // the same normed x). x bf16 [T, In] → outs[i] bf16 [T, ws[i].Out].
 func QMatmulMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
-	_, args := multiArgs(x, ws, outs)
+	_, args := multiArgs(c, x, ws, outs)
 	c.dispatch("qmatmul_multi_bf16", args...)
 }
 
@@ -75,7 +77,7 @@ func QMatmulMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
 // conv's output, and the window state [K−1, channels] advances (w [channels,
 // K]). The decode step's GDN in-projection and conv in one dispatch.
 func QMatmulMultiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int) {
-	t, args := multiArgs(x, ws, outs)
+	t, args := multiArgs(c, x, ws, outs)
 	ch := ws[0].Out
 	check(t == 1, "qmatmul_multi_conv: %d tokens, want 1 (a token's conv needs the token before)", t)
 	check(kernelSize >= 1 && state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize,
@@ -84,21 +86,21 @@ func QMatmulMultiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Te
 	checkDType("qmatmul_multi_conv w", w, backend.BF16)
 	// multiArgs ends T, In, Out0..3, fmt0..3: the buffers go before them.
 	n := len(args) - 10
-	args = append(append(append([]backend.Arg{}, args[:n]...), state.Arg(), w.Arg()), args[n:]...)
+	args = slices.Insert(args, n, state.Arg(), w.Arg())
 	c.dispatch("qmatmul_multi_conv_bf16", append(args, backend.Int(kernelSize))...)
 }
 
 // multiArgs checks QMatmulMulti's arguments and lays them out: x, the four
 // slots' w, scales, biases and out (an unused slot repeats slot 0's buffers
 // with no rows), T, In, Out0..3, fmt0..3 (QLinear.format).
-func multiArgs(x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Arg) {
+func multiArgs(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Arg) {
 	check(len(ws) >= 1 && len(ws) <= 4 && len(outs) == len(ws), "qmatmul_multi: %d weights, %d outputs (1 to 4)", len(ws), len(outs))
 	checkDType("qmatmul_multi x", x, backend.BF16)
 	in := ws[0].In
 	check(x.Elements()%in == 0 && x.Off%4 == 0, "qmatmul_multi %s: x %v at offset %d, In %d", ws[0].Name, x, x.Off, in)
 	t := x.Elements() / in
-	args := []backend.Arg{x.Arg()}
-	outRows, formats := make([]backend.Arg, 4), make([]backend.Arg, 4)
+	args := c.args(x.Arg())
+	var outRows, formats [4]backend.Arg
 	for i := range 4 {
 		w, out, rows := ws[0], outs[0], 0 // an unused slot: slot 0's buffers, no rows
 		if i < len(ws) {
@@ -107,11 +109,11 @@ func multiArgs(x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Arg) {
 			checkDType("qmatmul_multi out", out, backend.BF16)
 			check(out.Elements() == t*w.Out, "qmatmul_multi %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
 		}
-		args = append(args, w.W.Arg(), w.Scales.Arg(), w.Bias.Arg(), out.Arg())
+		args = append(w.appendArgs(args), out.Arg())
 		outRows[i], formats[i] = backend.Int(rows), backend.Int(w.format())
 	}
 	args = append(args, backend.Int(t), backend.Int(in))
-	return t, append(append(args, outRows...), formats...)
+	return t, append(append(args, outRows[:]...), formats[:]...)
 }
 
 // QMatmulGatherSwiGLU is the experts' first half in one dispatch: for each token
@@ -120,8 +122,7 @@ func multiArgs(x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Arg) {
 // x bf16 [T, In]; ids i32 [T, K]; out bf16 [T, K, Out].
 func QMatmulGatherSwiGLU(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor) {
 	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
-	args := append([]backend.Arg{x.Arg(), ids.Arg()}, gate.args()...)
-	args = append(args, up.args()...)
+	args := up.appendArgs(gate.appendArgs(c.args(x.Arg(), ids.Arg())))
 	args = append(args, out.Arg(), backend.Int(t), backend.Int(k), backend.Int(gate.In), backend.Int(gate.Out),
 		backend.Int(gate.Bits), backend.Int(gate.GroupSize))
 	c.dispatch("qmatmul_gather_swiglu_bf16", args...)
@@ -153,11 +154,8 @@ func MoEUp(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, shar
 	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
 	checkDType("moe_up hs", hs, backend.BF16)
 	check(hs.Elements() == t*sharedGate.Out, "moe_up %s: hs %v", sharedGate.Name, hs)
-	args := append([]backend.Arg{x.Arg(), ids.Arg()}, gate.args()...)
-	args = append(args, up.args()...)
-	args = append(args, out.Arg())
-	args = append(args, sharedGate.args()...)
-	args = append(args, sharedUp.args()...)
+	args := up.appendArgs(gate.appendArgs(c.args(x.Arg(), ids.Arg())))
+	args = sharedUp.appendArgs(sharedGate.appendArgs(append(args, out.Arg())))
 	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(gate.In), backend.Int(gate.Out),
 		backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
 	c.dispatch("moe_up_bf16", args...)
@@ -181,12 +179,8 @@ func MoERouteUp(c *Ctx, x, logits, ids, weights Tensor, gate, up QLinear, out Te
 	if norm {
 		n = 1
 	}
-	args := []backend.Arg{x.Arg(), logits.Arg(), ids.Arg(), weights.Arg()}
-	args = append(args, gate.args()...)
-	args = append(args, up.args()...)
-	args = append(args, out.Arg())
-	args = append(args, sharedGate.args()...)
-	args = append(args, sharedUp.args()...)
+	args := up.appendArgs(gate.appendArgs(c.args(x.Arg(), logits.Arg(), ids.Arg(), weights.Arg())))
+	args = sharedUp.appendArgs(sharedGate.appendArgs(append(args, out.Arg())))
 	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(e), backend.Int(n), backend.Int(gate.In),
 		backend.Int(gate.Out), backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
 	c.dispatch("moe_route_up_bf16", args...)
@@ -227,10 +221,8 @@ func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLi
 	check(h.Elements() == t*k*down.In && hs.Elements() == t*shared.In && gate.Elements() == t && out.Elements() == t*down.Out,
 		"moe_down %s: h %v hs %v gate %v out %v", down.Name, h, hs, gate, out)
 	check(h.Off%4 == 0 && hs.Off%4 == 0, "moe_down: h and hs must be 4-byte aligned (offsets %d, %d)", h.Off, hs.Off)
-	args := []backend.Arg{h.Arg(), ids.Arg(), weights.Arg()}
-	args = append(args, down.args()...)
-	args = append(args, hs.Arg())
-	args = append(args, shared.args()...)
+	args := down.appendArgs(c.args(h.Arg(), ids.Arg(), weights.Arg()))
+	args = shared.appendArgs(append(args, hs.Arg()))
 	args = append(args, gate.Arg(), out.Arg(), backend.Int(t), backend.Int(k), backend.Int(down.Out),
 		backend.Int(down.In), backend.Int(shared.In), backend.Int(down.Bits), backend.Int(down.GroupSize),
 		backend.Int(shared.Bits), backend.Int(shared.GroupSize))
@@ -249,7 +241,7 @@ func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor) {
 	check(x.Off%16 == 0, "qgemm %s: x at byte offset %d: the kernel reads x in 16-byte pieces", w.Name, x.Off)
 	t := x.Elements() / w.In
 	check(out.Elements() == t*w.Out, "qgemm %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
-	args := append([]backend.Arg{x.Arg()}, w.args()...)
+	args := w.appendArgs(c.args(x.Arg()))
 	args = append(args, out.Arg(), backend.Int(t), backend.Int(w.In), backend.Int(w.Out), backend.Int(w.Bits), backend.Int(w.GroupSize))
 	c.dispatch("qgemm_bf16", args...)
 }
@@ -259,7 +251,7 @@ func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor) {
 // and In a multiple of 32, as for QGemm.
 func QGemmMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
 	check(x.Off%16 == 0 && ws[0].In%32 == 0, "qgemm_multi %s: x at byte offset %d, In %d", ws[0].Name, x.Off, ws[0].In)
-	_, args := multiArgs(x, ws, outs)
+	_, args := multiArgs(c, x, ws, outs)
 	c.dispatch("qgemm_multi_bf16", args...)
 }
 
@@ -308,7 +300,7 @@ func QGemmGather(c *Ctx, x Tensor, s ExpertTiles, w QLinear, out Tensor, perSlot
 	}
 	check(x.Elements() == xRows*w.In && x.Off%16 == 0, "gather gemm %s: x %v at offset %d (16-byte pieces)", w.Name, x, x.Off)
 	check(out.Elements() == s.T*s.K*w.Out, "gather gemm %s: out %v", w.Name, out)
-	args := append([]backend.Arg{x.Arg(), s.Perm.Arg(), s.Tiles.Arg()}, w.args()...)
+	args := w.appendArgs(c.args(x.Arg(), s.Perm.Arg(), s.Tiles.Arg()))
 	args = append(args, out.Arg(), backend.Int(s.T), backend.Int(s.K), backend.Int(s.E), backend.Int(w.In), backend.Int(w.Out),
 		backend.Int(w.Bits), backend.Int(w.GroupSize), backend.Int(xPerSlot))
 	c.dispatch("qgemm_gather_bf16", args...)

@@ -71,8 +71,9 @@ type QLinear struct {
 	Experts         int
 }
 
-func (q QLinear) args() []backend.Arg {
-	return []backend.Arg{q.W.Arg(), q.Scales.Arg(), q.Bias.Arg()}
+// appendArgs appends the weight's three buffers (codes, scales, biases).
+func (q QLinear) appendArgs(args []backend.Arg) []backend.Arg {
+	return append(args, q.W.Arg(), q.Scales.Arg(), q.Bias.Arg())
 }
 
 // format is the bits and group size as one scalar, bits + 256·GroupSize, the
@@ -87,5 +88,7 @@ func check(cond bool, format string, a ...any) {
 }
 
 func checkDType(name string, t Tensor, want backend.DType) {
-	check(t.DType == want, "%s: %s is %v, want %v", name, "tensor", t.DType, want)
+	if t.DType != want { // not check(...): its arguments would be boxed on every call
+		panic(fmt.Sprintf("ops: %s: tensor is %v, want %v", name, t.DType, want))
+	}
 }
