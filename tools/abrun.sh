@@ -18,6 +18,6 @@ for r in $(seq ${ROUNDS:-2}); do
 		# bench's columns are two or more spaces apart: figure, switch, prompt, tok/s decode, ...
 		echo "$b: $(grep -m1 '^decode greedy ' /tmp/ab.txt | awk -F '  +' '{print $4, "tok/s,", $9, "GPU ms,", $10, "dispatches"}')" \
 			"$(grep -m1 '^decode greedy, oracle' /tmp/ab.txt | awk -F '  +' '{print "| oracle drafts:", $4, "tok/s"}')" \
-			"$(grep '^prefill ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, GPU %s ms ", $1, $5, $7}')"
+			"$(grep '^prefill ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, TTFT %s ms, GPU %s ms ", $1, $5, $6, $7}')"
 	done
 done
