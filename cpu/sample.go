@@ -56,25 +56,39 @@ func TopKPartial(x []float32, R, N, K int) (ids []int32, vals, stats []float32) 
 }
 
 // topK writes the K = len(ids) largest numbers of row[lo:hi] (ids index row)
-// and returns the largest m and Σ exp(x − m) over them.
+// in descending order, ties to the lower index (padding −1, −∞), and returns
+// the largest m and Σ exp(x − m) over them (NaNs and −∞ are not numbers
+// here). It keeps the K best seen so far in order and inserts a number only
+// when it beats the K-th: a full sort of the chunk was half a CPU decode
+// step's time at the real vocabulary.
 func topK(row []float32, lo, hi int, ids []int32, vals []float32) (m, s float32) {
-	order := make([]int, 0, hi-lo)
+	k := len(ids)
+	n := 0 // numbers kept in ids[:n], vals[:n]
 	mx := math.Inf(-1)
 	for i := lo; i < hi; i++ {
-		if row[i] > negInf {
-			order = append(order, i)
-			mx = math.Max(mx, float64(row[i]))
+		v := row[i]
+		if !(v > negInf) {
+			continue
 		}
+		mx = math.Max(mx, float64(v))
+		if k == 0 || (n == k && !(v > vals[k-1])) {
+			continue // not above the K-th; on a tie the earlier index stays
+		}
+		p := min(n, k-1) // the slot it takes: after every kept value ≥ v
+		for p > 0 && vals[p-1] < v {
+			ids[p], vals[p] = ids[p-1], vals[p-1]
+			p--
+		}
+		ids[p], vals[p] = int32(i), v
+		n = min(n+1, k)
+	}
+	for j := n; j < k; j++ {
+		ids[j], vals[j] = -1, negInf
 	}
 	var sum float64
-	for _, i := range order {
-		sum += math.Exp(float64(row[i]) - mx)
-	}
-	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(row[j], row[i]) })
-	for k := range ids {
-		ids[k], vals[k] = -1, negInf
-		if k < len(order) {
-			ids[k], vals[k] = int32(order[k]), row[order[k]]
+	for i := lo; i < hi; i++ {
+		if row[i] > negInf {
+			sum += math.Exp(float64(row[i]) - mx)
 		}
 	}
 	return float32(mx), float32(sum)
