@@ -111,6 +111,42 @@ func (m *quantMatrix) row(r int, out []float32) {
 		m.bits, m.gs, m.in, out)
 }
 
+// dotRow is dot(x, W[r,:]): for 4-bit codes the row is widened as it is
+// summed, the same products added in dot's order (four running sums, j mod
+// 4), so the same bits without writing the row out; other widths go through
+// scratch (in floats). A decode step's products take this path.
+func (m *quantMatrix) dotRow(r int, x, scratch []float32) float32 {
+	if m.bits != 4 {
+		m.row(r, scratch)
+		return dot(x, scratch)
+	}
+	words, groups := m.in/8, m.in/m.gs
+	w := m.w[r*words : (r+1)*words]
+	scales, biases := m.scales[r*groups:(r+1)*groups], m.biases[r*groups:(r+1)*groups]
+	x = x[:m.in]
+	var s0, s1, s2, s3 float32
+	var lut [16]float32 // the 16 values of a group, as DequantRow makes them
+	for g := range groups {
+		sc, b := backend.BF16ToF32(scales[g]), backend.BF16ToF32(biases[g])
+		for q := range lut {
+			lut[q] = sc*float32(q) + b
+		}
+		xg := x[g*m.gs : (g+1)*m.gs]
+		for i, word := range w[g*m.gs/8 : (g+1)*m.gs/8] {
+			xs := (*[8]float32)(xg[8*i:])
+			s0 += xs[0] * lut[word&0xf]
+			s1 += xs[1] * lut[word>>4&0xf]
+			s2 += xs[2] * lut[word>>8&0xf]
+			s3 += xs[3] * lut[word>>12&0xf]
+			s0 += xs[4] * lut[word>>16&0xf]
+			s1 += xs[5] * lut[word>>20&0xf]
+			s2 += xs[6] * lut[word>>24&0xf]
+			s3 += xs[7] * lut[word>>28]
+		}
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 // quant reads the buffers w, scales, biases and the scalars In, bits, gs as a
 // matrix of rows rows. rows < 0 means as many as the buffers hold: the embedding
 // (V rows) and the stacked experts (E·Out rows) have no scalar for their count, so
@@ -200,6 +236,10 @@ func qmatmul(a *args, store func(t, o int, y float32)) {
 	a.parallel(Out, T*In, func(lo, hi int) {
 		row := make([]float32, In) // W[o,:]
 		for o := lo; o < hi; o++ {
+			if T == 1 {
+				store(0, o, m.dotRow(o, x, row))
+				continue
+			}
 			m.row(o, row)
 			for t := range T {
 				store(t, o, dot(x[t*In:(t+1)*In], row))

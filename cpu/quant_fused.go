@@ -24,6 +24,10 @@ func qmatmulMulti(a *args) {
 		a.parallel(Out, T*In, func(lo, hi int) {
 			row := make([]float32, In)
 			for o := lo; o < hi; o++ {
+				if T == 1 {
+					out[o] = backend.F32ToBF16(m.dotRow(o, x, row))
+					continue
+				}
 				m.row(o, row)
 				for t := range T {
 					out[t*Out+o] = backend.F32ToBF16(dot(x[t*In:(t+1)*In], row))
@@ -73,11 +77,9 @@ func gatherSwiglu(a *args, x []float32, ids []int32, gate, up *quantMatrix, out 
 		for item := lo; item < hi; item++ {
 			slot, o := item/Out, item%Out
 			row := int(ids[slot])*Out + o
-			gate.row(row, g)
-			up.row(row, u)
 			xr := x[(slot/K)*In : (slot/K+1)*In]
-			gv := backend.RoundBF16(dot(xr, g))
-			uv := backend.RoundBF16(dot(xr, u))
+			gv := backend.RoundBF16(gate.dotRow(row, xr, g))
+			uv := backend.RoundBF16(up.dotRow(row, xr, u))
 			out[item] = backend.F32ToBF16(silu(gv) * uv)
 		}
 	})
@@ -135,12 +137,10 @@ func moeDown(a *args) {
 			t, o := item/H, item%H
 			var routed float32
 			for s := range K {
-				down.row(int(ids[t*K+s])*H+o, row)
-				y := backend.RoundBF16(dot(h[(t*K+s)*I:(t*K+s+1)*I], row))
+				y := backend.RoundBF16(down.dotRow(int(ids[t*K+s])*H+o, h[(t*K+s)*I:(t*K+s+1)*I], row))
 				routed += f32(weights[t*K+s]) * y
 			}
-			shared.row(o, srow)
-			ys := backend.RoundBF16(dot(hs[t*Is:(t+1)*Is], srow))
+			ys := backend.RoundBF16(shared.dotRow(o, hs[t*Is:(t+1)*Is], srow))
 			out[item] = backend.F32ToBF16(backend.RoundBF16(routed) + sigmoid(f32(gate[t]))*ys)
 		}
 	})

@@ -264,3 +264,28 @@ func TestDot(t *testing.T) {
 		}
 	}
 }
+
+// TestDotRowIsDequantThenDot: dotRow (the row widened as it is summed) gives
+// dot(x, row) to the bit for every width and group size.
+func TestDotRowIsDequantThenDot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, bits := range []int{2, 3, 4, 5, 6, 8} {
+		for _, gs := range []int{32, 64, 128} {
+			in := 2 * 128
+			c := randQuant(rng, bits, gs, 7, in)
+			m := &quantMatrix{w: c.w, scales: c.scales, biases: c.biases, bits: bits, gs: gs, in: in, rows: 7}
+			x := make([]float32, in)
+			for j := range x {
+				x[j] = float32(rng.NormFloat64())
+			}
+			row, scratch := make([]float32, in), make([]float32, in)
+			for r := range 7 {
+				m.row(r, row)
+				want := dot(x, row)
+				if got := m.dotRow(r, x, scratch); math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("bits %d gs %d row %d: dotRow %v, dot of the row %v", bits, gs, r, got, want)
+				}
+			}
+		}
+	}
+}

@@ -26,10 +26,8 @@ var topKChunk = kernels.Defines()["TOPK_CHUNK"]
 func topkPartial(a *args) {
 	R, N, K := a.intArg("R"), a.intArg("N"), a.intArg("K")
 	C := (N + topKChunk - 1) / topKChunk
-	ids, vals, stats := TopKPartial(a.f32s("x", R*N), R, N, K)
-	copy(a.i32s("cand_ids", R*C*K), ids)
-	copy(a.f32s("cand_vals", R*C*K), vals)
-	copy(a.f32s("stats", R*C*2), stats)
+	topKPartialInto(a.f32s("x", R*N), R, N, K, a.i32s("cand_ids", R*C*K), a.f32s("cand_vals", R*C*K),
+		a.f32s("stats", R*C*2), a.parallel)
 }
 
 // TopKPartial is topk_partial_f32 on x (R, N): cand_ids, cand_vals (R, C, K)
@@ -38,21 +36,30 @@ func topkPartial(a *args) {
 func TopKPartial(x []float32, R, N, K int) (ids []int32, vals, stats []float32) {
 	C := (N + topKChunk - 1) / topKChunk
 	ids, vals, stats = make([]int32, R*C*K), make([]float32, R*C*K), make([]float32, R*C*2)
-	for r := range R {
-		for c := range C {
-			lo, hi := c*topKChunk, min(N, (c+1)*topKChunk)
-			rc := r*C + c
+	serial := func(n, _ int, fn func(lo, hi int)) { fn(0, n) }
+	topKPartialInto(x, R, N, K, ids, vals, stats, serial)
+	return ids, vals, stats
+}
+
+// topKPartialInto fills ids, vals and stats as TopKPartial returns them, the
+// R·C (row, chunk) pairs spread by par (they are independent: the same bits
+// however they are spread).
+func topKPartialInto(x []float32, R, N, K int, ids []int32, vals, stats []float32, par func(n, cost int, fn func(lo, hi int))) {
+	C := (N + topKChunk - 1) / topKChunk
+	par(R*C, topKChunk, func(lo, hi int) {
+		for rc := lo; rc < hi; rc++ {
+			r, c := rc/C, rc%C
+			clo, chi := c*topKChunk, min(N, (c+1)*topKChunk)
 			row := x[r*N : (r+1)*N]
-			m, s := topK(row, lo, hi, ids[rc*K:(rc+1)*K], vals[rc*K:(rc+1)*K])
-			for _, v := range row[lo:hi] {
+			m, s := topK(row, clo, chi, ids[rc*K:(rc+1)*K], vals[rc*K:(rc+1)*K])
+			for _, v := range row[clo:chi] {
 				if v-v != 0 { // NaN or ±Inf
 					m, s = quietNaN, 0
 				}
 			}
 			stats[2*rc], stats[2*rc+1] = m, s
 		}
-	}
-	return ids, vals, stats
+	})
 }
 
 // topK writes the K = len(ids) largest numbers of row[lo:hi] (ids index row)
