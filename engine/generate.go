@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,11 @@ type Request struct {
 	// fewer, or none, while the model keeps rejecting its guesses
 	// (draft_budget.go); a Drafter given here guesses this many.
 	DraftLength int
+	// PrefillChunk is how many prompt tokens one forward takes for this
+	// request (0: Options.PrefillChunk; at most MaxPrefillChunk). The app's
+	// setting: a larger chunk reads a long prompt faster (each expert's
+	// weights are read once a chunk) and takes more scratch memory.
+	PrefillChunk int
 }
 
 // EventKind tells what an Event carries.
@@ -226,6 +232,10 @@ func (g *generation) run(req Request) error {
 	if req.DraftLength < 0 || req.DraftLength > MaxDraftLength {
 		return fmt.Errorf("draft length must be 0 (the default, %d) to %d, got %d", DefaultDraftLength, MaxDraftLength, req.DraftLength)
 	}
+	if req.PrefillChunk < 0 || req.PrefillChunk > MaxPrefillChunk {
+		return fmt.Errorf("prompt chunk must be 0 (the model's, %d) to %d tokens, got %d", e.prefillChunk, MaxPrefillChunk, req.PrefillChunk)
+	}
+	chunk := cmp.Or(req.PrefillChunk, e.prefillChunk)
 	prompt, err := e.PromptTokens(req)
 	if err != nil {
 		return err
@@ -307,17 +317,17 @@ func (g *generation) run(req Request) error {
 	// next turn, then the rest but the last token, whose logits are run last
 	// and give the first reply token.
 	for _, span := range [][2]int{{reused, keepAt}, {max(reused, keepAt), len(prompt) - 1}} {
-		for i := span[0]; i < span[1]; i += e.prefillChunk {
+		for i := span[0]; i < span[1]; i += chunk {
 			if g.ctx.Err() != nil {
 				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
 				return nil
 			}
-			end := min(i+e.prefillChunk, span[1])
+			end := min(i+chunk, span[1])
 			if _, err := e.forwardArgmax(prompt[i:end]); err != nil {
 				return err
 			}
 			st.PrefilledTokens = end
-			if len(prompt)-reused > e.prefillChunk && !g.send(Event{Kind: EventStats, Stats: st}) {
+			if len(prompt)-reused > chunk && !g.send(Event{Kind: EventStats, Stats: st}) {
 				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
 				return nil
 			}

@@ -257,6 +257,44 @@ func TestLongPromptReportsProgress(t *testing.T) {
 	}
 }
 
+// TestRequestPrefillChunk: a request's own prompt chunk overrides the one the
+// model was loaded with (the app's setting applies at the next reply), and
+// one out of range is refused, naming the range.
+func TestRequestPrefillChunk(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 256, PrefillChunk: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := make([]int32, 150)
+	for i := range prompt {
+		prompt[i] = int32(100 + i%50)
+	}
+	var progress []int
+	for ev := range e.Generate(context.Background(), Request{PromptIDs: prompt, MaxTokens: 1, IgnoreStop: true, PrefillChunk: 40}) {
+		switch {
+		case ev.Kind == EventStats && ev.Stats.GeneratedTokens == 0:
+			progress = append(progress, ev.Stats.PrefilledTokens)
+		case ev.Kind == EventError:
+			t.Fatal(ev.Err)
+		}
+	}
+	if want := []int{40, 80, 120, 149}; !slices.Equal(progress, want) {
+		t.Fatalf("progress %v with chunks of 40, want %v", progress, want)
+	}
+	for _, n := range []int{-1, MaxPrefillChunk + 1} {
+		var got error
+		for ev := range e.Generate(context.Background(), Request{PromptIDs: prompt, MaxTokens: 1, PrefillChunk: n}) {
+			if ev.Kind == EventError {
+				got = ev.Err
+			}
+		}
+		if got == nil || !strings.Contains(got.Error(), "prompt chunk must be 0 (the model's, 96) to 8192 tokens") {
+			t.Errorf("prompt chunk %d: %v", n, got)
+		}
+	}
+}
+
 func TestPrefillChunkOutOfRangeIsRefused(t *testing.T) {
 	for _, n := range []int{-1, MaxPrefillChunk + 1} {
 		_, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 64, PrefillChunk: n})

@@ -44,6 +44,7 @@ func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, re
 		MaxTokens:      a.settings.MaxTokens,
 		Sampling:       a.settings.sampling(),
 		DraftLength:    a.settings.DraftLength,
+		PrefillChunk:   a.settings.PrefillChunk,
 	}
 	mem := a.eng.Memory()
 	events := a.eng.Generate(ctx, req)

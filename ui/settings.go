@@ -32,6 +32,9 @@ type Settings struct {
 	// engine keeps between turns (prompt reuse), least recently used evicted;
 	// 0: the engine's default.
 	PromptCacheMB int `json:"prompt_cache_mb,omitempty"`
+	// PrefillChunk is how many prompt tokens one step reads, from the next
+	// reply on; 0: the engine's default.
+	PrefillChunk int `json:"prefill_chunk,omitempty"`
 
 	// Switches holds the engine switches the user set; the others keep their
 	// defaults (and environment overrides).
@@ -131,6 +134,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("text scale must be %g to %g, got %g", minTextScale, maxTextScale, s.TextScale)
 	case s.PromptCacheMB < 0 || s.PromptCacheMB > maxPromptCacheMB:
 		return fmt.Errorf("prompt cache must be 0 (the default, %d MB) to %d MB, got %d", engine.DefaultPromptCacheBytes>>20, maxPromptCacheMB, s.PromptCacheMB)
+	case s.PrefillChunk < 0 || s.PrefillChunk > engine.MaxPrefillChunk:
+		return fmt.Errorf("prompt chunk must be 0 (the default, %d) to %d tokens, got %d", engine.DefaultPrefillChunk, engine.MaxPrefillChunk, s.PrefillChunk)
 	case s.DraftLength < 0 || s.DraftLength > engine.MaxDraftLength:
 		return fmt.Errorf("draft length must be 0 (the default, %d) to %d, got %d", engine.DefaultDraftLength, engine.MaxDraftLength, s.DraftLength)
 	case !slices.Contains(engine.BackendNames, s.Backend):

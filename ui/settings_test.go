@@ -35,6 +35,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 	f.maxTokens.SetText("77")
 	f.draftLen.SetText("6")
 	f.promptCache.SetText("300")
+	f.promptChunk.SetText("2048")
 	f.thinking.SetChecked(true)
 	// every registered engine switch has a box; turn each on
 	wantSwitches := map[string]bool{}
@@ -48,6 +49,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 	want := s
 	want.Temperature, want.TopP, want.TopK, want.MinP, want.RepetitionPenalty = 0.25, 0.9, 40, 0.05, 1.1
 	want.Seed, want.MaxTokens, want.Thinking, want.DraftLength, want.PromptCacheMB = 1234, 77, true, 6, 300
+	want.PrefillChunk = 2048
 	want.LastModel, want.Recent = dir, []string{dir}
 	want.Models = map[string]ModelSettings{dir: {Sampling: want.Sampling, Seed: 1234, MaxTokens: 77,
 		ContextLength: want.ContextLength, Thinking: true, DraftLength: 6}} // saved with the model loaded
@@ -197,6 +199,8 @@ func TestSettingsValidate(t *testing.T) {
 		{func(s *Settings) { s.ContextLength = -1 }, "context length must be ≥ 0"},
 		{func(s *Settings) { s.PromptCacheMB = -1 }, "prompt cache must be 0 (the default, 1024 MB)"},
 		{func(s *Settings) { s.PromptCacheMB = 1<<20 + 1 }, "prompt cache must be 0 (the default, 1024 MB) to 1048576 MB"},
+		{func(s *Settings) { s.PrefillChunk = -1 }, "prompt chunk must be 0 (the default, 512) to 8192 tokens"},
+		{func(s *Settings) { s.PrefillChunk = 9000 }, "prompt chunk must be 0 (the default, 512) to 8192 tokens, got 9000"},
 		{func(s *Settings) { s.Backend = "tpu" }, `unknown backend "tpu"`},
 		{func(s *Settings) { s.Seed = -1 }, ""},
 	} {

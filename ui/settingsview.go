@@ -22,7 +22,7 @@ type settingsForm struct {
 	form                                *widget.Form
 	temperature, topP, topK, minP       *widget.Entry
 	repetition, seed, maxTokens, ctxLen *widget.Entry
-	draftLen, promptCache               *widget.Entry
+	draftLen, promptCache, promptChunk  *widget.Entry
 	thinking                            *widget.Check
 	backend                             *widget.Select
 	memory                              *widget.Label // what the loaded model needs at the context length typed
@@ -77,6 +77,15 @@ func newSettingsForm(s Settings) *settingsForm {
 		}
 		return nil
 	})
+	f.promptChunk = num(strconv.Itoa(s.PrefillChunk), func(v string) error {
+		if err := intAtLeast("prompt chunk", 0)(v); err != nil {
+			return err
+		}
+		if n, _ := strconv.Atoi(strings.TrimSpace(v)); n > engine.MaxPrefillChunk {
+			return fmt.Errorf("prompt chunk must be at most %d tokens", engine.MaxPrefillChunk)
+		}
+		return nil
+	})
 	f.thinking = widget.NewCheck("let the model think before it answers", nil)
 	f.thinking.SetChecked(s.Thinking)
 	f.backend = widget.NewSelect(engine.BackendsHere(), nil)
@@ -106,6 +115,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		item("Seed", f.seed, "a number for repeatable replies, or random"),
 		item("Max tokens", f.maxTokens, "per reply; 0: until the model stops or the context is full"),
 		item("Thinking", f.thinking, ""),
+		item("Prompt chunk", f.promptChunk, fmt.Sprintf("prompt tokens read per step: more reads a long prompt faster and takes more memory; 0: the default, %d; at most %d", engine.DefaultPrefillChunk, engine.MaxPrefillChunk)),
 		header("Model (applies when a model is loaded)"),
 		item("Context length", f.ctxLen, "tokens of KV cache; 0: the model's default (at most 8,192)"),
 		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
@@ -233,6 +243,7 @@ func (f *settingsForm) read(base Settings) (Settings, error) {
 	parseI(f.ctxLen, &s.ContextLength)
 	parseI(f.draftLen, &s.DraftLength)
 	parseI(f.promptCache, &s.PromptCacheMB)
+	parseI(f.promptChunk, &s.PrefillChunk)
 	if err := f.seed.Validator(f.seed.Text); err != nil {
 		errs = append(errs, err)
 	} else if t := strings.TrimSpace(f.seed.Text); t == "random" {
