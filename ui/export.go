@@ -103,6 +103,79 @@ func (a *App) exportConversation() {
 	a.showDialog(d, nil)
 }
 
+// exportAll writes every chat into dir as a Markdown file (exportMarkdown),
+// one file a chat named after its title, " (2)", " (3)", ... after a name
+// taken already in this export or in the folder: an export never overwrites a
+// file. It returns how many chats it wrote; it stops at the first failure.
+func exportAll(st *store.Store, dir string) (int, error) {
+	convs, err := st.Conversations()
+	if err != nil {
+		return 0, err
+	}
+	used := map[string]bool{}
+	for i, conv := range convs {
+		msgs, err := st.Messages(conv.ID)
+		if err != nil {
+			return i, fmt.Errorf("reading %q: %w", conv.Title, err)
+		}
+		name := freeExportName(dir, exportFileName(conv.Title), used)
+		used[name] = true
+		// O_EXCL: a file made since freeExportName looked is not overwritten either.
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return i, err
+		}
+		_, werr := io.WriteString(f, exportMarkdown(conv, msgs))
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return i, fmt.Errorf("%s: %w", filepath.Join(dir, name), werr)
+		}
+	}
+	return len(convs), nil
+}
+
+// freeExportName is name, or name with " (2)", " (3)", ... before its
+// extension, the first that neither used nor dir has.
+func freeExportName(dir, name string, used map[string]bool) string {
+	ext := filepath.Ext(name)
+	base := strings.TrimSuffix(name, ext)
+	for n := 1; ; n++ {
+		try := name
+		if n > 1 {
+			try = fmt.Sprintf("%s (%d)%s", base, n, ext)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, try)); !used[try] && os.IsNotExist(err) {
+			return try
+		}
+	}
+}
+
+// exportAllConversations asks for a folder and writes every chat into it.
+func (a *App) exportAllConversations() {
+	d := dialog.NewFolderOpen(func(dir fyne.ListableURI, err error) {
+		if err != nil {
+			a.showError("The chats could not be exported", err)
+			return
+		}
+		if dir == nil {
+			return // cancelled
+		}
+		n, err := exportAll(a.store, dir.Path())
+		if err != nil {
+			a.showError(fmt.Sprintf("The chats could not all be exported (%d written to %s)", n, dir.Path()), err)
+			return
+		}
+		a.showMessage("Chats exported", fmt.Sprintf("%d chats written to %s as Markdown files.", n, dir.Path()))
+	}, a.win)
+	if loc := exportFolder(); loc != nil {
+		d.SetLocation(loc)
+	}
+	d.Resize(fyne.NewSize(760, 520))
+	a.showDialog(d, nil)
+}
+
 // exportFolder is where an export starts: the user's Documents folder, else
 // their home folder; nil when neither can be listed.
 func exportFolder() fyne.ListableURI {

@@ -67,6 +67,7 @@ func (a *App) mainMenu() *fyne.MainMenu {
 		fyne.NewMenuItem("Unload model", a.unloadModel),
 		fyne.NewMenuItemSeparator(),
 		item("Export chat as Markdown…", shortcutExport, a.exportConversation),
+		fyne.NewMenuItem("Export all chats…", a.exportAllConversations),
 		item("Settings…", shortcutSettings, a.showSettings),
 	)
 	chat := fyne.NewMenu("Chat",

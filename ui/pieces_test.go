@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -156,4 +158,52 @@ func TestModelBarKeepsItsHeightWhileLoading(t *testing.T) {
 		}
 	}
 	b.refresh()
+}
+
+// TestExportAll writes every chat as its own Markdown file: titles that clash
+// (with each other or with a file already in the folder) get " (2)", " (3)",
+// and nothing already there is overwritten.
+func TestExportAll(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "chats.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, c := range []struct{ title, text string }{{"Bagels", "boil"}, {"Bagels", "bake"}, {"Rye", "seeds"}} {
+		conv, err := st.CreateConversation(c.title, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Replace(conv.ID, 0, store.Message{Role: store.RoleUser, Content: c.text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Rye.md"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := exportAll(st, dir)
+	if err != nil || n != 3 {
+		t.Fatalf("exportAll: %d chats, %v; want 3", n, err)
+	}
+	texts := map[string]string{}
+	for _, name := range []string{"Bagels.md", "Bagels (2).md", "Rye.md", "Rye (2).md"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[name] = string(data)
+	}
+	if texts["Rye.md"] != "mine" {
+		t.Errorf("a file already in the folder was overwritten: %q", texts["Rye.md"])
+	}
+	if !strings.Contains(texts["Rye (2).md"], "seeds") {
+		t.Errorf("Rye (2).md: %q", texts["Rye (2).md"])
+	}
+	if both := texts["Bagels.md"] + texts["Bagels (2).md"]; !strings.Contains(both, "boil") || !strings.Contains(both, "bake") {
+		t.Errorf("the two Bagels chats: %q", both)
+	}
+	if _, err := exportAll(st, filepath.Join(dir, "no such folder")); err == nil {
+		t.Error("exporting into a missing folder did not fail")
+	}
 }
