@@ -88,6 +88,10 @@ func TestSendStreamsReply(t *testing.T) {
 	if got := h.a.perf.values["Backend"].Text; !strings.Contains(got, "cpu") {
 		t.Errorf("the panel's Backend row reads %q", got)
 	}
+	// The model bar leads with the reply's speed, where the eye is.
+	if got := h.a.bar.detail.Text; !strings.HasPrefix(got, "last reply ") || !strings.Contains(got, " tok/s, first token ") || !strings.Contains(got, "context") {
+		t.Errorf("the model bar reads %q after the reply", got)
+	}
 	if h.a.composer.send.Text != "Send" {
 		t.Errorf("the send button reads %q after the reply", h.a.composer.send.Text)
 	}

@@ -139,6 +139,9 @@ loop:
 				a.do(func() {
 					defer panelling.Store(false)
 					a.perf.show(v)
+					if a.gen == g && !a.loading {
+						a.bar.showActivity(v)
+					}
 					if decoding {
 						a.perf.sample(now, v.DecodeNow)
 					}
@@ -224,6 +227,9 @@ func (a *App) finishGeneration(g *generation, final store.Message, v perfView, g
 		return // the window has closed
 	}
 	a.perf.show(v)
+	if !a.loading && a.eng != nil {
+		a.bar.showFinished(v)
+	}
 	if a.conv != nil && a.conv.ID == g.convID {
 		for i := range a.msgs {
 			if a.msgs[i].ID == final.ID {

@@ -109,6 +109,7 @@ func (a *App) loadModel(dir, fallback string) {
 	if g != nil {
 		g.cancel()
 	}
+	a.bar.lastReply = "" // of the model being replaced
 	a.bar.showBusy("Loading "+hub.DisplayName(dir)+"…", 0)
 	a.composer.refresh()
 	a.perf.showModel("", 0, engine.Memory{}, "loading "+hub.DisplayName(dir))

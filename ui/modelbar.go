@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bagel/engine"
 	"bagel/hub"
 
 	"path/filepath"
@@ -24,6 +25,9 @@ type modelBar struct {
 	cancel   *widget.Button // shown while a model is checked or loaded
 	progress *widget.ProgressBar
 	busy     *widget.ProgressBarInfinite
+	// lastReply is how fast the last reply went, shown after the model's
+	// details until the next one starts or another model loads.
+	lastReply string
 }
 
 func newModelBar(a *App) *modelBar {
@@ -62,7 +66,11 @@ func (b *modelBar) refresh() {
 	switch {
 	case a.eng != nil:
 		b.name.SetText(a.modelName())
-		b.detail.SetText(a.eng.BackendName + " · " + humanCount(a.eng.ContextLength()) + " context · " + memoryText(a.eng.Memory()))
+		detail := a.eng.BackendName + " · " + humanCount(a.eng.ContextLength()) + " context · " + memoryText(a.eng.Memory())
+		if b.lastReply != "" {
+			detail = b.lastReply + " · " + detail
+		}
+		b.detail.SetText(detail)
 	default:
 		b.name.SetText("No model loaded")
 		b.detail.SetText("drop an MLX model folder on the window, or open one")
@@ -118,4 +126,53 @@ func (a *App) recentItems() []*fyne.MenuItem {
 		items = append(items, item)
 	}
 	return items
+}
+
+// showActivity puts what a streaming reply is doing, and how fast, in the
+// detail line, where the eye is while reading the reply: users of the
+// rivals ask for the speed next to the status, not only in a panel that may
+// be hidden.
+func (b *modelBar) showActivity(v perfView) {
+	b.lastReply = ""
+	b.detail.SetText(activityText(v))
+}
+
+// showFinished shows the model's details again, led by how fast the reply
+// that just finished went.
+func (b *modelBar) showFinished(v perfView) {
+	b.lastReply = replySpeedText(v.Stats)
+	b.refresh()
+}
+
+// activityText is a streaming reply's phase and speeds: the prompt's
+// progress and rate while it is read, then the decode rate now and the time
+// to the first token.
+func activityText(v perfView) string {
+	st := v.Stats
+	text := v.Phase
+	switch {
+	case st.GeneratedTokens == 0 && st.PrefillTokensPerSec > 0:
+		text += " · prompt " + rate(st.PrefillTokensPerSec) + " tok/s"
+	case st.GeneratedTokens > 0:
+		if v.DecodeNow > 0 {
+			text += " · " + rate(v.DecodeNow) + " tok/s"
+		}
+		if st.TimeToFirstToken > 0 {
+			text += " · first token " + duration(st.TimeToFirstToken)
+		}
+	}
+	return text
+}
+
+// replySpeedText sums up a finished reply's speeds for the detail line;
+// empty when it made no token.
+func replySpeedText(st engine.Stats) string {
+	if st.GeneratedTokens == 0 {
+		return ""
+	}
+	text := "last reply " + rate(st.DecodeTokensPerSec) + " tok/s"
+	if st.TimeToFirstToken > 0 {
+		text += ", first token " + duration(st.TimeToFirstToken)
+	}
+	return text
 }

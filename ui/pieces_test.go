@@ -207,3 +207,26 @@ func TestExportAll(t *testing.T) {
 		t.Error("exporting into a missing folder did not fail")
 	}
 }
+
+func TestActivityText(t *testing.T) {
+	for _, c := range []struct {
+		v    perfView
+		want string
+	}{
+		{perfView{Phase: "reading the prompt… 40%"}, "reading the prompt… 40%"},
+		{perfView{Phase: "reading the prompt… 80%", Stats: engine.Stats{PrefillTokensPerSec: 4210}}, "reading the prompt… 80% · prompt 4210 tok/s"},
+		{perfView{Phase: "writing the answer…", DecodeNow: 142.4, Stats: engine.Stats{GeneratedTokens: 9, TimeToFirstToken: 310 * time.Millisecond}},
+			"writing the answer… · 142 tok/s · first token 310 ms"},
+		{perfView{Phase: "thinking…", Stats: engine.Stats{GeneratedTokens: 1}}, "thinking…"},
+	} {
+		if got := activityText(c.v); got != c.want {
+			t.Errorf("activityText(%+v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+	if got := replySpeedText(engine.Stats{GeneratedTokens: 40, DecodeTokensPerSec: 88.25, TimeToFirstToken: 2 * time.Second}); got != "last reply 88.2 tok/s, first token 2000 ms" {
+		t.Errorf("replySpeedText: %q", got)
+	}
+	if got := replySpeedText(engine.Stats{}); got != "" {
+		t.Errorf("replySpeedText of a reply without tokens: %q", got)
+	}
+}
