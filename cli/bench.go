@@ -333,6 +333,11 @@ func (b *bench) add(name, switchSetting string, st engine.Stats) {
 		PrefillGPUms:  float64(st.PrefillGPUTime.Microseconds()) / 1000}
 	if st.DecodeTokensPerSec > 0 && !strings.HasPrefix(name, "prefill") {
 		r.WeightGBPerSec = float64(b.report.DecodeWeightBytes) * st.DecodeTokensPerSec / 1e9
+		if r.GPUmsPerToken > 0 {
+			// The wall time a token takes beyond its GPU time: the host's
+			// share that the GPU waits for (recording, the token's read-back).
+			r.HostMsPerToken = max(0, 1000/st.DecodeTokensPerSec-r.GPUmsPerToken)
+		}
 	}
 	b.report.Results = append(b.report.Results, r)
 }

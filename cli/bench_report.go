@@ -44,8 +44,9 @@ type benchResult struct {
 	SampledOnDevice        bool    `json:"sampled_on_device"`
 	WeightGBPerSec         float64 `json:"weight_gb_per_s,omitempty"`
 	GPUmsPerToken          float64 `json:"gpu_ms_per_token,omitempty"`
-	PrefillGPUms           float64 `json:"prefill_gpu_ms,omitempty"` // device time to the first token
-	Error                  string  `json:"error,omitempty"`          // why this figure could not be measured
+	HostMsPerToken         float64 `json:"host_ms_per_token,omitempty"` // wall ms a token beyond its GPU ms
+	PrefillGPUms           float64 `json:"prefill_gpu_ms,omitempty"`    // device time to the first token
+	Error                  string  `json:"error,omitempty"`             // why this figure could not be measured
 }
 
 func writeBenchTable(w io.Writer, r *benchReport) {
@@ -53,7 +54,7 @@ func writeBenchTable(w io.Writer, r *benchReport) {
 	fmt.Fprintf(w, "weights %.2f GB (%.3f GB read per decode token), cache %.2f GB for %d tokens, prompts in chunks of %d; %s\n\n",
 		float64(r.WeightBytes)/1e9, float64(r.DecodeWeightBytes)/1e9, float64(r.CacheBytes)/1e9, r.ContextLength, r.PrefillChunk, r.Host)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "figure\tswitch\tprompt\ttok/s decode\ttok/s prefill\tTTFT ms\tprefill GPU ms\tweights GB/s\tGPU ms/tok\tdispatches/tok\tsubmits/tok\tgraphs/tok\tsyncs/tok\t")
+	fmt.Fprintln(tw, "figure\tswitch\tprompt\ttok/s decode\ttok/s prefill\tTTFT ms\tprefill GPU ms\tweights GB/s\tGPU ms/tok\tdispatches/tok\tsubmits/tok\tgraphs/tok\tsyncs/tok\thost ms/tok\t")
 	for _, x := range r.Results {
 		sw := x.Switch
 		if sw == "" {
@@ -75,9 +76,13 @@ func writeBenchTable(w io.Writer, r *benchReport) {
 		if x.GPUmsPerToken > 0 {
 			gpu = fmt.Sprintf("%.2f", x.GPUmsPerToken)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t\n", x.Name, sw, x.PromptTokens,
+		host := "-"
+		if x.HostMsPerToken > 0 {
+			host = fmt.Sprintf("%.2f", x.HostMsPerToken)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%s\t\n", x.Name, sw, x.PromptTokens,
 			x.DecodeTokPerSec, x.PrefillTokPerSec, x.TTFTms, prefillGPU, gbs, gpu, x.DispatchesPerToken, x.CommandBuffersPerToken,
-			x.GraphLaunchesPerToken, x.HostSyncsPerToken)
+			x.GraphLaunchesPerToken, x.HostSyncsPerToken, host)
 	}
 	tw.Flush()
 	if len(r.Projections) > 0 {

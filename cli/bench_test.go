@@ -172,3 +172,28 @@ func TestReplayReusesTurns(t *testing.T) {
 		prevPrompt = r.PromptTokens
 	}
 }
+
+// TestBenchTableHostColumn: a decode row with device time shows the wall
+// time a token takes beyond it; a row without (the CPU) shows a dash.
+func TestBenchTableHostColumn(t *testing.T) {
+	r := &benchReport{Model: "m", Device: "d", Backend: "cuda", Results: []benchResult{
+		{Name: "decode greedy", DecodeTokPerSec: 250, GPUmsPerToken: 3.5, HostMsPerToken: 0.5},
+		{Name: "decode sampled", DecodeTokPerSec: 20},
+	}}
+	var b strings.Builder
+	writeBenchTable(&b, r)
+	lines := strings.Split(b.String(), "\n")
+	var greedy, sampled string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "decode greedy"):
+			greedy = l
+		case strings.HasPrefix(l, "decode sampled"):
+			sampled = l
+		}
+	}
+	if !strings.Contains(b.String(), "host ms/tok") || !strings.HasSuffix(strings.TrimSpace(greedy), "0.50") ||
+		!strings.HasSuffix(strings.TrimSpace(sampled), "-") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}

@@ -16,7 +16,7 @@ for r in $(seq ${ROUNDS:-2}); do
 		env ${ENVS:-BAGEL_AB=1} timeout 150 .devbin/$b bench -m $M --backend cuda --runs 1 --tokens 200 \
 			--prefill "${ABPREFILL:-}" --long "" --switches=false ${ABARGS:-} > /tmp/ab.txt 2>> "$OUT/log.txt"
 		# bench's columns are two or more spaces apart: figure, switch, prompt, tok/s decode, ...
-		echo "$b: $(grep -m1 '^decode greedy ' /tmp/ab.txt | awk -F '  +' '{print $4, "tok/s,", $9, "GPU ms,", $10, "dispatches"}')" \
+		echo "$b: $(grep -m1 '^decode greedy ' /tmp/ab.txt | awk -F '  +' '{print $4, "tok/s,", $9, "GPU ms,", $10, "dispatches,", $14, "host ms"}')" \
 			"$(grep -m1 '^decode greedy, oracle' /tmp/ab.txt | awk -F '  +' '{print "| oracle drafts:", $4, "tok/s"}')" \
 			"$(grep '^prefill ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, TTFT %s ms, GPU %s ms ", $1, $5, $6, $7}')"
 	done
