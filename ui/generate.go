@@ -139,7 +139,7 @@ loop:
 				a.do(func() {
 					defer panelling.Store(false)
 					a.perf.show(v)
-					if a.gen == g && !a.loading {
+					if a.gen == g && !a.loading && a.eng != nil {
 						a.bar.showActivity(v)
 					}
 					if decoding {
