@@ -132,11 +132,18 @@ func TestScoreMatchesTransformers(t *testing.T) {
 // scoreLogits returns the full logits [len(ids), vocab] after prefilling ids[:prefill].
 func scoreLogits(t *testing.T, e *Engine, ids []int32, prefill int) []float32 {
 	t.Helper()
+	return scoreFrom(t, e, ids, prefill, true)
+}
+
+// scoreFrom is scoreLogits with the prompt's logits for every position
+// (allPrefill) or for its last only.
+func scoreFrom(t *testing.T, e *Engine, ids []int32, prefill int, allPrefill bool) []float32 {
+	t.Helper()
 	if err := e.resetCache(); err != nil {
 		t.Fatal(err)
 	}
 	tokens := ids
-	out, err := e.forward(tokens[:prefill], true)
+	out, err := e.forward(tokens[:prefill], allPrefill)
 	if err != nil {
 		t.Fatal(err)
 	}

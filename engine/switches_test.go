@@ -148,26 +148,11 @@ func switchedLogits(t *testing.T, sw string, capacity int, ids []int32, prefill 
 			t.Fatal(err)
 		}
 		defer e.Close()
-		if prefill == len(ids) {
-			return scoreLogits(t, e, ids, prefill), e.Counters().Dispatches
-		}
-		// A decode switch: compare the decoded positions and the prompt's
-		// last (the logits of every prompt position, computed and read back,
-		// were most of a long context's time and take the same path either way).
-		if err := e.resetCache(); err != nil {
-			t.Fatal(err)
-		}
-		out, err := e.forward(ids[:prefill], false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := prefill; i < len(ids); i++ {
-			row, err := e.forward(ids[i:i+1], false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, row...)
-		}
+		// A decode switch (some tokens decode one by one): compare the decoded
+		// positions and the prompt's last (the logits of every prompt
+		// position, computed and read back, were most of a long context's time
+		// and take the same path either way).
+		out := scoreFrom(t, e, ids, prefill, prefill == len(ids))
 		return out, e.Counters().Dispatches
 	}
 	a, on := run(true)

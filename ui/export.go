@@ -86,12 +86,8 @@ func (a *App) exportConversation() {
 		if w == nil {
 			return // cancelled
 		}
-		_, werr := io.WriteString(w, text)
-		if cerr := w.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			a.showError("The chat could not be exported", fmt.Errorf("%s: %w", w.URI().Path(), werr))
+		if err := writeAndClose(w, text); err != nil {
+			a.showError("The chat could not be exported", fmt.Errorf("%s: %w", w.URI().Path(), err))
 		}
 	}, a.win)
 	d.SetFileName(exportFileName(conv.Title))
@@ -125,15 +121,20 @@ func exportAll(st *store.Store, dir string) (int, error) {
 		if err != nil {
 			return i, err
 		}
-		_, werr := io.WriteString(f, exportMarkdown(conv, msgs))
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return i, fmt.Errorf("%s: %w", filepath.Join(dir, name), werr)
+		if err := writeAndClose(f, exportMarkdown(conv, msgs)); err != nil {
+			return i, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
 		}
 	}
 	return len(convs), nil
+}
+
+// writeAndClose writes text to w and closes it: the first error of the two.
+func writeAndClose(w io.WriteCloser, text string) error {
+	_, err := io.WriteString(w, text)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // freeExportName is name, or name with " (2)", " (3)", ... before its

@@ -67,6 +67,25 @@ func TestSettingsRoundTrip(t *testing.T) {
 		t.Fatalf("settings.json: %s, %v", data, err)
 	}
 
+	// The bounded fields name their bound.
+	for _, c := range []struct {
+		e    *widget.Entry
+		v    string
+		want string
+	}{
+		{h.a.settingsForm.draftLen, "16", "draft length must be at most 15"},
+		{h.a.settingsForm.promptCache, "1048577", "prompt cache must be at most 1048576 MB"},
+		{h.a.settingsForm.promptChunk, "9000", "prompt chunk must be at most 8192 tokens"},
+		{h.a.settingsForm.promptChunk, "-1", "prompt chunk"},
+	} {
+		if err := c.e.Validator(c.v); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.v, err, c.want)
+		}
+		if err := c.e.Validator("8"); err != nil {
+			t.Errorf("8: %v", err)
+		}
+	}
+
 	// An invalid value is refused with a dialog and changes nothing.
 	h.a.showSettings()
 	h.a.settingsForm.topP.SetText("1.5")

@@ -59,33 +59,21 @@ func newSettingsForm(s Settings) *settingsForm {
 	})
 	f.maxTokens = num(strconv.Itoa(s.MaxTokens), intAtLeast("max tokens", 0))
 	f.ctxLen = num(strconv.Itoa(s.ContextLength), intAtLeast("context length", 0))
-	f.draftLen = num(strconv.Itoa(s.DraftLength), func(v string) error {
-		if err := intAtLeast("draft length", 0)(v); err != nil {
-			return err
+	// intUpTo checks a whole number from 0 to most (of unit, if any).
+	intUpTo := func(name string, most int, unit string) func(string) error {
+		return func(v string) error {
+			if err := intAtLeast(name, 0)(v); err != nil {
+				return err
+			}
+			if n, _ := strconv.Atoi(strings.TrimSpace(v)); n > most {
+				return fmt.Errorf("%s must be at most %s", name, strings.TrimSpace(fmt.Sprintf("%d %s", most, unit)))
+			}
+			return nil
 		}
-		if n, _ := strconv.Atoi(strings.TrimSpace(v)); n > engine.MaxDraftLength {
-			return fmt.Errorf("draft length must be at most %d", engine.MaxDraftLength)
-		}
-		return nil
-	})
-	f.promptCache = num(strconv.Itoa(s.PromptCacheMB), func(v string) error {
-		if err := intAtLeast("prompt cache", 0)(v); err != nil {
-			return err
-		}
-		if n, _ := strconv.Atoi(strings.TrimSpace(v)); n > maxPromptCacheMB {
-			return fmt.Errorf("prompt cache must be at most %d MB", maxPromptCacheMB)
-		}
-		return nil
-	})
-	f.promptChunk = num(strconv.Itoa(s.PrefillChunk), func(v string) error {
-		if err := intAtLeast("prompt chunk", 0)(v); err != nil {
-			return err
-		}
-		if n, _ := strconv.Atoi(strings.TrimSpace(v)); n > engine.MaxPrefillChunk {
-			return fmt.Errorf("prompt chunk must be at most %d tokens", engine.MaxPrefillChunk)
-		}
-		return nil
-	})
+	}
+	f.draftLen = num(strconv.Itoa(s.DraftLength), intUpTo("draft length", engine.MaxDraftLength, ""))
+	f.promptCache = num(strconv.Itoa(s.PromptCacheMB), intUpTo("prompt cache", maxPromptCacheMB, "MB"))
+	f.promptChunk = num(strconv.Itoa(s.PrefillChunk), intUpTo("prompt chunk", engine.MaxPrefillChunk, "tokens"))
 	f.thinking = widget.NewCheck("let the model think before it answers", nil)
 	f.thinking.SetChecked(s.Thinking)
 	f.backend = widget.NewSelect(engine.BackendsHere(), nil)
