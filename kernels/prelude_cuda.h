@@ -54,6 +54,11 @@ typedef unsigned short bf16_t;
 #define DEVICE_BARRIER() __syncthreads()
 
 INLINE float as_float(uint u) { return __uint_as_float(u); }
+// byte_f128(v, j) is 128 + byte j of v (j a constant 0..3), exactly, for a
+// byte below 128 (a 4-bit code): one byte permute puts the byte in the
+// mantissa under the exponent of 128 (bits 0x43000000), where a unit of bit 16
+// is 1; a byte of 128 or more would reach the exponent.
+#define byte_f128(v, j) __uint_as_float(__byte_perm((v), 0x43000000u, 0x7044u | ((uint)(j) << 8)))
 
 // u32x4 is four words moved as one 16-byte load or store (16-byte aligned).
 struct __align__(16) u32x4 {
@@ -83,6 +88,11 @@ INLINE uint as_uint(float f) { return __float_as_uint(f); }
 // small kernels no longer each pay DRAM latency and a launch ramp in turn
 // (H200, 35B-A3B: 2.86 → 2.58 ms a token). Only one kernel runs ahead: its own
 // blocks trigger after their wait, that is after this kernel has finished.
+// So when a kernel's blocks run at all, the kernel two launches back has
+// finished and its writes are visible: a kernel may read before its wait what
+// that one or an earlier one wrote (moe_down_bf16 reads the router's expert
+// ids, two launches back, to start loading its experts' weights), never what
+// the kernel just before it writes.
 // GRID_WAIT_COMPUTE() waits without the trigger: the compute-bound prompt
 // kernels (GEMMs, the chunked GDN rule) lose more to blocks parked beside them
 // than they gain (prefill 2048: 260 ms with the trigger, 251 without it there,
@@ -98,6 +108,10 @@ INLINE uint as_uint(float f) { return __float_as_uint(f); }
 #define GRID_WAIT()
 #define GRID_WAIT_COMPUTE()
 #endif
+
+// PREFETCH_L2(p) asks for the 128-byte line at p to be brought into L2 and
+// waits for nothing: a later load of it then pays L2's latency, not DRAM's.
+#define PREFETCH_L2(p) asm volatile("prefetch.global.L2 [%0];" ::"l"(p))
 
 // ALIGNED16(p) says p may be read in 16-byte pieces (u32x4).
 #define ALIGNED16(p) ((((ulong)(p)) & 15ull) == 0ull)

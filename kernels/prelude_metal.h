@@ -69,6 +69,12 @@ typedef ushort bf16_t;
 #define fabsf(x) metal::fabs(x)
 
 INLINE float as_float(uint u) { return as_type<float>(u); }
+#define fmaf(a, b, c) metal::fma(a, b, c)
+// byte_f128(v, j): see prelude_cuda.h; here a shift and a mask.
+INLINE float byte_f128(uint v, uint j) {
+  uint b = j < 2u ? v << (16u - 8u * j) : v >> (8u * j - 16u);
+  return as_type<float>((b & 0x00ff0000u) | 0x43000000u);
+}
 
 // u32x4 is four words moved as one 16-byte load or store (16-byte aligned).
 typedef uint4 u32x4;
@@ -90,4 +96,7 @@ INLINE uint as_uint(float f) { return as_type<uint>(f); }
 // ALIGNED16(p) says p may be read in 16-byte pieces (u32x4). MSL has no
 // pointer-to-integer conversion, so Metal keeps the 4-byte paths for now; the
 // host knows each tensor's offset and could pass it (planned).
+// PREFETCH_L2(p): see prelude_cuda.h; nothing here (planned: Metal has no
+// prefetch instruction; a load whose result is unused may do).
+#define PREFETCH_L2(p)
 #define ALIGNED16(p) false

@@ -137,8 +137,15 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
     qmv_piece(w4, wstride / 4, nrows, c, end, q);
     GRID_WAIT();  // the weights are in flight; x is the previous kernel's
     for (; c < end; c += 32) {
-      float qx[QMV_ROWS];
-      UNROLL for (int r = 0; r < QMV_ROWS; r++) qx[r] = 0.0f;
+      // Two sums a row, of the even and the odd inputs: independent FMA
+      // chains, and each code a byte of a masked word (one byte permute to a
+      // float of 128 + code, one FMA), where a pair of codes took eight
+      // instructions.
+      float qe[QMV_ROWS], qo[QMV_ROWS];
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+        qe[r] = 0.0f;
+        qo[r] = 0.0f;
+      }
       float xs = 0.0f;
       UNROLL for (int k = 0; k < 4; k++) {
         u32x4 xq = x4[4 * c + k];
@@ -149,21 +156,21 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
           xv[2 * i + 1] = as_float(xk[i] & 0xffff0000u);
           xs += xv[2 * i] + xv[2 * i + 1];
         }
-        // Codes m and m + 4 of a word at once: masked into the mantissas of
-        // two bf16 of exponent 2^7 they are 128 + code, exactly, and each
-        // half widens to f32 with one shift or mask (no conversion).
-        UNROLL for (int m = 0; m < 4; m++)
-          UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-            uint pair = ((q[r][k] >> (4u * (uint)m)) & 0x000f000fu) | 0x43004300u;
-            qx[r] += as_float(pair << 16) * xv[m] + as_float(pair & 0xffff0000u) * xv[m + 4];
+        // Input 2i of the word is byte i of its low nibbles, 2i + 1 byte i of its high ones.
+        UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+          uint lo = q[r][k] & 0x0f0f0f0fu, hi = (q[r][k] >> 4) & 0x0f0f0f0fu;
+          UNROLL for (int i = 0; i < 4; i++) {
+            qe[r] = fmaf(byte_f128(lo, i), xv[2 * i], qe[r]);
+            qo[r] = fmaf(byte_f128(hi, i), xv[2 * i + 1], qo[r]);
           }
+        }
       }
       int g = c * 32 / gs;
       UNROLL for (int r = 0; r < QMV_ROWS; r++) {
         if (r < nrows) {
-          // qx holds Σ x·(128 + code): the 128s fold into the bias.
+          // qe + qo hold Σ x·(128 + code): the 128s fold into the bias.
           float sc = bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]);
-          acc[r] += sc * qx[r] + (bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) - 128.0f * sc) * xs;
+          acc[r] += sc * (qe[r] + qo[r]) + (bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) - 128.0f * sc) * xs;
         }
       }
       qmv_piece(w4, wstride / 4, nrows, c + 32, end, q);
@@ -179,8 +186,11 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
     qmv_piece(w4, wstride / 4, nrows, c, end, q);
     GRID_WAIT();
     for (; c < end; c += 32) {
-      float qx[QMV_ROWS];
-      UNROLL for (int r = 0; r < QMV_ROWS; r++) qx[r] = 0.0f;
+      float qe[QMV_ROWS], qo[QMV_ROWS];  // two FMA chains a row, as in the 4-bit loop
+      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+        qe[r] = 0.0f;
+        qo[r] = 0.0f;
+      }
       float xs = 0.0f;
       UNROLL for (int k = 0; k < 2; k++) {
         u32x4 xq = x4[2 * c + k];
@@ -188,16 +198,17 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
         UNROLL for (int i = 0; i < 4; i++) {
           float x0 = as_float(xk[i] << 16), x1 = as_float(xk[i] & 0xffff0000u);
           xs += x0 + x1;
-          // x values 8k + 2i and 8k + 2i + 1 are codes 2i%4 and 2i%4 + 1 of word 2k + i/2.
-          UNROLL for (int r = 0; r < QMV_ROWS; r++)
-            qx[r] += code_f(q[r][2 * k + i / 2], 16u * (uint)(i % 2), 255u) * x0 +
-                     code_f(q[r][2 * k + i / 2], 16u * (uint)(i % 2) + 8u, 255u) * x1;
+          // x values 8k + 2i and 8k + 2i + 1 are bytes 2(i%2) and 2(i%2) + 1 of word 2k + i/2.
+          UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+            qe[r] = fmaf(code_f(q[r][2 * k + i / 2], 16u * (uint)(i % 2), 255u), x0, qe[r]);
+            qo[r] = fmaf(code_f(q[r][2 * k + i / 2], 16u * (uint)(i % 2) + 8u, 255u), x1, qo[r]);
+          }
         }
       }
       int g = c * 16 / gs;
       UNROLL for (int r = 0; r < QMV_ROWS; r++) {
         if (r < nrows)
-          acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * qx[r] +
+          acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * (qe[r] + qo[r]) +
                     bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
       }
       qmv_piece(w4, wstride / 4, nrows, c + 32, end, q);
@@ -253,6 +264,19 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
     return;  // qdot_row has reduced already
   }
   UNROLL for (int r = 0; r < QMV_ROWS; r++) acc[r] = simd_sum(acc[r]);
+}
+
+// qmv_prefetch asks for the lines of the pieces qmv_rows will read first
+// from the nrows rows at w (the 16-byte paths': one piece a lane and row) to
+// be brought into L2.
+INLINE void qmv_prefetch(device const uint *w, int nrows, int In, int bits, int lane, int split, int nsplit) {
+  if (bits != 4 && bits != 8) return;
+  ulong wstride = (ulong)(In / 32 * bits);
+  int pieces = In * bits / 128, per = (pieces + nsplit - 1) / nsplit;
+  int c = split * per + lane;
+  if (c >= imin(pieces, (split + 1) * per)) return;
+  UNROLL for (int r = 0; r < QMV_ROWS; r++)
+    if (r < nrows) PREFETCH_L2(w + (ulong)r * wstride + 4ul * (ulong)c);
 }
 
 // qmv_combine adds the SIMD-groups' partial sums of each row through

@@ -139,6 +139,9 @@ INLINE bool qmv_swiglu(device const bf16_t *xr, device const uint *gw, device co
                        device const bf16_t *gbi, device const uint *uw, device const bf16_t *usc,
                        device const bf16_t *ubi, int nrows, int In, int bits, int gs, threadgroup float *partial,
                        int lane, int simd, int nsimd, thread float *res) {
+  // The up rows' lines are asked for now, so that their loads after the gate
+  // rows' sums find them in L2 instead of paying DRAM's latency a second time.
+  qmv_prefetch(uw, nrows, In, bits, lane, simd, nsimd);
   NO_UNROLL for (int m = 0; m < 2; m++) {
     float a[QMV_ROWS];
     qmv_rows(xr, m == 0 ? gw : uw, m == 0 ? gsc : usc, m == 0 ? gbi : ubi, nrows, In, bits, gs, lane, simd, nsimd, a);
@@ -278,10 +281,15 @@ KERNEL(moe_up_bf16,
        PARAM(int, Is, 20),
        PARAM(int, bits, 21),
        PARAM(int, gs, 22)) {
-  GRID_WAIT();
   TG_MEM(float, partial, 2 * QMV_SPLIT * QMV_ROWS);
   int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
-  int e = TGID_X < blocks * T * K ? ids[TGID_X / blocks] : 0;
+  // A routed slot's threadgroup waits for the router's ids; the shared
+  // expert's start loading their weights at once (qmv_rows waits after).
+  int e = 0;
+  if (TGID_X < blocks * T * K) {
+    GRID_WAIT();
+    e = ids[TGID_X / blocks];
+  }
   moe_up_group(TGID_X, e, x, gate_w, gate_scales, gate_biases, up_w, up_scales, up_biases, out, shared_gate_w,
                shared_gate_scales, shared_gate_biases, shared_up_w, shared_up_scales, shared_up_biases, hs, T, K, In,
                Out, Is, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT);
@@ -299,6 +307,10 @@ KERNEL(moe_up_bf16,
 // Each threadgroup takes QMV_ROWS output rows of one token with one SIMD-group
 // per matrix (SIMD-group s < K the routed slot s, SIMD-group K the shared
 // expert), which walk their rows side by side; the first combines.
+// ids_early 1 says the kernel that wrote ids ran two or more launches before
+// this one (the router, with moe_up_bf16 between): the ids are read before
+// GRID_WAIT (prelude_cuda.h) and the experts' weights load while the kernel
+// before still runs; 0 (moe_route_up_bf16 just before) waits first.
 // launch: grid(ceil(H, QMV_ROWS) * T) group((K + 1) * 32)
 // requires: K + 1 <= MOE_MAX_SLOTS
 KERNEL(moe_down_bf16,
@@ -322,8 +334,9 @@ KERNEL(moe_down_bf16,
        PARAM(int, bits, 17),
        PARAM(int, gs, 18),
        PARAM(int, shared_bits, 19),
-       PARAM(int, shared_gs, 20)) {
-  GRID_WAIT();
+       PARAM(int, shared_gs, 20),
+       PARAM(int, ids_early, 21)) {
+  if (ids_early == 0) GRID_WAIT();
   TG_MEM(float, partial, MOE_MAX_SLOTS * QMV_ROWS);
   int t = TGID_X % T;  // tokens fastest: they share the shared expert's rows
   int o = (TGID_X / T) * QMV_ROWS;

@@ -10,11 +10,7 @@ func RouterTopK(c *Ctx, logits, ids, weights Tensor, norm bool) {
 	t, e, k := logits.Shape[0], logits.Shape[1], ids.Shape[1]
 	check(ids.Shape[0] == t && weights.Elements() == t*k && k <= e, "router: logits %v ids %v weights %v", logits, ids, weights)
 	check(e <= RouterMaxExperts && k <= RouterMaxPicks, "router: %d of %d experts (at most %d of %d)", k, e, RouterMaxPicks, RouterMaxExperts)
-	n := 0
-	if norm {
-		n = 1
-	}
-	c.dispatch("router_topk_bf16", logits.Arg(), ids.Arg(), weights.Arg(), backend.Int(t), backend.Int(e), backend.Int(k), backend.Int(n))
+	c.dispatch("router_topk_bf16", logits.Arg(), ids.Arg(), weights.Arg(), backend.Int(t), backend.Int(e), backend.Int(k), backend.Int(boolInt(norm)))
 }
 
 // MoECombine sums the expert outputs y bf16 [T, K, H] weighted by weights bf16 [T, K]
@@ -24,4 +20,12 @@ func MoECombine(c *Ctx, y, weights, out Tensor) {
 	t, k, h := y.Shape[0], y.Shape[1], y.Shape[2]
 	check(weights.Elements() == t*k && out.Elements() == t*h, "moe_combine: y %v weights %v out %v", y, weights, out)
 	c.dispatch("moe_combine_bf16", y.Arg(), weights.Arg(), out.Arg(), backend.Int(t), backend.Int(k), backend.Int(h))
+}
+
+// boolInt is a kernel's flag argument: 1 for true.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

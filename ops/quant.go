@@ -175,13 +175,9 @@ func MoERouteUp(c *Ctx, x, logits, ids, weights Tensor, gate, up QLinear, out Te
 	check(k <= e && e <= RouterMaxExperts && k <= RouterMaxPicks, "moe_route_up: %d of %d experts (at most %d of %d)", k, e, RouterMaxPicks, RouterMaxExperts)
 	checkDType("moe_route_up hs", hs, backend.BF16)
 	check(hs.Elements() == t*sharedGate.Out, "moe_route_up %s: hs %v", sharedGate.Name, hs)
-	n := 0
-	if norm {
-		n = 1
-	}
 	args := up.appendArgs(gate.appendArgs(c.args(x.Arg(), logits.Arg(), ids.Arg(), weights.Arg())))
 	args = sharedUp.appendArgs(sharedGate.appendArgs(append(args, out.Arg())))
-	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(e), backend.Int(n), backend.Int(gate.In),
+	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(e), backend.Int(boolInt(norm)), backend.Int(gate.In),
 		backend.Int(gate.Out), backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
 	c.dispatch("moe_route_up_bf16", args...)
 }
@@ -206,7 +202,10 @@ func MoEUpFits(gate, sharedGate, sharedUp QLinear) bool {
 // each product and the sum rounded to bf16 as QMatmulGather, MoECombine,
 // QMatmul and AddSigmoidScaled round them. h bf16 [T, K, I]; ids i32 and
 // weights bf16 [T, K]; hs bf16 [T, Is]; gate bf16 [T]; out bf16 [T, H].
-func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor) {
+// idsEarly says that ids were written two or more dispatches before this one
+// (the router's top-k, then MoEUp): the kernel then reads them, and starts
+// loading its experts' weights, while the dispatch before still runs.
+func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor, idsEarly bool) {
 	for _, t := range []struct {
 		what string
 		t    Tensor
@@ -225,7 +224,7 @@ func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLi
 	args = shared.appendArgs(append(args, hs.Arg()))
 	args = append(args, gate.Arg(), out.Arg(), backend.Int(t), backend.Int(k), backend.Int(down.Out),
 		backend.Int(down.In), backend.Int(shared.In), backend.Int(down.Bits), backend.Int(down.GroupSize),
-		backend.Int(shared.Bits), backend.Int(shared.GroupSize))
+		backend.Int(shared.Bits), backend.Int(shared.GroupSize), backend.Int(boolInt(idsEarly)))
 	c.dispatch("moe_down_bf16", args...)
 }
 

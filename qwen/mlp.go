@@ -107,7 +107,8 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	case grouped:
 		ops.QGemmGather(c, gate, ops.ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: cfg.NumExperts}, e.down, y, true)
 	case e.paths.moeDown && k+1 <= moeDownMaxSlots:
-		ops.MoEDown(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out)
+		// The router's top-k ran two dispatches back, unless the route was fused into moe_up.
+		ops.MoEDown(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, !fusedRoute)
 		return
 	default:
 		ops.QMatmulGather(c, gate, ids, e.down, y, true)
