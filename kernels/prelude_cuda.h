@@ -31,6 +31,13 @@ typedef unsigned short bf16_t;
 // global --maxrregcount instead made the decode GEMVs take every register it
 // allowed, and run slower.
 #define BOUNDS(threads, groups) ~, __launch_bounds__(threads, groups)
+// MAXNREG(n) caps a kernel's registers a thread at n (CUDA 12.4's __maxnreg__),
+// for a kernel whose threadgroup size varies; older compilers get no cap.
+#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
+#define MAXNREG(n) ~, __maxnreg__(n)
+#else
+#define MAXNREG(n) ~,
+#endif
 #define KERNEL_BOUNDS_SECOND(a, b, ...) b
 #define KERNEL_BOUNDS_PROBE(x) KERNEL_BOUNDS_SECOND(x, , )
 #define KERNEL_BOUNDS_OF(name) KERNEL_BOUNDS_PROBE(KERNEL_BOUNDS_##name)

@@ -30,6 +30,7 @@ typedef ushort bf16_t;
 
 // BOUNDS: see prelude_cuda.h; Metal sizes its registers itself.
 #define BOUNDS(threads, groups) ~,
+#define MAXNREG(n) ~,
 
 #define KERNEL(name, ...)                                                 \
   kernel void name(__VA_ARGS__,                                           \

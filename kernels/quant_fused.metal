@@ -4,6 +4,36 @@
 // computes, bit for bit in its reduction order, what the separate kernels do:
 // the same qmv_rows helper (quant.metal) over the same rows.
 
+// Register budgets for the decode step's largest launches, so that all their
+// threadgroups fit on the GPU at once (one wave, not two); 0 leaves the
+// compiler's choice. moe_up_bf16 took 128 registers a thread, 8 of its 64-thread
+// groups a multiprocessor: 1056 on an H200, where the 35B-A3B launches 1152.
+// BOUNDS(threads, n) caps the registers at 65536 / (threads·n): MOE_UP_MIN_GROUPS
+// 5, 102 (96 used), 10 groups a multiprocessor (H200 e256: decode 2.51 → 2.41
+// GPU ms). qmatmul_multi_conv_bf16 uses 64 (16 of its 3088 groups a
+// multiprocessor), but 40, in one wave, spilled: 2.58 ms (QMV_CONV_MIN_GROUPS
+// 12). moe_down_bf16 takes (K + 1)·32 threads, up to MOE_MAX_SLOTS·32, so its
+// cap is a register count (MAXNREG): 80 used, 2 of its 288-thread groups a
+// multiprocessor for the 512 of the 35B-A3B.
+#ifndef MOE_UP_MIN_GROUPS
+#define MOE_UP_MIN_GROUPS 5
+#endif
+#ifndef QMV_CONV_MIN_GROUPS
+#define QMV_CONV_MIN_GROUPS 0
+#endif
+#ifndef MOE_DOWN_MAX_REGS
+#define MOE_DOWN_MAX_REGS 0
+#endif
+#if MOE_UP_MIN_GROUPS > 0
+#define KERNEL_BOUNDS_moe_up_bf16 BOUNDS(QMV_SPLIT * 32, MOE_UP_MIN_GROUPS)
+#endif
+#if QMV_CONV_MIN_GROUPS > 0
+#define KERNEL_BOUNDS_qmatmul_multi_conv_bf16 BOUNDS(QMV_SPLIT * 32, QMV_CONV_MIN_GROUPS)
+#endif
+#if MOE_DOWN_MAX_REGS > 0
+#define KERNEL_BOUNDS_moe_down_bf16 MAXNREG(MOE_DOWN_MAX_REGS)
+#endif
+
 // qmv_multi computes the rows o.. of matrix q (at most QMV_ROWS) over the x
 // row of In: lane r < the rows of SIMD-group 0 gets Σ_j x[j]·W[o + r, j] in *v
 // and true, every other thread false.
