@@ -113,12 +113,14 @@ INLINE void qmv_piece(device const u32x4 *w4, ulong stride, int nrows, int c, in
   }
 }
 
-// qmv_rows sets acc[r] = Σ_j x[j]·W[row r, j] over this SIMD-group's slice of
-// the words, for the nrows (≤ QMV_ROWS) rows at w, scales, biases, summed
-// across the SIMD-group: every lane gets every sum.
-INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
-                     device const bf16_t *biases, int nrows, int In, int bits, int gs, int lane,
-                     int split, int nsplit, thread float *acc) {
+// qmv_rows_w sets acc[r] = Σ_j x[j]·W[row r, j] over this slice of the words,
+// for the nrows (≤ QMV_ROWS) rows at w, scales, biases, summed across the
+// width lanes that share them (32: the SIMD-group; 16: each half of it, lane
+// 0..15 within its half, for rows of few pieces): every lane gets its rows'
+// every sum. A width of 16 needs 4- or 8-bit codes.
+INLINE void qmv_rows_w(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+                       device const bf16_t *biases, int nrows, int In, int bits, int gs, int lane,
+                       int split, int nsplit, int width, thread float *acc) {
   ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
   UNROLL for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
   device const uint *xw = (device const uint *)x;
@@ -136,7 +138,7 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
     uint q[QMV_ROWS][4];
     qmv_piece(w4, wstride / 4, nrows, c, end, q);
     GRID_WAIT();  // the weights are in flight; x is the previous kernel's
-    for (; c < end; c += 32) {
+    for (; c < end; c += width) {
       // Two sums a row, of the even and the odd inputs: independent FMA
       // chains, and each code a byte of a masked word (one byte permute to a
       // float of 128 + code, one FMA), where a pair of codes took eight
@@ -173,7 +175,7 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
           acc[r] += sc * (qe[r] + qo[r]) + (bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) - 128.0f * sc) * xs;
         }
       }
-      qmv_piece(w4, wstride / 4, nrows, c + 32, end, q);
+      qmv_piece(w4, wstride / 4, nrows, c + width, end, q);
     }
   } else if (bits == 8 && wide) {
     // 16-byte pieces of 16 codes, as above.
@@ -185,7 +187,7 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
     uint q[QMV_ROWS][4];
     qmv_piece(w4, wstride / 4, nrows, c, end, q);
     GRID_WAIT();
-    for (; c < end; c += 32) {
+    for (; c < end; c += width) {
       float qe[QMV_ROWS], qo[QMV_ROWS];  // two FMA chains a row, as in the 4-bit loop
       UNROLL for (int r = 0; r < QMV_ROWS; r++) {
         qe[r] = 0.0f;
@@ -211,13 +213,13 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
           acc[r] += bf16_to_f32(scales[(ulong)r * sstride + (ulong)g]) * (qe[r] + qo[r]) +
                     bf16_to_f32(biases[(ulong)r * sstride + (ulong)g]) * xs;
       }
-      qmv_piece(w4, wstride / 4, nrows, c + 32, end, q);
+      qmv_piece(w4, wstride / 4, nrows, c + width, end, q);
     }
   } else if (bits == 4) {
     GRID_WAIT();
     int words = In / 8, per = (words + nsplit - 1) / nsplit;
     int end = imin(words, (split + 1) * per);
-    for (int wi = split * per + lane; wi < end; wi += 32) {
+    for (int wi = split * per + lane; wi < end; wi += width) {
       uint x01 = xw[4 * wi], x23 = xw[4 * wi + 1], x45 = xw[4 * wi + 2], x67 = xw[4 * wi + 3];
       float xv[8] = {as_float(x01 << 16), as_float(x01 & 0xffff0000u), as_float(x23 << 16),
                      as_float(x23 & 0xffff0000u), as_float(x45 << 16), as_float(x45 & 0xffff0000u),
@@ -237,7 +239,7 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
     GRID_WAIT();
     int words = In / 4, per = (words + nsplit - 1) / nsplit;
     int end = imin(words, (split + 1) * per);
-    for (int wi = split * per + lane; wi < end; wi += 32) {
+    for (int wi = split * per + lane; wi < end; wi += width) {
       uint x01 = xw[2 * wi], x23 = xw[2 * wi + 1];
       float xv[4] = {as_float(x01 << 16), as_float(x01 & 0xffff0000u), as_float(x23 << 16),
                      as_float(x23 & 0xffff0000u)};
@@ -263,7 +265,15 @@ INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const 
     }
     return;  // qdot_row has reduced already
   }
-  UNROLL for (int r = 0; r < QMV_ROWS; r++) acc[r] = simd_sum(acc[r]);
+  UNROLL for (int r = 0; r < QMV_ROWS; r++)
+    for (int o = width >> 1; o > 0; o >>= 1) acc[r] += simd_shuffle_xor(acc[r], (uint)o);
+}
+
+// qmv_rows is qmv_rows_w over the whole SIMD-group.
+INLINE void qmv_rows(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+                     device const bf16_t *biases, int nrows, int In, int bits, int gs, int lane,
+                     int split, int nsplit, thread float *acc) {
+  qmv_rows_w(x, w, scales, biases, nrows, In, bits, gs, lane, split, nsplit, 32, acc);
 }
 
 // qmv_prefetch asks for the lines of the pieces qmv_rows will read first

@@ -34,6 +34,14 @@
 #define KERNEL_BOUNDS_moe_down_bf16 MAXNREG(MOE_DOWN_MAX_REGS)
 #endif
 
+// QMV_MULTI_SPLIT is QMV_SPLIT for the multi-matrix launches (qmatmul_multi_bf16,
+// qmatmul_multi_conv_bf16), whose thousands of threadgroups (3088 for the
+// 35B-A3B's GDN in-projection) may fit the GPU in one wave with fewer
+// SIMD-groups each.
+#ifndef QMV_MULTI_SPLIT
+#define QMV_MULTI_SPLIT 4
+#endif
+
 // qmv_multi computes the rows o.. of matrix q (at most QMV_ROWS) over the x
 // row of In: lane r < the rows of SIMD-group 0 gets Σ_j x[j]·W[o + r, j] in *v
 // and true, every other thread false.
@@ -51,7 +59,7 @@ INLINE bool qmv_multi(device const bf16_t *x, qslot q, int o, int In, threadgrou
 // qmatmul_multi_bf16: outI[t, o] = bf16(Σ_j x[t, j]·WI[o, j]) for the four
 // matrices I = 0..3 of OutI rows (0: unused), each with its own bits and group
 // size (fmtI, qslot_of), all over the same x [T, In]. One launch instead of four.
-// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_SPLIT, max(1, In / 1024)) * 32)
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_MULTI_SPLIT, max(1, In / 1024)) * 32)
 KERNEL(qmatmul_multi_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w0, 1),
@@ -80,7 +88,7 @@ KERNEL(qmatmul_multi_bf16,
        PARAM(int, fmt1, 24),
        PARAM(int, fmt2, 25),
        PARAM(int, fmt3, 26)) {
-  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  TG_MEM(float, partial, QMV_MULTI_SPLIT * QMV_ROWS);
   int blocks = (Out0 + QMV_ROWS - 1) / QMV_ROWS + (Out1 + QMV_ROWS - 1) / QMV_ROWS +
                (Out2 + QMV_ROWS - 1) / QMV_ROWS + (Out3 + QMV_ROWS - 1) / QMV_ROWS;
   int t = TGID_X % T;  // tokens fastest, as qmatmul_bf16
@@ -102,7 +110,7 @@ KERNEL(qmatmul_multi_bf16,
 // conv_state [K−1, Out0] (which it advances) with conv_w [Out0, K], the
 // products in conv1d_silu_bf16's order: the decode step's GDN in-projection
 // and conv in one launch. Only that lane touches channel c's window.
-// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_SPLIT, max(1, In / 1024)) * 32)
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_MULTI_SPLIT, max(1, In / 1024)) * 32)
 // requires: K <= CONV_MAX_K
 KERNEL(qmatmul_multi_conv_bf16,
        BUFFER(const bf16_t, x, 0),
@@ -135,7 +143,7 @@ KERNEL(qmatmul_multi_conv_bf16,
        PARAM(int, fmt2, 27),
        PARAM(int, fmt3, 28),
        PARAM(int, K, 29)) {
-  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  TG_MEM(float, partial, QMV_MULTI_SPLIT * QMV_ROWS);
   if (T != 1) return;  // one token only (ops checks it): the conv of a token needs the one before
   int b0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, local = 0;
   qslot q = qslot_of(TGID_X, b0, (Out1 + QMV_ROWS - 1) / QMV_ROWS, (Out2 + QMV_ROWS - 1) / QMV_ROWS, w0, scales0,
@@ -337,11 +345,15 @@ KERNEL(moe_up_bf16,
 // Each threadgroup takes QMV_ROWS output rows of one token with one SIMD-group
 // per matrix (SIMD-group s < K the routed slot s, SIMD-group K the shared
 // expert), which walk their rows side by side; the first combines.
+// halves 1 (4- and 8-bit codes only) gives each half of a SIMD-group QMV_ROWS
+// rows of its own, 2·QMV_ROWS rows a threadgroup: the 35B-A3B's rows of 512
+// codes are 16 pieces, one a lane of a half, where the other half idled; and
+// half the threadgroups fit the GPU in one wave.
 // ids_early 1 says the kernel that wrote ids ran two or more launches before
 // this one (the router, with moe_up_bf16 between): the ids are read before
 // GRID_WAIT (prelude_cuda.h) and the experts' weights load while the kernel
 // before still runs; 0 (moe_route_up_bf16 just before) waits first.
-// launch: grid(ceil(H, QMV_ROWS) * T) group((K + 1) * 32)
+// launch: grid(ceil(H, QMV_ROWS * (1 + halves)) * T) group((K + 1) * 32)
 // requires: K + 1 <= MOE_MAX_SLOTS
 KERNEL(moe_down_bf16,
        BUFFER(const bf16_t, h, 0),
@@ -365,13 +377,18 @@ KERNEL(moe_down_bf16,
        PARAM(int, gs, 18),
        PARAM(int, shared_bits, 19),
        PARAM(int, shared_gs, 20),
-       PARAM(int, ids_early, 21)) {
+       PARAM(int, ids_early, 21),
+       PARAM(int, halves, 22)) {
   if (ids_early == 0) GRID_WAIT();
-  TG_MEM(float, partial, MOE_MAX_SLOTS * QMV_ROWS);
+  TG_MEM(float, partial, MOE_MAX_SLOTS * 2 * QMV_ROWS);
   int t = TGID_X % T;  // tokens fastest: they share the shared expert's rows
-  int o = (TGID_X / T) * QMV_ROWS;
-  if (o >= H) return;  // uniform across the threadgroup
-  int nrows = imin(QMV_ROWS, H - o);
+  int rows = QMV_ROWS * (1 + halves);
+  int o0 = (TGID_X / T) * rows;
+  if (o0 >= H) return;  // uniform across the threadgroup
+  int half = halves != 0 ? LANE >> 4 : 0;
+  int lane = halves != 0 ? LANE & 15 : LANE;
+  int o = o0 + half * QMV_ROWS;
+  int nrows = imax(0, imin(QMV_ROWS, H - o));
   int s = SIMD_ID;  // the matrix of this SIMD-group
   // Routed slot s's expert, or the shared expert: pointers first, one copy of
   // qmv_rows.
@@ -380,17 +397,20 @@ KERNEL(moe_down_bf16,
   ulong row = slot ? (ulong)ids[t * K + s] * (ulong)H + (ulong)o : (ulong)o;
   ulong wrow = row * (ulong)(in / 32 * b), srow = row * (ulong)(in / group);
   float acc[QMV_ROWS];
-  qmv_rows(slot ? h + (ulong)(t * K + s) * (ulong)I : hs + (ulong)t * (ulong)Is, (slot ? w : shared_w) + wrow,
-           (slot ? scales : shared_scales) + srow, (slot ? biases : shared_biases) + srow, nrows, in, b, group, LANE, 0,
-           1, acc);
-  if (LANE == 0) {
-    UNROLL for (int r = 0; r < QMV_ROWS; r++) partial[s * QMV_ROWS + r] = acc[r];
+  qmv_rows_w(slot ? h + (ulong)(t * K + s) * (ulong)I : hs + (ulong)t * (ulong)Is, (slot ? w : shared_w) + wrow,
+             (slot ? scales : shared_scales) + srow, (slot ? biases : shared_biases) + srow, nrows, in, b, group,
+             lane, 0, 1, halves != 0 ? 16 : 32, acc);
+  if (lane == 0) {
+    UNROLL for (int r = 0; r < QMV_ROWS; r++) partial[(s * 2 + half) * QMV_ROWS + r] = acc[r];
   }
   BARRIER();
-  if (s != 0 || LANE >= nrows) return;
+  if (s != 0 || LANE >= rows || o0 + LANE >= H) return;
+  // Output row o0 + LANE is row LANE % QMV_ROWS of half LANE / QMV_ROWS: at
+  // LANE past each SIMD-group's start in partial.
   float routed = 0.0f;
-  for (int k = 0; k < K; k++) routed += bf16_to_f32(weights[t * K + k]) * round_bf16(partial[k * QMV_ROWS + LANE]);
-  float shared = round_bf16(partial[K * QMV_ROWS + LANE]);
+  for (int k = 0; k < K; k++)
+    routed += bf16_to_f32(weights[t * K + k]) * round_bf16(partial[k * 2 * QMV_ROWS + LANE]);
+  float shared = round_bf16(partial[K * 2 * QMV_ROWS + LANE]);
   float g = sigmoidf(bf16_to_f32(gate[t]));
-  out[(ulong)t * (ulong)H + (ulong)(o + LANE)] = f32_to_bf16(round_bf16(routed) + g * shared);
+  out[(ulong)t * (ulong)H + (ulong)(o0 + LANE)] = f32_to_bf16(round_bf16(routed) + g * shared);
 }

@@ -224,7 +224,8 @@ func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLi
 	args = shared.appendArgs(append(args, hs.Arg()))
 	args = append(args, gate.Arg(), out.Arg(), backend.Int(t), backend.Int(k), backend.Int(down.Out),
 		backend.Int(down.In), backend.Int(shared.In), backend.Int(down.Bits), backend.Int(down.GroupSize),
-		backend.Int(shared.Bits), backend.Int(shared.GroupSize), backend.Int(boolInt(idsEarly)))
+		backend.Int(shared.Bits), backend.Int(shared.GroupSize), backend.Int(boolInt(idsEarly)),
+		backend.Int(boolInt(byteCodes(down.Bits) && byteCodes(shared.Bits))))
 	c.dispatch("moe_down_bf16", args...)
 }
 
@@ -304,3 +305,7 @@ func QGemmGather(c *Ctx, x Tensor, s ExpertTiles, w QLinear, out Tensor, perSlot
 		backend.Int(w.Bits), backend.Int(w.GroupSize), backend.Int(xPerSlot))
 	c.dispatch("qgemm_gather_bf16", args...)
 }
+
+// byteCodes says whether codes of this width fill whole bytes of a word (4 or
+// 8 bits), the widths a kernel's half SIMD-groups take (moe_down_bf16's halves).
+func byteCodes(bits int) bool { return bits == 4 || bits == 8 }

@@ -280,12 +280,13 @@ func Specs() []Spec {
 	}
 
 	// moe_down_bf16: h, ids, weights, w, scales, biases, hs, shared_w, shared_scales, shared_biases, gate, out
-	//   | T, K, H, I, Is, bits, gs, shared_bits, shared_gs, ids_early
-	for _, p := range []struct{ T, K, E, H, I, Is, bits, gs, sbits, sgs, early int }{
-		{1, topK, experts, hidden, moeInt, moeInt, 4, 64, 4, 64, 1}, {3, topK, experts, hidden, moeInt, moeInt, 4, 64, 4, 64, 0},
-		{2, 3, 5, 13, 64, 96, 4, 32, 8, 32, 1}, {1, 2, 3, 7, 96, 64, 3, 32, 4, 64, 0},
+	//   | T, K, H, I, Is, bits, gs, shared_bits, shared_gs, ids_early, halves
+	for _, p := range []struct{ T, K, E, H, I, Is, bits, gs, sbits, sgs, early, halves int }{
+		{1, topK, experts, hidden, moeInt, moeInt, 4, 64, 4, 64, 1, 1}, {3, topK, experts, hidden, moeInt, moeInt, 4, 64, 4, 64, 0, 1},
+		{1, topK, experts, hidden, moeInt, moeInt, 4, 64, 4, 64, 1, 0},
+		{2, 3, 5, 13, 64, 96, 4, 32, 8, 32, 1, 1}, {2, 3, 5, 13, 1024, 96, 4, 32, 8, 32, 1, 1}, {1, 2, 3, 7, 96, 64, 3, 32, 4, 64, 0, 0},
 	} {
-		add("moe_down_bf16", false, fmt.Sprintf("T=%d K=%d E=%d H=%d I=%d Is=%d bits=%d/%d", p.T, p.K, p.E, p.H, p.I, p.Is, p.bits, p.sbits), func(g gen) *Case {
+		add("moe_down_bf16", false, fmt.Sprintf("T=%d K=%d E=%d H=%d I=%d Is=%d bits=%d/%d halves=%d", p.T, p.K, p.E, p.H, p.I, p.Is, p.bits, p.sbits, p.halves), func(g gen) *Case {
 			w, sc, bi := g.quant(p.E*p.H, p.I, p.bits, p.gs)
 			sw, ssc, sbi := g.quant(p.H, p.Is, p.sbits, p.sgs)
 			return &Case{Tol: tolBF16, Buffers: []Buffer{
@@ -295,7 +296,7 @@ func Specs() []Spec {
 				in("hs", backend.BF16, g.bf16(p.T*p.Is, 1)),
 				in("shared_w", backend.U32, sw), in("shared_scales", backend.BF16, ssc), in("shared_biases", backend.BF16, sbi),
 				in("gate", backend.BF16, g.bf16(p.T, 2)), out("out", backend.BF16, p.T*p.H),
-			}, Scalars: ints(p.T, p.K, p.H, p.I, p.Is, p.bits, p.gs, p.sbits, p.sgs, p.early)}
+			}, Scalars: ints(p.T, p.K, p.H, p.I, p.Is, p.bits, p.gs, p.sbits, p.sgs, p.early, p.halves)}
 		})
 	}
 
