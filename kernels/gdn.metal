@@ -104,8 +104,12 @@ KERNEL(gdn_gates_bf16,
 // The recurrence holds a state row of up to GDN_MAX_DK values, GDN_PER_LANE per lane.
 #define GDN_MAX_DK 256
 #define GDN_PER_LANE 8
-// State rows (one SIMD-group each) per threadgroup of the recurrence.
+// SIMD-groups per threadgroup of the recurrence.
 #define GDN_ROWS_PER_GROUP 4
+// GDN_REC_ROWS is the state rows each SIMD-group of gdn_recurrence_bf16 owns.
+#ifndef GDN_REC_ROWS
+#define GDN_REC_ROWS 2
+#endif
 
 // gdn_qk_norm_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], in place:
 // every q and k head of every token normalised and scaled exactly as
@@ -153,11 +157,15 @@ KERNEL(gdn_qk_norm_bf16,
 // the q and k in conv are already normalised and scaled (gdn_qk_norm_bf16) and
 // are used as they are.
 //
-// One SIMD-group owns one state row S[h, dv, :] (lane holds dk = lane+32i) for
-// all T tokens: the row is read once and written once. Unless normed, every
-// SIMD-group normalises q and k itself (two simd_sums per token), so no
-// threadgroup memory or barrier is needed. Grid: Hv·ceil(Dv/SIMD_COUNT).
-// launch: grid(Hv * ceil(Dv, GDN_ROWS_PER_GROUP)) group(GDN_ROWS_PER_GROUP * 32)
+// One SIMD-group owns GDN_REC_ROWS state rows S[h, dv, :] (lane holds dk =
+// lane+32i) for all T tokens: each row is read once and written once, and
+// the rows share the SIMD-group's loads of q and k, its normalisation of them
+// (two simd_sums per token, unless normed) and its gates; no threadgroup
+// memory or barrier is needed. The rows are read before GRID_WAIT: the state
+// is written only by this layer's rule (gdn_recurrence_bf16, gdn_chunk_bf16)
+// and by the cache's copies, never by the launch just before this one
+// (prelude_cuda.h), so they load while that launch finishes.
+// launch: grid(Hv * ceil(Dv, GDN_ROWS_PER_GROUP * GDN_REC_ROWS)) group(GDN_ROWS_PER_GROUP * 32)
 // requires: Dk <= GDN_MAX_DK
 KERNEL(gdn_recurrence_bf16,
        BUFFER(const bf16_t, conv, 0),
@@ -173,24 +181,27 @@ KERNEL(gdn_recurrence_bf16,
        PARAM(int, Dk, 10),
        PARAM(int, Dv, 11),
        PARAM(int, normed, 12)) {
-  GRID_WAIT();
-  int blocks = (Dv + SIMD_COUNT - 1) / SIMD_COUNT;
+  int per_group = SIMD_COUNT * GDN_REC_ROWS;
+  int blocks = (Dv + per_group - 1) / per_group;
   int h = TGID_X / blocks;
-  int dv = (TGID_X % blocks) * SIMD_COUNT + SIMD_ID;
-  if (h >= Hv || dv >= Dv) return;  // uniform across the SIMD-group
+  int dv0 = (TGID_X % blocks) * per_group + SIMD_ID * GDN_REC_ROWS;
+  if (h >= Hv || dv0 >= Dv) return;  // uniform across the SIMD-group
   int lane = LANE;
   int hk = h / (Hv / Hk);
   int width = 2 * Hk * Dk + Hv * Dv;
   float qScale = 1.0f / (float)Dk;
   float kScale = 1.0f / sqrtf((float)Dk);
-
-  device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)dv) * (ulong)Dk;
-  float S[GDN_PER_LANE];
-  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-    int d = lane + 32 * i;
-    S[i] = d < Dk ? srow[d] : 0.0f;
-  }
   int live = (Dk + 31) / 32;  // the register slots that hold a dk (uniform)
+
+  float S[GDN_REC_ROWS][GDN_PER_LANE];
+  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+    device const float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + j)) * (ulong)Dk;
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+      int d = lane + 32 * i;
+      S[j][i] = dv0 + j < Dv && d < Dk ? srow[d] : 0.0f;
+    }
+  }
+  GRID_WAIT();
   for (int t = 0; t < T; t++) {
     device const bf16_t *row = conv + (ulong)t * (ulong)width;
     float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
@@ -214,28 +225,44 @@ KERNEL(gdn_recurrence_bf16,
     }
     float gt, bt;
     gdn_gate(a, b, aLog, dtBias, t * Hv + h, h, &gt, &bt);
-    float vt = bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]);
-    float u = 0.0f;
-    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      if (i < live) {
-        S[i] *= gt;
-        u += S[i] * kv[i];
+    // The rows' sums side by side: their shuffles overlap.
+    float u[GDN_REC_ROWS], o[GDN_REC_ROWS];
+    UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+      u[j] = 0.0f;
+      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+        if (i < live) {
+          S[j][i] *= gt;
+          u[j] += S[j][i] * kv[i];
+        }
       }
     }
-    float delta = bt * (vt - simd_sum(u));
-    float o = 0.0f;
-    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      if (i < live) {
-        S[i] += delta * kv[i];
-        o += S[i] * qv[i];
+    UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) u[j] = simd_sum(u[j]);
+    UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+      float vt = dv0 + j < Dv ? bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv0 + j]) : 0.0f;
+      float delta = bt * (vt - u[j]);
+      o[j] = 0.0f;
+      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+        if (i < live) {
+          S[j][i] += delta * kv[i];
+          o[j] += S[j][i] * qv[i];
+        }
       }
     }
-    o = simd_sum(o);
-    if (lane == 0) out[((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv + (ulong)dv] = f32_to_bf16(o);
+    UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) o[j] = simd_sum(o[j]);
+    if (lane < GDN_REC_ROWS) {
+      // Lane j writes row j's output (a constant index for each j).
+      float oj = o[0];
+      UNROLL for (int j = 1; j < GDN_REC_ROWS; j++) oj = lane == j ? o[j] : oj;
+      if (dv0 + lane < Dv) out[((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv + (ulong)(dv0 + lane)] = f32_to_bf16(oj);
+    }
   }
-  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-    int d = lane + 32 * i;
-    if (d < Dk) srow[d] = S[i];
+  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+    if (dv0 + j >= Dv) continue;
+    device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + j)) * (ulong)Dk;
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+      int d = lane + 32 * i;
+      if (d < Dk) srow[d] = S[j][i];
+    }
   }
 }
 

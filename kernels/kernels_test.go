@@ -131,7 +131,7 @@ func TestLaunchGeometry(t *testing.T) {
 		{"rms_norm_bf16", append(bufs(3), append(ints(5, 2048), backend.Float(1e-6))...), 5, 256},
 		{"rms_norm_bf16", append(bufs(3), append(ints(5, 40), backend.Float(1e-6))...), 5, 64},
 		{"attention_bf16", append(bufs(4), append(ints(3, 16, 2, 256, 4096, 100), backend.Float(0.0625))...), 48, 256},
-		{"gdn_recurrence_bf16", append(bufs(7), ints(1, 16, 32, 128, 128, 0)...), 32 * 32, 128},
+		{"gdn_recurrence_bf16", append(bufs(7), ints(1, 16, 32, 128, 128, 0)...), 32 * 128 / (4 * Defines()["GDN_REC_ROWS"]), 128},
 		{"add_bf16", append(bufs(3), ints(1000)...), 4, 256},
 		{"router_topk_bf16", append(bufs(3), ints(7, 256, 8, 1)...), 7, 32},
 		{"embed_dequant_bf16", append(bufs(5), ints(3, 2048, 4, 64)...), 24, 256},

@@ -545,7 +545,7 @@ func Specs() []Spec {
 	// (normed: q and k taken as they are; random values do for the kernel test)
 	for _, p := range []struct{ T, Hk, Hv, Dk, Dv, normed int }{
 		{1, gdnHk, gdnHv, gdnD, gdnD, 0}, {9, gdnHk, gdnHv, gdnD, gdnD, 0}, {64, gdnHk, gdnHv, gdnD, gdnD, 0},
-		{3, 2, 6, 64, 48, 0}, {2, 1, 1, 40, 24, 0}, {2, 2, 2, 256, 32, 0},
+		{3, 2, 6, 64, 48, 0}, {2, 1, 1, 40, 24, 0}, {2, 2, 2, 256, 32, 0}, {2, 1, 3, 40, 13, 0},
 		{64, gdnHk, gdnHv, gdnD, gdnD, 1}, {3, 2, 6, 64, 48, 1}, {2, 1, 1, 40, 24, 1},
 	} {
 		add("gdn_recurrence_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d normed=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv, p.normed), func(g gen) *Case {
