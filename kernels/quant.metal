@@ -333,8 +333,15 @@ KERNEL(qmatmul_bf16,
     out[(ulong)t * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(acc[0]);
 }
 
+// QMV_HEAD_SPLIT is QMV_SPLIT for qmatmul_bf16_f32, the logits' GEMV: its
+// 62080 threadgroups of the 35B-A3B's lm_head run in many waves whatever
+// their size, so fewer SIMD-groups each walking more of a row may pay.
+#ifndef QMV_HEAD_SPLIT
+#define QMV_HEAD_SPLIT 4
+#endif
+
 // qmatmul_bf16_f32: as qmatmul_bf16 with an f32 output (logits).
-// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_HEAD_SPLIT, max(1, In * bits / 4096)) * 32)
 KERNEL(qmatmul_bf16_f32,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -346,7 +353,7 @@ KERNEL(qmatmul_bf16_f32,
        PARAM(int, Out, 7),
        PARAM(int, bits, 8),
        PARAM(int, gs, 9)) {
-  TG_MEM(float, partial, QMV_SPLIT * QMV_ROWS);
+  TG_MEM(float, partial, QMV_HEAD_SPLIT * QMV_ROWS);
   int t = TGID_X % T;
   int o = (TGID_X / T) * QMV_ROWS;
   if (o >= Out) return;  // uniform across the threadgroup
