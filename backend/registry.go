@@ -59,3 +59,28 @@ func Registered() []string {
 type GPUTimer interface {
 	TotalGPUTime() time.Duration
 }
+
+// AsyncReader is an optional Device capability: a read-back that waits only
+// for the work submitted before it, not for work submitted after, so that
+// greedy decode keeps the next step running on the device while the host
+// takes the last step's token (engine's decode pipeline).
+type AsyncReader interface {
+	// ReadAsync queues a copy of n bytes of b at byte offset off behind the
+	// work submitted so far and returns at once; the read's Wait returns the
+	// bytes when that work is done. A few reads may be outstanding
+	// (AsyncReadSlots); each is waited for at most once.
+	ReadAsync(b Buffer, off, n int) (PendingRead, error)
+}
+
+// PendingRead is a read-back under way (AsyncReader).
+type PendingRead interface {
+	// Wait blocks until the bytes are there and returns them (a host sync).
+	Wait() ([]byte, error)
+}
+
+// AsyncReadSlots is how many reads an AsyncReader keeps outstanding at most:
+// a newer read may reuse the memory of the one that many reads back.
+const AsyncReadSlots = 4
+
+// AsyncReadMax is the most bytes one ReadAsync takes.
+const AsyncReadMax = 4096

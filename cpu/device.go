@@ -123,6 +123,26 @@ func (d *Device) Read(b backend.Buffer, off int, dst []byte) error {
 	return nil
 }
 
+var _ backend.AsyncReader = (*Device)(nil)
+
+// ReadAsync reads at once: the CPU backend's work is done by the time it is
+// submitted. It lets the engine's decode pipeline run (and be tested) here.
+func (d *Device) ReadAsync(b backend.Buffer, off, n int) (backend.PendingRead, error) {
+	if n < 0 || n > backend.AsyncReadMax {
+		return nil, fmt.Errorf("cpu: read of %d bytes: at most %d at a time", n, backend.AsyncReadMax)
+	}
+	dst := make([]byte, n)
+	if err := d.Read(b, off, dst); err != nil {
+		return nil, err
+	}
+	return doneRead(dst), nil
+}
+
+// doneRead is a read that has completed.
+type doneRead []byte
+
+func (r doneRead) Wait() ([]byte, error) { return r, nil }
+
 // hostBytes is the n bytes of b at off, or an error when they are not all there.
 func hostBytes(b backend.Buffer, off, n int) ([]byte, error) {
 	buf, ok := b.(*buffer)

@@ -40,6 +40,7 @@ type Device struct {
 	graphs graphCache
 	open   *encoder // the encoder with recorded, unlaunched dispatches
 	timing gpuTiming
+	reads  asyncReads // ReadAsync's page-locked slots (readasync_linux.go)
 }
 
 var _ backend.Device = (*Device)(nil)
@@ -298,6 +299,7 @@ func (d *Device) Close() error {
 	err := d.drv.check(d.drv.cuStreamSynchronize(d.stream), "cuStreamSynchronize", "")
 	d.graphs.release(d)
 	d.releaseTiming()
+	d.releaseReads()
 	if d.mod != nil {
 		d.drv.cuModuleUnload(d.mod.handle)
 	}

@@ -47,6 +47,10 @@ type driver struct {
 	cuEventRecord             func(ev, stream uintptr) cuResult
 	cuEventElapsedTime        func(ms *float32, start, end uintptr) cuResult
 	cuEventDestroy            func(ev uintptr) cuResult
+	cuEventSynchronize        func(ev uintptr) cuResult
+	cuMemAllocHost            func(ptr *unsafe.Pointer, n uint64) cuResult
+	cuMemFreeHost             func(ptr unsafe.Pointer) cuResult
+	cuMemcpyDtoHAsync         func(dst unsafe.Pointer, src uint64, n uint64, stream uintptr) cuResult
 	cuGetErrorName            func(r cuResult, s *uintptr) cuResult
 	cuGetErrorString          func(r cuResult, s *uintptr) cuResult
 
@@ -176,6 +180,10 @@ func loadDriver() (*driver, error) {
 		{&d.cuEventRecord, "cuEventRecord"},
 		{&d.cuEventElapsedTime, "cuEventElapsedTime"},
 		{&d.cuEventDestroy, "cuEventDestroy_v2"},
+		{&d.cuEventSynchronize, "cuEventSynchronize"},
+		{&d.cuMemAllocHost, "cuMemAllocHost_v2"},
+		{&d.cuMemFreeHost, "cuMemFreeHost"},
+		{&d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
 		{&d.cuGetErrorName, "cuGetErrorName"},
 		{&d.cuGetErrorString, "cuGetErrorString"},
 	}

@@ -66,18 +66,28 @@ func (d *Device) markEnd(start uintptr) {
 	d.timing.pending = append(d.timing.pending, [2]uintptr{start, end})
 }
 
-// readTiming adds the completed pairs' elapsed time; call it after the stream
-// has been synchronized.
+// cudaErrorNotReady is CUDA_ERROR_NOT_READY: an event not reached yet.
+const cudaErrorNotReady = 600
+
+// readTiming adds the elapsed time of the completed pairs, in order, up to the
+// first that has not completed (after a stream sync, all of them; after an
+// asynchronous read's wait, the work launched after it may still run).
 func (d *Device) readTiming() {
 	t := &d.timing
+	done := 0
 	for _, p := range t.pending {
 		var ms float32
-		if d.drv.cuEventElapsedTime(&ms, p[0], p[1]) == 0 {
+		r := d.drv.cuEventElapsedTime(&ms, p[0], p[1])
+		if r == cudaErrorNotReady {
+			break
+		}
+		if r == 0 {
 			t.total += time.Duration(float64(ms) * float64(time.Millisecond))
 		}
 		t.free = append(t.free, p[0], p[1])
+		done++
 	}
-	t.pending = t.pending[:0]
+	t.pending = append(t.pending[:0], t.pending[done:]...)
 }
 
 // releaseTiming destroys the events (the device is closing).

@@ -109,16 +109,27 @@ func (c candidates) coversFilters(s Sampling, vocab int) bool {
 // readTopK picks the top k of each of the r rows of logits on the device and
 // reads them back in one read of one buffer [ids r·k | vals r·k | lse r].
 func (e *Engine) readTopK(logits ops.Tensor, r, k int) ([]candidates, error) {
+	raw, err := ops.ReadBytes(e.ctx, e.topK(logits, r, k))
+	if err != nil {
+		return nil, err
+	}
+	return parseTopK(raw, r, k), nil
+}
+
+// topK dispatches the top k of each of the r rows of logits into one scratch
+// buffer [ids r·k | vals r·k | lse r], which it returns.
+func (e *Engine) topK(logits ops.Tensor, r, k int) ops.Tensor {
 	both := e.scratch.Get(ops.I32, r*(2*k+1))
 	ids := ops.View(both, 0, ops.I32, []int{r, k})
 	vals := ops.View(both, 4*r*k, ops.F32, []int{r, k})
 	lse := ops.View(both, 8*r*k, ops.F32, []int{r})
 	part := e.scratch.Get(ops.I32, ops.TopKPartSize(r, logits.Elements()/r, k))
 	ops.TopK(e.ctx, logits, ids, vals, lse, part)
-	raw, err := ops.ReadBytes(e.ctx, both)
-	if err != nil {
-		return nil, err
-	}
+	return both
+}
+
+// parseTopK reads topK's buffer, read back: each row's candidates, best first.
+func parseTopK(raw []byte, r, k int) []candidates {
 	out := make([]candidates, r)
 	for row := range r {
 		c := &out[row]
@@ -132,7 +143,7 @@ func (e *Engine) readTopK(logits ops.Tensor, r, k int) ([]candidates, error) {
 		}
 		c.lse = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(2*r*k+row):])))
 	}
-	return out, nil
+	return out
 }
 
 // greedy is the best candidate (top 1 read back), or errNonFinite when the

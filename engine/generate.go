@@ -373,6 +373,15 @@ func (g *generation) run(req Request) error {
 		}
 		st.Speculative = true
 	}
+	// Greedy decode without drafts keeps its next step launched ahead of the
+	// host where the device reads back asynchronously (pipeline.go). Its
+	// stop runs before any return: a step still running would touch the
+	// cache after the next generation has taken it.
+	var pipe *decodePipe
+	if greedyOnDevice && spec == nil && switches.On(SwitchDecodePipeline) && e.canPipeline() {
+		pipe = &decodePipe{e: e}
+		defer func() { _ = pipe.stop() }()
+	}
 	var pending []int32
 	context := slices.Clone(prompt)
 	startCounters := e.Counters()
@@ -445,7 +454,16 @@ func (g *generation) run(req Request) error {
 				st.KVLength += 1 + len(toks) - 1 // id and the kept guesses are in the cache now
 				pending = toks
 			} else {
-				nid, err := next([]int32{id})
+				var nid int32
+				var err error
+				if pipe != nil {
+					// The step on the token after this one is launched ahead unless
+					// the reply is known to end there (its token limit, the context's end).
+					ahead := (req.MaxTokens == 0 || st.GeneratedTokens+1 < req.MaxTokens) && st.KVLength+2 <= e.ContextLength()
+					nid, err = pipe.next(id, ahead)
+				} else {
+					nid, err = next([]int32{id})
+				}
 				if err != nil {
 					return err
 				}
@@ -458,6 +476,11 @@ func (g *generation) run(req Request) error {
 			g.decodeStats(&st, decodeStart, startCounters, startGPU)
 			g.send(Event{Kind: EventStats, Stats: st})
 			lastStats = time.Now()
+		}
+	}
+	if pipe != nil {
+		if err := pipe.stop(); err != nil {
+			return err
 		}
 	}
 	if dec != nil {

@@ -134,6 +134,26 @@ func ReadBytes(c *Ctx, t Tensor) ([]byte, error) {
 	return raw, c.Dev.Read(t.Buf, t.Off, raw)
 }
 
+// CanReadAsync says whether the context's device reads back without waiting
+// for the work submitted after the read (backend.AsyncReader).
+func CanReadAsync(c *Ctx) bool {
+	_, ok := c.Dev.(backend.AsyncReader)
+	return ok
+}
+
+// ReadBytesAsync submits the recorded work and queues a read of t's bytes
+// behind it (CanReadAsync devices only); the read's Wait returns them.
+func ReadBytesAsync(c *Ctx, t Tensor) (backend.PendingRead, error) {
+	r, ok := c.Dev.(backend.AsyncReader)
+	if !ok {
+		return nil, fmt.Errorf("read: the %s device reads back synchronously only", c.Dev.Name())
+	}
+	if err := Submit(c); err != nil {
+		return nil, err
+	}
+	return r.ReadAsync(t.Buf, t.Off, t.Bytes())
+}
+
 // WriteInt32 copies host ids into an i32 tensor.
 func WriteInt32(c *Ctx, t Tensor, v []int32) error {
 	checkDType("write ids", t, backend.I32)

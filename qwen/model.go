@@ -95,7 +95,18 @@ func (m *Model) bindAll() error {
 // false, R = 1) or for every token (R = len(tokens)). The result lives in scratch
 // memory: read it before the next Forward or Arena reset.
 func (m *Model) Forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions bool) (ops.Tensor, error) {
-	return m.forward(c, cache, tokens, allPositions, nil)
+	return m.forward(c, cache, tokens, ops.Tensor{}, allPositions, nil)
+}
+
+// ForwardIDs is Forward of the last token's logits for tokens already on the
+// device, ids i32 [T] (the previous step's top 1: greedy decode picks on the
+// device and feeds the pick back without the host). Nothing checks them
+// against the vocabulary: they are the device's picks from the logits.
+func (m *Model) ForwardIDs(c *ops.Ctx, cache *Cache, ids ops.Tensor) (ops.Tensor, error) {
+	if ids.DType != ops.I32 || ids.Elements() == 0 {
+		return ops.Tensor{}, fmt.Errorf("forward: device ids %v, want i32 [T]", ids)
+	}
+	return m.forward(c, cache, nil, ids, false, nil)
 }
 
 // ForwardInspect is Forward for every position that hands the residual stream
@@ -103,11 +114,15 @@ func (m *Model) Forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions b
 // layer, on the device goroutine (inspect may read it back: a host sync per
 // layer, for diagnostics). An error from inspect stops the forward.
 func (m *Model) ForwardInspect(c *ops.Ctx, cache *Cache, tokens []int32, inspect func(layer int, residual ops.Tensor) error) (ops.Tensor, error) {
-	return m.forward(c, cache, tokens, true, inspect)
+	return m.forward(c, cache, tokens, ops.Tensor{}, true, inspect)
 }
 
-func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions bool, inspect func(int, ops.Tensor) error) (ops.Tensor, error) {
+// forward runs tokens from the host, or with devIDs set the ids on the device.
+func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Tensor, allPositions bool, inspect func(int, ops.Tensor) error) (ops.Tensor, error) {
 	t := len(tokens)
+	if devIDs.Buf != nil {
+		t = devIDs.Elements()
+	}
 	if t == 0 {
 		return ops.Tensor{}, fmt.Errorf("forward: no tokens")
 	}
@@ -120,8 +135,10 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, allPositions b
 		}
 	}
 	cfg, s := m.Cfg, c.Scratch
-	ids := s.Get(ops.I32, t)
-	if err := ops.WriteInt32(c, ids, tokens); err != nil {
+	ids := s.Get(ops.I32, t) // taken either way: the scratch layout is the same
+	if devIDs.Buf != nil {
+		ids = devIDs
+	} else if err := ops.WriteInt32(c, ids, tokens); err != nil {
 		return ops.Tensor{}, err
 	}
 	x := s.Get(ops.BF16, t, cfg.HiddenSize) // the residual stream

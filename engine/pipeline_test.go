@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"bagel/internal/testmodel"
+	"bagel/switches"
+)
+
+// greedyReply is the greedy reply to prompt with the decode pipeline on or off.
+func greedyReply(t *testing.T, e *Engine, req Request, pipeline bool) ([]int32, Event) {
+	t.Helper()
+	if err := switches.Set(SwitchDecodePipeline, pipeline); err != nil {
+		t.Fatal(err)
+	}
+	ids, _, done := collect(t, e.Generate(context.Background(), req))
+	return ids, done
+}
+
+// TestDecodePipelineMatchesPlainDecode: with the next step launched before
+// the last one's token is read, greedy replies are the same tokens, ending
+// for the same reason, at a token limit and at the context's end, and the
+// cache holds the prompt and the reply as a plain decode leaves it.
+func TestDecodePipelineMatchesPlainDecode(t *testing.T) {
+	defer switches.Set(SwitchDecodePipeline, false)
+	prompt := []int32{9707, 11, 1246, 525, 3555, 30}
+	for _, model := range []string{"tiny-moe", "tiny-dense"} {
+		e, err := Load(testmodel.Weights(t, model), Options{Backend: "cpu", ContextLength: 24})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !e.canPipeline() {
+			t.Fatal("the cpu backend reads back asynchronously (it runs the pipeline here)")
+		}
+		for _, req := range []Request{
+			{PromptIDs: prompt, MaxTokens: 9, IgnoreStop: true}, // ends at its token limit
+			{PromptIDs: prompt, MaxTokens: 1, IgnoreStop: true}, // the prompt's token only
+			{PromptIDs: prompt, IgnoreStop: true},               // ends at the context's end
+		} {
+			plain, plainDone := greedyReply(t, e, req, false)
+			plainOffset := e.cache.Offset
+			piped, pipedDone := greedyReply(t, e, req, true)
+			if !slices.Equal(plain, piped) || plainDone.Reason != pipedDone.Reason {
+				t.Errorf("%s, %d tokens at most: pipelined %v (%s), plain %v (%s)", model, req.MaxTokens,
+					piped, pipedDone.Reason, plain, plainDone.Reason)
+			}
+			if e.cache.Offset != plainOffset || pipedDone.Stats.KVLength != plainDone.Stats.KVLength {
+				t.Errorf("%s, %d tokens at most: cache at %d (stats %d), plain decode %d (%d)", model, req.MaxTokens,
+					e.cache.Offset, pipedDone.Stats.KVLength, plainOffset, plainDone.Stats.KVLength)
+			}
+		}
+		e.Close()
+	}
+}
+
+// TestDecodePipelineStopsOnAnEndToken: a reply ending on a stop token has had
+// the step after it launched; the reply is the plain one, and the next turn,
+// which reuses the held prompt state, replies as a fresh cache does.
+func TestDecodePipelineStopsOnAnEndToken(t *testing.T) {
+	defer switches.Set(SwitchDecodePipeline, false)
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := []int32{9707, 11, 1246, 525, 3555, 30}
+	all, _ := greedyReply(t, e, Request{PromptIDs: prompt, MaxTokens: 8, IgnoreStop: true}, false)
+	// The fourth token of the reply ends it (the first of its kind: the reply
+	// stops before it).
+	stop := all[3]
+	e.eos = append(e.eos, stop)
+	req := Request{PromptIDs: prompt, MaxTokens: 8}
+	plain, plainDone := greedyReply(t, e, req, false)
+	piped, done := greedyReply(t, e, req, true)
+	if !slices.Equal(piped, plain) || done.Reason != ReasonStop || plainDone.Reason != ReasonStop || len(piped) > 3 {
+		t.Fatalf("pipelined reply %v (%s), plain %v (%s), stopping at %d", piped, done.Reason, plain, plainDone.Reason, stop)
+	}
+	next := append(append(slices.Clone(prompt), piped...), 100, 200)
+	warm, _ := greedyReply(t, e, Request{PromptIDs: next, MaxTokens: 5, IgnoreStop: true}, true)
+	if err := switches.Set(SwitchPromptReuse, false); err != nil {
+		t.Fatal(err)
+	}
+	defer switches.Set(SwitchPromptReuse, true)
+	cold, _ := greedyReply(t, e, Request{PromptIDs: next, MaxTokens: 5, IgnoreStop: true}, false)
+	if !slices.Equal(warm, cold) {
+		t.Errorf("the turn after a pipelined reply: %v, from a fresh cache %v", warm, cold)
+	}
+}
