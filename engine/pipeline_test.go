@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
+	"bagel/backend"
 	"bagel/internal/testmodel"
 	"bagel/switches"
 )
@@ -86,5 +89,49 @@ func TestDecodePipelineStopsOnAnEndToken(t *testing.T) {
 	cold, _ := greedyReply(t, e, Request{PromptIDs: next, MaxTokens: 5, IgnoreStop: true}, false)
 	if !slices.Equal(warm, cold) {
 		t.Errorf("the turn after a pipelined reply: %v, from a fresh cache %v", warm, cold)
+	}
+}
+
+// TestGPUDecodePipeline: on each GPU backend that reads back asynchronously
+// (CUDA), the pipelined greedy reply equals the plain one on the same
+// backend, at a token limit and on a stop token (the step after it ran for
+// nothing); and the GPU time read while steps were still queued adds up.
+func TestGPUDecodePipeline(t *testing.T) {
+	defer switches.Set(SwitchDecodePipeline, false)
+	for _, backendName := range []string{"cuda", "metal"} {
+		if _, ok := backend.Lookup(backendName); !ok {
+			continue
+		}
+		for _, name := range testmodel.Names {
+			t.Run(backendName+"/"+name, func(t *testing.T) {
+				e, err := Load(testmodel.Weights(t, name), Options{Backend: backendName, ContextLength: 256})
+				if err != nil {
+					if os.Getenv("BAGEL_REQUIRE_GPU") == "" && strings.Contains(err.Error(), "no ") {
+						t.Skipf("%s unavailable: %v", backendName, err)
+					}
+					t.Fatal(err)
+				}
+				defer e.Close()
+				if !e.canPipeline() {
+					t.Skipf("%s reads back synchronously", backendName)
+				}
+				req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555, 30}, MaxTokens: 40, IgnoreStop: true}
+				plain, _ := greedyReply(t, e, req, false)
+				piped, done := greedyReply(t, e, req, true)
+				if !slices.Equal(plain, piped) {
+					t.Fatalf("pipelined %v, plain %v", piped, plain)
+				}
+				if done.Stats.GPUTimePerToken <= 0 {
+					t.Errorf("no GPU time read from the pipelined steps: %+v", done.Stats)
+				}
+				e.eos = append(e.eos, plain[20])
+				req.IgnoreStop = false
+				plain, _ = greedyReply(t, e, req, false)
+				piped, done = greedyReply(t, e, req, true)
+				if !slices.Equal(plain, piped) || done.Reason != ReasonStop {
+					t.Fatalf("to a stop token: pipelined %v (%s), plain %v", piped, done.Reason, plain)
+				}
+			})
+		}
 	}
 }
