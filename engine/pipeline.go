@@ -29,7 +29,7 @@ func init() {
 	switches.Register(switches.Switch{
 		Name: SwitchDecodePipeline,
 		Description: "Greedy decoding launches the next step before reading the last one's token, which stays on the device " +
-			"(devices that read back asynchronously: CUDA, CPU; applies at the next generation).",
+			"(devices that read back asynchronously: CUDA, Metal, CPU; applies at the next generation).",
 		Default: false,
 		Env:     "BAGEL_DECODE_PIPELINE",
 	})

@@ -26,6 +26,9 @@ type Device struct {
 
 	maxInFlight int
 	inFlight    []mtl.CommandBuffer // committed, owned, oldest first
+	committed   int64               // command buffers committed so far
+	completed   int64               // of those, completed (waited for or reaped)
+	reads       asyncReads          // ReadAsync's slots (readasync.go)
 	asyncErr    error               // the first failed command buffer not yet reported
 	lastGPU     time.Duration       // GPU time of the last completed command buffer
 	totalGPU    time.Duration

@@ -143,6 +143,7 @@ func (e *encoder) Submit() error {
 			d.completeOldest()
 		}
 		cb.Commit()
+		d.committed++
 		d.inFlight = append(d.inFlight, cb)
 		d.counters.CommandBuffers++
 		d.reap()
@@ -177,6 +178,7 @@ func (d *Device) wait() error {
 func (d *Device) completeOldest() {
 	cb := d.inFlight[0]
 	d.inFlight = d.inFlight[1:]
+	d.completed++
 	cb.WaitUntilCompleted()
 	if st := cb.Status(); st != mtl.StatusCompleted {
 		if d.asyncErr == nil {

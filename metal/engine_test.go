@@ -13,6 +13,7 @@ import (
 	"bagel/internal/testmodel"
 	"bagel/metal"
 	"bagel/metal/mtl"
+	"bagel/switches"
 )
 
 // TestScoreMatchesCPU scores the same tokens on the test models with the Metal
@@ -114,7 +115,11 @@ func TestGenerateMatchesCPU(t *testing.T) {
 	for _, name := range testmodel.Names {
 		t.Run(name, func(t *testing.T) {
 			dir := testmodel.Weights(t, name)
-			reply := func(backend string) []int32 {
+			reply := func(backend string, pipeline bool) []int32 {
+				if err := switches.Set(engine.SwitchDecodePipeline, pipeline); err != nil {
+					t.Fatal(err)
+				}
+				defer switches.Set(engine.SwitchDecodePipeline, false)
 				e, err := engine.Load(dir, engine.Options{Backend: backend, ContextLength: 128})
 				if err != nil {
 					if backend == "metal" && metalMissing(err) {
@@ -135,14 +140,17 @@ func TestGenerateMatchesCPU(t *testing.T) {
 				}
 				return ids
 			}
-			want, got := reply("cpu"), reply("metal")
-			if len(got) != len(want) {
-				t.Fatalf("metal gave %d tokens, cpu %d", len(got), len(want))
+			want := reply("cpu", false)
+			for _, pipeline := range []bool{false, true} { // the decode pipeline's asynchronous reads too
+				got := reply("metal", pipeline)
+				if len(got) != len(want) {
+					t.Fatalf("metal (pipeline %v) gave %d tokens, cpu %d", pipeline, len(got), len(want))
+				}
+				if mtl.Simulated && !slices.Equal(got, want) {
+					t.Errorf("metal (simulated, pipeline %v) %v\ncpu %v", pipeline, got, want)
+				}
+				t.Logf("%s (pipeline %v): %v", name, pipeline, got)
 			}
-			if mtl.Simulated && !slices.Equal(got, want) {
-				t.Errorf("metal (simulated) %v\ncpu %v", got, want)
-			}
-			t.Logf("%s: %v", name, got)
 		})
 	}
 }

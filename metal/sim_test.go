@@ -108,3 +108,46 @@ func TestSimKernelFaultReported(t *testing.T) {
 		t.Errorf("the failure was reported twice: %v", err)
 	}
 }
+
+// TestSimReadAsyncWaitsForTheWorkBefore: an asynchronous read returns the
+// bytes as the work before it left them, though work committed after it
+// overwrites them before the host waits; and it counts as a host sync.
+func TestSimReadAsyncWaitsForTheWorkBefore(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+	b, err := dev.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := func(v int) {
+		t.Helper()
+		args := []backend.Arg{backend.Buf(b, 0), backend.Int(16), backend.Int(v)} // dst, N, value
+		grid, group := kernels.Launch("fill_u32", args)
+		e := dev.Encoder()
+		e.Dispatch("fill_u32", grid, group, args...)
+		if err := e.Submit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill(7)
+	syncs := dev.Counters().HostSyncs
+	r, err := dev.ReadAsync(b, 4, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(9) // committed after the read: not what it returns
+	got, err := r.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 8 || got[0] != 7 || got[4] != 7 {
+		t.Errorf("read %v, want the words 7, 7", got)
+	}
+	if n := dev.Counters().HostSyncs - syncs; n != 1 {
+		t.Errorf("%d host syncs, want 1", n)
+	}
+	if _, err := dev.ReadAsync(b, 2, 4); err == nil {
+		t.Error("a read at a byte offset inside a word was taken")
+	}
+}
