@@ -17,6 +17,22 @@ import (
 // open (no driver), unless BAGEL_REQUIRE_GPU=1 (make gpu-test) turns that into a
 // failure. Same tolerances as against the bf16 reference: both sides round at
 // the same points and differ only in f32 summation order.
+// loadGPU loads the checkpoint in dir on a GPU backend, closed when the test
+// ends; it skips the test where the backend cannot open (no driver) unless
+// BAGEL_REQUIRE_GPU is set.
+func loadGPU(t *testing.T, dir, backendName string, contextLength int) *Engine {
+	t.Helper()
+	e, err := Load(dir, Options{Backend: backendName, ContextLength: contextLength})
+	if err != nil {
+		if os.Getenv("BAGEL_REQUIRE_GPU") == "" && strings.Contains(err.Error(), "no ") {
+			t.Skipf("%s unavailable: %v", backendName, err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
 func TestGPUMatchesCPU(t *testing.T) {
 	for _, backendName := range []string{"cuda", "metal"} {
 		if _, ok := backend.Lookup(backendName); !ok {
@@ -24,14 +40,7 @@ func TestGPUMatchesCPU(t *testing.T) {
 		}
 		for _, name := range testmodel.Names {
 			t.Run(backendName+"/"+name, func(t *testing.T) {
-				gpu, err := Load(testmodel.Weights(t, name), Options{Backend: backendName, ContextLength: 256})
-				if err != nil {
-					if os.Getenv("BAGEL_REQUIRE_GPU") == "" && strings.Contains(err.Error(), "no ") {
-						t.Skipf("%s unavailable: %v", backendName, err)
-					}
-					t.Fatal(err)
-				}
-				defer gpu.Close()
+				gpu := loadGPU(t, testmodel.Weights(t, name), backendName, 256)
 				cpu, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 256})
 				if err != nil {
 					t.Fatal(err)
@@ -101,14 +110,7 @@ func TestGPUOtherShapes(t *testing.T) {
 			t.Run(backendName+"/"+name, func(t *testing.T) {
 				dir := t.TempDir()
 				testmodel.WriteRandom(t, dir, spec)
-				gpu, err := Load(dir, Options{Backend: backendName, ContextLength: 64})
-				if err != nil {
-					if os.Getenv("BAGEL_REQUIRE_GPU") == "" && strings.Contains(err.Error(), "no ") {
-						t.Skipf("%s unavailable: %v", backendName, err)
-					}
-					t.Fatal(err)
-				}
-				defer gpu.Close()
+				gpu := loadGPU(t, dir, backendName, 64)
 				cpu, err := Load(dir, Options{Backend: "cpu", ContextLength: 64})
 				if err != nil {
 					t.Fatal(err)

@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"bagel/backend"
@@ -104,14 +102,7 @@ func TestGPUDecodePipeline(t *testing.T) {
 		}
 		for _, name := range testmodel.Names {
 			t.Run(backendName+"/"+name, func(t *testing.T) {
-				e, err := Load(testmodel.Weights(t, name), Options{Backend: backendName, ContextLength: 256})
-				if err != nil {
-					if os.Getenv("BAGEL_REQUIRE_GPU") == "" && strings.Contains(err.Error(), "no ") {
-						t.Skipf("%s unavailable: %v", backendName, err)
-					}
-					t.Fatal(err)
-				}
-				defer e.Close()
+				e := loadGPU(t, testmodel.Weights(t, name), backendName, 256)
 				if !e.canPipeline() {
 					t.Skipf("%s reads back synchronously", backendName)
 				}
