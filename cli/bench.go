@@ -103,6 +103,9 @@ func runBench(args []string, out, errOut io.Writer) error {
 	if err := b.decode("decode greedy", "", 32, greedy); err != nil {
 		return err
 	}
+	if err := b.pipelined(greedy); err != nil {
+		return err
+	}
 	if err := b.decode("decode sampled (t 0.7, top-p 0.95, top-k 20)", "", 32, sampled); err != nil {
 		return err
 	}
@@ -266,6 +269,20 @@ func (b *bench) decode(name, switchSetting string, promptLen int, s engine.Sampl
 	slices.SortFunc(all, func(x, y engine.Stats) int { return int(1e6 * (x.DecodeTokensPerSec - y.DecodeTokensPerSec)) })
 	b.add(name, switchSetting, all[len(all)/2])
 	return nil
+}
+
+// pipelined adds a greedy decode row with the decode pipeline on while it is
+// off by default (engine/pipeline.go), on a backend that can run it: the row
+// beside the plain one says what the switch is worth here.
+func (b *bench) pipelined(greedy engine.Sampling) error {
+	if engine.SwitchOn(engine.SwitchDecodePipeline) || !b.e.CanPipeline() {
+		return nil
+	}
+	if err := engine.SetSwitch(engine.SwitchDecodePipeline, true); err != nil {
+		return err
+	}
+	defer engine.SetSwitch(engine.SwitchDecodePipeline, false)
+	return b.decode("decode greedy", engine.SwitchDecodePipeline+"=on", 32, greedy)
 }
 
 // prefill records the median prefill rate of a promptLen-token prompt.

@@ -378,7 +378,7 @@ func (g *generation) run(req Request) error {
 	// stop runs before any return: a step still running would touch the
 	// cache after the next generation has taken it.
 	var pipe *decodePipe
-	if greedyOnDevice && spec == nil && switches.On(SwitchDecodePipeline) && e.canPipeline() {
+	if greedyOnDevice && spec == nil && switches.On(SwitchDecodePipeline) && e.CanPipeline() {
 		pipe = &decodePipe{e: e}
 		defer func() { _ = pipe.stop() }()
 	}

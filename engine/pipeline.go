@@ -49,8 +49,9 @@ type decodePipe struct {
 	cur *aheadStep
 }
 
-// canPipeline says whether the loaded device reads back asynchronously.
-func (e *Engine) canPipeline() bool { return ops.CanReadAsync(e.ctx) }
+// CanPipeline says whether the loaded device reads back asynchronously, as
+// the decode pipeline needs.
+func (e *Engine) CanPipeline() bool { return ops.CanReadAsync(e.ctx) }
 
 // next returns the token after id: it launches the step on id unless one is
 // under way, then, when ahead, the step on that step's pick before waiting

@@ -32,7 +32,7 @@ func TestDecodePipelineMatchesPlainDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !e.canPipeline() {
+		if !e.CanPipeline() {
 			t.Fatal("the cpu backend reads back asynchronously (it runs the pipeline here)")
 		}
 		for _, req := range []Request{
@@ -103,7 +103,7 @@ func TestGPUDecodePipeline(t *testing.T) {
 		for _, name := range testmodel.Names {
 			t.Run(backendName+"/"+name, func(t *testing.T) {
 				e := loadGPU(t, testmodel.Weights(t, name), backendName, 256)
-				if !e.canPipeline() {
+				if !e.CanPipeline() {
 					t.Skipf("%s reads back synchronously", backendName)
 				}
 				req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555, 30}, MaxTokens: 40, IgnoreStop: true}
