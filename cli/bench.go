@@ -109,6 +109,9 @@ func runBench(args []string, out, errOut io.Writer) error {
 	if err := b.decode("decode sampled (t 0.7, top-p 0.95, top-k 20)", "", 32, sampled); err != nil {
 		return err
 	}
+	if err := b.drawnOnDevice(sampled); err != nil {
+		return err
+	}
 	for _, n := range draftLens {
 		if err := b.oracle(32, n); err != nil {
 			return err
@@ -283,6 +286,23 @@ func (b *bench) pipelined(greedy engine.Sampling) error {
 	}
 	defer engine.SetSwitch(engine.SwitchDecodePipeline, false)
 	return b.decode("decode greedy", engine.SwitchDecodePipeline+"=on", 32, greedy)
+}
+
+// drawnOnDevice adds a sampled decode row with device sampling and the decode
+// pipeline on, while both are off by default (engine/device_draw.go).
+func (b *bench) drawnOnDevice(sampled engine.Sampling) error {
+	if engine.SwitchOn(engine.SwitchDeviceSampling) || !b.e.CanPipeline() {
+		return nil
+	}
+	for _, name := range []string{engine.SwitchDeviceSampling, engine.SwitchDecodePipeline} {
+		was := engine.SwitchOn(name)
+		if err := engine.SetSwitch(name, true); err != nil {
+			return err
+		}
+		defer engine.SetSwitch(name, was)
+	}
+	return b.decode("decode sampled (t 0.7, top-p 0.95, top-k 20)",
+		engine.SwitchDeviceSampling+"=on "+engine.SwitchDecodePipeline+"=on", 32, sampled)
 }
 
 // prefill records the median prefill rate of a promptLen-token prompt.

@@ -56,6 +56,7 @@ var registry = map[string]func(a *args){
 	"topk_partial_f32":           topkPartial,
 	"topk_merge_f32":             topkMerge,
 	"repetition_penalty_f32":     repetitionPenalty,
+	"sample_top_f32":             sampleTop,
 }
 
 // Kernels lists the names of all kernels, sorted, so that other backends' tests

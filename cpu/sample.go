@@ -179,3 +179,62 @@ func repetitionPenalty(a *args) {
 		}
 	}
 }
+
+// sample_top_f32: the row's draw from its top K candidates (best first) as
+// engine/sampler.go draws, in f32 with the uniform u: top-p, then min-p keep a
+// prefix, a categorical at the temperature over it picks the first i whose
+// running sum passes u·Σp (the last kept one otherwise); −1 when the row's
+// log-sum-exp is not finite or it has no candidate.
+func sampleTop(a *args) {
+	K := a.intArg("K")
+	temperature, topP, minP, u := a.floatArg("temperature"), a.floatArg("top_p"), a.floatArg("min_p"), a.floatArg("u")
+	ids := a.i32s("ids", K)   // (K)
+	vals := a.f32s("vals", K) // (K)
+	z := a.f32s("lse", 1)[0]
+	out := a.i32s("out", 1)
+	n := 0
+	for n < K && ids[n] >= 0 {
+		n++
+	}
+	if z-z != 0 || n == 0 { // NaN or ±∞
+		out[0] = -1
+		return
+	}
+	keep := n
+	if topP > 0 && topP < 1 {
+		var cum float32
+		for i := range keep {
+			cum += expf(vals[i] - z)
+			if cum >= topP {
+				keep = i + 1
+				break
+			}
+		}
+	}
+	if minP > 0 {
+		limit := (vals[0] - z) + float32(math.Log(float64(minP)))
+		m := 1
+		for m < keep && vals[m]-z >= limit {
+			m++
+		}
+		keep = m
+	}
+	inv := 1 / temperature
+	best := float32(math.Inf(-1))
+	for i := range keep {
+		best = max(best, (vals[i]-z)*inv)
+	}
+	var total float32
+	for i := range keep {
+		total += expf((vals[i]-z)*inv - best)
+	}
+	left, pick := u*total, keep-1
+	for i := range keep {
+		left -= expf((vals[i]-z)*inv - best)
+		if left < 0 {
+			pick = i
+			break
+		}
+	}
+	out[0] = ids[pick]
+}

@@ -266,10 +266,15 @@ func (g *generation) run(req Request) error {
 	filteredOnDevice := req.Sampling.Temperature > 0 && req.Sampling.TopK == 0 &&
 		(req.Sampling.TopP > 0 && req.Sampling.TopP < 1 || req.Sampling.MinP > 0) && switches.On(SwitchDeviceTopK)
 	st.SampledOnDevice = greedyOnDevice || topKOnDevice || filteredOnDevice
+	// With a top-k and no penalty the device may draw the token itself
+	// (device_draw.go): the host reads back its id alone.
+	drawOnDevice := topKOnDevice && noPenalty && switches.On(SwitchDeviceSampling)
 	next := func(tokens []int32) (int32, error) {
 		switch {
 		case greedyOnDevice:
 			return e.forwardArgmax(tokens)
+		case drawOnDevice:
+			return e.forwardDraw(tokens, req.Sampling, smp.uniform())
 		case topKOnDevice:
 			var penalized []int32
 			if !noPenalty {
@@ -373,13 +378,17 @@ func (g *generation) run(req Request) error {
 		}
 		st.Speculative = true
 	}
-	// Greedy decode without drafts keeps its next step launched ahead of the
-	// host where the device reads back asynchronously (pipeline.go). Its
+	// Decode without drafts whose token the device picks (greedy, or drawn
+	// on the device) keeps its next step launched ahead of the host where
+	// the device reads back asynchronously (pipeline.go). Its
 	// stop runs before any return: a step still running would touch the
 	// cache after the next generation has taken it.
 	var pipe *decodePipe
-	if greedyOnDevice && spec == nil && switches.On(SwitchDecodePipeline) && e.CanPipeline() {
+	if (greedyOnDevice || drawOnDevice) && spec == nil && switches.On(SwitchDecodePipeline) && e.CanPipeline() {
 		pipe = &decodePipe{e: e}
+		if drawOnDevice {
+			pipe.draw = &deviceDraw{s: req.Sampling, uniform: smp.uniform}
+		}
 		defer func() { _ = pipe.stop() }()
 	}
 	var pending []int32

@@ -6,8 +6,9 @@ import (
 	"bagel/switches"
 )
 
-// The decode pipeline. A greedy decode step picks its token on the device
-// (device-argmax); without the pipeline the host then waits for the step,
+// The decode pipeline. A decode step may pick its token on the device
+// (greedy: device-argmax; sampled with a top-k and no penalty:
+// device-sampling, device_draw.go); without the pipeline the host then waits for the step,
 // reads the token and only then records and launches the next step, and the
 // GPU idles meanwhile (bench's host ms/tok: 0.12–0.23 ms of a 2.4 ms token on
 // an H200). With it the next step is launched before the host waits: it
@@ -28,25 +29,37 @@ const SwitchDecodePipeline = "decode-pipeline"
 func init() {
 	switches.Register(switches.Switch{
 		Name: SwitchDecodePipeline,
-		Description: "Greedy decoding launches the next step before reading the last one's token, which stays on the device " +
-			"(devices that read back asynchronously: CUDA, Metal, CPU; applies at the next generation).",
+		Description: "Decoding launches the next step before reading the last one's token, which stays on the device " +
+			"(greedy replies, and sampled ones with device sampling; devices that read back asynchronously: CUDA, Metal, CPU; " +
+			"applies at the next generation).",
 		Default: false,
 		Env:     "BAGEL_DECODE_PIPELINE",
 	})
 }
 
-// aheadStep is a greedy decode step launched and not yet read: its pick is on
-// the device (ids, what the step after it embeds) and on its way to the host.
+// aheadStep is a decode step launched and not yet read: its token is on the
+// device (ids, what the step after it embeds) and on its way to the host.
 type aheadStep struct {
-	ids  ops.Tensor          // i32 [1] in the step's read-back buffer
-	read backend.PendingRead // that buffer: [id | logit | log-sum-exp]
+	ids     ops.Tensor          // i32 [1] in the step's read-back buffer
+	read    backend.PendingRead // that buffer: [id | logit | log-sum-exp], or [id] when sampled
+	sampled bool
 }
 
-// decodePipe runs greedy decode steps one ahead of the host. cur is the step
-// launched on the token being handled (nil: none launched yet).
+// decodePipe runs decode steps one ahead of the host. cur is the step
+// launched on the token being handled (nil: none launched yet). draw, when
+// set, has the device draw each token (device sampling); nil: greedy.
 type decodePipe struct {
-	e   *Engine
-	cur *aheadStep
+	e    *Engine
+	cur  *aheadStep
+	draw *deviceDraw
+}
+
+// deviceDraw is what a sampled step needs: the sampling settings, and the
+// reply's uniforms in step order (the sampler's generator: they do not depend
+// on the tokens, so a step may be launched before the last token is read).
+type deviceDraw struct {
+	s       Sampling
+	uniform func() float32
 }
 
 // CanPipeline says whether the loaded device reads back asynchronously, as
@@ -59,7 +72,7 @@ func (e *Engine) CanPipeline() bool { return ops.CanReadAsync(e.ctx) }
 // host knows: no token limit or context end reached).
 func (p *decodePipe) next(id int32, ahead bool) (int32, error) {
 	if p.cur == nil {
-		s, err := p.e.launchArgmax(id, nil)
+		s, err := p.e.launchStep(id, nil, p.draw)
 		if err != nil {
 			return 0, err
 		}
@@ -68,13 +81,13 @@ func (p *decodePipe) next(id int32, ahead bool) (int32, error) {
 	cur := p.cur
 	p.cur = nil
 	if ahead {
-		s, err := p.e.launchArgmax(0, cur)
+		s, err := p.e.launchStep(0, cur, p.draw)
 		if err != nil {
 			return 0, err
 		}
 		p.cur = s
 	}
-	return p.e.waitArgmax(cur)
+	return p.e.waitStep(cur)
 }
 
 // stop ends the pipeline after the reply's last token: a step launched on it
@@ -95,11 +108,16 @@ func (p *decodePipe) stop() error {
 	})
 }
 
-// launchArgmax launches a greedy decode step, on tok from the host or, with
-// prev, on the token prev picked on the device, and queues the read of its
-// pick without waiting for it. A failure resets the cache, as step does.
-func (e *Engine) launchArgmax(tok int32, prev *aheadStep) (*aheadStep, error) {
+// launchStep launches a decode step, on tok from the host or, with prev, on
+// the token prev left on the device, and queues the read of its token without
+// waiting for it: the top 1, or with draw the device's draw from the top k. A
+// failure resets the cache, as step does.
+func (e *Engine) launchStep(tok int32, prev *aheadStep, draw *deviceDraw) (*aheadStep, error) {
 	var s *aheadStep
+	var u float32
+	if draw != nil {
+		u = draw.uniform() // in step order, before anything can fail
+	}
 	err := e.loop.do(func() error {
 		defer e.scratch.Reset()
 		ok := false
@@ -119,26 +137,34 @@ func (e *Engine) launchArgmax(tok int32, prev *aheadStep) (*aheadStep, error) {
 			return err
 		}
 		// The read-back buffer stays put after the scratch reset: the next
-		// step embeds its first value before its own top 1 overwrites it,
+		// step embeds its first value before its own pick overwrites it,
 		// and the read is queued before either.
-		both := e.topK(logits, 1, 1)
-		read, err := ops.ReadBytesAsync(e.ctx, both)
+		var back ops.Tensor
+		if draw != nil {
+			back = e.drawOnDevice(logits, draw.s, u)
+		} else {
+			back = e.topK(logits, 1, 1)
+		}
+		read, err := ops.ReadBytesAsync(e.ctx, back)
 		if err != nil {
 			return err
 		}
-		s = &aheadStep{ids: ops.View(both, 0, ops.I32, []int{1}), read: read}
+		s = &aheadStep{ids: ops.View(back, 0, ops.I32, []int{1}), read: read, sampled: draw != nil}
 		ok = true
 		return nil
 	})
 	return s, err
 }
 
-// waitArgmax waits for a launched step's pick (errNonFinite when its logits
+// waitStep waits for a launched step's token (errNonFinite when its logits
 // were not all finite).
-func (e *Engine) waitArgmax(s *aheadStep) (int32, error) {
+func (e *Engine) waitStep(s *aheadStep) (int32, error) {
 	var raw []byte
 	if err := e.loop.do(func() (err error) { raw, err = s.read.Wait(); return err }); err != nil {
 		return 0, err
+	}
+	if s.sampled {
+		return drawnToken(raw)
 	}
 	return parseTopK(raw, 1, 1)[0].greedy()
 }

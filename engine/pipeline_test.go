@@ -93,7 +93,8 @@ func TestDecodePipelineStopsOnAnEndToken(t *testing.T) {
 // TestGPUDecodePipeline: on each GPU backend that reads back asynchronously
 // (CUDA), the pipelined greedy reply equals the plain one on the same
 // backend, at a token limit and on a stop token (the step after it ran for
-// nothing); and the GPU time read while steps were still queued adds up.
+// nothing), and so does a reply drawn on the device; and the GPU time read
+// while steps were still queued adds up.
 func TestGPUDecodePipeline(t *testing.T) {
 	defer switches.Set(SwitchDecodePipeline, false)
 	for _, backendName := range []string{"cuda", "metal"} {
@@ -121,6 +122,21 @@ func TestGPUDecodePipeline(t *testing.T) {
 				piped, done = greedyReply(t, e, req, true)
 				if !slices.Equal(plain, piped) || done.Reason != ReasonStop {
 					t.Fatalf("to a stop token: pipelined %v (%s), plain %v", piped, done.Reason, plain)
+				}
+				e.eos = e.eos[:len(e.eos)-1]
+				// Drawn on the device (sample_top_f32): pipelined as plain; the
+				// host's f64 draw may part from the device's f32 one at a boundary.
+				defer switches.Set(SwitchDeviceSampling, false)
+				sreq := Request{PromptIDs: req.PromptIDs, MaxTokens: 40, IgnoreStop: true,
+					Sampling: Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, Seed: 7}}
+				host, _ := sampledReply(t, e, sreq, false, false)
+				device, _ := sampledReply(t, e, sreq, true, false)
+				pipedDraw, _ := sampledReply(t, e, sreq, true, true)
+				if !slices.Equal(device, pipedDraw) {
+					t.Fatalf("drawn on the device: pipelined %v, plain %v", pipedDraw, device)
+				}
+				if !slices.Equal(host, device) {
+					t.Logf("drawn on the device %v, by the host %v (a uniform on a boundary?)", device, host)
 				}
 			})
 		}

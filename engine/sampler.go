@@ -55,6 +55,10 @@ func newSampler(s Sampling) *sampler {
 	return &sampler{s: s, rng: rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15))}
 }
 
+// uniform is the generator's next draw in [0, 1), for a draw on the device
+// (the host's own draws take one per token too: pick).
+func (p *sampler) uniform() float32 { return float32(p.rng.Float64()) }
+
 // sample picks the next token. history is the token context the repetition
 // penalty sees (mlx-lm: the last prompt token and the generated ones). logits is
 // modified.

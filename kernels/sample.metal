@@ -225,3 +225,70 @@ KERNEL(repetition_penalty_f32,
   float v = x[id];
   x[id] = v < 0.0f ? v * penalty : v / penalty;
 }
+
+// sample_top_f32: draws a token from the K candidates of topk_merge_f32 for
+// one row (ids i32 [K], vals f32 [K] best first, ids −1 past the row's
+// numbers; lse f32 [1], the whole row's log Σ exp) as the host's sampler does
+// (engine/sampler.go: distribution, pick), in f32: top-p keeps the shortest
+// prefix whose probability reaches top_p (0 or 1: off), min-p the prefix
+// within log(min_p) of the best (0: off), then a categorical at the
+// temperature over the kept ones picks with the uniform u in [0, 1), which
+// the host draws from the reply's seeded generator (it does not depend on the
+// token, so a step may be launched before the last token is known). out i32
+// [1] = the token, or −1 when the row's log-sum-exp is not finite (a NaN or
+// an infinity among the logits) or it has no candidate. One thread: K is
+// small.
+// launch: grid(1) group(32)
+// requires: K <= TOPK_MAX
+KERNEL(sample_top_f32,
+       BUFFER(const int, ids, 0),
+       BUFFER(const float, vals, 1),
+       BUFFER(const float, lse, 2),
+       BUFFER(int, out, 3),
+       PARAM(int, K, 4),
+       PARAM(float, temperature, 5),
+       PARAM(float, top_p, 6),
+       PARAM(float, min_p, 7),
+       PARAM(float, u, 8)) {
+  GRID_WAIT();
+  if (TID_X != 0) return;
+  float z = lse[0];
+  int n = 0;
+  while (n < K && ids[n] >= 0) n++;
+  if (!(z - z == 0.0f) || n == 0) {  // NaN or ±∞
+    out[0] = -1;
+    return;
+  }
+  int keep = n;
+  if (top_p > 0.0f && top_p < 1.0f) {
+    float cum = 0.0f;
+    for (int i = 0; i < keep; i++) {
+      cum += expf(vals[i] - z);
+      if (cum >= top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  if (min_p > 0.0f) {
+    float limit = (vals[0] - z) + logf(min_p);
+    int m = 1;
+    while (m < keep && vals[m] - z >= limit) m++;
+    keep = m;
+  }
+  float inv = 1.0f / temperature;
+  float best = as_float(0xff800000u);
+  for (int i = 0; i < keep; i++) best = fmaxf(best, (vals[i] - z) * inv);
+  float total = 0.0f;
+  for (int i = 0; i < keep; i++) total += expf((vals[i] - z) * inv - best);
+  float left = u * total;
+  int pick = keep - 1;
+  for (int i = 0; i < keep; i++) {
+    left -= expf((vals[i] - z) * inv - best);
+    if (left < 0.0f) {
+      pick = i;
+      break;
+    }
+  }
+  out[0] = ids[pick];
+}

@@ -51,3 +51,22 @@ func RepetitionPenalty(c *Ctx, x, ids Tensor, penalty float32) {
 	c.dispatch("repetition_penalty_f32", x.Arg(), ids.Arg(), backend.Int(x.Elements()), backend.Int(ids.Elements()),
 		backend.Float(penalty))
 }
+
+// SampleTop draws one row's token from its top-k candidates (TopK's ids i32
+// [K] and vals f32 [K], best first, and the row's lse f32 [1]) as the engine's
+// sampler does, in f32 (sample_top_f32): top-p (0 or 1: off), then min-p (0:
+// off), then a categorical at the temperature, picked with the uniform u in
+// [0, 1). out i32 [1] = the token, −1 when the row's logits were not all
+// finite.
+func SampleTop(c *Ctx, ids, vals, lse, out Tensor, temperature, topP, minP, u float32) {
+	checkDType("sample ids", ids, backend.I32)
+	checkDType("sample vals", vals, backend.F32)
+	checkDType("sample lse", lse, backend.F32)
+	checkDType("sample out", out, backend.I32)
+	k := ids.Elements()
+	check(k > 0 && k <= TopKMax && vals.Elements() == k && lse.Elements() == 1 && out.Elements() == 1,
+		"sample: ids %v vals %v lse %v out %v (one row of at most %d)", ids, vals, lse, out, TopKMax)
+	check(temperature > 0, "sample: temperature %g, want > 0 (greedy picks the top 1)", temperature)
+	c.dispatch("sample_top_f32", ids.Arg(), vals.Arg(), lse.Arg(), out.Arg(), backend.Int(k), backend.Float(temperature),
+		backend.Float(topP), backend.Float(minP), backend.Float(u))
+}

@@ -669,6 +669,41 @@ func Specs() []Spec {
 		})
 	}
 
+	// sample_top_f32: ids, vals, lse, out | K, temperature, top_p, min_p, u.
+	// Candidates best first; n of the K are numbers (ids −1 after); the
+	// row's log-sum-exp holds mass beyond them, or is NaN.
+	for _, p := range []struct {
+		K, n                int
+		temp, topP, minP, u float32
+		nan                 bool
+	}{{20, 20, 0.7, 0.95, 0, 0.3, false}, {20, 20, 1, 0, 0.05, 0.9, false}, {8, 5, 0.5, 0.8, 0, 0.99, false},
+		{1, 1, 0.7, 0.95, 0, 0.5, false}, {256, 256, 1.2, 0.5, 0.01, 0.62, false}, {20, 20, 0.7, 0.95, 0, 0.3, true}} {
+		label := fmt.Sprintf("K=%d n=%d t=%g top-p=%g min-p=%g u=%g nan=%v", p.K, p.n, p.temp, p.topP, p.minP, p.u, p.nan)
+		add("sample_top_f32", false, label, func(g gen) *Case {
+			ids, vals := make([]int32, p.K), make([]float32, p.K)
+			v := float32(4)
+			sum := 0.0
+			for i, id := range g.r.Perm(100000)[:p.K] {
+				ids[i], vals[i] = int32(id), v
+				if i >= p.n {
+					ids[i], vals[i] = -1, float32(math.Inf(-1))
+					continue
+				}
+				sum += math.Exp(float64(v))
+				v -= float32(g.r.Float64())
+			}
+			lse := float32(math.Log(sum + 2)) // the rest of the vocabulary
+			if p.nan {
+				lse = float32(math.NaN())
+			}
+			return &Case{Tol: tolExact, Buffers: []Buffer{
+				in("ids", backend.I32, i32Bytes(ids)), in("vals", backend.F32, f32Bytes(vals)),
+				// out starts at 7: the NaN case writes −1, which the harness's poison also is.
+				in("lse", backend.F32, f32Bytes([]float32{lse})), inout("out", backend.I32, i32Bytes([]int32{7})),
+			}, Scalars: append(ints(p.K), backend.Float(p.temp), backend.Float(p.topP), backend.Float(p.minP), backend.Float(p.u))}
+		})
+	}
+
 	// repetition_penalty_f32: x (in place), ids | N, M, penalty
 	for _, p := range []struct{ N, M int }{{vocab, 20}, {100, 7}, {10, 0}} {
 		add("repetition_penalty_f32", p.N == vocab, fmt.Sprintf("N=%d M=%d", p.N, p.M), func(g gen) *Case {

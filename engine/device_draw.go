@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"encoding/binary"
+
+	"bagel/ops"
+	"bagel/switches"
+)
+
+// Device sampling: a sampled reply with a top-k and no repetition penalty
+// draws each token on the device (ops.SampleTop, from the device's top k,
+// with a uniform from the reply's seeded generator), and the host reads back
+// the token's id alone; the decode pipeline can then run sampled replies too
+// (the uniforms do not depend on the tokens). The draw is the host sampler's
+// (sampler.go) in f32, where the host's is in f64: the two can part where a
+// uniform falls within rounding of a boundary between two tokens.
+
+// SwitchDeviceSampling turns device sampling on.
+const SwitchDeviceSampling = "device-sampling"
+
+func init() {
+	switches.Register(switches.Switch{
+		Name: SwitchDeviceSampling,
+		Description: "Sampling with a top-k and no repetition penalty draws the token on the device and reads back only its id " +
+			"(applies at the next generation).",
+		Default: false,
+		Env:     "BAGEL_DEVICE_SAMPLING",
+	})
+}
+
+// drawOnDevice dispatches the top k of logits' row (k = s.TopK) and the draw
+// from them with the uniform u, and returns the drawn token's tensor, i32 [1].
+func (e *Engine) drawOnDevice(logits ops.Tensor, s Sampling, u float32) ops.Tensor {
+	k := s.TopK
+	both := e.topK(logits, 1, k)
+	out := e.scratch.Get(ops.I32, 1)
+	ops.SampleTop(e.ctx, ops.View(both, 0, ops.I32, []int{k}), ops.View(both, 4*k, ops.F32, []int{k}),
+		ops.View(both, 8*k, ops.F32, []int{1}), out, float32(s.Temperature), float32(s.TopP), float32(s.MinP), u)
+	return out
+}
+
+// forwardDraw runs tokens through the model and draws the next token on the
+// device with the uniform u; the host reads back its id alone.
+func (e *Engine) forwardDraw(tokens []int32, s Sampling, u float32) (int32, error) {
+	var id int32
+	err := e.step(tokens, false, nil, func(logits ops.Tensor) error {
+		raw, err := ops.ReadBytes(e.ctx, e.drawOnDevice(logits, s, u))
+		if err != nil {
+			return err
+		}
+		id, err = drawnToken(raw)
+		return err
+	})
+	return id, err
+}
+
+// drawnToken is the token a device draw read back; −1 says the logits were
+// not all finite (errNonFinite).
+func drawnToken(raw []byte) (int32, error) {
+	id := int32(binary.LittleEndian.Uint32(raw))
+	if id < 0 {
+		return 0, errNonFinite
+	}
+	return id, nil
+}
