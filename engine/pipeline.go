@@ -8,10 +8,10 @@ import (
 
 // The decode pipeline. A decode step may pick its token on the device
 // (greedy: device-argmax; sampled with a top-k and no penalty:
-// device-sampling, device_draw.go); without the pipeline the host then waits for the step,
-// reads the token and only then records and launches the next step, and the
-// GPU idles meanwhile (bench's host ms/tok: 0.12–0.23 ms of a 2.4 ms token on
-// an H200). With it the next step is launched before the host waits: it
+// device-sampling, device_draw.go). Without the pipeline the host then waits
+// for the step, reads the token and only then records and launches the next
+// step, and the GPU idles meanwhile (bench's host ms/tok: 0.12–0.23 ms of a
+// 2.4 ms token on an H200). With it the next step is launched before the host waits: it
 // embeds the pick where the step left it on the device (qwen's ForwardIDs),
 // and the host's wait is for an asynchronous read queued between the two
 // (backend.AsyncReader), so the GPU always has the next step queued.
