@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -15,13 +14,10 @@ import (
 // pipeline as given.
 func sampledReply(t *testing.T, e *Engine, req Request, onDevice, pipeline bool) ([]int32, Event) {
 	t.Helper()
-	for name, on := range map[string]bool{SwitchDeviceSampling: onDevice, SwitchDecodePipeline: pipeline} {
-		if err := switches.Set(name, on); err != nil {
-			t.Fatal(err)
-		}
+	if err := switches.Set(SwitchDeviceSampling, onDevice); err != nil {
+		t.Fatal(err)
 	}
-	ids, _, done := collect(t, e.Generate(context.Background(), req))
-	return ids, done
+	return greedyReply(t, e, req, pipeline) // greedy or not, as req.Sampling says
 }
 
 // TestDeviceSamplingDrawsAsTheHost: a seeded reply drawn on the device (the

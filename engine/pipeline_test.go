@@ -10,7 +10,8 @@ import (
 	"bagel/switches"
 )
 
-// greedyReply is the greedy reply to prompt with the decode pipeline on or off.
+// greedyReply is the reply to req (greedy, unless req.Sampling says
+// otherwise) with the decode pipeline on or off.
 func greedyReply(t *testing.T, e *Engine, req Request, pipeline bool) ([]int32, Event) {
 	t.Helper()
 	if err := switches.Set(SwitchDecodePipeline, pipeline); err != nil {
