@@ -22,7 +22,8 @@ import (
 // ids, so no tokenizer is needed): decode greedy and sampled, prefill at several
 // prompt lengths, decode after a long context, and decode with each engine
 // switch off against on. Each figure is the median of --runs runs after a
-// warm-up; the device counts come from the backend's counters.
+// warm-up (a short reply, and before each prefill length one prompt of that
+// length); the device counts come from the backend's counters.
 func runBench(args []string, out, errOut io.Writer) error {
 	fs := newFlags("bench", errOut)
 	dir := fs.modelDir("model folder (MLX layout; bagel synth makes one)")
@@ -310,6 +311,13 @@ func (b *bench) prefill(promptLen int) error { return b.prefillWith(promptLen, "
 
 // prefillWith is prefill with a switch setting to name in its row.
 func (b *bench) prefillWith(promptLen int, switchSetting string) error {
+	// One prompt of this length first, not counted: the first prompt longer
+	// than any before takes new scratch (device allocations) and compiles
+	// new launch shapes, which the later ones of a chat do not.
+	b.progress(fmt.Sprintf("prefill %d (warm-up)", promptLen))
+	if _, err := b.once(promptLen, 1, engine.Sampling{}); err != nil {
+		return fmt.Errorf("prefill %d: %w", promptLen, err)
+	}
 	var all []engine.Stats
 	for r := range b.runs {
 		b.progress(fmt.Sprintf("prefill %d (run %d/%d)", promptLen, r+1, b.runs))
