@@ -221,6 +221,12 @@ func (e *Engine) Counters() backend.Counters {
 // token's), which reads back what the caller needs. A failure resets the cache,
 // whose state is then unknown; the scratch is free again afterwards.
 func (e *Engine) step(tokens []int32, all bool, prepare func() error, finish func(logits ops.Tensor) error) error {
+	return e.stepWith(func() (ops.Tensor, error) { return e.model.Forward(e.ctx, e.cache, tokens, all) }, prepare, finish)
+}
+
+// stepWith is step with the forward given: forward runs the model and
+// returns its logits (the decode pipeline's steps embed ids on the device).
+func (e *Engine) stepWith(forward func() (ops.Tensor, error), prepare func() error, finish func(logits ops.Tensor) error) error {
 	return e.loop.do(func() error {
 		defer e.scratch.Reset()
 		ok := false
@@ -234,7 +240,7 @@ func (e *Engine) step(tokens []int32, all bool, prepare func() error, finish fun
 				return err
 			}
 		}
-		logits, err := e.model.Forward(e.ctx, e.cache, tokens, all)
+		logits, err := forward()
 		if err != nil {
 			return err
 		}

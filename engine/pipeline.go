@@ -11,10 +11,11 @@ import (
 // device-sampling, device_draw.go). Without the pipeline the host then waits
 // for the step, reads the token and only then records and launches the next
 // step, and the GPU idles meanwhile (bench's host ms/tok: 0.12–0.23 ms of a
-// 2.4 ms token on an H200). With it the next step is launched before the host waits: it
-// embeds the pick where the step left it on the device (qwen's ForwardIDs),
-// and the host's wait is for an asynchronous read queued between the two
-// (backend.AsyncReader), so the GPU always has the next step queued.
+// 2.4 ms token on an H200). With it the next step is launched before the
+// host waits: it embeds the pick where the step left it on the device (qwen's
+// ForwardIDs), and the host's wait is for an asynchronous read queued
+// between the two (backend.AsyncReader), so the GPU always has the next step
+// queued.
 //
 // The step after the last token is launched before the host knows the token
 // ends the reply (an end-of-text, a cancel): it runs for nothing, and the
@@ -118,24 +119,13 @@ func (e *Engine) launchStep(tok int32, prev *aheadStep, draw *deviceDraw) (*ahea
 	if draw != nil {
 		u = draw.uniform() // in step order, before anything can fail
 	}
-	err := e.loop.do(func() error {
-		defer e.scratch.Reset()
-		ok := false
-		defer func() {
-			if !ok {
-				_ = e.cache.Reset(e.ctx)
-			}
-		}()
-		var logits ops.Tensor
-		var err error
+	forward := func() (ops.Tensor, error) {
 		if prev != nil {
-			logits, err = e.model.ForwardIDs(e.ctx, e.cache, prev.ids)
-		} else {
-			logits, err = e.model.Forward(e.ctx, e.cache, []int32{tok}, false)
+			return e.model.ForwardIDs(e.ctx, e.cache, prev.ids)
 		}
-		if err != nil {
-			return err
-		}
+		return e.model.Forward(e.ctx, e.cache, []int32{tok}, false)
+	}
+	err := e.stepWith(forward, nil, func(logits ops.Tensor) error {
 		// The read-back buffer stays put after the scratch reset: the next
 		// step embeds its first value before its own pick overwrites it,
 		// and the read is queued before either.
@@ -150,7 +140,6 @@ func (e *Engine) launchStep(tok int32, prev *aheadStep, draw *deviceDraw) (*ahea
 			return err
 		}
 		s = &aheadStep{ids: ops.View(back, 0, ops.I32, []int{1}), read: read, sampled: draw != nil}
-		ok = true
 		return nil
 	})
 	return s, err
