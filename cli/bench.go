@@ -104,13 +104,13 @@ func runBench(args []string, out, errOut io.Writer) error {
 	if err := b.decode("decode greedy", "", 32, greedy); err != nil {
 		return err
 	}
-	if err := b.pipelined(greedy); err != nil {
+	if err := b.flipped("decode greedy", greedy, engine.SwitchDecodePipeline); err != nil {
 		return err
 	}
 	if err := b.decode("decode sampled (t 0.7, top-p 0.95, top-k 20)", "", 32, sampled); err != nil {
 		return err
 	}
-	if err := b.drawnOnDevice(sampled); err != nil {
+	if err := b.flipped("decode sampled (t 0.7, top-p 0.95, top-k 20)", sampled, engine.SwitchDeviceSampling, engine.SwitchDecodePipeline); err != nil {
 		return err
 	}
 	for _, n := range draftLens {
@@ -275,35 +275,25 @@ func (b *bench) decode(name, switchSetting string, promptLen int, s engine.Sampl
 	return nil
 }
 
-// pipelined adds a greedy decode row with the decode pipeline on while it is
-// off by default (engine/pipeline.go), on a backend that can run it: the row
-// beside the plain one says what the switch is worth here.
-func (b *bench) pipelined(greedy engine.Sampling) error {
-	if engine.SwitchOn(engine.SwitchDecodePipeline) || !b.e.CanPipeline() {
+// flipped adds a decode row with the named switches set the other way from
+// their setting (on by default: off), so that the row beside the plain one
+// says what they are worth here: the decode pipeline for greedy replies
+// (engine/pipeline.go), device sampling with it for sampled ones
+// (engine/device_draw.go). Nothing on a backend that cannot pipeline.
+func (b *bench) flipped(name string, s engine.Sampling, switchNames ...string) error {
+	if !b.e.CanPipeline() {
 		return nil
 	}
-	if err := engine.SetSwitch(engine.SwitchDecodePipeline, true); err != nil {
-		return err
-	}
-	defer engine.SetSwitch(engine.SwitchDecodePipeline, false)
-	return b.decode("decode greedy", engine.SwitchDecodePipeline+"=on", 32, greedy)
-}
-
-// drawnOnDevice adds a sampled decode row with device sampling and the decode
-// pipeline on, while both are off by default (engine/device_draw.go).
-func (b *bench) drawnOnDevice(sampled engine.Sampling) error {
-	if engine.SwitchOn(engine.SwitchDeviceSampling) || !b.e.CanPipeline() {
-		return nil
-	}
-	for _, name := range []string{engine.SwitchDeviceSampling, engine.SwitchDecodePipeline} {
-		was := engine.SwitchOn(name)
-		if err := engine.SetSwitch(name, true); err != nil {
+	var settings []string
+	for _, sw := range switchNames {
+		was := engine.SwitchOn(sw)
+		if err := engine.SetSwitch(sw, !was); err != nil {
 			return err
 		}
-		defer engine.SetSwitch(name, was)
+		defer engine.SetSwitch(sw, was)
+		settings = append(settings, sw+"="+onOff(!was))
 	}
-	return b.decode("decode sampled (t 0.7, top-p 0.95, top-k 20)",
-		engine.SwitchDeviceSampling+"=on "+engine.SwitchDecodePipeline+"=on", 32, sampled)
+	return b.decode(name, strings.Join(settings, " "), 32, s)
 }
 
 // prefill records the median prefill rate of a promptLen-token prompt.

@@ -46,8 +46,8 @@ func TestSynthThenBench(t *testing.T) {
 			t.Errorf("%s: %+v", x.Name, x)
 		}
 	}
-	for _, want := range []string{"decode greedy ", "decode greedy decode-pipeline=on",
-		"decode sampled (t 0.7, top-p 0.95, top-k 20) device-sampling=on decode-pipeline=on", "prefill 8 ", "decode after 40 tokens ", "decode greedy fused-add-norm=off",
+	for _, want := range []string{"decode greedy ", "decode greedy decode-pipeline=off",
+		"decode sampled (t 0.7, top-p 0.95, top-k 20) device-sampling=off decode-pipeline=off", "prefill 8 ", "decode after 40 tokens ", "decode greedy fused-add-norm=off",
 		"prefill 8 prefill-gemm=off", "prefill 8 prefill-split-attention=off"} { // a prompt switch also times a prompt
 		if !names[want] {
 			t.Errorf("no %q figure in %v", want, names)
@@ -104,7 +104,7 @@ func TestSynthThenBench(t *testing.T) {
 // TestSwitchFlags: --no-fused runs the unfused reference, which scores the
 // same bits as the fused paths; --switch sets one switch and names a bad one.
 func TestSwitchFlags(t *testing.T) {
-	t.Cleanup(switches.Reset)
+	t.Cleanup(func() { switches.Reset() })
 	dir := testmodel.Weights(t, "tiny-moe")
 	score := func(extra ...string) string {
 		t.Helper()

@@ -23,7 +23,7 @@ func TestCommandsOnMetalSimulator(t *testing.T) {
 	}
 	t.Setenv(mtl.SimulatorEnv, "1")
 	metal.Register() // init ran before the switch was set
-	t.Cleanup(switches.Reset)
+	t.Cleanup(func() { switches.Reset() })
 	dir := testmodel.Dir(t, "tiny-moe")
 
 	code, out, stderr := runCLI("generate", "-m", dir, "-p", "Hi", "--max-tokens", "4", "--backend", "metal", "--no-think")

@@ -23,8 +23,8 @@ func init() {
 		Name: SwitchDeviceSampling,
 		Description: "Sampling with a top-k and no repetition penalty draws the token on the device and reads back only its id " +
 			"(applies at the next generation).",
-		Default: false,
-		Env:     "BAGEL_DEVICE_SAMPLING",
+		Default: true,
+		Env:     "BAGEL_NO_DEVICE_SAMPLING",
 	})
 }
 

@@ -25,8 +25,8 @@ func sampledReply(t *testing.T, e *Engine, req Request, onDevice, pipeline bool)
 // without the decode pipeline; a stop token ends the pipelined one where it
 // ends the plain one; and a repetition penalty keeps the host's draw.
 func TestDeviceSamplingDrawsAsTheHost(t *testing.T) {
-	defer switches.Set(SwitchDeviceSampling, false)
-	defer switches.Set(SwitchDecodePipeline, false)
+	defer switches.Reset(SwitchDeviceSampling)
+	defer switches.Reset(SwitchDecodePipeline)
 	prompt := []int32{9707, 11, 1246, 525, 3555, 30}
 	for _, model := range []string{"tiny-moe", "tiny-dense"} {
 		e, err := Load(testmodel.Weights(t, model), Options{Backend: "cpu", ContextLength: 64})

@@ -19,7 +19,7 @@ func TestDeviceArgmaxMatchesHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	defer switches.Set(SwitchDeviceArgmax, true)
+	defer switches.Reset(SwitchDeviceArgmax)
 	req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555}, MaxTokens: 24}
 	onDevice, doneDevice := generateWith(t, e, SwitchDeviceArgmax, true, req)
 	onHost, doneHost := generateWith(t, e, SwitchDeviceArgmax, false, req)
@@ -69,7 +69,7 @@ func TestDeviceTopKMatchesHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	defer switches.Set(SwitchDeviceTopK, true)
+	defer switches.Reset(SwitchDeviceTopK)
 	for _, s := range []Sampling{
 		{Temperature: 0.8, TopK: 20, TopP: 0.9, MinP: 0.05, RepetitionPenalty: 1.1, Seed: 7},
 		{Temperature: 1.5, TopK: 40, Seed: 3},
@@ -113,7 +113,7 @@ func TestNonFiniteLogitsStopTheReply(t *testing.T) {
 // the drafts are all right (an oracle replaying the plain reply), partly right
 // (the oracle's guesses with every third one wrong: rollbacks) or never.
 func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
-	defer switches.Set(SwitchSpeculative, false)
+	defer switches.Reset(SwitchSpeculative)
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
 		e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 256})
 		if err != nil {
@@ -193,7 +193,7 @@ func TestDeviceFilteredMatchesHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	defer switches.Set(SwitchDeviceTopK, true)
+	defer switches.Reset(SwitchDeviceTopK)
 	steps := 0
 	for _, s := range []Sampling{
 		{Temperature: 0.8, MinP: 0.9, Seed: 5},                                     // a cut among the best few

@@ -251,7 +251,7 @@ func TestScoreMatchesBF16Reference(t *testing.T) {
 	if err := switches.Set(qwen.SwitchPrefillGEMM, false); err != nil {
 		t.Fatal(err)
 	}
-	defer switches.Set(qwen.SwitchPrefillGEMM, true)
+	defer switches.Reset(qwen.SwitchPrefillGEMM)
 	for _, name := range testmodel.Names {
 		t.Run(name, func(t *testing.T) {
 			g := loadGolden(t, name+".bf16")

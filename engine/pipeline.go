@@ -33,8 +33,8 @@ func init() {
 		Description: "Decoding launches the next step before reading the last one's token, which stays on the device " +
 			"(greedy replies, and sampled ones with device sampling; devices that read back asynchronously: CUDA, Metal, CPU; " +
 			"applies at the next generation).",
-		Default: false,
-		Env:     "BAGEL_DECODE_PIPELINE",
+		Default: true,
+		Env:     "BAGEL_NO_DECODE_PIPELINE",
 	})
 }
 

@@ -26,7 +26,7 @@ func greedyReply(t *testing.T, e *Engine, req Request, pipeline bool) ([]int32, 
 // for the same reason, at a token limit and at the context's end, and the
 // cache holds the prompt and the reply as a plain decode leaves it.
 func TestDecodePipelineMatchesPlainDecode(t *testing.T) {
-	defer switches.Set(SwitchDecodePipeline, false)
+	defer switches.Reset(SwitchDecodePipeline)
 	prompt := []int32{9707, 11, 1246, 525, 3555, 30}
 	for _, model := range []string{"tiny-moe", "tiny-dense"} {
 		e, err := Load(testmodel.Weights(t, model), Options{Backend: "cpu", ContextLength: 24})
@@ -61,7 +61,7 @@ func TestDecodePipelineMatchesPlainDecode(t *testing.T) {
 // the step after it launched; the reply is the plain one, and the next turn,
 // which reuses the held prompt state, replies as a fresh cache does.
 func TestDecodePipelineStopsOnAnEndToken(t *testing.T) {
-	defer switches.Set(SwitchDecodePipeline, false)
+	defer switches.Reset(SwitchDecodePipeline)
 	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestDecodePipelineStopsOnAnEndToken(t *testing.T) {
 	if err := switches.Set(SwitchPromptReuse, false); err != nil {
 		t.Fatal(err)
 	}
-	defer switches.Set(SwitchPromptReuse, true)
+	defer switches.Reset(SwitchPromptReuse)
 	cold, _ := greedyReply(t, e, Request{PromptIDs: next, MaxTokens: 5, IgnoreStop: true}, false)
 	if !slices.Equal(warm, cold) {
 		t.Errorf("the turn after a pipelined reply: %v, from a fresh cache %v", warm, cold)
@@ -97,7 +97,7 @@ func TestDecodePipelineStopsOnAnEndToken(t *testing.T) {
 // nothing), and so does a reply drawn on the device; and the GPU time read
 // while steps were still queued adds up.
 func TestGPUDecodePipeline(t *testing.T) {
-	defer switches.Set(SwitchDecodePipeline, false)
+	defer switches.Reset(SwitchDecodePipeline)
 	for _, backendName := range []string{"cuda", "metal"} {
 		if _, ok := backend.Lookup(backendName); !ok {
 			continue
@@ -127,7 +127,7 @@ func TestGPUDecodePipeline(t *testing.T) {
 				e.eos = e.eos[:len(e.eos)-1]
 				// Drawn on the device (sample_top_f32): pipelined as plain; the
 				// host's f64 draw may part from the device's f32 one at a boundary.
-				defer switches.Set(SwitchDeviceSampling, false)
+				defer switches.Reset(SwitchDeviceSampling)
 				sreq := Request{PromptIDs: req.PromptIDs, MaxTokens: 40, IgnoreStop: true,
 					Sampling: Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, Seed: 7}}
 				host, _ := sampledReply(t, e, sreq, false, false)

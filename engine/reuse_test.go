@@ -19,7 +19,7 @@ func TestPromptReuseAcrossTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	defer switches.Set(SwitchPromptReuse, true)
+	defer switches.Reset(SwitchPromptReuse)
 	reply := func(prompt []int32, reuse bool) ([]int32, Stats) {
 		t.Helper()
 		if err := switches.Set(SwitchPromptReuse, reuse); err != nil {

@@ -48,7 +48,7 @@ func TestRejectionRuleKeepsTheDistribution(t *testing.T) {
 // speculative decoding runs whole, keeps guesses (at a low temperature, where
 // another sample mostly agrees), and is the same reply for the same seed.
 func TestSpeculativeSampled(t *testing.T) {
-	defer switches.Set(SwitchSpeculative, false)
+	defer switches.Reset(SwitchSpeculative)
 	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 256})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestSpeculativeSampled(t *testing.T) {
 // favours the tokens in the window: it must change the reply, or the test
 // would prove nothing.
 func TestSpeculativeSampledWithPenalty(t *testing.T) {
-	defer switches.Set(SwitchSpeculative, false)
+	defer switches.Reset(SwitchSpeculative)
 	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 256})
 	if err != nil {
 		t.Fatal(err)

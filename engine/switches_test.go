@@ -79,7 +79,7 @@ func TestPrefillGEMMIsBF16Noise(t *testing.T) {
 			if err := switches.Set(qwen.SwitchPrefillGEMM, on); err != nil {
 				t.Fatal(err)
 			}
-			defer switches.Set(qwen.SwitchPrefillGEMM, true)
+			defer switches.Reset(qwen.SwitchPrefillGEMM)
 			e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128})
 			if err != nil {
 				t.Fatal(err)

@@ -119,7 +119,7 @@ func TestGenerateMatchesCPU(t *testing.T) {
 				if err := switches.Set(engine.SwitchDecodePipeline, pipeline); err != nil {
 					t.Fatal(err)
 				}
-				defer switches.Set(engine.SwitchDecodePipeline, false)
+				defer switches.Reset(engine.SwitchDecodePipeline)
 				e, err := engine.Load(dir, engine.Options{Backend: backend, ContextLength: 128})
 				if err != nil {
 					if backend == "metal" && metalMissing(err) {

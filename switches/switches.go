@@ -88,9 +88,16 @@ func Set(name string, on bool) error {
 	return nil
 }
 
-// Reset forgets every Set (tests).
-func Reset() {
+// Reset forgets what Set gave the named switches, or every switch when none
+// is named, so that their environment variables or defaults apply again (a
+// test that changed one restores it so).
+func Reset(names ...string) {
 	mu.Lock()
 	defer mu.Unlock()
-	set = map[string]bool{}
+	if len(names) == 0 {
+		set = map[string]bool{}
+	}
+	for _, name := range names {
+		delete(set, name)
+	}
 }

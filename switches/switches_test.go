@@ -20,6 +20,13 @@ func TestSwitchValueOrder(t *testing.T) {
 	if !On("test-on") {
 		t.Fatal("Set does not win over the environment")
 	}
+	if err := Set("test-off", false); err != nil {
+		t.Fatal(err)
+	}
+	Reset("test-off")
+	if !On("test-off") || !On("test-on") {
+		t.Fatal("Reset of one switch did not bring back its environment, or reset another")
+	}
 	if err := Set("nope", true); err == nil {
 		t.Fatal("Set accepted an unknown switch")
 	}

@@ -17,8 +17,8 @@ for r in $(seq ${ROUNDS:-2}); do
 			--prefill "${ABPREFILL:-}" --long "" --switches=false ${ABARGS:-} > /tmp/ab.txt 2>> "$OUT/log.txt"
 		# bench's columns are two or more spaces apart: figure, switch, prompt, tok/s decode, ...
 		echo "$b: $(grep -m1 '^decode greedy ' /tmp/ab.txt | awk -F '  +' '{print $4, "tok/s,", $9, "GPU ms,", $10, "dispatches,", $14, "host ms"}')" \
-			"$(grep -m1 '^decode greedy  *decode-pipeline=on' /tmp/ab.txt | awk -F '  +' '{print "| pipelined:", $4, "tok/s,", $14, "host ms"}')" \
-			"$(grep -m1 '^decode sampled.*device-sampling=on' /tmp/ab.txt | awk -F '  +' '{print "| sampled on the device, pipelined:", $4, "tok/s"}')" \
+			"$(grep -m1 '^decode greedy  *decode-pipeline=' /tmp/ab.txt | awk -F '  +' '{print "|", $2 ":", $4, "tok/s,", $14, "host ms"}')" \
+			"$(grep -m1 '^decode sampled  *[(].*device-sampling=' /tmp/ab.txt | awk -F '  +' '{print "| sampled,", $2 ":", $4, "tok/s"}')" \
 			"$(grep -m1 '^decode greedy, oracle' /tmp/ab.txt | awk -F '  +' '{print "| oracle drafts:", $4, "tok/s"}')" \
 			"$(grep '^prefill ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, TTFT %s ms, GPU %s ms ", $1, $5, $6, $7}')"
 	done
