@@ -269,24 +269,29 @@ KERNEL(gdn_recurrence_bf16,
 // The decode step's Gated DeltaNet after the conv, in one launch per layer:
 // gdn_gates_bf16, gdn_recurrence_bf16 (normed 0) and rms_norm_gated_bf16.
 // One threadgroup per v-head holds the head's state, so the gated norm over
-// the head's Dv outputs needs no second launch. A state row is split over
-// GDN_STEP_LANES neighbouring threads (thread j of a row holds dk = 4i + j), so
-// that a head of 128 rows × 128 is in registers after one round of loads, and
-// a row's two sums take two shuffles. Two SIMD-groups normalise q and k into
-// threadgroup memory once per token.
+// the head's Dv outputs is a threadgroup sum, not a second launch. A state row
+// is split over GDN_STEP_LANES neighbouring threads (thread j of a row holds
+// dk = 4i + j), so that a head of 128 rows × 128 is in registers after one
+// round of loads, and a row's two sums take two shuffles. The state is read
+// before GRID_WAIT (as gdn_recurrence_bf16 reads it: no launch just before
+// this one writes it), so its 64 KB a head load while that launch finishes.
+// Two SIMD-groups normalise q and k into threadgroup memory once per token.
 #define GDN_STEP_THREADS 512
 #define GDN_STEP_LANES 4
 #define GDN_STEP_PER 32
-// GDN_STEP_MAX_DK is GDN_STEP_LANES · GDN_STEP_PER.
+// GDN_STEP_MAX_DK is GDN_STEP_LANES · GDN_STEP_PER; GDN_STEP_MAX_DV is the
+// rows a threadgroup holds, GDN_STEP_THREADS / GDN_STEP_LANES.
 #define GDN_STEP_MAX_DK 128
+#define GDN_STEP_MAX_DV 128
 
 // gdn_step_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v]; a, b [T, Hv]
 // (gate logits); aLog f32 [Hv]; dtBias [Hv]; state f32 [Hv, Dv, Dk] (in/out);
 // z [T, Hv, Dv]; norm [Dv]; out [T, Hv, Dv]. With g and beta as gdn_gates_bf16
-// computes them and o the output of gdn_recurrence_bf16 (normed 0),
-// out = rms_norm_gated(o, z, norm, eps) per (t, h) row of Dv.
+// computes them and o the output of gdn_recurrence_bf16 (normed 0, rounded to
+// bf16), out = rms_norm_gated(o, z, norm, eps) per (t, h) row of Dv.
 // launch: grid(Hv) group(GDN_STEP_THREADS)
 // requires: Dk <= GDN_STEP_MAX_DK
+// requires: Dv <= GDN_STEP_MAX_DV
 KERNEL(gdn_step_bf16,
        BUFFER(const bf16_t, conv, 0),
        BUFFER(const bf16_t, a, 1),
@@ -303,7 +308,6 @@ KERNEL(gdn_step_bf16,
        PARAM(int, Dk, 12),
        PARAM(int, Dv, 13),
        PARAM(float, eps, 14)) {
-  GRID_WAIT();
   TG_MEM(float, qs, GDN_STEP_MAX_DK);
   TG_MEM(float, ks, GDN_STEP_MAX_DK);
   TG_MEM(float, partial, 32);
@@ -314,81 +318,73 @@ KERNEL(gdn_step_bf16,
   int width = 2 * Hk * Dk + Hv * Dv;
   int seg = TID_X % GDN_STEP_LANES;
   int live = (Dk + 31) / 32;
-  for (int r0 = 0; r0 < Dv; r0 += GDN_STEP_THREADS / GDN_STEP_LANES) {
-    int dv = r0 + TID_X / GDN_STEP_LANES;
-    bool rowOK = dv < Dv;
-    device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)dv) * (ulong)Dk;
-    float S[GDN_STEP_PER];
-    UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
-      int d = GDN_STEP_LANES * i + seg;
-      S[i] = rowOK && d < Dk ? srow[d] : 0.0f;
-    }
-    for (int t = 0; t < T; t++) {
-      device const bf16_t *row = conv + (ulong)t * (ulong)width;
-      if (SIMD_ID < 2) {  // q by SIMD-group 0, k by 1, as gdn_recurrence_bf16 normalises them
-        device const bf16_t *src = row + (ulong)((SIMD_ID == 0 ? hk : Hk + hk) * Dk);
-        threadgroup float *dst = SIMD_ID == 0 ? qs : ks;
-        float v[GDN_PER_LANE];
-        float ss = 0.0f;
-        UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-          int d = lane + 32 * i;
-          v[i] = i < live && d < Dk ? bf16_to_f32(src[d]) : 0.0f;
-          ss += v[i] * v[i];
-        }
-        float inv = rsqrtf(simd_sum(ss) / (float)Dk + 1e-6f);
-        float scale = SIMD_ID == 0 ? 1.0f / (float)Dk : 1.0f / sqrtf((float)Dk);
-        UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-          int d = lane + 32 * i;
-          if (i < live && d < Dk) dst[d] = round_bf16(round_bf16(v[i] * inv) * scale);
-        }
-      }
-      float gt, bt;
-      gdn_gate(a, b, aLog, dtBias, t * Hv + h, h, &gt, &bt);
-      float vt = rowOK ? bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]) : 0.0f;
-      BARRIER();  // qs and ks are written
-      float u = 0.0f;
-      UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
-        int d = GDN_STEP_LANES * i + seg;
-        if (d < Dk) {
-          S[i] *= gt;
-          u += S[i] * ks[d];
-        }
-      }
-      u += simd_shuffle_xor(u, 1u);
-      u += simd_shuffle_xor(u, 2u);
-      float delta = bt * (vt - u);
-      float o = 0.0f;
-      UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
-        int d = GDN_STEP_LANES * i + seg;
-        if (d < Dk) {
-          S[i] += delta * ks[d];
-          o += S[i] * qs[d];
-        }
-      }
-      o += simd_shuffle_xor(o, 1u);
-      o += simd_shuffle_xor(o, 2u);
-      if (seg == 0 && rowOK) out[((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv + (ulong)dv] = f32_to_bf16(o);
-      BARRIER();  // before the next token's q and k overwrite qs and ks
-    }
-    UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
-      int d = GDN_STEP_LANES * i + seg;
-      if (rowOK && d < Dk) srow[d] = S[i];
-    }
+  int dv = TID_X / GDN_STEP_LANES;
+  bool rowOK = dv < Dv;
+  device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)dv) * (ulong)Dk;
+  float S[GDN_STEP_PER];
+  UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
+    int d = GDN_STEP_LANES * i + seg;
+    S[i] = rowOK && d < Dk ? srow[d] : 0.0f;
   }
-  DEVICE_BARRIER();  // the head's outputs, written above by other threads
+  float w = rowOK ? bf16_to_f32(norm[dv]) : 0.0f;
+  GRID_WAIT();
   for (int t = 0; t < T; t++) {
-    ulong base = ((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv;
-    float ss = 0.0f;
-    for (int i = TID_X; i < Dv; i += TG_SIZE_X) {
-      float v = bf16_to_f32(out[base + i]);
-      ss += v * v;
+    device const bf16_t *row = conv + (ulong)t * (ulong)width;
+    if (SIMD_ID < 2) {  // q by SIMD-group 0, k by 1, as gdn_recurrence_bf16 normalises them
+      device const bf16_t *src = row + (ulong)((SIMD_ID == 0 ? hk : Hk + hk) * Dk);
+      threadgroup float *dst = SIMD_ID == 0 ? qs : ks;
+      float v[GDN_PER_LANE];
+      float ss = 0.0f;
+      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+        int d = lane + 32 * i;
+        v[i] = i < live && d < Dk ? bf16_to_f32(src[d]) : 0.0f;
+        ss += v[i] * v[i];
+      }
+      float inv = rsqrtf(simd_sum(ss) / (float)Dk + 1e-6f);
+      float scale = SIMD_ID == 0 ? 1.0f / (float)Dk : 1.0f / sqrtf((float)Dk);
+      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+        int d = lane + 32 * i;
+        if (i < live && d < Dk) dst[d] = round_bf16(round_bf16(v[i] * inv) * scale);
+      }
     }
-    float inv = rsqrtf(tg_sum(ss, partial, lane, SIMD_ID, SIMD_COUNT) / (float)Dv + eps);
-    for (int i = TID_X; i < Dv; i += TG_SIZE_X) {
-      float xhat = round_bf16(bf16_to_f32(out[base + i]) * inv);
-      float y = round_bf16(bf16_to_f32(norm[i]) * xhat);
-      out[base + i] = f32_to_bf16(y * siluf(bf16_to_f32(z[base + i])));
+    float gt, bt;
+    gdn_gate(a, b, aLog, dtBias, t * Hv + h, h, &gt, &bt);
+    ulong at = ((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv + (ulong)dv;
+    float vt = rowOK ? bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv]) : 0.0f;
+    float zt = rowOK ? bf16_to_f32(z[at]) : 0.0f;
+    BARRIER();  // qs and ks are written
+    float u = 0.0f;
+    UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
+      int d = GDN_STEP_LANES * i + seg;
+      if (d < Dk) {
+        S[i] *= gt;
+        u += S[i] * ks[d];
+      }
     }
+    u += simd_shuffle_xor(u, 1u);
+    u += simd_shuffle_xor(u, 2u);
+    float delta = bt * (vt - u);
+    float o = 0.0f;
+    UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
+      int d = GDN_STEP_LANES * i + seg;
+      if (d < Dk) {
+        S[i] += delta * ks[d];
+        o += S[i] * qs[d];
+      }
+    }
+    o += simd_shuffle_xor(o, 1u);
+    o += simd_shuffle_xor(o, 2u);
+    // The gated norm over the head's rows: the rule's output rounded to bf16
+    // as rms_norm_gated_bf16 reads it, its squares summed over the rows (one
+    // thread a row); tg_sum's barriers also keep the next token's q and k
+    // from overwriting qs and ks before every row has read them.
+    o = round_bf16(o);
+    float inv = rsqrtf(tg_sum(seg == 0 && rowOK ? o * o : 0.0f, partial, lane, SIMD_ID, SIMD_COUNT) / (float)Dv + eps);
+    if (seg == 0 && rowOK) out[at] = f32_to_bf16(round_bf16(w * round_bf16(o * inv)) * siluf(zt));
+  }
+  UNROLL for (int i = 0; i < GDN_STEP_PER; i++) {
+    int d = GDN_STEP_LANES * i + seg;
+    if (rowOK && d < Dk) srow[d] = S[i];
   }
 }
 
