@@ -27,27 +27,30 @@ INLINE float router_pick(device const bf16_t *row, int E, int K, threadgroup flo
   }
   float inv = 1.0f / simd_sum(sum);
   for (int e = lane; e < E; e += 32) p[e] = round_bf16(p[e] * inv);
+  // Each round's argmax runs on one word a candidate: a p is a bf16 value
+  // ≥ 0, whose float bits order as the values do and end in 16 zero bits,
+  // which take 0xffff − e, so that the largest word is the largest p and
+  // among equal ones the lowest expert: one shuffle a butterfly step instead
+  // of two. A taken expert (p = −1) or a NaN is the word 0, which nothing
+  // loses to.
   float total = 0.0f;
   for (int s = 0; s < K; s++) {
-    float bv = -2.0f;
-    int bi = E;
+    uint best = 0u;
     for (int e = lane; e < E; e += 32) {
-      if (p[e] > bv) {
-        bv = p[e];
-        bi = e;
-      }
+      float v = p[e];
+      uint key = v >= 0.0f ? (as_uint(v) & 0xffff0000u) | (0xffffu - (uint)e) : 0u;
+      best = key > best ? key : best;
     }
     for (int off = 16; off > 0; off >>= 1) {
-      float ov = simd_shuffle_xor(bv, (uint)off);
-      int oi = simd_shuffle_xor(bi, (uint)off);
-      if (ov > bv || (ov == bv && oi < bi)) {
-        bv = ov;
-        bi = oi;
-      }
+      uint other = simd_shuffle_xor(best, (uint)off);
+      best = other > best ? other : best;
     }
-    bi = imin(bi, E - 1);  // no candidate left (NaN logits): any valid expert, never one past the end
+    // No candidate left (NaN logits): the last expert, a valid one, with p −2
+    // as the scan without words gave.
+    int bi = best != 0u ? (int)(0xffffu - (best & 0xffffu)) : E - 1;
+    float bv = best != 0u ? as_float(best & 0xffff0000u) : -2.0f;
     if (bi % 32 == lane) p[bi] = -1.0f;
-    total += bv;  // every lane holds the same bv: the butterfly ends agreed
+    total += bv;  // every lane holds the same word: the butterfly ends agreed
     if (lane == 0) {
       sel[s] = bi;
       picked[s] = bv;
