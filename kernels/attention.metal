@@ -256,12 +256,25 @@ KERNEL(attention_bf16,
 // once, not once per q-head: they pass through threadgroup memory
 // ATTN_SPLIT_KEYS at a time (the next block's loads in flight while the
 // current one is used), and SIMD-group g takes q-heads g and g + 8.
+// ATTN_MAX_GROUP is ATTN_SIMDGROUPS · ATTN_GROUP_SLOTS.
+#ifndef ATTN_SPLIT_KEYS
 #define ATTN_SPLIT_KEYS 16
+#endif
+#ifndef ATTN_MAX_GROUP
 #define ATTN_MAX_GROUP 16
+#endif
+#ifndef ATTN_GROUP_SLOTS
 #define ATTN_GROUP_SLOTS 2
+#endif
 // Pieces (8 dims, 16 bytes) of a block's keys, and as many of its values, that
 // each thread stages: ATTN_SPLIT_KEYS · ATTN_MAX_D / 8 over the threadgroup.
+#ifndef ATTN_SPLIT_PIECES
 #define ATTN_SPLIT_PIECES 2
+#endif
+// ATTN_MAX_SPLITS bounds the key ranges of a query (ops.SplitKVSplits).
+#ifndef ATTN_MAX_SPLITS
+#define ATTN_MAX_SPLITS 128
+#endif
 
 // attn_piece is piece p of a block of nk rows from row base of a cache of rows
 // of D: dims 8·(p % 32) .. + 7 of row p / 32, zeros past D or nk rows.
@@ -409,8 +422,11 @@ KERNEL(attention_split_f32,
 }
 
 // attention_merge_bf16: out[t, h, :] = bf16(Σ_s o_s·e^(m_s−M) / Σ_s l_s·e^(m_s−M))
-// over the S partials of attention_split_f32, M = max_s m_s.
+// over the S partials of attention_split_f32, M = max_s m_s. Each split's
+// factor e^(m_s−M) is computed once, by one thread, into threadgroup memory
+// (S·D exponentials a query before, S a thread).
 // launch: grid(T * Hq) group(min(256, ceil(D, 32) * 32))
+// requires: S <= ATTN_MAX_SPLITS
 KERNEL(attention_merge_bf16,
        BUFFER(const float, partial, 0),
        BUFFER(bf16_t, out, 1),
@@ -419,22 +435,19 @@ KERNEL(attention_merge_bf16,
        PARAM(int, D, 4),
        PARAM(int, S, 5)) {
   GRID_WAIT();
+  TG_MEM(float, factor, ATTN_MAX_SPLITS);
   int item = TGID_X;
   if (item >= T * Hq) return;
   device const float *p = partial + (ulong)item * (ulong)S * (ulong)(D + 2);
   float mAll = ATTN_NEG_BIG;
   for (int s = 0; s < S; s++) mAll = fmaxf(mAll, p[(ulong)s * (ulong)(D + 2) + (ulong)D]);
+  for (int s = TID_X; s < S; s += TG_SIZE_X) factor[s] = expf(p[(ulong)s * (ulong)(D + 2) + (ulong)D] - mAll);
+  BARRIER();
   float lAll = 0.0f;
-  for (int s = 0; s < S; s++) {
-    device const float *ps = p + (ulong)s * (ulong)(D + 2);
-    lAll += ps[D + 1] * expf(ps[D] - mAll);
-  }
+  for (int s = 0; s < S; s++) lAll += p[(ulong)s * (ulong)(D + 2) + (ulong)(D + 1)] * factor[s];
   for (int d = TID_X; d < D; d += TG_SIZE_X) {
     float acc = 0.0f;
-    for (int s = 0; s < S; s++) {
-      device const float *ps = p + (ulong)s * (ulong)(D + 2);
-      acc += ps[d] * expf(ps[D] - mAll);
-    }
+    for (int s = 0; s < S; s++) acc += p[(ulong)s * (ulong)(D + 2) + (ulong)d] * factor[s];
     out[(ulong)item * (ulong)D + (ulong)d] = f32_to_bf16(acc / lAll);
   }
 }

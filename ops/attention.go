@@ -90,12 +90,14 @@ func AttentionSplitKV(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int,
 }
 
 // SplitKVSplits is how many ranges AttentionSplitKV cuts a cache of capacity
-// keys into: about one per 64 keys of capacity, 2 to 128 (a threadgroup per
+// keys into: about one per 64 keys of capacity, 2 to ATTN_MAX_SPLITS, 128 (a threadgroup per
 // range and kv-head, serving all its q-heads: at 32K, 128 ranges of 256 keys
 // for each of Qwen3.5-35B-A3B's two kv-heads). It depends on the capacity only,
 // so a decode step launches the same grid at every length (a CUDA graph
 // replays it); the range length grows with the context instead.
-func SplitKVSplits(capacity int) int { return min(128, max(2, capacity/64)) }
+func SplitKVSplits(capacity int) int { return min(attnMaxSplits, max(2, capacity/64)) }
+
+var attnMaxSplits = kernels.Defines()["ATTN_MAX_SPLITS"]
 
 // SplitKVFits says whether AttentionSplitKV takes hq q-heads over hkv kv-heads:
 // at most ATTN_MAX_GROUP q-heads per kv-head.
