@@ -308,28 +308,41 @@ INLINE void attn_unpack8(u32x4 w, thread float *v) {
 
 // attn_block runs one SIMD-group's online softmax for one q-head (qv, o: this
 // lane's dims) over the nk keys and values of a block in threadgroup memory,
-// two keys at a time so that their two sums overlap.
+// ATTN_KEYS_AT_ONCE keys at a time so that their sums' shuffles overlap (each
+// key's score is a sum across the SIMD-group: five dependent shuffles).
+#ifndef ATTN_KEYS_AT_ONCE
+#define ATTN_KEYS_AT_ONCE 4
+#endif
 INLINE void attn_block(threadgroup const u32x4 *K4, threadgroup const u32x4 *V4, int nk, thread const float *qv,
                        thread float *o, thread float *m, thread float *l, float scale, int lane) {
-  for (int k = 0; k < nk; k += 2) {
-    bool two = k + 1 < nk;
-    float k0[ATTN_PER_LANE], k1[ATTN_PER_LANE];
-    attn_unpack8(K4[k * (ATTN_MAX_D / 8) + lane], k0);
-    attn_unpack8(two ? K4[(k + 1) * (ATTN_MAX_D / 8) + lane] : u32x4_zero(), k1);
-    float d0 = 0.0f, d1 = 0.0f;
-    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-      d0 += qv[i] * k0[i];
-      d1 += qv[i] * k1[i];
+  for (int k = 0; k < nk; k += ATTN_KEYS_AT_ONCE) {
+    float s[ATTN_KEYS_AT_ONCE];
+    UNROLL for (int j = 0; j < ATTN_KEYS_AT_ONCE; j++) {
+      float kj[ATTN_PER_LANE];
+      attn_unpack8(k + j < nk ? K4[(k + j) * (ATTN_MAX_D / 8) + lane] : u32x4_zero(), kj);
+      float d = 0.0f;
+      UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) d += qv[i] * kj[i];
+      s[j] = d;
     }
-    float s0 = scale * simd_sum(d0), s1 = scale * simd_sum(d1);
-    if (!two) s1 = ATTN_NEG_BIG;
-    float mNew = fmaxf(*m, fmaxf(s0, s1));
-    float corr = expf(*m - mNew), p0 = expf(s0 - mNew), p1 = two ? expf(s1 - mNew) : 0.0f;
-    *l = *l * corr + p0 + p1;
-    float v0[ATTN_PER_LANE], v1[ATTN_PER_LANE];
-    attn_unpack8(V4[k * (ATTN_MAX_D / 8) + lane], v0);
-    attn_unpack8(two ? V4[(k + 1) * (ATTN_MAX_D / 8) + lane] : u32x4_zero(), v1);
-    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] = o[i] * corr + p0 * v0[i] + p1 * v1[i];
+    float mNew = *m;
+    UNROLL for (int j = 0; j < ATTN_KEYS_AT_ONCE; j++) {
+      s[j] = k + j < nk ? scale * simd_sum(s[j]) : ATTN_NEG_BIG;
+      mNew = fmaxf(mNew, s[j]);
+    }
+    float corr = expf(*m - mNew);
+    float p[ATTN_KEYS_AT_ONCE];
+    float psum = 0.0f;
+    UNROLL for (int j = 0; j < ATTN_KEYS_AT_ONCE; j++) {
+      p[j] = k + j < nk ? expf(s[j] - mNew) : 0.0f;
+      psum += p[j];
+    }
+    *l = *l * corr + psum;
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] *= corr;
+    UNROLL for (int j = 0; j < ATTN_KEYS_AT_ONCE; j++) {
+      float vj[ATTN_PER_LANE];
+      attn_unpack8(k + j < nk ? V4[(k + j) * (ATTN_MAX_D / 8) + lane] : u32x4_zero(), vj);
+      UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] += p[j] * vj[i];
+    }
     *m = mNew;
   }
 }
