@@ -42,6 +42,13 @@
 #define QMV_MULTI_SPLIT 4
 #endif
 
+// QMV_MULTI_IN_PER_SIMD is the input width a SIMD-group of qmatmul_multi_bf16
+// takes: a 4-bit row's 1024 values are 32 pieces, one a lane; the 8-bit router
+// row of 2048 is 128 pieces, two a lane of the two SIMD-groups, walked in turn.
+#ifndef QMV_MULTI_IN_PER_SIMD
+#define QMV_MULTI_IN_PER_SIMD 1024
+#endif
+
 // qmv_multi computes the rows o.. of matrix q (at most QMV_ROWS) over the x
 // row of In: lane r < the rows of SIMD-group 0 gets Σ_j x[j]·W[o + r, j] in *v
 // and true, every other thread false.
@@ -59,7 +66,7 @@ INLINE bool qmv_multi(device const bf16_t *x, qslot q, int o, int In, threadgrou
 // qmatmul_multi_bf16: outI[t, o] = bf16(Σ_j x[t, j]·WI[o, j]) for the four
 // matrices I = 0..3 of OutI rows (0: unused), each with its own bits and group
 // size (fmtI, qslot_of), all over the same x [T, In]. One launch instead of four.
-// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_MULTI_SPLIT, max(1, In / 1024)) * 32)
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_MULTI_SPLIT, max(1, In / QMV_MULTI_IN_PER_SIMD)) * 32)
 KERNEL(qmatmul_multi_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w0, 1),
