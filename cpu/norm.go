@@ -65,15 +65,16 @@ func addRMSNorm(a *args) {
 	w := a.bf16s("w", N)       // (N)
 	sum := a.bf16s("sum", R*N) // (R, N)
 	out := a.bf16s("out", R*N) // (R, N)
+	addNormRowsInto(x, y, w, sum, out, R, N, eps)
+}
+
+// addNormRowsInto is add_rms_norm_bf16 on slices: x, y, sum, out (R, N), w (N).
+func addNormRowsInto(x, y, w, sum, out []uint16, R, N int, eps float32) {
 	for r := range R {
-		sr, or := sum[r*N:(r+1)*N], out[r*N:(r+1)*N]
+		sr := sum[r*N : (r+1)*N]
 		for i := range N {
 			sr[i] = backend.F32ToBF16(f32(x[r*N+i]) + f32(y[r*N+i]))
 		}
-		inv := rmsInv(sr, eps)
-		for i := range N {
-			xhat := backend.RoundBF16(f32(sr[i]) * inv)
-			or[i] = backend.F32ToBF16(f32(w[i]) * xhat)
-		}
 	}
+	normRowsInto(sum, w, out, R, N, eps)
 }

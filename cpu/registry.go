@@ -19,6 +19,7 @@ var registry = map[string]func(a *args){
 	"qmatmul_bf16_f32":           qmatmulF32,
 	"qmatmul_gather_bf16":        qmatmulGather,
 	"qmatmul_multi_bf16":         qmatmulMulti,
+	"qmatmul_addnorm_bf16":       qmatmulAddNorm,
 	"qmatmul_gather_swiglu_bf16": qmatmulGatherSwiglu,
 	"moe_down_bf16":              moeDown,
 	"moe_up_bf16":                moeUp,

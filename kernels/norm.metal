@@ -140,6 +140,66 @@ INLINE void add_rms_norm_octets(device const bf16_t *a, device const bf16_t *b, 
   }
 }
 
+// add_rms_norm_pairs is add_rms_norm_bf16 on one row of N (even) elements,
+// a thread taking element pairs: the first ADDNORM_KEEP pairs of a thread stay
+// in registers (a constant index each once unrolled); the rest are read back
+// from sum.
+INLINE void add_rms_norm_pairs(device const bf16_t *a, device const bf16_t *b, device const bf16_t *w,
+                               device bf16_t *sum, device bf16_t *out, int N, float eps,
+                               threadgroup float *partial, int tid, int nthreads, int lane, int simd, int nsimd) {
+  int pairs = N / 2;
+  float keep[2 * ADDNORM_KEEP];
+  float ss = 0.0f;
+  UNROLL for (int k = 0; k < ADDNORM_KEEP; k++) {
+    int p = tid + k * nthreads;
+    keep[2 * k] = 0.0f;
+    keep[2 * k + 1] = 0.0f;
+    if (p < pairs) {
+      int i = 2 * p;
+      float s0 = round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
+      float s1 = round_bf16(bf16_to_f32(a[i + 1]) + bf16_to_f32(b[i + 1]));
+      sum[i] = f32_to_bf16(s0);
+      sum[i + 1] = f32_to_bf16(s1);
+      ss += s0 * s0 + s1 * s1;
+      keep[2 * k] = s0;
+      keep[2 * k + 1] = s1;
+    }
+  }
+  for (int p = tid + ADDNORM_KEEP * nthreads; p < pairs; p += nthreads) {
+    int i = 2 * p;
+    float s0 = round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
+    float s1 = round_bf16(bf16_to_f32(a[i + 1]) + bf16_to_f32(b[i + 1]));
+    sum[i] = f32_to_bf16(s0);
+    sum[i + 1] = f32_to_bf16(s1);
+    ss += s0 * s0 + s1 * s1;
+  }
+  float inv = rsqrtf(tg_sum(ss, partial, lane, simd, nsimd) / (float)N + eps);
+  UNROLL for (int k = 0; k < ADDNORM_KEEP; k++) {
+    int p = tid + k * nthreads;
+    if (p < pairs) {
+      out[2 * p] = f32_to_bf16(bf16_to_f32(w[2 * p]) * round_bf16(keep[2 * k] * inv));
+      out[2 * p + 1] = f32_to_bf16(bf16_to_f32(w[2 * p + 1]) * round_bf16(keep[2 * k + 1] * inv));
+    }
+  }
+  for (int p = tid + ADDNORM_KEEP * nthreads; p < pairs; p += nthreads) {
+    int i = 2 * p;
+    out[i] = f32_to_bf16(bf16_to_f32(w[i]) * round_bf16(bf16_to_f32(sum[i]) * inv));
+    out[i + 1] = f32_to_bf16(bf16_to_f32(w[i + 1]) * round_bf16(bf16_to_f32(sum[i + 1]) * inv));
+  }
+}
+
+// add_rms_norm_row is add_rms_norm_bf16 on one row: in 16-byte pieces where
+// N is a multiple of 8 and every pointer 16-byte aligned, in pairs otherwise
+// (a checkpoint's norm weight may lie anywhere in its file).
+INLINE void add_rms_norm_row(device const bf16_t *a, device const bf16_t *b, device const bf16_t *w,
+                             device bf16_t *sum, device bf16_t *out, int N, float eps, threadgroup float *partial,
+                             int tid, int nthreads, int lane, int simd, int nsimd) {
+  if (N % 8 == 0 && ALIGNED16(a) && ALIGNED16(b) && ALIGNED16(sum) && ALIGNED16(out) && ALIGNED16(w))
+    add_rms_norm_octets(a, b, w, sum, out, N, eps, partial, tid, nthreads, lane, simd, nsimd);
+  else
+    add_rms_norm_pairs(a, b, w, sum, out, N, eps, partial, tid, nthreads, lane, simd, nsimd);
+}
+
 // launch: grid(R) group(min(ADDNORM_THREADS, max(32, ceil(N / 8, 32) * 32)))
 KERNEL(add_rms_norm_bf16,
        BUFFER(const bf16_t, a, 0),
@@ -154,52 +214,6 @@ KERNEL(add_rms_norm_bf16,
   TG_MEM(float, partial, 32);
   if (TGID_X >= R) return;  // uniform across the threadgroup
   ulong base = (ulong)TGID_X * (ulong)N;
-  if (N % 8 == 0 && ALIGNED16(a + base) && ALIGNED16(b + base) && ALIGNED16(sum + base) && ALIGNED16(out + base) &&
-      ALIGNED16(w)) {
-    add_rms_norm_octets(a + base, b + base, w, sum + base, out + base, N, eps, partial, TID_X, TG_SIZE_X, LANE,
-                        SIMD_ID, SIMD_COUNT);
-    return;
-  }
-  int pairs = N / 2;
-  float keep[2 * ADDNORM_KEEP];
-  float ss = 0.0f;
-  // The first ADDNORM_KEEP pairs of this thread stay in registers (a constant
-  // index each once unrolled); the rest are read back from sum.
-  UNROLL for (int k = 0; k < ADDNORM_KEEP; k++) {
-    int p = TID_X + k * TG_SIZE_X;
-    keep[2 * k] = 0.0f;
-    keep[2 * k + 1] = 0.0f;
-    if (p < pairs) {
-      ulong i = base + 2 * (ulong)p;
-      float s0 = round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
-      float s1 = round_bf16(bf16_to_f32(a[i + 1]) + bf16_to_f32(b[i + 1]));
-      sum[i] = f32_to_bf16(s0);
-      sum[i + 1] = f32_to_bf16(s1);
-      ss += s0 * s0 + s1 * s1;
-      keep[2 * k] = s0;
-      keep[2 * k + 1] = s1;
-    }
-  }
-  for (int p = TID_X + ADDNORM_KEEP * TG_SIZE_X; p < pairs; p += TG_SIZE_X) {
-    ulong i = base + 2 * (ulong)p;
-    float s0 = round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
-    float s1 = round_bf16(bf16_to_f32(a[i + 1]) + bf16_to_f32(b[i + 1]));
-    sum[i] = f32_to_bf16(s0);
-    sum[i + 1] = f32_to_bf16(s1);
-    ss += s0 * s0 + s1 * s1;
-  }
-  float inv = rsqrtf(tg_sum(ss, partial, LANE, SIMD_ID, SIMD_COUNT) / (float)N + eps);
-  UNROLL for (int k = 0; k < ADDNORM_KEEP; k++) {
-    int p = TID_X + k * TG_SIZE_X;
-    if (p < pairs) {
-      ulong i = base + 2 * (ulong)p;
-      out[i] = f32_to_bf16(bf16_to_f32(w[2 * p]) * round_bf16(keep[2 * k] * inv));
-      out[i + 1] = f32_to_bf16(bf16_to_f32(w[2 * p + 1]) * round_bf16(keep[2 * k + 1] * inv));
-    }
-  }
-  for (int p = TID_X + ADDNORM_KEEP * TG_SIZE_X; p < pairs; p += TG_SIZE_X) {
-    ulong i = base + 2 * (ulong)p;
-    out[i] = f32_to_bf16(bf16_to_f32(w[2 * p]) * round_bf16(bf16_to_f32(sum[i]) * inv));
-    out[i + 1] = f32_to_bf16(bf16_to_f32(w[2 * p + 1]) * round_bf16(bf16_to_f32(sum[i + 1]) * inv));
-  }
+  add_rms_norm_row(a + base, b + base, w, sum + base, out + base, N, eps, partial, TID_X, TG_SIZE_X, LANE, SIMD_ID,
+                   SIMD_COUNT);
 }

@@ -64,17 +64,40 @@ func (l *layer) weights(cfg *Config, i int) []weight {
 // next one's: rms(x) under next (the next layer's input norm, or the final
 // norm). branch is scratch of the same shape. The fused path joins each
 // residual add with the norm after it (one dispatch, same bits).
+//
+// With the router's GEMV doing the add and norm after the mixer
+// (sparseMoE.fusesAddNorm), the sum h = x + branch lands in the first T rows
+// of hs, and the layer's last add reads it from there.
 func (l *layer) forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, normed, branch, next ops.Tensor) {
-	addNorm := func(w ops.Tensor) {
+	// addNorm sets x = h + branch and normed = rms(x) under w.
+	addNorm := func(h, w ops.Tensor) {
 		if l.paths.addNorm {
-			ops.AddRMSNorm(c, x, branch, w, x, normed, cfg.RMSNormEps)
+			ops.AddRMSNorm(c, h, branch, w, x, normed, cfg.RMSNormEps)
 			return
 		}
-		ops.Add(c, x, branch, x)
+		ops.Add(c, h, branch, x)
 		ops.RMSNorm(c, x, w, normed, cfg.RMSNormEps)
 	}
 	l.mixer.forward(c, cfg, st, pos0, normed, branch)
-	addNorm(l.postNorm)
+	t := x.Shape[0]
+	moe, fusable := l.ffn.(*sparseMoE)
+	fusable = fusable && moe.fusesAddNorm(cfg, 1)
+	// hs and ns are taken on every path, so that the scratch's order stays
+	// (ops.Arena), and at the size the longest fused step needs, so that a
+	// chat's steps of a few tokens more each turn do not grow them.
+	slots := 1
+	if fusable {
+		slots = ops.AddNormSlots(gemmMinTokens-1, moe.routerWeights())
+	}
+	hs, ns := c.Scratch.Get(ops.BF16, slots, cfg.HiddenSize), c.Scratch.Get(ops.BF16, slots, cfg.HiddenSize)
+	if fusable && moe.fusesAddNorm(cfg, t) {
+		n := ops.AddNormSlots(t, moe.routerWeights())
+		pre := &preNorm{x: x, branch: branch, w: l.postNorm, hs: hs.Rows(0, n), ns: ns.Rows(0, n), eps: cfg.RMSNormEps}
+		moe.run(c, cfg, pre, normed, branch)
+		addNorm(hs.Rows(0, t), next)
+		return
+	}
+	addNorm(x, l.postNorm)
 	l.ffn.forward(c, cfg, normed, branch)
-	addNorm(next)
+	addNorm(x, next)
 }

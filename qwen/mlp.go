@@ -51,7 +51,37 @@ func (e *sparseMoE) weights(cfg *Config) []weight {
 }
 
 // forward: x bf16 [T, hidden] (normed) → out bf16 [T, hidden].
-func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
+func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) { e.run(c, cfg, nil, x, out) }
+
+// preNorm is the residual add and norm before the block, when the router's
+// GEMV does them (ops.QMatmulAddNorm): the block's input is then the norm of
+// h = x + branch under w, in the first T rows of ns (h in those of hs).
+type preNorm struct {
+	x, branch, w, hs, ns ops.Tensor
+	eps                  float32
+}
+
+// routerWeights are the matrices the router's GEMV projects on the decode
+// path: the router and the shared expert's scalar gate.
+func (e *sparseMoE) routerWeights() []ops.QLinear {
+	return []ops.QLinear{e.router, e.sharedExpertGate}
+}
+
+// fusesAddNorm tells whether a forward over t tokens runs the add and norm
+// before the block in the router's GEMV (run with a preNorm): switch
+// fused-router-norm, a step of fewer than gemmMinTokens tokens, on the path
+// that projects only the router's matrices (moe_up_bf16's).
+func (e *sparseMoE) fusesAddNorm(cfg *Config, t int) bool {
+	return e.paths.routerNorm && t < gemmMinTokens && e.paths.expertSwiGLU &&
+		ops.MoEUpFits(e.gate, e.sharedGate, e.sharedUp) && ops.AddNormFits(cfg.HiddenSize)
+}
+
+// run is forward; with pre set (fusesAddNorm), x is ignored: the block's
+// input is pre's norm, computed by the router's launch.
+func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, pre *preNorm, x, out ops.Tensor) {
+	if pre != nil {
+		x = pre.x
+	}
 	t, k, hidden, inter := x.Shape[0], cfg.ExpertsPerToken, cfg.HiddenSize, cfg.MoEIntermediateSize
 	s := c.Scratch
 	// What reads x: the router, the shared expert's gate and up, its scalar gate.
@@ -70,9 +100,15 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	// The decode path's experts and shared expert in one launch (moe_up_bf16):
 	// then only the router and the scalar gate are projected here.
 	fusedUp := !grouped && e.paths.expertSwiGLU && ops.MoEUpFits(e.gate, e.sharedGate, e.sharedUp)
-	if fusedUp {
-		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedExpertGate}, []ops.Tensor{routerLogits, gateLogit})
-	} else {
+	switch {
+	case pre != nil && fusedUp:
+		ops.QMatmulAddNorm(c, pre.x, pre.branch, pre.w, pre.hs, pre.ns, pre.eps, e.routerWeights(), []ops.Tensor{routerLogits, gateLogit})
+		x = pre.ns.Rows(0, t)
+	case pre != nil:
+		panic("qwen: the router's add and norm asked for off the path that fuses them")
+	case fusedUp:
+		e.paths.project(c, x, e.routerWeights(), []ops.Tensor{routerLogits, gateLogit})
+	default:
 		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
 			[]ops.Tensor{routerLogits, sg, su, gateLogit})
 	}

@@ -63,6 +63,11 @@ const (
 	// per q-head and query (H200, 35B-A3B shapes: prefill 2048 GPU 263 against
 	// 280 ms, 512: 64 against 67).
 	SwitchPrefillSplitAttention = "prefill-split-attention"
+	// SwitchFusedRouterNorm has the MoE router's GEMV do the residual add and
+	// the norm before it (qmatmul_addnorm_bf16: every threadgroup norms its
+	// token itself), one launch fewer per layer, for steps of fewer than
+	// gemmMinTokens tokens.
+	SwitchFusedRouterNorm = "fused-router-norm"
 )
 
 // gemmMinTokens is the fewest tokens a forward runs as GEMMs on the prefill
@@ -95,6 +100,8 @@ func init() {
 			Description: "Run prompts of 32 tokens and more as matrix multiplications on the matrix units, experts grouped by token (applies at the next model load)."},
 		{Name: SwitchPrefillMultiGEMM, Env: "BAGEL_NO_PREFILL_MULTI_GEMM",
 			Description: "Run a prompt's projections of one input as one launch of GEMMs (applies at the next model load)."},
+		{Name: SwitchFusedRouterNorm, Env: "BAGEL_NO_FUSED_ROUTER_NORM",
+			Description: "Have the MoE router's launch do the residual add and norm before it, one launch fewer per layer in decoding (applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
@@ -106,7 +113,7 @@ func init() {
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
 	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit,
-	multiGEMM bool
+	multiGEMM, routerNorm bool
 }
 
 func currentPaths() paths {
@@ -123,6 +130,7 @@ func currentPaths() paths {
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
 		prefillSplit: switches.On(SwitchPrefillSplitAttention),
 		multiGEMM:    switches.On(SwitchPrefillMultiGEMM),
+		routerNorm:   switches.On(SwitchFusedRouterNorm),
 	}
 }
 

@@ -218,6 +218,31 @@ func Specs() []Spec {
 		})
 	}
 
+	// qmatmul_addnorm_bf16: x, branch, norm, hs, ns (one row a threadgroup), then
+	// w, scales, biases, out for slots 0..1 | T, In, Out0, Out1, fmt0, fmt1, eps.
+	for _, p := range []struct {
+		T, In int
+		slots [2]slot
+	}{
+		{1, hidden, [2]slot{{experts, 8, 64}, {1, 8, 64}}}, // the router and the shared expert's gate scalar
+		{3, hidden, [2]slot{{experts, 8, 64}, {1, 8, 64}}},
+		{2, 96, [2]slot{{7, 4, 32}, {5, 3, 32}}},
+		{1, 128, [2]slot{{9, 8, 128}, {0, 0, 0}}},
+		{2, 128, [2]slot{{6, 4, 32}, {3, 8, 32}}},
+		{3, 160, [2]slot{{5, 4, 32}, {1, 4, 32}}},
+	} {
+		add("qmatmul_addnorm_bf16", false, fmt.Sprintf("T=%d In=%d %d:%db %d:%db", p.T, p.In, p.slots[0].Out, p.slots[0].bits, p.slots[1].Out, p.slots[1].bits), func(g gen) *Case {
+			multi, scalars := multiCase(g, p.T, p.In, [4]slot{p.slots[0], p.slots[1]})
+			rows := kernels.Defines()["QMV_ROWS"]
+			groups := ((p.slots[0].Out+rows-1)/rows + (p.slots[1].Out+rows-1)/rows) * p.T
+			bufs := []Buffer{multi[0], in("branch", backend.BF16, g.bf16(p.T*p.In, 1)), in("norm", backend.BF16, g.bf16Uniform(p.In, 0.5, 1.5)),
+				out("hs", backend.BF16, groups*p.In), out("ns", backend.BF16, groups*p.In)}
+			bufs = append(bufs, multi[1:9]...)
+			return &Case{Tol: tolBF16, Buffers: bufs,
+				Scalars: append(ints(p.T, p.In, scalars[2], scalars[3], scalars[6], scalars[7]), backend.Float(1e-6))}
+		})
+	}
+
 	// qmatmul_multi_conv_bf16: as qmatmul_multi_bf16 (T = 1), then conv_state (in/out), conv_w | ..., K
 	for _, p := range []struct {
 		In, K int
