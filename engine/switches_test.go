@@ -41,7 +41,21 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 }
 
 var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU, qwen.SwitchFusedMoERoute,
-	qwen.SwitchFusedMoEDown, qwen.SwitchFusedGDNConv, qwen.SwitchFusedGDNStep, qwen.SwitchFusedAttnPrep}
+	qwen.SwitchFusedMoEDown, qwen.SwitchFusedGDNConv, qwen.SwitchFusedGDNStep, qwen.SwitchFusedAttnPrep, qwen.SwitchFusedRouterNorm}
+
+// TestFusedRouterNormKeepsTheBits: the residual add and norm in the router's
+// launch give the logits of the separate add_rms_norm, one dispatch fewer a
+// MoE layer for each step (a prompt of fewer than 32 tokens, then decode).
+func TestFusedRouterNormKeepsTheBits(t *testing.T) {
+	ids := []int32{9707, 11, 1246, 525, 3555, 30, 2585, 374, 279, 6722, 13, 576}
+	worst, on, off := switchedLogits(t, qwen.SwitchFusedRouterNorm, 32, ids, 6)
+	if on >= off {
+		t.Errorf("%d dispatches with the add and norm in the router's launch, %d without: it did not run", on, off)
+	}
+	if worst != 0 {
+		t.Errorf("the router's add and norm move a logit by %g", worst)
+	}
+}
 
 // TestSplitKVAttentionAtLongContext decodes past 1024 tokens of context with
 // split-KV attention on and off: the sums run in another order, so logits may
