@@ -199,3 +199,9 @@ func (e *encoder) Submit() error {
 	e.dev.commandBuffers.Add(1)
 	return nil
 }
+
+var _ backend.GridFencer = (*Device)(nil)
+
+// GridFence: the CPU backend runs each kernel's reference whole, so a kernel
+// that finds its last threadgroup by a ticket computes the same here.
+func (d *Device) GridFence() bool { return true }

@@ -20,6 +20,7 @@ var registry = map[string]func(a *args){
 	"qmatmul_gather_bf16":        qmatmulGather,
 	"qmatmul_multi_bf16":         qmatmulMulti,
 	"qmatmul_addnorm_bf16":       qmatmulAddNorm,
+	"qmatmul_router_bf16":        qmatmulRouter,
 	"qmatmul_gather_swiglu_bf16": qmatmulGatherSwiglu,
 	"moe_down_bf16":              moeDown,
 	"moe_up_bf16":                moeUp,

@@ -96,6 +96,66 @@ KERNEL(router_topk_bf16,
   router_write(sel, picked, total, K, norm, ids + (ulong)t * (ulong)K, weights + (ulong)t * (ulong)K, LANE);
 }
 
+// qmatmul_router_bf16: the MoE router's GEMV and its top-k in one launch
+// (router_topk_bf16's launch saved: 40 dispatches a token at 35B-A3B). out0
+// (the router logits [T, E], E = Out0) and out1 as qmatmul_multi_bf16 computes
+// them over x; then each threadgroup fences its writes and takes a ticket from
+// counter[t] (uint [T], zero between launches), and the one that draws the
+// token's last ticket picks its experts from the logits as router_topk_bf16
+// does (ids i32 [T, K], weights [T, K]) and sets counter[t] back to zero. The
+// grid's other threadgroups never wait. CUDA and the CPU only (DEVICE_FENCE).
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS)) * T) group(min(QMV_MULTI_SPLIT, max(1, In / QMV_MULTI_IN_PER_SIMD)) * 32)
+// requires: Out0 <= ROUTER_MAX_E
+// requires: K <= ROUTER_MAX_K
+KERNEL(qmatmul_router_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const uint, w0, 1),
+       BUFFER(const bf16_t, scales0, 2),
+       BUFFER(const bf16_t, biases0, 3),
+       BUFFER(bf16_t, out0, 4),
+       BUFFER(const uint, w1, 5),
+       BUFFER(const bf16_t, scales1, 6),
+       BUFFER(const bf16_t, biases1, 7),
+       BUFFER(bf16_t, out1, 8),
+       BUFFER(uint, counter, 9),
+       BUFFER(int, ids, 10),
+       BUFFER(bf16_t, weights, 11),
+       PARAM(int, T, 12),
+       PARAM(int, In, 13),
+       PARAM(int, Out0, 14),
+       PARAM(int, Out1, 15),
+       PARAM(int, fmt0, 16),
+       PARAM(int, fmt1, 17),
+       PARAM(int, K, 18),
+       PARAM(int, norm, 19)) {
+  TG_MEM(float, partial, QMV_MULTI_SPLIT * QMV_ROWS);
+  TG_MEM(float, p, ROUTER_MAX_E);
+  TG_MEM(int, sel, ROUTER_MAX_K);
+  TG_MEM(float, picked, ROUTER_MAX_K);
+  TG_MEM(uint, ticket, 1);
+  int n0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, n1 = (Out1 + QMV_ROWS - 1) / QMV_ROWS;
+  int t = TGID_X % T;  // tokens fastest, as qmatmul_bf16
+  if (TGID_X / T >= n0 + n1) return;  // uniform across the threadgroup
+  int local = 0;
+  qslot q = qslot_of(TGID_X / T, n0, n1, 0, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w1, scales1,
+                     biases1, out1, w1, scales1, biases1, out1, Out0, Out1, 0, 0, fmt0, fmt1, fmt1, fmt1, &local);
+  int o = local * QMV_ROWS;
+  float v;
+  if (qmv_multi(x + (ulong)t * (ulong)In, q, o, In, partial, LANE, SIMD_ID, SIMD_COUNT, &v))
+    q.out[(ulong)t * (ulong)q.Out + (ulong)(o + LANE)] = f32_to_bf16(v);
+  DEVICE_FENCE();  // this thread's logits, before the group's ticket
+  BARRIER();
+  if (TID_X == 0) ticket[0] = ATOMIC_ADD_U32(counter + t, 1u);
+  BARRIER();
+  if (ticket[0] != (uint)(n0 + n1 - 1)) return;  // uniform: not the token's last group
+  DEVICE_FENCE();  // every group's logits, before reading them
+  if (SIMD_ID == 0) {
+    float total = router_pick(out0 + (ulong)t * (ulong)Out0, Out0, K, p, sel, picked, LANE);
+    router_write(sel, picked, total, K, norm, ids + (ulong)t * (ulong)K, weights + (ulong)t * (ulong)K, LANE);
+    if (LANE == 0) counter[t] = 0u;
+  }
+}
+
 // moe_route returns the expert of slot s of the token whose E logits are at
 // row, as router_topk_bf16 picks them: SIMD-group 0 runs router_pick, and the
 // threadgroup reads sel after a barrier. With write, SIMD-group 0 also writes

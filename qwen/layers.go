@@ -40,7 +40,7 @@ func newLayer(cfg *Config, i int, p paths, shared *stepScratch) *layer {
 		l.mixer = &gatedDeltaNet{paths: p, shared: shared}
 	}
 	if cfg.IsMoE() {
-		l.ffn = &sparseMoE{paths: p}
+		l.ffn = &sparseMoE{paths: p, shared: shared}
 	} else {
 		l.ffn = &denseMLP{paths: p}
 	}

@@ -34,6 +34,7 @@ type sparseMoE struct {
 	sharedGate, sharedUp, sharedDown ops.QLinear
 	sharedExpertGate                 ops.QLinear // [1, hidden]
 	paths                            paths
+	shared                           *stepScratch
 }
 
 func (e *sparseMoE) weights(cfg *Config) []weight {
@@ -100,21 +101,25 @@ func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, pre *preNorm, x, out ops.Tensor
 	// The decode path's experts and shared expert in one launch (moe_up_bf16):
 	// then only the router and the scalar gate are projected here.
 	fusedUp := !grouped && e.paths.expertSwiGLU && ops.MoEUpFits(e.gate, e.sharedGate, e.sharedUp)
+	// With the route fused, moe_route_up_bf16 writes ids and weights itself;
+	// with the top-k fused, qmatmul_router_bf16 does.
+	fusedRoute := fusedUp && e.paths.moeRoute
+	fusedTopK := fusedUp && !fusedRoute && pre == nil && e.paths.routerTopK && t <= e.shared.routerTickets.Elements()
 	switch {
 	case pre != nil && fusedUp:
 		ops.QMatmulAddNorm(c, pre.x, pre.branch, pre.w, pre.hs, pre.ns, pre.eps, e.routerWeights(), []ops.Tensor{routerLogits, gateLogit})
 		x = pre.ns.Rows(0, t)
 	case pre != nil:
 		panic("qwen: the router's add and norm asked for off the path that fuses them")
+	case fusedTopK:
+		ops.QMatmulRouter(c, x, e.routerWeights(), []ops.Tensor{routerLogits, gateLogit}, e.shared.routerTickets, ids, weights, cfg.NormTopKProb)
 	case fusedUp:
 		e.paths.project(c, x, e.routerWeights(), []ops.Tensor{routerLogits, gateLogit})
 	default:
 		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
 			[]ops.Tensor{routerLogits, sg, su, gateLogit})
 	}
-	// With the route fused, moe_route_up_bf16 writes ids and weights itself.
-	fusedRoute := fusedUp && e.paths.moeRoute
-	if !fusedRoute {
+	if !fusedRoute && !fusedTopK {
 		ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
 	}
 	switch {

@@ -71,6 +71,15 @@ const (
 	// threadgroups' norm (a device round trip each, after the grid wait, the
 	// weights only prefetched into L2) costing more than the launch saved.
 	SwitchFusedRouterNorm = "fused-router-norm"
+	// SwitchFusedRouterTopK has the MoE router's GEMV pick the experts too:
+	// the last of its threadgroups for a token (a fenced ticket) runs the
+	// top-k (qmatmul_router_bf16), one launch fewer per layer in decoding.
+	// CUDA and the CPU (ops.GridFence); Metal keeps router_topk_bf16. Off by
+	// default: on an H200 (35B-A3B, 256 experts) decode took 2.33–2.34 GPU ms
+	// a token with it against 2.17; under ncu the fused launch took 13.4–14.0
+	// µs against 5.7 + 5.5 for the two it replaces (the top-k waits for the
+	// last of 65 threadgroups, behind two device fences).
+	SwitchFusedRouterTopK = "fused-router-topk"
 )
 
 // gemmMinTokens is the fewest tokens a forward runs as GEMMs on the prefill
@@ -105,10 +114,13 @@ func init() {
 			Description: "Run a prompt's projections of one input as one launch of GEMMs (applies at the next model load)."},
 		{Name: SwitchFusedRouterNorm, Env: "BAGEL_FUSED_ROUTER_NORM",
 			Description: "Have the MoE router's launch do the residual add and norm before it, one launch fewer per layer in decoding (experimental: slower on an H200; applies at the next model load)."},
+		{Name: SwitchFusedRouterTopK, Env: "BAGEL_FUSED_ROUTER_TOPK", Backends: []string{"cuda", "cpu"},
+			Description: "Have the MoE router's launch pick each token's experts too, one launch fewer per layer in decoding (experimental: slower on an H200; CUDA and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
-		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute && s.Name != SwitchFusedRouterNorm
+		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute && s.Name != SwitchFusedRouterNorm &&
+			s.Name != SwitchFusedRouterTopK
 		switches.Register(s)
 	}
 }
@@ -116,7 +128,7 @@ func init() {
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
 	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit,
-	multiGEMM, routerNorm bool
+	multiGEMM, routerNorm, routerTopK bool
 }
 
 func currentPaths() paths {
@@ -134,6 +146,7 @@ func currentPaths() paths {
 		prefillSplit: switches.On(SwitchPrefillSplitAttention),
 		multiGEMM:    switches.On(SwitchPrefillMultiGEMM),
 		routerNorm:   switches.On(SwitchFusedRouterNorm),
+		routerTopK:   switches.On(SwitchFusedRouterTopK),
 	}
 }
 

@@ -648,6 +648,25 @@ func Specs() []Spec {
 		})
 	}
 
+	// qmatmul_router_bf16: x, w0, scales0, biases0, out0, w1, scales1, biases1,
+	// out1, counter (zero in, zero out), ids, weights | T, In, Out0, Out1, fmt0,
+	// fmt1, K, norm. The logits are exact (exactQuant, integer x), so the GPU's
+	// and the CPU's are the same bits and their picks must match (IDTol 0).
+	for _, p := range []struct{ T, In, E, bits, K, norm int }{
+		{1, hidden, experts, 8, topK, 1}, {3, hidden, experts, 8, topK, 1}, {2, 256, 40, 4, 5, 0}, {1, 128, 7, 8, 7, 1},
+	} {
+		add("qmatmul_router_bf16", false, fmt.Sprintf("T=%d In=%d E=%d bits=%d K=%d norm=%d", p.T, p.In, p.E, p.bits, p.K, p.norm), func(g gen) *Case {
+			w0, s0, b0 := g.exactQuant(p.E, p.In, p.bits, 64)
+			w1, s1, b1 := g.exactQuant(1, p.In, p.bits, 64)
+			return &Case{Tol: tolBF16, IDTol: 0, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16Ints(p.T*p.In, -2, 2)),
+				in("w0", backend.U32, w0), in("scales0", backend.BF16, s0), in("biases0", backend.BF16, b0), out("out0", backend.BF16, p.T*p.E),
+				in("w1", backend.U32, w1), in("scales1", backend.BF16, s1), in("biases1", backend.BF16, b1), out("out1", backend.BF16, p.T),
+				inout("counter", backend.U32, make([]byte, 4*p.T)), out("ids", backend.I32, p.T*p.K), out("weights", backend.BF16, p.T*p.K),
+			}, Scalars: ints(p.T, p.In, p.E, 1, p.bits+256*64, p.bits+256*64, p.K, p.norm)}
+		})
+	}
+
 	// moe_combine_bf16: y, weights, out | T, K, H
 	for _, p := range []struct{ T, K, H int }{{1, topK, hidden}, {5, topK, hidden}, {3, 3, 33}} {
 		add("moe_combine_bf16", false, fmt.Sprintf("T=%d K=%d H=%d", p.T, p.K, p.H), func(g gen) *Case {
