@@ -43,36 +43,26 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU, qwen.SwitchFusedMoERoute,
 	qwen.SwitchFusedMoEDown, qwen.SwitchFusedGDNConv, qwen.SwitchFusedGDNStep, qwen.SwitchFusedAttnPrep, qwen.SwitchFusedRouterNorm, qwen.SwitchFusedRouterTopK}
 
-// TestFusedRouterTopKKeepsTheBits: the experts picked in the router's launch
-// give the logits of the separate router_topk_bf16, one dispatch fewer a MoE
-// layer for each step of fewer than 32 tokens.
-func TestFusedRouterTopKKeepsTheBits(t *testing.T) {
+// TestFusedRouterKeepsTheBits: the experts picked in the router's launch
+// (fused-router-topk), and the residual add and norm in it
+// (fused-router-norm), give the logits of the separate router_topk_bf16 and
+// add_rms_norm_bf16, one dispatch fewer a MoE layer for each step (a prompt of
+// fewer than 32 tokens, then decode).
+func TestFusedRouterKeepsTheBits(t *testing.T) {
 	ids := []int32{9707, 11, 1246, 525, 3555, 30, 2585, 374, 279, 6722, 13, 576}
-	worst, on, off := switchedLogits(t, qwen.SwitchFusedRouterTopK, 32, ids, 6)
-	if on >= off {
-		t.Errorf("%d dispatches with the top-k in the router's launch, %d without: it did not run", on, off)
-	}
-	if worst != 0 {
-		t.Errorf("the router's top-k moves a logit by %g", worst)
-	}
-}
-
-// TestFusedRouterNormKeepsTheBits: the residual add and norm in the router's
-// launch give the logits of the separate add_rms_norm, one dispatch fewer a
-// MoE layer for each step (a prompt of fewer than 32 tokens, then decode).
-func TestFusedRouterNormKeepsTheBits(t *testing.T) {
-	ids := []int32{9707, 11, 1246, 525, 3555, 30, 2585, 374, 279, 6722, 13, 576}
-	// The router's top-k in its own launch: with the add and norm, the router's
-	// launch is qmatmul_addnorm_bf16, which does not pick.
-	if err := switches.Set(qwen.SwitchFusedRouterTopK, false); err != nil {
-		t.Fatal(err)
-	}
-	worst, on, off := switchedLogits(t, qwen.SwitchFusedRouterNorm, 32, ids, 6)
-	if on >= off {
-		t.Errorf("%d dispatches with the add and norm in the router's launch, %d without: it did not run", on, off)
-	}
-	if worst != 0 {
-		t.Errorf("the router's add and norm move a logit by %g", worst)
+	for _, sw := range []string{qwen.SwitchFusedRouterTopK, qwen.SwitchFusedRouterNorm} {
+		// With the add and norm, the router's launch is qmatmul_addnorm_bf16,
+		// which does not pick: the top-k keeps its own launch on both sides.
+		if err := switches.Set(qwen.SwitchFusedRouterTopK, false); err != nil {
+			t.Fatal(err)
+		}
+		worst, on, off := switchedLogits(t, sw, 32, ids, 6)
+		if on >= off {
+			t.Errorf("%s: %d dispatches on, %d off: the fused launch did not run", sw, on, off)
+		}
+		if worst != 0 {
+			t.Errorf("%s moves a logit by %g", sw, worst)
+		}
 	}
 }
 
