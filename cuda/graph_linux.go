@@ -29,7 +29,13 @@ const graphMinLaunches = 8
 // runs one segment while the host records the next, as it overlaps with
 // direct launches, instead of idling until the whole step is recorded. The
 // segments of a decode step are the same every token, so each is one graph.
-const graphSegment = 128
+// Consecutive graphs are not joined by programmatic edges: the first kernel
+// of a segment waits for the last of the one before to finish. With the
+// decode pipeline the host records a step while the GPU runs the one before,
+// so fewer, longer segments may pay: BAGEL_GRAPH_SEGMENT overrides it for an
+// A/B run (8 to 4096; with BAGEL_GRAPH_FIRST_SEGMENT as large, a decode step
+// of the 35B-A3B's 415 launches is one graph at 512).
+var graphSegment = envInt("BAGEL_GRAPH_SEGMENT", 128, graphMinLaunches, 4096)
 
 // graphFirstSegment is the most launches of an encoder's first segment; each
 // later one may hold twice as many as the one before, up to graphSegment. A
