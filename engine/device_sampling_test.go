@@ -74,6 +74,8 @@ func TestDeviceTopKMatchesHost(t *testing.T) {
 		{Temperature: 0.8, TopK: 20, TopP: 0.9, MinP: 0.05, RepetitionPenalty: 1.1, Seed: 7},
 		{Temperature: 1.5, TopK: 40, Seed: 3},
 		{Temperature: 0.6, TopK: 1, Seed: 1},
+		{Temperature: 0, RepetitionPenalty: 1.3}, // greedy, penalized on the device
+		{Temperature: 0, RepetitionPenalty: 0.8, RepetitionContext: 8},
 	} {
 		req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555}, MaxTokens: 24, Sampling: s}
 		onDevice, doneDevice := generateWith(t, e, SwitchDeviceTopK, true, req)

@@ -259,13 +259,17 @@ func (g *generation) run(req Request) error {
 	penalty := req.Sampling.RepetitionPenalty
 	noPenalty := penalty == 0 || penalty == 1
 	greedyOnDevice := req.Sampling.Temperature == 0 && noPenalty && switches.On(SwitchDeviceArgmax)
+	// Greedy with a repetition penalty: the device penalizes the logits and
+	// picks the best one (forwardTopK, k = 1), the host reads back 12 bytes,
+	// not the logits (1 MB at a vocabulary of 248320).
+	greedyPenalized := req.Sampling.Temperature == 0 && !noPenalty && switches.On(SwitchDeviceTopK)
 	topKOnDevice := req.Sampling.Temperature > 0 && req.Sampling.TopK > 0 && req.Sampling.TopK <= ops.TopKMax &&
 		switches.On(SwitchDeviceTopK)
 	// Top-p or min-p without a top-k: the device's best ops.TopKMax, with the
 	// logits read only when the filters' cut falls past them.
 	filteredOnDevice := req.Sampling.Temperature > 0 && req.Sampling.TopK == 0 &&
 		(req.Sampling.TopP > 0 && req.Sampling.TopP < 1 || req.Sampling.MinP > 0) && switches.On(SwitchDeviceTopK)
-	st.SampledOnDevice = greedyOnDevice || topKOnDevice || filteredOnDevice
+	st.SampledOnDevice = greedyOnDevice || greedyPenalized || topKOnDevice || filteredOnDevice
 	// With a top-k and no penalty the device may draw the token itself
 	// (device_draw.go): the host reads back its id alone.
 	drawOnDevice := topKOnDevice && noPenalty && switches.On(SwitchDeviceSampling)
@@ -275,6 +279,15 @@ func (g *generation) run(req Request) error {
 			return e.forwardArgmax(tokens)
 		case drawOnDevice:
 			return e.forwardDraw(tokens, req.Sampling, smp.uniform())
+		case greedyPenalized:
+			c, err := e.forwardTopK(tokens, 1, smp.penalizedIDs(history), float32(penalty))
+			if err != nil {
+				return 0, err
+			}
+			if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
+				return 0, errNonFinite
+			}
+			return c.ids[0], nil
 		case topKOnDevice:
 			var penalized []int32
 			if !noPenalty {
