@@ -29,10 +29,22 @@ func TestDeviceArgmaxMatchesHost(t *testing.T) {
 	if !doneDevice.Stats.SampledOnDevice || doneHost.Stats.SampledOnDevice {
 		t.Errorf("SampledOnDevice %v with the switch on, %v off", doneDevice.Stats.SampledOnDevice, doneHost.Stats.SampledOnDevice)
 	}
-	// Sampling with a temperature, or a repetition penalty, needs the logits.
-	req.Sampling.RepetitionPenalty = 1.2
-	if _, _, done := collect(t, e.Generate(context.Background(), req)); done.Stats.SampledOnDevice {
-		t.Error("greedy with a repetition penalty sampled on the device")
+	// With a repetition penalty the device's top 1 of the penalized logits
+	// picks (device-topk); without that switch the host reads the logits. A
+	// penalty below 1 favours the tokens seen, so that it shows in a reply of
+	// the random model, which repeats nothing unprompted.
+	req.Sampling.RepetitionPenalty = 0.5
+	defer switches.Reset(SwitchDeviceTopK)
+	penalized, done := generateWith(t, e, SwitchDeviceTopK, true, req)
+	if !done.Stats.SampledOnDevice {
+		t.Error("greedy with a repetition penalty not picked on the device")
+	}
+	onHost, done = generateWith(t, e, SwitchDeviceTopK, false, req)
+	if done.Stats.SampledOnDevice || !slices.Equal(penalized, onHost) {
+		t.Errorf("penalized greedy on the device %v\non the host %v (SampledOnDevice %v)", penalized, onHost, done.Stats.SampledOnDevice)
+	}
+	if slices.Equal(penalized, onDevice) {
+		t.Errorf("the repetition penalty changed nothing: %v", penalized)
 	}
 }
 
