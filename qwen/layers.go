@@ -82,20 +82,20 @@ func (l *layer) forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, no
 	t := x.Shape[0]
 	moe, fusable := l.ffn.(*sparseMoE)
 	fusable = fusable && moe.fusesAddNorm(cfg, 1)
-	// hs and ns are taken on every path, so that the scratch's order stays
-	// (ops.Arena), and at the size the longest fused step needs, so that a
-	// chat's steps of a few tokens more each turn do not grow them.
-	slots := 1
 	if fusable {
-		slots = ops.AddNormSlots(gemmMinTokens-1, moe.routerWeights())
-	}
-	hs, ns := c.Scratch.Get(ops.BF16, slots, cfg.HiddenSize), c.Scratch.Get(ops.BF16, slots, cfg.HiddenSize)
-	if fusable && moe.fusesAddNorm(cfg, t) {
-		n := ops.AddNormSlots(t, moe.routerWeights())
-		pre := &preNorm{x: x, branch: branch, w: l.postNorm, hs: hs.Rows(0, n), ns: ns.Rows(0, n), eps: cfg.RMSNormEps}
-		moe.run(c, cfg, pre, normed, branch)
-		addNorm(hs.Rows(0, t), next)
-		return
+		// Taken by every forward of a model that fuses (fixed at load), so
+		// that its scratch's order stays (ops.Arena), at the size the longest
+		// fused step needs, so that a chat's steps of a few tokens more each
+		// turn do not grow them.
+		slots := ops.AddNormSlots(gemmMinTokens-1, moe.routerWeights())
+		hs, ns := c.Scratch.Get(ops.BF16, slots, cfg.HiddenSize), c.Scratch.Get(ops.BF16, slots, cfg.HiddenSize)
+		if moe.fusesAddNorm(cfg, t) {
+			n := ops.AddNormSlots(t, moe.routerWeights())
+			pre := &preNorm{x: x, branch: branch, w: l.postNorm, hs: hs.Rows(0, n), ns: ns.Rows(0, n), eps: cfg.RMSNormEps}
+			moe.run(c, cfg, pre, normed, branch)
+			addNorm(hs.Rows(0, t), next)
+			return
+		}
 	}
 	addNorm(x, l.postNorm)
 	l.ffn.forward(c, cfg, normed, branch)
