@@ -47,6 +47,8 @@ var registry = map[string]func(a *args){
 	"swiglu_bf16":                swiglu,
 	"add_sigmoid_scaled_bf16":    addSigmoidScaled,
 	"conv1d_silu_bf16":           conv1dSilu,
+	"conv1d_silu_tree_bf16":      conv1dSiluTree,
+	"gdn_recurrence_tree_bf16":   gdnRecurrenceTree,
 	"gdn_gates_bf16":             gdnGates,
 	"gdn_qk_norm_bf16":           gdnQKNorm,
 	"gdn_recurrence_bf16":        gdnRecurrence,

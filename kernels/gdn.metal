@@ -61,6 +61,49 @@ KERNEL(conv1d_silu_bf16,
   }
 }
 
+// conv1d_silu_tree_bf16: conv1d_silu_bf16 over a draft tree of T nodes
+// (parents first; parent i32 [T], −1 for the root, whose predecessor is the
+// cache's last input): node t's window is the inputs of its path's last K
+// nodes, then the state's newest rows, and the state is read only (the
+// accepted path is replayed into it). One thread per (channel, node) walks the
+// node's parents; the products run in conv1d_silu_bf16's order.
+// launch: grid(ceil(C, 256) * T) group(256)
+// requires: K <= CONV_MAX_K
+KERNEL(conv1d_silu_tree_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const bf16_t, state, 1),
+       BUFFER(const bf16_t, w, 2),
+       BUFFER(const int, parent, 3),
+       BUFFER(bf16_t, out, 4),
+       PARAM(int, T, 5),
+       PARAM(int, C, 6),
+       PARAM(int, K, 7)) {
+  GRID_WAIT();
+  int cblocks = (C + TG_SIZE_X - 1) / TG_SIZE_X;
+  int c = (TGID_X % cblocks) * TG_SIZE_X + TID_X;
+  int t = TGID_X / cblocks;
+  if (c >= C || t >= T) return;
+  int lead = CONV_MAX_K - K;
+  int n = t, s = K - 2;  // the next node up the path; then the next state row, newest first
+  float win[CONV_MAX_K];
+  UNROLL for (int i = CONV_MAX_K - 1; i >= 0; i--) {
+    win[i] = 0.0f;
+    if (i < lead) continue;
+    if (n >= 0) {
+      win[i] = bf16_to_f32(x[(ulong)n * (ulong)C + (ulong)c]);
+      n = parent[n];
+    } else {
+      win[i] = bf16_to_f32(state[(ulong)s * (ulong)C + (ulong)c]);
+      s--;
+    }
+  }
+  float acc = 0.0f;
+  UNROLL for (int i = 0; i < CONV_MAX_K; i++) {
+    if (i >= lead) acc += win[i] * bf16_to_f32(w[(ulong)c * (ulong)K + (ulong)(i - lead)]);
+  }
+  out[(ulong)t * (ulong)C + (ulong)c] = f32_to_bf16(siluf(acc));
+}
+
 // log1p_f is log(1+x) for x ≥ 0 without losing small x (Goldberg's correction).
 INLINE float log1p_f(float x) {
   float u = 1.0f + x;
@@ -110,6 +153,85 @@ KERNEL(gdn_gates_bf16,
 #ifndef GDN_REC_ROWS
 #define GDN_REC_ROWS 2
 #endif
+
+// gdn_rec_load reads a SIMD-group's GDN_REC_ROWS state rows (dv0.. of head
+// h) into S, lane holding dk = lane + 32i; zeros past Dv and Dk.
+INLINE void gdn_rec_load(device const float *state, int h, int dv0, int Dk, int Dv, int lane,
+                         thread float (*S)[GDN_PER_LANE]) {
+  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+    device const float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + j)) * (ulong)Dk;
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+      int d = lane + 32 * i;
+      S[j][i] = dv0 + j < Dv && d < Dk ? srow[d] : 0.0f;
+    }
+  }
+}
+
+// gdn_rec_write writes the rows' outputs o to orow (a token's [Dv] of head
+// h): lane j writes row j's (a constant index for each j).
+INLINE void gdn_rec_write(thread const float *o, device bf16_t *orow, int dv0, int Dv, int lane) {
+  if (lane >= GDN_REC_ROWS) return;
+  float oj = o[0];
+  UNROLL for (int j = 1; j < GDN_REC_ROWS; j++) oj = lane == j ? o[j] : oj;
+  if (dv0 + lane < Dv) orow[dv0 + lane] = f32_to_bf16(oj);
+}
+
+// gdn_rec_token advances a SIMD-group's GDN_REC_ROWS state rows S (rows dv0..
+// of v-head h, k-head hk; lane holds dk = lane + 32i) by one token: its conv
+// row (q, k normalised here unless normed), its gates (entry gi of a, b), and
+// sets o to the rows' outputs, every lane holding them all.
+INLINE void gdn_rec_token(device const bf16_t *row, device const bf16_t *a, device const bf16_t *b,
+                          device const float *aLog, device const bf16_t *dtBias, int gi, int h, int hk, int Hk,
+                          int Dk, int Dv, int dv0, int normed, int live, int lane, thread float (*S)[GDN_PER_LANE],
+                          thread float *o) {
+  float qScale = 1.0f / (float)Dk;
+  float kScale = 1.0f / sqrtf((float)Dk);
+  float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
+  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    qv[i] = i < live && d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
+    kv[i] = i < live && d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
+  }
+  if (normed == 0) {
+    float qss = 0.0f, kss = 0.0f;
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+      qss += qv[i] * qv[i];
+      kss += kv[i] * kv[i];
+    }
+    float qInv = rsqrtf(simd_sum(qss) / (float)Dk + 1e-6f);
+    float kInv = rsqrtf(simd_sum(kss) / (float)Dk + 1e-6f);
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+      qv[i] = round_bf16(round_bf16(qv[i] * qInv) * qScale);
+      kv[i] = round_bf16(round_bf16(kv[i] * kInv) * kScale);
+    }
+  }
+  float gt, bt;
+  gdn_gate(a, b, aLog, dtBias, gi, h, &gt, &bt);
+  // The rows' sums side by side: their shuffles overlap.
+  float u[GDN_REC_ROWS];
+  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+    u[j] = 0.0f;
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+      if (i < live) {
+        S[j][i] *= gt;
+        u[j] += S[j][i] * kv[i];
+      }
+    }
+  }
+  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) u[j] = simd_sum(u[j]);
+  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+    float vt = dv0 + j < Dv ? bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv0 + j]) : 0.0f;
+    float delta = bt * (vt - u[j]);
+    o[j] = 0.0f;
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+      if (i < live) {
+        S[j][i] += delta * kv[i];
+        o[j] += S[j][i] * qv[i];
+      }
+    }
+  }
+  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) o[j] = simd_sum(o[j]);
+}
 
 // gdn_qk_norm_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], in place:
 // every q and k head of every token normalised and scaled exactly as
@@ -189,72 +311,16 @@ KERNEL(gdn_recurrence_bf16,
   int lane = LANE;
   int hk = h / (Hv / Hk);
   int width = 2 * Hk * Dk + Hv * Dv;
-  float qScale = 1.0f / (float)Dk;
-  float kScale = 1.0f / sqrtf((float)Dk);
   int live = (Dk + 31) / 32;  // the register slots that hold a dk (uniform)
 
   float S[GDN_REC_ROWS][GDN_PER_LANE];
-  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
-    device const float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + j)) * (ulong)Dk;
-    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      int d = lane + 32 * i;
-      S[j][i] = dv0 + j < Dv && d < Dk ? srow[d] : 0.0f;
-    }
-  }
+  gdn_rec_load(state, h, dv0, Dk, Dv, lane, S);
   GRID_WAIT();
   for (int t = 0; t < T; t++) {
-    device const bf16_t *row = conv + (ulong)t * (ulong)width;
-    float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
-    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      int d = lane + 32 * i;
-      qv[i] = i < live && d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
-      kv[i] = i < live && d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
-    }
-    if (normed == 0) {
-      float qss = 0.0f, kss = 0.0f;
-      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-        qss += qv[i] * qv[i];
-        kss += kv[i] * kv[i];
-      }
-      float qInv = rsqrtf(simd_sum(qss) / (float)Dk + 1e-6f);
-      float kInv = rsqrtf(simd_sum(kss) / (float)Dk + 1e-6f);
-      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-        qv[i] = round_bf16(round_bf16(qv[i] * qInv) * qScale);
-        kv[i] = round_bf16(round_bf16(kv[i] * kInv) * kScale);
-      }
-    }
-    float gt, bt;
-    gdn_gate(a, b, aLog, dtBias, t * Hv + h, h, &gt, &bt);
-    // The rows' sums side by side: their shuffles overlap.
-    float u[GDN_REC_ROWS], o[GDN_REC_ROWS];
-    UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
-      u[j] = 0.0f;
-      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-        if (i < live) {
-          S[j][i] *= gt;
-          u[j] += S[j][i] * kv[i];
-        }
-      }
-    }
-    UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) u[j] = simd_sum(u[j]);
-    UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
-      float vt = dv0 + j < Dv ? bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv0 + j]) : 0.0f;
-      float delta = bt * (vt - u[j]);
-      o[j] = 0.0f;
-      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-        if (i < live) {
-          S[j][i] += delta * kv[i];
-          o[j] += S[j][i] * qv[i];
-        }
-      }
-    }
-    UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) o[j] = simd_sum(o[j]);
-    if (lane < GDN_REC_ROWS) {
-      // Lane j writes row j's output (a constant index for each j).
-      float oj = o[0];
-      UNROLL for (int j = 1; j < GDN_REC_ROWS; j++) oj = lane == j ? o[j] : oj;
-      if (dv0 + lane < Dv) out[((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv + (ulong)(dv0 + lane)] = f32_to_bf16(oj);
-    }
+    float o[GDN_REC_ROWS];
+    gdn_rec_token(conv + (ulong)t * (ulong)width, a, b, aLog, dtBias, t * Hv + h, h, hk, Hk, Dk, Dv, dv0, normed, live,
+                  lane, S, o);
+    gdn_rec_write(o, out + ((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
   }
   UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
     if (dv0 + j >= Dv) continue;
@@ -263,6 +329,62 @@ KERNEL(gdn_recurrence_bf16,
       int d = lane + 32 * i;
       if (d < Dk) srow[d] = S[j][i];
     }
+  }
+}
+
+// GDN_TREE_MAX bounds a draft tree's nodes (and so a path's length).
+#define GDN_TREE_MAX 32
+
+// gdn_recurrence_tree_bf16: gdn_recurrence_bf16 (normed 0) over a draft tree
+// of T nodes (parents first; parent i32 [T], −1 for the root): node t's
+// output is the rule's over its path from state, which is read only (the
+// accepted path is replayed into it). A SIMD-group walks each node's path from
+// its rows as they were, Σ depth steps in all (a tree of 16 guesses four deep
+// is some 40), the rows in registers as in the linear kernel.
+// launch: grid(Hv * ceil(Dv, GDN_ROWS_PER_GROUP * GDN_REC_ROWS)) group(GDN_ROWS_PER_GROUP * 32)
+// requires: Dk <= GDN_MAX_DK
+// requires: T <= GDN_TREE_MAX
+KERNEL(gdn_recurrence_tree_bf16,
+       BUFFER(const bf16_t, conv, 0),
+       BUFFER(const bf16_t, a, 1),
+       BUFFER(const bf16_t, b, 2),
+       BUFFER(const float, aLog, 3),
+       BUFFER(const bf16_t, dtBias, 4),
+       BUFFER(const float, state, 5),
+       BUFFER(const int, parent, 6),
+       BUFFER(bf16_t, out, 7),
+       PARAM(int, T, 8),
+       PARAM(int, Hk, 9),
+       PARAM(int, Hv, 10),
+       PARAM(int, Dk, 11),
+       PARAM(int, Dv, 12)) {
+  int per_group = SIMD_COUNT * GDN_REC_ROWS;
+  int blocks = (Dv + per_group - 1) / per_group;
+  int h = TGID_X / blocks;
+  int dv0 = (TGID_X % blocks) * per_group + SIMD_ID * GDN_REC_ROWS;
+  if (h >= Hv || dv0 >= Dv) return;  // uniform across the SIMD-group
+  int lane = LANE;
+  int hk = h / (Hv / Hk);
+  int width = 2 * Hk * Dk + Hv * Dv;
+  int live = (Dk + 31) / 32;
+  float S0[GDN_REC_ROWS][GDN_PER_LANE];
+  gdn_rec_load(state, h, dv0, Dk, Dv, lane, S0);
+  GRID_WAIT();
+  for (int t = 0; t < T; t++) {
+    int path[GDN_TREE_MAX];  // t's path, t first
+    int n = 0;
+    for (int p = t; p >= 0 && n < GDN_TREE_MAX; p = parent[p]) path[n++] = p;
+    float S[GDN_REC_ROWS][GDN_PER_LANE];
+    UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) S[j][i] = S0[j][i];
+    }
+    float o[GDN_REC_ROWS];
+    for (int i = n - 1; i >= 0; i--) {
+      int node = path[i];
+      gdn_rec_token(conv + (ulong)node * (ulong)width, a, b, aLog, dtBias, node * Hv + h, h, hk, Hk, Dk, Dv, dv0, 0,
+                    live, lane, S, o);
+    }
+    gdn_rec_write(o, out + ((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
   }
 }
 

@@ -544,6 +544,16 @@ func Specs() []Spec {
 		})
 	}
 
+	// conv1d_silu_tree_bf16: x, state, w, parent, out | T, C, K
+	for _, p := range []struct{ T, C, K int }{{1, convDim, 4}, {12, convDim, 4}, {7, 33, 3}, {9, 20, 1}, {5, 16, 8}} {
+		add("conv1d_silu_tree_bf16", false, fmt.Sprintf("T=%d C=%d K=%d", p.T, p.C, p.K), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(p.T*p.C, 1)), in("state", backend.BF16, g.bf16((p.K-1)*p.C, 1)),
+				in("w", backend.BF16, g.bf16(p.C*p.K, 0.5)), in("parent", backend.I32, g.tree(p.T)), out("out", backend.BF16, p.T*p.C),
+			}, Scalars: ints(p.T, p.C, p.K)}
+		})
+	}
+
 	// gdn_gates_bf16: a, b, aLog, dtBias, g, beta | T, Hv
 	for _, p := range []struct{ T, Hv int }{{1, gdnHv}, {9, gdnHv}, {3, 5}} {
 		add("gdn_gates_bf16", false, fmt.Sprintf("T=%d Hv=%d", p.T, p.Hv), func(g gen) *Case {
@@ -582,6 +592,22 @@ func Specs() []Spec {
 				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
 				out("out", backend.BF16, p.T*p.Hv*p.Dv),
 			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv, p.normed)}
+		})
+	}
+
+	// gdn_recurrence_tree_bf16: conv, a, b, aLog, dtBias, state, parent, out | T, Hk, Hv, Dk, Dv
+	for _, p := range []struct{ T, Hk, Hv, Dk, Dv int }{
+		{1, gdnHk, gdnHv, gdnD, gdnD}, {12, gdnHk, gdnHv, gdnD, gdnD}, {32, 1, 2, 64, 24}, {5, 2, 6, 40, 48},
+	} {
+		add("gdn_recurrence_tree_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv), func(g gen) *Case {
+			width := 2*p.Hk*p.Dk + p.Hv*p.Dv
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("conv", backend.BF16, g.bf16(p.T*width, 1)),
+				in("a", backend.BF16, g.bf16(p.T*p.Hv, 2)), in("b", backend.BF16, g.bf16(p.T*p.Hv, 2)),
+				in("aLog", backend.F32, g.f32Uniform(p.Hv, 0, 2.8, false)), in("dtBias", backend.BF16, g.bf16(p.Hv, 1)),
+				in("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)), in("parent", backend.I32, g.tree(p.T)),
+				out("out", backend.BF16, p.T*p.Hv*p.Dv),
+			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv)}
 		})
 	}
 

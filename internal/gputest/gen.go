@@ -126,6 +126,24 @@ func (g gen) bf16Ints(n, lo, hi int) []byte {
 	return b
 }
 
+// tree is the parents of a random draft tree of n nodes, i32 [n]: node 0 the
+// root (−1), every later node's parent an earlier node, deepening more often
+// than not (a chain with branches, as a drafter's guesses are).
+func (g gen) tree(n int) []byte {
+	parent := make([]int32, n)
+	for t := range parent {
+		switch {
+		case t == 0:
+			parent[t] = -1
+		case g.r.IntN(3) > 0:
+			parent[t] = int32(t - 1)
+		default:
+			parent[t] = int32(g.r.IntN(t+1)) - 1 // another root now and then
+		}
+	}
+	return i32Bytes(parent)
+}
+
 // ids is n indices uniform in [0, hi).
 func (g gen) ids(n, hi int) []byte {
 	b := make([]byte, 4*n)
