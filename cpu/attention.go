@@ -30,11 +30,11 @@ func ropeNeox(a *args) {
 	T, H, D := a.intArg("T"), a.intArg("H"), a.intArg("D")
 	rotDims, pos0, theta := a.intArg("rotDims"), a.intArg("pos0"), a.floatArg("theta")
 	a.check(rotDims%2 == 0 && rotDims <= D, "rotDims", "%d, want even and ≤ D=%d", rotDims, D)
-	ropeInto(a.bf16s("x", T*H*D), T, H, D, rotDims, pos0, theta)
+	ropeInto(a.bf16s("x", T*H*D), T, H, D, rotDims, func(t int) int { return pos0 + t }, theta)
 }
 
-// ropeInto is rope_neox_bf16 on x (T, H, D), in place.
-func ropeInto(x []uint16, T, H, D, rotDims, pos0 int, theta float32) {
+// ropeInto is rope_neox_bf16 on x (T, H, D), in place, token t at position pos(t).
+func ropeInto(x []uint16, T, H, D, rotDims int, pos func(t int) int, theta float32) {
 	half := rotDims / 2
 	invFreq := make([]float32, half) // theta^(−2i/rotDims)
 	for i := range half {
@@ -42,7 +42,7 @@ func ropeInto(x []uint16, T, H, D, rotDims, pos0 int, theta float32) {
 	}
 	cos, sin := make([]float32, half), make([]float32, half)
 	for t := range T {
-		p := float32(pos0 + t)
+		p := float32(pos(t))
 		for i := range half {
 			angle := p * invFreq[i]
 			cos[i] = float32(math.Cos(float64(angle)))
@@ -63,6 +63,20 @@ func ropeInto(x []uint16, T, H, D, rotDims, pos0 int, theta float32) {
 // of the k heads (k_norm), rope_neox_bf16 of both and kv_append_bf16 of the
 // normed, rotated k and of v, in one dispatch; k and v are read only.
 func attnPrep(a *args) {
+	pos0 := a.intArg("pos0")
+	attnPrepAt(a, func(t int) int { return pos0 + t })
+}
+
+// attn_prep_tree_bf16: attn_prep_bf16 over a draft tree, token t rotated at
+// position pos[t] (its depth past pos0), its key and value still appended at
+// pos0 + t.
+func attnPrepTree(a *args) {
+	pos := a.i32s("pos", a.intArg("T"))
+	attnPrepAt(a, func(t int) int { return int(pos[t]) })
+}
+
+// attnPrepAt is attn_prep_bf16 with token t rotated at position rope(t).
+func attnPrepAt(a *args, rope func(t int) int) {
 	T, Hq, Hkv, D := a.intArg("T"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
 	rotDims, pos0, Cap := a.intArg("rotDims"), a.intArg("pos0"), a.intArg("Cap")
 	theta, eps := a.floatArg("theta"), a.floatArg("eps")
@@ -82,10 +96,10 @@ func attnPrep(a *args) {
 		copy(gate[th*D:(th+1)*D], qp[th*2*D+D:(th+1)*2*D])
 	}
 	normRowsInto(q, qNorm, q, T*Hq, D, eps)
-	ropeInto(q, T, Hq, D, rotDims, pos0, theta)
+	ropeInto(q, T, Hq, D, rotDims, rope, theta)
 	kn := make([]uint16, len(k))
 	normRowsInto(k, kNorm, kn, T*Hkv, D, eps)
-	ropeInto(kn, T, Hkv, D, rotDims, pos0, theta)
+	ropeInto(kn, T, Hkv, D, rotDims, rope, theta)
 	for t := range T {
 		for h := range Hkv {
 			src, dst := (t*Hkv+h)*D, (h*Cap+pos0+t)*D
@@ -118,6 +132,22 @@ func kvAppend(a *args) {
 // 0..kvLen−T+t; q-head h reads kv-head h/(Hq/Hkv). Scores scale·q·k, softmax and
 // Σ p·v all in f32; out rounded once.
 func attention(a *args) {
+	T, kvLen := a.intArg("T"), a.intArg("kvLen")
+	attend(a, func(t, j int) bool { return j <= kvLen-T+t })
+}
+
+// attention_tree_bf16: attention_bf16 over a draft tree of T nodes, the last
+// T of the kvLen keys: query t sees the keys before the tree and tree node j
+// where bit j of mask[t] is set (its ancestors and itself).
+func attentionTree(a *args) {
+	T, kvLen := a.intArg("T"), a.intArg("kvLen")
+	a.check(T <= 32, "T", "%d nodes, at most 32 (a u32 mask a node)", T)
+	mask := a.i32s("mask", T)
+	attend(a, func(t, j int) bool { return j < kvLen-T || uint32(mask[t])>>(j-(kvLen-T))&1 != 0 })
+}
+
+// attend is attention_bf16 with query t seeing key j where sees(t, j).
+func attend(a *args, sees func(t, j int) bool) {
 	T, Hq, Hkv, D := a.intArg("T"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
 	Cap, kvLen, scale := a.intArg("Cap"), a.intArg("kvLen"), a.floatArg("scale")
 	a.check(Hkv > 0 && Hq%Hkv == 0, "Hkv", "%d does not divide Hq=%d", Hkv, Hq)
@@ -142,6 +172,9 @@ func attention(a *args) {
 			}
 			maxScore := float32(math.Inf(-1))
 			for j := 0; j <= last; j++ {
+				if !sees(t, j) {
+					continue
+				}
 				key := kcache[(kvh*Cap+j)*D : (kvh*Cap+j+1)*D]
 				var s float32
 				for d := range D {
@@ -152,11 +185,17 @@ func attention(a *args) {
 			}
 			var sum float32
 			for j := 0; j <= last; j++ {
+				if !sees(t, j) {
+					continue
+				}
 				scores[j] = expf(scores[j] - maxScore)
 				sum += scores[j]
 			}
 			clear(acc)
 			for j := 0; j <= last; j++ {
+				if !sees(t, j) {
+					continue
+				}
 				val := vcache[(kvh*Cap+j)*D : (kvh*Cap+j+1)*D]
 				for d := range D {
 					acc[d] += scores[j] * f32(val[d])

@@ -37,6 +37,8 @@ var registry = map[string]func(a *args){
 	"rope_neox_bf16":             ropeNeox,
 	"kv_append_bf16":             kvAppend,
 	"attn_prep_bf16":             attnPrep,
+	"attn_prep_tree_bf16":        attnPrepTree,
+	"attention_tree_bf16":        attentionTree,
 	"attention_bf16":             attention,
 	"attention_split_f32":        attentionSplit,
 	"attention_merge_bf16":       attentionMerge,

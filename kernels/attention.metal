@@ -57,6 +57,56 @@ KERNEL(kv_append_bf16,
 // sums run in the same order).
 #define ATTN_PREP_THREADS 256
 
+// attn_prep_head is attn_prep_bf16's work for token t and head h (of the Hq
+// query heads, then the Hkv key heads): its key and value go to cache row
+// slot, and it is rotated at position ropePos. partial and y are the
+// threadgroup's (32 and ATTN_PREP_THREADS floats); tid .. nsimd its thread's
+// place in it.
+INLINE void attn_prep_head(device const bf16_t *qp, device const bf16_t *k, device const bf16_t *v,
+                           device const bf16_t *q_norm, device const bf16_t *k_norm, device bf16_t *q,
+                           device bf16_t *gate, device bf16_t *kcache, device bf16_t *vcache, int Hq, int Hkv, int D,
+                           int rotDims, int t, int h, int slot, int ropePos, int Cap, float theta, float eps,
+                           threadgroup float *partial, threadgroup float *y, int tid, int nthreads, int lane,
+                           int simd, int nsimd) {
+  bool isQ = h < Hq;
+  int hk = h - Hq;
+  device const bf16_t *src = isQ ? qp + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)(2 * D)
+                                 : k + ((ulong)t * (ulong)Hkv + (ulong)hk) * (ulong)D;
+  device const bf16_t *w = isQ ? q_norm : k_norm;
+  device bf16_t *dst = isQ ? q + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D
+                           : kcache + ((ulong)hk * (ulong)Cap + (ulong)slot) * (ulong)D;
+  float ss = 0.0f;
+  for (int i = tid; i < D; i += nthreads) {
+    float x = bf16_to_f32(src[i]);
+    ss += x * x;
+  }
+  float inv = rsqrtf(tg_sum(ss, partial, lane, simd, nsimd) / (float)D + eps);
+  for (int i = tid; i < D; i += nthreads) {
+    float xhat = round_bf16(bf16_to_f32(src[i]) * inv);
+    y[i] = round_bf16(bf16_to_f32(w[i]) * xhat);
+    if (isQ) {
+      gate[((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D + (ulong)i] = src[D + i];
+    } else {
+      vcache[((ulong)hk * (ulong)Cap + (ulong)slot) * (ulong)D + (ulong)i] =
+          v[((ulong)t * (ulong)Hkv + (ulong)hk) * (ulong)D + (ulong)i];
+    }
+  }
+  BARRIER();
+  int half = rotDims / 2;
+  for (int i = tid; i < D; i += nthreads) {
+    if (i < half) {
+      float invFreq = powf(theta, -(float)(2 * i) / (float)rotDims);
+      float a = (float)ropePos * invFreq;
+      float c = cosf(a), s = sinf(a);
+      float x1 = y[i], x2 = y[i + half];
+      dst[i] = f32_to_bf16(x1 * c - x2 * s);
+      dst[i + half] = f32_to_bf16(x1 * s + x2 * c);
+    } else if (i >= rotDims) {
+      dst[i] = f32_to_bf16(y[i]);
+    }
+  }
+}
+
 // attn_prep_bf16: the attention layer's preamble in one launch, one
 // threadgroup per (t, head) of the Hq query heads and then the Hkv key heads:
 // split_qgate_bf16 (qp [T, Hq, 2D] → q and gate [T, Hq, D]), rms_norm_bf16 of
@@ -88,46 +138,44 @@ KERNEL(attn_prep_bf16,
   GRID_WAIT();
   TG_MEM(float, partial, 32);
   TG_MEM(float, y, ATTN_PREP_THREADS);
-  int heads = Hq + Hkv;
-  int t = TGID_X / heads, h = TGID_X % heads;
+  int t = TGID_X / (Hq + Hkv);
   if (t >= T) return;  // uniform across the threadgroup
-  bool isQ = h < Hq;
-  int hk = h - Hq;
-  device const bf16_t *src = isQ ? qp + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)(2 * D)
-                                 : k + ((ulong)t * (ulong)Hkv + (ulong)hk) * (ulong)D;
-  device const bf16_t *w = isQ ? q_norm : k_norm;
-  device bf16_t *dst = isQ ? q + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D
-                           : kcache + ((ulong)hk * (ulong)Cap + (ulong)(pos0 + t)) * (ulong)D;
-  float ss = 0.0f;
-  for (int i = TID_X; i < D; i += TG_SIZE_X) {
-    float x = bf16_to_f32(src[i]);
-    ss += x * x;
-  }
-  float inv = rsqrtf(tg_sum(ss, partial, LANE, SIMD_ID, SIMD_COUNT) / (float)D + eps);
-  for (int i = TID_X; i < D; i += TG_SIZE_X) {
-    float xhat = round_bf16(bf16_to_f32(src[i]) * inv);
-    y[i] = round_bf16(bf16_to_f32(w[i]) * xhat);
-    if (isQ) {
-      gate[((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D + (ulong)i] = src[D + i];
-    } else {
-      vcache[((ulong)hk * (ulong)Cap + (ulong)(pos0 + t)) * (ulong)D + (ulong)i] =
-          v[((ulong)t * (ulong)Hkv + (ulong)hk) * (ulong)D + (ulong)i];
-    }
-  }
-  BARRIER();
-  int half = rotDims / 2;
-  for (int i = TID_X; i < D; i += TG_SIZE_X) {
-    if (i < half) {
-      float invFreq = powf(theta, -(float)(2 * i) / (float)rotDims);
-      float a = (float)(pos0 + t) * invFreq;
-      float c = cosf(a), s = sinf(a);
-      float x1 = y[i], x2 = y[i + half];
-      dst[i] = f32_to_bf16(x1 * c - x2 * s);
-      dst[i + half] = f32_to_bf16(x1 * s + x2 * c);
-    } else if (i >= rotDims) {
-      dst[i] = f32_to_bf16(y[i]);
-    }
-  }
+  attn_prep_head(qp, k, v, q_norm, k_norm, q, gate, kcache, vcache, Hq, Hkv, D, rotDims, t, TGID_X % (Hq + Hkv),
+                 pos0 + t, pos0 + t, Cap, theta, eps, partial, y, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
+}
+
+// attn_prep_tree_bf16: attn_prep_bf16 over a draft tree: token t is rotated at
+// position pos[t] (i32 [T]: pos0 plus its depth) and its key and value still
+// go to cache row pos0 + t. Other buffers and the grid as attn_prep_bf16.
+// launch: grid(T * (Hq + Hkv)) group(ATTN_PREP_THREADS)
+// requires: D <= ATTN_PREP_THREADS
+KERNEL(attn_prep_tree_bf16,
+       BUFFER(const bf16_t, qp, 0),
+       BUFFER(const bf16_t, k, 1),
+       BUFFER(const bf16_t, v, 2),
+       BUFFER(const bf16_t, q_norm, 3),
+       BUFFER(const bf16_t, k_norm, 4),
+       BUFFER(bf16_t, q, 5),
+       BUFFER(bf16_t, gate, 6),
+       BUFFER(bf16_t, kcache, 7),
+       BUFFER(bf16_t, vcache, 8),
+       BUFFER(const int, pos, 9),
+       PARAM(int, T, 10),
+       PARAM(int, Hq, 11),
+       PARAM(int, Hkv, 12),
+       PARAM(int, D, 13),
+       PARAM(int, rotDims, 14),
+       PARAM(int, pos0, 15),
+       PARAM(int, Cap, 16),
+       PARAM(float, theta, 17),
+       PARAM(float, eps, 18)) {
+  GRID_WAIT();
+  TG_MEM(float, partial, 32);
+  TG_MEM(float, y, ATTN_PREP_THREADS);
+  int t = TGID_X / (Hq + Hkv);
+  if (t >= T) return;  // uniform across the threadgroup
+  attn_prep_head(qp, k, v, q_norm, k_norm, q, gate, kcache, vcache, Hq, Hkv, D, rotDims, t, TGID_X % (Hq + Hkv),
+                 pos0 + t, pos[t], Cap, theta, eps, partial, y, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
 }
 
 // attention_bf16 works on heads of up to ATTN_MAX_D dims: each lane of a
@@ -237,6 +285,57 @@ KERNEL(attention_bf16,
   UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] = 0.0f;
   float m = ATTN_NEG_BIG, l = 0.0f;
   attn_walk(qv, kcache, vcache, (ulong)kvh * (ulong)Cap, sg, last + 1, nsg, D, scale, lane, &m, &l, o);
+  float mAll, lAll;
+  attn_share(m, l, o, sgMax, sgSum, sgOut, D, lane, sg, nsg, &mAll, &lAll);
+  for (int d = TID_X; d < D; d += TG_SIZE_X) {
+    float acc = 0.0f;
+    for (int s = 0; s < nsg; s++) acc += sgOut[s * ATTN_MAX_D + d] * expf(sgMax[s] - mAll);
+    out[(ulong)item * (ulong)D + (ulong)d] = f32_to_bf16(acc / lAll);
+  }
+}
+
+// attention_tree_bf16: attention_bf16 over a draft tree of T nodes, the last T
+// of the kvLen keys: query t sees the keys before the tree and tree node j
+// where bit j of mask[t] is set (i32 [T]: its ancestors and itself). The
+// SIMD-groups take the keys before the tree round-robin as attention_bf16
+// does, then the tree's, one key at a time.
+// launch: grid(T * Hq) group(ATTN_SIMDGROUPS * 32)
+// requires: D <= ATTN_MAX_D
+// requires: T <= 32
+KERNEL(attention_tree_bf16,
+       BUFFER(const bf16_t, q, 0),
+       BUFFER(const bf16_t, kcache, 1),
+       BUFFER(const bf16_t, vcache, 2),
+       BUFFER(const int, mask, 3),
+       BUFFER(bf16_t, out, 4),
+       PARAM(int, T, 5),
+       PARAM(int, Hq, 6),
+       PARAM(int, Hkv, 7),
+       PARAM(int, D, 8),
+       PARAM(int, Cap, 9),
+       PARAM(int, kvLen, 10),
+       PARAM(float, scale, 11)) {
+  GRID_WAIT_COMPUTE();
+  TG_MEM(float, sgMax, ATTN_SIMDGROUPS);
+  TG_MEM(float, sgSum, ATTN_SIMDGROUPS);
+  TG_MEM(float, sgOut, ATTN_SIMDGROUPS * ATTN_MAX_D);
+  int item = TGID_X;  // t·Hq + h
+  int t = item / Hq, h = item % Hq;
+  int kvh = h / (Hq / Hkv);
+  int base = kvLen - T;  // the tree's first key
+  int lane = LANE, sg = SIMD_ID, nsg = SIMD_COUNT;
+  ulong headBase = (ulong)kvh * (ulong)Cap;
+
+  float qv[ATTN_PER_LANE];
+  float o[ATTN_PER_LANE];
+  attn_row8(q + (ulong)item * (ulong)D, D, lane, qv);
+  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] = 0.0f;
+  float m = ATTN_NEG_BIG, l = 0.0f;
+  attn_walk(qv, kcache, vcache, headBase, sg, base, nsg, D, scale, lane, &m, &l, o);
+  uint seen = (uint)mask[t];
+  for (int j = sg; j < T; j += nsg) {
+    if ((seen >> (uint)j) & 1u) attn_walk(qv, kcache, vcache, headBase, base + j, base + j + 1, 1, D, scale, lane, &m, &l, o);
+  }
   float mAll, lAll;
   attn_share(m, l, o, sgMax, sgSum, sgOut, D, lane, sg, nsg, &mAll, &lAll);
   for (int d = TID_X; d < D; d += TG_SIZE_X) {

@@ -445,6 +445,36 @@ func Specs() []Spec {
 		})
 	}
 
+	// attn_prep_tree_bf16: as attn_prep_bf16, then pos (a tree's) | as attn_prep_bf16.
+	for _, p := range []struct{ T, Hq, Hkv, D, rot, Cap, pos0 int }{
+		{12, qHeads, kvHeads, headDim, 64, 4096, 4000}, {5, 6, 2, 80, 80, 9, 2},
+	} {
+		add("attn_prep_tree_bf16", false, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d rot=%d Cap=%d pos0=%d", p.T, p.Hq, p.Hkv, p.D, p.rot, p.Cap, p.pos0), func(g gen) *Case {
+			n, c := p.T*p.Hkv*p.D, p.Hkv*p.Cap*p.D
+			pos, _ := treeLayout(g.treeParents(p.T), p.pos0)
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("qp", backend.BF16, g.bf16(p.T*p.Hq*2*p.D, 1)), in("k", backend.BF16, g.bf16(n, 1)), in("v", backend.BF16, g.bf16(n, 1)),
+				in("q_norm", backend.BF16, g.bf16(p.D, 1)), in("k_norm", backend.BF16, g.bf16(p.D, 1)),
+				out("q", backend.BF16, p.T*p.Hq*p.D), out("gate", backend.BF16, p.T*p.Hq*p.D),
+				inout("kcache", backend.BF16, g.bf16(c, 1)), inout("vcache", backend.BF16, g.bf16(c, 1)), in("pos", backend.I32, pos),
+			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.rot, p.pos0, p.Cap), backend.Float(1e7), backend.Float(1e-6))}
+		})
+	}
+
+	// attention_tree_bf16: q, kcache, vcache, mask (a tree's), out | T, Hq, Hkv, D, Cap, kvLen, scale
+	for _, p := range []struct{ T, Hq, Hkv, D, Cap, kvLen int }{
+		{12, qHeads, kvHeads, headDim, 4096, 3000}, {1, qHeads, kvHeads, headDim, 64, 1}, {32, 4, 2, 128, 40, 40}, {6, 6, 2, 80, 9, 8},
+	} {
+		add("attention_tree_bf16", false, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d Cap=%d kvLen=%d", p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen), func(g gen) *Case {
+			c := p.Hkv * p.Cap * p.D
+			_, mask := treeLayout(g.treeParents(p.T), p.kvLen-p.T)
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("q", backend.BF16, g.bf16(p.T*p.Hq*p.D, 1)), in("kcache", backend.BF16, g.bf16(c, 1)),
+				in("vcache", backend.BF16, g.bf16(c, 1)), in("mask", backend.I32, mask), out("out", backend.BF16, p.T*p.Hq*p.D),
+			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen), backend.Float(float32(1/math.Sqrt(float64(p.D)))))}
+		})
+	}
+
 	// attention_split_f32: q, kcache, vcache, partial | T, Hq, Hkv, D, Cap, kvLen, S, scale.
 	// Every range non-empty here (an empty one writes −3e38, which would swamp
 	// the relative error); attention_merge_bf16's cases have empty ones.

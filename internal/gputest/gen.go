@@ -129,7 +129,10 @@ func (g gen) bf16Ints(n, lo, hi int) []byte {
 // tree is the parents of a random draft tree of n nodes, i32 [n]: node 0 the
 // root (−1), every later node's parent an earlier node, deepening more often
 // than not (a chain with branches, as a drafter's guesses are).
-func (g gen) tree(n int) []byte {
+func (g gen) tree(n int) []byte { return i32Bytes(g.treeParents(n)) }
+
+// treeParents is tree's parents as values.
+func (g gen) treeParents(n int) []int32 {
 	parent := make([]int32, n)
 	for t := range parent {
 		switch {
@@ -141,7 +144,24 @@ func (g gen) tree(n int) []byte {
 			parent[t] = int32(g.r.IntN(t+1)) - 1 // another root now and then
 		}
 	}
-	return i32Bytes(parent)
+	return parent
+}
+
+// treeLayout is a draft tree's RoPE positions (pos0 plus each node's depth,
+// the root's 0) and attention masks (bit j of node t: j is t or one of its
+// ancestors), as i32 [n] each.
+func treeLayout(parent []int32, pos0 int) (pos, mask []byte) {
+	p, m := make([]int32, len(parent)), make([]int32, len(parent))
+	for t, up := range parent {
+		bits := uint32(1) << t
+		depth := 0
+		if up >= 0 {
+			bits |= uint32(m[up])
+			depth = int(p[up]) - pos0 + 1
+		}
+		p[t], m[t] = int32(pos0+depth), int32(bits)
+	}
+	return i32Bytes(p), i32Bytes(m)
 }
 
 // ids is n indices uniform in [0, hi).
