@@ -29,6 +29,12 @@ func RoPE(c *Ctx, x Tensor, rotDims, pos0 int, theta float32) {
 // KVAppend of the normed, rotated k and of v into the caches bf16 [Hkv, Cap, D].
 // k and v are left as they are.
 func AttnPrep(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache Tensor, rotDims, pos0 int, theta, eps float32) {
+	c.dispatch("attn_prep_bf16", attnPrepArgs(c, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache, rotDims, pos0, theta, eps)...)
+}
+
+// attnPrepArgs checks AttnPrep's arguments and lays them out: the nine
+// buffers, then T, Hq, Hkv, D, rotDims, pos0, Cap, theta, eps.
+func attnPrepArgs(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache Tensor, rotDims, pos0 int, theta, eps float32) []backend.Arg {
 	check(len(q.Shape) == 3 && len(k.Shape) == 3 && len(kCache.Shape) == 3, "attn_prep: q %v k %v cache %v", q, k, kCache)
 	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
 	hkv, capacity := k.Shape[1], kCache.Shape[1]
@@ -37,7 +43,7 @@ func AttnPrep(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache Tensor, ro
 		qNorm.Elements() == d && kNorm.Elements() == d,
 		"attn_prep: qp %v q %v gate %v k %v v %v cache %v", qp, q, gate, k, v, kCache)
 	check(rotDims%2 == 0 && rotDims <= d && pos0+t <= capacity, "attn_prep: rotDims %d, %d tokens at %d in %d", rotDims, t, pos0, capacity)
-	c.dispatch("attn_prep_bf16", qp.Arg(), k.Arg(), v.Arg(), qNorm.Arg(), kNorm.Arg(), q.Arg(), gate.Arg(), kCache.Arg(), vCache.Arg(),
+	return c.args(qp.Arg(), k.Arg(), v.Arg(), qNorm.Arg(), kNorm.Arg(), q.Arg(), gate.Arg(), kCache.Arg(), vCache.Arg(),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(rotDims), backend.Int(pos0),
 		backend.Int(capacity), backend.Float(theta), backend.Float(eps))
 }

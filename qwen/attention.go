@@ -17,6 +17,8 @@ const (
 
 // stepScratch is scratch one forward's layers share, one after the other.
 type stepScratch struct {
+	// tree is the forward's draft tree (ForwardTree), nil for a plain one.
+	tree *treeStep
 	// routerTickets is qmatmul_router_bf16's u32 [gemmMinTokens], zero
 	// between launches: the model's own buffer (not scratch, which is not
 	// zeroed), made at load when paths.routerTopK.
@@ -52,7 +54,7 @@ const promptPartialBytes = 64 << 20
 // newStepScratch takes the shared scratch of a forward of t tokens over a
 // cache of capacity tokens.
 func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
-	s := stepScratch{routerTickets: m.shared.routerTickets} // the model's own, kept
+	s := stepScratch{routerTickets: m.shared.routerTickets, tree: m.tree} // the model's own, kept; ForwardTree's tree
 	cfg := m.Cfg
 	if m.paths.splitKV && cfg.FullAttentionInterval <= cfg.NumLayers {
 		full := c.Scratch.Get(ops.F32, splitKVMaxQueries, cfg.NumHeads, ops.SplitKVSplits(capacity), cfg.HeadDim+2)
@@ -102,7 +104,10 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	a.paths.project(c, x, []ops.QLinear{a.qProj, a.kProj, a.vProj}, []ops.Tensor{qp, k, v})
 	q, gate := s.Get(ops.BF16, t, hq, d), s.Get(ops.BF16, t, hq, d)
 	theta := float32(cfg.RopeTheta)
-	if a.paths.attnPrep && d <= ops.AttnPrepMaxD {
+	if tr := a.shared.tree; tr != nil {
+		// A draft tree (ForwardTree checked the head fits attn_prep).
+		ops.AttnPrepTree(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, tr.pos, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
+	} else if a.paths.attnPrep && d <= ops.AttnPrepMaxD {
 		ops.AttnPrep(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
 	} else {
 		ops.SplitQGate(c, qp, q, gate)
@@ -114,7 +119,9 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	}
 	attn := s.Get(ops.BF16, t, hq, d)
 	scale := float32(1 / math.Sqrt(float64(d)))
-	if p := a.shared.partial; p.Buf != nil && pos0+t >= splitKVMinContext && ops.SplitKVFits(hq, hkv) {
+	if tr := a.shared.tree; tr != nil {
+		ops.AttentionTree(c, q, kv.keys, kv.values, tr.mask, attn, pos0+t, scale)
+	} else if p := a.shared.partial; p.Buf != nil && pos0+t >= splitKVMinContext && ops.SplitKVFits(hq, hkv) {
 		splits := ops.SplitKVSplits(kv.keys.Shape[1])
 		partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
 		ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)

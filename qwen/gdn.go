@@ -49,7 +49,19 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 	}
 	ws := []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA}
 	var o ops.Tensor
-	if t == 1 && !recording && g.paths.gdnConv && g.paths.projections && cfg.ConvKernel <= ops.ConvMaxKernel {
+	if tr := g.shared.tree; tr != nil {
+		// A draft tree: each node from the window and state as they are,
+		// along its path; neither moves (the accepted path is replayed).
+		g.paths.project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})
+		// The scratch taken in rule's order (ops.Arena), decay and beta unused.
+		conv := s.Get(ops.BF16, t, shape.ConvDim())
+		s.Get(ops.F32, t, shape.Hv)
+		s.Get(ops.F32, t, shape.Hv)
+		o = s.Get(ops.BF16, t, shape.Hv, shape.Dv)
+		ops.Conv1dSiLUTree(c, qkv, st.conv, g.conv, tr.parent, conv, cfg.ConvKernel)
+		ops.GDNRecurrenceTree(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, tr.parent, o, shape)
+		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
+	} else if t == 1 && !recording && g.paths.gdnConv && g.paths.projections && cfg.ConvKernel <= ops.ConvMaxKernel {
 		// A decode step: the in-projection and the conv in one launch
 		// (qmatmul_multi_conv_bf16). conv is taken where rule takes it, so the
 		// scratch is laid out as on the other path.

@@ -22,6 +22,8 @@ type Model struct {
 	paths paths
 	// shared is scratch that the layers of one forward take turns using.
 	shared stepScratch
+	// tree is the draft tree of the ForwardTree under way, nil otherwise.
+	tree *treeStep
 }
 
 // Load binds the checkpoint's weights for cfg (both from Open) on the context's
