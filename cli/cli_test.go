@@ -46,8 +46,8 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"score", "-m", "x", "--ids", "1", "--top", "-5"}, 1, "--top -5"},
 		{[]string{"score", "-m", "x", "--ids", "1", "--prefill", "-1"}, 1, "--prefill -1"},
 		{[]string{"synth", "--like", "qwen3.5-35b-a3b", "--experts", "-1", "--out", "x"}, 1, "--experts -1"},
-		{[]string{"generate", "-m", "x", "--speculative", "maybe"}, 1, `--speculative "maybe": want off or ngram`},
-		{[]string{"generate", "-m", "x", "--speculative", "tree"}, 1, "draft trees are not built yet"},
+		{[]string{"generate", "-m", "x", "--speculative", "maybe"}, 1, `--speculative "maybe": want off, ngram or tree`},
+		{[]string{"generate", "-m", "x", "--speculative", "tree", "--tree-width", "9"}, 1, "--tree-width 9: want 2 to 3"},
 		{[]string{"generate", "-m", "x", "--draft", "16"}, 1, "--draft 16: want 0 (the default) to 15"},
 	}
 	for _, c := range cases {
@@ -106,6 +106,11 @@ func TestCommandsOnTinyModel(t *testing.T) {
 		"--speculative", "ngram", "--draft", "3")
 	if code != 0 || !strings.Contains(out, "proposed") || !strings.Contains(out, "accepted") {
 		t.Errorf("generate --speculative ngram: exit %d, %q, %s", code, out, stderr)
+	}
+	code, out, stderr = runCLI("generate", "-m", dir, "-p", "Hi", "--max-tokens", "6", "--backend", "cpu", "--no-think",
+		"--speculative", "tree", "--tree-width", "2")
+	if code != 0 || !strings.Contains(out, "proposed") {
+		t.Errorf("generate --speculative tree: exit %d, %q, %s", code, out, stderr)
 	}
 	switches.Reset()
 }

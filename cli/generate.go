@@ -33,21 +33,20 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	ctxLen := fs.contextLength()
 	chunk := fs.prefillChunk()
 	noThink := fs.Bool("no-think", false, "turn thinking off")
-	speculative := fs.String("speculative", "", "speculative decoding: off, or ngram (prompt-lookup drafts); empty: the switch "+engine.SwitchSpeculative)
+	speculative := fs.String("speculative", "", "speculative decoding: off, ngram (prompt-lookup drafts) or tree (prompt-lookup draft trees, greedy); empty: the switch "+engine.SwitchSpeculative)
+	treeWidth := fs.Int("tree-width", engine.MaxTreeWidth, fmt.Sprintf("branches of a draft tree with --speculative tree, 2 to %d", engine.MaxTreeWidth))
 	draft := fs.Int("draft", 0, fmt.Sprintf("most guesses per speculative step, 1 to %d (0: %d; fewer while they are rejected)", engine.MaxDraftLength, engine.DefaultDraftLength))
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	switch *speculative {
 	case "":
-	case "off", "ngram":
-		if err := switches.Set(engine.SwitchSpeculative, *speculative == "ngram"); err != nil {
+	case "off", "ngram", "tree":
+		if err := switches.Set(engine.SwitchSpeculative, *speculative != "off"); err != nil {
 			return err
 		}
-	case "tree":
-		return fmt.Errorf("--speculative tree: draft trees are not built yet; use --speculative ngram")
 	default:
-		return fmt.Errorf("--speculative %q: want off or ngram", *speculative)
+		return fmt.Errorf("--speculative %q: want off, ngram or tree", *speculative)
 	}
 	if err := need(
 		check{*maxTokens >= 0, "max-tokens", *maxTokens, "want 0 (until a stop token) or more"},
@@ -57,6 +56,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 		check{*minP >= 0 && *minP <= 1, "min-p", *minP, "want a number in [0, 1] (0: off)"},
 		check{finite(*rep) && *rep > 0, "repetition-penalty", *rep, "want a number > 0 (1: off)"},
 		check{*draft >= 0 && *draft <= engine.MaxDraftLength, "draft", *draft, fmt.Sprintf("want 0 (the default) to %d", engine.MaxDraftLength)},
+		check{*treeWidth >= 2 && *treeWidth <= engine.MaxTreeWidth, "tree-width", *treeWidth, fmt.Sprintf("want 2 to %d", engine.MaxTreeWidth)},
 	); err != nil {
 		return err
 	}
@@ -69,6 +69,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 		EnableThinking: !*noThink,
 		MaxTokens:      *maxTokens,
 		DraftLength:    *draft,
+		TreeWidth:      map[bool]int{true: *treeWidth}[*speculative == "tree"],
 		Sampling: engine.Sampling{Temperature: *temp, TopP: *topP, TopK: *topK, MinP: *minP,
 			RepetitionPenalty: *rep, Seed: *seed},
 	}

@@ -10,6 +10,26 @@ type NGramTreeDrafter struct {
 	Width      int // most branches; values < 1 mean 1
 }
 
+// Draft is the drafter's first branch as a linear draft of up to k tokens
+// (the most recent occurrence's continuation), for a driver that verifies
+// one guess per position: NGramTreeDrafter is a Drafter too.
+func (d NGramTreeDrafter) Draft(history []int32, k int) []int32 {
+	t := d.DraftTree(history, k)
+	if t == nil {
+		return nil
+	}
+	// The first occurrence's continuation is nodes 0, 1, ... each below the
+	// one before, added first.
+	var out []int32
+	for i, p := range t.Parent {
+		if p != i-1 || len(out) == k {
+			break
+		}
+		out = append(out, t.Tokens[i])
+	}
+	return out
+}
+
 // DraftTree returns the tree of the longest suffix (MaxN down to MinN tokens)
 // that occurs earlier, with up to Width branches of up to depth tokens and at
 // most Width·depth nodes in all; nil when no suffix matches or depth < 1.

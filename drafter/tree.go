@@ -59,6 +59,16 @@ func (t *Tree) Mask() [][]bool {
 // target's pick after the last accepted node is the bonus token, which is
 // always right. The accepted tokens plus the bonus are what the step adds.
 func (t *Tree) Accept(next []int32) (accepted []int32, bonus int32) {
+	nodes, bonus := t.AcceptPath(next)
+	for _, n := range nodes {
+		accepted = append(accepted, t.Tokens[n])
+	}
+	return accepted, bonus
+}
+
+// AcceptPath is Accept's walk as the accepted nodes' indices, in order down
+// the tree (what a verify keeps of its flattened nodes).
+func (t *Tree) AcceptPath(next []int32) (nodes []int, bonus int32) {
 	if len(next) != t.Len()+1 {
 		panic("drafter: Accept wants one target token per node plus the root")
 	}
@@ -73,11 +83,18 @@ func (t *Tree) Accept(next []int32) (accepted []int32, bonus int32) {
 			}
 		}
 		if child < 0 {
-			return accepted, want
+			return nodes, want
 		}
-		accepted = append(accepted, want)
+		nodes = append(nodes, child)
 		cur = child
 	}
+}
+
+// Prefix is the tree's first n nodes (all when n ≥ Len): parents come
+// before their children, so they are a tree.
+func (t *Tree) Prefix(n int) *Tree {
+	n = max(0, min(n, t.Len()))
+	return &Tree{Tokens: t.Tokens[:n:n], Parent: t.Parent[:n:n]}
 }
 
 // TreeDrafter proposes a draft tree of at most depth levels.

@@ -2,6 +2,7 @@ package drafter
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -106,5 +107,49 @@ func TestNGramTreeDrafter(t *testing.T) {
 	run := make([]int32, 500)
 	if tr := d.DraftTree(run, 3); tr == nil || tr.Len() > 6 {
 		t.Errorf("run: %+v", tr)
+	}
+}
+
+// TestTreeAcceptPathAndPrefix: AcceptPath names the nodes Accept keeps, a
+// prefix of the nodes is a tree, and the n-gram tree drafter's linear draft is
+// its first branch.
+func TestTreeAcceptPathAndPrefix(t *testing.T) {
+	tree := exampleTree()
+	next := make([]int32, tree.Len()+1)
+	// Follow the first child at every step, then stop with a token no child has.
+	cur := -1
+	for {
+		child := -1
+		for i, p := range tree.Parent {
+			if p == cur {
+				child = i
+				break
+			}
+		}
+		if child < 0 {
+			next[cur+1] = -7
+			break
+		}
+		next[cur+1] = tree.Tokens[child]
+		cur = child
+	}
+	nodes, bonus := tree.AcceptPath(next)
+	accepted, bonus2 := tree.Accept(next)
+	if bonus != -7 || bonus2 != -7 || len(nodes) != len(accepted) || len(nodes) == 0 {
+		t.Fatalf("AcceptPath %v %d, Accept %v %d", nodes, bonus, accepted, bonus2)
+	}
+	for i, n := range nodes {
+		if tree.Tokens[n] != accepted[i] || (i > 0 && tree.Parent[n] != nodes[i-1]) || (i == 0 && tree.Parent[n] != -1) {
+			t.Fatalf("AcceptPath %v does not walk down to %v", nodes, accepted)
+		}
+	}
+	p := tree.Prefix(2)
+	if p.Len() != 2 || p.Parent[1] >= 1 || tree.Prefix(100).Len() != tree.Len() || tree.Prefix(-1).Len() != 0 {
+		t.Fatalf("Prefix(2) = %+v", p)
+	}
+	d := NGramTreeDrafter{MinN: 1, MaxN: 2, Width: 3}
+	history := []int32{1, 2, 3, 4, 1, 2, 5, 6, 1, 2}
+	if got := d.Draft(history, 3); !slices.Equal(got, []int32{5, 6, 1}) {
+		t.Fatalf("first branch %v, want [5 6 1] (the most recent occurrence's continuation)", got)
 	}
 }

@@ -38,6 +38,11 @@ type Request struct {
 	// fewer, or none, while the model keeps rejecting its guesses
 	// (draft_budget.go); a Drafter given here guesses this many.
 	DraftLength int
+	// TreeWidth, 2 or more, has prompt lookup guess draft trees of up to that
+	// many branches (drafter.NGramTreeDrafter; greedy replies), verified in
+	// one forward each (speculative_tree.go); 0 or 1: one guess a position.
+	// At most MaxTreeWidth.
+	TreeWidth int
 	// PrefillChunk is how many prompt tokens one forward takes for this
 	// request (0: Options.PrefillChunk; at most MaxPrefillChunk). The app's
 	// setting: a larger chunk reads a long prompt faster (each expert's
@@ -229,6 +234,9 @@ func (g *generation) run(req Request) error {
 	if req.MaxTokens < 0 {
 		return fmt.Errorf("max tokens must be ≥ 0, got %d", req.MaxTokens)
 	}
+	if req.TreeWidth < 0 || req.TreeWidth > MaxTreeWidth {
+		return fmt.Errorf("draft tree width must be 0 (no tree) to %d, got %d", MaxTreeWidth, req.TreeWidth)
+	}
 	if req.DraftLength < 0 || req.DraftLength > MaxDraftLength {
 		return fmt.Errorf("draft length must be 0 (the default, %d) to %d, got %d", DefaultDraftLength, MaxDraftLength, req.DraftLength)
 	}
@@ -380,6 +388,9 @@ func (g *generation) run(req Request) error {
 	sampledSpec := topKOnDevice
 	if (greedyOnDevice || sampledSpec) && switches.On(SwitchSpeculative) {
 		spec = &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}, draftLen: DefaultDraftLength}
+		if req.TreeWidth > 1 && greedyOnDevice {
+			spec.drafter = drafter.NGramTreeDrafter{MinN: 2, MaxN: 4, Width: req.TreeWidth}
+		}
 		if req.DraftLength > 0 {
 			spec.draftLen = req.DraftLength
 		}

@@ -71,6 +71,9 @@ func (s *speculator) observe(proposed, accepted int, d time.Duration) {
 // bonus) and how many guesses it proposed and kept. The cache then holds last
 // and the accepted guesses.
 func (s *speculator) step(context []int32, last int32, room int) (out []int32, proposed, accepted int, err error) {
+	if td, ok := s.drafter.(drafter.TreeDrafter); ok {
+		return s.treeStep(td, context, last, room)
+	}
 	e := s.e
 	drafts := s.validDrafts(context, room)
 	if len(drafts) == 0 { // none, or a guess the model cannot take: decode plainly
