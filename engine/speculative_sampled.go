@@ -79,12 +79,8 @@ func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sam
 // validDrafts are the drafter's guesses after context, as many as the budget
 // allows (none: a plain step), none when one is a token the model cannot take.
 func (s *speculator) validDrafts(context []int32, room int) []int32 {
-	n := s.draftLen
-	if s.budget != nil {
-		n = min(n, s.budget.length())
-	}
-	s.draftTime = 0
-	if n = min(n, room-1); n <= 0 {
+	n := s.guesses(room)
+	if n <= 0 {
 		return nil
 	}
 	start := time.Now()
@@ -96,6 +92,18 @@ func (s *speculator) validDrafts(context []int32, room int) []int32 {
 		}
 	}
 	return drafts
+}
+
+// guesses is how deep the next step may guess: draftLen, fewer while the
+// budget says so, and no more than the context's room allows; it clears the
+// step's draft time.
+func (s *speculator) guesses(room int) int {
+	n := s.draftLen
+	if s.budget != nil {
+		n = min(n, s.budget.length())
+	}
+	s.draftTime = 0
+	return min(n, room-1)
 }
 
 // candidateDistribution is the distribution sampleTop draws from: the kept

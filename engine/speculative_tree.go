@@ -75,12 +75,8 @@ func (s *speculator) treeStep(td drafter.TreeDrafter, context []int32, last int3
 // cuts it to what one verify takes (qwen.RecordRows nodes with last, and the
 // context left); nil when it is empty or a guess is outside the vocabulary.
 func (s *speculator) validTree(td drafter.TreeDrafter, context []int32, room int) *drafter.Tree {
-	depth := s.draftLen
-	if s.budget != nil {
-		depth = min(depth, s.budget.length())
-	}
-	s.draftTime = 0
-	if depth = min(depth, room-1); depth <= 0 {
+	depth := s.guesses(room)
+	if depth <= 0 {
 		return nil
 	}
 	start := time.Now()

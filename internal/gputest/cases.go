@@ -614,14 +614,9 @@ func Specs() []Spec {
 		{64, gdnHk, gdnHv, gdnD, gdnD, 1}, {3, 2, 6, 64, 48, 1}, {2, 1, 1, 40, 24, 1},
 	} {
 		add("gdn_recurrence_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d normed=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv, p.normed), func(g gen) *Case {
-			width := 2*p.Hk*p.Dk + p.Hv*p.Dv
-			return &Case{Tol: tolBF16, Buffers: []Buffer{
-				in("conv", backend.BF16, g.bf16(p.T*width, 1)),
-				in("a", backend.BF16, g.bf16(p.T*p.Hv, 2)), in("b", backend.BF16, g.bf16(p.T*p.Hv, 2)),
-				in("aLog", backend.F32, g.f32Uniform(p.Hv, 0, 2.8, false)), in("dtBias", backend.BF16, g.bf16(p.Hv, 1)),
-				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
-				out("out", backend.BF16, p.T*p.Hv*p.Dv),
-			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv, p.normed)}
+			bufs := append(gdnRuleInputs(g, p.T, p.Hk, p.Hv, p.Dk, p.Dv),
+				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)), out("out", backend.BF16, p.T*p.Hv*p.Dv))
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv, p.normed)}
 		})
 	}
 
@@ -630,14 +625,10 @@ func Specs() []Spec {
 		{1, gdnHk, gdnHv, gdnD, gdnD}, {12, gdnHk, gdnHv, gdnD, gdnD}, {32, 1, 2, 64, 24}, {5, 2, 6, 40, 48},
 	} {
 		add("gdn_recurrence_tree_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv), func(g gen) *Case {
-			width := 2*p.Hk*p.Dk + p.Hv*p.Dv
-			return &Case{Tol: tolBF16, Buffers: []Buffer{
-				in("conv", backend.BF16, g.bf16(p.T*width, 1)),
-				in("a", backend.BF16, g.bf16(p.T*p.Hv, 2)), in("b", backend.BF16, g.bf16(p.T*p.Hv, 2)),
-				in("aLog", backend.F32, g.f32Uniform(p.Hv, 0, 2.8, false)), in("dtBias", backend.BF16, g.bf16(p.Hv, 1)),
+			bufs := append(gdnRuleInputs(g, p.T, p.Hk, p.Hv, p.Dk, p.Dv),
 				in("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)), in("parent", backend.I32, g.tree(p.T)),
-				out("out", backend.BF16, p.T*p.Hv*p.Dv),
-			}, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv)}
+				out("out", backend.BF16, p.T*p.Hv*p.Dv))
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv)}
 		})
 	}
 
@@ -646,15 +637,11 @@ func Specs() []Spec {
 		{1, gdnHk, gdnHv, gdnD, gdnD}, {5, gdnHk, gdnHv, gdnD, gdnD}, {3, 2, 6, 64, 48}, {2, 1, 1, 40, 24}, {2, 2, 2, 128, 128}, {2, 2, 2, 128, 100}, {1, 4, 8, 100, 64},
 	} {
 		add("gdn_step_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv), func(g gen) *Case {
-			width := 2*p.Hk*p.Dk + p.Hv*p.Dv
-			return &Case{Tol: tolBF16, Buffers: []Buffer{
-				in("conv", backend.BF16, g.bf16(p.T*width, 1)),
-				in("a", backend.BF16, g.bf16(p.T*p.Hv, 2)), in("b", backend.BF16, g.bf16(p.T*p.Hv, 2)),
-				in("aLog", backend.F32, g.f32Uniform(p.Hv, 0, 2.8, false)), in("dtBias", backend.BF16, g.bf16(p.Hv, 1)),
+			bufs := append(gdnRuleInputs(g, p.T, p.Hk, p.Hv, p.Dk, p.Dv),
 				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
 				in("z", backend.BF16, g.bf16(p.T*p.Hv*p.Dv, 2)), in("norm", backend.BF16, g.bf16(p.Dv, 1)),
-				out("out", backend.BF16, p.T*p.Hv*p.Dv),
-			}, Scalars: append(ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv), backend.Float(1e-6))}
+				out("out", backend.BF16, p.T*p.Hv*p.Dv))
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: append(ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv), backend.Float(1e-6))}
 		})
 	}
 
@@ -845,6 +832,17 @@ type slot struct{ Out, bits, gs int }
 
 // multiCase is the buffers and scalars of qmatmul_multi_bf16 over T tokens of
 // In: x, each slot's w, scales, biases and out, then T, In, Out0..3, fmt0..3.
+// gdnRuleInputs are a GDN rule kernel's first inputs for T tokens: conv [T,
+// 2·Hk·Dk + Hv·Dv], the gate logits a, b [T, Hv], aLog and dtBias [Hv].
+func gdnRuleInputs(g gen, T, Hk, Hv, Dk, Dv int) []Buffer {
+	width := 2*Hk*Dk + Hv*Dv
+	return []Buffer{
+		in("conv", backend.BF16, g.bf16(T*width, 1)),
+		in("a", backend.BF16, g.bf16(T*Hv, 2)), in("b", backend.BF16, g.bf16(T*Hv, 2)),
+		in("aLog", backend.F32, g.f32Uniform(Hv, 0, 2.8, false)), in("dtBias", backend.BF16, g.bf16(Hv, 1)),
+	}
+}
+
 func multiCase(g gen, T, In int, slots [4]slot) ([]Buffer, []int) {
 	bufs := []Buffer{in("x", backend.BF16, g.bf16(T*In, 1))}
 	for i, sl := range slots {
