@@ -37,6 +37,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	switches := fs.Bool("switches", true, "decode greedy with each engine switch off against on")
 	seed := fs.Uint64("seed", 1, "seed of the random prompts and of sampling")
 	drafts := fs.String("drafts", fmt.Sprint(engine.DefaultDraftLength), fmt.Sprintf("draft lengths of the oracle-drafts rows, 1 to %d (empty: none)", engine.MaxDraftLength))
+	treeWidths := fs.String("tree-widths", "", fmt.Sprintf("also oracle draft trees of these widths, 2 to %d, at each --drafts length (empty: none)", engine.MaxTreeWidth))
 	chunk := fs.prefillChunk()
 	projections := fs.Int("projections", 10, "time the decode GEMV alone on each matrix shape, this many products each (0: not)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (host overhead)")
@@ -61,6 +62,15 @@ func runBench(args []string, out, errOut io.Writer) error {
 	longLens, err := parseLengths("--long", *long)
 	if err != nil {
 		return err
+	}
+	widths, err := parseLengths("--tree-widths", *treeWidths)
+	if err != nil {
+		return err
+	}
+	for _, w := range widths {
+		if w < 2 || w > engine.MaxTreeWidth {
+			return fmt.Errorf("--tree-widths %d: want 2 to %d", w, engine.MaxTreeWidth)
+		}
 	}
 	draftLens, err := parseLengths("--drafts", *drafts)
 	if err != nil {
@@ -114,8 +124,10 @@ func runBench(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	for _, n := range draftLens {
-		if err := b.oracle(32, n); err != nil {
-			return err
+		for _, w := range append([]int{0}, widths...) {
+			if err := b.oracle(32, n, w); err != nil {
+				return err
+			}
 		}
 	}
 	for _, n := range prefillLens {
@@ -223,7 +235,10 @@ func (b *bench) generate(ids []int32, maxTokens int, s engine.Sampling, d drafte
 // per step, whatever the drafter: the figure a better drafter works towards.
 // Its GPU ms/token times draftLen+1 against the plain row's is what one verify
 // costs against one decode step.
-func (b *bench) oracle(promptLen, draftLen int) error {
+//
+// With width ≥ 2 the drafts are trees (drafter.OracleTreeDrafter: the right
+// branch and width−1 wrong ones), so the row is what a tree's verify costs.
+func (b *bench) oracle(promptLen, draftLen, width int) error {
 	if !slices.ContainsFunc(engine.Switches(), func(s engine.Switch) bool { return s.Name == engine.SwitchSpeculative }) {
 		return nil
 	}
@@ -231,7 +246,7 @@ func (b *bench) oracle(promptLen, draftLen int) error {
 	defer engine.SetSwitch(engine.SwitchSpeculative, was)
 	var all []engine.Stats
 	for r := range b.runs {
-		b.progress(fmt.Sprintf("decode greedy, oracle drafts of %d (run %d/%d)", draftLen, r+1, b.runs))
+		b.progress(fmt.Sprintf("decode greedy, oracle drafts of %d, width %d (run %d/%d)", draftLen, width, r+1, b.runs))
 		ids := b.randomPrompt(promptLen)
 		if err := engine.SetSwitch(engine.SwitchSpeculative, false); err != nil {
 			return err
@@ -243,7 +258,11 @@ func (b *bench) oracle(promptLen, draftLen int) error {
 		if err := engine.SetSwitch(engine.SwitchSpeculative, true); err != nil {
 			return err
 		}
-		st, _, err := b.generate(ids, b.tokens, engine.Sampling{}, drafter.OracleDrafter{Continuation: reply, PromptLen: len(ids)}, draftLen)
+		var d drafter.Drafter = drafter.OracleDrafter{Continuation: reply, PromptLen: len(ids)}
+		if width > 1 {
+			d = drafter.OracleTreeDrafter{Oracle: d.(drafter.OracleDrafter), Width: width}
+		}
+		st, _, err := b.generate(ids, b.tokens, engine.Sampling{}, d, draftLen)
 		if err != nil {
 			return fmt.Errorf("oracle drafts: %w", err)
 		}
@@ -252,6 +271,9 @@ func (b *bench) oracle(promptLen, draftLen int) error {
 	slices.SortFunc(all, func(x, y engine.Stats) int { return int(1e6 * (x.DecodeTokensPerSec - y.DecodeTokensPerSec)) })
 	st := all[len(all)/2]
 	name := fmt.Sprintf("decode greedy, oracle drafts of %d", draftLen)
+	if width > 1 {
+		name = fmt.Sprintf("decode greedy, oracle trees of %d×%d", width, draftLen)
+	}
 	if st.DraftProposed > 0 {
 		name += fmt.Sprintf(" (%d/%d accepted)", st.DraftAccepted, st.DraftProposed)
 	}

@@ -25,3 +25,40 @@ func (d OracleDrafter) Draft(history []int32, k int) []int32 {
 	}
 	return append([]int32(nil), rest[:min(k, len(rest))]...)
 }
+
+// OracleTreeDrafter is a draft tree for benchmarks: the oracle's right
+// continuation as the first branch, then Width−1 branches of wrong guesses
+// (each token of the continuation less the branch's number), so that a
+// verify carries Width times the guesses and keeps the first branch, whose
+// nodes are in place: what verifying a tree costs when its best branch is
+// right.
+type OracleTreeDrafter struct {
+	Oracle OracleDrafter
+	Width  int
+}
+
+// Draft is the oracle's linear draft.
+func (d OracleTreeDrafter) Draft(history []int32, k int) []int32 { return d.Oracle.Draft(history, k) }
+
+// DraftTree is the tree of depth guesses a branch; nil past the continuation.
+func (d OracleTreeDrafter) DraftTree(history []int32, depth int) *Tree {
+	right := d.Oracle.Draft(history, depth)
+	if len(right) == 0 {
+		return nil
+	}
+	t := &Tree{}
+	for b := range max(d.Width, 1) {
+		parent := -1
+		for _, tok := range right {
+			if b > 0 { // a wrong guess, a valid id: below the right one, or above it near 0
+				if tok >= int32(b) {
+					tok -= int32(b)
+				} else {
+					tok += int32(b)
+				}
+			}
+			parent = t.Add(parent, tok)
+		}
+	}
+	return t
+}

@@ -153,3 +153,19 @@ func TestTreeAcceptPathAndPrefix(t *testing.T) {
 		t.Fatalf("first branch %v, want [5 6 1] (the most recent occurrence's continuation)", got)
 	}
 }
+
+// TestOracleTreeDrafter: the right continuation first, then wrong branches
+// that share none of its first tokens.
+func TestOracleTreeDrafter(t *testing.T) {
+	d := OracleTreeDrafter{Oracle: OracleDrafter{Continuation: []int32{5, 0, 9}, PromptLen: 2}, Width: 3}
+	tree := d.DraftTree([]int32{1, 2}, 3)
+	if tree.Len() != 9 || !slices.Equal(tree.Tokens[:3], []int32{5, 0, 9}) || tree.Parent[3] != -1 || tree.Parent[6] != -1 {
+		t.Fatalf("tree %+v", tree)
+	}
+	if accepted, bonus := tree.Accept([]int32{5, 0, 9, 4, 0, 0, 0, 0, 0, 0}); !slices.Equal(accepted, []int32{5, 0, 9}) || bonus != 4 {
+		t.Fatalf("accepted %v, bonus %d", accepted, bonus)
+	}
+	if d.DraftTree([]int32{1, 2, 7}, 3) != nil {
+		t.Fatal("a tree past the continuation")
+	}
+}
