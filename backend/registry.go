@@ -92,3 +92,11 @@ const AsyncReadSlots = 4
 
 // AsyncReadMax is the most bytes one ReadAsync takes.
 const AsyncReadMax = 4096
+
+// MatrixUnits is an optional Device capability: the prompt kernels that run
+// only on matrix units with their tiles (attention_flash_bf16's tiled path:
+// CUDA sm_80+ compiled at run time) run so here. The kernels compute the same
+// elsewhere, one row at a time; the engine picks them where this says true.
+type MatrixUnits interface {
+	MatrixUnits() bool
+}

@@ -205,3 +205,9 @@ var _ backend.GridFencer = (*Device)(nil)
 // GridFence: the CPU backend runs each kernel's reference whole, so a kernel
 // that finds its last threadgroup by a ticket computes the same here.
 func (d *Device) GridFence() bool { return true }
+
+var _ backend.MatrixUnits = (*Device)(nil)
+
+// MatrixUnits: the CPU backend runs each kernel's reference, so the prompt
+// paths that need matrix units elsewhere are tested here.
+func (d *Device) MatrixUnits() bool { return true }

@@ -40,6 +40,7 @@ var registry = map[string]func(a *args){
 	"attn_prep_tree_bf16":        attnPrepTree,
 	"attention_tree_bf16":        attentionTree,
 	"attention_bf16":             attention,
+	"attention_flash_bf16":       attention, // the same result up to bf16 softmax weights (kernels/tiled_attention.metal)
 	"attention_split_f32":        attentionSplit,
 	"attention_merge_bf16":       attentionMerge,
 	"sigmoid_mul_bf16":           sigmoidMul,

@@ -21,3 +21,6 @@ func New(ordinal int) (*Device, error) {
 func CompilePTX(arch string) (ptx []byte, nvrtcVersion string, err error) {
 	return nil, "", errors.New("cuda: NVRTC is only loaded on Linux")
 }
+
+// MatrixUnits: no CUDA device off Linux.
+func (d *Device) MatrixUnits() bool { return false }

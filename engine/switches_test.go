@@ -144,6 +144,11 @@ func TestPrefillSplitAttention(t *testing.T) {
 		ids[i] = int32((i*7919 + 13) % 150000)
 	}
 	for _, capacity := range []int{128, 8192} {
+		// Flash attention, on by default where the device has matrix units
+		// (the CPU does), comes before the split path.
+		if err := switches.Set(qwen.SwitchPrefillFlashAttention, false); err != nil {
+			t.Fatal(err)
+		}
 		worst, on, off := switchedLogits(t, qwen.SwitchPrefillSplitAttention, capacity, ids, len(ids))
 		if on <= off {
 			t.Errorf("capacity %d: %d dispatches with the split path, %d without: it did not run", capacity, on, off)
@@ -151,6 +156,25 @@ func TestPrefillSplitAttention(t *testing.T) {
 		if worst > 0.05 {
 			t.Errorf("capacity %d: the split path moves a logit by %g", capacity, worst)
 		}
+	}
+}
+
+// TestPrefillFlashAttention scores a prompt with its attention as flash
+// attention (one launch a layer) and on the split-KV kernels (two): on the
+// CPU both are exact attention with f32 sums in other orders, so the logits
+// differ by f32 noise through the layers (the GPU kernel's bf16 softmax
+// weights are its kernel cases' business).
+func TestPrefillFlashAttention(t *testing.T) {
+	ids := make([]int32, 100)
+	for i := range ids {
+		ids[i] = int32((i*7919 + 13) % 150000)
+	}
+	worst, on, off := switchedLogits(t, qwen.SwitchPrefillFlashAttention, 8192, ids, len(ids))
+	if on >= off {
+		t.Errorf("%d dispatches with flash attention, %d without: it did not run", on, off)
+	}
+	if worst > 0.05 {
+		t.Errorf("flash attention moves a logit by %g", worst)
 	}
 }
 

@@ -74,6 +74,33 @@ func Attention(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) 
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen), backend.Float(scale))
 }
 
+// AttentionFlash computes what Attention computes for a prompt's many
+// queries on the matrix units (attention_flash_bf16): tiles of 64 queries of
+// a q-head walk their keys 32 at a time, so a key is read once per tile, not
+// once per query. The softmax weights are rounded to bf16 for their product
+// with the values, so the result differs from Attention's by bf16 noise. Use it
+// where FlashAttention says the device runs its tiles.
+func AttentionFlash(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) {
+	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
+	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
+	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
+	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
+	check(kvLen >= t && kvLen <= capacity, "attention: kvLen %d for %d queries, capacity %d", kvLen, t, capacity)
+	check(d <= flashMaxD, "attention: head dim %d, the tiled kernel takes at most %d", d, flashMaxD)
+	c.dispatch("attention_flash_bf16", q.Arg(), kCache.Arg(), vCache.Arg(), out.Arg(),
+		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen), backend.Float(scale))
+}
+
+// FlashAttention says whether AttentionFlash runs on c's device as tiles on
+// its matrix units (backend.MatrixUnits) for heads of d values: a multiple of
+// 16, at most FA_MAX_D. Elsewhere the kernel is correct but slow.
+func FlashAttention(c *Ctx, d int) bool {
+	m, ok := c.Dev.(backend.MatrixUnits)
+	return ok && m.MatrixUnits() && d%16 == 0 && d <= flashMaxD
+}
+
+var flashMaxD = kernels.Defines()["FA_MAX_D"]
+
 // AttentionSplitKV computes what Attention computes in two dispatches that
 // spread each query's keys over splits threadgroups (flash decoding): for a
 // few queries over a long cache, where one threadgroup per query head would

@@ -65,13 +65,19 @@ func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
 	if cfg.FullAttentionInterval > 1 {
 		s.gdnPrep = c.Scratch.Get(ops.F32, ops.GDNPrepShape(t, cfg.LinearValueHeads)...)
 	}
-	if m.paths.prefillSplit && cfg.FullAttentionInterval <= cfg.NumLayers {
+	if m.paths.prefillSplit && !m.flashPrompt(c) && cfg.FullAttentionInterval <= cfg.NumLayers {
 		p := c.Scratch.Get(ops.F32, t, cfg.NumHeads, prefillSplits(capacity, t, cfg.NumHeads, cfg.HeadDim), cfg.HeadDim+2)
 		if m.paths.gemm(t) {
 			s.promptPartial = p
 		}
 	}
 	return s
+}
+
+// flashPrompt reports whether a prompt's attention takes AttentionFlash (and
+// so no split-KV partials).
+func (m *Model) flashPrompt(c *ops.Ctx) bool {
+	return m.paths.prefillFlash && ops.FlashAttention(c, m.Cfg.HeadDim)
 }
 
 // attention is a gated full-attention layer (MLX_QWEN35.md §3, "Gated full attention").
@@ -125,6 +131,9 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 		splits := ops.SplitKVSplits(kv.keys.Shape[1])
 		partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
 		ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
+	} else if a.paths.prefillFlash && a.paths.gemm(t) && ops.FlashAttention(c, d) {
+		// A prompt on the matrix units: a tile of queries reads a key once.
+		ops.AttentionFlash(c, q, kv.keys, kv.values, attn, pos0+t, scale)
 	} else if p := a.shared.promptPartial; p.Buf != nil && ops.SplitKVFits(hq, hkv) {
 		// A prompt: each kv-head's keys and values are read once for all
 		// its q-heads, where attention_bf16 reads them once per q-head.

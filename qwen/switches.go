@@ -63,6 +63,12 @@ const (
 	// per q-head and query (H200, 35B-A3B shapes: prefill 2048 GPU 263 against
 	// 280 ms, 512: 64 against 67).
 	SwitchPrefillSplitAttention = "prefill-split-attention"
+	// SwitchPrefillFlashAttention runs a prompt's attention (32 tokens and
+	// more) as flash attention on the matrix units (attention_flash_bf16:
+	// tiles of 64 queries over blocks of 32 keys) where the device has them
+	// (CUDA sm_80+; the CPU backend, which runs the reference), before the
+	// split-KV kernels, which read the keys again for every query.
+	SwitchPrefillFlashAttention = "prefill-flash-attention"
 	// SwitchFusedRouterNorm has the MoE router's GEMV do the residual add and
 	// the norm before it (qmatmul_addnorm_bf16: every threadgroup norms its
 	// token itself), one launch fewer per layer, for steps of fewer than
@@ -116,6 +122,8 @@ func init() {
 			Description: "Have the MoE router's launch do the residual add and norm before it, one launch fewer per layer in decoding (experimental: slower on an H200; applies at the next model load)."},
 		{Name: SwitchFusedRouterTopK, Env: "BAGEL_FUSED_ROUTER_TOPK", Backends: []string{"cuda", "cpu"},
 			Description: "Have the MoE router's launch pick each token's experts too, one launch fewer per layer in decoding (experimental: slower on an H200; CUDA and CPU; applies at the next model load)."},
+		{Name: SwitchPrefillFlashAttention, Env: "BAGEL_NO_PREFILL_FLASH_ATTENTION", Backends: []string{"cuda", "cpu"},
+			Description: "Run a prompt's attention as flash attention on the matrix units, tiles of queries over blocks of keys (CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
@@ -128,7 +136,7 @@ func init() {
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
 	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit,
-	multiGEMM, routerNorm, routerTopK bool
+	prefillFlash, multiGEMM, routerNorm, routerTopK bool
 }
 
 func currentPaths() paths {
@@ -144,6 +152,7 @@ func currentPaths() paths {
 		splitKV:      switches.On(SwitchSplitKV),
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
 		prefillSplit: switches.On(SwitchPrefillSplitAttention),
+		prefillFlash: switches.On(SwitchPrefillFlashAttention),
 		multiGEMM:    switches.On(SwitchPrefillMultiGEMM),
 		routerNorm:   switches.On(SwitchFusedRouterNorm),
 		routerTopK:   switches.On(SwitchFusedRouterTopK),

@@ -445,6 +445,24 @@ func Specs() []Spec {
 		})
 	}
 
+	// attention_flash_bf16: as attention_bf16 (and against its reference). A
+	// chunk of a prompt after a prefix, a chunk alone, ragged tiles (T not a
+	// multiple of FA_BQ = 64, a last tile with idle SIMD-groups), one query,
+	// D = 80 (tiled, five 16-wide blocks) and D = 36 (the plain fallback).
+	for _, p := range []struct{ T, Hq, Hkv, D, Cap, kvLen int }{
+		{512, qHeads, kvHeads, headDim, 2048, 1536}, {128, qHeads, kvHeads, headDim, 128, 128},
+		{100, qHeads, kvHeads, headDim, 300, 233}, {1, qHeads, kvHeads, headDim, 64, 40},
+		{70, 6, 2, 80, 90, 90}, {33, 4, 4, 128, 40, 33}, {5, 6, 2, 36, 9, 8},
+	} {
+		add("attention_flash_bf16", p.T*p.kvLen > 1<<18, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d Cap=%d kvLen=%d", p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen), func(g gen) *Case {
+			c := p.Hkv * p.Cap * p.D
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("q", backend.BF16, g.bf16(p.T*p.Hq*p.D, 1)), in("kcache", backend.BF16, g.bf16(c, 1)),
+				in("vcache", backend.BF16, g.bf16(c, 1)), out("out", backend.BF16, p.T*p.Hq*p.D),
+			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen), backend.Float(float32(1/math.Sqrt(float64(p.D)))))}
+		})
+	}
+
 	// attn_prep_tree_bf16: as attn_prep_bf16, then pos (a tree's) | as attn_prep_bf16.
 	for _, p := range []struct{ T, Hq, Hkv, D, rot, Cap, pos0 int }{
 		{12, qHeads, kvHeads, headDim, 64, 4096, 4000}, {5, 6, 2, 80, 80, 9, 2},

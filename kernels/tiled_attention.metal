@@ -1,0 +1,265 @@
+// Prompt attention on the matrix units (flash attention): a threadgroup takes
+// FA_BQ queries of one q-head and walks their keys FA_BK at a time, scores
+// S = Q·Kᵀ and O += P·V both as mma.sync products, with an online softmax in
+// between (running max and sum a row, the output rescaled when the max grows).
+// The split-KV kernels of attention.metal give every query its own threadgroup,
+// each reading the prefix's keys again (H200, 35B-A3B, a 2048-token prompt in
+// chunks of 512: 1.17 ms an attention layer, 18% of the prompt's GPU time).
+//
+// Numerics: scores and the softmax in f32 as attention_bf16; the weights P
+// are rounded to bf16 for the P·V product (f32 accumulation), their f32 values
+// summed for the denominator. So the result differs from attention_bf16's by
+// bf16 noise in P: its kernel cases compare with attention_bf16's reference.
+//
+// Only CUDA sm_80+ (MMA_WARP_NATIVE, qgemm.metal) has the tiled path, for
+// D a multiple of 16; elsewhere (Metal, the embedded compute_75 PTX, other D)
+// the kernel computes the same result one query row a SIMD-group, slowly: the
+// engine picks it only where backend.MatrixUnits says the tiles run.
+
+// FA_BQ queries a threadgroup (16 a SIMD-group), FA_BK keys a step; FA_LD
+// bf16 a key row in threadgroup memory (16-byte rows, ldmatrix rows on
+// distinct banks).
+#define FA_BQ 64
+#define FA_BK 32
+#define FA_MAX_D 256
+#define FA_THREADS 128
+#define FA_LD (FA_MAX_D + 8)
+#define FA_LOG2E 1.4426950408889634f
+#define KERNEL_BOUNDS_attention_flash_bf16 BOUNDS(FA_THREADS, 1)
+
+// fa_plain is the fallback: SIMD-group `simd` of `nsg` takes query rows
+// simd, simd + nsg, ... of the tile, its lanes splitting the head's D values.
+INLINE void fa_plain(device const bf16_t *q, device const bf16_t *kcache, device const bf16_t *vcache,
+                     device bf16_t *out, int T, int Hq, int D, int Cap, int kvLen, float scale, int t0, int h,
+                     int kvh, int lane, int simd, int nsg) {
+  for (int r = simd; r < FA_BQ && t0 + r < T; r += nsg) {
+    int t = t0 + r, pos = kvLen - T + t;
+    device const bf16_t *qr = q + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D;
+    float qv[FA_MAX_D / 32], ov[FA_MAX_D / 32];
+    UNROLL for (int i = 0; i < FA_MAX_D / 32; i++) {
+      int d = lane + 32 * i;
+      qv[i] = d < D ? bf16_to_f32(qr[d]) : 0.0f;
+      ov[i] = 0.0f;
+    }
+    float m = -1e30f, l = 0.0f;
+    for (int j = 0; j <= pos; j++) {
+      ulong row = ((ulong)kvh * (ulong)Cap + (ulong)j) * (ulong)D;
+      float s = 0.0f;
+      UNROLL for (int i = 0; i < FA_MAX_D / 32; i++) {
+        int d = lane + 32 * i;
+        if (d < D) s += qv[i] * bf16_to_f32(kcache[row + (ulong)d]);
+      }
+      s = scale * simd_sum(s);
+      float mNew = fmaxf(m, s), corr = expf(m - mNew), p = expf(s - mNew);
+      l = l * corr + p;
+      UNROLL for (int i = 0; i < FA_MAX_D / 32; i++) {
+        int d = lane + 32 * i;
+        ov[i] = ov[i] * corr + (d < D ? p * bf16_to_f32(vcache[row + (ulong)d]) : 0.0f);
+      }
+      m = mNew;
+    }
+    device bf16_t *dst = out + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D;
+    UNROLL for (int i = 0; i < FA_MAX_D / 32; i++) {
+      int d = lane + 32 * i;
+      if (d < D) dst[d] = f32_to_bf16(ov[i] / l);
+    }
+  }
+}
+
+#if defined(MMA_WARP_NATIVE)
+// cp_async16 copies 16 bytes from device to threadgroup memory without
+// passing through registers; ok false fills them with zeros (src not read).
+INLINE void cp_async16(threadgroup bf16_t *dst, device const bf16_t *src, bool ok) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(dst)), "l"(src), "r"(ok ? 16 : 0)
+               : "memory");
+}
+INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// cp_async_wait_older waits for every committed group but the newest.
+INLINE void cp_async_wait_older() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+
+// ldsm_x4_trans is ldsm_x4 (qgemm.metal) with each 8×8 matrix transposed: a
+// B fragment of k16×n8 from rows that are k (a value row per key).
+INLINE void ldsm_x4_trans(threadgroup const bf16_t *row, thread uint *r) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(row)));
+}
+
+// fa_mma: c (an m16n8 f32 accumulator) += a (m16k16 bf16) · b (k16n8 bf16).
+INLINE void fa_mma(thread float *c, thread const uint *a, uint b0, uint b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// fa_pack2: two f32 as bf16x2 (lo first), rounded to nearest even.
+INLINE uint fa_pack2(float lo, float hi) {
+  uint v;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(v) : "f"(hi), "f"(lo));
+  return v;
+}
+
+// fa_load issues the copies of keys (or values) j0..j0+FA_BK of one kv-head
+// into dst [FA_BK][FA_LD]; rows at or past n are zeros.
+INLINE void fa_load(threadgroup bf16_t *dst, device const bf16_t *cache, ulong head, int j0, int n, int D, int tid) {
+  int per = D / 8;  // 16-byte pieces a row
+  for (int i = tid; i < FA_BK * per; i += FA_THREADS) {
+    int r = i / per, c = (i % per) * 8;
+    bool ok = j0 + r < n;
+    cp_async16(dst + r * FA_LD + c, cache + (head + (ulong)(ok ? j0 + r : 0)) * (ulong)D + (ulong)c, ok);
+  }
+}
+
+// fa_tiled: the tile's queries t0.. (16 a SIMD-group) over their keys. The
+// m16n8 accumulator layout: lane 4g + qd holds rows g (c[0], c[1]) and g + 8
+// (c[2], c[3]), columns 2qd and 2qd + 1 of its 8.
+INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device const bf16_t *vcache,
+                     device bf16_t *out, threadgroup bf16_t *Ks, threadgroup bf16_t *Vs, int T, int Hq, int D,
+                     int Cap, int kvLen, float scale, int t0, int h, int kvh, int tid, int lane, int simd) {
+  int g = lane >> 2, qd = lane & 3, mi = lane >> 3, r8 = lane & 7;
+  int w0 = t0 + 16 * simd;  // the SIMD-group's first query
+  int nkb = D / 16;
+  // The queries as A fragments, for all of D: a[0..3] = rows g, g + 8 at
+  // columns 2qd.., then the same at 2qd + 8.
+  uint qa[FA_MAX_D / 16][4];
+  UNROLL for (int kb = 0; kb < FA_MAX_D / 16; kb++) {
+    UNROLL for (int i = 0; i < 4; i++) {
+      int t = w0 + g + 8 * (i & 1), col = 16 * kb + 2 * qd + 8 * (i >> 1);
+      qa[kb][i] = kb < nkb && t < T ? *(device const uint *)(q + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D + (ulong)col)
+                                    : 0u;
+    }
+  }
+  float o[FA_MAX_D / 8][4];
+  UNROLL for (int nb = 0; nb < FA_MAX_D / 8; nb++)
+    for (int i = 0; i < 4; i++) o[nb][i] = 0.0f;
+  float mrow[2] = {-1e30f, -1e30f}, lrow[2] = {0.0f, 0.0f};
+  int pos[2] = {kvLen - T + w0 + g, kvLen - T + w0 + g + 8};  // each row's position: it sees keys 0..pos
+  int wlast = kvLen - T + w0 + 15;                               // the SIMD-group's newest key
+  int n = kvLen - T + imin(t0 + FA_BQ, T);                       // keys the tile sees
+  float sl = scale * FA_LOG2E;                                   // scores in log2 units: exp2 below
+  ulong head = (ulong)kvh * (ulong)Cap;
+  fa_load(Ks, kcache, head, 0, n, D, tid);
+  cp_async_commit();
+  fa_load(Vs, vcache, head, 0, n, D, tid);
+  cp_async_commit();
+  for (int j0 = 0; j0 < n; j0 += FA_BK) {
+    bool live = j0 <= wlast && w0 < T;  // a SIMD-group whose rows precede the block, or are past T, skips it (uniform)
+    cp_async_wait_older();    // the keys
+    BARRIER();
+    float s[FA_BK / 8][4];
+    UNROLL for (int nb = 0; nb < FA_BK / 8; nb++)
+      for (int i = 0; i < 4; i++) s[nb][i] = 0.0f;
+    if (live) {
+      UNROLL for (int kb = 0; kb < FA_MAX_D / 16; kb++) {
+        if (kb >= nkb) continue;
+        UNROLL for (int j = 0; j < FA_BK / 16; j++) {
+          uint b[4];
+          ldsm_x4(Ks + (16 * j + (mi >> 1) * 8 + r8) * FA_LD + 16 * kb + (mi & 1) * 8, b);
+          fa_mma(s[2 * j], qa[kb], b[0], b[1]);
+          fa_mma(s[2 * j + 1], qa[kb], b[2], b[3]);
+        }
+      }
+    }
+    BARRIER();  // every SIMD-group is done with the keys
+    if (j0 + FA_BK < n) fa_load(Ks, kcache, head, j0 + FA_BK, n, D, tid);
+    cp_async_commit();  // (empty at the end: the waits count groups)
+    uint pa[FA_BK / 16][4];
+    if (live) {
+      float mx[2] = {mrow[0], mrow[1]};
+      UNROLL for (int nb = 0; nb < FA_BK / 8; nb++)
+        for (int i = 0; i < 4; i++) {
+          int key = j0 + 8 * nb + 2 * qd + (i & 1), row = i >> 1;
+          float v = key <= pos[row] ? s[nb][i] * sl : -3.0e38f;  // exp2 of it less the max: 0
+          s[nb][i] = v;
+          mx[row] = fmaxf(mx[row], v);
+        }
+      float corr[2], sum[2] = {0.0f, 0.0f};
+      UNROLL for (int row = 0; row < 2; row++) {
+        mx[row] = fmaxf(mx[row], simd_shuffle_xor(mx[row], 1));
+        mx[row] = fmaxf(mx[row], simd_shuffle_xor(mx[row], 2));
+        corr[row] = exp2f(mrow[row] - mx[row]);
+        mrow[row] = mx[row];
+      }
+      UNROLL for (int nb = 0; nb < FA_BK / 8; nb++)
+        for (int i = 0; i < 4; i++) {
+          float p = exp2f(s[nb][i] - mx[i >> 1]);
+          s[nb][i] = p;
+          sum[i >> 1] += p;
+        }
+      UNROLL for (int row = 0; row < 2; row++) lrow[row] = lrow[row] * corr[row] + sum[row];  // a lane's share
+      UNROLL for (int nb = 0; nb < FA_MAX_D / 8; nb++)
+        for (int i = 0; i < 4; i++) o[nb][i] *= corr[i >> 1];
+      // P as A fragments: the accumulators of key blocks 2kb and 2kb + 1 are
+      // the halves of key block kb's fragment.
+      UNROLL for (int kb = 0; kb < FA_BK / 16; kb++) {
+        pa[kb][0] = fa_pack2(s[2 * kb][0], s[2 * kb][1]);
+        pa[kb][1] = fa_pack2(s[2 * kb][2], s[2 * kb][3]);
+        pa[kb][2] = fa_pack2(s[2 * kb + 1][0], s[2 * kb + 1][1]);
+        pa[kb][3] = fa_pack2(s[2 * kb + 1][2], s[2 * kb + 1][3]);
+      }
+    }
+    cp_async_wait_older();  // the values
+    BARRIER();
+    if (live) {
+      UNROLL for (int kb = 0; kb < FA_BK / 16; kb++)
+        for (int db = 0; db < FA_MAX_D / 16; db++) {
+          if (db >= nkb) continue;
+          uint b[4];
+          ldsm_x4_trans(Vs + (16 * kb + (mi & 1) * 8 + r8) * FA_LD + 16 * db + (mi >> 1) * 8, b);
+          fa_mma(o[2 * db], pa[kb], b[0], b[1]);
+          fa_mma(o[2 * db + 1], pa[kb], b[2], b[3]);
+        }
+    }
+    BARRIER();  // every SIMD-group is done with the values
+    if (j0 + FA_BK < n) fa_load(Vs, vcache, head, j0 + FA_BK, n, D, tid);
+    cp_async_commit();
+  }
+  UNROLL for (int row = 0; row < 2; row++) {
+    lrow[row] += simd_shuffle_xor(lrow[row], 1);
+    lrow[row] += simd_shuffle_xor(lrow[row], 2);
+  }
+  UNROLL for (int row = 0; row < 2; row++) {
+    int t = w0 + g + 8 * row;
+    if (t >= T) continue;
+    float inv = 1.0f / lrow[row];
+    device bf16_t *dst = out + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D;
+    UNROLL for (int nb = 0; nb < FA_MAX_D / 8; nb++) {
+      if (nb >= 2 * nkb) continue;
+      *(device uint *)(dst + 8 * nb + 2 * qd) = fa_pack2(o[nb][2 * row] * inv, o[nb][2 * row + 1] * inv);
+    }
+  }
+}
+#endif
+
+// attention_flash_bf16: attention_bf16 (the same arguments and result, up to
+// bf16 rounding of the softmax weights) for a prompt's many queries. Query
+// tiles of FA_BQ tokens of one q-head; the last tiles (the most keys) first.
+// launch: grid(ceil(T, FA_BQ) * Hq) group(FA_THREADS)
+// requires: D <= FA_MAX_D
+KERNEL(attention_flash_bf16,
+       BUFFER(const bf16_t, q, 0),
+       BUFFER(const bf16_t, kcache, 1),
+       BUFFER(const bf16_t, vcache, 2),
+       BUFFER(bf16_t, out, 3),
+       PARAM(int, T, 4),
+       PARAM(int, Hq, 5),
+       PARAM(int, Hkv, 6),
+       PARAM(int, D, 7),
+       PARAM(int, Cap, 8),
+       PARAM(int, kvLen, 9),
+       PARAM(float, scale, 10)) {
+  GRID_WAIT_COMPUTE();
+  int tiles = (T + FA_BQ - 1) / FA_BQ;
+  int h = TGID_X % Hq, t0 = (tiles - 1 - TGID_X / Hq) * FA_BQ;
+  int kvh = h / (Hq / Hkv);
+#if defined(MMA_WARP_NATIVE)
+  TG_MEM_ALIGNED16(bf16_t, Ks, FA_BK * FA_LD);
+  TG_MEM_ALIGNED16(bf16_t, Vs, FA_BK * FA_LD);
+  if (D % 16 == 0) {  // uniform
+    fa_tiled(q, kcache, vcache, out, Ks, Vs, T, Hq, D, Cap, kvLen, scale, t0, h, kvh, TID_X, LANE, SIMD_ID);
+    return;
+  }
+#endif
+  fa_plain(q, kcache, vcache, out, T, Hq, D, Cap, kvLen, scale, t0, h, kvh, LANE, SIMD_ID, SIMD_COUNT);
+}
