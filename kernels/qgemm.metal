@@ -178,6 +178,45 @@ INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, 
             : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][2 * h]), "r"(b[j][2 * h + 1]));
       }
 }
+
+// ldsm_x4_at is ldsm_x4 at a shared-window address.
+INLINE void ldsm_x4_at(uint addr, thread uint *r) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// mma_warp_at is mma_warp_32x32x16 from the lane's ldmatrix addresses,
+// worked out once per tile (mma_lane_a, mma_lane_b) and moved along k by the
+// caller: converting every pointer to the shared window took most of a
+// GEMM step's instructions (H200: 650 a SIMD-group for 32 products).
+INLINE void mma_warp_at(thread mma_warp &acc, uint a, uint b, int lda, int ldb) {
+  uint fa[2][4], fb[2][4];
+  UNROLL for (int i = 0; i < 2; i++) ldsm_x4_at(a + (uint)(32 * i * lda), fa[i]);
+  UNROLL for (int j = 0; j < 2; j++) ldsm_x4_at(b + (uint)(32 * j * ldb), fb[j]);
+  UNROLL for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      for (int h = 0; h < 2; h++) {
+        float *c = acc.c[2 * i + j].c + 4 * h;
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(fa[i][0]), "r"(fa[i][1]), "r"(fa[i][2]), "r"(fa[i][3]), "r"(fb[j][2 * h]), "r"(fb[j][2 * h + 1]));
+      }
+}
+
+// mma_lane_a / mma_lane_b: the shared-window address of the lane's ldmatrix
+// row in a warp's 32-row A tile (rows of m) and B tile (rows of n), at k = 0,
+// as mma_warp_32x32x16 reads them.
+INLINE uint mma_lane_a(threadgroup const MMA_T *A, int lda, int lane) {
+  int mi = lane >> 3, r = lane & 7;
+  return smem_u32(A + ((mi & 1) * 8 + r) * lda + (mi >> 1) * 8);
+}
+INLINE uint mma_lane_b(threadgroup const MMA_T *B, int ldb, int lane) {
+  int mi = lane >> 3, r = lane & 7;
+  return smem_u32(B + ((mi >> 1) * 8 + r) * ldb + (mi & 1) * 8);
+}
 #endif
 
 #endif
@@ -232,6 +271,8 @@ struct qg_plan {
   int xcol;   // bf16 column of the thread's x pieces within a step
   int wcol;   // weight word of the thread within a row's step
   int words;  // weight words per row and step (4 and 8 bits)
+  int wk;     // the first input of the thread's word within a step
+  int gsh;    // log2 of the group size, −1 if it is not a power of two
 };
 
 INLINE qg_plan qg_make_plan(threadgroup const int *arow, int nrows, int o0, int In, int Out, int bits, int gs,
@@ -244,6 +285,10 @@ INLINE qg_plan qg_make_plan(threadgroup const int *arow, int nrows, int o0, int 
   }
   p.words = bits == 4 || bits == 8 ? QG_BK * bits / 32 : 1;
   p.wcol = tid % p.words;
+  p.wk = bits == 4 ? p.wcol * 8 : p.wcol * 4;
+  p.gsh = -1;
+  for (int b = 0; b < 16; b++)
+    if (gs == 1 << b) p.gsh = b;
   int wstride = In / 32 * bits, sstride = In / gs;
   UNROLL for (int n = 0; n < QG_WW; n++) {
     int o = o0 + tid / p.words + n * (QG_THREADS / p.words);
@@ -261,19 +306,23 @@ struct qg_regs {
   uint sb[QG_WW];  // the word's scale (low half) and bias (high half), bf16
 };
 
-// qg_fetch loads the step at k0 (zeros past a row's end or the tile's).
+// qg_fetch loads the step at k0 (zeros past a row's end or the tile's). No
+// divisions by the runtime width or group size: the step's loop ran 650
+// instructions a SIMD-group for its 32 matrix products (H200, ncu), six
+// 32-bit divisions among them.
 INLINE void qg_fetch(thread qg_regs &g, thread const qg_plan &p, device const bf16_t *x, device const uint *w,
                      device const bf16_t *scales, device const bf16_t *biases, int k0, int In, int bits, int gs) {
   bool xin = k0 + p.xcol < In;
   UNROLL for (int n = 0; n < QG_XV; n++) {
     g.x[n] = p.xoff[n] >= 0 && xin ? *(device const u32x4 *)(x + p.xoff[n] + k0) : u32x4_zero();
   }
-  int per = 32 / bits;  // codes per word
-  bool win = k0 + p.wcol * per < In;
-  int g0 = (k0 + p.wcol * per) / gs;
+  int kw = k0 + p.wk;  // the word's first input
+  bool win = kw < In;
+  int g0 = p.gsh >= 0 ? kw >> p.gsh : kw / gs;
+  int wofs = (k0 * bits) >> 5;  // k0's word in a row
   UNROLL for (int n = 0; n < QG_WW; n++) {
     bool ok = p.woff[n] >= 0 && win;
-    g.w[n] = ok ? w[p.woff[n] + k0 / per] : 0u;
+    g.w[n] = ok ? w[p.woff[n] + wofs] : 0u;
     g.sb[n] = ok ? (uint)scales[p.soff[n] + g0] | ((uint)biases[p.soff[n] + g0] << 16) : 0u;
   }
 }
@@ -308,8 +357,8 @@ INLINE void qg_put(thread qg_regs &g, thread const qg_plan &p, threadgroup MMA_T
     return;
   }
   if (bits == 8) {
-    int per = 32 / bits;
-    uint mask = (1u << bits) - 1u;
+    int per = 4;
+    uint mask = 0xffu;
     UNROLL for (int n = 0; n < QG_WW; n++) {
       if (n >= QG_BN * p.words / QG_THREADS) continue;
       int r = tid / p.words + n * (QG_THREADS / p.words);
@@ -348,6 +397,9 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
   mma_warp acc;
   UNROLL for (int i = 0; i < 4; i++) mma_zero(acc.c[i]);
   qg_plan p = qg_make_plan(arow, nrows, o0, In, Out, bits, gs, tid);
+#if defined(MMA_WARP_NATIVE)
+  uint aLane = mma_lane_a(As + wm * QG_LD, QG_LD, lane), bLane = mma_lane_b(Bs + wn * QG_LD, QG_LD, lane);
+#endif
   qg_regs g;
   qg_fetch(g, p, x, w, scales, biases, 0, In, bits, gs);
   for (int k0 = 0; k0 < In; k0 += QG_BK) {
@@ -356,8 +408,14 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
     if (k0 + QG_BK < In) qg_fetch(g, p, x, w, scales, biases, k0 + QG_BK, In, bits, gs);
     int width = imin(QG_BK, In - k0);  // a multiple of 32
     if (wm < nrows) {  // a SIMD-group whose rows are all past the tile's end skips (uniform)
+#if defined(MMA_WARP_NATIVE)
+      UNROLL for (int kk = 0; kk < QG_BK; kk += 16) {
+        if (kk < width) mma_warp_at(acc, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk), QG_LD, QG_LD);
+      }
+#else
       for (int kk = 0; kk < width; kk += 16)
         mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bs + wn * QG_LD + kk, QG_LD, lane);
+#endif
     }
     BARRIER();
   }

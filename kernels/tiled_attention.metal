@@ -2,6 +2,12 @@
 // FA_BQ queries of one q-head and walks their keys FA_BK at a time, scores
 // S = Q·Kᵀ and O += P·V both as mma.sync products, with an online softmax in
 // between (running max and sum a row, the output rescaled when the max grows).
+// Two SIMD-groups share each 16 queries: both score them, each sums half of
+// the head's values. A prompt chunk has few query tiles (512 tokens × 16
+// q-heads: 128 threadgroups), and one SIMD-group holding all of D (the queries
+// and a 16×256 output: 255 registers, spilling) left the matrix units idle
+// (H200: 6% busy, 110 µs a layer for a 512-token chunk alone); halves take
+// twice the SIMD-groups at half the registers for the output.
 // The split-KV kernels of attention.metal give every query its own threadgroup,
 // each reading the prefix's keys again (H200, 35B-A3B, a 2048-token prompt in
 // chunks of 512: 1.17 ms an attention layer, 18% of the prompt's GPU time).
@@ -22,7 +28,7 @@
 #define FA_BQ 64
 #define FA_BK 32
 #define FA_MAX_D 256
-#define FA_THREADS 128
+#define FA_THREADS 256
 #define FA_LD (FA_MAX_D + 8)
 #define FA_LOG2E 1.4426950408889634f
 #define KERNEL_BOUNDS_attention_flash_bf16 BOUNDS(FA_THREADS, 1)
@@ -77,12 +83,12 @@ INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memor
 // cp_async_wait_older waits for every committed group but the newest.
 INLINE void cp_async_wait_older() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
-// ldsm_x4_trans is ldsm_x4 (qgemm.metal) with each 8×8 matrix transposed: a
-// B fragment of k16×n8 from rows that are k (a value row per key).
-INLINE void ldsm_x4_trans(threadgroup const bf16_t *row, thread uint *r) {
+// ldsm_x4_trans_at is ldsm_x4_at (qgemm.metal) with each 8×8 matrix
+// transposed: B fragments of k16×n8 from rows that are k (a value row a key).
+INLINE void ldsm_x4_trans_at(uint addr, thread uint *r) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(row)));
+               : "r"(addr));
 }
 
 // fa_mma: c (an m16n8 f32 accumulator) += a (m16k16 bf16) · b (k16n8 bf16).
@@ -111,15 +117,17 @@ INLINE void fa_load(threadgroup bf16_t *dst, device const bf16_t *cache, ulong h
   }
 }
 
-// fa_tiled: the tile's queries t0.. (16 a SIMD-group) over their keys. The
-// m16n8 accumulator layout: lane 4g + qd holds rows g (c[0], c[1]) and g + 8
-// (c[2], c[3]), columns 2qd and 2qd + 1 of its 8.
+// fa_tiled: the tile's queries t0.. (16 a pair of SIMD-groups: simd and
+// simd + 4, the first and the second half of the output's 16-wide blocks)
+// over their keys. The m16n8 accumulator layout: lane 4g + qd holds rows g
+// (c[0], c[1]) and g + 8 (c[2], c[3]), columns 2qd and 2qd + 1 of its 8.
 INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device const bf16_t *vcache,
                      device bf16_t *out, threadgroup bf16_t *Ks, threadgroup bf16_t *Vs, int T, int Hq, int D,
                      int Cap, int kvLen, float scale, int t0, int h, int kvh, int tid, int lane, int simd) {
   int g = lane >> 2, qd = lane & 3, mi = lane >> 3, r8 = lane & 7;
-  int w0 = t0 + 16 * simd;  // the SIMD-group's first query
+  int w0 = t0 + 16 * (simd & 3);  // the SIMD-group's first query
   int nkb = D / 16;
+  int half = (nkb + 1) / 2, db0 = (simd >> 2) * half, ndb = imin(nkb, db0 + half) - db0;  // its output blocks
   // The queries as A fragments, for all of D: a[0..3] = rows g, g + 8 at
   // columns 2qd.., then the same at 2qd + 8.
   uint qa[FA_MAX_D / 16][4];
@@ -130,14 +138,18 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
                                     : 0u;
     }
   }
-  float o[FA_MAX_D / 8][4];
-  UNROLL for (int nb = 0; nb < FA_MAX_D / 8; nb++)
+  float o[FA_MAX_D / 16][4];  // its half: blocks db0.. of 16, two 8-wide accumulators each
+  UNROLL for (int nb = 0; nb < FA_MAX_D / 16; nb++)
     for (int i = 0; i < 4; i++) o[nb][i] = 0.0f;
   float mrow[2] = {-1e30f, -1e30f}, lrow[2] = {0.0f, 0.0f};
   int pos[2] = {kvLen - T + w0 + g, kvLen - T + w0 + g + 8};  // each row's position: it sees keys 0..pos
   int wlast = kvLen - T + w0 + 15;                               // the SIMD-group's newest key
   int n = kvLen - T + imin(t0 + FA_BQ, T);                       // keys the tile sees
   float sl = scale * FA_LOG2E;                                   // scores in log2 units: exp2 below
+  // The lane's ldmatrix rows at block 0: keys as B rows (n), values as B
+  // columns (k, transposed); bytes are added per block.
+  uint kLane = smem_u32(Ks + ((mi >> 1) * 8 + r8) * FA_LD + (mi & 1) * 8);
+  uint vLane = smem_u32(Vs + ((mi & 1) * 8 + r8) * FA_LD + 16 * db0 + (mi >> 1) * 8);
   ulong head = (ulong)kvh * (ulong)Cap;
   fa_load(Ks, kcache, head, 0, n, D, tid);
   cp_async_commit();
@@ -155,7 +167,7 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
         if (kb >= nkb) continue;
         UNROLL for (int j = 0; j < FA_BK / 16; j++) {
           uint b[4];
-          ldsm_x4(Ks + (16 * j + (mi >> 1) * 8 + r8) * FA_LD + 16 * kb + (mi & 1) * 8, b);
+          ldsm_x4_at(kLane + (uint)(2 * (16 * j * FA_LD + 16 * kb)), b);
           fa_mma(s[2 * j], qa[kb], b[0], b[1]);
           fa_mma(s[2 * j + 1], qa[kb], b[2], b[3]);
         }
@@ -188,7 +200,7 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
           sum[i >> 1] += p;
         }
       UNROLL for (int row = 0; row < 2; row++) lrow[row] = lrow[row] * corr[row] + sum[row];  // a lane's share
-      UNROLL for (int nb = 0; nb < FA_MAX_D / 8; nb++)
+      UNROLL for (int nb = 0; nb < FA_MAX_D / 16; nb++)
         for (int i = 0; i < 4; i++) o[nb][i] *= corr[i >> 1];
       // P as A fragments: the accumulators of key blocks 2kb and 2kb + 1 are
       // the halves of key block kb's fragment.
@@ -203,10 +215,10 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
     BARRIER();
     if (live) {
       UNROLL for (int kb = 0; kb < FA_BK / 16; kb++)
-        for (int db = 0; db < FA_MAX_D / 16; db++) {
-          if (db >= nkb) continue;
+        for (int db = 0; db < FA_MAX_D / 32; db++) {
+          if (db >= ndb) continue;
           uint b[4];
-          ldsm_x4_trans(Vs + (16 * kb + (mi & 1) * 8 + r8) * FA_LD + 16 * db + (mi >> 1) * 8, b);
+          ldsm_x4_trans_at(vLane + (uint)(2 * (16 * kb * FA_LD + 16 * db)), b);
           fa_mma(o[2 * db], pa[kb], b[0], b[1]);
           fa_mma(o[2 * db + 1], pa[kb], b[2], b[3]);
         }
@@ -223,9 +235,9 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
     int t = w0 + g + 8 * row;
     if (t >= T) continue;
     float inv = 1.0f / lrow[row];
-    device bf16_t *dst = out + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D;
-    UNROLL for (int nb = 0; nb < FA_MAX_D / 8; nb++) {
-      if (nb >= 2 * nkb) continue;
+    device bf16_t *dst = out + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D + 16 * db0;
+    UNROLL for (int nb = 0; nb < FA_MAX_D / 16; nb++) {
+      if (nb >= 2 * ndb) continue;
       *(device uint *)(dst + 8 * nb + 2 * qd) = fa_pack2(o[nb][2 * row] * inv, o[nb][2 * row + 1] * inv);
     }
   }
