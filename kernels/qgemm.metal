@@ -5,7 +5,9 @@
 //
 // Numerics (the contract the CPU reference follows): each weight is
 // dequantized in f32 and rounded to bf16 before the product, as MLX's quantized
-// GEMM (qmm) stages it; x·w products are exact in f32 and accumulate in f32 in
+// GEMM (qmm) stages it (4-bit weights on sm_80+ round the exact sc·c + bi
+// once, qg_dequant4: the same but where f32 rounding first would land on a
+// bf16 tie); x·w products are exact in f32 and accumulate in f32 in
 // an order of the matrix unit's choosing; the result is rounded once to bf16.
 // So a GEMM output differs from the GEMV's (unrounded weights) by bf16 noise:
 // the engine uses these kernels only for prompts of many tokens, never for a
@@ -327,6 +329,26 @@ INLINE void qg_fetch(thread qg_regs &g, thread const qg_plan &p, device const bf
   }
 }
 
+#if defined(MMA_WARP_NATIVE)
+// qg_dequant4: a word's eight 4-bit codes as the bf16 weights sc·c + bi, in
+// order, two at a time: a byte's two codes as bf16 of 128 + c (byte_perm and
+// a mask), less 128 (exact), then one fma.rn.bf16x2, which rounds the exact
+// sc·c + bi once. The f32 form rounds it to f32 first, so the two differ only
+// where that double rounding lands on a bf16 tie. The f32 form took about
+// twice the instructions, in the step's loop, which ncu showed issue-bound.
+INLINE u32x4 qg_dequant4(uint w, uint sb) {
+  uint sc2 = __byte_perm(sb, 0u, 0x1010u), bi2 = __byte_perm(sb, 0u, 0x3232u), w4 = w >> 4;
+  uint v[4];
+  UNROLL for (int b = 0; b < 4; b++) {
+    uint pair = (__byte_perm(w, w4, (uint)(b | ((4 + b) << 8))) & 0x000f000fu) | 0x43004300u;
+    uint c;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c) : "r"(pair), "r"(0x3f803f80u), "r"(0xc300c300u));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v[b]) : "r"(sc2), "r"(c), "r"(bi2));
+  }
+  return u32x4_make(v[0], v[1], v[2], v[3]);
+}
+#endif
+
 // qg_put writes a fetched step into the tiles As [QG_BM][QG_LD] and Bs
 // [QG_BN][QG_LD], dequantizing the weights (bf16-rounded) on the way; other
 // widths than 4 and 8 bits dequantize from device memory here.
@@ -338,6 +360,14 @@ INLINE void qg_put(thread qg_regs &g, thread const qg_plan &p, threadgroup MMA_T
     mma_put8(As + r * QG_LD + p.xcol, g.x[n]);
   }
   if (bits == 4) {
+#if defined(MMA_WARP_NATIVE)
+    UNROLL for (int n = 0; n < QG_WW; n++) {
+      if (n >= QG_BN * p.words / QG_THREADS) continue;
+      int r = tid / p.words + n * (QG_THREADS / p.words);
+      *(threadgroup u32x4 *)(Bs + r * QG_LD + p.wcol * 8) = qg_dequant4(g.w[n], g.sb[n]);
+    }
+    return;
+#endif
     // Codes m and m + 4 of a word at once, as bf16 of value 128 + code
     // (quant.metal's GEMV does the same); sc·(128 + c) + (bi − 128·sc) is
     // sc·c + bi exactly, so each weight rounds as the plain form's.
@@ -383,14 +413,14 @@ INLINE void qg_put(thread qg_regs &g, thread const qg_plan &p, threadgroup MMA_T
   }
 }
 
-// qgemm_tile: out[orow[r], o0 + n] = bf16(Σ_j x[arow[r], j]·bf16(W[o0 + n, j]))
+// qgemm_tile_of: out[orow[r], o0 + n] = bf16(Σ_j x[arow[r], j]·bf16(W[o0 + n, j]))
 // for r < nrows, o0 + n < Out. Every thread of the threadgroup calls it. In is a
 // multiple of 32; where it is not one of QG_BK the last step is staged with
 // zeros past the row's end and multiplies only up to it.
-INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
-                       device const bf16_t *biases, device bf16_t *out, threadgroup const int *arow,
-                       threadgroup const int *orow, int nrows, int o0, int In, int Out, int bits, int gs,
-                       threadgroup float *smem, int tid, int lane, int simd) {
+INLINE void qgemm_tile_of(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+                          device const bf16_t *biases, device bf16_t *out, threadgroup const int *arow,
+                          threadgroup const int *orow, int nrows, int o0, int In, int Out, int bits, int gs,
+                          threadgroup float *smem, int tid, int lane, int simd) {
   threadgroup MMA_T *As = (threadgroup MMA_T *)smem;
   threadgroup MMA_T *Bs = As + QG_BM * QG_LD;
   int wm = (simd >> 1) * 32, wn = (simd & 1) * 32;
@@ -435,6 +465,18 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
     }
     BARRIER();
   }
+}
+
+// qgemm_tile is qgemm_tile_of with the 4-bit case compiled apart (bits a
+// constant there: no branches on the width in the step's loop).
+INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+                       device const bf16_t *biases, device bf16_t *out, threadgroup const int *arow,
+                       threadgroup const int *orow, int nrows, int o0, int In, int Out, int bits, int gs,
+                       threadgroup float *smem, int tid, int lane, int simd) {
+  if (bits == 4)
+    qgemm_tile_of(x, w, scales, biases, out, arow, orow, nrows, o0, In, Out, 4, gs, smem, tid, lane, simd);
+  else
+    qgemm_tile_of(x, w, scales, biases, out, arow, orow, nrows, o0, In, Out, bits, gs, smem, tid, lane, simd);
 }
 
 // qgemm_bf16: out[t, o] = bf16(Σ_j x[t, j]·bf16(W[o, j])), the prefill form of
