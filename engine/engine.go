@@ -76,9 +76,13 @@ type Engine struct {
 // PrefillChunk is how many prompt tokens one forward takes.
 func (e *Engine) PrefillChunk() int { return e.prefillChunk }
 
-// DefaultPrefillChunk and MaxPrefillChunk bound Options.PrefillChunk.
+// DefaultPrefillChunk and MaxPrefillChunk bound Options.PrefillChunk. 2048:
+// a prompt's experts then see four times the tokens of a 512-token chunk per
+// weight tile (H200, 35B-A3B with 256 experts: prefill of 2048 tokens 13.5k →
+// 15.7k tok/s, of 8192 13.0k → 15.1k, docs/benchmarks.md); the scratch a
+// forward takes grows with it, a few hundred MB at that model's shapes.
 const (
-	DefaultPrefillChunk = 512
+	DefaultPrefillChunk = 2048
 	MaxPrefillChunk     = 8192
 )
 

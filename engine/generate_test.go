@@ -298,7 +298,7 @@ func TestRequestPrefillChunk(t *testing.T) {
 func TestPrefillChunkOutOfRangeIsRefused(t *testing.T) {
 	for _, n := range []int{-1, MaxPrefillChunk + 1} {
 		_, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 64, PrefillChunk: n})
-		if err == nil || !strings.Contains(err.Error(), "prefill chunk must be 0 (the default, 512) to 8192 tokens") {
+		if err == nil || !strings.Contains(err.Error(), "prefill chunk must be 0 (the default, 2048) to 8192 tokens") {
 			t.Errorf("prefill chunk %d: %v", n, err)
 		}
 	}

@@ -564,8 +564,8 @@ KERNEL(gdn_chunk_prep_f32,
        PARAM(int, Dk, 7),
        PARAM(int, Dv, 8)) {
   GRID_WAIT_COMPUTE();
-  TG_MEM(bf16_t, Kc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
-  TG_MEM(bf16_t, Qc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
+  TG_MEM_ALIGNED16(bf16_t, Kc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
+  TG_MEM_ALIGNED16(bf16_t, Qc, GDN_CHUNK * GDN_CHUNK_MAX_DK);
   TG_MEM(float, A, GDN_CHUNK * GDN_CHUNK);
   TG_MEM(float, W, GDN_CHUNK * GDN_CHUNK);
   TG_MEM(float, L, GDN_CHUNK);
@@ -590,18 +590,25 @@ KERNEL(gdn_chunk_prep_f32,
   }
   BARRIER();
   device float *out = prep + (ulong)TGID_X * (ulong)GDN_PREP;
-  // A and M, one (t, j) pair at a time; the walk over d starts at j so that
-  // the lanes of a SIMD-group read different banks.
+  // A and M, one (t, j) pair at a time, over 16-byte pieces of the rows (the
+  // tiles are zero past Dk); the walk over the pieces starts at j so that the
+  // lanes of a SIMD-group read different banks.
+  threadgroup const u32x4 *K4 = (threadgroup const u32x4 *)Kc, *Q4 = (threadgroup const u32x4 *)Qc;
   for (int p = tid; p < GDN_CHUNK * GDN_CHUNK; p += GDN_CHUNK_THREADS) {
     int t = p / GDN_CHUNK, j = p % GDN_CHUNK;
     float a = 0.0f, m = 0.0f;
     if (t < n && j <= t) {
       float kk = 0.0f, qk = 0.0f;
-      for (int e = 0; e < Dk; e++) {
-        int d = e + j < Dk ? e + j : e + j - Dk;
-        float kj = bf16_to_f32(Kc[j * GDN_CHUNK_MAX_DK + d]);
-        kk += bf16_to_f32(Kc[t * GDN_CHUNK_MAX_DK + d]) * kj;
-        qk += bf16_to_f32(Qc[t * GDN_CHUNK_MAX_DK + d]) * kj;
+      for (int c = 0; c < GDN_CHUNK_MAX_DK / 8; c++) {
+        int cc = (c + j) % (GDN_CHUNK_MAX_DK / 8);
+        float kj[8], kt[8], qt[8];
+        attn_unpack8(K4[j * (GDN_CHUNK_MAX_DK / 8) + cc], kj);
+        attn_unpack8(K4[t * (GDN_CHUNK_MAX_DK / 8) + cc], kt);
+        attn_unpack8(Q4[t * (GDN_CHUNK_MAX_DK / 8) + cc], qt);
+        UNROLL for (int i = 0; i < 8; i++) {
+          kk += kt[i] * kj[i];
+          qk += qt[i] * kj[i];
+        }
       }
       float ratio = expf(L[t] - L[j]);
       a = j < t ? B[t] * ratio * kk : 0.0f;

@@ -240,8 +240,9 @@ INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, 
 // row maps arow / orow, so the same tile serves the dense GEMM (row r of the
 // tile is token m0 + r) and the grouped expert GEMM (row r is a (token, slot)
 // pair of one expert). For 4- and 8-bit weights each step's global loads go to
-// registers first (qg_fetch) and are issued before the previous step's
-// products; other widths stage synchronously.
+// registers first (qg_fetch_x, qg_fetch_w) and are issued before the previous
+// step's products, the weights two steps ahead (they come from DRAM; x from
+// L2); other widths stage synchronously.
 // 128 token rows a tile: a step's weights are dequantized once for twice the
 // products of a 64-row tile (ncu: the 64-row tile issued 8 instructions of
 // staging and dequantizing per matrix product, the tensor pipe 12% busy).
@@ -301,23 +302,27 @@ INLINE qg_plan qg_make_plan(threadgroup const int *arow, int nrows, int o0, int 
   return p;
 }
 
-// qg_regs is one step's global data for one thread.
-struct qg_regs {
+// qg_xregs and qg_wregs are one step's x and weights for one thread.
+struct qg_xregs {
   u32x4 x[QG_XV];
+};
+struct qg_wregs {
   uint w[QG_WW];
   uint sb[QG_WW];  // the word's scale (low half) and bias (high half), bf16
 };
 
-// qg_fetch loads the step at k0 (zeros past a row's end or the tile's). No
-// divisions by the runtime width or group size: the step's loop ran 650
-// instructions a SIMD-group for its 32 matrix products (H200, ncu), six
-// 32-bit divisions among them.
-INLINE void qg_fetch(thread qg_regs &g, thread const qg_plan &p, device const bf16_t *x, device const uint *w,
-                     device const bf16_t *scales, device const bf16_t *biases, int k0, int In, int bits, int gs) {
+// qg_fetch_x and qg_fetch_w load the step at k0 (zeros past a row's end or
+// the tile's). No divisions by the runtime width or group size: the step's
+// loop ran 650 instructions a SIMD-group for its 32 matrix products (H200,
+// ncu), six 32-bit divisions among them.
+INLINE void qg_fetch_x(thread qg_xregs &g, thread const qg_plan &p, device const bf16_t *x, int k0, int In) {
   bool xin = k0 + p.xcol < In;
   UNROLL for (int n = 0; n < QG_XV; n++) {
     g.x[n] = p.xoff[n] >= 0 && xin ? *(device const u32x4 *)(x + p.xoff[n] + k0) : u32x4_zero();
   }
+}
+INLINE void qg_fetch_w(thread qg_wregs &g, thread const qg_plan &p, device const uint *w, device const bf16_t *scales,
+                       device const bf16_t *biases, int k0, int In, int bits, int gs) {
   int kw = k0 + p.wk;  // the word's first input
   bool win = kw < In;
   int g0 = p.gsh >= 0 ? kw >> p.gsh : kw / gs;
@@ -352,12 +357,12 @@ INLINE u32x4 qg_dequant4(uint w, uint sb) {
 // qg_put writes a fetched step into the tiles As [QG_BM][QG_LD] and Bs
 // [QG_BN][QG_LD], dequantizing the weights (bf16-rounded) on the way; other
 // widths than 4 and 8 bits dequantize from device memory here.
-INLINE void qg_put(thread qg_regs &g, thread const qg_plan &p, threadgroup MMA_T *As, threadgroup MMA_T *Bs,
-                   device const uint *w, device const bf16_t *scales, device const bf16_t *biases, int o0, int k0,
-                   int In, int Out, int bits, int gs, int tid) {
+INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan &p, threadgroup MMA_T *As,
+                   threadgroup MMA_T *Bs, device const uint *w, device const bf16_t *scales,
+                   device const bf16_t *biases, int o0, int k0, int In, int Out, int bits, int gs, int tid) {
   UNROLL for (int n = 0; n < QG_XV; n++) {
     int r = tid / (QG_BK / 8) + n * (QG_THREADS * 8 / QG_BK);
-    mma_put8(As + r * QG_LD + p.xcol, g.x[n]);
+    mma_put8(As + r * QG_LD + p.xcol, gx.x[n]);
   }
   if (bits == 4) {
 #if defined(MMA_WARP_NATIVE)
@@ -413,6 +418,31 @@ INLINE void qg_put(thread qg_regs &g, thread const qg_plan &p, threadgroup MMA_T
   }
 }
 
+// qg_step is one step of qgemm_tile_of at k0: stage it (gx, gw), then fetch
+// the next step's x into gx and the weights two steps on into gw while the
+// SIMD-groups multiply.
+INLINE void qg_step(thread mma_warp &acc, thread qg_xregs &gx, thread qg_wregs &gw, thread const qg_plan &p,
+                    device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+                    device const bf16_t *biases, threadgroup MMA_T *As, threadgroup MMA_T *Bs, uint aLane, uint bLane,
+                    int wm, int wn, int nrows, int o0, int k0, int In, int Out, int bits, int gs, int tid, int lane) {
+  qg_put(gx, gw, p, As, Bs, w, scales, biases, o0, k0, In, Out, bits, gs, tid);
+  BARRIER();
+  if (k0 + QG_BK < In) qg_fetch_x(gx, p, x, k0 + QG_BK, In);
+  if (k0 + 2 * QG_BK < In) qg_fetch_w(gw, p, w, scales, biases, k0 + 2 * QG_BK, In, bits, gs);
+  int width = imin(QG_BK, In - k0);  // a multiple of 32
+  if (wm < nrows) {  // a SIMD-group whose rows are all past the tile's end skips (uniform)
+#if defined(MMA_WARP_NATIVE)
+    UNROLL for (int kk = 0; kk < QG_BK; kk += 16) {
+      if (kk < width) mma_warp_at(acc, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk), QG_LD, QG_LD);
+    }
+#else
+    for (int kk = 0; kk < width; kk += 16)
+      mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bs + wn * QG_LD + kk, QG_LD, lane);
+#endif
+  }
+  BARRIER();
+}
+
 // qgemm_tile_of: out[orow[r], o0 + n] = bf16(Σ_j x[arow[r], j]·bf16(W[o0 + n, j]))
 // for r < nrows, o0 + n < Out. Every thread of the threadgroup calls it. In is a
 // multiple of 32; where it is not one of QG_BK the last step is staged with
@@ -429,25 +459,20 @@ INLINE void qgemm_tile_of(device const bf16_t *x, device const uint *w, device c
   qg_plan p = qg_make_plan(arow, nrows, o0, In, Out, bits, gs, tid);
 #if defined(MMA_WARP_NATIVE)
   uint aLane = mma_lane_a(As + wm * QG_LD, QG_LD, lane), bLane = mma_lane_b(Bs + wn * QG_LD, QG_LD, lane);
-#endif
-  qg_regs g;
-  qg_fetch(g, p, x, w, scales, biases, 0, In, bits, gs);
-  for (int k0 = 0; k0 < In; k0 += QG_BK) {
-    qg_put(g, p, As, Bs, w, scales, biases, o0, k0, In, Out, bits, gs, tid);
-    BARRIER();
-    if (k0 + QG_BK < In) qg_fetch(g, p, x, w, scales, biases, k0 + QG_BK, In, bits, gs);
-    int width = imin(QG_BK, In - k0);  // a multiple of 32
-    if (wm < nrows) {  // a SIMD-group whose rows are all past the tile's end skips (uniform)
-#if defined(MMA_WARP_NATIVE)
-      UNROLL for (int kk = 0; kk < QG_BK; kk += 16) {
-        if (kk < width) mma_warp_at(acc, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk), QG_LD, QG_LD);
-      }
 #else
-      for (int kk = 0; kk < width; kk += 16)
-        mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bs + wn * QG_LD + kk, QG_LD, lane);
+  uint aLane = 0, bLane = 0;  // (the native path's)
 #endif
-    }
-    BARRIER();
+  qg_xregs gx;
+  qg_wregs g0, g1;  // the weights of even and odd steps, each fetched two steps ahead
+  qg_fetch_x(gx, p, x, 0, In);
+  qg_fetch_w(g0, p, w, scales, biases, 0, In, bits, gs);
+  qg_fetch_w(g1, p, w, scales, biases, QG_BK, In, bits, gs);
+  for (int k0 = 0; k0 < In; k0 += 2 * QG_BK) {
+    qg_step(acc, gx, g0, p, x, w, scales, biases, As, Bs, aLane, bLane, wm, wn, nrows, o0, k0, In, Out, bits, gs, tid,
+            lane);
+    if (k0 + QG_BK < In)
+      qg_step(acc, gx, g1, p, x, w, scales, biases, As, Bs, aLane, bLane, wm, wn, nrows, o0, k0 + QG_BK, In, Out, bits,
+              gs, tid, lane);
   }
   // The result leaves through threadgroup memory half a tile at a time (the
   // whole tile in f32 would not fit Metal's 32 KB).

@@ -218,8 +218,8 @@ func TestSettingsValidate(t *testing.T) {
 		{func(s *Settings) { s.ContextLength = -1 }, "context length must be ≥ 0"},
 		{func(s *Settings) { s.PromptCacheMB = -1 }, "prompt cache must be 0 (the default, 1024 MB)"},
 		{func(s *Settings) { s.PromptCacheMB = 1<<20 + 1 }, "prompt cache must be 0 (the default, 1024 MB) to 1048576 MB"},
-		{func(s *Settings) { s.PrefillChunk = -1 }, "prompt chunk must be 0 (the default, 512) to 8192 tokens"},
-		{func(s *Settings) { s.PrefillChunk = 9000 }, "prompt chunk must be 0 (the default, 512) to 8192 tokens, got 9000"},
+		{func(s *Settings) { s.PrefillChunk = -1 }, "prompt chunk must be 0 (the default, 2048) to 8192 tokens"},
+		{func(s *Settings) { s.PrefillChunk = 9000 }, "prompt chunk must be 0 (the default, 2048) to 8192 tokens, got 9000"},
 		{func(s *Settings) { s.Backend = "tpu" }, `unknown backend "tpu"`},
 		{func(s *Settings) { s.Seed = -1 }, ""},
 	} {
