@@ -49,7 +49,7 @@ func TestScannerSeesTheMetalSource(t *testing.T) {
 	if len(kernels) != len(Names()) {
 		t.Errorf("scanner found %d kernels, the source declares %d", len(kernels), len(Names()))
 	}
-	for _, name := range []string{"bf16_to_f32", "tg_sum", "qcode", "mma_16x16x16", "qg_fetch"} {
+	for _, name := range []string{"bf16_to_f32", "tg_sum", "qcode", "mma_16x16x16", "qg_fetch_w"} {
 		if !helpers[name] {
 			t.Errorf("helper %s not found by the scanner", name)
 		}

@@ -448,9 +448,11 @@ func Specs() []Spec {
 	// attention_flash_bf16: as attention_bf16 (and against its reference). A
 	// chunk of a prompt after a prefix, a chunk alone, ragged tiles (T not a
 	// multiple of FA_BQ = 64, a last tile with idle SIMD-groups), one query,
-	// D = 80 (tiled, five 16-wide blocks) and D = 36 (the plain fallback).
+	// D = 80 (tiled, five 16-wide blocks), D = 36 (the plain fallback) and a
+	// chunk at the end of a 32K context.
 	for _, p := range []struct{ T, Hq, Hkv, D, Cap, kvLen int }{
 		{512, qHeads, kvHeads, headDim, 2048, 1536}, {128, qHeads, kvHeads, headDim, 128, 128},
+		{64, qHeads, kvHeads, headDim, 32768, 32768},
 		{100, qHeads, kvHeads, headDim, 300, 233}, {1, qHeads, kvHeads, headDim, 64, 40},
 		{70, 6, 2, 80, 90, 90}, {33, 4, 4, 128, 40, 33}, {5, 6, 2, 36, 9, 8},
 	} {
