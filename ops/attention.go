@@ -65,12 +65,18 @@ func KVAppend(c *Ctx, k, v, kCache, vCache Tensor, pos0 int) {
 // Attention is causal scaled dot-product attention of q bf16 [T, Hq, D] over the
 // first kvLen cached positions (the last T of which are q's own), GQA by head groups.
 func Attention(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) {
+	c.dispatch("attention_bf16", attentionArgs(c, q, kCache, vCache, out, kvLen, scale)...)
+}
+
+// attentionArgs checks the arguments of Attention (and AttentionFlash) and
+// lays them out: q, the caches, out, then T, Hq, Hkv, D, Cap, kvLen, scale.
+func attentionArgs(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) []backend.Arg {
 	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
 	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
 	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
 	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
 	check(kvLen >= t && kvLen <= capacity, "attention: kvLen %d for %d queries, capacity %d", kvLen, t, capacity)
-	c.dispatch("attention_bf16", q.Arg(), kCache.Arg(), vCache.Arg(), out.Arg(),
+	return c.args(q.Arg(), kCache.Arg(), vCache.Arg(), out.Arg(),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen), backend.Float(scale))
 }
 
@@ -81,14 +87,8 @@ func Attention(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) 
 // with the values, so the result differs from Attention's by bf16 noise. Use it
 // where FlashAttention says the device runs its tiles.
 func AttentionFlash(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) {
-	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
-	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
-	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
-	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
-	check(kvLen >= t && kvLen <= capacity, "attention: kvLen %d for %d queries, capacity %d", kvLen, t, capacity)
-	check(d <= flashMaxD, "attention: head dim %d, the tiled kernel takes at most %d", d, flashMaxD)
-	c.dispatch("attention_flash_bf16", q.Arg(), kCache.Arg(), vCache.Arg(), out.Arg(),
-		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen), backend.Float(scale))
+	check(len(q.Shape) == 3 && q.Shape[2] <= flashMaxD, "attention: q %v, the tiled kernel takes heads of at most %d", q, flashMaxD)
+	c.dispatch("attention_flash_bf16", attentionArgs(c, q, kCache, vCache, out, kvLen, scale)...)
 }
 
 // FlashAttention says whether AttentionFlash runs on c's device as tiles on
