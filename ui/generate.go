@@ -44,6 +44,7 @@ func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, re
 		MaxTokens:      a.settings.MaxTokens,
 		Sampling:       a.settings.sampling(),
 		DraftLength:    a.settings.DraftLength,
+		TreeWidth:      a.settings.DraftTreeWidth,
 		PrefillChunk:   a.settings.PrefillChunk,
 	}
 	mem := a.eng.Memory()

@@ -23,11 +23,14 @@ type Settings struct {
 	// for every reply (sampling draws it).
 	Seed int64 `json:"seed"`
 
-	MaxTokens     int    `json:"max_tokens"`     // 0: until a stop token or a full context
-	DraftLength   int    `json:"draft_length"`   // speculative guesses per step; 0: the engine's default
-	ContextLength int    `json:"context_length"` // 0: the model's default (engine.DefaultContextLength at most)
-	Thinking      bool   `json:"thinking"`
-	Backend       string `json:"backend"` // one of engine.BackendNames
+	MaxTokens   int `json:"max_tokens"`   // 0: until a stop token or a full context
+	DraftLength int `json:"draft_length"` // speculative guesses per step; 0: the engine's default
+	// DraftTreeWidth, 2 or more, guesses draft trees of that many branches
+	// (greedy replies; engine.Request.TreeWidth); 0 or 1: one line of guesses.
+	DraftTreeWidth int    `json:"draft_tree_width,omitempty"`
+	ContextLength  int    `json:"context_length"` // 0: the model's default (engine.DefaultContextLength at most)
+	Thinking       bool   `json:"thinking"`
+	Backend        string `json:"backend"` // one of engine.BackendNames
 	// PromptCacheMB is the memory for the conversations whose state the
 	// engine keeps between turns (prompt reuse), least recently used evicted;
 	// 0: the engine's default.
@@ -70,6 +73,8 @@ type ModelSettings struct {
 	ContextLength int   `json:"context_length"`
 	Thinking      bool  `json:"thinking"`
 	DraftLength   int   `json:"draft_length"`
+	// DraftTreeWidth as Settings.DraftTreeWidth.
+	DraftTreeWidth int `json:"draft_tree_width,omitempty"`
 }
 
 // rememberFor keeps the model settings as dir's.
@@ -81,7 +86,7 @@ func (s *Settings) rememberFor(dir string) {
 		s.Models = map[string]ModelSettings{}
 	}
 	s.Models[dir] = ModelSettings{Sampling: s.Sampling, Seed: s.Seed, MaxTokens: s.MaxTokens,
-		ContextLength: s.ContextLength, Thinking: s.Thinking, DraftLength: s.DraftLength}
+		ContextLength: s.ContextLength, Thinking: s.Thinking, DraftLength: s.DraftLength, DraftTreeWidth: s.DraftTreeWidth}
 }
 
 // recallFor puts back what dir remembers, when it remembers something valid;
@@ -93,7 +98,7 @@ func (s *Settings) recallFor(dir string) bool {
 	}
 	next := *s
 	next.Sampling, next.Seed, next.MaxTokens = m.Sampling, m.Seed, m.MaxTokens
-	next.ContextLength, next.Thinking, next.DraftLength = m.ContextLength, m.Thinking, m.DraftLength
+	next.ContextLength, next.Thinking, next.DraftLength, next.DraftTreeWidth = m.ContextLength, m.Thinking, m.DraftLength, m.DraftTreeWidth
 	if next.Validate() != nil {
 		return false // an entry edited by hand into nonsense is passed over
 	}
@@ -138,6 +143,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("prompt chunk must be 0 (the default, %d) to %d tokens, got %d", engine.DefaultPrefillChunk, engine.MaxPrefillChunk, s.PrefillChunk)
 	case s.DraftLength < 0 || s.DraftLength > engine.MaxDraftLength:
 		return fmt.Errorf("draft length must be 0 (the default, %d) to %d, got %d", engine.DefaultDraftLength, engine.MaxDraftLength, s.DraftLength)
+	case s.DraftTreeWidth < 0 || s.DraftTreeWidth > engine.MaxTreeWidth:
+		return fmt.Errorf("draft tree width must be 0 (one line of guesses) to %d, got %d", engine.MaxTreeWidth, s.DraftTreeWidth)
 	case !slices.Contains(engine.BackendNames, s.Backend):
 		return fmt.Errorf("unknown backend %q (want one of %v)", s.Backend, engine.BackendNames)
 	}

@@ -34,6 +34,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 	f.seed.SetText("1234")
 	f.maxTokens.SetText("77")
 	f.draftLen.SetText("6")
+	f.treeWidth.SetText("2")
 	f.promptCache.SetText("300")
 	f.promptChunk.SetText("2048")
 	f.thinking.SetChecked(true)
@@ -49,10 +50,10 @@ func TestSettingsRoundTrip(t *testing.T) {
 	want := s
 	want.Temperature, want.TopP, want.TopK, want.MinP, want.RepetitionPenalty = 0.25, 0.9, 40, 0.05, 1.1
 	want.Seed, want.MaxTokens, want.Thinking, want.DraftLength, want.PromptCacheMB = 1234, 77, true, 6, 300
-	want.PrefillChunk = 2048
+	want.PrefillChunk, want.DraftTreeWidth = 2048, 2
 	want.LastModel, want.Recent = dir, []string{dir}
 	want.Models = map[string]ModelSettings{dir: {Sampling: want.Sampling, Seed: 1234, MaxTokens: 77,
-		ContextLength: want.ContextLength, Thinking: true, DraftLength: 6}} // saved with the model loaded
+		ContextLength: want.ContextLength, Thinking: true, DraftLength: 6, DraftTreeWidth: 2}} // saved with the model loaded
 	if len(wantSwitches) > 0 {
 		want.Switches = wantSwitches
 	}
@@ -69,20 +70,21 @@ func TestSettingsRoundTrip(t *testing.T) {
 
 	// The bounded fields name their bound.
 	for _, c := range []struct {
-		e    *widget.Entry
-		v    string
-		want string
+		e        *widget.Entry
+		v        string
+		want, ok string // ok: a value within the bound
 	}{
-		{h.a.settingsForm.draftLen, "16", "draft length must be at most 15"},
-		{h.a.settingsForm.promptCache, "1048577", "prompt cache must be at most 1048576 MB"},
-		{h.a.settingsForm.promptChunk, "9000", "prompt chunk must be at most 8192 tokens"},
-		{h.a.settingsForm.promptChunk, "-1", "prompt chunk"},
+		{h.a.settingsForm.draftLen, "16", "draft length must be at most 15", "8"},
+		{h.a.settingsForm.treeWidth, "4", "draft tree width must be at most 3", "3"},
+		{h.a.settingsForm.promptCache, "1048577", "prompt cache must be at most 1048576 MB", "8"},
+		{h.a.settingsForm.promptChunk, "9000", "prompt chunk must be at most 8192 tokens", "8"},
+		{h.a.settingsForm.promptChunk, "-1", "prompt chunk", "8"},
 	} {
 		if err := c.e.Validator(c.v); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.v, err, c.want)
 		}
-		if err := c.e.Validator("8"); err != nil {
-			t.Errorf("8: %v", err)
+		if err := c.e.Validator(c.ok); err != nil {
+			t.Errorf("%s: %v", c.ok, err)
 		}
 	}
 
@@ -214,6 +216,8 @@ func TestSettingsValidate(t *testing.T) {
 		{func(s *Settings) { s.RepetitionPenalty = -1 }, "repetition penalty must be ≥ 0"},
 		{func(s *Settings) { s.MaxTokens = -1 }, "max tokens must be ≥ 0"},
 		{func(s *Settings) { s.DraftLength = 16 }, "draft length must be 0 (the default, 4) to 15"},
+		{func(s *Settings) { s.DraftTreeWidth = 4 }, "draft tree width must be 0 (one line of guesses) to 3, got 4"},
+		{func(s *Settings) { s.DraftTreeWidth = -1 }, "draft tree width must be 0"},
 		{func(s *Settings) { s.TextScale = 9 }, "text scale must be 0.7 to 2"},
 		{func(s *Settings) { s.ContextLength = -1 }, "context length must be ≥ 0"},
 		{func(s *Settings) { s.PromptCacheMB = -1 }, "prompt cache must be 0 (the default, 1024 MB)"},

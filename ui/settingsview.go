@@ -19,18 +19,18 @@ import (
 // settingsForm edits Settings. The engine switches section is built from the
 // engine's registry, so a new switch appears here without a UI change.
 type settingsForm struct {
-	form                                *widget.Form
-	temperature, topP, topK, minP       *widget.Entry
-	repetition, seed, maxTokens, ctxLen *widget.Entry
-	draftLen, promptCache, promptChunk  *widget.Entry
-	thinking                            *widget.Check
-	backend                             *widget.Select
-	memory                              *widget.Label // what the loaded model needs at the context length typed
-	switches                            map[string]*widget.Check
-	note                                *widget.Label     // what the loaded model remembers
-	switchForm                          *widget.Form      // the switches, inside advanced
-	advanced                            *widget.Accordion // folded by default
-	submit                              func()            // Save: validate, apply, close
+	form                                          *widget.Form
+	temperature, topP, topK, minP                 *widget.Entry
+	repetition, seed, maxTokens, ctxLen           *widget.Entry
+	draftLen, treeWidth, promptCache, promptChunk *widget.Entry
+	thinking                                      *widget.Check
+	backend                                       *widget.Select
+	memory                                        *widget.Label // what the loaded model needs at the context length typed
+	switches                                      map[string]*widget.Check
+	note                                          *widget.Label     // what the loaded model remembers
+	switchForm                                    *widget.Form      // the switches, inside advanced
+	advanced                                      *widget.Accordion // folded by default
+	submit                                        func()            // Save: validate, apply, close
 }
 
 func newSettingsForm(s Settings) *settingsForm {
@@ -72,6 +72,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		}
 	}
 	f.draftLen = num(strconv.Itoa(s.DraftLength), intUpTo("draft length", engine.MaxDraftLength, ""))
+	f.treeWidth = num(strconv.Itoa(s.DraftTreeWidth), intUpTo("draft tree width", engine.MaxTreeWidth, ""))
 	f.promptCache = num(strconv.Itoa(s.PromptCacheMB), intUpTo("prompt cache", maxPromptCacheMB, "MB"))
 	f.promptChunk = num(strconv.Itoa(s.PrefillChunk), intUpTo("prompt chunk", engine.MaxPrefillChunk, "tokens"))
 	f.thinking = widget.NewCheck("let the model think before it answers", nil)
@@ -111,6 +112,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		item("Memory", f.memory, "the loaded model's weights and cache at this context length, against this backend's memory"),
 		header("Speculative decoding (the speculative-ngram switch below; greedy, or sampling with a top-k)"),
 		item("Draft length", f.draftLen, fmt.Sprintf("most tokens guessed per step (fewer while the model rejects them); 0: the default, %d; at most %d", engine.DefaultDraftLength, engine.MaxDraftLength)),
+		item("Draft tree width", f.treeWidth, fmt.Sprintf("greedy replies: guess up to this many continuations per step as a tree, all checked at once (pays when single guesses often miss; each branch costs about a guess); 0: one line of guesses; at most %d", engine.MaxTreeWidth)),
 	}
 	f.form = widget.NewForm(items...)
 	// The engine switches are for developers and benchmarks: folded away
@@ -230,6 +232,7 @@ func (f *settingsForm) read(base Settings) (Settings, error) {
 	parseI(f.maxTokens, &s.MaxTokens)
 	parseI(f.ctxLen, &s.ContextLength)
 	parseI(f.draftLen, &s.DraftLength)
+	parseI(f.treeWidth, &s.DraftTreeWidth)
 	parseI(f.promptCache, &s.PromptCacheMB)
 	parseI(f.promptChunk, &s.PrefillChunk)
 	if err := f.seed.Validator(f.seed.Text); err != nil {
