@@ -11,6 +11,8 @@
 #   sweep: decode speed for each setting in $SWEEP, a space-separated list of
 #          ';'-joined environment assignments, e.g.
 #          "BAGEL_KERNEL_TUNING=QMV_ROWS=2,QMV_SPLIT=4 BAGEL_NO_CUDA_GRAPH=1"
+# SUFFIX=-BRANCH takes the ptx tool and test binaries of `make gpu-build-branch`
+# (ptx-BRANCH, cuda-BRANCH.test, engine-BRANCH.test) instead of main's.
 # The device tool brings back at most 8 files: logs go to $OUT/log.txt.
 set -u
 OUT=${OUT:-/tmp/out}
@@ -21,13 +23,13 @@ has() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv,noheader >> "$LOG" 2>&1  # appended: several runs of one call share the log
 
 if has ptx; then
-	mkdir -p "$OUT/ptx" && .devbin/ptx -out "$OUT/ptx" >> "$LOG" 2>&1
+	mkdir -p "$OUT/ptx" && .devbin/ptx${SUFFIX:-} -out "$OUT/ptx" >> "$LOG" 2>&1
 	echo "ptx: rc $? $(cat "$OUT/ptx/kernels.sha256" 2>/dev/null | cut -c1-12)"
 fi
 if has tests; then
-	(cd cuda && BAGEL_REQUIRE_GPU=1 timeout 300 ../.devbin/cuda.test -test.v -test.count=1) > /tmp/cuda-tests.log 2>&1
+	(cd cuda && BAGEL_REQUIRE_GPU=1 timeout 300 ../.devbin/cuda${SUFFIX:-}.test -test.v -test.count=1) > /tmp/cuda-tests.log 2>&1
 	echo "cuda tests: rc $?; $(grep -c '^--- FAIL' /tmp/cuda-tests.log) failed; $(grep -o 'Kernel tests on [^|]*pass' /tmp/cuda-tests.log | head -2 | tr '\n' ' ')"
-	(cd engine && BAGEL_REQUIRE_GPU=1 timeout 300 ../.devbin/engine.test -test.v -test.count=1 -test.run GPU) > /tmp/engine-tests.log 2>&1
+	(cd engine && BAGEL_REQUIRE_GPU=1 timeout 300 ../.devbin/engine${SUFFIX:-}.test -test.v -test.count=1 -test.run GPU) > /tmp/engine-tests.log 2>&1
 	echo "engine GPU tests: rc $?; $(grep -c '^--- FAIL' /tmp/engine-tests.log) failed"
 	cat /tmp/cuda-tests.log /tmp/engine-tests.log >> "$LOG"
 	grep -h -A3 -- '--- FAIL' /tmp/cuda-tests.log /tmp/engine-tests.log | head -30
