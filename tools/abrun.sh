@@ -7,6 +7,7 @@
 #
 # Usage (from the repository root, on the GPU machine):
 #   BINS='bagel-0 bagel' ROUNDS=2 ABPREFILL=2048 ABARGS='--prefill-chunk 2048' sh tools/abrun.sh
+#   (ABARGS='--long 32768' adds decode after a 32K prompt: its own row)
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -20,6 +21,7 @@ for r in $(seq ${ROUNDS:-2}); do
 			"$(grep -m1 '^decode greedy  *decode-pipeline=' /tmp/ab.txt | awk -F '  +' '{print "|", $2 ":", $4, "tok/s,", $14, "host ms"}')" \
 			"$(grep -m1 '^decode sampled  *[(].*device-sampling=' /tmp/ab.txt | awk -F '  +' '{print "| sampled,", $2 ":", $4, "tok/s"}')" \
 			"$(grep -m1 '^decode greedy, oracle' /tmp/ab.txt | awk -F '  +' '{print "| oracle drafts:", $4, "tok/s"}')" \
-			"$(grep '^prefill ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, TTFT %s ms, GPU %s ms ", $1, $5, $6, $7}')"
+			"$(grep '^prefill ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, TTFT %s ms, GPU %s ms ", $1, $5, $6, $7}')" \
+			"$(grep '^decode after ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, GPU %s ms ", $1, $4, $9}')"
 	done
 done
