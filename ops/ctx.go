@@ -120,6 +120,25 @@ func (a *Arena) Reset() {
 	a.retired = a.retired[:0]
 }
 
+// Mark is the arena's place: a later Rewind to it hands the slots after it
+// out again.
+func (a *Arena) Mark() int { return a.next }
+
+// Rewind hands the slots from mark on out again: the tensors taken since
+// Mark are dead. A forward rewinds before each layer, so every layer takes
+// the slots of the one before it (a layer's tensors are read only by its own
+// kernels, which run before the next layer's in stream order; a kernel writes
+// only after it waited for the ones before it, GRID_WAIT): the scratch is one
+// layer's, not forty (35B-A3B shapes, a 2048-token prompt chunk: 8.86 GB
+// before, in engine/scratch_test.go's dry forward). A request after a Rewind
+// that is larger than its slot grows the slot as in any step.
+func (a *Arena) Rewind(mark int) {
+	if mark < 0 || mark > a.next {
+		panic(fmt.Sprintf("ops: arena rewound to %d, %d slots taken", mark, a.next))
+	}
+	a.next = mark
+}
+
 // Allocations is how many buffers the arena has allocated, ever, and the bytes
 // it holds now.
 func (a *Arena) Allocations() (buffers int, bytes int64) {

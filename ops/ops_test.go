@@ -191,3 +191,27 @@ func TestAddRMSNormIsAddThenNorm(t *testing.T) {
 	}
 	mustPanic(t, "add_rms_norm", func() { ops.AddRMSNorm(c, a1, w, w, a1, out1, 1e-6) })
 }
+
+// TestArenaRewind: after Rewind the slots from the mark are handed out again
+// (the same buffers, grown where a request is larger), the ones before it are
+// kept, and a mark past the slots taken panics.
+func TestArenaRewind(t *testing.T) {
+	dev := cpu.New(1)
+	a := ops.NewArena(dev)
+	keep := a.Get(ops.BF16, 16)
+	mark := a.Mark()
+	first := a.Get(ops.F32, 64)
+	a.Rewind(mark)
+	again := a.Get(ops.F32, 32)
+	if again.Buf != first.Buf || again.Buf == keep.Buf {
+		t.Errorf("after Rewind a request got another slot than the one after the mark")
+	}
+	a.Rewind(mark)
+	if bigger := a.Get(ops.F32, 1<<16); bigger.Buf == first.Buf || bigger.Buf.Len() < 4<<16 {
+		t.Errorf("a larger request after Rewind did not grow its slot")
+	}
+	if n, _ := a.Allocations(); n != 3 {
+		t.Errorf("%d buffers allocated, want 3 (two slots, one grown)", n)
+	}
+	mustPanic(t, "arena rewound", func() { a.Rewind(a.Mark() + 1) })
+}

@@ -164,7 +164,9 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 	branch := s.Get(ops.BF16, t, cfg.HiddenSize)
 	m.shared = m.newStepScratch(c, t, cache.Capacity)
 	ops.RMSNorm(c, x, m.layers[0].inputNorm, normed, cfg.RMSNormEps)
+	layerScratch := s.Mark() // every layer takes the same slots after it (ops.Arena.Rewind)
 	for i, l := range m.layers {
+		s.Rewind(layerScratch)
 		next := m.finalNorm
 		if i+1 < len(m.layers) {
 			next = m.layers[i+1].inputNorm
