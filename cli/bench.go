@@ -157,6 +157,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 		}
 		b.report.Projections = ps
 	}
+	b.report.ScratchBytes = b.e.Memory().Scratch // after the longest prompt: what a step's activations took
 	fmt.Fprintln(errOut)
 	writeBenchTable(out, &b.report)
 	if *jsonFile != "" {

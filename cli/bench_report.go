@@ -20,6 +20,9 @@ type benchReport struct {
 	Switches      []string `json:"switches"`      // name=on|off, as set for the runs
 	WeightBytes   int64    `json:"weight_bytes"`
 	CacheBytes    int64    `json:"cache_bytes"`
+	// ScratchBytes is the activations' memory after every run (the longest
+	// prompt chunk's).
+	ScratchBytes int64 `json:"scratch_bytes"`
 	// DecodeWeightBytes is what one decode token reads of the weights (the
 	// experts in the router's proportion): weight_gb_per_s is it times tok/s.
 	DecodeWeightBytes int64         `json:"decode_weight_bytes"`
@@ -51,8 +54,9 @@ type benchResult struct {
 
 func writeBenchTable(w io.Writer, r *benchReport) {
 	fmt.Fprintf(w, "bench %s on %s (%s), %s\n", r.Model, r.Device, r.Backend, r.Date)
-	fmt.Fprintf(w, "weights %.2f GB (%.3f GB read per decode token), cache %.2f GB for %d tokens, prompts in chunks of %d; %s\n\n",
-		float64(r.WeightBytes)/1e9, float64(r.DecodeWeightBytes)/1e9, float64(r.CacheBytes)/1e9, r.ContextLength, r.PrefillChunk, r.Host)
+	fmt.Fprintf(w, "weights %.2f GB (%.3f GB read per decode token), cache %.2f GB for %d tokens, scratch %.2f GB, prompts in chunks of %d; %s\n\n",
+		float64(r.WeightBytes)/1e9, float64(r.DecodeWeightBytes)/1e9, float64(r.CacheBytes)/1e9, r.ContextLength,
+		float64(r.ScratchBytes)/1e9, r.PrefillChunk, r.Host)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\tswitch\tprompt\ttok/s decode\ttok/s prefill\tTTFT ms\tprefill GPU ms\tweights GB/s\tGPU ms/tok\tdispatches/tok\tsubmits/tok\tgraphs/tok\tsyncs/tok\thost ms/tok\t")
 	for _, x := range r.Results {

@@ -290,6 +290,11 @@ func (e *Engine) resetCache() error {
 type Memory struct {
 	Weights int64 // the checkpoint files bound (mapped or uploaded)
 	Cache   int64 // KV cache and GDN states for the context length
+	// Scratch is the activations' memory the engine holds now: it grows to
+	// what the longest step so far took (a full prompt chunk: about 0.4 GB at
+	// the 35B-A3B's shapes and 2048 tokens) and stays. 0 before a load, and in
+	// the estimates made before one.
+	Scratch int64
 }
 
 // contextFor is the context length a load of cfg with Options.ContextLength
@@ -313,7 +318,7 @@ func (e *Engine) MemoryAt(n int) Memory {
 
 // Memory reports the loaded model's footprint.
 func (e *Engine) Memory() Memory {
-	return Memory{Weights: e.model.WeightBytes, Cache: e.cache.Bytes()}
+	return Memory{Weights: e.model.WeightBytes, Cache: e.cache.Bytes(), Scratch: e.scratch.Held()}
 }
 
 // DecodeWeightBytes is what one decode token reads of the weights (the stacked

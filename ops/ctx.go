@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"bagel/backend"
 	"bagel/kernels"
@@ -64,6 +65,7 @@ type Arena struct {
 	retired []backend.Buffer // outgrown this step, freed at Reset
 	next    int              // the slot of the next Get
 	allocs  int              // buffers allocated, ever
+	held    atomic.Int64     // bytes of the buffers held (Held), read from any goroutine
 }
 
 // NewArena makes an empty arena on dev.
@@ -89,6 +91,7 @@ func (a *Arena) Get(dtype backend.DType, shape ...int) Tensor {
 			panic(fmt.Sprintf("ops: scratch allocation of %d bytes: %v", n, err))
 		}
 		a.allocs++
+		a.held.Add(int64(b.Len()))
 		a.slots[k] = b
 	}
 	t.Buf = a.slots[k]
@@ -115,6 +118,7 @@ func sizeClass(n int) int {
 func (a *Arena) Reset() {
 	a.next = 0
 	for _, b := range a.retired {
+		a.held.Add(-int64(b.Len()))
 		a.dev.Free(b)
 	}
 	a.retired = a.retired[:0]
@@ -148,10 +152,16 @@ func (a *Arena) Allocations() (buffers int, bytes int64) {
 	return a.allocs, bytes
 }
 
+// Held is the bytes of device memory the arena holds now (its slots and the
+// outgrown buffers not yet freed); unlike Allocations it may be read from any
+// goroutine.
+func (a *Arena) Held() int64 { return a.held.Load() }
+
 // Release frees every pooled buffer.
 func (a *Arena) Release() {
 	a.Reset()
 	for _, b := range a.slots {
+		a.held.Add(-int64(b.Len()))
 		a.dev.Free(b)
 	}
 	a.slots = nil

@@ -213,5 +213,10 @@ func TestArenaRewind(t *testing.T) {
 	if n, _ := a.Allocations(); n != 3 {
 		t.Errorf("%d buffers allocated, want 3 (two slots, one grown)", n)
 	}
+	before := a.Held() // the outgrown buffer too, until Reset frees it
+	a.Reset()
+	if _, bytes := a.Allocations(); a.Held() != bytes || before <= bytes {
+		t.Errorf("Held %d after Reset (%d before), the slots hold %d", a.Held(), before, bytes)
+	}
 	mustPanic(t, "arena rewound", func() { a.Rewind(a.Mark() + 1) })
 }

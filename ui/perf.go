@@ -39,7 +39,7 @@ type perfPanel struct {
 
 // perfRows are the panel's rows, in order.
 var perfRows = []string{"Prefill", "First token", "Generated", "KV cache", "Cached prompt", "Speculative",
-	"Backend", "Dispatches", "Cmd buffers", "Host syncs", "GPU time", "Weights", "Cache memory"}
+	"Backend", "Dispatches", "Cmd buffers", "Host syncs", "GPU time", "Weights", "Cache memory", "Scratch memory"}
 
 func newPerfPanel() *perfPanel {
 	p := &perfPanel{values: map[string]*widget.Label{}}
@@ -134,6 +134,11 @@ func (p *perfPanel) show(v perfView) {
 	if v.Memory.Weights > 0 {
 		p.set("Weights", humanize.IBytes(uint64(v.Memory.Weights)))
 		p.set("Cache memory", humanize.IBytes(uint64(v.Memory.Cache))+" KV + state")
+		scratch := "– until a reply"
+		if v.Memory.Scratch > 0 {
+			scratch = humanize.IBytes(uint64(v.Memory.Scratch)) + " activations"
+		}
+		p.set("Scratch memory", scratch)
 	}
 }
 
