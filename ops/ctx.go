@@ -133,8 +133,8 @@ func (a *Arena) Mark() int { return a.next }
 // the slots of the one before it (a layer's tensors are read only by its own
 // kernels, which run before the next layer's in stream order; a kernel writes
 // only after it waited for the ones before it, GRID_WAIT): the scratch is one
-// layer's, not forty (35B-A3B shapes, a 2048-token prompt chunk: 8.86 GB
-// before, in engine/scratch_test.go's dry forward). A request after a Rewind
+// layer's, not forty (35B-A3B shapes, a 2048-token prompt chunk: 0.42 GB
+// against 8.86 GB, engine's TestScratchOfAModel). A request after a Rewind
 // that is larger than its slot grows the slot as in any step.
 func (a *Arena) Rewind(mark int) {
 	if mark < 0 || mark > a.next {
