@@ -69,9 +69,11 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 		EnableThinking: !*noThink,
 		MaxTokens:      *maxTokens,
 		DraftLength:    *draft,
-		TreeWidth:      map[bool]int{true: *treeWidth}[*speculative == "tree"],
 		Sampling: engine.Sampling{Temperature: *temp, TopP: *topP, TopK: *topK, MinP: *minP,
 			RepetitionPenalty: *rep, Seed: *seed},
+	}
+	if *speculative == "tree" {
+		req.TreeWidth = *treeWidth
 	}
 	if *raw {
 		req.Prompt = *prompt
