@@ -211,7 +211,15 @@ func attend(a *args, sees func(t, j int) bool) {
 // attention_split_f32: the keys query (t, h) sees (n = kvLen−T+t+1 of them) cut
 // into S ranges of c = ⌈n/S⌉; for range s, with m its largest score (−3e38 when
 // empty): partial[t,h,s,:] = [Σ e^(score−m)·v (D values) | m | Σ e^(score−m)].
-func attentionSplit(a *args) {
+func attentionSplit(a *args) { splitPartials(a, false) }
+
+// attention_split_mma_f32: as attention_split_f32, but the ranges cut all of
+// kvLen alike (c = ⌈kvLen/S⌉), each query's range masked past its position.
+func attentionSplitMMA(a *args) { splitPartials(a, true) }
+
+// splitPartials is attention_split_f32 (byKVLen false) and
+// attention_split_mma_f32 (true).
+func splitPartials(a *args, byKVLen bool) {
 	T, Hq, Hkv, D := a.intArg("T"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
 	Cap, kvLen, S, scale := a.intArg("Cap"), a.intArg("kvLen"), a.intArg("S"), a.floatArg("scale")
 	a.check(Hkv > 0 && Hq%Hkv == 0, "Hkv", "%d does not divide Hq=%d", Hkv, Hq)
@@ -230,7 +238,10 @@ func attentionSplit(a *args) {
 			kvh := h / (Hq / Hkv)
 			n := kvLen - T + t + 1
 			c := (n + S - 1) / S
-			first, end := s*c, min(n, s*c+c)
+			if byKVLen {
+				c = (kvLen + S - 1) / S
+			}
+			first, end := min(n, s*c), min(n, s*c+c)
 			for d := range D {
 				qf[d] = f32(q[item*D+d])
 			}

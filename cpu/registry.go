@@ -42,6 +42,7 @@ var registry = map[string]func(a *args){
 	"attention_bf16":             attention,
 	"attention_flash_bf16":       attention, // the same result up to bf16 softmax weights (kernels/tiled_attention.metal)
 	"attention_split_f32":        attentionSplit,
+	"attention_split_mma_f32":    attentionSplitMMA,
 	"attention_merge_bf16":       attentionMerge,
 	"sigmoid_mul_bf16":           sigmoidMul,
 	"add_bf16":                   add,

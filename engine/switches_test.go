@@ -86,6 +86,29 @@ func TestSplitKVAttentionAtLongContext(t *testing.T) {
 	}
 }
 
+// TestSplitKVTiledAtLongContext decodes past 1024 tokens of context with the
+// split-KV attention's first half on the matrix units and off (tiny-moe's
+// heads fit it: ops.TestTiledAttentionFits): the keys are cut into other
+// ranges (over the whole context, not each query's), so the f32 sums run in
+// another order and logits may move by noise, no more; two dispatches a
+// layer either way.
+func TestSplitKVTiledAtLongContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	ids := make([]int32, 1030)
+	for i := range ids {
+		ids[i] = int32((i*7919 + 13) % 150000)
+	}
+	worst, on, off := switchedLogits(t, qwen.SwitchSplitKVTiled, 1100, ids, 1020) // the last 10 positions decode one by one
+	if on != off {
+		t.Errorf("%d dispatches with the tiled split, %d without: want the same", on, off)
+	}
+	if worst > 0.05 {
+		t.Errorf("the tiled split moves a logit by %g", worst)
+	}
+}
+
 // TestPrefillGEMMIsBF16Noise scores a prompt with the prompt GEMMs on and off.
 // The GEMM rounds each weight to bf16 before its product (as the matrix units
 // take it), so logits move by bf16 noise, held to the bounds the engine meets

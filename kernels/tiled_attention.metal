@@ -22,7 +22,7 @@
 // the kernel computes the same result one query row a SIMD-group, slowly: the
 // engine picks it only where backend.MatrixUnits says the tiles run.
 
-// FA_BQ queries a threadgroup (16 a SIMD-group), FA_BK keys a step; FA_LD
+// FA_BQ queries a threadgroup (16 a pair of SIMD-groups), FA_BK keys a step; FA_LD
 // bf16 a key row in threadgroup memory (16-byte rows, ldmatrix rows on
 // distinct banks).
 #define FA_BQ 64
@@ -72,6 +72,49 @@ INLINE void fa_plain(device const bf16_t *q, device const bf16_t *kcache, device
   }
 }
 
+// fa_split_plain is fa_split's fallback, one row a SIMD-group at a time.
+INLINE void fa_split_plain(device const bf16_t *q, device const bf16_t *kcache, device const bf16_t *vcache,
+                           device float *partial, int T, int Hq, int Hkv, int D, int Cap, int kvLen, int S, int s,
+                           int kvh, int kfirst, int kend, float scale, int lane, int simd, int nsg) {
+  int G = Hq / Hkv;
+  for (int r = simd; r < T * G; r += nsg) {
+    int t = r / G, h = kvh * G + r % G, last = imin(kend, kvLen - T + t + 1);
+    device const bf16_t *qr = q + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D;
+    float qv[FA_MAX_D / 32], ov[FA_MAX_D / 32];
+    UNROLL for (int i = 0; i < FA_MAX_D / 32; i++) {
+      int d = lane + 32 * i;
+      qv[i] = d < D ? bf16_to_f32(qr[d]) : 0.0f;
+      ov[i] = 0.0f;
+    }
+    float m = -3.0e38f, l = 0.0f;
+    for (int j = kfirst; j < last; j++) {
+      ulong row = ((ulong)kvh * (ulong)Cap + (ulong)j) * (ulong)D;
+      float sc = 0.0f;
+      UNROLL for (int i = 0; i < FA_MAX_D / 32; i++) {
+        int d = lane + 32 * i;
+        if (d < D) sc += qv[i] * bf16_to_f32(kcache[row + (ulong)d]);
+      }
+      sc = scale * simd_sum(sc);
+      float mNew = fmaxf(m, sc), corr = expf(m - mNew), p = expf(sc - mNew);
+      l = l * corr + p;
+      UNROLL for (int i = 0; i < FA_MAX_D / 32; i++) {
+        int d = lane + 32 * i;
+        ov[i] = ov[i] * corr + (d < D ? p * bf16_to_f32(vcache[row + (ulong)d]) : 0.0f);
+      }
+      m = mNew;
+    }
+    device float *dst = partial + (((ulong)t * (ulong)Hq + (ulong)h) * (ulong)S + (ulong)s) * (ulong)(D + 2);
+    UNROLL for (int i = 0; i < FA_MAX_D / 32; i++) {
+      int d = lane + 32 * i;
+      if (d < D) dst[d] = ov[i];
+    }
+    if (lane == 0) {
+      dst[D] = m;
+      dst[D + 1] = l;
+    }
+  }
+}
+
 #if defined(MMA_WARP_NATIVE)
 // cp_async16 copies 16 bytes from device to threadgroup memory without
 // passing through registers; ok false fills them with zeros (src not read).
@@ -82,6 +125,7 @@ INLINE void cp_async16(threadgroup bf16_t *dst, device const bf16_t *src, bool o
 INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 // cp_async_wait_older waits for every committed group but the newest.
 INLINE void cp_async_wait_older() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+INLINE void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // ldsm_x4_trans_at is ldsm_x4_at (qgemm.metal) with each 8×8 matrix
 // transposed: B fragments of k16×n8 from rows that are k (a value row a key).
@@ -117,15 +161,28 @@ INLINE void fa_load(threadgroup bf16_t *dst, device const bf16_t *cache, ulong h
   }
 }
 
-// fa_tiled: the tile's queries t0.. (16 a pair of SIMD-groups: simd and
-// simd + 4, the first and the second half of the output's 16-wide blocks)
-// over their keys. The m16n8 accumulator layout: lane 4g + qd holds rows g
-// (c[0], c[1]) and g + 8 (c[2], c[3]), columns 2qd and 2qd + 1 of its 8.
-INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device const bf16_t *vcache,
-                     device bf16_t *out, threadgroup bf16_t *Ks, threadgroup bf16_t *Vs, int T, int Hq, int D,
-                     int Cap, int kvLen, float scale, int t0, int h, int kvh, int tid, int lane, int simd) {
-  int g = lane >> 2, qd = lane & 3, mi = lane >> 3, r8 = lane & 7;
-  int w0 = t0 + 16 * (simd & 3);  // the SIMD-group's first query
+// fa_acc is a lane's share of its SIMD-group's 16 rows: the output's half
+// (blocks db0.. of 16, two 8-wide m16n8 accumulators each, unnormalised), and
+// for rows g and g + 8 the running max (log2 units) and sum. The m16n8
+// accumulator layout: lane 4g + qd holds rows g (c[0], c[1]) and g + 8 (c[2],
+// c[3]), columns 2qd and 2qd + 1 of its 8.
+struct fa_acc {
+  float o[FA_MAX_D / 16][4];
+  float m[2], l[2];
+};
+
+// fa_core runs a SIMD-group's 16 rows (a pair of SIMD-groups: simd and simd
+// + 4, the first and the second half of the output's 16-wide blocks) over
+// keys kfirst..kend−1 of one kv-head (head: its first cache row). The lane's
+// rows g and g + 8 take their queries from q + qoff[i] (−1: no row) and see
+// the keys up to pos[i]; live says the SIMD-group has a row, wlast is its
+// rows' newest key. Every thread of the threadgroup calls it (it loads and
+// waits together).
+INLINE void fa_core(thread fa_acc &a, device const bf16_t *q, thread const long *qoff, thread const int *pos,
+                    bool live, int wlast, device const bf16_t *kcache, device const bf16_t *vcache,
+                    threadgroup bf16_t *Ks, threadgroup bf16_t *Vs, ulong head, int kfirst, int kend, int D,
+                    float scale, int tid, int lane, int simd) {
+  int qd = lane & 3, mi = lane >> 3, r8 = lane & 7;
   int nkb = D / 16;
   int half = (nkb + 1) / 2, db0 = (simd >> 2) * half, ndb = imin(nkb, db0 + half) - db0;  // its output blocks
   // The queries as A fragments, for all of D: a[0..3] = rows g, g + 8 at
@@ -133,36 +190,32 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
   uint qa[FA_MAX_D / 16][4];
   UNROLL for (int kb = 0; kb < FA_MAX_D / 16; kb++) {
     UNROLL for (int i = 0; i < 4; i++) {
-      int t = w0 + g + 8 * (i & 1), col = 16 * kb + 2 * qd + 8 * (i >> 1);
-      qa[kb][i] = kb < nkb && t < T ? *(device const uint *)(q + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D + (ulong)col)
-                                    : 0u;
+      long at = qoff[i & 1];
+      int col = 16 * kb + 2 * qd + 8 * (i >> 1);
+      qa[kb][i] = kb < nkb && at >= 0 ? *(device const uint *)(q + at + col) : 0u;
     }
   }
-  float o[FA_MAX_D / 16][4];  // its half: blocks db0.. of 16, two 8-wide accumulators each
   UNROLL for (int nb = 0; nb < FA_MAX_D / 16; nb++)
-    for (int i = 0; i < 4; i++) o[nb][i] = 0.0f;
-  float mrow[2] = {-1e30f, -1e30f}, lrow[2] = {0.0f, 0.0f};
-  int pos[2] = {kvLen - T + w0 + g, kvLen - T + w0 + g + 8};  // each row's position: it sees keys 0..pos
-  int wlast = kvLen - T + w0 + 15;                               // the SIMD-group's newest key
-  int n = kvLen - T + imin(t0 + FA_BQ, T);                       // keys the tile sees
-  float sl = scale * FA_LOG2E;                                   // scores in log2 units: exp2 below
+    for (int i = 0; i < 4; i++) a.o[nb][i] = 0.0f;
+  a.m[0] = a.m[1] = -1e30f;
+  a.l[0] = a.l[1] = 0.0f;
+  float sl = scale * FA_LOG2E;  // scores in log2 units: exp2 below
   // The lane's ldmatrix rows at block 0: keys as B rows (n), values as B
   // columns (k, transposed); bytes are added per block.
   uint kLane = smem_u32(Ks + ((mi >> 1) * 8 + r8) * FA_LD + (mi & 1) * 8);
   uint vLane = smem_u32(Vs + ((mi & 1) * 8 + r8) * FA_LD + 16 * db0 + (mi >> 1) * 8);
-  ulong head = (ulong)kvh * (ulong)Cap;
-  fa_load(Ks, kcache, head, 0, n, D, tid);
+  fa_load(Ks, kcache, head, kfirst, kend, D, tid);
   cp_async_commit();
-  fa_load(Vs, vcache, head, 0, n, D, tid);
+  fa_load(Vs, vcache, head, kfirst, kend, D, tid);
   cp_async_commit();
-  for (int j0 = 0; j0 < n; j0 += FA_BK) {
-    bool live = j0 <= wlast && w0 < T;  // a SIMD-group whose rows precede the block, or are past T, skips it (uniform)
-    cp_async_wait_older();    // the keys
+  for (int j0 = kfirst; j0 < kend; j0 += FA_BK) {
+    bool on = live && j0 <= wlast;  // a SIMD-group whose rows precede the block skips it (uniform)
+    cp_async_wait_older();          // the keys
     BARRIER();
     float s[FA_BK / 8][4];
     UNROLL for (int nb = 0; nb < FA_BK / 8; nb++)
       for (int i = 0; i < 4; i++) s[nb][i] = 0.0f;
-    if (live) {
+    if (on) {
       UNROLL for (int kb = 0; kb < FA_MAX_D / 16; kb++) {
         if (kb >= nkb) continue;
         UNROLL for (int j = 0; j < FA_BK / 16; j++) {
@@ -174,15 +227,15 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
       }
     }
     BARRIER();  // every SIMD-group is done with the keys
-    if (j0 + FA_BK < n) fa_load(Ks, kcache, head, j0 + FA_BK, n, D, tid);
+    if (j0 + FA_BK < kend) fa_load(Ks, kcache, head, j0 + FA_BK, kend, D, tid);
     cp_async_commit();  // (empty at the end: the waits count groups)
     uint pa[FA_BK / 16][4];
-    if (live) {
-      float mx[2] = {mrow[0], mrow[1]};
+    if (on) {
+      float mx[2] = {a.m[0], a.m[1]};
       UNROLL for (int nb = 0; nb < FA_BK / 8; nb++)
         for (int i = 0; i < 4; i++) {
           int key = j0 + 8 * nb + 2 * qd + (i & 1), row = i >> 1;
-          float v = key <= pos[row] ? s[nb][i] * sl : -3.0e38f;  // exp2 of it less the max: 0
+          float v = key <= pos[row] && key < kend ? s[nb][i] * sl : -3.0e38f;  // exp2 of it less the max: 0
           s[nb][i] = v;
           mx[row] = fmaxf(mx[row], v);
         }
@@ -190,8 +243,8 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
       UNROLL for (int row = 0; row < 2; row++) {
         mx[row] = fmaxf(mx[row], simd_shuffle_xor(mx[row], 1));
         mx[row] = fmaxf(mx[row], simd_shuffle_xor(mx[row], 2));
-        corr[row] = exp2f(mrow[row] - mx[row]);
-        mrow[row] = mx[row];
+        corr[row] = exp2f(a.m[row] - mx[row]);
+        a.m[row] = mx[row];
       }
       UNROLL for (int nb = 0; nb < FA_BK / 8; nb++)
         for (int i = 0; i < 4; i++) {
@@ -199,9 +252,9 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
           s[nb][i] = p;
           sum[i >> 1] += p;
         }
-      UNROLL for (int row = 0; row < 2; row++) lrow[row] = lrow[row] * corr[row] + sum[row];  // a lane's share
+      UNROLL for (int row = 0; row < 2; row++) a.l[row] = a.l[row] * corr[row] + sum[row];  // a lane's share
       UNROLL for (int nb = 0; nb < FA_MAX_D / 16; nb++)
-        for (int i = 0; i < 4; i++) o[nb][i] *= corr[i >> 1];
+        for (int i = 0; i < 4; i++) a.o[nb][i] *= corr[i >> 1];
       // P as A fragments: the accumulators of key blocks 2kb and 2kb + 1 are
       // the halves of key block kb's fragment.
       UNROLL for (int kb = 0; kb < FA_BK / 16; kb++) {
@@ -213,32 +266,93 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
     }
     cp_async_wait_older();  // the values
     BARRIER();
-    if (live) {
+    if (on) {
       UNROLL for (int kb = 0; kb < FA_BK / 16; kb++)
         for (int db = 0; db < FA_MAX_D / 32; db++) {
           if (db >= ndb) continue;
           uint b[4];
           ldsm_x4_trans_at(vLane + (uint)(2 * (16 * kb * FA_LD + 16 * db)), b);
-          fa_mma(o[2 * db], pa[kb], b[0], b[1]);
-          fa_mma(o[2 * db + 1], pa[kb], b[2], b[3]);
+          fa_mma(a.o[2 * db], pa[kb], b[0], b[1]);
+          fa_mma(a.o[2 * db + 1], pa[kb], b[2], b[3]);
         }
     }
     BARRIER();  // every SIMD-group is done with the values
-    if (j0 + FA_BK < n) fa_load(Vs, vcache, head, j0 + FA_BK, n, D, tid);
+    if (j0 + FA_BK < kend) fa_load(Vs, vcache, head, j0 + FA_BK, kend, D, tid);
     cp_async_commit();
   }
+  cp_async_wait_all();  // no copy outlives the threadgroup (an empty range's zero fills)
   UNROLL for (int row = 0; row < 2; row++) {
-    lrow[row] += simd_shuffle_xor(lrow[row], 1);
-    lrow[row] += simd_shuffle_xor(lrow[row], 2);
+    a.l[row] += simd_shuffle_xor(a.l[row], 1);
+    a.l[row] += simd_shuffle_xor(a.l[row], 2);
   }
+}
+
+// fa_tiled: the tile's queries t0.. of q-head h (16 a pair of SIMD-groups),
+// normalised into out as bf16.
+INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device const bf16_t *vcache,
+                     device bf16_t *out, threadgroup bf16_t *Ks, threadgroup bf16_t *Vs, int T, int Hq, int D,
+                     int Cap, int kvLen, float scale, int t0, int h, int kvh, int tid, int lane, int simd) {
+  int g = lane >> 2, qd = lane & 3;
+  int w0 = t0 + 16 * (simd & 3);  // the SIMD-group's first query
+  long qoff[2];
+  int pos[2];
   UNROLL for (int row = 0; row < 2; row++) {
     int t = w0 + g + 8 * row;
-    if (t >= T) continue;
-    float inv = 1.0f / lrow[row];
-    device bf16_t *dst = out + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D + 16 * db0;
+    qoff[row] = t < T ? ((long)t * (long)Hq + (long)h) * (long)D : -1;
+    pos[row] = kvLen - T + t;  // it sees keys 0..pos
+  }
+  fa_acc a;
+  fa_core(a, q, qoff, pos, w0 < T, kvLen - T + w0 + 15, kcache, vcache, Ks, Vs, (ulong)kvh * (ulong)Cap, 0,
+          kvLen - T + imin(t0 + FA_BQ, T), D, scale, tid, lane, simd);
+  int nkb = D / 16, half = (nkb + 1) / 2, db0 = (simd >> 2) * half, ndb = imin(nkb, db0 + half) - db0;
+  UNROLL for (int row = 0; row < 2; row++) {
+    if (qoff[row] < 0) continue;
+    float inv = 1.0f / a.l[row];
+    device bf16_t *dst = out + qoff[row] + 16 * db0;
     UNROLL for (int nb = 0; nb < FA_MAX_D / 16; nb++) {
       if (nb >= 2 * ndb) continue;
-      *(device uint *)(dst + 8 * nb + 2 * qd) = fa_pack2(o[nb][2 * row] * inv, o[nb][2 * row + 1] * inv);
+      *(device uint *)(dst + 8 * nb + 2 * qd) = fa_pack2(a.o[nb][2 * row] * inv, a.o[nb][2 * row + 1] * inv);
+    }
+  }
+}
+
+// fa_split: a kv-head's rows r = t·G + g (query t at position kvLen − T + t,
+// q-head kvh·G + g; 16 a pair of SIMD-groups, r < T·G) over keys
+// kfirst..kend−1, written as split s's partials: [Σ e^(score−m)·v | m | Σ
+// e^(score−m)] (m in the scores' units; a row that sees none of the keys:
+// o = 0, m = −3e38, l = 0).
+INLINE void fa_split(device const bf16_t *q, device const bf16_t *kcache, device const bf16_t *vcache,
+                     device float *partial, threadgroup bf16_t *Ks, threadgroup bf16_t *Vs, int T, int Hq, int Hkv,
+                     int D, int Cap, int kvLen, int S, int s, int kvh, int kfirst, int kend, float scale, int tid,
+                     int lane, int simd) {
+  int g = lane >> 2, qd = lane & 3, G = Hq / Hkv, R = T * G;
+  int r0 = 16 * (simd & 3);  // the SIMD-group's first row
+  long qoff[2];
+  int pos[2], hrow[2], trow[2];
+  UNROLL for (int row = 0; row < 2; row++) {
+    int r = r0 + g + 8 * row;
+    trow[row] = r / G;
+    hrow[row] = kvh * G + r % G;
+    qoff[row] = r < R ? ((long)trow[row] * (long)Hq + (long)hrow[row]) * (long)D : -1;
+    pos[row] = kvLen - T + trow[row];
+  }
+  fa_acc a;
+  fa_core(a, q, qoff, pos, r0 < R, kvLen - T + imin(r0 + 15, R - 1) / G, kcache, vcache, Ks, Vs,
+          (ulong)kvh * (ulong)Cap, kfirst, kend, D, scale, tid, lane, simd);
+  int nkb = D / 16, half = (nkb + 1) / 2, db0 = (simd >> 2) * half, ndb = imin(nkb, db0 + half) - db0;
+  UNROLL for (int row = 0; row < 2; row++) {
+    if (qoff[row] < 0) continue;
+    bool none = a.l[row] == 0.0f;
+    device float *dst = partial + (((ulong)trow[row] * (ulong)Hq + (ulong)hrow[row]) * (ulong)S + (ulong)s) * (ulong)(D + 2);
+    UNROLL for (int nb = 0; nb < FA_MAX_D / 16; nb++) {
+      if (nb >= 2 * ndb) continue;
+      int d = 16 * db0 + 8 * nb + 2 * qd;
+      dst[d] = a.o[nb][2 * row];
+      dst[d + 1] = a.o[nb][2 * row + 1];
+    }
+    if (db0 == 0 && qd == 0) {
+      dst[D] = none ? -3.0e38f : a.m[row] * (1.0f / FA_LOG2E);
+      dst[D + 1] = a.l[row];
     }
   }
 }
@@ -274,4 +388,47 @@ KERNEL(attention_flash_bf16,
   }
 #endif
   fa_plain(q, kcache, vcache, out, T, Hq, D, Cap, kvLen, scale, t0, h, kvh, LANE, SIMD_ID, SIMD_COUNT);
+}
+
+// attention_split_mma_f32: split-KV attention's first half (attention_merge_bf16
+// is the second) on the matrix units for decode and short verifies: one
+// threadgroup a (kv-head, range) runs all T·G rows of the kv-head's q-heads
+// (G = Hq/Hkv) as fa_split, the keys cut into S ranges of c = ⌈kvLen/S⌉ for
+// every row alike (range s = [s·c, min(kvLen, (s+1)·c)), each row masked past
+// its own position), written as attention_split_f32's partials. Where
+// attention_split_f32 gives each query head a SIMD-group and sums every key's
+// products over the lanes (at 32K, 82 µs an attention layer on an H200: its
+// instructions, not the 67 MB of keys and values, bound it), here two
+// mma.sync products a block of 32 keys serve all eight heads of a group.
+// launch: grid(Hkv * S) group(FA_THREADS)
+// requires: D <= FA_MAX_D
+// requires: T * Hq <= Hkv * FA_BQ
+KERNEL(attention_split_mma_f32,
+       BUFFER(const bf16_t, q, 0),
+       BUFFER(const bf16_t, kcache, 1),
+       BUFFER(const bf16_t, vcache, 2),
+       BUFFER(float, partial, 3),
+       PARAM(int, T, 4),
+       PARAM(int, Hq, 5),
+       PARAM(int, Hkv, 6),
+       PARAM(int, D, 7),
+       PARAM(int, Cap, 8),
+       PARAM(int, kvLen, 9),
+       PARAM(int, S, 10),
+       PARAM(float, scale, 11)) {
+  GRID_WAIT();
+  int kvh = TGID_X / S, s = TGID_X % S;
+  int c = (kvLen + S - 1) / S;
+  int kfirst = imin(kvLen, s * c), kend = imin(kvLen, kfirst + c);
+#if defined(MMA_WARP_NATIVE)
+  TG_MEM_ALIGNED16(bf16_t, Ks, FA_BK * FA_LD);
+  TG_MEM_ALIGNED16(bf16_t, Vs, FA_BK * FA_LD);
+  if (D % 16 == 0) {  // uniform
+    fa_split(q, kcache, vcache, partial, Ks, Vs, T, Hq, Hkv, D, Cap, kvLen, S, s, kvh, kfirst, kend, scale, TID_X, LANE,
+             SIMD_ID);
+    return;
+  }
+#endif
+  fa_split_plain(q, kcache, vcache, partial, T, Hq, Hkv, D, Cap, kvLen, S, s, kvh, kfirst, kend, scale, LANE, SIMD_ID,
+                 SIMD_COUNT);
 }

@@ -122,6 +122,34 @@ func AttentionSplitKV(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int,
 	c.dispatch("attention_merge_bf16", partial.Arg(), out.Arg(), backend.Int(t), backend.Int(hq), backend.Int(d), backend.Int(splits))
 }
 
+// AttentionSplitKVTiled is AttentionSplitKV with its first half on the
+// matrix units (attention_split_mma_f32: a threadgroup a kv-head and range
+// runs all the queries of the kv-head's q-heads), the keys cut into ranges of
+// ⌈kvLen/splits⌉ for every query alike. Use it where SplitKVTiledFits says.
+func AttentionSplitKVTiled(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int, scale float32, splits int) {
+	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
+	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
+	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
+	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
+	check(kvLen >= t && kvLen <= capacity && splits >= 1, "attention: kvLen %d for %d queries, capacity %d, %d splits", kvLen, t, capacity, splits)
+	checkDType("attention partial", partial, backend.F32)
+	check(partial.Elements() == t*hq*splits*(d+2), "attention: partial %v for %d splits", partial, splits)
+	check(t*hq <= hkv*flashRows && d <= flashMaxD, "attention: %d queries × %d q-heads over %d kv-heads of %d: more than the tiled kernel takes", t, hq, hkv, d)
+	c.dispatch("attention_split_mma_f32", q.Arg(), kCache.Arg(), vCache.Arg(), partial.Arg(),
+		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen),
+		backend.Int(splits), backend.Float(scale))
+	c.dispatch("attention_merge_bf16", partial.Arg(), out.Arg(), backend.Int(t), backend.Int(hq), backend.Int(d), backend.Int(splits))
+}
+
+// SplitKVTiledFits says whether AttentionSplitKVTiled runs t queries of hq
+// q-heads over hkv kv-heads of d values as tiles on c's device: FlashAttention
+// holds, and a kv-head's rows (t · hq/hkv) fit one threadgroup's FA_BQ.
+func SplitKVTiledFits(c *Ctx, t, hq, hkv, d int) bool {
+	return hkv > 0 && hq%hkv == 0 && t*hq <= hkv*flashRows && FlashAttention(c, d)
+}
+
+var flashRows = kernels.Defines()["FA_BQ"]
+
 // SplitKVSplits is how many ranges AttentionSplitKV cuts a cache of capacity
 // keys into: about one per 64 keys of capacity, 2 to ATTN_MAX_SPLITS, 128 (a threadgroup per
 // range and kv-head, serving all its q-heads: at 32K, 128 ranges of 256 keys

@@ -220,3 +220,26 @@ func TestArenaRewind(t *testing.T) {
 	}
 	mustPanic(t, "arena rewound", func() { a.Rewind(a.Mark() + 1) })
 }
+
+// TestTiledAttentionFits: the tiled attention kernels are chosen on a device
+// with matrix units (the CPU says so: it runs their references) for heads of a
+// multiple of 16 values up to FA_MAX_D, and the tiled split for up to 64 rows
+// (queries × q-heads) a kv-head.
+func TestTiledAttentionFits(t *testing.T) {
+	dev := cpu.New(1)
+	c := ops.NewCtx(dev, ops.NewArena(dev))
+	for _, tc := range []struct {
+		t, hq, hkv, d int
+		flash, split  bool
+	}{
+		{1, 16, 2, 256, true, true}, {8, 16, 2, 256, true, true}, {9, 16, 2, 256, true, false},
+		{1, 4, 2, 80, true, true}, {1, 4, 2, 36, false, false}, {1, 4, 2, 512, false, false}, {1, 6, 4, 256, true, false},
+	} {
+		if got := ops.FlashAttention(c, tc.d); got != tc.flash {
+			t.Errorf("FlashAttention(d=%d) = %v, want %v", tc.d, got, tc.flash)
+		}
+		if got := ops.SplitKVTiledFits(c, tc.t, tc.hq, tc.hkv, tc.d); got != tc.split {
+			t.Errorf("SplitKVTiledFits(t=%d, hq=%d, hkv=%d, d=%d) = %v, want %v", tc.t, tc.hq, tc.hkv, tc.d, got, tc.split)
+		}
+	}
+}

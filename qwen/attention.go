@@ -130,7 +130,11 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	} else if p := a.shared.partial; p.Buf != nil && pos0+t >= splitKVMinContext && ops.SplitKVFits(hq, hkv) {
 		splits := ops.SplitKVSplits(kv.keys.Shape[1])
 		partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
-		ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
+		if a.paths.splitKVTiled && ops.SplitKVTiledFits(c, t, hq, hkv, d) {
+			ops.AttentionSplitKVTiled(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
+		} else {
+			ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
+		}
 	} else if a.paths.prefillFlash && a.paths.gemm(t) && ops.FlashAttention(c, d) {
 		// A prompt on the matrix units: a tile of queries reads a key once.
 		ops.AttentionFlash(c, q, kv.keys, kv.values, attn, pos0+t, scale)

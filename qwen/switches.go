@@ -69,6 +69,12 @@ const (
 	// (CUDA sm_80+; the CPU backend, which runs the reference), before the
 	// split-KV kernels, which read the keys again for every query.
 	SwitchPrefillFlashAttention = "prefill-flash-attention"
+	// SwitchSplitKVTiled runs split-KV decode attention's first half on the
+	// matrix units (attention_split_mma_f32: a threadgroup a kv-head and range
+	// takes all its q-heads' queries) where the device has them (CUDA sm_80+,
+	// and the CPU, which runs the reference), for steps of up to 64 rows a
+	// kv-head (decode, short verifies).
+	SwitchSplitKVTiled = "split-kv-tiled"
 	// SwitchFusedRouterNorm has the MoE router's GEMV do the residual add and
 	// the norm before it (qmatmul_addnorm_bf16: every threadgroup norms its
 	// token itself), one launch fewer per layer, for steps of fewer than
@@ -124,6 +130,8 @@ func init() {
 			Description: "Have the MoE router's launch pick each token's experts too, one launch fewer per layer in decoding (experimental: slower on an H200; CUDA and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillFlashAttention, Env: "BAGEL_NO_PREFILL_FLASH_ATTENTION", Backends: []string{"cuda", "cpu"},
 			Description: "Run a prompt's attention as flash attention on the matrix units, tiles of queries over blocks of keys (CUDA sm_80+ and CPU; applies at the next model load)."},
+		{Name: SwitchSplitKVTiled, Env: "BAGEL_NO_SPLIT_KV_TILED", Backends: []string{"cuda", "cpu"},
+			Description: "Run split decode attention over a long context on the matrix units, a threadgroup for all the query heads of a key-value head (CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
@@ -136,7 +144,7 @@ func init() {
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
 	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit,
-	prefillFlash, multiGEMM, routerNorm, routerTopK bool
+	prefillFlash, splitKVTiled, multiGEMM, routerNorm, routerTopK bool
 }
 
 func currentPaths() paths {
@@ -153,6 +161,7 @@ func currentPaths() paths {
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
 		prefillSplit: switches.On(SwitchPrefillSplitAttention),
 		prefillFlash: switches.On(SwitchPrefillFlashAttention),
+		splitKVTiled: switches.On(SwitchSplitKVTiled),
 		multiGEMM:    switches.On(SwitchPrefillMultiGEMM),
 		routerNorm:   switches.On(SwitchFusedRouterNorm),
 		routerTopK:   switches.On(SwitchFusedRouterTopK),

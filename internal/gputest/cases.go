@@ -510,6 +510,23 @@ func Specs() []Spec {
 			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen, p.S), backend.Float(float32(1/math.Sqrt(float64(p.D)))))}
 		})
 	}
+	// attention_split_mma_f32: as attention_split_f32, the ranges cut over kvLen.
+	// Every row sees some of every range (the last range is at least T keys
+	// long; an empty one's −3e38 would swamp the relative error): decode at
+	// 32K and 1K, a verify of 5 and of 8 (64 rows), D = 80, the plain fallback.
+	for _, p := range []struct{ T, Hq, Hkv, D, Cap, kvLen, S int }{
+		{1, qHeads, kvHeads, headDim, 32768, 32768, 128}, {1, qHeads, kvHeads, headDim, 1100, 1024, 16},
+		{5, qHeads, kvHeads, headDim, 4096, 4000, 64}, {8, qHeads, kvHeads, headDim, 300, 300, 4},
+		{3, 6, 2, 80, 50, 48, 4}, {2, 4, 2, 36, 64, 60, 3},
+	} {
+		add("attention_split_mma_f32", p.kvLen > 4096, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d Cap=%d kvLen=%d S=%d", p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen, p.S), func(g gen) *Case {
+			c := p.Hkv * p.Cap * p.D
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("q", backend.BF16, g.bf16(p.T*p.Hq*p.D, 1)), in("kcache", backend.BF16, g.bf16(c, 1)),
+				in("vcache", backend.BF16, g.bf16(c, 1)), out("partial", backend.F32, p.T*p.Hq*p.S*(p.D+2)),
+			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen, p.S), backend.Float(float32(1/math.Sqrt(float64(p.D)))))}
+		})
+	}
 	// attention_merge_bf16: partial, out | T, Hq, D, S. Partials as the split
 	// writes them (maxima around 0, sums of up to a few hundred), every third empty.
 	for _, p := range []struct{ T, Hq, D, S int }{{1, qHeads, headDim, 32}, {3, 6, 80, 4}, {2, 4, 128, 1}} {
