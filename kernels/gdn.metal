@@ -634,6 +634,81 @@ KERNEL(gdn_chunk_prep_f32,
   if (tid < GDN_CHUNK) out[2 * GDN_CHUNK * GDN_CHUNK + tid] = L[tid];
 }
 
+// gdn_piece: eight bf16 from src, the first m of them (0 to 8; zeros after),
+// as one 16-byte piece (one load where src is aligned and m is 8).
+INLINE u32x4 gdn_piece(device const bf16_t *src, int m) {
+  if (m >= 8 && ALIGNED16(src)) return *(device const u32x4 *)src;
+  uint w[4];
+  UNROLL for (int i = 0; i < 4; i++) {
+    uint lo = 2 * i < m ? (uint)src[2 * i] : 0u;
+    uint hi = 2 * i + 1 < m ? (uint)src[2 * i + 1] : 0u;
+    w[i] = lo | (hi << 16);
+  }
+  return u32x4_make(w[0], w[1], w[2], w[3]);
+}
+
+// gdn_chunk_regs is one thread's share of a chunk's inputs, loaded while the
+// chunk before it computes (staged in threadgroup memory first, each chunk
+// put a memory latency before its work: 64 chunks a launch at 2048 tokens):
+// q and k as 16-byte pieces of the tiles, W and M, L and β (threads below
+// GDN_CHUNK), v of the block's rows.
+#define GDN_CHUNK_QK (GDN_CHUNK * GDN_CHUNK_MAX_DK / 8 / GDN_CHUNK_THREADS)
+#define GDN_CHUNK_WM (GDN_CHUNK * GDN_CHUNK / GDN_CHUNK_THREADS)
+#define GDN_CHUNK_VR (GDN_CHUNK * GDN_CHUNK_DV / GDN_CHUNK_THREADS)
+struct gdn_chunk_regs {
+  u32x4 q[GDN_CHUNK_QK], k[GDN_CHUNK_QK];
+  float w[GDN_CHUNK_WM], m[GDN_CHUNK_WM], v[GDN_CHUNK_VR];
+  float l, b;
+};
+
+// gdn_chunk_fetch loads chunk c0's inputs for value rows dv0.. of v-head h.
+INLINE void gdn_chunk_fetch(thread gdn_chunk_regs &g, device const bf16_t *conv, device const float *beta,
+                            device const float *prep, int c0, int T, int width, int hk, int Hk, int h, int Hv,
+                            int Dk, int Dv, int dv0, int tid) {
+  int n = imin(GDN_CHUNK, T - c0);
+  UNROLL for (int j = 0; j < GDN_CHUNK_QK; j++) {
+    int p = tid + j * GDN_CHUNK_THREADS, t = p / (GDN_CHUNK_MAX_DK / 8), d0 = (p % (GDN_CHUNK_MAX_DK / 8)) * 8;
+    int m = t < n ? imax(0, imin(8, Dk - d0)) : 0;
+    device const bf16_t *row = conv + (ulong)(c0 + (m > 0 ? t : 0)) * (ulong)width;
+    g.q[j] = m > 0 ? gdn_piece(row + hk * Dk + d0, m) : u32x4_zero();
+    g.k[j] = m > 0 ? gdn_piece(row + (Hk + hk) * Dk + d0, m) : u32x4_zero();
+  }
+  device const float *pp = prep + ((ulong)(c0 / GDN_CHUNK) * (ulong)Hv + (ulong)h) * (ulong)GDN_PREP;
+  UNROLL for (int j = 0; j < GDN_CHUNK_WM; j++) {
+    int p = tid + j * GDN_CHUNK_THREADS;
+    g.w[j] = pp[p];
+    g.m[j] = pp[GDN_CHUNK * GDN_CHUNK + p];
+  }
+  g.l = tid < GDN_CHUNK ? pp[2 * GDN_CHUNK * GDN_CHUNK + tid] : 0.0f;
+  g.b = tid < n ? beta[(c0 + tid) * Hv + h] : 0.0f;
+  UNROLL for (int j = 0; j < GDN_CHUNK_VR; j++) {
+    int p = tid + j * GDN_CHUNK_THREADS, t = p / GDN_CHUNK_DV, rr = p % GDN_CHUNK_DV;
+    g.v[j] = t < n && dv0 + rr < Dv
+                 ? bf16_to_f32(conv[(ulong)(c0 + t) * (ulong)width + (ulong)(2 * Hk * Dk + h * Dv + dv0 + rr)])
+                 : 0.0f;
+  }
+}
+
+// gdn_chunk_put stages fetched inputs in the chunk's tiles.
+INLINE void gdn_chunk_put(thread gdn_chunk_regs &g, threadgroup bf16_t *Qc, threadgroup bf16_t *Kc,
+                          threadgroup float *W, threadgroup float *M, threadgroup float *L, threadgroup float *Bt,
+                          threadgroup float *R, int tid) {
+  UNROLL for (int j = 0; j < GDN_CHUNK_QK; j++) {
+    int p = tid + j * GDN_CHUNK_THREADS;
+    ((threadgroup u32x4 *)Qc)[p] = g.q[j];
+    ((threadgroup u32x4 *)Kc)[p] = g.k[j];
+  }
+  UNROLL for (int j = 0; j < GDN_CHUNK_WM; j++) {
+    W[tid + j * GDN_CHUNK_THREADS] = g.w[j];
+    M[tid + j * GDN_CHUNK_THREADS] = g.m[j];
+  }
+  if (tid < GDN_CHUNK) {
+    L[tid] = g.l;
+    Bt[tid] = g.b;
+  }
+  UNROLL for (int j = 0; j < GDN_CHUNK_VR; j++) R[tid + j * GDN_CHUNK_THREADS] = g.v[j];
+}
+
 // gdn_chunk_bf16: as gdn_recurrence_bf16 with normed = 1 (q and k already
 // normalised, gdn_qk_norm_bf16), computed chunk by chunk from the prep table of
 // gdn_chunk_prep_f32. A threadgroup owns GDN_CHUNK_DV state rows of one v-head
@@ -680,28 +755,15 @@ KERNEL(gdn_chunk_bf16,
   }
   threadgroup const u32x4 *K4 = (threadgroup const u32x4 *)Kc + cg;  // the thread's piece of a row
   threadgroup const u32x4 *Q4 = (threadgroup const u32x4 *)Qc + cg;
+  gdn_chunk_regs next;
+  gdn_chunk_fetch(next, conv, beta, prep, 0, T, width, hk, Hk, h, Hv, Dk, Dv, dv0, tid);
   for (int c0 = 0; c0 < T; c0 += GDN_CHUNK) {
     int n = imin(GDN_CHUNK, T - c0);
     BARRIER();  // the last chunk's readers of the tiles are done
-    gdn_chunk_load(conv, Qc, Kc, c0, n, width, hk, Hk, Dk, tid);
-    device const float *pp = prep + ((ulong)(c0 / GDN_CHUNK) * (ulong)Hv + (ulong)h) * (ulong)GDN_PREP;
-    for (int p = tid; p < GDN_CHUNK * GDN_CHUNK; p += GDN_CHUNK_THREADS) {
-      W[p] = pp[p];
-      M[p] = pp[GDN_CHUNK * GDN_CHUNK + p];
-    }
-    if (tid < GDN_CHUNK) {
-      L[tid] = pp[2 * GDN_CHUNK * GDN_CHUNK + tid];
-      Bt[tid] = tid < n ? beta[(c0 + tid) * Hv + h] : 0.0f;
-    }
-    // v of this block's rows, staged with everything else: a load inside the
-    // token loop below would put a memory latency on every step.
-    for (int p = tid; p < GDN_CHUNK * GDN_CHUNK_DV; p += GDN_CHUNK_THREADS) {
-      int t = p / GDN_CHUNK_DV, rr = p % GDN_CHUNK_DV;
-      R[p] = t < n && dv0 + rr < Dv
-                 ? bf16_to_f32(conv[(ulong)(c0 + t) * (ulong)width + (ulong)(2 * Hk * Dk + h * Dv + dv0 + rr)])
-                 : 0.0f;
-    }
+    gdn_chunk_put(next, Qc, Kc, W, M, L, Bt, R, tid);
     BARRIER();
+    if (c0 + GDN_CHUNK < T)
+      gdn_chunk_fetch(next, conv, beta, prep, c0 + GDN_CHUNK, T, width, hk, Hk, h, Hv, Dk, Dv, dv0, tid);
     // The right-hand side β_t (v_t − γ_t S_0 k_t) and γ_t S_0 q_t of row r,
     // reduced over the 16 threads of the row; GDN_CHUNK_ILP tokens at a time,
     // whose loads and shuffles overlap (one token a time was a chain of
