@@ -160,6 +160,18 @@ func SplitKVSplits(capacity int) int { return min(attnMaxSplits, max(2, capacity
 
 var attnMaxSplits = kernels.Defines()["ATTN_MAX_SPLITS"]
 
+// SplitKVTiledSplits is how many ranges AttentionSplitKVTiled cuts a cache of
+// capacity keys into: SplitKVSplits, at most splitKVTiledMaxSplits.
+func SplitKVTiledSplits(capacity int) int { return min(splitKVTiledMaxSplits, SplitKVSplits(capacity)) }
+
+// splitKVTiledMaxSplits bounds the tiled kernel's ranges lower than
+// ATTN_MAX_SPLITS: a threadgroup of attention_split_mma_f32 loads all its
+// kv-head's queries before its first key, so its ranges pay with more keys.
+// H200, 35B-A3B shapes (two kv-heads), decode after 8K / 32K of context: 64
+// ranges 2.27 / 2.61 GPU ms a token, 128: 2.35 / 2.70, 256: – / 2.92, 32: 2.33 /
+// 3.02.
+const splitKVTiledMaxSplits = 64
+
 // SplitKVFits says whether AttentionSplitKV takes hq q-heads over hkv kv-heads:
 // at most ATTN_MAX_GROUP q-heads per kv-head.
 func SplitKVFits(hq, hkv int) bool { return hkv > 0 && hq%hkv == 0 && hq <= hkv*attnMaxGroup }

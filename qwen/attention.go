@@ -128,11 +128,13 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	if tr := a.shared.tree; tr != nil {
 		ops.AttentionTree(c, q, kv.keys, kv.values, tr.mask, attn, pos0+t, scale)
 	} else if p := a.shared.partial; p.Buf != nil && pos0+t >= splitKVMinContext && ops.SplitKVFits(hq, hkv) {
-		splits := ops.SplitKVSplits(kv.keys.Shape[1])
-		partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
 		if a.paths.splitKVTiled && ops.SplitKVTiledFits(c, t, hq, hkv, d) {
+			splits := ops.SplitKVTiledSplits(kv.keys.Shape[1])
+			partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
 			ops.AttentionSplitKVTiled(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
 		} else {
+			splits := ops.SplitKVSplits(kv.keys.Shape[1])
+			partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
 			ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
 		}
 	} else if a.paths.prefillFlash && a.paths.gemm(t) && ops.FlashAttention(c, d) {
