@@ -73,10 +73,7 @@ func TestSplitKVAttentionAtLongContext(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
 	}
-	ids := make([]int32, 1030)
-	for i := range ids {
-		ids[i] = int32((i*7919 + 13) % 150000)
-	}
+	ids := spreadIDs(1030)
 	worst, on, off := switchedLogits(t, qwen.SwitchSplitKV, 1100, ids, 1020) // the last 10 positions decode one by one
 	if on <= off {
 		t.Errorf("%d dispatches with split-KV, %d without: the split path did not run", on, off)
@@ -96,10 +93,7 @@ func TestSplitKVTiledAtLongContext(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
 	}
-	ids := make([]int32, 1030)
-	for i := range ids {
-		ids[i] = int32((i*7919 + 13) % 150000)
-	}
+	ids := spreadIDs(1030)
 	worst, on, off := switchedLogits(t, qwen.SwitchSplitKVTiled, 1100, ids, 1020) // the last 10 positions decode one by one
 	if on != off {
 		t.Errorf("%d dispatches with the tiled split, %d without: want the same", on, off)
@@ -115,10 +109,7 @@ func TestSplitKVTiledAtLongContext(t *testing.T) {
 // against transformers (the random tiny models amplify it; in the MoE a router
 // near-tie may pick another expert, which moves a few logits by whole units).
 func TestPrefillGEMMIsBF16Noise(t *testing.T) {
-	ids := make([]int32, 100)
-	for i := range ids {
-		ids[i] = int32((i*7919 + 13) % 150000)
-	}
+	ids := spreadIDs(100)
 	for _, name := range testmodel.Names {
 		var dispatches [2]int64
 		logits := func(on bool) []float32 {
@@ -162,10 +153,7 @@ func TestPrefillGEMMIsBF16Noise(t *testing.T) {
 // through the layers, no more; and the split path ran (two launches an
 // attention layer where attention_bf16 takes one).
 func TestPrefillSplitAttention(t *testing.T) {
-	ids := make([]int32, 100)
-	for i := range ids {
-		ids[i] = int32((i*7919 + 13) % 150000)
-	}
+	ids := spreadIDs(100)
 	for _, capacity := range []int{128, 8192} {
 		// Flash attention, on by default where the device has matrix units
 		// (the CPU does), comes before the split path.
@@ -188,10 +176,7 @@ func TestPrefillSplitAttention(t *testing.T) {
 // differ by f32 noise through the layers (the GPU kernel's bf16 softmax
 // weights are its kernel cases' business).
 func TestPrefillFlashAttention(t *testing.T) {
-	ids := make([]int32, 100)
-	for i := range ids {
-		ids[i] = int32((i*7919 + 13) % 150000)
-	}
+	ids := spreadIDs(100)
 	worst, on, off := switchedLogits(t, qwen.SwitchPrefillFlashAttention, 8192, ids, len(ids))
 	if on >= off {
 		t.Errorf("%d dispatches with flash attention, %d without: it did not run", on, off)
@@ -238,10 +223,7 @@ func switchedLogits(t *testing.T, sw string, capacity int, ids []int32, prefill 
 // GEMMs give the logits of one GEMM each, in fewer dispatches (tiny-moe's
 // GDN in-projection has two matrices large enough for a GEMM, qkv and z).
 func TestPrefillMultiGEMMKeepsTheBits(t *testing.T) {
-	ids := make([]int32, 64)
-	for i := range ids {
-		ids[i] = int32((i*7919 + 13) % 150000)
-	}
+	ids := spreadIDs(64)
 	worst, on, off := switchedLogits(t, qwen.SwitchPrefillMultiGEMM, 128, ids, len(ids))
 	if on >= off {
 		t.Errorf("%d dispatches with one launch for the GEMMs, %d without: it did not run", on, off)
@@ -249,4 +231,14 @@ func TestPrefillMultiGEMMKeepsTheBits(t *testing.T) {
 	if worst != 0 {
 		t.Errorf("one launch for the GEMMs moves a logit by %g", worst)
 	}
+}
+
+// spreadIDs is n token ids spread over the vocabulary (a prompt whose
+// neighbouring tokens differ), the same for every test.
+func spreadIDs(n int) []int32 {
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32((i*7919 + 13) % 150000)
+	}
+	return ids
 }

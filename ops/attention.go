@@ -108,18 +108,33 @@ var flashMaxD = kernels.Defines()["FA_MAX_D"]
 // can differ from Attention's in the last bf16 bit. partial is f32 scratch of
 // [T, Hq, splits, D+2] (SplitKVScratch).
 func AttentionSplitKV(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int, scale float32, splits int) {
+	hq, hkv, args := splitKVArgs(c, q, kCache, vCache, out, partial, kvLen, scale, splits)
+	check(SplitKVFits(hq, hkv), "attention: %d q-heads over %d kv-heads, more than %d per kv-head", hq, hkv, attnMaxGroup)
+	c.dispatch("attention_split_f32", args...)
+	splitKVMerge(c, q, out, partial, splits)
+}
+
+// splitKVArgs checks the arguments of a split-KV attention and returns the
+// q-heads, the kv-heads and its first half's arguments (q, caches, partial |
+// T, Hq, Hkv, D, capacity, kvLen, splits, scale).
+func splitKVArgs(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int, scale float32, splits int) (hq, hkv int, args []backend.Arg) {
 	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
-	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
-	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
+	t, d := q.Shape[0], q.Shape[2]
+	hq, hkv = q.Shape[1], kCache.Shape[0]
+	capacity := kCache.Shape[1]
 	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
 	check(kvLen >= t && kvLen <= capacity && splits >= 1, "attention: kvLen %d for %d queries, capacity %d, %d splits", kvLen, t, capacity, splits)
 	checkDType("attention partial", partial, backend.F32)
 	check(partial.Elements() == t*hq*splits*(d+2), "attention: partial %v for %d splits", partial, splits)
-	check(SplitKVFits(hq, hkv), "attention: %d q-heads over %d kv-heads, more than %d per kv-head", hq, hkv, attnMaxGroup)
-	c.dispatch("attention_split_f32", q.Arg(), kCache.Arg(), vCache.Arg(), partial.Arg(),
+	return hq, hkv, append(c.args(q.Arg(), kCache.Arg(), vCache.Arg(), partial.Arg()),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen),
 		backend.Int(splits), backend.Float(scale))
-	c.dispatch("attention_merge_bf16", partial.Arg(), out.Arg(), backend.Int(t), backend.Int(hq), backend.Int(d), backend.Int(splits))
+}
+
+// splitKVMerge is a split-KV attention's second half: the ranges' partial
+// sums of each query and head into out.
+func splitKVMerge(c *Ctx, q, out, partial Tensor, splits int) {
+	c.dispatch("attention_merge_bf16", partial.Arg(), out.Arg(), backend.Int(q.Shape[0]), backend.Int(q.Shape[1]), backend.Int(q.Shape[2]), backend.Int(splits))
 }
 
 // AttentionSplitKVTiled is AttentionSplitKV with its first half on the
@@ -127,18 +142,11 @@ func AttentionSplitKV(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int,
 // runs all the queries of the kv-head's q-heads), the keys cut into ranges of
 // ⌈kvLen/splits⌉ for every query alike. Use it where SplitKVTiledFits says.
 func AttentionSplitKVTiled(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int, scale float32, splits int) {
-	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
-	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
-	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
-	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
-	check(kvLen >= t && kvLen <= capacity && splits >= 1, "attention: kvLen %d for %d queries, capacity %d, %d splits", kvLen, t, capacity, splits)
-	checkDType("attention partial", partial, backend.F32)
-	check(partial.Elements() == t*hq*splits*(d+2), "attention: partial %v for %d splits", partial, splits)
+	hq, hkv, args := splitKVArgs(c, q, kCache, vCache, out, partial, kvLen, scale, splits)
+	t, d := q.Shape[0], q.Shape[2]
 	check(t*hq <= hkv*flashRows && d <= flashMaxD, "attention: %d queries × %d q-heads over %d kv-heads of %d: more than the tiled kernel takes", t, hq, hkv, d)
-	c.dispatch("attention_split_mma_f32", q.Arg(), kCache.Arg(), vCache.Arg(), partial.Arg(),
-		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen),
-		backend.Int(splits), backend.Float(scale))
-	c.dispatch("attention_merge_bf16", partial.Arg(), out.Arg(), backend.Int(t), backend.Int(hq), backend.Int(d), backend.Int(splits))
+	c.dispatch("attention_split_mma_f32", args...)
+	splitKVMerge(c, q, out, partial, splits)
 }
 
 // SplitKVTiledFits says whether AttentionSplitKVTiled runs t queries of hq
