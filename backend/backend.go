@@ -117,6 +117,15 @@ type Device interface {
 	Close() error
 }
 
+// Preparer is implemented by a Device that readies its kernels on first use
+// (CUDA: an NVRTC compile of every kernel, seconds, cached on disk after the
+// first run): Prepare does it now, so that a model's load, not its first
+// reply, waits for it, and a failure (no NVRTC and a stale embedded PTX)
+// surfaces while loading. Later calls return at once with the same result.
+type Preparer interface {
+	Prepare() error
+}
+
 // AlignedWrapper is implemented by a Device whose WrapHost copies (CUDA): it
 // places the copy so that byte anchor of data starts a 16-byte boundary, so
 // that kernels may read the tensors aligned like the anchor in 16-byte pieces.

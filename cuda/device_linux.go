@@ -44,6 +44,7 @@ type Device struct {
 }
 
 var _ backend.Device = (*Device)(nil)
+var _ backend.Preparer = (*Device)(nil)
 
 // New opens GPU ordinal (0 for the first), retains its primary context, makes it
 // current on the calling OS thread and creates a stream. The caller's goroutine

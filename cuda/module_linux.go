@@ -27,13 +27,20 @@ type module struct {
 	origin string // "cubin cache", "NVRTC", "embedded PTX"
 }
 
-// function returns the handle of kernel name, loading the module first if needed.
-func (d *Device) function(name string) (uintptr, error) {
+// Prepare loads the kernel module now (backend.Preparer): a cubin from the
+// cache, else an NVRTC compile of every kernel (seconds; the cubin is cached
+// for the next run), else the embedded PTX.
+func (d *Device) Prepare() error {
 	if d.mod == nil && d.modErr == nil {
 		d.mod, d.modErr = d.loadModule()
 	}
-	if d.modErr != nil {
-		return 0, d.modErr
+	return d.modErr
+}
+
+// function returns the handle of kernel name, loading the module first if needed.
+func (d *Device) function(name string) (uintptr, error) {
+	if err := d.Prepare(); err != nil {
+		return 0, err
 	}
 	if fn, ok := d.mod.funcs[name]; ok {
 		return fn, nil

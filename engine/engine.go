@@ -133,6 +133,9 @@ func Load(dir string, opt Options) (*Engine, error) {
 		if err := cancelled(opt.Cancel); err != nil {
 			return err
 		}
+		if err := prepareKernels(dev, progress); err != nil {
+			return err
+		}
 		progress(0.95, "allocating the cache")
 		e.cache, err = e.model.NewCache(e.ctx, n)
 		return err
@@ -143,6 +146,22 @@ func Load(dir string, opt Options) (*Engine, error) {
 	}
 	progress(1, "ready")
 	return e, nil
+}
+
+// prepareKernels has a device that readies its kernels on first use
+// (backend.Preparer: CUDA compiles them, seconds on the first run) do it while
+// the model loads, under its own progress stage, rather than in the first
+// reply, whose time to first token would include it.
+func prepareKernels(dev backend.Device, progress func(float64, string)) error {
+	p, ok := dev.(backend.Preparer)
+	if !ok {
+		return nil
+	}
+	progress(0.92, "preparing the GPU kernels (the first run compiles them)")
+	if err := p.Prepare(); err != nil {
+		return fmt.Errorf("preparing the GPU kernels: %w", err)
+	}
+	return nil
 }
 
 // ErrLoadCancelled is Load's answer when Options.Cancel was closed.
