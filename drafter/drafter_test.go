@@ -16,7 +16,8 @@ func TestNGramDrafter(t *testing.T) {
 		{"empty history", 1, 3, nil, 4, nil},
 		{"one token", 1, 3, []int32{7}, 4, nil},
 		{"no earlier match", 1, 3, []int32{1, 2, 3, 4}, 4, nil},
-		{"unigram match", 1, 3, []int32{1, 2, 3, 1}, 4, []int32{2, 3, 1}},
+		{"unigram match", 1, 3, []int32{1, 2, 3, 1}, 3, []int32{2, 3, 1}},
+		{"the loop goes on past the history", 1, 3, []int32{1, 2, 3, 1}, 4, []int32{2, 3, 1, 2}},
 		{"k caps the draft", 1, 3, []int32{1, 2, 3, 1}, 2, []int32{2, 3}},
 		{"k = 0", 1, 3, []int32{1, 2, 3, 1}, 0, nil},
 		{"negative k", 1, 3, []int32{1, 2, 3, 1}, -1, nil},
@@ -26,11 +27,11 @@ func TestNGramDrafter(t *testing.T) {
 		{"minN refuses short matches", 2, 3, []int32{1, 2, 3, 4, 3}, 4, nil},
 		{"most recent match", 1, 2, []int32{4, 1, 4, 2, 4}, 1, []int32{2}},
 		{"trigram", 2, 4, []int32{5, 6, 7, 8, 0, 6, 7, 9, 5, 6, 7}, 3, []int32{8, 0, 6}},
-		{"match running into the suffix", 1, 3, []int32{3, 3, 3, 3}, 4, []int32{3}},
-		{"draft stops at the end of the history", 1, 2, []int32{1, 2, 3, 1, 2}, 8, []int32{3, 1, 2}},
+		{"a run of one token goes on", 1, 3, []int32{3, 3, 3, 3}, 4, []int32{3, 3, 3, 3}},
+		{"a loop of three, eight guesses", 1, 2, []int32{1, 2, 3, 1, 2}, 8, []int32{3, 1, 2, 3, 1, 2, 3, 1}},
 		{"zero n values mean 1", 0, 0, []int32{1, 2, 1}, 1, []int32{2}},
 		{"maxN below minN", 2, 1, []int32{1, 2, 9, 1, 2}, 1, []int32{9}},
-		{"maxN longer than the history", 1, 100, []int32{1, 2, 1, 2}, 4, []int32{1, 2}},
+		{"maxN longer than the history", 1, 100, []int32{1, 2, 1, 2}, 4, []int32{1, 2, 1, 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

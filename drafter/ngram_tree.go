@@ -48,8 +48,7 @@ func (d NGramTreeDrafter) DraftTree(history []int32, depth int) *Tree {
 			if !equal(history[start:start+n], suffix) {
 				continue
 			}
-			follow := history[start+n:]
-			follow = follow[:min(depth, len(follow))]
+			follow := continuation(history, start+n, depth)
 			before := t.Len()
 			parent := -1
 			for _, tok := range follow {

@@ -108,6 +108,10 @@ func TestNGramTreeDrafter(t *testing.T) {
 	if tr := d.DraftTree(run, 3); tr == nil || tr.Len() > 6 {
 		t.Errorf("run: %+v", tr)
 	}
+	// A loop of two tokens goes on past the history's end, every branch the loop.
+	if tr := d.DraftTree([]int32{5, 6, 5, 6, 5}, 4); tr == nil || !reflect.DeepEqual(tr.Tokens, []int32{6, 5, 6, 5}) {
+		t.Errorf("loop: %+v", tr)
+	}
 }
 
 // TestTreeAcceptPathAndPrefix: AcceptPath names the nodes Accept keeps, a
