@@ -160,20 +160,12 @@ func (a *App) cancelLoading() {
 }
 
 // loadProgress returns the engine's progress callback: it runs on the loading
-// goroutine and posts to the model bar at most every 50 ms.
+// goroutine and posts to the model bar at most every 50 ms, a new stage at once.
 func (a *App) loadProgress(dir string) func(float64, string) {
-	var mu sync.Mutex
-	var last time.Time
+	var th progressThrottle
 	name := hub.DisplayName(dir)
 	return func(fraction float64, stage string) {
-		mu.Lock()
-		now := time.Now()
-		skip := fraction < 1 && now.Sub(last) < 50*time.Millisecond
-		if !skip {
-			last = now
-		}
-		mu.Unlock()
-		if !skip {
+		if th.show(fraction, stage, time.Now()) {
 			a.do(func() {
 				if a.loading {
 					a.bar.showBusy(fmt.Sprintf("Loading %s: %s…", name, stage), fraction)
@@ -343,4 +335,24 @@ func contextLabel(n int) string {
 		return "the model's default context"
 	}
 	return fmt.Sprintf("%d tokens of context", n)
+}
+
+// progressThrottle keeps the load's progress from redrawing the bar more
+// than every 50 ms, but never drops a new stage or the end: a stage that
+// takes long (the first run's kernel compile) must show while it runs.
+type progressThrottle struct {
+	mu    sync.Mutex
+	last  time.Time
+	stage string
+}
+
+// show reports whether the bar should show fraction and stage at now.
+func (t *progressThrottle) show(fraction float64, stage string, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if fraction < 1 && stage == t.stage && now.Sub(t.last) < 50*time.Millisecond {
+		return false
+	}
+	t.last, t.stage = now, stage
+	return true
 }

@@ -230,3 +230,28 @@ func TestActivityText(t *testing.T) {
 		t.Errorf("replySpeedText of a reply without tokens: %q", got)
 	}
 }
+
+// TestProgressThrottle: updates of one stage come at most every 50 ms, but a
+// new stage and the end always show.
+func TestProgressThrottle(t *testing.T) {
+	var th progressThrottle
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		ms       int
+		fraction float64
+		stage    string
+		want     bool
+	}{
+		{0, 0.1, "binding weights", true},
+		{10, 0.2, "binding weights", false},
+		{60, 0.3, "binding weights", true},
+		{61, 0.92, "preparing the GPU kernels", true}, // a new stage, 1 ms later
+		{62, 0.95, "allocating the cache", true},
+		{63, 1, "ready", true},
+		{64, 1, "ready", true}, // the end always shows
+	} {
+		if got := th.show(c.fraction, c.stage, t0.Add(time.Duration(c.ms)*time.Millisecond)); got != c.want {
+			t.Errorf("%d ms, %q: show %v, want %v", c.ms, c.stage, got, c.want)
+		}
+	}
+}
