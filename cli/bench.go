@@ -37,6 +37,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	switches := fs.Bool("switches", true, "decode greedy with each engine switch off against on")
 	seed := fs.Uint64("seed", 1, "seed of the random prompts and of sampling")
 	drafts := fs.String("drafts", fmt.Sprint(engine.DefaultDraftLength), fmt.Sprintf("draft lengths of the oracle-drafts rows, 1 to %d (empty: none)", engine.MaxDraftLength))
+	lookup := fs.Bool("lookup", true, "decode a reply to a code-editing prompt with prompt lookup off and on (models with a tokenizer)")
 	treeWidths := fs.String("tree-widths", "", fmt.Sprintf("also oracle draft trees of these widths, 2 to %d, at each --drafts length (empty: none)", engine.MaxTreeWidth))
 	chunk := fs.prefillChunk()
 	projections := fs.Int("projections", 10, "time the decode GEMV alone on each matrix shape, this many products each (0: not)")
@@ -128,6 +129,11 @@ func runBench(args []string, out, errOut io.Writer) error {
 			if err := b.oracle(32, n, w); err != nil {
 				return err
 			}
+		}
+	}
+	if *lookup {
+		if _, err := b.lookup(); err != nil {
+			return err
 		}
 	}
 	for _, n := range prefillLens {

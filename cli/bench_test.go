@@ -45,6 +45,9 @@ func TestSynthThenBench(t *testing.T) {
 		if strings.HasPrefix(x.Name, "prefill") && x.PrefillTokPerSec <= 0 {
 			t.Errorf("%s: %+v", x.Name, x)
 		}
+		if strings.HasPrefix(x.Name, lookupRow) {
+			t.Errorf("a %q row for a checkpoint without a tokenizer: %+v", lookupRow, x)
+		}
 	}
 	for _, want := range []string{"decode greedy ", "decode greedy decode-pipeline=off",
 		"decode sampled (t 0.7, top-p 0.95, top-k 20) device-sampling=off decode-pipeline=off", "prefill 8 ", "decode after 40 tokens ", "decode greedy fused-add-norm=off",
@@ -196,5 +199,40 @@ func TestBenchTableHostColumn(t *testing.T) {
 	if !strings.Contains(b.String(), "host ms/tok") || !strings.HasSuffix(strings.TrimSpace(greedy), "0.50") ||
 		!strings.HasSuffix(strings.TrimSpace(sampled), "-") {
 		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// TestBenchLookupRows: with a tokenizer, bench decodes a reply to its
+// code-editing prompt with prompt lookup off and on; without one (the
+// synthetic checkpoint of TestSynthThenBench) the rows are left out.
+func TestBenchLookupRows(t *testing.T) {
+	jsonFile := filepath.Join(t.TempDir(), "bench.json")
+	code, stdout, stderr := runCLI("bench", "-m", testmodel.Dir(t, "tiny-moe"), "--backend", "cpu", "--runs", "1", "--tokens", "12",
+		"--prefill", "", "--long", "", "--drafts", "", "--switches=false", "--projections", "0", "--json", jsonFile)
+	if code != 0 {
+		t.Fatalf("bench: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r benchReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]benchResult{}
+	for _, x := range r.Results {
+		if strings.HasPrefix(x.Name, lookupRow) {
+			got[x.Switch] = x
+		}
+	}
+	for _, sw := range []string{"speculative-ngram=off", "speculative-ngram=on"} {
+		x, ok := got[sw]
+		if !ok || x.DecodeTokPerSec <= 0 || x.PromptTokens < 30 {
+			t.Errorf("%s row with %s: %+v (present %v)", lookupRow, sw, x, ok)
+		}
+	}
+	if !strings.Contains(stdout, lookupRow) {
+		t.Errorf("the table has no %q row:\n%s", lookupRow, stdout)
 	}
 }
