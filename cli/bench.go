@@ -394,7 +394,10 @@ func (b *bench) add(name, switchSetting string, st engine.Stats) {
 		CommandBuffersPerToken: st.CommandBuffersPerTok, GraphLaunchesPerToken: st.GraphLaunchesPerTok,
 		HostSyncsPerToken: st.HostSyncsPerToken, SampledOnDevice: st.SampledOnDevice,
 		GPUmsPerToken: float64(st.GPUTimePerToken.Microseconds()) / 1000,
-		PrefillGPUms:  float64(st.PrefillGPUTime.Microseconds()) / 1000}
+		PrefillGPUms:  float64(st.PrefillGPUTime.Microseconds()) / 1000, Verifies: st.Verifies}
+	if st.Verifies > 0 {
+		r.VerifyMs = float64(st.VerifyTime.Microseconds()) / 1000 / float64(st.Verifies)
+	}
 	if st.DecodeTokensPerSec > 0 && !strings.HasPrefix(name, "prefill") {
 		r.WeightGBPerSec = float64(b.report.DecodeWeightBytes) * st.DecodeTokensPerSec / 1e9
 		if r.GPUmsPerToken > 0 {

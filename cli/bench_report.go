@@ -49,6 +49,8 @@ type benchResult struct {
 	GPUmsPerToken          float64 `json:"gpu_ms_per_token,omitempty"`
 	HostMsPerToken         float64 `json:"host_ms_per_token,omitempty"` // wall ms a token beyond its GPU ms
 	PrefillGPUms           float64 `json:"prefill_gpu_ms,omitempty"`    // device time to the first token
+	Verifies               int     `json:"verifies,omitempty"`          // speculative steps that verified guesses
+	VerifyMs               float64 `json:"verify_ms,omitempty"`         // wall ms a verify (its drafting excluded)
 	Error                  string  `json:"error,omitempty"`             // why this figure could not be measured
 }
 
@@ -89,8 +91,37 @@ func writeBenchTable(w io.Writer, r *benchReport) {
 			x.GraphLaunchesPerToken, x.HostSyncsPerToken, host)
 	}
 	tw.Flush()
+	writeVerifyCosts(w, r.Results)
 	if len(r.Projections) > 0 {
 		writeProjectionTable(w, r.Projections)
+	}
+}
+
+// writeVerifyCosts prints, for each row with speculative verifies, what one
+// verify costs against one plain greedy decode step (the first "decode greedy"
+// row's wall time a token): the figure a verify of γ+1 tokens is judged by.
+func writeVerifyCosts(w io.Writer, rs []benchResult) {
+	var step float64 // ms
+	for _, x := range rs {
+		if x.Name == "decode greedy" && x.Switch == "" && x.DecodeTokPerSec > 0 {
+			step = 1000 / x.DecodeTokPerSec
+			break
+		}
+	}
+	first := true
+	for _, x := range rs {
+		if x.Verifies == 0 || x.VerifyMs <= 0 {
+			continue
+		}
+		if first {
+			fmt.Fprintf(w, "\nspeculative verifies (wall time, drafting excluded)\n")
+			first = false
+		}
+		if step > 0 {
+			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify = %.2f decode steps of %.2f ms\n", x.Name, x.Verifies, x.VerifyMs, x.VerifyMs/step, step)
+		} else {
+			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify\n", x.Name, x.Verifies, x.VerifyMs)
+		}
 	}
 }
 

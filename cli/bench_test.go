@@ -66,6 +66,9 @@ func TestSynthThenBench(t *testing.T) {
 			if a != p || p == 0 || x.Switch != "speculative-ngram=on" {
 				t.Errorf("oracle row %q %s: want every draft accepted", x.Name, x.Switch)
 			}
+			if x.Verifies == 0 || x.VerifyMs <= 0 || !strings.Contains(stdout, x.Name+": ") {
+				t.Errorf("oracle row %q: %d verifies of %g ms, and its line under the table: %v", x.Name, x.Verifies, x.VerifyMs, strings.Contains(stdout, x.Name+": "))
+			}
 		}
 	}
 	if !oracles[1] || !oracles[3] || len(oracles) != 2 {
