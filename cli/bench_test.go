@@ -22,20 +22,8 @@ func TestSynthThenBench(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "4 experts") {
 		t.Fatalf("synth: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	jsonFile := filepath.Join(t.TempDir(), "bench.json")
-	code, stdout, stderr = runCLI("bench", "-m", dir, "--backend", "cpu", "--runs", "1", "--tokens", "4",
-		"--prefill", "8", "--long", "40", "--drafts", "1,3", "--json", jsonFile)
-	if code != 0 {
-		t.Fatalf("bench: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	data, err := os.ReadFile(jsonFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r benchReport
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, stdout := benchJSON(t, "-m", dir, "--backend", "cpu", "--runs", "1", "--tokens", "4",
+		"--prefill", "8", "--long", "40", "--drafts", "1,3")
 	names := map[string]bool{}
 	for _, x := range r.Results {
 		names[x.Name+" "+x.Switch] = true
@@ -209,20 +197,8 @@ func TestBenchTableHostColumn(t *testing.T) {
 // code-editing prompt with prompt lookup off and on; without one (the
 // synthetic checkpoint of TestSynthThenBench) the rows are left out.
 func TestBenchLookupRows(t *testing.T) {
-	jsonFile := filepath.Join(t.TempDir(), "bench.json")
-	code, stdout, stderr := runCLI("bench", "-m", testmodel.Dir(t, "tiny-moe"), "--backend", "cpu", "--runs", "1", "--tokens", "12",
-		"--prefill", "", "--long", "", "--drafts", "", "--switches=false", "--projections", "0", "--json", jsonFile)
-	if code != 0 {
-		t.Fatalf("bench: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	data, err := os.ReadFile(jsonFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r benchReport
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, stdout := benchJSON(t, "-m", testmodel.Dir(t, "tiny-moe"), "--backend", "cpu", "--runs", "1", "--tokens", "12",
+		"--prefill", "", "--long", "", "--drafts", "", "--switches=false", "--projections", "0")
 	got := map[string]benchResult{}
 	for _, x := range r.Results {
 		if strings.HasPrefix(x.Name, lookupRow) {
@@ -238,4 +214,24 @@ func TestBenchLookupRows(t *testing.T) {
 	if !strings.Contains(stdout, lookupRow) {
 		t.Errorf("the table has no %q row:\n%s", lookupRow, stdout)
 	}
+}
+
+// benchJSON runs bagel bench with args and --json, and returns the report it
+// wrote and what it printed; a failed run fails the test.
+func benchJSON(t *testing.T, args ...string) (benchReport, string) {
+	t.Helper()
+	jsonFile := filepath.Join(t.TempDir(), "bench.json")
+	code, stdout, stderr := runCLI(append(append([]string{"bench"}, args...), "--json", jsonFile)...)
+	if code != 0 {
+		t.Fatalf("bench: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r benchReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r, stdout
 }
