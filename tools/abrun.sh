@@ -8,14 +8,20 @@
 # Usage (from the repository root, on the GPU machine):
 #   BINS='bagel-0 bagel' ROUNDS=2 ABPREFILL=2048 ABARGS='--prefill-chunk 2048' sh tools/abrun.sh
 #   (ABARGS='--long 32768' adds decode after a 32K prompt: its own row)
+# An entry of BINS may carry its own environment after a colon, ';'-joined:
+#   BINS='bagel bagel-x bagel-x:BAGEL_NO_FUSED_GDN_NORM=1;BAGEL_KERNEL_TUNING=QMV_HEAD_GROUPS=4224'
+# (the others run with ENVS), so one binary's switches are compared round by
+# round beside the other builds.
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 . tools/synth_model.sh  # M, the synthetic checkpoint
 for r in $(seq ${ROUNDS:-2}); do
 	for b in ${BINS:-bagel}; do
-		env ${ENVS:-BAGEL_AB=1} timeout 150 .devbin/$b bench -m $M --backend cuda --runs 1 --tokens 200 \
-			--prefill "${ABPREFILL:-}" --long "" --switches=false ${ABARGS:-} > /tmp/ab.txt 2>> "$OUT/log.txt"
+		bin=${b%%:*} vars=${ENVS:-BAGEL_AB=1}
+		case $b in *:*) vars=$(echo "${b#*:}" | tr ';' ' ') ;; esac
+		env $vars timeout 150 .devbin/$bin bench -m $M --backend cuda --runs 1 --tokens 200 \
+			--prefill "${ABPREFILL:-}" --long "" --switches=false --lookup=false ${ABARGS:-} > /tmp/ab.txt 2>> "$OUT/log.txt"
 		# bench's columns are two or more spaces apart: figure, switch, prompt, tok/s decode, ...
 		echo "$b: $(grep -m1 '^decode greedy ' /tmp/ab.txt | awk -F '  +' '{print $4, "tok/s,", $9, "GPU ms,", $10, "dispatches,", $14, "host ms"}')" \
 			"$(grep -m1 '^decode greedy  *decode-pipeline=' /tmp/ab.txt | awk -F '  +' '{print "|", $2 ":", $4, "tok/s,", $14, "host ms"}')" \
