@@ -111,6 +111,17 @@ func generateWith(t *testing.T, e *Engine, name string, on bool, req Request) ([
 	return ids, done
 }
 
+// plainReply is the request the speculative tests share (40 tokens past a
+// fixed prompt, stop tokens ignored), e's plain greedy reply to it, and an
+// oracle drafter that replays that reply.
+func plainReply(t *testing.T, e *Engine) (Request, []int32, drafter.OracleDrafter) {
+	t.Helper()
+	prompt := []int32{9707, 11, 1246, 525, 3555, 30, 2585}
+	req := Request{PromptIDs: prompt, MaxTokens: 40, IgnoreStop: true}
+	plain, _ := generateWith(t, e, SwitchSpeculative, false, req)
+	return req, plain, drafter.OracleDrafter{Continuation: plain, PromptLen: len(prompt)}
+}
+
 func TestNonFiniteLogitsStopTheReply(t *testing.T) {
 	if !finiteLogits([]float32{1, -3, 0}) {
 		t.Error("finite logits reported non-finite")
@@ -133,10 +144,7 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prompt := []int32{9707, 11, 1246, 525, 3555, 30, 2585}
-		req := Request{PromptIDs: prompt, MaxTokens: 40, IgnoreStop: true}
-		plain, _ := generateWith(t, e, SwitchSpeculative, false, req)
-		oracle := drafter.OracleDrafter{Continuation: plain, PromptLen: len(prompt)}
+		req, plain, oracle := plainReply(t, e)
 		for _, c := range []struct {
 			name     string
 			d        drafter.Drafter

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"bagel/backend"
 	"bagel/drafter"
 	"bagel/internal/testmodel"
 	"bagel/switches"
@@ -17,17 +16,11 @@ import (
 // each token's arithmetic as in a one-token step, so nothing may differ.
 func TestGPUSpeculativeGreedyEqualsPlain(t *testing.T) {
 	defer switches.Reset(SwitchSpeculative)
-	for _, backendName := range []string{"cuda", "metal"} {
-		if _, ok := backend.Lookup(backendName); !ok {
-			continue
-		}
+	for _, backendName := range gpuBackends() {
 		for _, name := range testmodel.Names {
 			t.Run(backendName+"/"+name, func(t *testing.T) {
 				e := loadGPU(t, testmodel.Weights(t, name), backendName, 256)
-				prompt := []int32{9707, 11, 1246, 525, 3555, 30, 2585}
-				req := Request{PromptIDs: prompt, MaxTokens: 40, IgnoreStop: true}
-				plain, _ := generateWith(t, e, SwitchSpeculative, false, req)
-				oracle := drafter.OracleDrafter{Continuation: plain, PromptLen: len(prompt)}
+				req, plain, oracle := plainReply(t, e)
 				for _, c := range []struct {
 					name string
 					d    drafter.Drafter

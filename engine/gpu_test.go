@@ -33,11 +33,20 @@ func loadGPU(t *testing.T, dir, backendName string, contextLength int) *Engine {
 	return e
 }
 
-func TestGPUMatchesCPU(t *testing.T) {
-	for _, backendName := range []string{"cuda", "metal"} {
-		if _, ok := backend.Lookup(backendName); !ok {
-			continue
+// gpuBackends are the GPU backends built into this test binary (CUDA on
+// Linux, Metal on macOS), each test running on those it finds.
+func gpuBackends() []string {
+	var names []string
+	for _, n := range []string{"cuda", "metal"} {
+		if _, ok := backend.Lookup(n); ok {
+			names = append(names, n)
 		}
+	}
+	return names
+}
+
+func TestGPUMatchesCPU(t *testing.T) {
+	for _, backendName := range gpuBackends() {
 		for _, name := range testmodel.Names {
 			t.Run(backendName+"/"+name, func(t *testing.T) {
 				gpu := loadGPU(t, testmodel.Weights(t, name), backendName, 256)
@@ -102,10 +111,7 @@ func TestGPUMatchesCPU(t *testing.T) {
 // TestGPUOtherShapes runs the random checkpoints of other shapes and
 // quantizations on each GPU backend against the CPU backend.
 func TestGPUOtherShapes(t *testing.T) {
-	for _, backendName := range []string{"cuda", "metal"} {
-		if _, ok := backend.Lookup(backendName); !ok {
-			continue
-		}
+	for _, backendName := range gpuBackends() {
 		for name, spec := range otherSpecs {
 			t.Run(backendName+"/"+name, func(t *testing.T) {
 				dir := t.TempDir()

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"bagel/backend"
 	"bagel/internal/testmodel"
 	"bagel/switches"
 )
@@ -98,10 +97,7 @@ func TestDecodePipelineStopsOnAnEndToken(t *testing.T) {
 // while steps were still queued adds up.
 func TestGPUDecodePipeline(t *testing.T) {
 	defer switches.Reset(SwitchDecodePipeline)
-	for _, backendName := range []string{"cuda", "metal"} {
-		if _, ok := backend.Lookup(backendName); !ok {
-			continue
-		}
+	for _, backendName := range gpuBackends() {
 		for _, name := range testmodel.Names {
 			t.Run(backendName+"/"+name, func(t *testing.T) {
 				e := loadGPU(t, testmodel.Weights(t, name), backendName, 256)

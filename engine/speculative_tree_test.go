@@ -59,10 +59,7 @@ func TestTreeSpeculativeGreedyEqualsPlain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prompt := []int32{9707, 11, 1246, 525, 3555, 30, 2585}
-		req := Request{PromptIDs: prompt, MaxTokens: 40, IgnoreStop: true}
-		plain, _ := generateWith(t, e, SwitchSpeculative, false, req)
-		oracle := drafter.OracleDrafter{Continuation: plain, PromptLen: len(prompt)}
+		req, plain, oracle := plainReply(t, e)
 		for _, rightFirst := range []bool{false, true} {
 			req := req
 			req.Drafter = oracleTree{oracle, rightFirst}
