@@ -14,6 +14,11 @@ import (
 //	term   = factor { ("*" | "/") factor }        "/" truncates, as in C
 //	factor = number | name | "(" expr ")" | fn "(" expr { "," expr } ")"
 //	fn     = ceil(n, d) = ⌈n/d⌉ | min(a, b) | max(a, b)
+//	       | single(n, a, b) = a where n is 1, else b
+//
+// single lets a launch shape its threadgroups for one token apart from a few
+// (a decode step's GEMV against a speculative verify's): the same kernel,
+// whose SIMD-groups divide the work at run time.
 //
 // A name is a scalar argument of the kernel, or else a #define of the kernel
 // files with an integer value. Expressions are compiled once, when the
@@ -150,23 +155,30 @@ func (p *exprParser) factor() (intExpr, error) {
 	return nil, fmt.Errorf("%q: %s is neither a scalar argument nor an integer #define", p.src, tok)
 }
 
-// call parses the arguments of fn(a, b).
+// call parses the arguments of fn(a, b) or fn(a, b, c).
 func (p *exprParser) call(fn string) (intExpr, error) {
-	p.next() // "("
-	a, err := p.expr()
-	if err != nil {
-		return nil, err
+	arity := map[string]int{"ceil": 2, "min": 2, "max": 2, "single": 3}[fn]
+	if arity == 0 {
+		return nil, fmt.Errorf("%q: unknown function %s (ceil, min, max, single)", p.src, fn)
 	}
-	if err := p.expect(","); err != nil {
-		return nil, err
-	}
-	b, err := p.expr()
-	if err != nil {
-		return nil, err
+	var args []intExpr
+	for p.next(); ; {
+		e, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, e)
+		if len(args) == arity {
+			break
+		}
+		if err := p.expect(","); err != nil {
+			return nil, fmt.Errorf("%s takes %d arguments: %w", fn, arity, err)
+		}
 	}
 	if err := p.expect(")"); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s takes %d arguments: %w", fn, arity, err)
 	}
+	a, b := args[0], args[1]
 	switch fn {
 	case "ceil":
 		return func(s []int) int { d := nonZero(b(s)); return (a(s) + d - 1) / d }, nil
@@ -175,7 +187,13 @@ func (p *exprParser) call(fn string) (intExpr, error) {
 	case "max":
 		return func(s []int) int { return max(a(s), b(s)) }, nil
 	}
-	return nil, fmt.Errorf("%q: unknown function %s (ceil, min, max)", p.src, fn)
+	c := args[2] // single
+	return func(s []int) int {
+		if a(s) == 1 {
+			return b(s)
+		}
+		return c(s)
+	}, nil
 }
 
 // nonZero panics on a zero divisor: a launch computed from a zero-sized

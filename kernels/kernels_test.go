@@ -64,15 +64,17 @@ func TestEveryKernelHasALaunch(t *testing.T) {
 func TestLaunchAnnotationErrors(t *testing.T) {
 	sig := Signature{Name: "k", Params: []Param{{Name: "x", Buffer: true}, {Name: "N", Type: "int"}, {Name: "eps", Type: "float"}}}
 	for text, want := range map[string]string{
-		"":                      "no \"// launch:\" line",
-		"elements(M)":           "M is neither",
-		"elements(eps)":         "eps is neither",
-		"rows(N)":               "rows takes",
-		"grid(N) group(":        "want elements",
-		"threads(N)":            "unknown form",
-		"elements(floor(N, 2))": "unknown function",
-		"elements(N +)":         "ends early",
-		"grid(N) group(32) (N)": "unexpected",
+		"":                       "no \"// launch:\" line",
+		"elements(M)":            "M is neither",
+		"elements(eps)":          "eps is neither",
+		"rows(N)":                "rows takes",
+		"grid(N) group(":         "want elements",
+		"threads(N)":             "unknown form",
+		"elements(floor(N, 2))":  "unknown function",
+		"elements(single(N, 2))": "single takes 3 arguments",
+		"elements(min(N, 2, 3))": "min takes 2 arguments",
+		"elements(N +)":          "ends early",
+		"grid(N) group(32) (N)":  "unexpected",
 	} {
 		sig.LaunchText = text
 		_, err := compileLaunch(sig, map[string]int{"LIMIT": 4})
@@ -96,6 +98,9 @@ func TestExpressions(t *testing.T) {
 		"ceil(a, 4) * 4": 8,
 		"min(256, max(32, ceil(a * 40, 32) * 32))": 256,
 		"max(32, ceil(a, 32) * 32)":                32,
+		"single(1, a, b) * 32":                     7 * 32,
+		"single(b, a, K)":                          8,
+		"single(a - 6, 1, 2) + 1":                  2,
 	} {
 		e, err := compileExpr(src, env)
 		if err != nil {

@@ -95,6 +95,13 @@ KERNEL(embed_dequant_bf16,
 #ifndef QMV_SPLIT
 #define QMV_SPLIT 4
 #endif
+// QMV_SPLIT_MANY is QMV_SPLIT for a launch of more than one token (a
+// speculative verify, a short prompt): its T threadgroups a row block already
+// spread the work, so fewer SIMD-groups each may pay (at most QMV_SPLIT, whose
+// threadgroup memory the combine uses).
+#ifndef QMV_SPLIT_MANY
+#define QMV_SPLIT_MANY 4
+#endif
 // QMV_WORDS 1 keeps the word-by-word path everywhere (A/B runs through
 // BAGEL_KERNEL_TUNING=QMV_WORDS=1).
 #ifndef QMV_WORDS
@@ -309,7 +316,7 @@ INLINE bool qmv_combine(thread float *acc, threadgroup float *partial, int lane,
 // by side, so a verify's or short prompt's T tokens take the block's weights
 // from DRAM once and from L2 after (row blocks fastest re-read a matrix larger
 // than L2, the lm_head's 286 MB, from DRAM for every token).
-// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(single(T, QMV_SPLIT, min(QMV_SPLIT, QMV_SPLIT_MANY)), max(1, In * bits / 4096)) * 32)
 KERNEL(qmatmul_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -339,9 +346,13 @@ KERNEL(qmatmul_bf16,
 #ifndef QMV_HEAD_SPLIT
 #define QMV_HEAD_SPLIT 4
 #endif
+// QMV_HEAD_SPLIT_MANY is QMV_SPLIT_MANY for the logits (at most QMV_HEAD_SPLIT).
+#ifndef QMV_HEAD_SPLIT_MANY
+#define QMV_HEAD_SPLIT_MANY 4
+#endif
 
 // qmatmul_bf16_f32: as qmatmul_bf16 with an f32 output (logits).
-// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(QMV_HEAD_SPLIT, max(1, In * bits / 4096)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T) group(min(single(T, QMV_HEAD_SPLIT, min(QMV_HEAD_SPLIT, QMV_HEAD_SPLIT_MANY)), max(1, In * bits / 4096)) * 32)
 KERNEL(qmatmul_bf16_f32,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w, 1),
@@ -368,7 +379,7 @@ KERNEL(qmatmul_bf16_f32,
 // qmatmul_gather_bf16: out[t, s, o] = bf16(Σ_j xrow[j]·W[ids[t, s], o, j]) with
 // w [E, Out, In*bits/32]; xrow is x[t, :] (xPerSlot = 0) or x[t, s, :] (xPerSlot = 1).
 // The rows of one threadgroup belong to one (t, s), so to one expert.
-// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(min(single(T, QMV_SPLIT, min(QMV_SPLIT, QMV_SPLIT_MANY)), max(1, In * bits / 4096)) * 32)
 KERNEL(qmatmul_gather_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const int, ids, 1),

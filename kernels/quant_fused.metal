@@ -41,6 +41,11 @@
 #ifndef QMV_MULTI_SPLIT
 #define QMV_MULTI_SPLIT 4
 #endif
+// QMV_MULTI_SPLIT_MANY is QMV_SPLIT_MANY for the multi-matrix launches (at
+// most QMV_MULTI_SPLIT).
+#ifndef QMV_MULTI_SPLIT_MANY
+#define QMV_MULTI_SPLIT_MANY 4
+#endif
 
 // QMV_MULTI_IN_PER_SIMD is the input width a SIMD-group of qmatmul_multi_bf16
 // takes: a 4-bit row's 1024 values are 32 pieces, one a lane; the 8-bit router
@@ -66,7 +71,7 @@ INLINE bool qmv_multi(device const bf16_t *x, qslot q, int o, int In, threadgrou
 // qmatmul_multi_bf16: outI[t, o] = bf16(Σ_j x[t, j]·WI[o, j]) for the four
 // matrices I = 0..3 of OutI rows (0: unused), each with its own bits and group
 // size (fmtI, qslot_of), all over the same x [T, In]. One launch instead of four.
-// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_MULTI_SPLIT, max(1, In / QMV_MULTI_IN_PER_SIMD)) * 32)
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(single(T, QMV_MULTI_SPLIT, min(QMV_MULTI_SPLIT, QMV_MULTI_SPLIT_MANY)), max(1, In / QMV_MULTI_IN_PER_SIMD)) * 32)
 KERNEL(qmatmul_multi_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const uint, w0, 1),
@@ -123,7 +128,7 @@ KERNEL(qmatmul_multi_bf16,
 // sum and norm the rest of the block reads. The weights' first pieces are
 // asked into L2 before the grid wait, since the norm must come first. In is
 // even (ops checks it).
-// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS)) * T) group(min(QMV_MULTI_SPLIT, max(1, In / QMV_MULTI_IN_PER_SIMD)) * 32)
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS)) * T) group(min(single(T, QMV_MULTI_SPLIT, min(QMV_MULTI_SPLIT, QMV_MULTI_SPLIT_MANY)), max(1, In / QMV_MULTI_IN_PER_SIMD)) * 32)
 KERNEL(qmatmul_addnorm_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const bf16_t, branch, 1),
@@ -173,7 +178,7 @@ KERNEL(qmatmul_addnorm_bf16,
 // conv_state [K−1, Out0] (which it advances) with conv_w [Out0, K], the
 // products in conv1d_silu_bf16's order: the decode step's GDN in-projection
 // and conv in one launch. Only that lane touches channel c's window.
-// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(QMV_MULTI_SPLIT, max(1, In / 1024)) * 32)
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS) + ceil(Out2, QMV_ROWS) + ceil(Out3, QMV_ROWS)) * T) group(min(single(T, QMV_MULTI_SPLIT, min(QMV_MULTI_SPLIT, QMV_MULTI_SPLIT_MANY)), max(1, In / 1024)) * 32)
 // requires: K <= CONV_MAX_K
 KERNEL(qmatmul_multi_conv_bf16,
        BUFFER(const bf16_t, x, 0),
@@ -265,7 +270,7 @@ INLINE bool qmv_swiglu(device const bf16_t *xr, device const uint *gw, device co
 // g = bf16(x[t]·Wgate[e, o]), u = bf16(x[t]·Wup[e, o]), out[t, s, o] =
 // bf16(silu(g)·u) — qmatmul_gather_bf16 twice and swiglu_bf16, in one launch.
 // Gate and up share bits and group size (one quantization of the expert MLP).
-// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T * K) group(min(single(T, QMV_SPLIT, min(QMV_SPLIT, QMV_SPLIT_MANY)), max(1, In * bits / 4096)) * 32)
 KERNEL(qmatmul_gather_swiglu_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const int, ids, 1),
@@ -357,7 +362,7 @@ INLINE void moe_up_group(int g, int e, device const bf16_t *x, device const uint
 // bf16(x[t]·Wsg[o]), u = bf16(x[t]·Wsu[o]) (what qmatmul_multi_bf16 and
 // swiglu_bf16 compute). The shared expert has the routed experts' bits and
 // group size. Threadgroups past the routed rows take the shared expert's.
-// launch: grid(ceil(Out, QMV_ROWS) * T * K + ceil(Is, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T * K + ceil(Is, QMV_ROWS) * T) group(min(single(T, QMV_SPLIT, min(QMV_SPLIT, QMV_SPLIT_MANY)), max(1, In * bits / 4096)) * 32)
 KERNEL(moe_up_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(const int, ids, 1),

@@ -104,7 +104,7 @@ KERNEL(router_topk_bf16,
 // token's last ticket picks its experts from the logits as router_topk_bf16
 // does (ids i32 [T, K], weights [T, K]) and sets counter[t] back to zero. The
 // grid's other threadgroups never wait. CUDA and the CPU only (DEVICE_FENCE).
-// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS)) * T) group(min(QMV_MULTI_SPLIT, max(1, In / QMV_MULTI_IN_PER_SIMD)) * 32)
+// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS)) * T) group(min(single(T, QMV_MULTI_SPLIT, min(QMV_MULTI_SPLIT, QMV_MULTI_SPLIT_MANY)), max(1, In / QMV_MULTI_IN_PER_SIMD)) * 32)
 // requires: Out0 <= ROUTER_MAX_E
 // requires: K <= ROUTER_MAX_K
 KERNEL(qmatmul_router_bf16,
@@ -178,7 +178,7 @@ INLINE int moe_route(device const bf16_t *row, int E, int K, int s, int norm, bo
 // first slot writes ids i32 [T, K] and weights bf16 [T, K] for
 // moe_down_bf16. The shared expert's threadgroups do not route. Other
 // buffers and the grid as moe_up_bf16.
-// launch: grid(ceil(Out, QMV_ROWS) * T * K + ceil(Is, QMV_ROWS) * T) group(min(QMV_SPLIT, max(1, In * bits / 4096)) * 32)
+// launch: grid(ceil(Out, QMV_ROWS) * T * K + ceil(Is, QMV_ROWS) * T) group(min(single(T, QMV_SPLIT, min(QMV_SPLIT, QMV_SPLIT_MANY)), max(1, In * bits / 4096)) * 32)
 // requires: E <= ROUTER_MAX_E
 // requires: K <= ROUTER_MAX_K
 KERNEL(moe_route_up_bf16,
