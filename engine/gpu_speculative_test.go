@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -44,3 +45,61 @@ func TestGPUSpeculativeGreedyEqualsPlain(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyLogitsAreDecodeLogits: a verify-sized forward (the newest token
+// and four guesses, one launch per kernel over five tokens) gives every
+// position the logits a one-token decode step gives it, bit for bit, on the
+// CPU and on each GPU backend: what lets greedy speculative decoding equal
+// plain decoding. The GEMVs of several tokens may shape their threadgroups
+// otherwise (QMV_SPLIT_MANY) but must add in a step's order.
+func TestVerifyLogitsAreDecodeLogits(t *testing.T) {
+	ids := otherIDs  // inside every test vocabulary
+	const before = 7 // the cache's tokens before the verify
+	dirs := map[string]string{"wide-moe": t.TempDir()}
+	testmodel.WriteRandom(t, dirs["wide-moe"], wideMoE)
+	for _, name := range testmodel.Names {
+		dirs[name] = testmodel.Weights(t, name)
+	}
+	for _, backendName := range append([]string{"cpu"}, gpuBackends()...) {
+		for name, dir := range dirs {
+			t.Run(backendName+"/"+name, func(t *testing.T) {
+				e := loadGPU(t, dir, backendName, 256)
+				steps := scoreFrom(t, e, ids, before, false)[e.Config.VocabSize:] // the singles' rows
+				if err := e.resetCache(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.forward(ids[:before], false); err != nil {
+					t.Fatal(err)
+				}
+				verify, err := e.forward(ids[before:], true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(verify) != len(steps) {
+					t.Fatalf("verify gave %d logits, the steps %d", len(verify), len(steps))
+				}
+				differ, first := 0, -1
+				for i := range verify {
+					if math.Float32bits(verify[i]) != math.Float32bits(steps[i]) {
+						if differ++; first < 0 {
+							first = i
+						}
+					}
+				}
+				if differ > 0 {
+					vocab := e.Config.VocabSize
+					t.Errorf("%d of %d logits differ from the decode steps' (first: position %d, id %d: %g against %g)",
+						differ, len(verify), before+first/vocab, first%vocab, verify[first], steps[first])
+				}
+			})
+		}
+	}
+}
+
+// wideMoE has the 35B-A3B's widths where they set a GEMV's threadgroups
+// (hidden 2048, 16 × 128 attention and GDN values, 4-bit experts of 512 and
+// an 8-bit router), so that its one-token GEMVs split rows among SIMD-groups
+// as the real model's do; two layers and a small vocabulary keep it quick.
+var wideMoE = testmodel.Spec{ModelType: "qwen3_5_moe", Hidden: 2048, Layers: 2, Interval: 2, Heads: 16, KVHeads: 2,
+	HeadDim: 128, Hk: 4, Hv: 16, Dk: 128, Dv: 128, ConvKernel: 4, Experts: 8, TopK: 2, MoEInter: 512, Share: 512,
+	Vocab: 512, Bits: 4, GroupSize: 64, RouterBits: 8}
