@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"bagel/internal/testmodel"
+	"bagel/qwen"
 )
 
 // TestReplayAfterPartialAccept: after a verify of five tokens of which two are
@@ -76,4 +77,33 @@ func TestDraftLengthOutOfRange(t *testing.T) {
 			t.Errorf("draft length %d: %v", n, got)
 		}
 	}
+}
+
+// TestStateSnapshotIsOneLaunch: every GDN layer's conv window and state sit
+// in one piece of memory, so the snapshot before a verify, its restore and a
+// cache reset are one launch each (60 copies at 35B-A3B before), whatever
+// the number of GDN layers.
+func TestStateSnapshotIsOneLaunch(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.forward([]int32{9707, 11, 1246}, false); err != nil {
+		t.Fatal(err)
+	}
+	launches := func(what string, f func() error) {
+		t.Helper()
+		before := e.Counters().Dispatches
+		if err := e.loop.do(f); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if n := e.Counters().Dispatches - before; n != 1 {
+			t.Errorf("%s: %d launches, want 1", what, n)
+		}
+	}
+	var snap *qwen.Snapshot
+	launches("snapshot", func() (err error) { snap, err = e.cache.SnapshotState(e.ctx); return err })
+	launches("restore", func() error { return e.cache.Restore(e.ctx, snap) })
+	launches("reset", func() error { return e.cache.Reset(e.ctx) })
 }

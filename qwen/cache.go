@@ -14,6 +14,11 @@ type Cache struct {
 	Offset   int // tokens processed; the RoPE position of the next token
 	Capacity int // tokens the KV cache holds
 	layers   []layerCache
+	// gdn is every GDN layer's conv window and state, back to back in layer
+	// order (u32 words; the layers' conv and state are views of it), so that
+	// a speculative verify's snapshot, its restore and a reset are one launch
+	// each: 60 copies of the 35B-A3B's states took 200 µs of a 6.7 ms verify.
+	gdn      ops.Tensor
 	rollback *Snapshot    // SnapshotState's memory, reused
 	records  []*gdnRecord // per layer (nil for attention): ArmRecord's buffers
 }
@@ -59,11 +64,11 @@ func CacheBytes(cfg *Config, capacity int) int64 {
 	var total int64
 	for i := 0; i < cfg.NumLayers; i++ {
 		for _, b := range cacheLayout(cfg, i, capacity) {
-			n := int64(b.dtype.Size())
-			for _, d := range b.shape {
-				n *= int64(d)
+			if cfg.IsAttention(i) {
+				total += b.bytes()
+			} else {
+				total += alignPiece(b.bytes())
 			}
-			total += n
 		}
 	}
 	return total
@@ -76,9 +81,31 @@ func (m *Model) NewCache(c *ops.Ctx, capacity int) (*Cache, error) {
 	}
 	cfg := m.Cfg
 	k := &Cache{Capacity: capacity, layers: make([]layerCache, cfg.NumLayers)}
+	gdnBytes := 0
 	for i := range k.layers {
-		fields := k.layers[i].buffers(cfg.IsAttention(i))
+		if !cfg.IsAttention(i) {
+			for _, b := range cacheLayout(cfg, i, capacity) {
+				gdnBytes += int(alignPiece(b.bytes()))
+			}
+		}
+	}
+	if gdnBytes > 0 {
+		mem, err := ops.Alloc(c, ops.U32, gdnBytes/4)
+		if err != nil {
+			return nil, fmt.Errorf("cache for %d tokens: %w", capacity, err)
+		}
+		k.gdn = mem
+	}
+	at := 0
+	for i := range k.layers {
+		attention := cfg.IsAttention(i)
+		fields := k.layers[i].buffers(attention)
 		for j, b := range cacheLayout(cfg, i, capacity) {
+			if !attention {
+				*fields[j] = ops.View(k.gdn, at, b.dtype, b.shape)
+				at += int(alignPiece(b.bytes()))
+				continue
+			}
 			t, err := ops.Alloc(c, b.dtype, b.shape...)
 			if err != nil {
 				k.Free(c)
@@ -89,6 +116,19 @@ func (m *Model) NewCache(c *ops.Ctx, capacity int) (*Cache, error) {
 	}
 	return k, nil
 }
+
+// bytes is the buffer's size (a long context's keys may pass 2 GB).
+func (b cacheBuffer) bytes() int64 {
+	n := int64(b.dtype.Size())
+	for _, d := range b.shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+// alignPiece rounds n up to 256 bytes, where every piece of the cache's GDN
+// memory starts (as a buffer of its own would).
+func alignPiece(n int64) int64 { return (n + 255) &^ 255 }
 
 // Bytes is the device memory the cache holds (a verify record included).
 func (k *Cache) Bytes() int64 {
@@ -112,18 +152,8 @@ func (k *Cache) Bytes() int64 {
 // device; keys past Offset are never read, so they are left as they are).
 func (k *Cache) Reset(c *ops.Ctx) error {
 	k.Offset = 0
-	for _, l := range k.layers {
-		for _, t := range []ops.Tensor{l.conv, l.state} {
-			switch {
-			case t.Buf == nil:
-			case t.Bytes()%4 == 0 && t.Off%4 == 0:
-				ops.Fill(c, t)
-			default:
-				if err := ops.Zero(c, t); err != nil {
-					return err
-				}
-			}
-		}
+	if k.gdn.Buf != nil {
+		ops.Fill(c, k.gdn)
 	}
 	return nil
 }
@@ -135,9 +165,10 @@ func (k *Cache) Free(c *ops.Ctx) {
 	}
 	k.freeRecords(c)
 	for _, l := range k.layers {
-		for _, t := range []ops.Tensor{l.keys, l.values, l.conv, l.state} {
-			ops.Free(c, t)
-		}
+		ops.Free(c, l.keys)
+		ops.Free(c, l.values)
 	}
+	ops.Free(c, k.gdn) // the layers' conv windows and states are views of it
+	k.gdn = ops.Tensor{}
 	k.layers = nil
 }

@@ -49,9 +49,10 @@ func headRows(t ops.Tensor, h, n int) ops.Tensor {
 	return ops.View(t, (h*capacity)*row, t.DType, []int{n, d})
 }
 
-// pieces lists the cache tensors a snapshot holds, in its order: per layer,
-// the kv heads' keys and values of the first Offset positions (unless
-// stateOnly), then the GDN conv window and state.
+// pieces lists the cache tensors a snapshot holds, in its order: per
+// attention layer, the kv heads' keys and values of the first Offset
+// positions (unless stateOnly); then the GDN layers' conv windows and states,
+// one piece (the cache's gdn memory).
 func (k *Cache) pieces(offset int, stateOnly bool) (kv, gdn []ops.Tensor) {
 	for _, l := range k.layers {
 		if l.keys.Buf != nil && offset > 0 && !stateOnly {
@@ -59,9 +60,9 @@ func (k *Cache) pieces(offset int, stateOnly bool) (kv, gdn []ops.Tensor) {
 				kv = append(kv, headRows(l.keys, h, offset), headRows(l.values, h, offset))
 			}
 		}
-		if l.conv.Buf != nil {
-			gdn = append(gdn, l.conv, l.state)
-		}
+	}
+	if k.gdn.Buf != nil {
+		gdn = append(gdn, k.gdn)
 	}
 	return kv, gdn
 }
