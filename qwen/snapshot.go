@@ -20,7 +20,7 @@ import (
 type Snapshot struct {
 	Offset int
 	mem    ops.Tensor   // u32, every piece back to back
-	gdn    []ops.Tensor // per GDN layer: the conv window, then the state (views of mem)
+	gdn    []ops.Tensor // the cache's GDN memory (every layer's conv window and state; a view of mem)
 	kv     []ops.Tensor // per attention layer and kv head: keys, then values of Offset tokens
 	// stateOnly marks a SnapshotState: its keys and values were left in place.
 	stateOnly bool
