@@ -7,7 +7,7 @@
 # last lines printed are the summaries.
 #
 # Usage (from the repository root): tools/gpubench.sh [stages]
-#   stages: any of ptx tests sweep bench ncu ncu-prefill (default: ptx tests bench ncu)
+#   stages: any of ptx tests sweep bench ncu ncu-prefill ncu-verify (default: ptx tests bench ncu)
 #   sweep: decode speed for each setting in $SWEEP, a space-separated list of
 #          ';'-joined environment assignments, e.g.
 #          "BAGEL_KERNEL_TUNING=QMV_ROWS=2,QMV_SPLIT=4 BAGEL_NO_CUDA_GRAPH=1"
@@ -34,7 +34,7 @@ if has tests; then
 	cat /tmp/cuda-tests.log /tmp/engine-tests.log >> "$LOG"
 	grep -h -A3 -- '--- FAIL' /tmp/cuda-tests.log /tmp/engine-tests.log | head -30
 fi
-if has bench || has ncu || has sweep || has ncu-prefill; then
+if has bench || has ncu || has sweep || has ncu-prefill || has ncu-verify; then
 	. tools/synth_model.sh  # M, the synthetic checkpoint
 fi
 if has sweep; then
@@ -68,4 +68,25 @@ if has ncu-prefill; then
 		.devbin/bagel generate -m $M --backend cuda --raw -p "$P" --max-tokens 1 ${PREFILL_ARGS:-} > "$OUT/ncu-prefill.csv" 2>> "$LOG"
 	echo "ncu-prefill: rc $?"
 	python3 tools/ncu_summary.py "$OUT/ncu-prefill.csv"
+fi
+if has ncu-verify; then
+	# Speculative verifies beside plain steps (prompt lookup on a code-editing
+	# prompt, whose synthetic reply loops), graphs off, every kernel timed;
+	# tools/ncu_forwards.py splits the capture at each logits GEMV, whose grid
+	# tells a verify of 5 tokens (310400 at 35B-A3B) from a step (62080).
+	P='func add(a, b int) int {
+	return a + b
+}
+
+func sub(a, b int) int {
+	return a - b
+}
+
+Rewrite both functions to take int64 instead of int, keeping everything else the same.'
+	BAGEL_NO_CUDA_GRAPH=1 timeout 300 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
+		--launch-skip ${NCU_SKIP:-6000} --launch-count ${NCU_COUNT:-3000} \
+		.devbin/bagel generate -m $M --backend cuda -p "$P" --speculative ngram --draft 4 --max-tokens 96 > "$OUT/ncu-verify.csv" 2>> "$LOG"
+	echo "ncu-verify: rc $?"
+	python3 tools/ncu_forwards.py "$OUT/ncu-verify.csv" 8
+	gzip -9 "$OUT/ncu-verify.csv"
 fi
