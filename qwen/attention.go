@@ -14,6 +14,8 @@ import (
 // keys, and with a threshold of 1024 decode after 512 tokens ran at 359.6
 // tok/s (GPU 2.77 ms a token) against 472 (2.10) from 128 keys on (H200,
 // `bagel bench --long 128,256,512,1000,2000`); 256 left 128–255 keys slow.
+// Measured on CUDA only: on a Mac, whose GPU has fewer cores for the 16
+// threadgroups to fill, the best threshold may be higher (never run there).
 const (
 	splitKVMaxQueries = 16
 	splitKVMinContext = 128
