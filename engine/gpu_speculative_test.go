@@ -63,7 +63,7 @@ func TestVerifyLogitsAreDecodeLogits(t *testing.T) {
 	for _, backendName := range append([]string{"cpu"}, gpuBackends()...) {
 		for name, dir := range dirs {
 			t.Run(backendName+"/"+name, func(t *testing.T) {
-				e := loadGPU(t, dir, backendName, 256) // loads "cpu" as well
+				e := loadGPU(t, dir, backendName, 256)                            // loads "cpu" as well
 				steps := scoreFrom(t, e, ids, before, false)[e.Config.VocabSize:] // the singles' rows
 				if err := e.resetCache(); err != nil {
 					t.Fatal(err)
