@@ -17,6 +17,8 @@ var registry = map[string]func(a *args){
 	"embed_dequant_bf16":         embedDequant,
 	"qmatmul_bf16":               qmatmulBF16,
 	"qmatmul_bf16_f32":           qmatmulF32,
+	"qmatmul_mma_bf16":           qmatmulBF16, // the same product; only the GPUs' order of sums differs
+	"qmatmul_mma_bf16_f32":       qmatmulF32,
 	"qmatmul_gather_bf16":        qmatmulGather,
 	"qmatmul_multi_bf16":         qmatmulMulti,
 	"qmatmul_addnorm_bf16":       qmatmulAddNorm,

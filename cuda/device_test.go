@@ -54,6 +54,18 @@ func TestKernels(t *testing.T) {
 	t.Logf("kernels loaded from: %s; counters %+v", dev.ModuleOrigin(), dev.Counters())
 }
 
+// TestTiledGEMVTokenInvariance: the matrix-unit GEMVs give a token the same
+// bits alone as beside others (a verify against a decode step), on the shapes
+// of the 35B-A3B's output projections and logits and on ragged ones.
+func TestTiledGEMVTokenInvariance(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+	shapes := [][5]int{{5, 4096, 2048, 4, 64}, {9, 512, 2048, 4, 64}, {17, 2048, 37, 4, 128}, {3, 192, 100, 4, 64}}
+	gputest.TokenInvariance(t, dev, "qmatmul_mma_bf16", shapes)
+	gputest.TokenInvariance(t, dev, "qmatmul_mma_bf16_f32", [][5]int{{5, 2048, 4000, 4, 64}})
+}
+
 // TestKernelsEmbeddedPTX runs the small cases with the kernels JIT-compiled from
 // the embedded PTX, the path of a machine with the driver but no NVRTC.
 func TestKernelsEmbeddedPTX(t *testing.T) {

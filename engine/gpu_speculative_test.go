@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
 
 	"bagel/drafter"
 	"bagel/internal/testmodel"
+	"bagel/qwen"
 	"bagel/switches"
 )
 
@@ -19,7 +21,7 @@ func TestGPUSpeculativeGreedyEqualsPlain(t *testing.T) {
 	defer switches.Reset(SwitchSpeculative)
 	for _, backendName := range gpuBackends() {
 		for _, name := range testmodel.Names {
-			t.Run(backendName+"/"+name, func(t *testing.T) {
+			withTiledGEMV(t, backendName+"/"+name, func(t *testing.T) {
 				e := loadGPU(t, testmodel.Weights(t, name), backendName, 256)
 				req, plain, oracle := plainReply(t, e)
 				for _, c := range []struct {
@@ -62,7 +64,7 @@ func TestVerifyLogitsAreDecodeLogits(t *testing.T) {
 	}
 	for _, backendName := range append([]string{"cpu"}, gpuBackends()...) {
 		for name, dir := range dirs {
-			t.Run(backendName+"/"+name, func(t *testing.T) {
+			withTiledGEMV(t, backendName+"/"+name, func(t *testing.T) {
 				e := loadGPU(t, dir, backendName, 256)                            // loads "cpu" as well
 				steps := scoreFrom(t, e, ids, before, false)[e.Config.VocabSize:] // the singles' rows
 				if err := e.resetCache(); err != nil {
@@ -103,3 +105,15 @@ func TestVerifyLogitsAreDecodeLogits(t *testing.T) {
 var wideMoE = testmodel.Spec{ModelType: "qwen3_5_moe", Hidden: 2048, Layers: 2, Interval: 2, Heads: 16, KVHeads: 2,
 	HeadDim: 128, Hk: 4, Hv: 16, Dk: 128, Dv: 128, ConvKernel: 4, Experts: 8, TopK: 2, MoEInter: 512, Share: 512,
 	Vocab: 512, Bits: 4, GroupSize: 64, RouterBits: 8}
+
+// withTiledGEMV runs f as subtests of name with the tiled-GEMV switch off and
+// on (qwen.SwitchTiledGEMV, read at model load: f loads its model).
+func withTiledGEMV(t *testing.T, name string, f func(t *testing.T)) {
+	defer switches.Reset(qwen.SwitchTiledGEMV)
+	for _, on := range []bool{false, true} {
+		if err := switches.Set(qwen.SwitchTiledGEMV, on); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fmt.Sprintf("%s/tiled-gemv=%v", name, on), f)
+	}
+}

@@ -141,6 +141,8 @@ INLINE float simd_max(float v) {
 INLINE float simd_shuffle_xor(float v, uint mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }
 INLINE int simd_shuffle_xor(int v, uint mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }
 INLINE uint simd_shuffle_xor(uint v, uint mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }
+INLINE float simd_shuffle(float v, ushort lane) { return __shfl_sync(0xffffffffu, v, (int)lane); }
+INLINE uint simd_shuffle(uint v, ushort lane) { return __shfl_sync(0xffffffffu, v, (int)lane); }
 
 // Address-space qualifiers of the dialect mean nothing to CUDA (pointers are
 // generic). They are defined last: defining `device` before any CUDA text would

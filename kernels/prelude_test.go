@@ -55,6 +55,9 @@ var simdFunctions = []struct{ name, meaning, cuda string }{
 		"INLINE float simd_shuffle_xor(float v, uint mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }" +
 			"INLINE int simd_shuffle_xor(int v, uint mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }" +
 			"INLINE uint simd_shuffle_xor(uint v, uint mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }"},
+	{"simd_shuffle", "v of lane lane",
+		"INLINE float simd_shuffle(float v, ushort lane) { return __shfl_sync(0xffffffffu, v, (int)lane); }" +
+			"INLINE uint simd_shuffle(uint v, ushort lane) { return __shfl_sync(0xffffffffu, v, (int)lane); }"},
 }
 
 func TestPreludesAgreeOnThreadPositions(t *testing.T) {

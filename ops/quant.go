@@ -21,23 +21,46 @@ func Embed(c *Ctx, ids Tensor, emb QLinear, out Tensor) {
 // QMatmul computes out = x · Wᵀ for a 2-D quantized weight.
 // x bf16 [T, In] → out [T, Out], bf16 or f32.
 func QMatmul(c *Ctx, x Tensor, w QLinear, out Tensor) {
+	qmatmul(c, x, w, out, "qmatmul_bf16")
+}
+
+// QMatmulTiled is QMatmul on the matrix units (qmatmul_mma_bf16): one
+// launch's tokens, up to 16, cost about what one does, and a token's output
+// is the same bits whatever the launch's other tokens, so a decode step and a
+// speculative verify agree. Use it where TiledGEMV says it fits; its bits
+// differ from QMatmul's by the order of f32 sums.
+func QMatmulTiled(c *Ctx, x Tensor, w QLinear, out Tensor) {
+	check(TiledGEMV(c, w), "qmatmul %s: the tiled GEMV takes 4-bit weights in groups of 64 or 128 on a device with matrix units, not %d-bit in groups of %d", w.Name, w.Bits, w.GroupSize)
+	qmatmul(c, x, w, out, "qmatmul_mma_bf16")
+}
+
+// TiledGEMV says whether QMatmulTiled runs w on c's device: 4-bit codes in
+// groups of 64 or 128, and matrix units (backend.MatrixUnits; the CPU
+// runs the reference). The answer depends on the weight, never on the tokens:
+// a step and a verify must take the same kernel.
+func TiledGEMV(c *Ctx, w QLinear) bool {
+	m, ok := c.Dev.(backend.MatrixUnits)
+	return ok && m.MatrixUnits() && w.Experts == 0 && w.Bits == 4 && (w.GroupSize == 64 || w.GroupSize == 128)
+}
+
+// qmatmul dispatches kernel (a qmatmul_bf16 or its _f32 twin by out's dtype).
+func qmatmul(c *Ctx, x Tensor, w QLinear, out Tensor, kernel string) {
 	checkDType("qmatmul x", x, backend.BF16)
 	check(w.Experts == 0, "qmatmul: %s is a stacked expert weight", w.Name)
 	check(x.Elements()%w.In == 0, "qmatmul %s: x %v, In %d", w.Name, x, w.In)
 	check(x.Off%4 == 0, "qmatmul %s: x at byte offset %d: the kernel reads x as 4-byte words", w.Name, x.Off)
 	t := x.Elements() / w.In
 	check(out.Elements() == t*w.Out, "qmatmul %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
-	name := "qmatmul_bf16"
 	switch out.DType {
 	case backend.BF16:
 	case backend.F32:
-		name = "qmatmul_bf16_f32"
+		kernel += "_f32"
 	default:
 		check(false, "qmatmul %s: out dtype %v", w.Name, out.DType)
 	}
 	args := w.appendArgs(c.args(x.Arg()))
 	args = append(args, out.Arg(), backend.Int(t), backend.Int(w.In), backend.Int(w.Out), backend.Int(w.Bits), backend.Int(w.GroupSize))
-	c.dispatch(name, args...)
+	c.dispatch(kernel, args...)
 }
 
 // QMatmulGather applies, for each token t and slot s, expert ids[t,s] of a stacked

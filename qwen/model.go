@@ -186,6 +186,6 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 	}
 	r := final.Shape[0]
 	logits := s.Get(ops.F32, r, cfg.VocabSize)
-	ops.QMatmul(c, final, m.lmHead, logits)
+	m.paths.gemv(c, final, m.lmHead, logits)
 	return logits, nil
 }

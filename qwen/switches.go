@@ -92,6 +92,14 @@ const (
 	// µs against 5.7 + 5.5 for the two it replaces (the top-k waits for the
 	// last of 65 threadgroups, behind two device fences).
 	SwitchFusedRouterTopK = "fused-router-topk"
+	// SwitchTiledGEMV runs the dense GEMVs of decode steps and verifies (the
+	// attention and GDN output projections, the logits) on the matrix units
+	// (qmatmul_mma_bf16) where the device has them and the weights are 4-bit in
+	// groups of 64 or 128: a verify's tokens share each weight's dequantizing.
+	// Off by default: it pays with speculative decoding and costs a plain
+	// decode step (H200, 35B-A3B: oracle drafts of 4 at 913–942 tok/s against
+	// 817–823 without it, plain decode 441–443 against 467–469).
+	SwitchTiledGEMV = "tiled-gemv"
 )
 
 // gemmMinTokens is the fewest tokens a forward runs as GEMMs on the prefill
@@ -132,11 +140,13 @@ func init() {
 			Description: "Run a prompt's attention as flash attention on the matrix units, tiles of queries over blocks of keys (CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchSplitKVTiled, Env: "BAGEL_NO_SPLIT_KV_TILED", Backends: []string{"cuda", "cpu"},
 			Description: "Run split decode attention over a long context on the matrix units, a threadgroup for all the query heads of a key-value head (CUDA sm_80+ and CPU; applies at the next model load)."},
+		{Name: SwitchTiledGEMV, Env: "BAGEL_TILED_GEMV", Backends: []string{"cuda", "cpu"},
+			Description: "Run the output projections and the logits on the matrix units, each weight dequantized once for all of a speculative verify's tokens: faster speculative decoding, a slower plain decode step (experimental; CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
 		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute && s.Name != SwitchFusedRouterNorm &&
-			s.Name != SwitchFusedRouterTopK
+			s.Name != SwitchFusedRouterTopK && s.Name != SwitchTiledGEMV
 		switches.Register(s)
 	}
 }
@@ -144,7 +154,7 @@ func init() {
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
 	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit,
-	prefillFlash, splitKVTiled, multiGEMM, routerNorm, routerTopK bool
+	prefillFlash, splitKVTiled, multiGEMM, routerNorm, routerTopK, tiledGEMV bool
 }
 
 func currentPaths() paths {
@@ -165,6 +175,7 @@ func currentPaths() paths {
 		multiGEMM:    switches.On(SwitchPrefillMultiGEMM),
 		routerNorm:   switches.On(SwitchFusedRouterNorm),
 		routerTopK:   switches.On(SwitchFusedRouterTopK),
+		tiledGEMV:    switches.On(SwitchTiledGEMV),
 	}
 }
 
@@ -190,6 +201,18 @@ func (p paths) matmul(c *ops.Ctx, x ops.Tensor, w ops.QLinear, out ops.Tensor) {
 		ops.QGemm(c, x, w, out)
 		return
 	}
+	p.gemv(c, x, w, out)
+}
+
+// gemv computes out = x·wᵀ for x bf16 [T, w.In] token by token: on the
+// matrix units where the switch is on and the device and weight allow, the
+// plain GEMV otherwise. The choice never depends on T, so a decode step and a
+// speculative verify take the same kernel.
+func (p paths) gemv(c *ops.Ctx, x ops.Tensor, w ops.QLinear, out ops.Tensor) {
+	if p.tiledGEMV && ops.TiledGEMV(c, w) {
+		ops.QMatmulTiled(c, x, w, out)
+		return
+	}
 	ops.QMatmul(c, x, w, out)
 }
 
@@ -207,7 +230,7 @@ func (p paths) project(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Te
 		return
 	}
 	for i := range ws {
-		ops.QMatmul(c, x, ws[i], outs[i])
+		p.gemv(c, x, ws[i], outs[i])
 	}
 }
 

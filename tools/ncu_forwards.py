@@ -1,9 +1,12 @@
 """Split ncu's per-launch GPU times (gpu__time_duration.sum, --csv) into
 forwards and sum each forward's kernels by name and grid.
 
-A forward ends at its logits GEMV (qmatmul_bf16_f32), whose grid says how many
-tokens it ran (rows/4 threadgroups a token at 35B-A3B: 62080 for one token),
-so a capture of speculative decoding separates verifies from plain steps.
+A forward ends at its logits GEMV (qmatmul_bf16_f32, or qmatmul_mma_bf16_f32
+with the tiled-gemv switch). The plain GEMV's grid says how many tokens it ran
+(rows/4 threadgroups a token at 35B-A3B: 62080 for one token); the tiled one's
+does not, so each forward is also labelled by its GDN in-projection: a step
+of one token runs qmatmul_multi_conv_bf16 (the fused-gdn-conv switch, on by
+default), a verify does not.
 
 Usage: python3 tools/ncu_forwards.py ncu.csv[.gz] [top]
 Prints, per forward: its launches, its total µs and the logits' grid, then its
@@ -14,7 +17,7 @@ import gzip
 import sys
 from collections import defaultdict
 
-LOGITS = "qmatmul_bf16_f32"
+LOGITS = ("qmatmul_bf16_f32", "qmatmul_mma_bf16_f32")
 
 
 def launches(path):
@@ -37,7 +40,7 @@ def main(path, top):
     seq = launches(path)
     start = 0
     for i, (name, grid, _, _) in enumerate(seq):
-        if name != LOGITS:
+        if name not in LOGITS:
             continue
         forward = seq[start:i + 1]
         total = defaultdict(float)
@@ -45,7 +48,8 @@ def main(path, top):
         for n, g, b, us in forward:
             total[(n, g, b)] += us
             count[(n, g, b)] += 1
-        print(f"forward: launches {start}-{i} ({len(forward)}), {sum(total.values()):.0f} µs, logits grid {grid}")
+        kind = "step" if any(n == "qmatmul_multi_conv_bf16" for n, _, _, _ in forward) else "verify"
+        print(f"forward ({kind}): launches {start}-{i} ({len(forward)}), {sum(total.values()):.0f} µs, logits grid {grid}")
         for key in sorted(total, key=total.get, reverse=True)[:top]:
             n, g, b = key
             print(f"   {n:28s} grid {g:16s} group {b:12s} {count[key]:4d} {total[key]:9.1f} µs {total[key] / count[key]:8.2f} µs/launch")

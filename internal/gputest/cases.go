@@ -102,6 +102,18 @@ func Specs() []Spec {
 		{4, 512, 1, 8, 64, 0, 0}, {2, 96, 7, 4, 32, 0, 0}, {1, 64, 3, 8, 32, 0, 0}, {3, 4096, 9, 4, 128, 0, 0},
 		{1, hidden, 1000, 4, 64, 4, 0}, {2, hidden, 300, 8, 64, 8, 0}, {1, hidden, 500, 4, 64, 0, 4},
 	})
+	// The matrix-unit GEMVs (4-bit, groups of 64 or 128): one token, a verify's
+	// five, the two 8-token columns of a tile, more than a tile's 16 tokens,
+	// rows not a multiple of the tile's 16, inputs under one SIMD-group's share,
+	// x off the 16-byte grid (word loads).
+	qmm("qmatmul_mma_bf16", backend.BF16, tolBF16, []mm{
+		{1, hidden, qProjOut, 4, 64, 0, 0}, {5, 4096, hidden, 4, 64, 0, 0}, {1, moeInt, hidden, 4, 64, 0, 0},
+		{9, hidden, 1000, 4, 64, 0, 0}, {16, 256, 40, 4, 128, 0, 0}, {20, 192, 37, 4, 64, 0, 0},
+		{3, 64, 5, 4, 64, 0, 0}, {2, hidden, 500, 4, 64, 4, 4},
+	})
+	qmm("qmatmul_mma_bf16_f32", backend.F32, tolF32, []mm{
+		{1, hidden, vocab, 4, 64, 0, 0}, {5, hidden, 1000, 4, 64, 0, 0}, {2, 128, 13, 4, 128, 0, 0},
+	})
 	qmm("qmatmul_bf16_f32", backend.F32, tolF32, []mm{
 		{1, hidden, vocab, 4, 64, 0, 0}, {4, hidden, 1000, 8, 64, 0, 0}, {2, 192, 77, 6, 64, 0, 0}, {3, 96, 5, 3, 32, 0, 0}, {2, 128, 13, 4, 128, 0, 0},
 	})

@@ -112,3 +112,11 @@ func TestRelErr(t *testing.T) {
 		t.Errorf("a NaN gives %v", got)
 	}
 }
+
+// TestTokenInvarianceOnCPU runs the invariance check on the reference, which
+// computes each token alone: the harness's slicing of tokens and outputs must
+// line up for it to pass.
+func TestTokenInvarianceOnCPU(t *testing.T) {
+	TokenInvariance(t, cpu.New(0), "qmatmul_mma_bf16", [][5]int{{5, 192, 37, 4, 64}, {17, 128, 20, 4, 128}})
+	TokenInvariance(t, cpu.New(0), "qmatmul_mma_bf16_f32", [][5]int{{3, 256, 50, 4, 64}})
+}

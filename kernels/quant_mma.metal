@@ -1,0 +1,269 @@
+// The dense GEMVs of a decode step and of a speculative verify on the matrix
+// units: qmatmul_bf16's product for 1 to 16 tokens for about the cost of one.
+// quant.metal's GEMV dequantizes every weight once per token, so a verify of
+// five tokens did five times a step's work (H200, 35B-A3B: 620 µs of these
+// GEMVs a verify against 313 a step, 4.5× for the logits). Here a SIMD-group
+// turns each weight into a matrix-unit operand once and multiplies it by all
+// of the launch's tokens (the columns of an m16n8k16 product, two of them for
+// up to 16 tokens).
+//
+// Numerics: the weights are not rounded. A 4-bit code c enters the matrix unit
+// as the bf16 128 + c (exact) and x as its bf16, so every product is exact;
+// a group's 64 products sum in f32 in the unit's order (s), and the group adds
+// sc·s + (bi − 128·sc)·Σx to the row's f32 sum, as quant.metal's 16-byte path
+// adds sc·Σ(128 + c)·x + (bi − 128·sc)·Σx. Each output element of the unit
+// depends only on its row and its token's column, and a column's order does not
+// depend on the other columns: a token's output is the same bits whether it is
+// launched alone (a decode step) or with others (a verify). The engine test
+// TestVerifyLogitsAreDecodeLogits holds the GPU to that.
+//
+// The weights must be 4-bit in groups of 64 or 128 (a group holds one or
+// two 64-code chunks); other formats keep qmatmul_bf16.
+
+// QMM_WARPS caps the SIMD-groups of a threadgroup, which split a 16-row
+// tile's inputs QMM_IN_PER_WARP at a time (2048 inputs: 4 SIMD-groups of 512)
+// and add their sums in threadgroup memory. H200, 35B-A3B: a decode step took
+// 2.25 GPU ms with 512, 2.28 with 256, 2.42 with 1024 (128 and 64, in an
+// earlier form of the loop, were slower than 256). Asking for all of a
+// SIMD-group's weight lines in L2 before its loop changed nothing (2.25).
+#ifndef QMM_WARPS
+#define QMM_WARPS 8
+#endif
+#ifndef QMM_IN_PER_WARP
+#define QMM_IN_PER_WARP 512
+#endif
+
+// qmm_16x8x16(c, a, b0, b1, lane): c += A·B for the m16n8k16 fragments of a
+// SIMD-group, bf16 operands and f32 sums. Lane 4g + t holds a[0] = A[g][2t..2t+1],
+// a[1] = A[g+8][2t..], a[2] = A[g][2t+8..], a[3] = A[g+8][2t+8..] (low half
+// first), b0 = B[2t..2t+1][g], b1 = B[2t+8..2t+9][g], and c = D[g][2t], D[g][2t+1],
+// D[g+8][2t], D[g+8][2t+1]. Native on CUDA sm_80 and later; elsewhere (Metal,
+// the embedded compute_75 PTX) each lane gathers its rows and columns with
+// shuffles and sums in a fixed order, the same for every column.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+INLINE void qmm_16x8x16(thread float *c, thread const uint *a, uint b0, uint b1, int lane) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#else
+// qmm_dot2 is the f32 dot product of two bf16 pairs.
+INLINE float qmm_dot2(uint a, uint b) {
+  return as_float(a << 16) * as_float(b << 16) + as_float(a & 0xffff0000u) * as_float(b & 0xffff0000u);
+}
+INLINE void qmm_16x8x16(thread float *c, thread const uint *a, uint b0, uint b1, int lane) {
+  int g = lane >> 2, t = lane & 3;
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  UNROLL for (int j = 0; j < 4; j++) {
+    ushort la = (ushort)(4 * g + j), l0 = (ushort)(8 * t + j), l1 = (ushort)(8 * t + 4 + j);
+    uint ra[4] = {simd_shuffle(a[0], la), simd_shuffle(a[1], la), simd_shuffle(a[2], la), simd_shuffle(a[3], la)};
+    uint p0 = simd_shuffle(b0, l0), p1 = simd_shuffle(b1, l0), q0 = simd_shuffle(b0, l1), q1 = simd_shuffle(b1, l1);
+    d[0] += qmm_dot2(ra[0], p0) + qmm_dot2(ra[2], p1);
+    d[1] += qmm_dot2(ra[0], q0) + qmm_dot2(ra[2], q1);
+    d[2] += qmm_dot2(ra[1], p0) + qmm_dot2(ra[3], p1);
+    d[3] += qmm_dot2(ra[1], q0) + qmm_dot2(ra[3], q1);
+  }
+  UNROLL for (int i = 0; i < 4; i++) c[i] += d[i];
+}
+#endif
+
+// qmm_lo / qmm_hi pair the low (high) bf16 of a with that of b, a's first.
+INLINE uint qmm_lo(uint a, uint b) { return (a & 0xffffu) | (b << 16); }
+INLINE uint qmm_hi(uint a, uint b) { return (a >> 16) | (b & 0xffff0000u); }
+
+// qmm_x8 reads the eight bf16 x values at p (4-byte aligned; 16-byte pieces
+// when aligned16) as four words, or zeros for a token past the launch's.
+INLINE void qmm_x8(device const bf16_t *p, bool ok, bool aligned16, thread uint *v) {
+  if (!ok) {
+    UNROLL for (int i = 0; i < 4; i++) v[i] = 0u;
+  } else if (aligned16) {
+    u32x4 q = *(device const u32x4 *)p;
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+  } else {
+    device const uint *pw = (device const uint *)p;
+    UNROLL for (int i = 0; i < 4; i++) v[i] = pw[i];
+  }
+}
+
+// QMM_LOAD_W reads a lane's share of chunk c of its two rows (qmm_sums'
+// wr, sr, br): code words q[row][h] (word 4h + t of the chunk's eight; wr[row]
+// is already at t) and the group's scale and bias as bf16 bits, scale | bias
+// << 16 in sb[row]. A group is one chunk (gs 64, gsh 0) or two (gs 128, gsh 1).
+#define QMM_LOAD_W(q, sb, c)                                                    \
+  do {                                                                          \
+    UNROLL for (int r_ = 0; r_ < 2; r_++) {                                     \
+      q[r_][0] = wr[r_][8 * (c)];                                               \
+      q[r_][1] = wr[r_][8 * (c) + 4];                                           \
+      sb[r_] = (uint)sr[r_][(c) >> gsh] | ((uint)br[r_][(c) >> gsh] << 16);     \
+    }                                                                           \
+  } while (0)
+
+// qmm_sums computes a SIMD-group's share of one threadgroup's tile: rows
+// o..o+15 (those below Out) for tokens t0..t0+15 (those below T), over the
+// 64-input chunks [c0, c1), and writes its f32 sums to part[nt][row][col]
+// (token t0 + 8·nt + col), 256 floats.
+//
+// Lane 4g + t takes rows o + g and o + g + 8. In a chunk it holds words t and
+// t + 4 of each row's eight (codes 8t..8t+7 and 32+8t..32+8t+7) and, for its
+// column's token, the x values under them. The fragments pair code i of a word
+// with code i + 4 (a mask and an or turn both into bf16 128 + code) and x
+// likewise; the matrix unit sums over k in any pairing both operands share.
+// Σx of each column comes from the unit too, as the product of a matrix of
+// ones: every lane gets its columns' sums without shuffles. The next chunk's
+// codes, scales and biases are read a chunk ahead; x, which every threadgroup
+// reads, is in cache.
+INLINE void qmm_sums(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+                     device const bf16_t *biases, int T, int t0, int o, int In, int Out, int gs, int c0, int c1,
+                     int lane, threadgroup float *part) {
+  int g = lane >> 2, t = lane & 3;
+  int ntiles = imin(2, (T - t0 + 7) / 8), gsh = gs == 128 ? 1 : 0;
+  device const uint *wr[2];
+  device const bf16_t *sr[2], *br[2];
+  UNROLL for (int r = 0; r < 2; r++) {
+    // Rows past Out repeat the last row: read, never stored.
+    ulong row = (ulong)imin(o + g + 8 * r, Out - 1);
+    wr[r] = w + row * (ulong)(In / 8) + (ulong)t;
+    sr[r] = scales + row * (ulong)(In / gs);
+    br[r] = biases + row * (ulong)(In / gs);
+  }
+  float acc[2][4];
+  UNROLL for (int n = 0; n < 2; n++)
+    for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
+  uint q[2][2], sb[2];
+  if (c0 < c1) QMM_LOAD_W(q, sb, c0);
+  GRID_WAIT();  // the first weights are in flight; x is the previous kernel's
+  bool aligned16 = ALIGNED16(x) && (In & 7) == 0;
+  device const bf16_t *xr[2];
+  bool xok[2];
+  UNROLL for (int n = 0; n < 2; n++) {
+    int tok = t0 + 8 * n + g;
+    xok[n] = tok < T;
+    xr[n] = x + (ulong)imin(tok, T - 1) * (ulong)In + (ulong)(8 * t);
+  }
+  const uint ones[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // bf16 1.0 pairs
+  for (int c = c0; c < c1; c++) {
+    uint qn[2][2], sbn[2];
+    if (c + 1 < c1) QMM_LOAD_W(qn, sbn, c + 1);
+    uint a[2][8];  // row r's code pairs: pair i of word h at 4h + i
+    float sc[2], bo[2];
+    UNROLL for (int r = 0; r < 2; r++) {
+      UNROLL for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++) a[r][4 * h + i] = ((q[r][h] >> (4u * (uint)i)) & 0x000f000fu) | 0x43004300u;
+      sc[r] = as_float(sb[r] << 16);
+      bo[r] = as_float(sb[r] & 0xffff0000u) - 128.0f * sc[r];
+    }
+    UNROLL for (int n = 0; n < 2; n++) {
+      if (n >= ntiles) continue;
+      uint xv[8];
+      qmm_x8(xr[n] + 64 * c, xok[n], aligned16, xv);
+      qmm_x8(xr[n] + 64 * c + 32, xok[n], aligned16, xv + 4);
+      uint b[8];  // x pairs as the code pairs: x_i with x_{i+4} of each eight
+      UNROLL for (int h = 0; h < 2; h++) {
+        b[4 * h] = qmm_lo(xv[4 * h], xv[4 * h + 2]);
+        b[4 * h + 1] = qmm_hi(xv[4 * h], xv[4 * h + 2]);
+        b[4 * h + 2] = qmm_lo(xv[4 * h + 1], xv[4 * h + 3]);
+        b[4 * h + 3] = qmm_hi(xv[4 * h + 1], xv[4 * h + 3]);
+      }
+      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, xs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      UNROLL for (int k = 0; k < 4; k++) {
+        uint ak[4] = {a[0][2 * k], a[1][2 * k], a[0][2 * k + 1], a[1][2 * k + 1]};
+        qmm_16x8x16(s, ak, b[2 * k], b[2 * k + 1], lane);
+        qmm_16x8x16(xs, ones, b[2 * k], b[2 * k + 1], lane);
+      }
+      // xs[0] and xs[1]: Σx of the chunk for tokens 2t and 2t + 1 (xs[2], xs[3] repeat them).
+      acc[n][0] += sc[0] * s[0] + bo[0] * xs[0];
+      acc[n][1] += sc[0] * s[1] + bo[0] * xs[1];
+      acc[n][2] += sc[1] * s[2] + bo[1] * xs[0];
+      acc[n][3] += sc[1] * s[3] + bo[1] * xs[1];
+    }
+    UNROLL for (int r = 0; r < 2; r++) {
+      q[r][0] = qn[r][0];
+      q[r][1] = qn[r][1];
+      sb[r] = sbn[r];
+    }
+  }
+  UNROLL for (int n = 0; n < 2; n++)
+    for (int i = 0; i < 4; i++) part[(n * 16 + g + 8 * (i >> 1)) * 8 + 2 * t + (i & 1)] = acc[n][i];
+}
+
+// qmm_tile runs qmm_sums in every SIMD-group of the threadgroup (threadgroup
+// tg, SIMD-group simd of nsimd), each on its share of the chunks, into part
+// (256 floats a SIMD-group), and returns the tile's first row; *t0 is its
+// first token. Tokens vary fastest in the grid, as in qmatmul_bf16.
+INLINE int qmm_tile(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+                    device const bf16_t *biases, int T, int In, int Out, int gs, threadgroup float *part,
+                    int tg, int simd, int nsimd, int lane, thread int *t0) {
+  int tokGroups = (T + 15) / 16;
+  *t0 = (tg % tokGroups) * 16;
+  int o = (tg / tokGroups) * 16;
+  int chunks = In / 64, per = (chunks + nsimd - 1) / nsimd;
+  int c0 = imin(chunks, simd * per), c1 = imin(chunks, c0 + per);
+  qmm_sums(x, w, scales, biases, T, *t0, o, In, Out, gs, c0, c1, lane, part + simd * 256);
+  BARRIER();
+  return o;
+}
+
+// qmm_total is output i of a tile (row i % 16, token i / 16 of the tile's):
+// the SIMD-groups' sums added in order.
+INLINE float qmm_total(threadgroup const float *part, int i, int nsimd) {
+  int r = i % 16, col = i / 16;
+  float total = 0.0f;
+  for (int s = 0; s < nsimd; s++) total += part[s * 256 + ((col / 8) * 16 + r) * 8 + col % 8];
+  return total;
+}
+
+// qmatmul_mma_bf16: qmatmul_bf16 on the matrix units (see the top of the file).
+// launch: grid(ceil(Out, 16) * ceil(T, 16)) group(min(QMM_WARPS, max(1, In / QMM_IN_PER_WARP)) * 32)
+// requires: bits <= 4
+// requires: 4 <= bits
+// requires: 64 <= gs
+// requires: gs <= 128
+// requires: gs - gs / 64 * 64 <= 0
+KERNEL(qmatmul_mma_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const uint, w, 1),
+       BUFFER(const bf16_t, scales, 2),
+       BUFFER(const bf16_t, biases, 3),
+       BUFFER(bf16_t, out, 4),
+       PARAM(int, T, 5),
+       PARAM(int, In, 6),
+       PARAM(int, Out, 7),
+       PARAM(int, bits, 8),
+       PARAM(int, gs, 9)) {
+  TG_MEM(float, part, QMM_WARPS * 256);
+  int t0, o = qmm_tile(x, w, scales, biases, T, In, Out, gs, part, TGID_X, SIMD_ID, SIMD_COUNT, LANE, &t0);
+  for (int i = TID_X; i < 16 * imin(16, T - t0); i += TG_SIZE_X) {  // the tile's tokens only
+    int row = o + i % 16, tok = t0 + i / 16;
+    if (row < Out) out[(ulong)tok * (ulong)Out + (ulong)row] = f32_to_bf16(qmm_total(part, i, SIMD_COUNT));
+  }
+}
+
+// qmatmul_mma_bf16_f32: qmatmul_bf16_f32 (the logits) on the matrix units.
+// launch: grid(ceil(Out, 16) * ceil(T, 16)) group(min(QMM_WARPS, max(1, In / QMM_IN_PER_WARP)) * 32)
+// requires: bits <= 4
+// requires: 4 <= bits
+// requires: 64 <= gs
+// requires: gs <= 128
+// requires: gs - gs / 64 * 64 <= 0
+KERNEL(qmatmul_mma_bf16_f32,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const uint, w, 1),
+       BUFFER(const bf16_t, scales, 2),
+       BUFFER(const bf16_t, biases, 3),
+       BUFFER(float, out, 4),
+       PARAM(int, T, 5),
+       PARAM(int, In, 6),
+       PARAM(int, Out, 7),
+       PARAM(int, bits, 8),
+       PARAM(int, gs, 9)) {
+  TG_MEM(float, part, QMM_WARPS * 256);
+  int t0, o = qmm_tile(x, w, scales, biases, T, In, Out, gs, part, TGID_X, SIMD_ID, SIMD_COUNT, LANE, &t0);
+  for (int i = TID_X; i < 16 * imin(16, T - t0); i += TG_SIZE_X) {  // the tile's tokens only
+    int row = o + i % 16, tok = t0 + i / 16;
+    if (row < Out) out[(ulong)tok * (ulong)Out + (ulong)row] = qmm_total(part, i, SIMD_COUNT);
+  }
+}
