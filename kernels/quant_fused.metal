@@ -171,6 +171,22 @@ KERNEL(qmatmul_addnorm_bf16,
     q.out[(ulong)t * (ulong)q.Out + (ulong)(o + LANE)] = f32_to_bf16(v);
 }
 
+// conv_silu_step is conv1d_silu_bf16's step of one token on channel c of
+// Out0, given the channel's projection v (f32, rounded to bf16 here as a
+// projection's output is): out0[c] = bf16(silu(Σ_k ci[k]·conv_w[c, k])) with
+// ci = [the K−1 rows of the window conv_state [K−1, Out0]; bf16(v)], the
+// products in that kernel's order, and the window advanced by bf16(v).
+INLINE void conv_silu_step(float v, int c, int Out0, int K, device bf16_t *conv_state, device const bf16_t *conv_w,
+                           device bf16_t *out0) {
+  float xv = round_bf16(v), acc = 0.0f;
+  for (int k = 0; k < K - 1; k++) acc += bf16_to_f32(conv_state[(ulong)k * (ulong)Out0 + (ulong)c]) *
+                                         bf16_to_f32(conv_w[(ulong)c * (ulong)K + (ulong)k]);
+  acc += xv * bf16_to_f32(conv_w[(ulong)c * (ulong)K + (ulong)(K - 1)]);
+  out0[c] = f32_to_bf16(siluf(acc));
+  for (int k = 0; k + 1 < K - 1; k++) conv_state[(ulong)k * (ulong)Out0 + (ulong)c] = conv_state[(ulong)(k + 1) * (ulong)Out0 + (ulong)c];
+  if (K > 1) conv_state[(ulong)(K - 2) * (ulong)Out0 + (ulong)c] = f32_to_bf16(xv);
+}
+
 // qmatmul_multi_conv_bf16: qmatmul_multi_bf16 for one token whose matrix 0
 // (Out0 channels) feeds conv1d_silu_bf16: out0 gets the conv's output, not the
 // projection. The lane of channel c rounds its projection to bf16, as
@@ -225,14 +241,7 @@ KERNEL(qmatmul_multi_conv_bf16,
     q.out[c] = f32_to_bf16(v);
     return;
   }
-  // ci = [the K−1 rows of the window; this token's projection], products k = 0..K−1.
-  float xv = round_bf16(v), acc = 0.0f;
-  for (int k = 0; k < K - 1; k++) acc += bf16_to_f32(conv_state[(ulong)k * (ulong)Out0 + (ulong)c]) *
-                                         bf16_to_f32(conv_w[(ulong)c * (ulong)K + (ulong)k]);
-  acc += xv * bf16_to_f32(conv_w[(ulong)c * (ulong)K + (ulong)(K - 1)]);
-  out0[c] = f32_to_bf16(siluf(acc));
-  for (int k = 0; k + 1 < K - 1; k++) conv_state[(ulong)k * (ulong)Out0 + (ulong)c] = conv_state[(ulong)(k + 1) * (ulong)Out0 + (ulong)c];
-  if (K > 1) conv_state[(ulong)(K - 2) * (ulong)Out0 + (ulong)c] = f32_to_bf16(xv);
+  conv_silu_step(v, c, Out0, K, conv_state, conv_w, out0);
 }
 
 // qmv_swiglu is silu(bf16(x·Wgate[r])) · bf16(x·Wup[r]) for the nrows rows r at

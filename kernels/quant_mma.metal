@@ -190,19 +190,26 @@ INLINE void qmm_sums(device const bf16_t *x, device const uint *w, device const 
     for (int i = 0; i < 4; i++) part[(n * 16 + g + 8 * (i >> 1)) * 8 + 2 * t + (i & 1)] = acc[n][i];
 }
 
-// qmm_tile runs qmm_sums in every SIMD-group of the threadgroup (threadgroup
-// tg, SIMD-group simd of nsimd), each on its share of the chunks, into part
-// (256 floats a SIMD-group), and returns the tile's first row; *t0 is its
-// first token. Tokens vary fastest in the grid, as in qmatmul_bf16.
+// qmm_tile_at runs qmm_sums in every SIMD-group of the threadgroup (SIMD-group
+// simd of nsimd), each on its share of the chunks, for the tile at rows o and
+// tokens t0.., into part (256 floats a SIMD-group).
+INLINE void qmm_tile_at(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+                        device const bf16_t *biases, int T, int t0, int o, int In, int Out, int gs,
+                        threadgroup float *part, int simd, int nsimd, int lane) {
+  int chunks = In / 64, per = (chunks + nsimd - 1) / nsimd;
+  int c0 = imin(chunks, simd * per), c1 = imin(chunks, c0 + per);
+  qmm_sums(x, w, scales, biases, T, t0, o, In, Out, gs, c0, c1, lane, part + simd * 256);
+}
+
+// qmm_tile runs threadgroup tg's tile (tokens vary fastest in the grid, as in
+// qmatmul_bf16) and returns its first row; *t0 is its first token.
 INLINE int qmm_tile(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
                     device const bf16_t *biases, int T, int In, int Out, int gs, threadgroup float *part,
                     int tg, int simd, int nsimd, int lane, thread int *t0) {
   int tokGroups = (T + 15) / 16;
   *t0 = (tg % tokGroups) * 16;
   int o = (tg / tokGroups) * 16;
-  int chunks = In / 64, per = (chunks + nsimd - 1) / nsimd;
-  int c0 = imin(chunks, simd * per), c1 = imin(chunks, c0 + per);
-  qmm_sums(x, w, scales, biases, T, *t0, o, In, Out, gs, c0, c1, lane, part + simd * 256);
+  qmm_tile_at(x, w, scales, biases, T, *t0, o, In, Out, gs, part, simd, nsimd, lane);
   BARRIER();
   return o;
 }
@@ -265,5 +272,144 @@ KERNEL(qmatmul_mma_bf16_f32,
   for (int i = TID_X; i < 16 * imin(16, T - t0); i += TG_SIZE_X) {  // the tile's tokens only
     int row = o + i % 16, tok = t0 + i / 16;
     if (row < Out) out[(ulong)tok * (ulong)Out + (ulong)row] = qmm_total(part, i, SIMD_COUNT);
+  }
+}
+
+// qmm_multi runs threadgroup tg's tile of the four matrices' tiles (in order,
+// ceil(OutI, 16) each; tokens vary fastest) and returns its matrix; *o and *t0
+// are its first row and token, *nsum how many SIMD-groups' sums part holds
+// (qmm_total). A matrix the matrix units do not take (not 4-bit in groups of
+// 64 or 128: the MoE router's 8 bits) gets whole dot products instead, one
+// (row, token) a SIMD-group in turn, through quant.metal's qmv_rows_w over all
+// of In: the same order for any number of tokens as well.
+INLINE qslot qmm_multi(device const bf16_t *x, device const uint *w0, device const bf16_t *scales0,
+                       device const bf16_t *biases0, device bf16_t *out0, device const uint *w1,
+                       device const bf16_t *scales1, device const bf16_t *biases1, device bf16_t *out1,
+                       device const uint *w2, device const bf16_t *scales2, device const bf16_t *biases2,
+                       device bf16_t *out2, device const uint *w3, device const bf16_t *scales3,
+                       device const bf16_t *biases3, device bf16_t *out3, int T, int In, int Out0, int Out1, int Out2,
+                       int Out3, int fmt0, int fmt1, int fmt2, int fmt3, threadgroup float *part, int tg, int simd,
+                       int nsimd, int lane, thread int *o, thread int *t0, thread int *nsum) {
+  int tokGroups = (T + 15) / 16, local = 0;
+  *t0 = (tg % tokGroups) * 16;
+  qslot q = qslot_of(tg / tokGroups, (Out0 + 15) / 16, (Out1 + 15) / 16, (Out2 + 15) / 16, w0, scales0, biases0, out0,
+                     w1, scales1, biases1, out1, w2, scales2, biases2, out2, w3, scales3, biases3, out3, Out0, Out1,
+                     Out2, Out3, fmt0, fmt1, fmt2, fmt3, &local);
+  *o = local * 16;
+  if (q.bits == 4 && (q.gs == 64 || q.gs == 128)) {
+    qmm_tile_at(x, q.w, q.scales, q.biases, T, *t0, *o, In, q.Out, q.gs, part, simd, nsimd, lane);
+    *nsum = nsimd;
+  } else {
+    GRID_WAIT();
+    ulong wstride = (ulong)(In / 32 * q.bits), sstride = (ulong)(In / q.gs);
+    for (int i = simd; i < 16 * imin(16, T - *t0); i += nsimd) {
+      int r = i % 16, col = i / 16;
+      ulong row = (ulong)imin(*o + r, q.Out - 1);
+      float acc[QMV_ROWS];
+      qmv_rows_w(x + (ulong)(*t0 + col) * (ulong)In, q.w + row * wstride, q.scales + row * sstride,
+                 q.biases + row * sstride, 1, In, q.bits, q.gs, lane, 0, 1, 32, acc);
+      if (lane == 0) part[((col / 8) * 16 + r) * 8 + col % 8] = acc[0];
+    }
+    *nsum = 1;
+  }
+  BARRIER();
+  return q;
+}
+
+// qmatmul_mma_multi_bf16: qmatmul_multi_bf16 on the matrix units (qmm_multi):
+// up to four matrices over one x, each 4-bit matrix in groups of 64 or 128 as
+// qmatmul_mma_bf16 computes it.
+// launch: grid(((Out0 + 15) / 16 + (Out1 + 15) / 16 + (Out2 + 15) / 16 + (Out3 + 15) / 16) * ceil(T, 16)) group(min(QMM_WARPS, max(1, In / QMM_IN_PER_WARP)) * 32)
+KERNEL(qmatmul_mma_multi_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const uint, w0, 1),
+       BUFFER(const bf16_t, scales0, 2),
+       BUFFER(const bf16_t, biases0, 3),
+       BUFFER(bf16_t, out0, 4),
+       BUFFER(const uint, w1, 5),
+       BUFFER(const bf16_t, scales1, 6),
+       BUFFER(const bf16_t, biases1, 7),
+       BUFFER(bf16_t, out1, 8),
+       BUFFER(const uint, w2, 9),
+       BUFFER(const bf16_t, scales2, 10),
+       BUFFER(const bf16_t, biases2, 11),
+       BUFFER(bf16_t, out2, 12),
+       BUFFER(const uint, w3, 13),
+       BUFFER(const bf16_t, scales3, 14),
+       BUFFER(const bf16_t, biases3, 15),
+       BUFFER(bf16_t, out3, 16),
+       PARAM(int, T, 17),
+       PARAM(int, In, 18),
+       PARAM(int, Out0, 19),
+       PARAM(int, Out1, 20),
+       PARAM(int, Out2, 21),
+       PARAM(int, Out3, 22),
+       PARAM(int, fmt0, 23),
+       PARAM(int, fmt1, 24),
+       PARAM(int, fmt2, 25),
+       PARAM(int, fmt3, 26)) {
+  TG_MEM(float, part, QMM_WARPS * 256);
+  int o, t0, nsum;
+  qslot q = qmm_multi(x, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2, scales2, biases2, out2, w3,
+                      scales3, biases3, out3, T, In, Out0, Out1, Out2, Out3, fmt0, fmt1, fmt2, fmt3, part, TGID_X,
+                      SIMD_ID, SIMD_COUNT, LANE, &o, &t0, &nsum);
+  for (int i = TID_X; i < 16 * imin(16, T - t0); i += TG_SIZE_X) {
+    int row = o + i % 16, tok = t0 + i / 16;
+    if (row < q.Out) q.out[(ulong)tok * (ulong)q.Out + (ulong)row] = f32_to_bf16(qmm_total(part, i, nsum));
+  }
+}
+
+// qmatmul_mma_multi_conv_bf16: qmatmul_multi_conv_bf16 on the matrix units:
+// qmatmul_mma_multi_bf16 for one token, matrix 0's channels through the conv
+// step (conv_silu_step) instead of stored.
+// launch: grid(((Out0 + 15) / 16 + (Out1 + 15) / 16 + (Out2 + 15) / 16 + (Out3 + 15) / 16) * ceil(T, 16)) group(min(QMM_WARPS, max(1, In / QMM_IN_PER_WARP)) * 32)
+// requires: K <= CONV_MAX_K
+KERNEL(qmatmul_mma_multi_conv_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const uint, w0, 1),
+       BUFFER(const bf16_t, scales0, 2),
+       BUFFER(const bf16_t, biases0, 3),
+       BUFFER(bf16_t, out0, 4),
+       BUFFER(const uint, w1, 5),
+       BUFFER(const bf16_t, scales1, 6),
+       BUFFER(const bf16_t, biases1, 7),
+       BUFFER(bf16_t, out1, 8),
+       BUFFER(const uint, w2, 9),
+       BUFFER(const bf16_t, scales2, 10),
+       BUFFER(const bf16_t, biases2, 11),
+       BUFFER(bf16_t, out2, 12),
+       BUFFER(const uint, w3, 13),
+       BUFFER(const bf16_t, scales3, 14),
+       BUFFER(const bf16_t, biases3, 15),
+       BUFFER(bf16_t, out3, 16),
+       BUFFER(bf16_t, conv_state, 17),
+       BUFFER(const bf16_t, conv_w, 18),
+       PARAM(int, T, 19),
+       PARAM(int, In, 20),
+       PARAM(int, Out0, 21),
+       PARAM(int, Out1, 22),
+       PARAM(int, Out2, 23),
+       PARAM(int, Out3, 24),
+       PARAM(int, fmt0, 25),
+       PARAM(int, fmt1, 26),
+       PARAM(int, fmt2, 27),
+       PARAM(int, fmt3, 28),
+       PARAM(int, K, 29)) {
+  TG_MEM(float, part, QMM_WARPS * 256);
+  if (T != 1) return;  // one token only (ops checks it): the conv of a token needs the one before
+  int o, t0, nsum;
+  qslot q = qmm_multi(x, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2, scales2, biases2, out2, w3,
+                      scales3, biases3, out3, T, In, Out0, Out1, Out2, Out3, fmt0, fmt1, fmt2, fmt3, part, TGID_X,
+                      SIMD_ID, SIMD_COUNT, LANE, &o, &t0, &nsum);
+  bool conv = TGID_X < (Out0 + 15) / 16;  // a tile of matrix 0 (T = 1: one tile a row block)
+  for (int i = TID_X; i < 16; i += TG_SIZE_X) {
+    int row = o + i;
+    if (row >= q.Out) continue;
+    float v = qmm_total(part, i, nsum);
+    if (conv) {
+      conv_silu_step(v, row, Out0, K, conv_state, conv_w, out0);
+    } else {
+      q.out[row] = f32_to_bf16(v);
+    }
   }
 }

@@ -39,8 +39,15 @@ func QMatmulTiled(c *Ctx, x Tensor, w QLinear, out Tensor) {
 // runs the reference). The answer depends on the weight, never on the tokens:
 // a step and a verify must take the same kernel.
 func TiledGEMV(c *Ctx, w QLinear) bool {
+	return TiledGEMVs(c) && w.Experts == 0 && w.Bits == 4 && (w.GroupSize == 64 || w.GroupSize == 128)
+}
+
+// TiledGEMVs says whether c's device runs the matrix-unit GEMVs
+// (backend.MatrixUnits): QMatmulMultiTiled and QMatmulMultiConvTiled, which
+// take any weights (those TiledGEMV refuses by whole dot products).
+func TiledGEMVs(c *Ctx) bool {
 	m, ok := c.Dev.(backend.MatrixUnits)
-	return ok && m.MatrixUnits() && w.Experts == 0 && w.Bits == 4 && (w.GroupSize == 64 || w.GroupSize == 128)
+	return ok && m.MatrixUnits()
 }
 
 // qmatmul dispatches kernel (a qmatmul_bf16 or its _f32 twin by out's dtype).
@@ -93,6 +100,17 @@ func QMatmulGather(c *Ctx, x, ids Tensor, w QLinear, out Tensor, perSlot bool) {
 func QMatmulMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
 	_, args := multiArgs(c, x, ws, outs)
 	c.dispatch("qmatmul_multi_bf16", args...)
+}
+
+// QMatmulMultiTiled is QMatmulMulti on the matrix units
+// (qmatmul_mma_multi_bf16): each weight TiledGEMV takes as QMatmulTiled
+// computes it, the others by whole dot products; either way a token's
+// outputs are the same bits whatever the launch's other tokens. Use it where
+// TiledGEMVs says the device runs it.
+func QMatmulMultiTiled(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
+	check(TiledGEMVs(c), "qmatmul_multi %s: the tiled GEMV needs a device with matrix units", ws[0].Name)
+	_, args := multiArgs(c, x, ws, outs)
+	c.dispatch("qmatmul_mma_multi_bf16", args...)
 }
 
 // qmvRows is the output rows a GEMV threadgroup takes (QMV_ROWS).
@@ -148,6 +166,17 @@ func QMatmulAddNorm(c *Ctx, x, branch, w, hs, ns Tensor, eps float32, ws []QLine
 // conv's output, and the window state [K−1, channels] advances (w [channels,
 // K]). The decode step's GDN in-projection and conv in one dispatch.
 func QMatmulMultiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int) {
+	multiConv(c, x, ws, outs, state, w, kernelSize, "qmatmul_multi_conv_bf16")
+}
+
+// QMatmulMultiConvTiled is QMatmulMultiConv with the projections as
+// QMatmulMultiTiled computes them (qmatmul_mma_multi_conv_bf16).
+func QMatmulMultiConvTiled(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int) {
+	check(TiledGEMVs(c), "qmatmul_multi_conv %s: the tiled GEMV needs a device with matrix units", ws[0].Name)
+	multiConv(c, x, ws, outs, state, w, kernelSize, "qmatmul_mma_multi_conv_bf16")
+}
+
+func multiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int, kernel string) {
 	t, args := multiArgs(c, x, ws, outs)
 	ch := ws[0].Out
 	check(t == 1, "qmatmul_multi_conv: %d tokens, want 1 (a token's conv needs the token before)", t)
@@ -158,7 +187,7 @@ func QMatmulMultiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Te
 	// multiArgs ends T, In, Out0..3, fmt0..3: the buffers go before them.
 	n := len(args) - 10
 	args = slices.Insert(args, n, state.Arg(), w.Arg())
-	c.dispatch("qmatmul_multi_conv_bf16", append(args, backend.Int(kernelSize))...)
+	c.dispatch(kernel, append(args, backend.Int(kernelSize))...)
 }
 
 // multiArgs checks QMatmulMulti's arguments and lays them out: x, the four

@@ -66,7 +66,7 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 		// (qmatmul_multi_conv_bf16). conv is taken where rule takes it, so the
 		// scratch is laid out as on the other path.
 		conv := s.Get(ops.BF16, t, shape.ConvDim())
-		ops.QMatmulMultiConv(c, x, ws, []ops.Tensor{conv, z, bLogits, aLogits}, st.conv, g.conv, cfg.ConvKernel)
+		g.paths.multiConv(c, x, ws, []ops.Tensor{conv, z, bLogits, aLogits}, st.conv, g.conv, cfg.ConvKernel)
 		o = g.ruleOnConv(c, cfg, st, conv, z, aLogits, bLogits)
 	} else {
 		g.paths.project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})

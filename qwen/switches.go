@@ -1,6 +1,8 @@
 package qwen
 
 import (
+	"slices"
+
 	"bagel/ops"
 	"bagel/switches"
 )
@@ -93,9 +95,11 @@ const (
 	// last of 65 threadgroups, behind two device fences).
 	SwitchFusedRouterTopK = "fused-router-topk"
 	// SwitchTiledGEMV runs the dense GEMVs of decode steps and verifies (the
-	// attention and GDN output projections, the logits) on the matrix units
-	// (qmatmul_mma_bf16) where the device has them and the weights are 4-bit in
-	// groups of 64 or 128: a verify's tokens share each weight's dequantizing.
+	// projections of each mixer and of the shared expert, the output
+	// projections, the logits) on the matrix units (qmatmul_mma_bf16,
+	// qmatmul_mma_multi_bf16) where the device has them and the weights are
+	// 4-bit in groups of 64 or 128: a verify's tokens share each weight's
+	// dequantizing.
 	// Off by default: it pays with speculative decoding and costs a plain
 	// decode step (H200, 35B-A3B: oracle drafts of 4 at 913–942 tok/s against
 	// 817–823 without it, plain decode 441–443 against 467–469).
@@ -204,6 +208,16 @@ func (p paths) matmul(c *ops.Ctx, x ops.Tensor, w ops.QLinear, out ops.Tensor) {
 	p.gemv(c, x, w, out)
 }
 
+// multiConv is a decode step's GDN in-projection and conv in one launch
+// (ops.QMatmulMultiConv), its projections as project computes them.
+func (p paths) multiConv(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Tensor, state, w ops.Tensor, kernelSize int) {
+	if p.tiledGEMV && ops.TiledGEMVs(c) {
+		ops.QMatmulMultiConvTiled(c, x, ws, outs, state, w, kernelSize)
+		return
+	}
+	ops.QMatmulMultiConv(c, x, ws, outs, state, w, kernelSize)
+}
+
 // gemv computes out = x·wᵀ for x bf16 [T, w.In] token by token: on the
 // matrix units where the switch is on and the device and weight allow, the
 // plain GEMV otherwise. The choice never depends on T, so a decode step and a
@@ -226,6 +240,10 @@ func (p paths) project(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Te
 		return
 	}
 	if p.projections {
+		if p.tiledGEMV && slices.ContainsFunc(ws, func(w ops.QLinear) bool { return ops.TiledGEMV(c, w) }) {
+			ops.QMatmulMultiTiled(c, x, ws, outs)
+			return
+		}
 		ops.QMatmulMulti(c, x, ws, outs)
 		return
 	}

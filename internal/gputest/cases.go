@@ -219,15 +219,21 @@ func Specs() []Spec {
 		{4, hidden, [4]slot{{qProjOut, 4, 64}, {kvHeads * headDim, 4, 64}, {kvHeads * headDim, 4, 64}, {}}}, // attention q, k, v
 		{3, 96, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {3, 6, 32}}},
 		{2, 128, [4]slot{{9, 8, 128}, {2, 2, 64}, {}, {}}},
+		// The matrix-unit kernel's own: a verify of 5 on the GDN shapes, more
+		// than a tile's 16 tokens, 4-bit matrices beside 8-bit ones.
+		{5, hidden, [4]slot{{convDim, 4, 64}, {gdnHv * gdnD, 4, 64}, {gdnHv, 4, 64}, {gdnHv, 4, 64}}},
+		{17, 256, [4]slot{{40, 4, 128}, {3, 8, 64}, {}, {19, 4, 64}}},
 	} {
 		label := fmt.Sprintf("T=%d In=%d", p.T, p.In)
 		for _, sl := range p.slots {
 			label += fmt.Sprintf(" %d:%db", sl.Out, sl.bits)
 		}
-		add("qmatmul_multi_bf16", false, label, func(g gen) *Case {
-			bufs, scalars := multiCase(g, p.T, p.In, p.slots)
-			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(scalars...)}
-		})
+		for _, kernel := range []string{"qmatmul_multi_bf16", "qmatmul_mma_multi_bf16"} {
+			add(kernel, false, label, func(g gen) *Case {
+				bufs, scalars := multiCase(g, p.T, p.In, p.slots)
+				return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(scalars...)}
+			})
+		}
 	}
 
 	// qmatmul_addnorm_bf16: x, branch, norm, hs, ns (one row a threadgroup), then
@@ -264,12 +270,14 @@ func Specs() []Spec {
 		{96, 3, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {3, 6, 32}}},
 		{128, 1, [4]slot{{9, 8, 128}, {2, 2, 64}, {}, {}}},
 	} {
-		add("qmatmul_multi_conv_bf16", false, fmt.Sprintf("In=%d K=%d channels=%d", p.In, p.K, p.slots[0].Out), func(g gen) *Case {
-			bufs, scalars := multiCase(g, 1, p.In, p.slots)
-			ch := p.slots[0].Out
-			bufs = append(bufs, inout("conv_state", backend.BF16, g.bf16((p.K-1)*ch, 1)), in("conv_w", backend.BF16, g.bf16(ch*p.K, 0.5)))
-			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(append(scalars, p.K)...)}
-		})
+		for _, kernel := range []string{"qmatmul_multi_conv_bf16", "qmatmul_mma_multi_conv_bf16"} {
+			add(kernel, false, fmt.Sprintf("In=%d K=%d channels=%d", p.In, p.K, p.slots[0].Out), func(g gen) *Case {
+				bufs, scalars := multiCase(g, 1, p.In, p.slots)
+				ch := p.slots[0].Out
+				bufs = append(bufs, inout("conv_state", backend.BF16, g.bf16((p.K-1)*ch, 1)), in("conv_w", backend.BF16, g.bf16(ch*p.K, 0.5)))
+				return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(append(scalars, p.K)...)}
+			})
+		}
 	}
 
 	// qmatmul_gather_swiglu_bf16: x, ids, gate_w, gate_scales, gate_biases, up_w, up_scales, up_biases, out | T, K, In, Out, bits, gs
