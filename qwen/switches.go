@@ -101,8 +101,9 @@ const (
 	// 4-bit in groups of 64 or 128: a verify's tokens share each weight's
 	// dequantizing.
 	// Off by default: it pays with speculative decoding and costs a plain
-	// decode step (H200, 35B-A3B: oracle drafts of 4 at 913–942 tok/s against
-	// 817–823 without it, plain decode 441–443 against 467–469).
+	// decode step (H200, 35B-A3B, docs/benchmarks.md: oracle drafts of 4 at
+	// 1017 tok/s against 825 without it, a verify of 5 tokens 4.79 ms against
+	// 5.91; plain decode 424 against 465 tok/s).
 	SwitchTiledGEMV = "tiled-gemv"
 )
 
