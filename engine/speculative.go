@@ -41,7 +41,7 @@ func init() {
 	switches.Register(switches.Switch{
 		Name: SwitchSpeculative,
 		Description: "Speculative decoding with prompt lookup (n-gram) drafts, for greedy replies and sampled ones with a top-k " +
-			"(the same replies, or the same distribution); experimental.",
+			"(the same replies, or the same distribution); experimental. The tiled-gemv switch makes its verifies cheaper.",
 		Default: false,
 		Env:     "BAGEL_SPECULATIVE_NGRAM",
 	})

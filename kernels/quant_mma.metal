@@ -22,15 +22,24 @@
 
 // QMM_WARPS caps the SIMD-groups of a threadgroup, which split a 16-row
 // tile's inputs QMM_IN_PER_WARP at a time (2048 inputs: 4 SIMD-groups of 512)
-// and add their sums in threadgroup memory. H200, 35B-A3B: a decode step took
-// 2.25 GPU ms with 512, 2.28 with 256, 2.42 with 1024 (128 and 64, in an
-// earlier form of the loop, were slower than 256). Asking for all of a
-// SIMD-group's weight lines in L2 before its loop changed nothing (2.25).
+// and add their sums in threadgroup memory; a matrix of fewer than
+// QMM_FEW_ROWS rows (the output projections' 2048), whose few tiles leave the
+// GPU short of SIMD-groups, splits them QMM_FEW_IN_PER_WARP at a time (4096
+// inputs: 16 of 256). H200, 35B-A3B: a decode step took 2.25 GPU ms with 512
+// for every matrix, 2.28 with 256, 2.42 with 1024 (128 and 64, in an earlier
+// form of the loop, were slower than 256). Asking for all of a SIMD-group's
+// weight lines in L2 before its loop changed nothing (2.25).
 #ifndef QMM_WARPS
-#define QMM_WARPS 8
+#define QMM_WARPS 16
 #endif
 #ifndef QMM_IN_PER_WARP
 #define QMM_IN_PER_WARP 512
+#endif
+#ifndef QMM_FEW_ROWS
+#define QMM_FEW_ROWS 4096
+#endif
+#ifndef QMM_FEW_IN_PER_WARP
+#define QMM_FEW_IN_PER_WARP 256
 #endif
 
 // qmm_16x8x16(c, a, b0, b1, lane): c += A·B for the m16n8k16 fragments of a
@@ -224,7 +233,7 @@ INLINE float qmm_total(threadgroup const float *part, int i, int nsimd) {
 }
 
 // qmatmul_mma_bf16: qmatmul_bf16 on the matrix units (see the top of the file).
-// launch: grid(ceil(Out, 16) * ceil(T, 16)) group(min(QMM_WARPS, max(1, In / QMM_IN_PER_WARP)) * 32)
+// launch: grid(ceil(Out, 16) * ceil(T, 16)) group(min(QMM_WARPS, max(1, In / (QMM_FEW_IN_PER_WARP + (QMM_IN_PER_WARP - QMM_FEW_IN_PER_WARP) * min(1, Out / QMM_FEW_ROWS)))) * 32)
 // requires: bits <= 4
 // requires: 4 <= bits
 // requires: 64 <= gs
@@ -250,7 +259,7 @@ KERNEL(qmatmul_mma_bf16,
 }
 
 // qmatmul_mma_bf16_f32: qmatmul_bf16_f32 (the logits) on the matrix units.
-// launch: grid(ceil(Out, 16) * ceil(T, 16)) group(min(QMM_WARPS, max(1, In / QMM_IN_PER_WARP)) * 32)
+// launch: grid(ceil(Out, 16) * ceil(T, 16)) group(min(QMM_WARPS, max(1, In / (QMM_FEW_IN_PER_WARP + (QMM_IN_PER_WARP - QMM_FEW_IN_PER_WARP) * min(1, Out / QMM_FEW_ROWS)))) * 32)
 // requires: bits <= 4
 // requires: 4 <= bits
 // requires: 64 <= gs
