@@ -243,3 +243,37 @@ func TestTiledAttentionFits(t *testing.T) {
 		}
 	}
 }
+
+// noMatrixUnits is a device that says it has no matrix units (as Metal does).
+type noMatrixUnits struct{ backend.Device }
+
+func (noMatrixUnits) MatrixUnits() bool { return false }
+
+// TestTiledGEMVFits: the matrix-unit GEMVs take 4-bit weights in groups of 64
+// or 128 on a device with matrix units, and nothing else; the answer has no
+// token count in it, so a step and a verify take the same kernel.
+func TestTiledGEMVFits(t *testing.T) {
+	dev := cpu.New(1)
+	c := ops.NewCtx(dev, ops.NewArena(dev))
+	for _, tc := range []struct {
+		bits, gs, experts int
+		want              bool
+	}{
+		{4, 64, 0, true}, {4, 128, 0, true}, {4, 32, 0, false}, {8, 64, 0, false}, {3, 64, 0, false}, {4, 64, 8, false},
+	} {
+		w := ops.QLinear{Name: "w", In: 2048, Out: 16, Bits: tc.bits, GroupSize: tc.gs, Experts: tc.experts}
+		if got := ops.TiledGEMV(c, w); got != tc.want {
+			t.Errorf("TiledGEMV(%d-bit, groups of %d, %d experts) = %v, want %v", tc.bits, tc.gs, tc.experts, got, tc.want)
+		}
+	}
+	if !ops.TiledGEMVs(c) {
+		t.Error("TiledGEMVs on the CPU backend (which runs the reference) = false")
+	}
+	plain := ops.NewCtx(noMatrixUnits{dev}, ops.NewArena(dev))
+	if ops.TiledGEMVs(plain) || ops.TiledGEMV(plain, ops.QLinear{Bits: 4, GroupSize: 64}) {
+		t.Error("a device without matrix units takes the tiled GEMV")
+	}
+	mustPanic(t, "tiled GEMV", func() {
+		ops.QMatmulTiled(c, ops.Tensor{}, ops.QLinear{Name: "router", Bits: 8, GroupSize: 64}, ops.Tensor{})
+	})
+}
