@@ -246,6 +246,13 @@ func (b *bench) generate(ids []int32, maxTokens int, s engine.Sampling, d drafte
 // With width ≥ 2 the drafts are trees (drafter.OracleTreeDrafter: the right
 // branch and width−1 wrong ones), so the row is what a tree's verify costs.
 func (b *bench) oracle(promptLen, draftLen, width int) error {
+	return b.oracleWith(promptLen, draftLen, width, "")
+}
+
+// oracleWith records oracle drafts (a replayed greedy reply, every guess
+// accepted) of draftLen, in trees of width when width > 1; switchSetting
+// names the switches flipped for the row ("" none).
+func (b *bench) oracleWith(promptLen, draftLen, width int, switchSetting string) error {
 	if !slices.ContainsFunc(engine.Switches(), func(s engine.Switch) bool { return s.Name == engine.SwitchSpeculative }) {
 		return nil
 	}
@@ -284,7 +291,7 @@ func (b *bench) oracle(promptLen, draftLen, width int) error {
 	if st.DraftProposed > 0 {
 		name += fmt.Sprintf(" (%d/%d accepted)", st.DraftAccepted, st.DraftProposed)
 	}
-	b.add(name, engine.SwitchSpeculative+"=on", st)
+	b.add(name, strings.TrimSpace(switchSetting+" "+engine.SwitchSpeculative+"=on"), st)
 	return nil
 }
 
@@ -373,6 +380,10 @@ func (b *bench) eachSwitch(greedy engine.Sampling, prefillLen int) error {
 		}
 		if err == nil && prefillLen > 0 && strings.HasPrefix(sw.Name, "prefill-") {
 			err = b.prefillWith(prefillLen, setting)
+		}
+		if err == nil && sw.Verifies {
+			// A switch that acts on verifies: its worth to speculative decoding too.
+			err = b.oracleWith(32, engine.DefaultDraftLength, 1, setting)
 		}
 		if rerr := engine.SetSwitch(sw.Name, was); rerr != nil {
 			return rerr

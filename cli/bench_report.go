@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"bagel/engine"
@@ -98,14 +99,14 @@ func writeBenchTable(w io.Writer, r *benchReport) {
 }
 
 // writeVerifyCosts prints, for each row with speculative verifies, what one
-// verify costs against one plain greedy decode step (the first "decode greedy"
-// row's wall time a token): the figure a verify of γ+1 tokens is judged by.
+// verify costs against one plain greedy decode step (the "decode greedy" row's
+// wall time a token with the same other switches flipped, else the default
+// row's): the figure a verify of γ+1 tokens is judged by.
 func writeVerifyCosts(w io.Writer, rs []benchResult) {
-	var step float64 // ms
+	steps := map[string]float64{} // ms a plain step, by the row's switch setting
 	for _, x := range rs {
-		if x.Name == "decode greedy" && x.Switch == "" && x.DecodeTokPerSec > 0 {
-			step = 1000 / x.DecodeTokPerSec
-			break
+		if _, seen := steps[x.Switch]; !seen && x.Name == "decode greedy" && x.DecodeTokPerSec > 0 {
+			steps[x.Switch] = 1000 / x.DecodeTokPerSec
 		}
 	}
 	first := true
@@ -117,10 +118,18 @@ func writeVerifyCosts(w io.Writer, rs []benchResult) {
 			fmt.Fprintf(w, "\nspeculative verifies (wall time, drafting excluded)\n")
 			first = false
 		}
+		label, others := x.Name, strings.TrimSpace(strings.TrimSuffix(x.Switch, engine.SwitchSpeculative+"=on"))
+		step, ok := steps[others]
+		if others != "" {
+			label += " with " + others
+			if !ok {
+				step = steps[""]
+			}
+		}
 		if step > 0 {
-			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify = %.2f decode steps of %.2f ms\n", x.Name, x.Verifies, x.VerifyMs, x.VerifyMs/step, step)
+			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify = %.2f decode steps of %.2f ms\n", label, x.Verifies, x.VerifyMs, x.VerifyMs/step, step)
 		} else {
-			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify\n", x.Name, x.Verifies, x.VerifyMs)
+			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify\n", label, x.Verifies, x.VerifyMs)
 		}
 	}
 }

@@ -47,9 +47,16 @@ func TestSynthThenBench(t *testing.T) {
 	// The oracle rows, one per --drafts length: every draft of a replayed
 	// greedy reply is accepted.
 	oracles := map[int]bool{}
+	tiledOracle := false
 	for _, x := range r.Results {
 		var n, a, p int
 		if _, err := fmt.Sscanf(x.Name, "decode greedy, oracle drafts of %d (%d/%d accepted)", &n, &a, &p); err == nil {
+			if x.Switch == "tiled-gemv=on speculative-ngram=on" {
+				// A switch that acts on verifies gets an oracle row of the
+				// default draft length with it flipped, and its verify line.
+				tiledOracle = n == 4 && a == p && p > 0 && strings.Contains(stdout, x.Name+" with tiled-gemv=on: ")
+				continue
+			}
 			oracles[n] = true
 			if a != p || p == 0 || x.Switch != "speculative-ngram=on" {
 				t.Errorf("oracle row %q %s: want every draft accepted", x.Name, x.Switch)
@@ -61,6 +68,9 @@ func TestSynthThenBench(t *testing.T) {
 	}
 	if !oracles[1] || !oracles[3] || len(oracles) != 2 {
 		t.Errorf("oracle rows for draft lengths %v, want 1 and 3 (figures %v)", oracles, names)
+	}
+	if !tiledOracle {
+		t.Errorf("no oracle row of 4 drafts, all accepted, with tiled-gemv=on and its verify line (figures %v)\n%s", names, stdout)
 	}
 	if r.DecodeWeightBytes <= 0 || r.DecodeWeightBytes >= r.WeightBytes {
 		t.Errorf("decode reads %d of %d weight bytes", r.DecodeWeightBytes, r.WeightBytes)

@@ -145,7 +145,7 @@ func init() {
 			Description: "Run a prompt's attention as flash attention on the matrix units, tiles of queries over blocks of keys (CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchSplitKVTiled, Env: "BAGEL_NO_SPLIT_KV_TILED", Backends: []string{"cuda", "cpu"},
 			Description: "Run split decode attention over a long context on the matrix units, a threadgroup for all the query heads of a key-value head (CUDA sm_80+ and CPU; applies at the next model load)."},
-		{Name: SwitchTiledGEMV, Env: "BAGEL_TILED_GEMV", Backends: []string{"cuda", "cpu"},
+		{Name: SwitchTiledGEMV, Env: "BAGEL_TILED_GEMV", Backends: []string{"cuda", "cpu"}, Verifies: true,
 			Description: "Run the output projections and the logits on the matrix units, each weight dequantized once for all of a speculative verify's tokens: faster speculative decoding, a slower plain decode step (experimental; CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},

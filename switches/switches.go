@@ -22,6 +22,10 @@ type Switch struct {
 	Default     bool
 	Env         string   // the environment variable that overrides the default
 	Backends    []string // where it has an effect ("metal", "cuda", "cpu"); empty: all
+	// Verifies marks a switch that is worth judging on speculative decoding's
+	// verifies as well as on plain steps (`bagel bench` times oracle drafts
+	// with it flipped too).
+	Verifies bool
 }
 
 var (
