@@ -146,7 +146,7 @@ func init() {
 		{Name: SwitchSplitKVTiled, Env: "BAGEL_NO_SPLIT_KV_TILED", Backends: []string{"cuda", "cpu"},
 			Description: "Run split decode attention over a long context on the matrix units, a threadgroup for all the query heads of a key-value head (CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchTiledGEMV, Env: "BAGEL_TILED_GEMV", Backends: []string{"cuda", "cpu"}, Verifies: true,
-			Description: "Run the output projections and the logits on the matrix units, each weight dequantized once for all of a speculative verify's tokens: faster speculative decoding, a slower plain decode step (experimental; CUDA sm_80+ and CPU; applies at the next model load)."},
+			Description: "Run the 4-bit projections and the logits of decode steps on the matrix units, each weight dequantized once for all of a speculative verify's tokens: faster speculative decoding, a slower plain decode step (experimental; CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
@@ -212,11 +212,20 @@ func (p paths) matmul(c *ops.Ctx, x ops.Tensor, w ops.QLinear, out ops.Tensor) {
 // multiConv is a decode step's GDN in-projection and conv in one launch
 // (ops.QMatmulMultiConv), its projections as project computes them.
 func (p paths) multiConv(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Tensor, state, w ops.Tensor, kernelSize int) {
-	if p.tiledGEMV && ops.TiledGEMVs(c) {
+	if p.tiledMulti(c, ws) {
 		ops.QMatmulMultiConvTiled(c, x, ws, outs, state, w, kernelSize)
 		return
 	}
 	ops.QMatmulMultiConv(c, x, ws, outs, state, w, kernelSize)
+}
+
+// tiledMulti says whether the projections ws over one x take the matrix-unit
+// launch (ops.QMatmulMultiTiled, or its conv twin on a decode step): where the
+// switch is on and one of them is a weight the matrix units take. A step's
+// fused in-projection and conv and a verify's projections must decide alike,
+// or a verify would not give a step's bits.
+func (p paths) tiledMulti(c *ops.Ctx, ws []ops.QLinear) bool {
+	return p.tiledGEMV && slices.ContainsFunc(ws, func(w ops.QLinear) bool { return ops.TiledGEMV(c, w) })
 }
 
 // gemv computes out = x·wᵀ for x bf16 [T, w.In] token by token: on the
@@ -241,7 +250,7 @@ func (p paths) project(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Te
 		return
 	}
 	if p.projections {
-		if p.tiledGEMV && slices.ContainsFunc(ws, func(w ops.QLinear) bool { return ops.TiledGEMV(c, w) }) {
+		if p.tiledMulti(c, ws) {
 			ops.QMatmulMultiTiled(c, x, ws, outs)
 			return
 		}

@@ -3,6 +3,7 @@ package gputest
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"bagel/backend"
@@ -21,7 +22,7 @@ func TokenInvariance(t *testing.T, dev backend.Device, kernel string, shapes [][
 		w, sc, bi := g.quant(Out, In, bits, gs)
 		x := g.bf16(T*In, 1)
 		outType, size := backend.BF16, 2
-		if bytes.HasSuffix([]byte(kernel), []byte("_f32")) {
+		if strings.HasSuffix(kernel, "_f32") {
 			outType, size = backend.F32, 4
 		}
 		run := func(x []byte, tokens int) []byte {
