@@ -143,6 +143,9 @@ INLINE int simd_shuffle_xor(int v, uint mask) { return __shfl_xor_sync(0xfffffff
 INLINE uint simd_shuffle_xor(uint v, uint mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }
 INLINE float simd_shuffle(float v, ushort lane) { return __shfl_sync(0xffffffffu, v, (int)lane); }
 INLINE uint simd_shuffle(uint v, ushort lane) { return __shfl_sync(0xffffffffu, v, (int)lane); }
+// simd_ballot_bits: bit l set where lane l's b holds (a 32-lane SIMD-group).
+INLINE uint simd_ballot_bits(bool b) { return __ballot_sync(0xffffffffu, b); }
+INLINE int popcount_u32(uint v) { return __popc(v); }
 
 // Address-space qualifiers of the dialect mean nothing to CUDA (pointers are
 // generic). They are defined last: defining `device` before any CUDA text would

@@ -99,6 +99,10 @@ INLINE u32x4 u32x4_make(uint x, uint y, uint z, uint w) {
   return v;
 }
 INLINE uint as_uint(float f) { return as_type<uint>(f); }
+// simd_ballot_bits: bit l set where lane l's b holds (Apple's SIMD-groups
+// are 32 lanes: the vote's low word).
+INLINE uint simd_ballot_bits(bool b) { return (uint)((simd_vote::vote_t)simd_ballot(b)); }
+INLINE int popcount_u32(uint v) { return (int)popcount(v); }
 // GRID_WAIT(): see prelude_cuda.h. Metal orders the dispatches of a command
 // buffer itself; there is nothing to wait for.
 #define GRID_WAIT()

@@ -111,10 +111,13 @@ INLINE void qmm_x8(device const bf16_t *p, bool ok, bool aligned16, thread uint 
     }                                                                           \
   } while (0)
 
-// qmm_sums computes a SIMD-group's share of one threadgroup's tile: rows
-// o..o+15 (those below Out) for tokens t0..t0+15 (those below T), over the
-// 64-input chunks [c0, c1), and writes its f32 sums to part[nt][row][col]
-// (token t0 + 8·nt + col), 256 floats.
+// qmm_sums_x computes a SIMD-group's share of one threadgroup's tile: rows
+// o..o+15 (those below Out) for up to 16 columns, over the 64-input chunks
+// [c0, c1), and writes its f32 sums to part[nt][row][col] (column 8·nt + col),
+// 256 floats. Lane 4g + t gives the x rows of its columns g and 8 + g: x0 and
+// x1, with ok0 and ok1 false for a column past the tile's tokens (its row is
+// read anyway, and its sums are zeros); ntiles (1 or 2) is how many eights of
+// columns hold tokens.
 //
 // Lane 4g + t takes rows o + g and o + g + 8. In a chunk it holds words t and
 // t + 4 of each row's eight (codes 8t..8t+7 and 32+8t..32+8t+7) and, for its
@@ -125,11 +128,10 @@ INLINE void qmm_x8(device const bf16_t *p, bool ok, bool aligned16, thread uint 
 // ones: every lane gets its columns' sums without shuffles. The next chunk's
 // codes, scales and biases are read a chunk ahead; x, which every threadgroup
 // reads, is in cache.
-INLINE void qmm_sums(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
-                     device const bf16_t *biases, int T, int t0, int o, int In, int Out, int gs, int c0, int c1,
-                     int lane, threadgroup float *part) {
-  int g = lane >> 2, t = lane & 3;
-  int ntiles = imin(2, (T - t0 + 7) / 8), gsh = gs == 128 ? 1 : 0;
+INLINE void qmm_sums_x(device const bf16_t *x0, device const bf16_t *x1, bool ok0, bool ok1, int ntiles,
+                       device const uint *w, device const bf16_t *scales, device const bf16_t *biases, int o, int In,
+                       int Out, int gs, int c0, int c1, int lane, threadgroup float *part) {
+  int g = lane >> 2, t = lane & 3, gsh = gs == 128 ? 1 : 0;
   device const uint *wr[2];
   device const bf16_t *sr[2], *br[2];
   UNROLL for (int r = 0; r < 2; r++) {
@@ -145,14 +147,9 @@ INLINE void qmm_sums(device const bf16_t *x, device const uint *w, device const 
   uint q[2][2], sb[2];
   if (c0 < c1) QMM_LOAD_W(q, sb, c0);
   GRID_WAIT();  // the first weights are in flight; x is the previous kernel's
-  bool aligned16 = ALIGNED16(x) && (In & 7) == 0;
-  device const bf16_t *xr[2];
-  bool xok[2];
-  UNROLL for (int n = 0; n < 2; n++) {
-    int tok = t0 + 8 * n + g;
-    xok[n] = tok < T;
-    xr[n] = x + (ulong)imin(tok, T - 1) * (ulong)In + (ulong)(8 * t);
-  }
+  bool aligned16 = ALIGNED16(x0) && ALIGNED16(x1);
+  device const bf16_t *xr[2] = {x0 + 8 * t, x1 + 8 * t};
+  bool xok[2] = {ok0, ok1};
   const uint ones[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // bf16 1.0 pairs
   for (int c = c0; c < c1; c++) {
     uint qn[2][2], sbn[2];
@@ -197,6 +194,16 @@ INLINE void qmm_sums(device const bf16_t *x, device const uint *w, device const 
   }
   UNROLL for (int n = 0; n < 2; n++)
     for (int i = 0; i < 4; i++) part[(n * 16 + g + 8 * (i >> 1)) * 8 + 2 * t + (i & 1)] = acc[n][i];
+}
+
+// qmm_sums is qmm_sums_x for tokens t0..t0+15 (those below T) of x [T, In]:
+// column col is token t0 + col.
+INLINE void qmm_sums(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
+                     device const bf16_t *biases, int T, int t0, int o, int In, int Out, int gs, int c0, int c1,
+                     int lane, threadgroup float *part) {
+  int g = lane >> 2, tok0 = t0 + g, tok1 = t0 + 8 + g;
+  qmm_sums_x(x + (ulong)imin(tok0, T - 1) * (ulong)In, x + (ulong)imin(tok1, T - 1) * (ulong)In, tok0 < T, tok1 < T,
+             imin(2, (T - t0 + 7) / 8), w, scales, biases, o, In, Out, gs, c0, c1, lane, part);
 }
 
 // qmm_tile_at runs qmm_sums in every SIMD-group of the threadgroup (SIMD-group
@@ -420,5 +427,131 @@ KERNEL(qmatmul_mma_multi_conv_bf16,
     } else {
       q.out[row] = f32_to_bf16(v);
     }
+  }
+}
+
+// MOE_MMA_IN_PER_WARP is the input width a SIMD-group of moe_up_mma_bf16
+// takes of its matrix (the gate's or the up's 16 rows): 2048 inputs are four
+// SIMD-groups a matrix, eight a threadgroup.
+#ifndef MOE_MMA_IN_PER_WARP
+#define MOE_MMA_IN_PER_WARP 512
+#endif
+
+// moe_up_mma_bf16: moe_up_bf16 on the matrix units (switch tiled-gemv): a
+// tile of 16 rows of an expert's gate and the same 16 of its up, times the
+// launch's tokens routed to that expert, up to 16 of them (the columns), with
+// qmm_sums_x's numerics: a token's output does not depend on which tokens
+// share its tile or where, so a verify's bits are a step's. Threadgroup g
+// below ceil(Out, 16)·T·K is routed slot ts = g / ceil(Out, 16)'s, for row
+// tile g % ceil(Out, 16); it returns at once unless ts is the first, in slot
+// order, of its 16 slots with its expert (ranks 0, 16, ... among them), whose
+// threadgroup takes them all: an expert's rows are read once for every 16
+// tokens routed to it. The threadgroups past them take the shared expert's
+// rows for 16 tokens each. The first half of the SIMD-groups sums the gate,
+// the second the up, each splitting In alike whatever the tokens.
+// launch: grid(ceil(Out, 16) * T * K + ceil(Is, 16) * ceil(T, 16)) group(2 * min(QMM_WARPS / 2, max(1, In / MOE_MMA_IN_PER_WARP)) * 32)
+// requires: bits <= 4
+// requires: 4 <= bits
+// requires: 64 <= gs
+// requires: gs <= 128
+// requires: gs - gs / 64 * 64 <= 0
+KERNEL(moe_up_mma_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const int, ids, 1),
+       BUFFER(const uint, gate_w, 2),
+       BUFFER(const bf16_t, gate_scales, 3),
+       BUFFER(const bf16_t, gate_biases, 4),
+       BUFFER(const uint, up_w, 5),
+       BUFFER(const bf16_t, up_scales, 6),
+       BUFFER(const bf16_t, up_biases, 7),
+       BUFFER(bf16_t, out, 8),
+       BUFFER(const uint, shared_gate_w, 9),
+       BUFFER(const bf16_t, shared_gate_scales, 10),
+       BUFFER(const bf16_t, shared_gate_biases, 11),
+       BUFFER(const uint, shared_up_w, 12),
+       BUFFER(const bf16_t, shared_up_scales, 13),
+       BUFFER(const bf16_t, shared_up_biases, 14),
+       BUFFER(bf16_t, hs, 15),
+       PARAM(int, T, 16),
+       PARAM(int, K, 17),
+       PARAM(int, In, 18),
+       PARAM(int, Out, 19),
+       PARAM(int, Is, 20),
+       PARAM(int, bits, 21),
+       PARAM(int, gs, 22)) {
+  TG_MEM(float, part, QMM_WARPS * 256);
+  TG_MEM(int, members, 16);  // column j's slot (routed) or token (shared)
+  int blocks = (Out + 15) / 16, slots = T * K, lane = LANE;
+  bool routed = TGID_X < blocks * slots;
+  int n, o, rows, xdiv;
+  ulong stride;  // an output row's length: Out (routed slots) or Is (shared)
+  device const uint *gw, *uw;
+  device const bf16_t *gsc, *gbi, *usc, *ubi;
+  device bf16_t *dst;
+  if (routed) {
+    int ts = TGID_X / blocks;
+    o = (TGID_X % blocks) * 16;
+    GRID_WAIT();  // the router's ids
+    // The slots with ts's expert, 32 at a time by a ballot: rank counts those
+    // before ts; those from ts on are this threadgroup's columns in order.
+    int e = ids[ts], rank = 0, count = 0;
+    for (int base = 0; base < slots; base += 32) {
+      int i = base + lane;
+      bool same = i < slots && ids[i] == e;
+      uint m = simd_ballot_bits(same);
+      int below = ts - base;  // lanes of this chunk before slot ts
+      uint before = below >= 32 ? 0xffffffffu : (below <= 0 ? 0u : (1u << below) - 1u);
+      uint from = m & ~before;
+      int col = count + popcount_u32(from & ((1u << lane) - 1u));
+      if (SIMD_ID == 0 && same && i >= ts && col < 16) members[col] = i;
+      rank += popcount_u32(m & before);
+      count += popcount_u32(from);
+    }
+    if (rank % 16 != 0) return;  // uniform: an earlier slot's threadgroup takes this one
+    n = imin(16, count);
+    rows = Out;
+    stride = (ulong)Out;
+    xdiv = K;
+    ulong mat = (ulong)e * (ulong)Out;
+    gw = gate_w + mat * (ulong)(In / 8);
+    uw = up_w + mat * (ulong)(In / 8);
+    gsc = gate_scales + mat * (ulong)(In / gs);
+    gbi = gate_biases + mat * (ulong)(In / gs);
+    usc = up_scales + mat * (ulong)(In / gs);
+    ubi = up_biases + mat * (ulong)(In / gs);
+    dst = out;
+  } else {
+    int sblocks = (Is + 15) / 16, u = TGID_X - blocks * slots;
+    int t0 = u / sblocks * 16;
+    o = (u % sblocks) * 16;
+    if (t0 >= T) return;  // uniform across the threadgroup
+    n = imin(16, T - t0);
+    if (SIMD_ID == 0 && lane < 16) members[lane] = t0 + lane;
+    rows = Is;
+    stride = (ulong)Is;
+    xdiv = 1;
+    gw = shared_gate_w;
+    uw = shared_up_w;
+    gsc = shared_gate_scales;
+    gbi = shared_gate_biases;
+    usc = shared_up_scales;
+    ubi = shared_up_biases;
+    dst = hs;
+  }
+  BARRIER();  // members
+  int half = SIMD_COUNT / 2, mat = SIMD_ID < half ? 0 : 1, sub = SIMD_ID - mat * half;
+  int chunks = In / 64, per = (chunks + half - 1) / half;
+  int c0 = imin(chunks, sub * per), c1 = imin(chunks, c0 + per);
+  int g = lane >> 2;
+  int m0 = members[imin(g, n - 1)], m1 = members[imin(8 + g, n - 1)];
+  qmm_sums_x(x + (ulong)(m0 / xdiv) * (ulong)In, x + (ulong)(m1 / xdiv) * (ulong)In, g < n, 8 + g < n, (n + 7) / 8,
+             mat == 0 ? gw : uw, mat == 0 ? gsc : usc, mat == 0 ? gbi : ubi, o, In, rows, gs, c0, c1, lane,
+             part + SIMD_ID * 256);
+  BARRIER();
+  for (int i = TID_X; i < 16 * n; i += TG_SIZE_X) {
+    int r = i % 16;
+    if (o + r >= rows) continue;
+    float gt = qmm_total(part, i, half), ut = qmm_total(part + half * 256, i, half);
+    dst[(ulong)members[i / 16] * stride + (ulong)(o + r)] = f32_to_bf16(siluf(round_bf16(gt)) * round_bf16(ut));
   }
 }

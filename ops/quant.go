@@ -261,6 +261,29 @@ func MoEUp(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, shar
 	c.dispatch("moe_up_bf16", args...)
 }
 
+// MoEUpTiled is MoEUp on the matrix units (moe_up_mma_bf16): each expert's
+// rows are read once for up to 16 of the launch's tokens routed to it, and a
+// token's bits do not depend on the others', so a verify's are a step's as
+// long as both take this kernel (MoEUpTiledFits).
+func MoEUpTiled(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor) {
+	check(MoEUpTiledFits(c, gate, sharedGate, sharedUp), "moe_up_mma: %s is not 4-bit in groups of 64 or 128 with a matching shared expert, or %s has no matrix units", gate.Name, c.Dev.Name())
+	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
+	checkDType("moe_up_mma hs", hs, backend.BF16)
+	check(hs.Elements() == t*sharedGate.Out, "moe_up_mma %s: hs %v", sharedGate.Name, hs)
+	args := up.appendArgs(gate.appendArgs(c.args(x.Arg(), ids.Arg())))
+	args = sharedUp.appendArgs(sharedGate.appendArgs(append(args, out.Arg())))
+	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(gate.In), backend.Int(gate.Out),
+		backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
+	c.dispatch("moe_up_mma_bf16", args...)
+}
+
+// MoEUpTiledFits says whether MoEUpTiled takes these weights on c's device:
+// MoEUpFits, 4-bit codes in groups of 64 or 128, and matrix units. As
+// TiledGEMV, the answer never depends on the tokens.
+func MoEUpTiledFits(c *Ctx, gate, sharedGate, sharedUp QLinear) bool {
+	return TiledGEMVs(c) && MoEUpFits(gate, sharedGate, sharedUp) && gate.Bits == 4 && (gate.GroupSize == 64 || gate.GroupSize == 128)
+}
+
 // MoERouteUp is RouterTopK and MoEUp in one dispatch: the router logits bf16
 // [T, E] become ids i32 [T, K] and weights bf16 [T, K] (written for MoEDown,
 // the same values RouterTopK writes) and the routed experts' and shared

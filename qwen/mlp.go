@@ -101,9 +101,12 @@ func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, pre *preNorm, x, out ops.Tensor
 	// The decode path's experts and shared expert in one launch (moe_up_bf16):
 	// then only the router and the scalar gate are projected here.
 	fusedUp := !grouped && e.paths.expertSwiGLU && ops.MoEUpFits(e.gate, e.sharedGate, e.sharedUp)
+	// Switch tiled-gemv: the experts on the matrix units (moe_up_mma_bf16),
+	// for a step and a verify alike, so that their bits agree.
+	tiledUp := fusedUp && e.paths.tiledGEMV && ops.MoEUpTiledFits(c, e.gate, e.sharedGate, e.sharedUp)
 	// With the route fused, moe_route_up_bf16 writes ids and weights itself;
 	// with the top-k fused, qmatmul_router_bf16 does.
-	fusedRoute := fusedUp && e.paths.moeRoute
+	fusedRoute := fusedUp && !tiledUp && e.paths.moeRoute
 	fusedTopK := fusedUp && !fusedRoute && pre == nil && e.paths.routerTopK && t <= e.shared.routerTickets.Elements()
 	switch {
 	case pre != nil && fusedUp:
@@ -125,6 +128,8 @@ func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, pre *preNorm, x, out ops.Tensor
 	switch {
 	case fusedRoute:
 		ops.MoERouteUp(c, x, routerLogits, ids, weights, e.gate, e.up, gate, e.sharedGate, e.sharedUp, sg, cfg.NormTopKProb)
+	case tiledUp:
+		ops.MoEUpTiled(c, x, ids, e.gate, e.up, gate, e.sharedGate, e.sharedUp, sg)
 	case fusedUp:
 		ops.MoEUp(c, x, ids, e.gate, e.up, gate, e.sharedGate, e.sharedUp, sg)
 	case grouped:

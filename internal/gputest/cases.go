@@ -324,6 +324,21 @@ func Specs() []Spec {
 		})
 	}
 
+	// moe_up_mma_bf16: as moe_up_bf16, 4-bit in groups of 64 or 128; few
+	// experts so that tokens share them (T = 17, K = 2, E = 2: 17 slots an
+	// expert, more than a tile's 16 columns), ragged rows.
+	for _, p := range []struct{ T, K, E, In, Out, Is, bits, gs int }{
+		{1, topK, experts, hidden, moeInt, moeInt, 4, 64}, {5, topK, experts, hidden, moeInt, moeInt, 4, 64},
+		{5, topK, 12, hidden, moeInt, moeInt, 4, 64}, {17, 2, 2, 128, 17, 40, 4, 64}, {17, 3, 5, 256, 9, 20, 4, 128},
+		{2, 3, 6, 192, 13, 7, 4, 64},
+	} {
+		add("moe_up_mma_bf16", false, fmt.Sprintf("T=%d K=%d E=%d %d→%d Is=%d bits=%d gs=%d", p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs), func(g gen) *Case {
+			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E))}
+			return &Case{Tol: tolBF16, Buffers: append(bufs, moeUpWeights(g, p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs)...),
+				Scalars: ints(p.T, p.K, p.In, p.Out, p.Is, p.bits, p.gs)}
+		})
+	}
+
 	// moe_down_bf16: h, ids, weights, w, scales, biases, hs, shared_w, shared_scales, shared_biases, gate, out
 	//   | T, K, H, I, Is, bits, gs, shared_bits, shared_gs, ids_early, halves
 	for _, p := range []struct{ T, K, E, H, I, Is, bits, gs, sbits, sgs, early, halves int }{

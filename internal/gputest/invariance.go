@@ -52,3 +52,44 @@ func TokenInvariance(t *testing.T, dev backend.Device, kernel string, shapes [][
 		}
 	}
 }
+
+// MoEUpInvariance is TokenInvariance for kernel of the moe_up_bf16 family
+// (its buffers and scalars): a launch over T tokens gives every token's routed
+// slots and shared expert the bits of a launch of that token alone. Each shape
+// is T, K, E, In, Out, Is, bits, gs; few experts E make tokens share them.
+func MoEUpInvariance(t *testing.T, dev backend.Device, kernel string, shapes [][8]int) {
+	t.Helper()
+	for _, s := range shapes {
+		T, K, E, In, Out, Is, bits, gs := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
+		g := gen{newRand(kernel, fmt.Sprint("invariance", s))}
+		x, ids := g.bf16(T*In, 1), g.experts(T, K, E)
+		weights := moeUpWeights(g, T, K, E, In, Out, Is, bits, gs)
+		run := func(x, ids []byte, tokens int) (routed, shared []byte) {
+			bufs := []Buffer{in("x", backend.BF16, x), in("ids", backend.I32, ids)}
+			for _, b := range weights {
+				switch b.Name { // the outputs, sized for these tokens
+				case "out":
+					b = out("out", backend.BF16, tokens*K*Out)
+				case "hs":
+					b = out("hs", backend.BF16, tokens*Is)
+				}
+				bufs = append(bufs, b)
+			}
+			outs, err := execute(dev, &Case{Kernel: kernel, Buffers: bufs, Scalars: ints(tokens, K, In, Out, Is, bits, gs)})
+			if err != nil {
+				t.Fatalf("%s %v: %v", kernel, s, err)
+			}
+			return outs[8], outs[15]
+		}
+		routed, shared := run(x, ids, T)
+		for tok := 0; tok < T; tok++ {
+			aloneRouted, aloneShared := run(x[tok*In*2:(tok+1)*In*2], ids[tok*K*4:(tok+1)*K*4], 1)
+			if !bytes.Equal(aloneRouted, routed[tok*K*Out*2:(tok+1)*K*Out*2]) {
+				t.Errorf("%s %v: token %d's routed experts differ from a launch of it alone", kernel, s, tok)
+			}
+			if !bytes.Equal(aloneShared, shared[tok*Is*2:(tok+1)*Is*2]) {
+				t.Errorf("%s %v: token %d's shared expert differs from a launch of it alone", kernel, s, tok)
+			}
+		}
+	}
+}
