@@ -66,7 +66,7 @@ func TestTiledGEMVTokenInvariance(t *testing.T) {
 	gputest.TokenInvariance(t, dev, "qmatmul_mma_bf16_f32", [][5]int{{5, 2048, 4000, 4, 64}})
 }
 
-// TestMoEUpTiledTokenInvariance: the matrix-unit experts give a token the
+// TestMoEUpTiledTokenInvariance: the matrix-unit experts (up and down) give a token the
 // same bits alone as beside others that share its experts or not (a verify
 // against a decode step), on the 35B-A3B's shapes and ragged ones.
 func TestMoEUpTiledTokenInvariance(t *testing.T) {
@@ -76,6 +76,8 @@ func TestMoEUpTiledTokenInvariance(t *testing.T) {
 	gputest.MoEUpInvariance(t, dev, "moe_up_mma_bf16", [][8]int{{5, 8, 12, 2048, 512, 512, 4, 64},
 		{5, 8, 256, 2048, 512, 512, 4, 64}, {16, 8, 9, 2048, 512, 512, 4, 64}, {17, 2, 2, 128, 17, 40, 4, 64},
 		{3, 3, 4, 256, 20, 9, 4, 128}})
+	gputest.MoEDownInvariance(t, dev, "moe_down_mma_bf16", [][8]int{{5, 8, 12, 2048, 512, 512, 64, 64},
+		{5, 8, 256, 2048, 512, 512, 64, 64}, {16, 8, 9, 2048, 512, 512, 64, 64}, {16, 3, 3, 40, 128, 192, 128, 64}})
 }
 
 // TestKernelsEmbeddedPTX runs the small cases with the kernels JIT-compiled from

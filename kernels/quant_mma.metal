@@ -555,3 +555,147 @@ KERNEL(moe_up_mma_bf16,
     dst[(ulong)members[i / 16] * stride + (ulong)(o + r)] = f32_to_bf16(siluf(round_bf16(gt)) * round_bf16(ut));
   }
 }
+
+// moe_down_mma_bf16's bounds: T·K slots (a verify of 16 tokens, 8 experts
+// each), T tokens, K + 1 SIMD-groups.
+#define MOE_DOWN_MMA_SLOTS 128
+#define MOE_DOWN_MMA_TOKENS 16
+#define MOE_DOWN_MMA_WARPS 9
+
+// moe_down_mma_bf16: moe_down_bf16 on the matrix units (switch tiled-gemv),
+// the same buffers and sums (ids_early as there; halves unused). Threadgroup
+// g takes output rows 16g..16g+15 of every token. Its items are the routed
+// experts' tiles, one for each 16 slots with one expert (in slot order; the
+// slot of rank 0, 16, ... among them leads), and the shared expert's, one for
+// each 16 tokens; SIMD-group s takes items s, s + K + 1, ..., each a 16-row
+// tile of its matrix times its slots' h rows (or tokens' hs rows) as columns,
+// over all of I (qmm_sums_x: a column's sums do not depend on the others). The
+// sums, one per slot and row, then combine per token as moe_down_bf16's do: a
+// token's output has the same bits alone (a decode step) as in a verify.
+// launch: grid(ceil(H, 16)) group((K + 1) * 32)
+// requires: K + 1 <= MOE_DOWN_MMA_WARPS
+// requires: T <= MOE_DOWN_MMA_TOKENS
+// requires: T * K <= MOE_DOWN_MMA_SLOTS
+// requires: bits <= 4
+// requires: 4 <= bits
+// requires: 64 <= gs
+// requires: gs <= 128
+// requires: gs - gs / 64 * 64 <= 0
+// requires: shared_bits <= 4
+// requires: 4 <= shared_bits
+// requires: 64 <= shared_gs
+// requires: shared_gs <= 128
+// requires: shared_gs - shared_gs / 64 * 64 <= 0
+KERNEL(moe_down_mma_bf16,
+       BUFFER(const bf16_t, h, 0),
+       BUFFER(const int, ids, 1),
+       BUFFER(const bf16_t, weights, 2),
+       BUFFER(const uint, w, 3),
+       BUFFER(const bf16_t, scales, 4),
+       BUFFER(const bf16_t, biases, 5),
+       BUFFER(const bf16_t, hs, 6),
+       BUFFER(const uint, shared_w, 7),
+       BUFFER(const bf16_t, shared_scales, 8),
+       BUFFER(const bf16_t, shared_biases, 9),
+       BUFFER(const bf16_t, gate, 10),
+       BUFFER(bf16_t, out, 11),
+       PARAM(int, T, 12),
+       PARAM(int, K, 13),
+       PARAM(int, H, 14),
+       PARAM(int, I, 15),
+       PARAM(int, Is, 16),
+       PARAM(int, bits, 17),
+       PARAM(int, gs, 18),
+       PARAM(int, shared_bits, 19),
+       PARAM(int, shared_gs, 20),
+       PARAM(int, ids_early, 21),
+       PARAM(int, halves, 22)) {
+  TG_MEM(float, part, MOE_DOWN_MMA_WARPS * 256);                    // a SIMD-group's tile sums
+  TG_MEM(float, ys, (MOE_DOWN_MMA_SLOTS + MOE_DOWN_MMA_TOKENS) * 16);  // [slot, then slots + token][row]
+  TG_MEM(short, members, MOE_DOWN_MMA_SLOTS * 16);                  // [routed item][column]: its slots
+  TG_MEM(short, rank, MOE_DOWN_MMA_SLOTS);                          // a slot's rank among its expert's
+  TG_MEM(short, lead, MOE_DOWN_MMA_SLOTS);                          // a routed item's first slot
+  TG_MEM(short, cols, MOE_DOWN_MMA_SLOTS);                          // a routed item's columns
+  TG_MEM(int, nrouted, 1);
+  if (ids_early == 0) GRID_WAIT();
+  int o = TGID_X * 16, slots = T * K;
+  if (o >= H) return;  // uniform across the threadgroup
+  for (int i = TID_X; i < slots; i += TG_SIZE_X) {
+    int e = ids[i], r = 0;
+    for (int j = 0; j < i; j++) r += ids[j] == e ? 1 : 0;
+    rank[i] = (short)r;
+  }
+  BARRIER();
+  // Routed items in order of their first slots; each slot's column in its item.
+  for (int i = TID_X; i < slots; i += TG_SIZE_X) {
+    int e = ids[i], r = rank[i], first = i;
+    for (int j = i; j >= 0; j--) {  // the item's first slot: expert e's of rank r - r % 16
+      if (ids[j] == e && rank[j] == r - r % 16) first = j;
+    }
+    int it = 0;
+    for (int j = 0; j < first; j++) it += rank[j] % 16 == 0 ? 1 : 0;
+    members[it * 16 + r % 16] = (short)i;
+    if (first == i) {
+      int later = 0;
+      for (int j = i; j < slots; j++) later += ids[j] == e ? 1 : 0;
+      lead[it] = (short)i;
+      cols[it] = (short)imin(16, later);
+    }
+  }
+  if (TID_X == 0) {
+    int n = 0;
+    for (int j = 0; j < slots; j++) n += rank[j] % 16 == 0 ? 1 : 0;
+    nrouted[0] = n;
+  }
+  BARRIER();
+  int nr = nrouted[0], items = nr + (T + 15) / 16, lane = LANE, g = lane >> 2;
+  threadgroup float *mine = part + SIMD_ID * 256;
+  for (int it = SIMD_ID; it < items; it += SIMD_COUNT) {
+    bool routed = it < nr;
+    int n, t0 = (it - nr) * 16, c0, c1;
+    device const bf16_t *x0, *x1, *sc, *bi;
+    device const uint *wb;
+    int in, group;
+    if (routed) {
+      n = cols[it];
+      c0 = members[it * 16 + imin(g, n - 1)];
+      c1 = members[it * 16 + imin(8 + g, n - 1)];
+      x0 = h + (ulong)c0 * (ulong)I;
+      x1 = h + (ulong)c1 * (ulong)I;
+      ulong mat = (ulong)ids[lead[it]] * (ulong)H;
+      in = I;
+      group = gs;
+      wb = w + mat * (ulong)(I / 8);
+      sc = scales + mat * (ulong)(I / gs);
+      bi = biases + mat * (ulong)(I / gs);
+    } else {
+      n = imin(16, T - t0);
+      x0 = hs + (ulong)(t0 + imin(g, n - 1)) * (ulong)Is;
+      x1 = hs + (ulong)(t0 + imin(8 + g, n - 1)) * (ulong)Is;
+      in = Is;
+      group = shared_gs;
+      wb = shared_w;
+      sc = shared_scales;
+      bi = shared_biases;
+    }
+    SIMD_BARRIER();  // the last item's sums are read
+    qmm_sums_x(x0, x1, g < n, 8 + g < n, (n + 7) / 8, wb, sc, bi, o, in, H, group, 0, in / 64, lane, mine);
+    SIMD_BARRIER();
+    for (int i = lane; i < 16 * n; i += 32) {
+      int r = i % 16, col = i / 16;
+      int dst = routed ? (int)members[it * 16 + col] : slots + t0 + col;
+      ys[dst * 16 + r] = mine[((col / 8) * 16 + r) * 8 + col % 8];
+    }
+  }
+  GRID_WAIT();  // weights and gate (for a SIMD-group without items)
+  BARRIER();
+  for (int i = TID_X; i < 16 * T; i += TG_SIZE_X) {
+    int t = i / 16, r = i % 16;
+    if (o + r >= H) continue;
+    float routed = 0.0f;
+    for (int k = 0; k < K; k++) routed += bf16_to_f32(weights[t * K + k]) * round_bf16(ys[(t * K + k) * 16 + r]);
+    float shared = round_bf16(ys[(slots + t) * 16 + r]);
+    float gg = sigmoidf(bf16_to_f32(gate[t]));
+    out[(ulong)t * (ulong)H + (ulong)(o + r)] = f32_to_bf16(round_bf16(routed) + gg * shared);
+  }
+}

@@ -329,6 +329,11 @@ func MoEUpFits(gate, sharedGate, sharedUp QLinear) bool {
 // (the router's top-k, then MoEUp): the kernel then reads them, and starts
 // loading its experts' weights, while the dispatch before still runs.
 func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor, idsEarly bool) {
+	moeDown(c, "moe_down_bf16", h, ids, weights, down, hs, shared, gate, out, idsEarly)
+}
+
+// moeDown checks MoEDown's arguments and dispatches kernel with them.
+func moeDown(c *Ctx, kernel string, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor, idsEarly bool) {
 	for _, t := range []struct {
 		what string
 		t    Tensor
@@ -349,7 +354,36 @@ func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLi
 		backend.Int(down.In), backend.Int(shared.In), backend.Int(down.Bits), backend.Int(down.GroupSize),
 		backend.Int(shared.Bits), backend.Int(shared.GroupSize), backend.Int(boolInt(idsEarly)),
 		backend.Int(boolInt(byteCodes(down.Bits) && byteCodes(shared.Bits))))
-	c.dispatch("moe_down_bf16", args...)
+	c.dispatch(kernel, args...)
+}
+
+// MoEDownTiled is MoEDown on the matrix units (moe_down_mma_bf16): each
+// expert's rows are read once for up to 16 of the launch's slots routed to it,
+// and a token's bits do not depend on the others', so a verify's are a step's
+// when both take this kernel (MoEDownTiledFits). T ≤ MoEDownTiledTokens.
+func MoEDownTiled(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor, idsEarly bool) {
+	check(len(ids.Shape) == 2, "moe_down_mma: ids %v", ids)
+	t, k := ids.Shape[0], ids.Shape[1]
+	check(MoEDownTiledFits(c, down, shared, k), "moe_down_mma: %s or %s is not 4-bit in groups of 64 or 128, %d experts a token are more than %d, or %s has no matrix units",
+		down.Name, shared.Name, k, moeDownTiledSlots/MoEDownTiledTokens, c.Dev.Name())
+	check(t <= MoEDownTiledTokens, "moe_down_mma: %d tokens (at most %d)", t, MoEDownTiledTokens)
+	moeDown(c, "moe_down_mma_bf16", h, ids, weights, down, hs, shared, gate, out, idsEarly)
+}
+
+// MoEDownTiledTokens is the most tokens MoEDownTiled takes (a verify of the
+// newest token and 15 guesses); moeDownTiledSlots the most slots (kernels'
+// MOE_DOWN_MMA_TOKENS and MOE_DOWN_MMA_SLOTS).
+var (
+	MoEDownTiledTokens = kernels.Defines()["MOE_DOWN_MMA_TOKENS"]
+	moeDownTiledSlots  = kernels.Defines()["MOE_DOWN_MMA_SLOTS"]
+)
+
+// MoEDownTiledFits says whether MoEDownTiled takes these weights for k experts
+// a token on c's device, for any number of tokens up to MoEDownTiledTokens.
+func MoEDownTiledFits(c *Ctx, down, shared QLinear, k int) bool {
+	four := func(w QLinear) bool { return w.Bits == 4 && (w.GroupSize == 64 || w.GroupSize == 128) }
+	return TiledGEMVs(c) && four(down) && four(shared) && down.Experts > 0 && shared.Experts == 0 &&
+		k*MoEDownTiledTokens <= moeDownTiledSlots
 }
 
 // QGemm is QMatmul for many tokens on the matrix units (qgemm_bf16): each weight

@@ -152,6 +152,10 @@ func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, pre *preNorm, x, out ops.Tensor
 	switch {
 	case grouped:
 		ops.QGemmGather(c, gate, ops.ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: cfg.NumExperts}, e.down, y, true)
+	case tiledUp && t <= ops.MoEDownTiledTokens && ops.MoEDownTiledFits(c, e.down, e.sharedDown, k):
+		// With moe_up_mma_bf16, a step's and a verify's (at most 16 tokens) alike.
+		ops.MoEDownTiled(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, !fusedRoute)
+		return
 	case e.paths.moeDown && k+1 <= moeDownMaxSlots:
 		// The router's top-k ran two dispatches back, unless the route was fused into moe_up.
 		ops.MoEDown(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, !fusedRoute)

@@ -347,16 +347,22 @@ func Specs() []Spec {
 		{2, 3, 5, 13, 64, 96, 4, 32, 8, 32, 1, 1}, {2, 3, 5, 13, 1024, 96, 4, 32, 8, 32, 1, 1}, {1, 2, 3, 7, 96, 64, 3, 32, 4, 64, 0, 0},
 	} {
 		add("moe_down_bf16", false, fmt.Sprintf("T=%d K=%d E=%d H=%d I=%d Is=%d bits=%d/%d halves=%d", p.T, p.K, p.E, p.H, p.I, p.Is, p.bits, p.sbits, p.halves), func(g gen) *Case {
-			w, sc, bi := g.quant(p.E*p.H, p.I, p.bits, p.gs)
-			sw, ssc, sbi := g.quant(p.H, p.Is, p.sbits, p.sgs)
-			return &Case{Tol: tolBF16, Buffers: []Buffer{
-				in("h", backend.BF16, g.bf16(p.T*p.K*p.I, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E)),
-				in("weights", backend.BF16, g.bf16Uniform(p.T*p.K, 0, 0.5)),
-				in("w", backend.U32, w), in("scales", backend.BF16, sc), in("biases", backend.BF16, bi),
-				in("hs", backend.BF16, g.bf16(p.T*p.Is, 1)),
-				in("shared_w", backend.U32, sw), in("shared_scales", backend.BF16, ssc), in("shared_biases", backend.BF16, sbi),
-				in("gate", backend.BF16, g.bf16(p.T, 2)), out("out", backend.BF16, p.T*p.H),
-			}, Scalars: ints(p.T, p.K, p.H, p.I, p.Is, p.bits, p.gs, p.sbits, p.sgs, p.early, p.halves)}
+			return &Case{Tol: tolBF16, Buffers: moeDownBuffers(g, p.T, p.K, p.E, p.H, p.I, p.Is, p.bits, p.gs, p.sbits, p.sgs),
+				Scalars: ints(p.T, p.K, p.H, p.I, p.Is, p.bits, p.gs, p.sbits, p.sgs, p.early, p.halves)}
+		})
+	}
+
+	// moe_down_mma_bf16: as moe_down_bf16 (halves unused), 4-bit in groups of
+	// 64 or 128; few experts so that tokens share them, 16 tokens of 8 (the
+	// most slots), ragged rows.
+	for _, p := range []struct{ T, K, E, H, I, Is, gs, sgs, early int }{
+		{1, topK, experts, hidden, moeInt, moeInt, 64, 64, 1}, {5, topK, experts, hidden, moeInt, moeInt, 64, 64, 0},
+		{5, topK, 12, hidden, moeInt, moeInt, 64, 64, 1}, {16, topK, 9, hidden, moeInt, moeInt, 64, 64, 1},
+		{3, 2, 3, 40, 128, 192, 128, 64, 0}, {16, 3, 3, 24, 64, 128, 64, 128, 1},
+	} {
+		add("moe_down_mma_bf16", false, fmt.Sprintf("T=%d K=%d E=%d H=%d I=%d Is=%d gs=%d/%d", p.T, p.K, p.E, p.H, p.I, p.Is, p.gs, p.sgs), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: moeDownBuffers(g, p.T, p.K, p.E, p.H, p.I, p.Is, 4, p.gs, 4, p.sgs),
+				Scalars: ints(p.T, p.K, p.H, p.I, p.Is, 4, p.gs, 4, p.sgs, p.early, 0)}
 		})
 	}
 
@@ -895,6 +901,22 @@ func moeUpWeights(g gen, T, K, E, In, Out, Is, bits, gs int) []Buffer {
 		in("shared_gate_w", backend.U32, sgw), in("shared_gate_scales", backend.BF16, sgsc), in("shared_gate_biases", backend.BF16, sgbi),
 		in("shared_up_w", backend.U32, suw), in("shared_up_scales", backend.BF16, susc), in("shared_up_biases", backend.BF16, subi),
 		out("hs", backend.BF16, T*Is),
+	}
+}
+
+// moeDownBuffers are moe_down_bf16's buffers for T tokens of K slots among E
+// experts: h, ids, weights, w, scales, biases, hs, shared_w, shared_scales,
+// shared_biases, gate, out.
+func moeDownBuffers(g gen, T, K, E, H, I, Is, bits, gs, sbits, sgs int) []Buffer {
+	w, sc, bi := g.quant(E*H, I, bits, gs)
+	sw, ssc, sbi := g.quant(H, Is, sbits, sgs)
+	return []Buffer{
+		in("h", backend.BF16, g.bf16(T*K*I, 1)), in("ids", backend.I32, g.experts(T, K, E)),
+		in("weights", backend.BF16, g.bf16Uniform(T*K, 0, 0.5)),
+		in("w", backend.U32, w), in("scales", backend.BF16, sc), in("biases", backend.BF16, bi),
+		in("hs", backend.BF16, g.bf16(T*Is, 1)),
+		in("shared_w", backend.U32, sw), in("shared_scales", backend.BF16, ssc), in("shared_biases", backend.BF16, sbi),
+		in("gate", backend.BF16, g.bf16(T, 2)), out("out", backend.BF16, T*H),
 	}
 }
 

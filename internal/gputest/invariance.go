@@ -3,6 +3,7 @@ package gputest
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,6 +90,40 @@ func MoEUpInvariance(t *testing.T, dev backend.Device, kernel string, shapes [][
 			}
 			if !bytes.Equal(aloneShared, shared[tok*Is*2:(tok+1)*Is*2]) {
 				t.Errorf("%s %v: token %d's shared expert differs from a launch of it alone", kernel, s, tok)
+			}
+		}
+	}
+}
+
+// MoEDownInvariance is TokenInvariance for kernel of the moe_down_bf16 family
+// (its buffers and scalars, ids_early 1, halves 0): a launch over T tokens
+// gives every token's output the bits of a launch of that token alone. Each
+// shape is T, K, E, H, I, Is, gs, shared gs (4-bit codes).
+func MoEDownInvariance(t *testing.T, dev backend.Device, kernel string, shapes [][8]int) {
+	t.Helper()
+	for _, s := range shapes {
+		T, K, E, H, I, Is, gs, sgs := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
+		bufs := moeDownBuffers(gen{newRand(kernel, fmt.Sprint("invariance", s))}, T, K, E, H, I, Is, 4, gs, 4, sgs)
+		// Per token: h K·I, ids K, weights K, hs Is and gate 1 elements (buffers 0, 1, 2, 6, 10).
+		per := map[int]int{0: K * I * 2, 1: K * 4, 2: K * 2, 6: Is * 2, 10: 2}
+		run := func(tok, tokens int) []byte {
+			b := slices.Clone(bufs)
+			for i, n := range per {
+				if tokens == 1 {
+					b[i].Data = b[i].Data[tok*n : (tok+1)*n]
+				}
+			}
+			b[11] = out("out", backend.BF16, tokens*H)
+			outs, err := execute(dev, &Case{Kernel: kernel, Buffers: b, Scalars: ints(tokens, K, H, I, Is, 4, gs, 4, sgs, 1, 0)})
+			if err != nil {
+				t.Fatalf("%s %v: %v", kernel, s, err)
+			}
+			return outs[11]
+		}
+		all := run(0, T)
+		for tok := 0; tok < T; tok++ {
+			if !bytes.Equal(run(tok, 1), all[tok*H*2:(tok+1)*H*2]) {
+				t.Errorf("%s %v: token %d's output differs from a launch of it alone", kernel, s, tok)
 			}
 		}
 	}
