@@ -557,22 +557,30 @@ KERNEL(moe_up_mma_bf16,
 }
 
 // moe_down_mma_bf16's bounds: T·K slots (a verify of 16 tokens, 8 experts
-// each), T tokens, K + 1 SIMD-groups.
+// each), T tokens, K + 1 teams of SIMD-groups.
 #define MOE_DOWN_MMA_SLOTS 128
 #define MOE_DOWN_MMA_TOKENS 16
 #define MOE_DOWN_MMA_WARPS 9
+// MOE_DOWN_MMA_SPLIT is how many SIMD-groups (a team) share an item's
+// inputs: a decode step's 128 threadgroups, one item a team, keep that many
+// times the weight reads in flight.
+#ifndef MOE_DOWN_MMA_SPLIT
+#define MOE_DOWN_MMA_SPLIT 2
+#endif
 
 // moe_down_mma_bf16: moe_down_bf16 on the matrix units (switch tiled-gemv),
 // the same buffers and sums (ids_early as there; halves unused). Threadgroup
 // g takes output rows 16g..16g+15 of every token. Its items are the routed
 // experts' tiles, one for each 16 slots with one expert (in slot order; the
 // slot of rank 0, 16, ... among them leads), and the shared expert's, one for
-// each 16 tokens; SIMD-group s takes items s, s + K + 1, ..., each a 16-row
-// tile of its matrix times its slots' h rows (or tokens' hs rows) as columns,
-// over all of I (qmm_sums_x: a column's sums do not depend on the others). The
-// sums, one per slot and row, then combine per token as moe_down_bf16's do: a
-// token's output has the same bits alone (a decode step) as in a verify.
-// launch: grid(ceil(H, 16)) group((K + 1) * 32)
+// each 16 tokens; team s of MOE_DOWN_MMA_SPLIT SIMD-groups takes items s,
+// s + K + 1, ..., each a 16-row tile of its matrix times its slots' h rows (or
+// tokens' hs rows) as columns, its SIMD-groups splitting the inputs alike
+// whatever the tokens (qmm_sums_x: a column's sums do not depend on the
+// others). The sums, one per slot and row, then combine per token as
+// moe_down_bf16's do: a token's output has the same bits alone (a decode
+// step) as in a verify.
+// launch: grid(ceil(H, 16)) group((K + 1) * MOE_DOWN_MMA_SPLIT * 32)
 // requires: K + 1 <= MOE_DOWN_MMA_WARPS
 // requires: T <= MOE_DOWN_MMA_TOKENS
 // requires: T * K <= MOE_DOWN_MMA_SLOTS
@@ -610,7 +618,7 @@ KERNEL(moe_down_mma_bf16,
        PARAM(int, shared_gs, 20),
        PARAM(int, ids_early, 21),
        PARAM(int, halves, 22)) {
-  TG_MEM(float, part, MOE_DOWN_MMA_WARPS * 256);                    // a SIMD-group's tile sums
+  TG_MEM(float, part, MOE_DOWN_MMA_WARPS * MOE_DOWN_MMA_SPLIT * 256);  // a SIMD-group's tile sums
   TG_MEM(float, ys, (MOE_DOWN_MMA_SLOTS + MOE_DOWN_MMA_TOKENS) * 16);  // [slot, then slots + token][row]
   TG_MEM(short, members, MOE_DOWN_MMA_SLOTS * 16);                  // [routed item][column]: its slots
   TG_MEM(short, rank, MOE_DOWN_MMA_SLOTS);                          // a slot's rank among its expert's
@@ -649,43 +657,55 @@ KERNEL(moe_down_mma_bf16,
   }
   BARRIER();
   int nr = nrouted[0], items = nr + (T + 15) / 16, lane = LANE, g = lane >> 2;
+  int team = SIMD_ID / MOE_DOWN_MMA_SPLIT, sub = SIMD_ID % MOE_DOWN_MMA_SPLIT, teams = SIMD_COUNT / MOE_DOWN_MMA_SPLIT;
   threadgroup float *mine = part + SIMD_ID * 256;
-  for (int it = SIMD_ID; it < items; it += SIMD_COUNT) {
+  // Rounds of one item a team, alike for every thread (the team's sums meet
+  // in threadgroup memory between barriers).
+  for (int round = 0; round * teams < items; round++) {
+    int it = round * teams + team, n = 0, t0 = (it - nr) * 16;
     bool routed = it < nr;
-    int n, t0 = (it - nr) * 16, c0, c1;
-    device const bf16_t *x0, *x1, *sc, *bi;
-    device const uint *wb;
-    int in, group;
-    if (routed) {
-      n = cols[it];
-      c0 = members[it * 16 + imin(g, n - 1)];
-      c1 = members[it * 16 + imin(8 + g, n - 1)];
-      x0 = h + (ulong)c0 * (ulong)I;
-      x1 = h + (ulong)c1 * (ulong)I;
-      ulong mat = (ulong)ids[lead[it]] * (ulong)H;
-      in = I;
-      group = gs;
-      wb = w + mat * (ulong)(I / 8);
-      sc = scales + mat * (ulong)(I / gs);
-      bi = biases + mat * (ulong)(I / gs);
-    } else {
-      n = imin(16, T - t0);
-      x0 = hs + (ulong)(t0 + imin(g, n - 1)) * (ulong)Is;
-      x1 = hs + (ulong)(t0 + imin(8 + g, n - 1)) * (ulong)Is;
-      in = Is;
-      group = shared_gs;
-      wb = shared_w;
-      sc = shared_scales;
-      bi = shared_biases;
+    if (it < items) {
+      int a, b;
+      device const bf16_t *x0, *x1, *sc, *bi;
+      device const uint *wb;
+      int in, group;
+      if (routed) {
+        n = cols[it];
+        a = members[it * 16 + imin(g, n - 1)];
+        b = members[it * 16 + imin(8 + g, n - 1)];
+        x0 = h + (ulong)a * (ulong)I;
+        x1 = h + (ulong)b * (ulong)I;
+        ulong mat = (ulong)ids[lead[it]] * (ulong)H;
+        in = I;
+        group = gs;
+        wb = w + mat * (ulong)(I / 8);
+        sc = scales + mat * (ulong)(I / gs);
+        bi = biases + mat * (ulong)(I / gs);
+      } else {
+        n = imin(16, T - t0);
+        x0 = hs + (ulong)(t0 + imin(g, n - 1)) * (ulong)Is;
+        x1 = hs + (ulong)(t0 + imin(8 + g, n - 1)) * (ulong)Is;
+        in = Is;
+        group = shared_gs;
+        wb = shared_w;
+        sc = shared_scales;
+        bi = shared_biases;
+      }
+      int chunks = in / 64, per = (chunks + MOE_DOWN_MMA_SPLIT - 1) / MOE_DOWN_MMA_SPLIT;
+      int c0 = imin(chunks, sub * per), c1 = imin(chunks, c0 + per);
+      qmm_sums_x(x0, x1, g < n, 8 + g < n, (n + 7) / 8, wb, sc, bi, o, in, H, group, c0, c1, lane, mine);
     }
-    SIMD_BARRIER();  // the last item's sums are read
-    qmm_sums_x(x0, x1, g < n, 8 + g < n, (n + 7) / 8, wb, sc, bi, o, in, H, group, 0, in / 64, lane, mine);
-    SIMD_BARRIER();
-    for (int i = lane; i < 16 * n; i += 32) {
-      int r = i % 16, col = i / 16;
-      int dst = routed ? (int)members[it * 16 + col] : slots + t0 + col;
-      ys[dst * 16 + r] = mine[((col / 8) * 16 + r) * 8 + col % 8];
+    BARRIER();
+    if (sub == 0) {
+      for (int i = lane; i < 16 * n; i += 32) {
+        int r = i % 16, col = i / 16;
+        int dst = routed ? (int)members[it * 16 + col] : slots + t0 + col;
+        float v = 0.0f;
+        for (int s = 0; s < MOE_DOWN_MMA_SPLIT; s++) v += mine[s * 256 + ((col / 8) * 16 + r) * 8 + col % 8];
+        ys[dst * 16 + r] = v;
+      }
     }
+    BARRIER();  // part is the next round's
   }
   GRID_WAIT();  // weights and gate (for a SIMD-group without items)
   BARRIER();
