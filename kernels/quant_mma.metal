@@ -567,6 +567,10 @@ KERNEL(moe_up_mma_bf16,
 #ifndef MOE_DOWN_MMA_SPLIT
 #define MOE_DOWN_MMA_SPLIT 2
 #endif
+// Its K + 1 = 9 teams of two are 576 threads, which the shuffled product of
+// the compute_75 PTX would give more than 113 registers each: the bound has
+// the compiler keep the launch possible (sm_90's matrix units need 74).
+#define KERNEL_BOUNDS_moe_down_mma_bf16 BOUNDS(MOE_DOWN_MMA_WARPS * MOE_DOWN_MMA_SPLIT * 32, 1)
 
 // moe_down_mma_bf16: moe_down_bf16 on the matrix units (switch tiled-gemv),
 // the same buffers and sums (ids_early as there; halves unused). Threadgroup
