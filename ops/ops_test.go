@@ -277,3 +277,39 @@ func TestTiledGEMVFits(t *testing.T) {
 		ops.QMatmulTiled(c, ops.Tensor{}, ops.QLinear{Name: "router", Bits: 8, GroupSize: 64}, ops.Tensor{})
 	})
 }
+
+// TestTiledExpertsFit: which experts the matrix-unit MoE kernels take (4-bit
+// in groups of 64 or 128, routed and shared alike, at most 8 experts a token
+// for the down projection's 16 tokens), on which devices; never a token count.
+func TestTiledExpertsFit(t *testing.T) {
+	dev := cpu.New(1)
+	c := ops.NewCtx(dev, ops.NewArena(dev))
+	expert := func(bits, gs, experts int) ops.QLinear {
+		return ops.QLinear{Name: "w", In: 2048, Out: 512, Bits: bits, GroupSize: gs, Experts: experts}
+	}
+	for _, tc := range []struct {
+		gate, shared ops.QLinear
+		want         bool
+	}{
+		{expert(4, 64, 256), expert(4, 64, 0), true}, {expert(4, 128, 64), expert(4, 128, 0), true},
+		{expert(8, 64, 256), expert(8, 64, 0), false}, {expert(4, 32, 256), expert(4, 32, 0), false},
+		{expert(4, 64, 256), expert(4, 128, 0), false}, // the shared expert quantized otherwise
+	} {
+		if got := ops.MoEUpTiledFits(c, tc.gate, tc.shared, tc.shared); got != tc.want {
+			t.Errorf("MoEUpTiledFits(%d-bit/%d, shared %d-bit/%d) = %v, want %v", tc.gate.Bits, tc.gate.GroupSize, tc.shared.Bits, tc.shared.GroupSize, got, tc.want)
+		}
+	}
+	down, shared := ops.QLinear{Name: "down", In: 512, Out: 2048, Bits: 4, GroupSize: 64, Experts: 256}, ops.QLinear{Name: "shared", In: 512, Out: 2048, Bits: 4, GroupSize: 64}
+	if !ops.MoEDownTiledFits(c, down, shared, 8) || ops.MoEDownTiledFits(c, down, shared, 9) {
+		t.Error("MoEDownTiledFits should take 8 experts a token and refuse 9 (16 tokens of 9 slots pass its 128)")
+	}
+	shared8 := shared
+	shared8.Bits = 8
+	if ops.MoEDownTiledFits(c, down, shared8, 8) {
+		t.Error("MoEDownTiledFits takes an 8-bit shared expert")
+	}
+	plain := ops.NewCtx(noMatrixUnits{dev}, ops.NewArena(dev))
+	if ops.MoEUpTiledFits(plain, expert(4, 64, 256), expert(4, 64, 0), expert(4, 64, 0)) || ops.MoEDownTiledFits(plain, down, shared, 8) {
+		t.Error("a device without matrix units takes the tiled experts")
+	}
+}

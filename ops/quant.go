@@ -251,14 +251,19 @@ func checkGatherSwiGLU(x, ids Tensor, gate, up QLinear, out Tensor) (t, k int) {
 // hs bf16 [T, sharedGate.Out].
 func MoEUp(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor) {
 	check(MoEUpFits(gate, sharedGate, sharedUp), "moe_up: shared expert %s does not match %s", sharedGate.Name, gate.Name)
+	moeUp(c, "moe_up_bf16", x, ids, gate, up, out, sharedGate, sharedUp, hs)
+}
+
+// moeUp checks MoEUp's tensors and dispatches kernel with them.
+func moeUp(c *Ctx, kernel string, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor) {
 	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
-	checkDType("moe_up hs", hs, backend.BF16)
-	check(hs.Elements() == t*sharedGate.Out, "moe_up %s: hs %v", sharedGate.Name, hs)
+	checkDType(kernel+" hs", hs, backend.BF16)
+	check(hs.Elements() == t*sharedGate.Out, "%s %s: hs %v", kernel, sharedGate.Name, hs)
 	args := up.appendArgs(gate.appendArgs(c.args(x.Arg(), ids.Arg())))
 	args = sharedUp.appendArgs(sharedGate.appendArgs(append(args, out.Arg())))
 	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(gate.In), backend.Int(gate.Out),
 		backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
-	c.dispatch("moe_up_bf16", args...)
+	c.dispatch(kernel, args...)
 }
 
 // MoEUpTiled is MoEUp on the matrix units (moe_up_mma_bf16): each expert's
@@ -267,14 +272,7 @@ func MoEUp(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, shar
 // long as both take this kernel (MoEUpTiledFits).
 func MoEUpTiled(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor) {
 	check(MoEUpTiledFits(c, gate, sharedGate, sharedUp), "moe_up_mma: %s is not 4-bit in groups of 64 or 128 with a matching shared expert, or %s has no matrix units", gate.Name, c.Dev.Name())
-	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
-	checkDType("moe_up_mma hs", hs, backend.BF16)
-	check(hs.Elements() == t*sharedGate.Out, "moe_up_mma %s: hs %v", sharedGate.Name, hs)
-	args := up.appendArgs(gate.appendArgs(c.args(x.Arg(), ids.Arg())))
-	args = sharedUp.appendArgs(sharedGate.appendArgs(append(args, out.Arg())))
-	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(gate.In), backend.Int(gate.Out),
-		backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
-	c.dispatch("moe_up_mma_bf16", args...)
+	moeUp(c, "moe_up_mma_bf16", x, ids, gate, up, out, sharedGate, sharedUp, hs)
 }
 
 // MoEUpTiledFits says whether MoEUpTiled takes these weights on c's device:

@@ -94,16 +94,18 @@ const (
 	// µs against 5.7 + 5.5 for the two it replaces (the top-k waits for the
 	// last of 65 threadgroups, behind two device fences).
 	SwitchFusedRouterTopK = "fused-router-topk"
-	// SwitchTiledGEMV runs the dense GEMVs of decode steps and verifies (the
+	// SwitchTiledGEMV runs the GEMVs of decode steps and verifies (the
 	// projections of each mixer and of the shared expert, the output
-	// projections, the logits) on the matrix units (qmatmul_mma_bf16,
-	// qmatmul_mma_multi_bf16) where the device has them and the weights are
-	// 4-bit in groups of 64 or 128: a verify's tokens share each weight's
-	// dequantizing.
+	// projections, the logits, and the routed and shared experts' MLPs) on
+	// the matrix units (qmatmul_mma_bf16, qmatmul_mma_multi_bf16,
+	// moe_up_mma_bf16, moe_down_mma_bf16) where the device has them and the
+	// weights are 4-bit in groups of 64 or 128: a verify's tokens share each
+	// weight's dequantizing, and an expert's rows are read once for the
+	// tokens routed to it.
 	// Off by default: it pays with speculative decoding and costs a plain
-	// decode step (H200, 35B-A3B, docs/benchmarks.md: oracle drafts of 4 at
-	// 1017 tok/s against 825 without it, a verify of 5 tokens 4.79 ms against
-	// 5.91; plain decode 424 against 465 tok/s).
+	// decode step (H200, 35B-A3B, docs/benchmarks.md, thirteenth session:
+	// oracle drafts of 4 at 1272 tok/s against 825 without it, a verify of 5
+	// tokens 3.83 ms against 5.91; plain decode 383 against 465 tok/s).
 	SwitchTiledGEMV = "tiled-gemv"
 )
 
@@ -146,7 +148,7 @@ func init() {
 		{Name: SwitchSplitKVTiled, Env: "BAGEL_NO_SPLIT_KV_TILED", Backends: []string{"cuda", "cpu"},
 			Description: "Run split decode attention over a long context on the matrix units, a threadgroup for all the query heads of a key-value head (CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchTiledGEMV, Env: "BAGEL_TILED_GEMV", Backends: []string{"cuda", "cpu"}, Verifies: true,
-			Description: "Run the 4-bit projections and the logits of decode steps on the matrix units, each weight dequantized once for all of a speculative verify's tokens: faster speculative decoding, a slower plain decode step (experimental; CUDA sm_80+ and CPU; applies at the next model load)."},
+			Description: "Run the 4-bit projections, experts and logits of decode steps on the matrix units, each weight dequantized once for all of a speculative verify's tokens: faster speculative decoding, a slower plain decode step (experimental; CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
