@@ -77,7 +77,9 @@ type recordingDevice struct {
 	names *[]string
 }
 
-func (d recordingDevice) Encoder() backend.Encoder { return recordingEncoder{d.Device.Encoder(), d.names} }
+func (d recordingDevice) Encoder() backend.Encoder {
+	return recordingEncoder{d.Device.Encoder(), d.names}
+}
 
 func (d recordingDevice) MatrixUnits() bool {
 	m, ok := d.Device.(backend.MatrixUnits)
