@@ -1,5 +1,7 @@
-// The dense GEMVs of a decode step and of a speculative verify on the matrix
-// units: qmatmul_bf16's product for 1 to 16 tokens for about the cost of one.
+// The GEMVs of a decode step and of a speculative verify on the matrix units
+// (switch tiled-gemv): qmatmul_bf16's product for 1 to 16 tokens for about the
+// cost of one, and the experts' (moe_up_mma_bf16, moe_down_mma_bf16: an
+// expert's rows times the tokens routed to it).
 // quant.metal's GEMV dequantizes every weight once per token, so a verify of
 // five tokens did five times a step's work (H200, 35B-A3B: 620 µs of these
 // GEMVs a verify against 313 a step, 4.5× for the logits). Here a SIMD-group
