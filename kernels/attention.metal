@@ -13,19 +13,19 @@ KERNEL(rope_neox_bf16,
        PARAM(int, pos0, 5),
        PARAM(float, theta, 6)) {
   GRID_WAIT();
-  int half = rotDims / 2;
+  int pairs = rotDims / 2;
   ulong idx = (ulong)TGID_X * (ulong)TG_SIZE_X + (ulong)TID_X;
-  if (idx >= (ulong)T * (ulong)H * (ulong)half) return;
-  int i = (int)(idx % (ulong)half);
-  ulong th = idx / (ulong)half;  // t·H + h
+  if (idx >= (ulong)T * (ulong)H * (ulong)pairs) return;
+  int i = (int)(idx % (ulong)pairs);
+  ulong th = idx / (ulong)pairs;  // t·H + h
   int t = (int)(th / (ulong)H);
   float invFreq = powf(theta, -(float)(2 * i) / (float)rotDims);
   float a = (float)(pos0 + t) * invFreq;
   float c = cosf(a), s = sinf(a);
   device bf16_t *head = x + th * (ulong)D;
-  float x1 = bf16_to_f32(head[i]), x2 = bf16_to_f32(head[i + half]);
+  float x1 = bf16_to_f32(head[i]), x2 = bf16_to_f32(head[i + pairs]);
   head[i] = f32_to_bf16(x1 * c - x2 * s);
-  head[i + half] = f32_to_bf16(x1 * s + x2 * c);
+  head[i + pairs] = f32_to_bf16(x1 * s + x2 * c);
 }
 
 // kv_append_bf16: kcache[h, pos0+t, :] = k[t, h, :] and vcache likewise; caches
@@ -92,15 +92,15 @@ INLINE void attn_prep_head(device const bf16_t *qp, device const bf16_t *k, devi
     }
   }
   BARRIER();
-  int half = rotDims / 2;
+  int pairs = rotDims / 2;
   for (int i = tid; i < D; i += nthreads) {
-    if (i < half) {
+    if (i < pairs) {
       float invFreq = powf(theta, -(float)(2 * i) / (float)rotDims);
       float a = (float)ropePos * invFreq;
       float c = cosf(a), s = sinf(a);
-      float x1 = y[i], x2 = y[i + half];
+      float x1 = y[i], x2 = y[i + pairs];
       dst[i] = f32_to_bf16(x1 * c - x2 * s);
-      dst[i + half] = f32_to_bf16(x1 * s + x2 * c);
+      dst[i + pairs] = f32_to_bf16(x1 * s + x2 * c);
     } else if (i >= rotDims) {
       dst[i] = f32_to_bf16(y[i]);
     }

@@ -88,6 +88,10 @@ func TestMSLRulesCatchBrokenSnippets(t *testing.T) {
 		{"attribute", "INLINE [[gnu::always_inline]] float f1(float x) { return x; }"},
 		{"attribute", "__device__ float cuda_helper(float x) { return x; }"},
 		{"attribute", "INLINE float sync(float x) { __syncthreads(); return x; }"},
+		{"type-name", "INLINE int halve(int n) { int half = n / 2; return half; }"},
+		{"type-name", "INLINE int lanes(int n) { for (int half = 0; half < n; half++) {} return n; }"},
+		{"type-name", "INLINE float mid(float x, float half) { return x * half; }"},
+		{"type-name", "struct pair_of { float float2; };"},
 	}
 	for _, c := range cases {
 		src := MetalSource() + "\n#line 1 \"broken.metal\"\n" + c.snippet + "\n"

@@ -39,6 +39,7 @@ var mslRules = []struct {
 	{"no-recursion", checkNoRecursion},
 	{"no-function-pointer", checkNoFunctionPointers},
 	{"attribute", checkAttributes},
+	{"type-name", checkTypeNamesAsIdentifiers},
 }
 
 // checkMSL scans src and applies every rule.
@@ -101,6 +102,38 @@ func checkNoDouble(s scanned, _ []function) []violation {
 	for _, t := range allTokens(s) {
 		if t.text == "double" {
 			out = append(out, violation{"no-double", t.pos, "Metal has no double"})
+		}
+	}
+	return out
+}
+
+// mslTypeNames are Metal's built-in type names that CUDA lacks (half, bfloat
+// and the vector types): Metal reserves them, so a variable, parameter or field
+// named half builds with NVRTC and with the stub, whose half is a typedef
+// another name may hide, and not with Apple's compiler.
+var mslTypeNames = func() map[string]bool {
+	names := map[string]bool{"half": true, "bfloat": true}
+	for _, base := range []string{"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half", "float", "bfloat"} {
+		for _, n := range []string{"2", "3", "4"} {
+			names[base+n] = true
+		}
+	}
+	return names
+}()
+
+// checkTypeNamesAsIdentifiers: no declaration names a variable, parameter or
+// field after one of Metal's type names: such a name after a type (a word, or
+// the * or & of a pointer) and before =, ;, ,, ), [ or :.
+func checkTypeNamesAsIdentifiers(s scanned, _ []function) []violation {
+	var out []violation
+	code := s.code
+	for i := 1; i+1 < len(code); i++ {
+		t, prev, next := code[i], code[i-1], code[i+1]
+		if !mslTypeNames[t.text] || !(prev.isIdent() || prev.text == "*" || prev.text == "&") || prev.text == "return" {
+			continue
+		}
+		if slices.Contains([]string{"=", ";", ",", ")", "[", ":"}, next.text) {
+			out = append(out, violation{"type-name", t.pos, fmt.Sprintf("%q is a Metal type and cannot name a variable, parameter or field", t.text)})
 		}
 	}
 	return out

@@ -476,17 +476,17 @@ INLINE void qgemm_tile_of(device const bf16_t *x, device const uint *w, device c
   }
   // The result leaves through threadgroup memory half a tile at a time (the
   // whole tile in f32 would not fit Metal's 32 KB).
-  for (int half = 0; half < QG_BM; half += QG_BM / 2) {
-    if (wm >= half && wm < half + QG_BM / 2) {
+  for (int h0 = 0; h0 < QG_BM; h0 += QG_BM / 2) {
+    if (wm >= h0 && wm < h0 + QG_BM / 2) {
       UNROLL for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
-          mma_store(acc.c[2 * i + j], smem + (wm - half + 16 * i) * QG_LDC + wn + 16 * j, QG_LDC, lane);
+          mma_store(acc.c[2 * i + j], smem + (wm - h0 + 16 * i) * QG_LDC + wn + 16 * j, QG_LDC, lane);
     }
     BARRIER();
     for (int i = tid; i < QG_BM / 2 * QG_BN; i += QG_THREADS) {
-      int r = half + i / QG_BN, n = i % QG_BN;
+      int r = h0 + i / QG_BN, n = i % QG_BN;
       if (r < nrows && o0 + n < Out)
-        out[(ulong)orow[r] * (ulong)Out + (ulong)(o0 + n)] = f32_to_bf16(smem[(r - half) * QG_LDC + n]);
+        out[(ulong)orow[r] * (ulong)Out + (ulong)(o0 + n)] = f32_to_bf16(smem[(r - h0) * QG_LDC + n]);
     }
     BARRIER();
   }

@@ -462,9 +462,9 @@ KERNEL(moe_down_bf16,
   int rows = QMV_ROWS * (1 + halves);
   int o0 = (TGID_X / T) * rows;
   if (o0 >= H) return;  // uniform across the threadgroup
-  int half = halves != 0 ? LANE >> 4 : 0;
+  int side = halves != 0 ? LANE >> 4 : 0;
   int lane = halves != 0 ? LANE & 15 : LANE;
-  int o = o0 + half * QMV_ROWS;
+  int o = o0 + side * QMV_ROWS;
   int nrows = imax(0, imin(QMV_ROWS, H - o));
   int s = SIMD_ID;  // the matrix of this SIMD-group
   // Routed slot s's expert, or the shared expert: pointers first, one copy of
@@ -478,11 +478,11 @@ KERNEL(moe_down_bf16,
              (slot ? scales : shared_scales) + srow, (slot ? biases : shared_biases) + srow, nrows, in, b, group,
              lane, 0, 1, halves != 0 ? 16 : 32, acc);
   if (lane == 0) {
-    UNROLL for (int r = 0; r < QMV_ROWS; r++) partial[(s * 2 + half) * QMV_ROWS + r] = acc[r];
+    UNROLL for (int r = 0; r < QMV_ROWS; r++) partial[(s * 2 + side) * QMV_ROWS + r] = acc[r];
   }
   BARRIER();
   if (s != 0 || LANE >= rows || o0 + LANE >= H) return;
-  // Output row o0 + LANE is row LANE % QMV_ROWS of half LANE / QMV_ROWS: at
+  // Output row o0 + LANE is row LANE % QMV_ROWS of side LANE / QMV_ROWS: at
   // LANE past each SIMD-group's start in partial.
   float routed = 0.0f;
   for (int k = 0; k < K; k++)

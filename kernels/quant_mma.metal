@@ -541,8 +541,8 @@ KERNEL(moe_up_mma_bf16,
     dst = hs;
   }
   BARRIER();  // members
-  int half = SIMD_COUNT / 2, mat = SIMD_ID < half ? 0 : 1, sub = SIMD_ID - mat * half;
-  int chunks = In / 64, per = (chunks + half - 1) / half;
+  int nsplit = SIMD_COUNT / 2, mat = SIMD_ID < nsplit ? 0 : 1, sub = SIMD_ID - mat * nsplit;
+  int chunks = In / 64, per = (chunks + nsplit - 1) / nsplit;
   int c0 = imin(chunks, sub * per), c1 = imin(chunks, c0 + per);
   int g = lane >> 2;
   int m0 = members[imin(g, n - 1)], m1 = members[imin(8 + g, n - 1)];
@@ -553,7 +553,7 @@ KERNEL(moe_up_mma_bf16,
   for (int i = TID_X; i < 16 * n; i += TG_SIZE_X) {
     int r = i % 16;
     if (o + r >= rows) continue;
-    float gt = qmm_total(part, i, half), ut = qmm_total(part + half * 256, i, half);
+    float gt = qmm_total(part, i, nsplit), ut = qmm_total(part + nsplit * 256, i, nsplit);
     dst[(ulong)members[i / 16] * stride + (ulong)(o + r)] = f32_to_bf16(siluf(round_bf16(gt)) * round_bf16(ut));
   }
 }
