@@ -667,8 +667,8 @@ KERNEL(moe_down_mma_bf16,
   threadgroup float *mine = part + SIMD_ID * 256;
   // Rounds of one item a team, alike for every thread (the team's sums meet
   // in threadgroup memory between barriers).
-  for (int round = 0; round * teams < items; round++) {
-    int it = round * teams + team, n = 0, t0 = (it - nr) * 16;
+  for (int pass = 0; pass * teams < items; pass++) {
+    int it = pass * teams + team, n = 0, t0 = (it - nr) * 16;
     bool routed = it < nr;
     if (it < items) {
       int a, b;
