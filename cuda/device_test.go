@@ -66,10 +66,10 @@ func TestTiledGEMVTokenInvariance(t *testing.T) {
 	gputest.TokenInvariance(t, dev, "qmatmul_mma_bf16_f32", [][5]int{{5, 2048, 4000, 4, 64}})
 }
 
-// TestMoEUpTiledTokenInvariance: the matrix-unit experts (up and down) give a token the
-// same bits alone as beside others that share its experts or not (a verify
-// against a decode step), on the 35B-A3B's shapes and ragged ones.
-func TestMoEUpTiledTokenInvariance(t *testing.T) {
+// TestTiledExpertsTokenInvariance: the matrix-unit experts (up and down) give
+// a token the same bits alone as beside others that share its experts or not
+// (a verify against a decode step), on the 35B-A3B's shapes and ragged ones.
+func TestTiledExpertsTokenInvariance(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dev := openOrSkip(t)
