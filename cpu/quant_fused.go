@@ -79,6 +79,19 @@ func qmatmulMultiConv(a *args) {
 	convInto(slices.Clone(out0), a.bf16s("conv_state", (K-1)*Out0), a.bf16s("conv_w", Out0*K), out0, 1, Out0, K)
 }
 
+// qmatmul_mma_multi_conv_bf16: qmatmul_multi_conv_bf16 for up to 16 tokens,
+// matrix 0's projections (rounded to bf16) also stored in raw0 and run
+// through the conv token after token.
+func qmatmulMmaMultiConv(a *args) {
+	T, Out0, K := a.intArg("T"), a.intArg("Out0"), a.intArg("K")
+	a.check(K >= 1, "K", "%d, want ≥ 1", K)
+	a.check(T >= 1 && T <= 16, "T", "%d, want 1 to 16 (one tile of tokens)", T)
+	qmatmulMulti(a)
+	out0, raw0 := a.bf16s("out0", T*Out0), a.bf16s("raw0", T*Out0)
+	copy(raw0, out0)
+	convInto(slices.Clone(out0), a.bf16s("conv_state", (K-1)*Out0), a.bf16s("conv_w", Out0*K), out0, T, Out0, K)
+}
+
 // qmatmul_gather_swiglu_bf16: out[t,s,o] = bf16(silu(g)·u) with g =
 // bf16(x[t]·Wgate[e,o]), u = bf16(x[t]·Wup[e,o]), e = ids[t,s]: two
 // qmatmul_gather_bf16 (xPerSlot 0) and swiglu_bf16 in one dispatch.

@@ -20,7 +20,7 @@ var registry = map[string]func(a *args){
 	"qmatmul_mma_bf16":            qmatmulBF16, // the same product; only the GPUs' order of sums differs
 	"qmatmul_mma_bf16_f32":        qmatmulF32,
 	"qmatmul_mma_multi_bf16":      qmatmulMulti,
-	"qmatmul_mma_multi_conv_bf16": qmatmulMultiConv,
+	"qmatmul_mma_multi_conv_bf16": qmatmulMmaMultiConv,
 	"qmatmul_gather_bf16":         qmatmulGather,
 	"qmatmul_multi_bf16":          qmatmulMulti,
 	"qmatmul_addnorm_bf16":        qmatmulAddNorm,
@@ -53,6 +53,7 @@ var registry = map[string]func(a *args){
 	"sigmoid_mul_bf16":            sigmoidMul,
 	"add_bf16":                    add,
 	"copy_u32":                    copyU32,
+	"copy_u32x4":                  copyU32,
 	"fill_u32":                    fillU32,
 	"swiglu_bf16":                 swiglu,
 	"add_sigmoid_scaled_bf16":     addSigmoidScaled,

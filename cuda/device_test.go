@@ -80,6 +80,16 @@ func TestTiledExpertsTokenInvariance(t *testing.T) {
 		{5, 8, 256, 2048, 512, 512, 64, 64}, {16, 8, 9, 2048, 512, 512, 64, 64}, {16, 3, 3, 40, 128, 192, 128, 64}})
 }
 
+// TestTiledMultiConvTokenInvariance: the matrix units' GDN in-projection and
+// conv over a verify's tokens gives each token a decode step's bits, and the
+// window the steps' (the 35B-A3B's shapes and ragged ones).
+func TestTiledMultiConvTokenInvariance(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+	gputest.MultiConvInvariance(t, dev, [][6]int{{5, 2048, 4, 8192, 4096, 32}, {16, 2048, 4, 8192, 4096, 32}, {3, 256, 3, 40, 17, 5}})
+}
+
 // TestKernelsEmbeddedPTX runs the small cases with the kernels JIT-compiled from
 // the embedded PTX, the path of a machine with the driver but no NVRTC.
 func TestKernelsEmbeddedPTX(t *testing.T) {

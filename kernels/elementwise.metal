@@ -110,6 +110,26 @@ KERNEL(copy_u32,
   dst[i] = src[i];
 }
 
+// copy_u32x4: copy_u32 in 16-byte pieces, src and dst 16-byte aligned (the
+// host knows their offsets; Metal cannot test a pointer's): a thread moves
+// four words, the last thread any tail. The 35B-A3B's GDN states (64 MB, a
+// speculative verify's snapshot) took copy_u32 77.5 µs on the H200.
+// launch: elements(ceil(N, 4))
+KERNEL(copy_u32x4,
+       BUFFER(const uint, src, 0),
+       BUFFER(uint, dst, 1),
+       PARAM(int, N, 2)) {
+  GRID_WAIT();
+  ulong i = ELEMENT_INDEX;
+  ulong w = i * 4;
+  if (w >= (ulong)N) return;
+  if (w + 4 <= (ulong)N) {
+    ((device u32x4 *)dst)[i] = ((device const u32x4 *)src)[i];
+    return;
+  }
+  for (ulong j = w; j < (ulong)N; j++) dst[j] = src[j];
+}
+
 // fill_u32: dst = value, N words (zeroing a cache's states on the device).
 // launch: elements(N)
 KERNEL(fill_u32,

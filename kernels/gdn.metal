@@ -116,11 +116,15 @@ INLINE float softplus_f(float x) { return fmaxf(x, 0.0f) + log1p_f(expf(-fabsf(x
 
 // gdn_gate sets *g and *beta of entry i (head h) of the gate logits a, b
 // [T, Hv] as gdn_gates_bf16 computes them.
+INLINE void gdn_gate_of(float av, float bv, float aLogh, float dtBiash, thread float *g, thread float *beta) {
+  *beta = round_bf16(sigmoidf(bv));
+  float sp = round_bf16(softplus_f(round_bf16(av + dtBiash)));
+  *g = expf(-expf(aLogh) * sp);
+}
+
 INLINE void gdn_gate(device const bf16_t *a, device const bf16_t *b, device const float *aLog,
                      device const bf16_t *dtBias, int i, int h, thread float *g, thread float *beta) {
-  *beta = round_bf16(sigmoidf(bf16_to_f32(b[i])));
-  float sp = round_bf16(softplus_f(round_bf16(bf16_to_f32(a[i]) + bf16_to_f32(dtBias[h]))));
-  *g = expf(-expf(aLog[h]) * sp);
+  gdn_gate_of(bf16_to_f32(a[i]), bf16_to_f32(b[i]), aLog[h], bf16_to_f32(dtBias[h]), g, beta);
 }
 
 // gdn_gates_bf16: a, b [T, Hv]; aLog f32 [Hv]; dtBias [Hv]; g, beta f32 [T, Hv].
@@ -176,37 +180,52 @@ INLINE void gdn_rec_write(thread const float *o, device bf16_t *orow, int dv0, i
   if (dv0 + lane < Dv) orow[dv0 + lane] = f32_to_bf16(oj);
 }
 
-// gdn_rec_token advances a SIMD-group's GDN_REC_ROWS state rows S (rows dv0..
-// of v-head h, k-head hk; lane holds dk = lane + 32i) by one token: its conv
-// row (q, k normalised here unless normed), its gates (entry gi of a, b), and
-// sets o to the rows' outputs, every lane holding them all.
-INLINE void gdn_rec_token(device const bf16_t *row, device const bf16_t *a, device const bf16_t *b,
-                          device const float *aLog, device const bf16_t *dtBias, int gi, int h, int hk, int Hk,
-                          int Dk, int Dv, int dv0, int normed, int live, int lane, thread float (*S)[GDN_PER_LANE],
-                          thread float *o) {
+// gdn_rec_in is one token's inputs to a SIMD-group's state rows, as loaded:
+// q and k (lane holds dk = lane + 32i; not yet normalised) and the rows' v.
+struct gdn_rec_in {
+  float q[GDN_PER_LANE], k[GDN_PER_LANE], v[GDN_REC_ROWS];
+};
+
+// gdn_rec_fetch loads a token's inputs (its conv row) for rows dv0.. of
+// v-head h, k-head hk. Loads only: gdn_recurrence_bf16 fetches the next token
+// while the rule runs on this one, so a token's memory latency is not paid
+// between tokens.
+INLINE void gdn_rec_fetch(thread gdn_rec_in &inputs, device const bf16_t *row, int h, int hk, int Hk, int Dk, int Dv,
+                          int dv0, int live, int lane) {
+  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+    int d = lane + 32 * i;
+    inputs.q[i] = i < live && d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
+    inputs.k[i] = i < live && d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
+  }
+  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+    inputs.v[j] = dv0 + j < Dv ? bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv0 + j]) : 0.0f;
+  }
+}
+
+// gdn_rec_sumsq is a lane's part of a head's sum of squares (v as fetched).
+INLINE float gdn_rec_sumsq(thread const float *v) {
+  float ss = 0.0f;
+  UNROLL for (int i = 0; i < GDN_PER_LANE; i++) ss += v[i] * v[i];
+  return ss;
+}
+
+// gdn_rec_inv is a head's inverse rms norm (eps 1e-6) from its lanes' sums
+// of squares.
+INLINE float gdn_rec_inv(float ss, int Dk) { return rsqrtf(simd_sum(ss) / (float)Dk + 1e-6f); }
+
+// gdn_rec_rule advances a SIMD-group's GDN_REC_ROWS state rows S (lane holds
+// dk = lane + 32i) by one token: its fetched inputs (q and k normalised here
+// with the inverse norms qInv, kInv unless normed), its gates gt and bt; o
+// gets the rows' outputs, every lane holding them all.
+INLINE void gdn_rec_rule(thread const gdn_rec_in &inputs, float qInv, float kInv, float gt, float bt, int Dk,
+                         int normed, int live, thread float (*S)[GDN_PER_LANE], thread float *o) {
   float qScale = 1.0f / (float)Dk;
   float kScale = 1.0f / sqrtf((float)Dk);
   float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
   UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-    int d = lane + 32 * i;
-    qv[i] = i < live && d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
-    kv[i] = i < live && d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
+    qv[i] = normed == 0 ? round_bf16(round_bf16(inputs.q[i] * qInv) * qScale) : inputs.q[i];
+    kv[i] = normed == 0 ? round_bf16(round_bf16(inputs.k[i] * kInv) * kScale) : inputs.k[i];
   }
-  if (normed == 0) {
-    float qss = 0.0f, kss = 0.0f;
-    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      qss += qv[i] * qv[i];
-      kss += kv[i] * kv[i];
-    }
-    float qInv = rsqrtf(simd_sum(qss) / (float)Dk + 1e-6f);
-    float kInv = rsqrtf(simd_sum(kss) / (float)Dk + 1e-6f);
-    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      qv[i] = round_bf16(round_bf16(qv[i] * qInv) * qScale);
-      kv[i] = round_bf16(round_bf16(kv[i] * kInv) * kScale);
-    }
-  }
-  float gt, bt;
-  gdn_gate(a, b, aLog, dtBias, gi, h, &gt, &bt);
   // The rows' sums side by side: their shuffles overlap.
   float u[GDN_REC_ROWS];
   UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
@@ -220,8 +239,7 @@ INLINE void gdn_rec_token(device const bf16_t *row, device const bf16_t *a, devi
   }
   UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) u[j] = simd_sum(u[j]);
   UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
-    float vt = dv0 + j < Dv ? bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv0 + j]) : 0.0f;
-    float delta = bt * (vt - u[j]);
+    float delta = bt * (inputs.v[j] - u[j]);
     o[j] = 0.0f;
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
       if (i < live) {
@@ -231,6 +249,91 @@ INLINE void gdn_rec_token(device const bf16_t *row, device const bf16_t *a, devi
     }
   }
   UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) o[j] = simd_sum(o[j]);
+}
+
+// GDN_REC_NORM_ILP tokens' q and k norms gdn_rec_norms sums side by side.
+#define GDN_REC_NORM_ILP 4
+
+// gdn_rec_norms works out the inverse q and k norms of count (1 or
+// GDN_REC_NORM_ILP, a constant) tokens from token t0 of rows conv (width
+// apart) at once, as gdn_rec_rule's inputs, lane t0 + u keeping token
+// t0 + u's in *qInv and *kInv.
+INLINE void gdn_rec_norms(device const bf16_t *conv, int t0, int count, int width, int hk, int Hk, int Dk, int live,
+                          int lane, thread float *qInv, thread float *kInv) {
+  float qss[GDN_REC_NORM_ILP], kss[GDN_REC_NORM_ILP];
+  UNROLL for (int u = 0; u < GDN_REC_NORM_ILP; u++) {
+    if (u < count) {
+      gdn_rec_in x;
+      gdn_rec_fetch(x, conv + (ulong)(t0 + u) * (ulong)width, 0, hk, Hk, Dk, 0, 0, live, lane);
+      qss[u] = gdn_rec_sumsq(x.q);
+      kss[u] = gdn_rec_sumsq(x.k);
+    }
+  }
+  UNROLL for (int u = 0; u < GDN_REC_NORM_ILP; u++) {
+    if (u < count) {
+      float qi = gdn_rec_inv(qss[u], Dk), ki = gdn_rec_inv(kss[u], Dk);
+      if (lane == t0 + u) {
+        *qInv = qi;
+        *kInv = ki;
+      }
+    }
+  }
+}
+
+// GDN_REC_BLOCK is the tokens whose gates and norms gdn_recurrence_bf16 works
+// out together before their rule, one lane a token.
+#define GDN_REC_BLOCK 32
+
+// gdn_rec_rows is gdn_recurrence_bf16's work for one SIMD-group: its rows
+// dv0.. of v-head h (k-head hk) over all T tokens, live register slots of
+// GDN_PER_LANE holding a dk (a constant where the kernel knows Dk, so that the
+// slots past it vanish). Per block of up to 32 tokens, the tokens' gates
+// (lane j computing token j's) and q and k norms (GDN_REC_NORM_ILP at once)
+// come first, as they do not depend on the state; then the rule runs token
+// after token, each token's inputs fetched during the one before.
+INLINE void gdn_rec_rows(device const bf16_t *conv, device const bf16_t *a, device const bf16_t *b,
+                         device const float *aLog, device const bf16_t *dtBias, device float *state,
+                         device bf16_t *out, int T, int Hk, int Hv, int Dk, int Dv, int normed, int h, int dv0,
+                         int live, int lane) {
+  int hk = h / (Hv / Hk);
+  int width = 2 * Hk * Dk + Hv * Dv;
+  float S[GDN_REC_ROWS][GDN_PER_LANE];
+  gdn_rec_load(state, h, dv0, Dk, Dv, lane, S);
+  float aLogh = aLog[h], dtBiash = bf16_to_f32(dtBias[h]);
+  GRID_WAIT();
+  for (int c0 = 0; c0 < T; c0 += GDN_REC_BLOCK) {
+    int n = imin(GDN_REC_BLOCK, T - c0);
+    device const bf16_t *rows = conv + (ulong)c0 * (ulong)width;
+    float gl = 1.0f, bl = 0.0f, ql = 1.0f, kl = 1.0f;  // lane j: token c0 + j's g, beta, q and k norms
+    if (lane < n) {
+      int gi = (c0 + lane) * Hv + h;
+      gdn_gate_of(bf16_to_f32(a[gi]), bf16_to_f32(b[gi]), aLogh, dtBiash, &gl, &bl);
+    }
+    if (normed == 0) {
+      int j = 0;
+      for (; j + GDN_REC_NORM_ILP <= n; j += GDN_REC_NORM_ILP)
+        gdn_rec_norms(rows, j, GDN_REC_NORM_ILP, width, hk, Hk, Dk, live, lane, &ql, &kl);
+      for (; j < n; j++) gdn_rec_norms(rows, j, 1, width, hk, Hk, Dk, live, lane, &ql, &kl);
+    }
+    gdn_rec_in cur, next;
+    gdn_rec_fetch(cur, rows, h, hk, Hk, Dk, Dv, dv0, live, lane);
+    for (int j = 0; j < n; j++) {
+      if (j + 1 < n) gdn_rec_fetch(next, rows + (ulong)(j + 1) * (ulong)width, h, hk, Hk, Dk, Dv, dv0, live, lane);
+      float o[GDN_REC_ROWS];
+      gdn_rec_rule(cur, simd_shuffle(ql, (ushort)j), simd_shuffle(kl, (ushort)j), simd_shuffle(gl, (ushort)j),
+                   simd_shuffle(bl, (ushort)j), Dk, normed, live, S, o);
+      gdn_rec_write(o, out + ((ulong)(c0 + j) * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
+      cur = next;
+    }
+  }
+  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+    if (dv0 + j >= Dv) continue;
+    device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + j)) * (ulong)Dk;
+    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+      int d = lane + 32 * i;
+      if (d < Dk) srow[d] = S[j][i];
+    }
+  }
 }
 
 // gdn_qk_norm_bf16: conv [T, 2·Hk·Dk + Hv·Dv] laid out [q | k | v], in place:
@@ -282,8 +385,11 @@ KERNEL(gdn_qk_norm_bf16,
 // One SIMD-group owns GDN_REC_ROWS state rows S[h, dv, :] (lane holds dk =
 // lane+32i) for all T tokens: each row is read once and written once, and
 // the rows share the SIMD-group's loads of q and k, its normalisation of them
-// (two simd_sums per token, unless normed) and its gates; no threadgroup
-// memory or barrier is needed. The rows are read before GRID_WAIT: the state
+// (unless normed) and its gates; no threadgroup memory or barrier is needed.
+// The gates and norms do not depend on the state, so they are worked out for
+// up to 32 tokens side by side before the rule runs token after token
+// (gdn_rec_rows): a verify's tokens pay the rule's latency alone, and each
+// token's bits are those of a launch of it alone. The rows are read before GRID_WAIT: the state
 // is written only by this layer's rule (gdn_recurrence_bf16, gdn_chunk_bf16)
 // and by the cache's copies, never by the launch just before this one
 // (prelude_cuda.h), so they load while that launch finishes.
@@ -302,33 +408,16 @@ KERNEL(gdn_recurrence_bf16,
        PARAM(int, Hv, 9),
        PARAM(int, Dk, 10),
        PARAM(int, Dv, 11),
-       PARAM(int, normed, 12)) {
+       PARAM(int, normed, 12))  {
   int per_group = SIMD_COUNT * GDN_REC_ROWS;
   int blocks = (Dv + per_group - 1) / per_group;
   int h = TGID_X / blocks;
   int dv0 = (TGID_X % blocks) * per_group + SIMD_ID * GDN_REC_ROWS;
   if (h >= Hv || dv0 >= Dv) return;  // uniform across the SIMD-group
-  int lane = LANE;
-  int hk = h / (Hv / Hk);
-  int width = 2 * Hk * Dk + Hv * Dv;
-  int live = (Dk + 31) / 32;  // the register slots that hold a dk (uniform)
-
-  float S[GDN_REC_ROWS][GDN_PER_LANE];
-  gdn_rec_load(state, h, dv0, Dk, Dv, lane, S);
-  GRID_WAIT();
-  for (int t = 0; t < T; t++) {
-    float o[GDN_REC_ROWS];
-    gdn_rec_token(conv + (ulong)t * (ulong)width, a, b, aLog, dtBias, t * Hv + h, h, hk, Hk, Dk, Dv, dv0, normed, live,
-                  lane, S, o);
-    gdn_rec_write(o, out + ((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
-  }
-  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
-    if (dv0 + j >= Dv) continue;
-    device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + j)) * (ulong)Dk;
-    UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-      int d = lane + 32 * i;
-      if (d < Dk) srow[d] = S[j][i];
-    }
+  if (Dk == 128) {  // Qwen3.5's heads: four register slots, known here
+    gdn_rec_rows(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, 128, Dv, normed, h, dv0, 4, LANE);
+  } else {
+    gdn_rec_rows(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, Dk, Dv, normed, h, dv0, (Dk + 31) / 32, LANE);
   }
 }
 
@@ -381,8 +470,12 @@ KERNEL(gdn_recurrence_tree_bf16,
     float o[GDN_REC_ROWS];
     for (int i = n - 1; i >= 0; i--) {
       int node = path[i];
-      gdn_rec_token(conv + (ulong)node * (ulong)width, a, b, aLog, dtBias, node * Hv + h, h, hk, Hk, Dk, Dv, dv0, 0,
-                    live, lane, S, o);
+      gdn_rec_in inputs;
+      gdn_rec_fetch(inputs, conv + (ulong)node * (ulong)width, h, hk, Hk, Dk, Dv, dv0, live, lane);
+      float gt, bt;
+      gdn_gate(a, b, aLog, dtBias, node * Hv + h, h, &gt, &bt);
+      gdn_rec_rule(inputs, gdn_rec_inv(gdn_rec_sumsq(inputs.q), Dk), gdn_rec_inv(gdn_rec_sumsq(inputs.k), Dk), gt, bt,
+                   Dk, 0, live, S, o);
     }
     gdn_rec_write(o, out + ((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
   }

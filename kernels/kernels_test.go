@@ -252,7 +252,8 @@ func TestCheckArgs(t *testing.T) {
 // may start before the one before it has finished, so every kernel calls
 // GRID_WAIT() (or GRID_WAIT_COMPUTE(), which does not let the next kernel
 // start early), itself or through qmv_rows (which waits once its first
-// weights are in flight) or qmv_multi (which calls qmv_rows).
+// weights are in flight), qmv_multi (which calls qmv_rows) or gdn_rec_rows
+// (which waits once its state rows are loading).
 func TestEveryKernelWaitsForTheGrid(t *testing.T) {
 	src := CUDASource()
 	names := slices.Sorted(maps.Keys(Signatures()))
@@ -265,7 +266,7 @@ func TestEveryKernelWaitsForTheGrid(t *testing.T) {
 		if end := strings.Index(body[1:], "\nKERNEL("); end >= 0 {
 			body = body[:end+1]
 		}
-		if !strings.Contains(body, "GRID_WAIT();") && !strings.Contains(body, "GRID_WAIT_COMPUTE();") && !strings.Contains(body, "qmv_rows(") && !strings.Contains(body, "qmv_multi(") && !strings.Contains(body, "qmm_tile(") && !strings.Contains(body, "qmm_multi(") {
+		if !strings.Contains(body, "GRID_WAIT();") && !strings.Contains(body, "GRID_WAIT_COMPUTE();") && !strings.Contains(body, "qmv_rows(") && !strings.Contains(body, "qmv_multi(") && !strings.Contains(body, "qmm_tile(") && !strings.Contains(body, "qmm_multi(") && !strings.Contains(body, "gdn_rec_rows(") {
 			t.Errorf("%s (kernel %d) never calls GRID_WAIT()", name, i)
 		}
 	}

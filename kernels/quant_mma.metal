@@ -377,9 +377,15 @@ KERNEL(qmatmul_mma_multi_bf16,
   }
 }
 
-// qmatmul_mma_multi_conv_bf16: qmatmul_multi_conv_bf16 on the matrix units:
-// qmatmul_mma_multi_bf16 for one token, matrix 0's channels through the conv
-// step (conv_silu_step) instead of stored.
+// qmatmul_mma_multi_conv_bf16: qmatmul_multi_conv_bf16 on the matrix units,
+// for up to 16 tokens: qmatmul_mma_multi_bf16, matrix 0's channels through
+// the conv step (conv_silu_step) token after token instead of stored. A
+// threadgroup holds a channel's projection for every token (one tile of
+// columns), so the thread of channel c runs its window through them in order;
+// raw0 [T, Out0] gets the projections as qmatmul_mma_multi_bf16 would store
+// them (a speculative verify's record, replayed after a partial accept). Each
+// token's sums are qmm_sums_x's, alone or beside others, and its conv step is
+// a decode step's: a verify gives a step's bits.
 // launch: grid(((Out0 + 15) / 16 + (Out1 + 15) / 16 + (Out2 + 15) / 16 + (Out3 + 15) / 16) * ceil(T, 16)) group(min(QMM_WARPS, max(1, In / QMM_IN_PER_WARP)) * 32)
 // requires: K <= CONV_MAX_K
 KERNEL(qmatmul_mma_multi_conv_bf16,
@@ -402,33 +408,37 @@ KERNEL(qmatmul_mma_multi_conv_bf16,
        BUFFER(bf16_t, out3, 16),
        BUFFER(bf16_t, conv_state, 17),
        BUFFER(const bf16_t, conv_w, 18),
-       PARAM(int, T, 19),
-       PARAM(int, In, 20),
-       PARAM(int, Out0, 21),
-       PARAM(int, Out1, 22),
-       PARAM(int, Out2, 23),
-       PARAM(int, Out3, 24),
-       PARAM(int, fmt0, 25),
-       PARAM(int, fmt1, 26),
-       PARAM(int, fmt2, 27),
-       PARAM(int, fmt3, 28),
-       PARAM(int, K, 29)) {
+       BUFFER(bf16_t, raw0, 19),
+       PARAM(int, T, 20),
+       PARAM(int, In, 21),
+       PARAM(int, Out0, 22),
+       PARAM(int, Out1, 23),
+       PARAM(int, Out2, 24),
+       PARAM(int, Out3, 25),
+       PARAM(int, fmt0, 26),
+       PARAM(int, fmt1, 27),
+       PARAM(int, fmt2, 28),
+       PARAM(int, fmt3, 29),
+       PARAM(int, K, 30)) {
   TG_MEM(float, part, QMM_WARPS * 256);
-  if (T != 1) return;  // one token only (ops checks it): the conv of a token needs the one before
+  if (T > 16) return;  // one tile of tokens (ops checks it): a token's conv needs the one before
   int o, t0, nsum;
   qslot q = qmm_multi(x, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2, scales2, biases2, out2, w3,
                       scales3, biases3, out3, T, In, Out0, Out1, Out2, Out3, fmt0, fmt1, fmt2, fmt3, part, TGID_X,
                       SIMD_ID, SIMD_COUNT, LANE, &o, &t0, &nsum);
-  bool conv = TGID_X < (Out0 + 15) / 16;  // a tile of matrix 0 (T = 1: one tile a row block)
-  for (int i = TID_X; i < 16; i += TG_SIZE_X) {
-    int row = o + i;
-    if (row >= q.Out) continue;
-    float v = qmm_total(part, i, nsum);
-    if (conv) {
-      conv_silu_step(v, row, Out0, K, conv_state, conv_w, out0);
-    } else {
-      q.out[row] = f32_to_bf16(v);
+  if (TGID_X >= (Out0 + 15) / 16) {  // not matrix 0: as qmatmul_mma_multi_bf16
+    for (int i = TID_X; i < 16 * T; i += TG_SIZE_X) {
+      int row = o + i % 16, tok = i / 16;
+      if (row < q.Out) q.out[(ulong)tok * (ulong)q.Out + (ulong)row] = f32_to_bf16(qmm_total(part, i, nsum));
     }
+    return;
+  }
+  int row = o + TID_X;  // channel row's thread walks the tokens in order
+  if (TID_X >= 16 || row >= Out0) return;
+  for (int tok = 0; tok < T; tok++) {
+    float v = qmm_total(part, TID_X + 16 * tok, nsum);
+    raw0[(ulong)tok * (ulong)Out0 + (ulong)row] = f32_to_bf16(v);
+    conv_silu_step(v, row, Out0, K, conv_state, conv_w, out0 + (ulong)tok * (ulong)Out0);
   }
 }
 

@@ -37,8 +37,8 @@ func (s GDNShape) ConvDim() int { return 2*s.Hk*s.Dk + s.Hv*s.Dv }
 // convolved [q | k | v] rows conv bf16 [T, ConvDim], the gate logits a, b bf16
 // [T, Hv] (g and beta as GDNGates makes them from a, b, aLog f32 [Hv] and dtBias
 // bf16 [Hv], computed in the same launch) and state f32 [Hv, Dv, Dk] (updated);
-// out bf16 [T, Hv, Dv]. For more than one
-// token the q and k heads of conv are first normalised in place, once per token
+// out bf16 [T, Hv, Dv]. For more than gdnInlineNormTokens tokens the q and k
+// heads of conv are first normalised in place, once per token
 // (gdn_qk_norm_bf16), rather than once per state row inside the recurrence:
 // the same values, so the same bits.
 func GDNRecurrence(c *Ctx, conv, a, b, aLog, dtBias, state, out Tensor, s GDNShape) {
@@ -49,13 +49,20 @@ func GDNRecurrence(c *Ctx, conv, a, b, aLog, dtBias, state, out Tensor, s GDNSha
 		dtBias.Elements() == s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv,
 		"gdn_recurrence: conv %v a %v b %v state %v out %v shape %+v", conv, a, b, state, out, s)
 	normed := 0
-	if t > 1 {
+	if t > gdnInlineNormTokens {
 		c.dispatch("gdn_qk_norm_bf16", conv.Arg(), backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv))
 		normed = 1
 	}
 	c.dispatch("gdn_recurrence_bf16", conv.Arg(), a.Arg(), b.Arg(), aLog.Arg(), dtBias.Arg(), state.Arg(), out.Arg(),
 		backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv), backend.Int(normed))
 }
+
+// gdnInlineNormTokens is the most tokens whose q and k gdn_recurrence_bf16
+// normalises itself (normed 0: every SIMD-group again for its rows). Up to a
+// verify's 16 that is cheaper than gdn_qk_norm_bf16's launch before it (2.9 µs
+// a GDN layer for 5 tokens, H200); a long run (no GEMM path) takes the launch,
+// each head normalised once. The bits are the same either way.
+const gdnInlineNormTokens = 16
 
 // GDNStep is GDNGates, GDNRecurrence and RMSNormGated in one dispatch (the
 // decode path): from the convolved rows conv bf16 [T, ConvDim] and the gate

@@ -166,28 +166,43 @@ func QMatmulAddNorm(c *Ctx, x, branch, w, hs, ns Tensor, eps float32, ws []QLine
 // conv's output, and the window state [K−1, channels] advances (w [channels,
 // K]). The decode step's GDN in-projection and conv in one dispatch.
 func QMatmulMultiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int) {
-	multiConv(c, x, ws, outs, state, w, kernelSize, "qmatmul_multi_conv_bf16")
+	t, args := multiConv(c, x, ws, outs, state, w, kernelSize)
+	check(t == 1, "qmatmul_multi_conv: %d tokens, want 1 (a token's conv needs the token before)", t)
+	c.dispatch("qmatmul_multi_conv_bf16", append(args, backend.Int(kernelSize))...)
 }
+
+// MultiConvTiledTokens is the most tokens QMatmulMultiConvTiled takes: one
+// tile of columns, so that a channel's tokens meet in one threadgroup.
+const MultiConvTiledTokens = 16
 
 // QMatmulMultiConvTiled is QMatmulMultiConv with the projections as
-// QMatmulMultiTiled computes them (qmatmul_mma_multi_conv_bf16).
-func QMatmulMultiConvTiled(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int) {
+// QMatmulMultiTiled computes them (qmatmul_mma_multi_conv_bf16), for up to
+// MultiConvTiledTokens tokens, the conv stepping through them in order; raw
+// bf16 [T, channels] gets the first projection itself (what QMatmulMultiTiled
+// writes to outs[0]: a verify's record). Each token's bits are a lone token's.
+func QMatmulMultiConvTiled(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, raw, state, w Tensor, kernelSize int) {
 	check(TiledGEMVs(c), "qmatmul_multi_conv %s: the tiled GEMV needs a device with matrix units", ws[0].Name)
-	multiConv(c, x, ws, outs, state, w, kernelSize, "qmatmul_mma_multi_conv_bf16")
+	t, args := multiConv(c, x, ws, outs, state, w, kernelSize)
+	check(t >= 1 && t <= MultiConvTiledTokens, "qmatmul_multi_conv: %d tokens, want 1 to %d", t, MultiConvTiledTokens)
+	checkDType("qmatmul_multi_conv raw", raw, backend.BF16)
+	check(raw.Elements() == t*ws[0].Out, "qmatmul_multi_conv %s: raw %v, want [%d,%d]", ws[0].Name, raw, t, ws[0].Out)
+	n := len(args) - 10 // raw after conv_w, before T, In, Out0..3, fmt0..3
+	args = slices.Insert(args, n, raw.Arg())
+	c.dispatch("qmatmul_mma_multi_conv_bf16", append(args, backend.Int(kernelSize))...)
 }
 
-func multiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int, kernel string) {
+// multiConv checks the conv's arguments and lays out the launch's: as
+// multiArgs, with state and w after the slots' buffers.
+func multiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int) (int, []backend.Arg) {
 	t, args := multiArgs(c, x, ws, outs)
 	ch := ws[0].Out
-	check(t == 1, "qmatmul_multi_conv: %d tokens, want 1 (a token's conv needs the token before)", t)
 	check(kernelSize >= 1 && state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize,
 		"qmatmul_multi_conv %s: state %v w %v kernel %d", ws[0].Name, state, w, kernelSize)
 	checkDType("qmatmul_multi_conv state", state, backend.BF16)
 	checkDType("qmatmul_multi_conv w", w, backend.BF16)
 	// multiArgs ends T, In, Out0..3, fmt0..3: the buffers go before them.
 	n := len(args) - 10
-	args = slices.Insert(args, n, state.Arg(), w.Arg())
-	c.dispatch(kernel, append(args, backend.Int(kernelSize))...)
+	return t, slices.Insert(args, n, state.Arg(), w.Arg())
 }
 
 // multiArgs checks QMatmulMulti's arguments and lays them out: x, the four

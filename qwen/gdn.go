@@ -61,12 +61,13 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 		ops.Conv1dSiLUTree(c, qkv, st.conv, g.conv, tr.parent, conv, cfg.ConvKernel)
 		ops.GDNRecurrenceTree(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, tr.parent, o, shape)
 		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
-	} else if t == 1 && !recording && g.paths.gdnConv && g.paths.projections && cfg.ConvKernel <= ops.ConvMaxKernel {
-		// A decode step: the in-projection and the conv in one launch
-		// (qmatmul_multi_conv_bf16). conv is taken where rule takes it, so the
-		// scratch is laid out as on the other path.
+	} else if g.paths.fusesConv(c, ws, t, recording, cfg.ConvKernel) {
+		// A decode step (or a verify, on the matrix units): the in-projection
+		// and the conv in one launch (qmatmul_multi_conv_bf16), the projection
+		// itself kept in qkv (the record while armed). conv is taken where rule
+		// takes it, so the scratch is laid out as on the other path.
 		conv := s.Get(ops.BF16, t, shape.ConvDim())
-		g.paths.multiConv(c, x, ws, []ops.Tensor{conv, z, bLogits, aLogits}, st.conv, g.conv, cfg.ConvKernel)
+		g.paths.multiConv(c, x, ws, []ops.Tensor{conv, z, bLogits, aLogits}, qkv, st.conv, g.conv, cfg.ConvKernel)
 		o = g.ruleOnConv(c, cfg, st, conv, z, aLogits, bLogits)
 	} else {
 		g.paths.project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})

@@ -211,11 +211,27 @@ func (p paths) matmul(c *ops.Ctx, x ops.Tensor, w ops.QLinear, out ops.Tensor) {
 	p.gemv(c, x, w, out)
 }
 
-// multiConv is a decode step's GDN in-projection and conv in one launch
-// (ops.QMatmulMultiConv), its projections as project computes them.
-func (p paths) multiConv(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Tensor, state, w ops.Tensor, kernelSize int) {
+// fusesConv says whether the GDN in-projection of t tokens runs with its
+// conv in one launch (multiConv): a decode step's (not recorded: the plain
+// launch keeps no projection for a replay) where the switches are on, and on
+// the matrix units up to ops.MultiConvTiledTokens tokens, a verify's too, so
+// that a verify takes the step's launch and gives its bits.
+func (p paths) fusesConv(c *ops.Ctx, ws []ops.QLinear, t int, recording bool, kernelSize int) bool {
+	if !p.gdnConv || !p.projections || kernelSize > ops.ConvMaxKernel {
+		return false
+	}
 	if p.tiledMulti(c, ws) {
-		ops.QMatmulMultiConvTiled(c, x, ws, outs, state, w, kernelSize)
+		return t <= ops.MultiConvTiledTokens
+	}
+	return t == 1 && !recording
+}
+
+// multiConv is the GDN in-projection and conv in one launch
+// (ops.QMatmulMultiConv), its projections as project computes them; raw gets
+// the first projection on the matrix units' launch (unused by the other).
+func (p paths) multiConv(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Tensor, raw, state, w ops.Tensor, kernelSize int) {
+	if p.tiledMulti(c, ws) {
+		ops.QMatmulMultiConvTiled(c, x, ws, outs, raw, state, w, kernelSize)
 		return
 	}
 	ops.QMatmulMultiConv(c, x, ws, outs, state, w, kernelSize)

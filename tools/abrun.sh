@@ -26,8 +26,9 @@ for r in $(seq ${ROUNDS:-2}); do
 		echo "$b: $(grep -m1 '^decode greedy ' /tmp/ab.txt | awk -F '  +' '{print $4, "tok/s,", $9, "GPU ms,", $10, "dispatches,", $14, "host ms"}')" \
 			"$(grep -m1 '^decode greedy  *decode-pipeline=' /tmp/ab.txt | awk -F '  +' '{print "|", $2 ":", $4, "tok/s,", $14, "host ms"}')" \
 			"$(grep -m1 '^decode sampled  *[(].*device-sampling=' /tmp/ab.txt | awk -F '  +' '{print "| sampled,", $2 ":", $4, "tok/s"}')" \
-			"$(grep -m1 '^decode greedy, oracle' /tmp/ab.txt | awk -F '  +' '{print "| oracle drafts:", $4, "tok/s"}')" \
+			"$(grep -m1 '^decode greedy, oracle' /tmp/ab.txt | awk -F '  +' '{print "| oracle drafts:", $4, "tok/s,", $9, "GPU ms/tok,", $14, "host ms/tok"}')" \
 			"$(grep '^prefill ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, TTFT %s ms, GPU %s ms ", $1, $5, $6, $7}')" \
-			"$(grep '^decode after ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, GPU %s ms ", $1, $4, $9}')"
+			"$(grep '^decode after ' /tmp/ab.txt | awk -F '  +' '{printf "| %s: %s tok/s, GPU %s ms ", $1, $4, $9}')" \
+			"$(grep -m1 ' verifies, ' /tmp/ab.txt | sed 's/.* verifies, /| verify: /')"
 	done
 done

@@ -270,11 +270,20 @@ func Specs() []Spec {
 		{96, 3, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {3, 6, 32}}},
 		{128, 1, [4]slot{{9, 8, 128}, {2, 2, 64}, {}, {}}},
 	} {
-		for _, kernel := range []string{"qmatmul_multi_conv_bf16", "qmatmul_mma_multi_conv_bf16"} {
-			add(kernel, false, fmt.Sprintf("In=%d K=%d channels=%d", p.In, p.K, p.slots[0].Out), func(g gen) *Case {
-				bufs, scalars := multiCase(g, 1, p.In, p.slots)
+		add("qmatmul_multi_conv_bf16", false, fmt.Sprintf("In=%d K=%d channels=%d", p.In, p.K, p.slots[0].Out), func(g gen) *Case {
+			bufs, scalars := multiCase(g, 1, p.In, p.slots)
+			ch := p.slots[0].Out
+			bufs = append(bufs, inout("conv_state", backend.BF16, g.bf16((p.K-1)*ch, 1)), in("conv_w", backend.BF16, g.bf16(ch*p.K, 0.5)))
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(append(scalars, p.K)...)}
+		})
+		// The matrix units' twin takes a verify's tokens (up to 16) and keeps
+		// matrix 0's projections in raw0.
+		for _, t := range []int{1, 5, 16} {
+			add("qmatmul_mma_multi_conv_bf16", false, fmt.Sprintf("T=%d In=%d K=%d channels=%d", t, p.In, p.K, p.slots[0].Out), func(g gen) *Case {
+				bufs, scalars := multiCase(g, t, p.In, p.slots)
 				ch := p.slots[0].Out
-				bufs = append(bufs, inout("conv_state", backend.BF16, g.bf16((p.K-1)*ch, 1)), in("conv_w", backend.BF16, g.bf16(ch*p.K, 0.5)))
+				bufs = append(bufs, inout("conv_state", backend.BF16, g.bf16((p.K-1)*ch, 1)), in("conv_w", backend.BF16, g.bf16(ch*p.K, 0.5)),
+					out("raw0", backend.BF16, t*ch))
 				return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(append(scalars, p.K)...)}
 			})
 		}
@@ -631,11 +640,16 @@ func Specs() []Spec {
 		})
 	}
 
-	// copy_u32: src, dst | N; fill_u32: dst | N, value
+	// copy_u32 and copy_u32x4: src, dst | N; fill_u32: dst | N, value
 	for _, n := range []int{1, 1000, 2 * 1024 * 1024} {
 		add("copy_u32", n > 1<<20, fmt.Sprintf("N=%d", n), func(g gen) *Case {
 			return &Case{Tol: tolExact, Buffers: []Buffer{in("src", backend.U32, g.words(n)), out("dst", backend.U32, n)}, Scalars: ints(n)}
 		})
+		for _, tail := range []int{0, 3} { // the 16-byte copy's last thread takes any tail
+			add("copy_u32x4", n > 1<<20, fmt.Sprintf("N=%d", n+tail), func(g gen) *Case {
+				return &Case{Tol: tolExact, Buffers: []Buffer{in("src", backend.U32, g.words(n+tail)), out("dst", backend.U32, n+tail)}, Scalars: ints(n + tail)}
+			})
+		}
 		add("fill_u32", false, fmt.Sprintf("N=%d", n), func(g gen) *Case {
 			return &Case{Tol: tolExact, Buffers: []Buffer{out("dst", backend.U32, n)}, Scalars: ints(n, 12345)}
 		})

@@ -121,4 +121,5 @@ func TestTokenInvarianceOnCPU(t *testing.T) {
 	TokenInvariance(t, cpu.New(0), "qmatmul_mma_bf16_f32", [][5]int{{3, 256, 50, 4, 64}})
 	MoEUpInvariance(t, cpu.New(0), "moe_up_mma_bf16", [][8]int{{5, 3, 4, 128, 17, 40, 4, 64}})
 	MoEDownInvariance(t, cpu.New(0), "moe_down_mma_bf16", [][8]int{{5, 3, 4, 40, 128, 128, 64, 128}})
+	MultiConvInvariance(t, cpu.New(0), [][6]int{{5, 128, 4, 40, 16, 3}})
 }

@@ -130,3 +130,53 @@ func MoEDownInvariance(t *testing.T, dev backend.Device, kernel string, shapes [
 		}
 	}
 }
+
+// MultiConvInvariance checks qmatmul_mma_multi_conv_bf16 (its buffers and
+// scalars) over T tokens against T launches of one token each, the conv
+// window carried from each to the next: every projection, the raw ones and
+// the conv's outputs and final window the same bits (a verify against the
+// decode steps it replaces). Each shape is T, In, K, Out0, Out1, Out23 (the
+// last two slots' rows), 4-bit codes in groups of 64.
+func MultiConvInvariance(t *testing.T, dev backend.Device, shapes [][6]int) {
+	t.Helper()
+	const kernel = "qmatmul_mma_multi_conv_bf16"
+	for _, s := range shapes {
+		T, In, K := s[0], s[1], s[2]
+		slots := [4]slot{{s[3], 4, 64}, {s[4], 4, 64}, {s[5], 4, 64}, {s[5], 4, 64}}
+		g := gen{newRand(kernel, fmt.Sprint("invariance", s))}
+		bufs, scalars := multiCase(g, T, In, slots)
+		bufs = append(bufs, inout("conv_state", backend.BF16, g.bf16((K-1)*s[3], 1)), in("conv_w", backend.BF16, g.bf16(s[3]*K, 0.5)),
+			out("raw0", backend.BF16, T*s[3]))
+		// Buffers: x 0, slot i's w, scales, biases, out at 1+4i..4+4i, conv_state 17, conv_w 18, raw0 19.
+		rows := map[int]int{4: s[3], 8: s[4], 12: s[5], 16: s[5], 19: s[3]} // output buffer: its rows a token
+		run := func(b []Buffer, tokens int) [][]byte {
+			sc := slices.Clone(scalars)
+			sc[0] = tokens
+			outs, err := execute(dev, &Case{Kernel: kernel, Buffers: b, Scalars: ints(append(sc, K)...)})
+			if err != nil {
+				t.Fatalf("%s %v: %v", kernel, s, err)
+			}
+			return outs
+		}
+		all := run(bufs, T)
+		window := bufs[17].Data
+		for tok := 0; tok < T; tok++ {
+			b := slices.Clone(bufs)
+			b[0].Data = bufs[0].Data[tok*In*2 : (tok+1)*In*2]
+			for o, n := range rows {
+				b[o] = out(bufs[o].Name, backend.BF16, n)
+			}
+			b[17] = inout("conv_state", backend.BF16, window)
+			alone := run(b, 1)
+			window = alone[17]
+			for o, n := range rows {
+				if !bytes.Equal(alone[o], all[o][tok*n*2:(tok+1)*n*2]) {
+					t.Errorf("%s %v: token %d's %s differs from a launch of it alone", kernel, s, tok, bufs[o].Name)
+				}
+			}
+		}
+		if !bytes.Equal(window, all[17]) {
+			t.Errorf("%s %v: the conv window after %d tokens differs from %d launches of one", kernel, s, T, T)
+		}
+	}
+}
