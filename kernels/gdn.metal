@@ -474,8 +474,9 @@ KERNEL(gdn_recurrence_tree_bf16,
       gdn_rec_fetch(inputs, conv + (ulong)node * (ulong)width, h, hk, Hk, Dk, Dv, dv0, live, lane);
       float gt, bt;
       gdn_gate(a, b, aLog, dtBias, node * Hv + h, h, &gt, &bt);
-      gdn_rec_rule(inputs, gdn_rec_inv(gdn_rec_sumsq(inputs.q), Dk), gdn_rec_inv(gdn_rec_sumsq(inputs.k), Dk), gt, bt,
-                   Dk, 0, live, S, o);
+      float qInv = gdn_rec_inv(gdn_rec_sumsq(inputs.q), Dk);
+      float kInv = gdn_rec_inv(gdn_rec_sumsq(inputs.k), Dk);
+      gdn_rec_rule(inputs, qInv, kInv, gt, bt, Dk, 0, live, S, o);
     }
     gdn_rec_write(o, out + ((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
   }
