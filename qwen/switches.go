@@ -103,9 +103,9 @@ const (
 	// weight's dequantizing, and an expert's rows are read once for the
 	// tokens routed to it.
 	// Off by default: it pays with speculative decoding and costs a plain
-	// decode step (H200, 35B-A3B, docs/benchmarks.md, thirteenth session:
-	// oracle drafts of 4 at 1272 tok/s against 825 without it, a verify of 5
-	// tokens 3.83 ms against 5.91; plain decode 383 against 465 tok/s).
+	// decode step (H200, 35B-A3B, docs/benchmarks.md, fourteenth session:
+	// oracle drafts of 4 at 1442 tok/s against 869 without it, a verify of 5
+	// tokens 3.44 ms against 5.71; plain decode 404 against 490 tok/s).
 	SwitchTiledGEMV = "tiled-gemv"
 )
 
