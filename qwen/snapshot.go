@@ -13,7 +13,7 @@ import (
 // the cache held in between (another conversation), which is what lets the
 // engine keep several conversations.
 //
-// Taking and restoring are copy kernels recorded in stream order (copy_u32):
+// Taking and restoring are copy kernels recorded in stream order (ops.CopyAligned):
 // no host copy and no wait, so a snapshot costs a few tens of microseconds of
 // device bandwidth where a host copy of the 35B-A3B's 63 MB of GDN states took
 // about 200 ms through pageable memory.
@@ -108,7 +108,7 @@ func (k *Cache) take(c *ops.Ctx, s *Snapshot, stateOnly bool) error {
 	at := 0
 	for i, t := range append(append([]ops.Tensor(nil), kv...), gdn...) {
 		piece := ops.View(s.mem, at, t.DType, t.Shape)
-		ops.Copy(c, t, piece)
+		ops.CopyAligned(c, t, piece)
 		at += align16(t.Bytes())
 		if i < len(kv) {
 			s.kv = append(s.kv, piece)
@@ -140,10 +140,10 @@ func (k *Cache) Restore(c *ops.Ctx, s *Snapshot) error {
 		}
 	}
 	for i := range kv {
-		ops.Copy(c, s.kv[i], kv[i])
+		ops.CopyAligned(c, s.kv[i], kv[i])
 	}
 	for i := range gdn {
-		ops.Copy(c, s.gdn[i], gdn[i])
+		ops.CopyAligned(c, s.gdn[i], gdn[i])
 	}
 	k.Offset = s.Offset
 	return nil
