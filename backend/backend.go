@@ -100,9 +100,10 @@ type Device interface {
 	// Name is a short description shown in stats ("cpu (2 threads)", "NVIDIA H200").
 	Name() string
 	// Alloc returns a zero-filled buffer of n bytes, starting at least
-	// 16-byte aligned on the device (CUDA: 256; Metal: a page), so that a
-	// kernel may move it in 16-byte pieces (ops.CopyAligned). Wrapped host
-	// memory (WrapHost, AlignedWrapper) need not be.
+	// 16-byte aligned on a GPU (CUDA: 256; Metal: a page), so that a kernel
+	// may move it in 16-byte pieces (ops.CopyAligned; the CPU's kernels take
+	// any alignment). Wrapped host memory (WrapHost, AlignedWrapper) need not
+	// be.
 	Alloc(n int) (Buffer, error)
 	// WrapHost makes a buffer over host memory that outlives it (an mmap'd
 	// safetensors file). Backends that can, do not copy (CPU, Metal); CUDA uploads.
