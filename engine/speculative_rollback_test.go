@@ -13,8 +13,15 @@ import (
 // TestReplayAfterPartialAccept: after a verify of five tokens of which two are
 // kept, restoring the states and replaying the GDN rule over the recorded
 // inputs leaves the cache exactly as a plain forward of those two tokens: the
-// next token's logits are the same bits, on both test models.
+// next token's logits are the same bits, on both test models, with the
+// tiled-gemv switch off and on (on, the verify's in-projection runs with its
+// conv in one launch, which writes the record: qmatmul_mma_multi_conv_bf16's
+// raw0).
 func TestReplayAfterPartialAccept(t *testing.T) {
+	withTiledGEMV(t, "replay", testReplayAfterPartialAccept)
+}
+
+func testReplayAfterPartialAccept(t *testing.T) {
 	prompt := []int32{9707, 11, 1246, 525, 3555, 30, 2585}
 	verify := []int32{374, 279, 6722, 315, 9625}
 	next := []int32{13}
