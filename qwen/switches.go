@@ -24,7 +24,9 @@ const (
 	SwitchFusedExpertSwiGLU = "fused-expert-swiglu"
 	// SwitchFusedGDNConv runs a decode step's GDN in-projection and its conv
 	// in one launch (qmatmul_multi_conv_bf16: the lane of a channel runs the
-	// conv step on its projection): one launch fewer per GDN layer.
+	// conv step on its projection): one launch fewer per GDN layer. With
+	// tiled-gemv, a speculative verify's too (qmatmul_mma_multi_conv_bf16, up
+	// to 16 tokens, keeping the projections for a rollback's replay).
 	SwitchFusedGDNConv = "fused-gdn-conv"
 	// SwitchFusedMoERoute routes a decode step's tokens inside the experts'
 	// gate and up launch (moe_route_up_bf16: each threadgroup ranks the
@@ -124,7 +126,7 @@ func init() {
 		{Name: SwitchFusedExpertSwiGLU, Env: "BAGEL_NO_FUSED_EXPERT_SWIGLU",
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
 		{Name: SwitchFusedGDNConv, Env: "BAGEL_NO_FUSED_GDN_CONV",
-			Description: "Run a decode step's Gated DeltaNet in-projection and conv in one launch (applies at the next model load)."},
+			Description: "Run a decode step's Gated DeltaNet in-projection and conv in one launch, and with tiled-gemv a speculative verify's (applies at the next model load)."},
 		{Name: SwitchFusedMoERoute, Env: "BAGEL_FUSED_MOE_ROUTE",
 			Description: "Route a decode step's tokens to their experts inside the experts' gate and up launch, one launch fewer per layer (experimental; applies at the next model load)."},
 		{Name: SwitchFusedMoEDown, Env: "BAGEL_NO_FUSED_MOE_DOWN",
