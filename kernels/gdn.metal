@@ -408,7 +408,7 @@ KERNEL(gdn_recurrence_bf16,
        PARAM(int, Hv, 9),
        PARAM(int, Dk, 10),
        PARAM(int, Dv, 11),
-       PARAM(int, normed, 12))  {
+       PARAM(int, normed, 12)) {
   int per_group = SIMD_COUNT * GDN_REC_ROWS;
   int blocks = (Dv + per_group - 1) / per_group;
   int h = TGID_X / blocks;
