@@ -213,6 +213,10 @@ INLINE float gdn_rec_sumsq(thread const float *v) {
 // of squares.
 INLINE float gdn_rec_inv(float ss, int Dk) { return rsqrtf(simd_sum(ss) / (float)Dk + 1e-6f); }
 
+// gdn_rec_scaled is a q or k value v normalised (inverse norm inv) and scaled
+// as the rule takes it: bf16(bf16(v·inv)·scale).
+INLINE float gdn_rec_scaled(float v, float inv, float scale) { return round_bf16(round_bf16(v * inv) * scale); }
+
 // gdn_rec_rule advances a SIMD-group's GDN_REC_ROWS state rows S (lane holds
 // dk = lane + 32i) by one token: its fetched inputs (q and k normalised here
 // with the inverse norms qInv, kInv unless normed), its gates gt and bt; o
@@ -223,8 +227,8 @@ INLINE void gdn_rec_rule(thread const gdn_rec_in &inputs, float qInv, float kInv
   float kScale = 1.0f / sqrtf((float)Dk);
   float qv[GDN_PER_LANE], kv[GDN_PER_LANE];
   UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
-    qv[i] = normed == 0 ? round_bf16(round_bf16(inputs.q[i] * qInv) * qScale) : inputs.q[i];
-    kv[i] = normed == 0 ? round_bf16(round_bf16(inputs.k[i] * kInv) * kScale) : inputs.k[i];
+    qv[i] = normed == 0 ? gdn_rec_scaled(inputs.q[i], qInv, qScale) : inputs.q[i];
+    kv[i] = normed == 0 ? gdn_rec_scaled(inputs.k[i], kInv, kScale) : inputs.k[i];
   }
   // The rows' sums side by side: their shuffles overlap.
   float u[GDN_REC_ROWS];
@@ -251,81 +255,88 @@ INLINE void gdn_rec_rule(thread const gdn_rec_in &inputs, float qInv, float kInv
   UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) o[j] = simd_sum(o[j]);
 }
 
-// GDN_REC_NORM_ILP tokens' q and k norms gdn_rec_norms sums side by side.
-#define GDN_REC_NORM_ILP 4
+// GDN_REC_SHARED is the tokens whose normalised q and k a threadgroup of
+// gdn_recurrence_bf16 keeps in threadgroup memory at once (2 · 8 · 256 floats).
+#define GDN_REC_SHARED 8
 
-// gdn_rec_norms works out the inverse q and k norms of count (1 or
-// GDN_REC_NORM_ILP, a constant) tokens from token t0 of rows conv (width
-// apart) at once, as gdn_rec_rule's inputs, lane t0 + u keeping token
-// t0 + u's in *qInv and *kInv.
-INLINE void gdn_rec_norms(device const bf16_t *conv, int t0, int count, int width, int hk, int Hk, int Dk, int live,
-                          int lane, thread float *qInv, thread float *kInv) {
-  float qss[GDN_REC_NORM_ILP], kss[GDN_REC_NORM_ILP];
-  UNROLL for (int u = 0; u < GDN_REC_NORM_ILP; u++) {
-    if (u < count) {
-      gdn_rec_in x;
-      gdn_rec_fetch(x, conv + (ulong)(t0 + u) * (ulong)width, 0, hk, Hk, Dk, 0, 0, live, lane);
-      qss[u] = gdn_rec_sumsq(x.q);
-      kss[u] = gdn_rec_sumsq(x.k);
-    }
-  }
-  UNROLL for (int u = 0; u < GDN_REC_NORM_ILP; u++) {
-    if (u < count) {
-      float qi = gdn_rec_inv(qss[u], Dk), ki = gdn_rec_inv(kss[u], Dk);
-      if (lane == t0 + u) {
-        *qInv = qi;
-        *kInv = ki;
-      }
-    }
-  }
-}
-
-// GDN_REC_BLOCK is the tokens whose gates and norms gdn_recurrence_bf16 works
-// out together before their rule, one lane a token.
-#define GDN_REC_BLOCK 32
-
-// gdn_rec_rows is gdn_recurrence_bf16's work for one SIMD-group: its rows
-// dv0.. of v-head h (k-head hk) over all T tokens, live register slots of
-// GDN_PER_LANE holding a dk (a constant where the kernel knows Dk, so that the
-// slots past it vanish). Per block of up to 32 tokens, the tokens' gates
-// (lane j computing token j's) and q and k norms (GDN_REC_NORM_ILP at once)
-// come first, as they do not depend on the state; then the rule runs token
-// after token, each token's inputs fetched during the one before.
+// gdn_rec_rows is gdn_recurrence_bf16's work for one SIMD-group of a
+// threadgroup whose SIMD-groups all hold rows of v-head h (k-head hk): its
+// rows dv0.. (none past Dv: it still shares the loads and barriers) over all
+// T tokens, live register slots of GDN_PER_LANE holding a dk (a constant
+// where the kernel knows Dk, so that the slots past it vanish). Per block of
+// up to GDN_REC_SHARED tokens the head's q and k are normalised once for the
+// threadgroup (SIMD-group s takes tokens s, s + nsimd, ...) into qs and ks
+// (threadgroup memory, GDN_REC_SHARED · GDN_MAX_DK floats each), where each
+// SIMD-group had normalised every token itself (64 SIMD-groups a head at
+// 35B-A3B), and the tokens' gates are worked out side by side (lane j,
+// token j's); then the rule runs token after token, each token's v fetched
+// during the one before. The normalised values are those gdn_rec_rule
+// computes (gdn_rec_scaled): the same bits.
 INLINE void gdn_rec_rows(device const bf16_t *conv, device const bf16_t *a, device const bf16_t *b,
                          device const float *aLog, device const bf16_t *dtBias, device float *state,
                          device bf16_t *out, int T, int Hk, int Hv, int Dk, int Dv, int normed, int h, int dv0,
-                         int live, int lane) {
+                         int live, int lane, int simd, int nsimd, threadgroup float *qs, threadgroup float *ks) {
   int hk = h / (Hv / Hk);
   int width = 2 * Hk * Dk + Hv * Dv;
+  bool rows = dv0 < Dv;
+  float qScale = 1.0f / (float)Dk;
+  float kScale = 1.0f / sqrtf((float)Dk);
   float S[GDN_REC_ROWS][GDN_PER_LANE];
   gdn_rec_load(state, h, dv0, Dk, Dv, lane, S);
   float aLogh = aLog[h], dtBiash = bf16_to_f32(dtBias[h]);
   GRID_WAIT();
-  for (int c0 = 0; c0 < T; c0 += GDN_REC_BLOCK) {
-    int n = imin(GDN_REC_BLOCK, T - c0);
-    device const bf16_t *rows = conv + (ulong)c0 * (ulong)width;
-    float gl = 1.0f, bl = 0.0f, ql = 1.0f, kl = 1.0f;  // lane j: token c0 + j's g, beta, q and k norms
+  for (int c0 = 0; c0 < T; c0 += GDN_REC_SHARED) {
+    int n = imin(GDN_REC_SHARED, T - c0);
+    device const bf16_t *block = conv + (ulong)c0 * (ulong)width;
+    float gl = 1.0f, bl = 0.0f;  // lane j: token c0 + j's g and beta
     if (lane < n) {
       int gi = (c0 + lane) * Hv + h;
       gdn_gate_of(bf16_to_f32(a[gi]), bf16_to_f32(b[gi]), aLogh, dtBiash, &gl, &bl);
     }
-    if (normed == 0) {
-      int j = 0;
-      for (; j + GDN_REC_NORM_ILP <= n; j += GDN_REC_NORM_ILP)
-        gdn_rec_norms(rows, j, GDN_REC_NORM_ILP, width, hk, Hk, Dk, live, lane, &ql, &kl);
-      for (; j < n; j++) gdn_rec_norms(rows, j, 1, width, hk, Hk, Dk, live, lane, &ql, &kl);
+    for (int j = simd; j < n; j += nsimd) {
+      gdn_rec_in x;
+      gdn_rec_fetch(x, block + (ulong)j * (ulong)width, 0, hk, Hk, Dk, 0, 0, live, lane);
+      float qInv = 1.0f, kInv = 1.0f;
+      if (normed == 0) {
+        qInv = gdn_rec_inv(gdn_rec_sumsq(x.q), Dk);
+        kInv = gdn_rec_inv(gdn_rec_sumsq(x.k), Dk);
+      }
+      UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+        int d = lane + 32 * i;
+        if (i < live && d < Dk) {
+          qs[j * GDN_MAX_DK + d] = normed == 0 ? gdn_rec_scaled(x.q[i], qInv, qScale) : x.q[i];
+          ks[j * GDN_MAX_DK + d] = normed == 0 ? gdn_rec_scaled(x.k[i], kInv, kScale) : x.k[i];
+        }
+      }
     }
-    gdn_rec_in cur, next;
-    gdn_rec_fetch(cur, rows, h, hk, Hk, Dk, Dv, dv0, live, lane);
-    for (int j = 0; j < n; j++) {
-      if (j + 1 < n) gdn_rec_fetch(next, rows + (ulong)(j + 1) * (ulong)width, h, hk, Hk, Dk, Dv, dv0, live, lane);
-      float o[GDN_REC_ROWS];
-      gdn_rec_rule(cur, simd_shuffle(ql, (ushort)j), simd_shuffle(kl, (ushort)j), simd_shuffle(gl, (ushort)j),
-                   simd_shuffle(bl, (ushort)j), Dk, normed, live, S, o);
-      gdn_rec_write(o, out + ((ulong)(c0 + j) * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
-      cur = next;
+    BARRIER();  // the block's q and k are in qs and ks
+    if (rows) {
+      float vnext[GDN_REC_ROWS];
+      UNROLL for (int r = 0; r < GDN_REC_ROWS; r++) {
+        vnext[r] = dv0 + r < Dv ? bf16_to_f32(block[2 * Hk * Dk + h * Dv + dv0 + r]) : 0.0f;
+      }
+      for (int j = 0; j < n; j++) {
+        gdn_rec_in cur;
+        UNROLL for (int r = 0; r < GDN_REC_ROWS; r++) cur.v[r] = vnext[r];
+        if (j + 1 < n) {
+          device const bf16_t *next = block + (ulong)(j + 1) * (ulong)width;
+          UNROLL for (int r = 0; r < GDN_REC_ROWS; r++) {
+            vnext[r] = dv0 + r < Dv ? bf16_to_f32(next[2 * Hk * Dk + h * Dv + dv0 + r]) : 0.0f;
+          }
+        }
+        UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
+          int d = lane + 32 * i;
+          cur.q[i] = i < live && d < Dk ? qs[j * GDN_MAX_DK + d] : 0.0f;
+          cur.k[i] = i < live && d < Dk ? ks[j * GDN_MAX_DK + d] : 0.0f;
+        }
+        float o[GDN_REC_ROWS];
+        gdn_rec_rule(cur, 1.0f, 1.0f, simd_shuffle(gl, (ushort)j), simd_shuffle(bl, (ushort)j), Dk, 1, live, S, o);
+        gdn_rec_write(o, out + ((ulong)(c0 + j) * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
+      }
     }
+    BARRIER();  // every SIMD-group has read qs and ks before the next block writes them
   }
+  if (!rows) return;
   UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
     if (dv0 + j >= Dv) continue;
     device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + j)) * (ulong)Dk;
@@ -384,12 +395,12 @@ KERNEL(gdn_qk_norm_bf16,
 //
 // One SIMD-group owns GDN_REC_ROWS state rows S[h, dv, :] (lane holds dk =
 // lane+32i) for all T tokens: each row is read once and written once, and
-// the rows share the SIMD-group's loads of q and k, its normalisation of them
-// (unless normed) and its gates; no threadgroup memory or barrier is needed.
-// The gates and norms do not depend on the state, so they are worked out for
-// up to 32 tokens side by side before the rule runs token after token
-// (gdn_rec_rows): a verify's tokens pay the rule's latency alone, and each
-// token's bits are those of a launch of it alone. The rows are read before GRID_WAIT: the state
+// the rows share the SIMD-group's gates; a threadgroup's SIMD-groups hold rows
+// of one head and share its q and k, normalised once for them (unless
+// normed) into threadgroup memory. The gates and norms do not depend on the
+// state, so they are worked out for a block of tokens before the rule runs
+// token after token (gdn_rec_rows): a verify's tokens pay the rule's latency
+// alone, and each token's bits are those of a launch of it alone. The rows are read before GRID_WAIT: the state
 // is written only by this layer's rule (gdn_recurrence_bf16, gdn_chunk_bf16)
 // and by the cache's copies, never by the launch just before this one
 // (prelude_cuda.h), so they load while that launch finishes.
@@ -409,15 +420,19 @@ KERNEL(gdn_recurrence_bf16,
        PARAM(int, Dk, 10),
        PARAM(int, Dv, 11),
        PARAM(int, normed, 12)) {
+  TG_MEM(float, qs, GDN_REC_SHARED * GDN_MAX_DK);
+  TG_MEM(float, ks, GDN_REC_SHARED * GDN_MAX_DK);
   int per_group = SIMD_COUNT * GDN_REC_ROWS;
   int blocks = (Dv + per_group - 1) / per_group;
   int h = TGID_X / blocks;
   int dv0 = (TGID_X % blocks) * per_group + SIMD_ID * GDN_REC_ROWS;
-  if (h >= Hv || dv0 >= Dv) return;  // uniform across the SIMD-group
+  if (h >= Hv) return;  // uniform across the threadgroup (its SIMD-groups share the barriers)
   if (Dk == 128) {  // Qwen3.5's heads: four register slots, known here
-    gdn_rec_rows(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, 128, Dv, normed, h, dv0, 4, LANE);
+    gdn_rec_rows(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, 128, Dv, normed, h, dv0, 4, LANE, SIMD_ID,
+                 SIMD_COUNT, qs, ks);
   } else {
-    gdn_rec_rows(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, Dk, Dv, normed, h, dv0, (Dk + 31) / 32, LANE);
+    gdn_rec_rows(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, Dk, Dv, normed, h, dv0, (Dk + 31) / 32, LANE,
+                 SIMD_ID, SIMD_COUNT, qs, ks);
   }
 }
 
