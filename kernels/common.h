@@ -15,12 +15,22 @@ INLINE float bf16_to_f32(bf16_t v) { return as_float(((uint)v) << 16); }
 INLINE bf16_t f32_to_bf16(float f) {
   uint u = as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16_t)((u >> 16) | 0x40u);
+#ifdef CVT_BF16
+  return cvt_rn_bf16(f);  // the device's rounding: the same bits (prelude_cuda.h)
+#else
   u += 0x7fffu + ((u >> 16) & 1u);
   return (bf16_t)(u >> 16);
+#endif
 }
 
 // round_bf16 is f rounded through bf16: the value a bf16 tensor would hold.
+// Where the device rounds (CVT_BF16) a NaN stays a NaN with another payload:
+// a value computed on, never stored as it is.
+#ifdef CVT_BF16
+INLINE float round_bf16(float f) { return bf16_to_f32(cvt_rn_bf16(f)); }
+#else
 INLINE float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+#endif
 
 INLINE float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 INLINE float siluf(float x) { return x * sigmoidf(x); }

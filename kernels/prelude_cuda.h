@@ -17,6 +17,14 @@ typedef unsigned long long ulong;
 typedef unsigned short bf16_t;
 
 #define INLINE __forceinline__
+
+// CVT_BF16: the device rounds f32 to bf16 itself (sm_80+: cvt.rn.bf16.f32,
+// round to nearest even as common.h's integer rounding, subnormals kept), so
+// common.h's f32_to_bf16 and round_bf16 take one instruction for the several
+// of the integer rounding. The compute_75 PTX keeps the integer rounding.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define CVT_BF16 1
+#endif
 // UNROLL before a loop over a register array with a constant trip count: an
 // array indexed by a loop variable that is not unrolled lives in local memory.
 #define UNROLL _Pragma("unroll")
@@ -68,6 +76,15 @@ typedef unsigned short bf16_t;
 #define ATOMIC_ADD_U32(p, v) atomicAdd((p), (v))
 
 INLINE float as_float(uint u) { return __uint_as_float(u); }
+#ifdef CVT_BF16
+// cvt_rn_bf16 is f rounded to bf16 by the device (a NaN becomes the canonical
+// NaN: common.h's f32_to_bf16 keeps a NaN's bits itself).
+INLINE bf16_t cvt_rn_bf16(float f) {
+  bf16_t r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+}
+#endif
 // byte_f128(v, j) is 128 + byte j of v (j a constant 0..3), exactly, for a
 // byte below 128 (a 4-bit code): one byte permute puts the byte in the
 // mantissa under the exponent of 128 (bits 0x43000000), where a unit of bit 16
