@@ -453,14 +453,15 @@ KERNEL(qmatmul_mma_multi_conv_bf16,
 // tile of 16 rows of an expert's gate and the same 16 of its up, times the
 // launch's tokens routed to that expert, up to 16 of them (the columns), with
 // qmm_sums_x's numerics: a token's output does not depend on which tokens
-// share its tile or where, so a verify's bits are a step's. Threadgroup g
-// below ceil(Out, 16)·T·K is routed slot ts = g / ceil(Out, 16)'s, for row
-// tile g % ceil(Out, 16); it returns at once unless ts is the first, in slot
-// order, of its 16 slots with its expert (ranks 0, 16, ... among them), whose
-// threadgroup takes them all: an expert's rows are read once for every 16
-// tokens routed to it. The threadgroups past them take the shared expert's
-// rows for 16 tokens each. The first half of the SIMD-groups sums the gate,
-// the second the up, each splitting In alike whatever the tokens.
+// share its tile or where, so a verify's bits are a step's. The first
+// ceil(Is, 16)·ceil(T, 16) threadgroups take the shared expert's rows for 16
+// tokens each; routed threadgroup g (counted after them) is slot ts =
+// g / ceil(Out, 16)'s, for row tile g % ceil(Out, 16); it returns at once
+// unless ts is the first, in slot order, of its 16 slots with its expert
+// (ranks 0, 16, ... among them), whose threadgroup takes them all: an
+// expert's rows are read once for every 16 tokens routed to it. The first
+// half of the SIMD-groups sums the gate, the second the up, each splitting In
+// alike whatever the tokens.
 // launch: grid(ceil(Out, 16) * T * K + ceil(Is, 16) * ceil(T, 16)) group(2 * min(QMM_WARPS / 2, max(1, In / MOE_MMA_IN_PER_WARP)) * 32)
 // requires: bits <= 4
 // requires: 4 <= bits
@@ -494,15 +495,20 @@ KERNEL(moe_up_mma_bf16,
   TG_MEM(float, part, QMM_WARPS * 256);
   TG_MEM(int, members, 16);  // column j's slot (routed) or token (shared)
   int blocks = (Out + 15) / 16, slots = T * K, lane = LANE;
-  bool routed = TGID_X < blocks * slots;
+  // The shared expert's threadgroups come first: they never return early, so
+  // they take the GPU beside the first routed slots' instead of after the
+  // early returns of a verify's repeated experts.
+  int sgroups = (Is + 15) / 16 * ((T + 15) / 16);
+  bool routed = TGID_X >= sgroups;
+  int rg = TGID_X - sgroups;  // the routed threadgroup's index
   int n, o, rows, xdiv;
   ulong stride;  // an output row's length: Out (routed slots) or Is (shared)
   device const uint *gw, *uw;
   device const bf16_t *gsc, *gbi, *usc, *ubi;
   device bf16_t *dst;
   if (routed) {
-    int ts = TGID_X / blocks;
-    o = (TGID_X % blocks) * 16;
+    int ts = rg / blocks;
+    o = (rg % blocks) * 16;
     GRID_WAIT();  // the router's ids
     // The slots with ts's expert, 32 at a time by a ballot: rank counts those
     // before ts; those from ts on are this threadgroup's columns in order.
@@ -533,7 +539,7 @@ KERNEL(moe_up_mma_bf16,
     ubi = up_biases + mat * (ulong)(In / gs);
     dst = out;
   } else {
-    int sblocks = (Is + 15) / 16, u = TGID_X - blocks * slots;
+    int sblocks = (Is + 15) / 16, u = TGID_X;
     int t0 = u / sblocks * 16;
     o = (u % sblocks) * 16;
     if (t0 >= T) return;  // uniform across the threadgroup
