@@ -80,11 +80,8 @@ func (s *speculator) step(context []int32, last int32, room int) (out []int32, p
 		id, err := e.forwardArgmax([]int32{last})
 		return []int32{id}, 0, 0, err
 	}
-	before, err := s.beforeVerify()
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	picks, err := e.forwardArgmaxAll(append([]int32{last}, drafts...))
+	var before *qwen.Snapshot
+	picks, err := e.forwardArgmaxAll(append([]int32{last}, drafts...), s.beforeVerify(&before))
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -100,18 +97,19 @@ func (s *speculator) step(context []int32, last int32, room int) (out []int32, p
 	return append(append([]int32(nil), drafts[:j]...), picks[j]), len(drafts), j, nil
 }
 
-// beforeVerify snapshots the GDN states before a verify and arms the cache
-// to record the verify's GDN inputs (qwen.Cache.ArmRecord), for rollback.
-func (s *speculator) beforeVerify() (*qwen.Snapshot, error) {
+// beforeVerify is a verify's prepare step (Engine.step): it snapshots the
+// GDN states into *before and arms the cache to record the verify's GDN
+// inputs (qwen.Cache.ArmRecord), for rollback. Run in the verify's own call
+// on the device goroutine: a second hand-over to that locked thread cost the
+// GPU idle time between verifies.
+func (s *speculator) beforeVerify(before **qwen.Snapshot) func() error {
 	e := s.e
-	var before *qwen.Snapshot
-	err := e.loop.do(func() (err error) {
-		if before, err = e.cache.SnapshotState(e.ctx); err != nil {
+	return func() (err error) {
+		if *before, err = e.cache.SnapshotState(e.ctx); err != nil {
 			return err
 		}
 		return e.cache.ArmRecord(e.ctx, e.model)
-	})
-	return before, err
+	}
 }
 
 // rollback puts the cache back to before a verify (state snapshot before)
@@ -145,11 +143,12 @@ func (s *speculator) rollback(before *qwen.Snapshot, last int32, kept []int32) e
 	return err
 }
 
-// forwardArgmaxAll runs tokens and returns the device's greedy pick after
-// each of them (argmax over every position's logits).
-func (e *Engine) forwardArgmaxAll(tokens []int32) ([]int32, error) {
+// forwardArgmaxAll runs tokens, after prepare (nil: none) on the device
+// goroutine, and returns the device's greedy pick after each of them (argmax
+// over every position's logits).
+func (e *Engine) forwardArgmaxAll(tokens []int32, prepare func() error) ([]int32, error) {
 	picks := make([]int32, len(tokens))
-	err := e.step(tokens, true, nil, func(logits ops.Tensor) error {
+	err := e.step(tokens, true, prepare, func(logits ops.Tensor) error {
 		rows, err := e.readTopK(logits, len(tokens), 1)
 		for i := range picks {
 			if err == nil {

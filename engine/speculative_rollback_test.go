@@ -39,8 +39,8 @@ func testReplayAfterPartialAccept(t *testing.T) {
 		}
 		run(prompt)
 		s := &speculator{e: e}
-		before, err := s.beforeVerify()
-		if err != nil {
+		var before *qwen.Snapshot
+		if err := e.loop.do(s.beforeVerify(&before)); err != nil {
 			t.Fatal(err)
 		}
 		run(verify)

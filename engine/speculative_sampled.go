@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"bagel/ops"
+	"bagel/qwen"
 )
 
 // Speculative decoding for sampled replies (temperature > 0 with a top-k, the
@@ -41,17 +42,14 @@ func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sam
 		}
 		return []int32{smp.sampleTop(c)}, 0, 0, nil
 	}
-	before, err := s.beforeVerify()
-	if err != nil {
-		return nil, 0, 0, err
-	}
+	var before *qwen.Snapshot
 	var pen [][]int32
 	if penalized(0) != nil {
 		for i := range len(drafts) + 1 {
 			pen = append(pen, penalized(i))
 		}
 	}
-	rows, err := e.forwardTopKAll(append([]int32{last}, drafts...), k, pen, penalty)
+	rows, err := e.forwardTopKAll(append([]int32{last}, drafts...), k, pen, penalty, s.beforeVerify(&before))
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -142,11 +140,18 @@ func (p *sampler) acceptOrResample(ids []int32, probs []float64, d int32) (int32
 // (forwardTopK for each row, in one read).
 //
 // penalized, when not nil, holds each position's repetition window (ids, −1
-// padding, all of one length), whose logits are penalized by penalty first.
-func (e *Engine) forwardTopKAll(tokens []int32, k int, penalized [][]int32, penalty float32) ([]candidates, error) {
+// padding, all of one length), whose logits are penalized by penalty first;
+// before, when not nil, runs first on the device goroutine (a verify's
+// snapshot, speculator.beforeVerify).
+func (e *Engine) forwardTopKAll(tokens []int32, k int, penalized [][]int32, penalty float32, before func() error) ([]candidates, error) {
 	var out []candidates
 	var pen ops.Tensor
 	prepare := func() error { // written before the forward records its launches
+		if before != nil {
+			if err := before(); err != nil {
+				return err
+			}
+		}
 		if len(penalized) == 0 {
 			return nil
 		}
