@@ -60,6 +60,17 @@ type GPUTimer interface {
 	TotalGPUTime() time.Duration
 }
 
+// GPUIdleTimer is an optional Device capability: how long, in total, its
+// queue stood empty between measured units of work, the GPU waiting for the
+// host. before is the gaps before a submit's first unit (the host reading a
+// result, deciding and recording the next work); inside, the gaps between
+// the units of one submit (CUDA: a graph segment launched after the one
+// before it had finished, the host recording it too slowly). CUDA measures
+// it with the events that time its units.
+type GPUIdleTimer interface {
+	GPUIdle() (before, inside time.Duration)
+}
+
 // GridFencer is an optional Device capability: its kernels may find a
 // launch's last threadgroup by a fenced atomic ticket (DEVICE_FENCE and
 // ATOMIC_ADD_U32 in the kernel dialect: qmatmul_router_bf16). CUDA and the

@@ -48,11 +48,13 @@ type benchResult struct {
 	SampledOnDevice        bool    `json:"sampled_on_device"`
 	WeightGBPerSec         float64 `json:"weight_gb_per_s,omitempty"`
 	GPUmsPerToken          float64 `json:"gpu_ms_per_token,omitempty"`
-	HostMsPerToken         float64 `json:"host_ms_per_token,omitempty"` // wall ms a token beyond its GPU ms
-	PrefillGPUms           float64 `json:"prefill_gpu_ms,omitempty"`    // device time to the first token
-	Verifies               int     `json:"verifies,omitempty"`          // speculative steps that verified guesses
-	VerifyMs               float64 `json:"verify_ms,omitempty"`         // wall ms a verify (its drafting excluded)
-	Error                  string  `json:"error,omitempty"`             // why this figure could not be measured
+	HostMsPerToken         float64 `json:"host_ms_per_token,omitempty"`        // wall ms a token beyond its GPU ms
+	IdleMsPerToken         float64 `json:"idle_ms_per_token,omitempty"`        // ms a token the GPU's queue stood empty (CUDA)
+	IdleInsideMsPerToken   float64 `json:"idle_inside_ms_per_token,omitempty"` // of it, between one submit's graph segments
+	PrefillGPUms           float64 `json:"prefill_gpu_ms,omitempty"`           // device time to the first token
+	Verifies               int     `json:"verifies,omitempty"`                 // speculative steps that verified guesses
+	VerifyMs               float64 `json:"verify_ms,omitempty"`                // wall ms a verify (its drafting excluded)
+	Error                  string  `json:"error,omitempty"`                    // why this figure could not be measured
 }
 
 func writeBenchTable(w io.Writer, r *benchReport) {
@@ -127,7 +129,13 @@ func writeVerifyCosts(w io.Writer, rs []benchResult) {
 			}
 		}
 		if step > 0 {
-			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify = %.2f decode steps of %.2f ms\n", label, x.Verifies, x.VerifyMs, x.VerifyMs/step, step)
+			idle := ""
+			if x.IdleMsPerToken > 0 && x.Tokens > 1 {
+				// The reply's idle time (its rare plain steps' included) over its verifies.
+				per := float64(x.Tokens-1) / float64(x.Verifies)
+				idle = fmt.Sprintf("; GPU idle %.3f ms a verify, %.3f of it between graph segments", x.IdleMsPerToken*per, x.IdleInsideMsPerToken*per)
+			}
+			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify = %.2f decode steps of %.2f ms%s\n", label, x.Verifies, x.VerifyMs, x.VerifyMs/step, step, idle)
 		} else {
 			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify\n", label, x.Verifies, x.VerifyMs)
 		}

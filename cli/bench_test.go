@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"bagel/engine"
 	"bagel/internal/testmodel"
 	"bagel/switches"
 )
@@ -200,6 +201,31 @@ func TestBenchTableHostColumn(t *testing.T) {
 	if !strings.Contains(b.String(), "host ms/tok") || !strings.HasSuffix(strings.TrimSpace(greedy), "0.50") ||
 		!strings.HasSuffix(strings.TrimSpace(sampled), "-") {
 		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// TestVerifyLineShowsIdle: the line under the table for an oracle row gives
+// a verify's cost in decode steps and, where the device measured it, the
+// GPU's idle time a verify: the row's idle per token times its tokens per
+// verify (21 tokens, 20 decode steps over 4 verifies: 5 a verify).
+func TestVerifyLineShowsIdle(t *testing.T) {
+	r := &benchReport{Model: "m", Device: "d", Backend: "cuda", Results: []benchResult{
+		{Name: "decode greedy", DecodeTokPerSec: 400},
+		{Name: "decode greedy, oracle drafts of 4", Switch: engine.SwitchSpeculative + "=on", DecodeTokPerSec: 1500,
+			Tokens: 21, Verifies: 4, VerifyMs: 3.25, IdleMsPerToken: 0.06, IdleInsideMsPerToken: 0.01},
+		{Name: "decode greedy, oracle drafts of 2", Switch: engine.SwitchSpeculative + "=on", DecodeTokPerSec: 900,
+			Tokens: 21, Verifies: 7, VerifyMs: 3},
+	}}
+	var b strings.Builder
+	writeBenchTable(&b, r)
+	out := b.String()
+	for _, want := range []string{
+		"decode greedy, oracle drafts of 4: 4 verifies, 3.25 ms a verify = 1.30 decode steps of 2.50 ms; GPU idle 0.300 ms a verify, 0.050 of it between graph segments\n",
+		"decode greedy, oracle drafts of 2: 7 verifies, 3.00 ms a verify = 1.20 decode steps of 2.50 ms\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
 	}
 }
 

@@ -80,7 +80,7 @@ func (e *encoder) Submit() error {
 	e.flush()
 	e.segments = 0
 	if e.start != 0 {
-		e.dev.markEnd(e.start)
+		e.dev.markEnd(e.start, true)
 		e.start = 0
 	}
 	err := e.err
@@ -101,7 +101,7 @@ func (e *encoder) flush() {
 	}
 	start := d.markStart()
 	e.err = d.graphs.run(d, recorded)
-	d.markEnd(start)
+	d.markEnd(start, e.segments == 0)
 }
 
 // flushRecorded launches the open encoder's recorded work before a host-side

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"runtime"
 	"testing"
+	"time"
 
 	"bagel/backend"
 	"bagel/kernels"
@@ -102,5 +103,63 @@ func TestSegmentLimitsGrowToTheSegment(t *testing.T) {
 		if got[n] < got[n-1] || got[n] > 2*got[n-1] {
 			t.Fatalf("segment limits %v: each at most twice the one before, never less", got)
 		}
+	}
+}
+
+// TestGPUIdleCountsTheHostsGaps: a host pause between two submits is idle
+// time before a submit, and a pause between the graph segments of one submit
+// (the host recording slowly) idle time inside it; work launched back to back
+// adds little of either.
+func TestGPUIdleCountsTheHostsGaps(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+	const n, pause = 1 << 16, 30 * time.Millisecond
+	x, _ := dev.Alloc(2 * n)
+	y, _ := dev.Alloc(2 * n)
+	add := func(enc backend.Encoder, count int) {
+		for range count {
+			args := []backend.Arg{backend.Buf(x, 0), backend.Buf(y, 0), backend.Buf(x, 0), backend.Int(n)}
+			grid, group := kernels.Launch("add_bf16", args)
+			enc.Dispatch("add_bf16", grid, group, args...)
+		}
+	}
+	submit := func(enc backend.Encoder) {
+		if err := enc.Submit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 { // the second sight of the sequence builds the graphs
+		enc := dev.Encoder()
+		add(enc, 3*graphFirstSegment)
+		submit(enc)
+	}
+	before0, inside0 := dev.GPUIdle()
+	enc := dev.Encoder()
+	add(enc, 3*graphFirstSegment)
+	submit(enc)
+	before1, inside1 := dev.GPUIdle()
+	time.Sleep(pause)
+	enc = dev.Encoder()
+	add(enc, graphFirstSegment) // the first segment, launched as it fills
+	time.Sleep(pause)
+	add(enc, 2*graphFirstSegment)
+	submit(enc)
+	before2, inside2 := dev.GPUIdle()
+	t.Logf("idle before submits %v, %v after the pause; inside %v, %v after the pause", before1-before0, before2-before1, inside1-inside0, inside2-inside1)
+	if got := before2 - before1; got < pause*2/3 || got > 100*pause {
+		t.Errorf("a %v pause before a submit measured as %v of idle before it", pause, got)
+	}
+	if got := inside1 - inside0; got > pause/3 {
+		t.Errorf("segments launched back to back measured as %v of idle between them", got)
+	}
+	if !dev.useGraphs {
+		return // one measured unit a submit: nothing between segments
+	}
+	if got := inside2 - inside1; got < pause*2/3 || got > 100*pause {
+		t.Errorf("a %v pause between a submit's segments measured as %v of idle between them", pause, got)
 	}
 }

@@ -347,11 +347,28 @@ func (e *Engine) DecodeWeightBytes() int64 { return e.model.DecodeWeightBytes() 
 // gpuTime is the device time the backend has measured in total, where it measures
 // it (Metal's GPUStartTime/GPUEndTime per command buffer).
 func (e *Engine) gpuTime() (time.Duration, bool) {
-	var d time.Duration
-	ok := false
+	c := e.deviceClock()
+	return c.busy, c.timed
+}
+
+// clock is the device's measured totals at one moment: busy (where timed),
+// and the time its queue stood empty waiting for the host (where idleTimed:
+// backend.GPUIdleTimer), before a submit and between its units.
+type clock struct {
+	busy, idleBefore, idleInside time.Duration
+	timed, idleTimed             bool
+}
+
+// deviceClock reads the device's clock on the device goroutine.
+func (e *Engine) deviceClock() clock {
+	var c clock
 	_ = e.loop.do(func() error {
-		d, ok = e.deviceTime()
+		c.busy, c.timed = e.deviceTime()
+		if m, ok := e.dev.(backend.GPUIdleTimer); ok {
+			c.idleBefore, c.idleInside = m.GPUIdle()
+			c.idleTimed = true
+		}
 		return nil
 	})
-	return d, ok
+	return c
 }

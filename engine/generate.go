@@ -81,30 +81,36 @@ type Event struct {
 
 // Stats describe a generation so far.
 type Stats struct {
-	Backend              string
-	BackendReason        string        // why this backend was chosen ("auto: cuda available")
-	GPUTimePerToken      time.Duration // device time per decode token, where the backend measures it (Metal)
-	PrefillGPUTime       time.Duration // device time of the prefill (to the first token), where measured
-	PromptTokens         int
-	ReusedPromptTokens   int // from the prompt cache (0 until it exists)
-	PrefilledTokens      int // of the prompt in the cache so far, reused included (Stats follow each chunk of a long prompt)
-	GeneratedTokens      int
-	TimeToFirstToken     time.Duration
-	PrefillTokensPerSec  float64
-	DecodeTokensPerSec   float64
-	KVLength             int
-	ContextLength        int
-	DispatchesPerToken   float64 // per decode token
-	CommandBuffersPerTok float64
-	GraphLaunchesPerTok  float64       // CUDA graph launches (0 where the backend has none)
-	Speculative          bool          // drafts were proposed and verified (greedy with speculative-ngram)
-	DraftProposed        int           // guesses the drafter proposed
-	DraftAccepted        int           // of those, the ones the model kept
-	Verifies             int           // speculative steps that verified guesses
-	DraftTime            time.Duration // in the drafter, all steps
-	VerifyTime           time.Duration // in the steps that verified guesses (draft excluded)
-	HostSyncsPerToken    float64
-	SampledOnDevice      bool // greedy: the device picked the token, the host read its id only
+	Backend         string
+	BackendReason   string        // why this backend was chosen ("auto: cuda available")
+	GPUTimePerToken time.Duration // device time per decode token, where the backend measures it (Metal)
+	PrefillGPUTime  time.Duration // device time of the prefill (to the first token), where measured
+	// GPUIdlePerToken is the time a decode token the device's queue stood
+	// empty, waiting for the host, where the backend measures it (CUDA);
+	// GPUIdleInsidePerToken, of it, between the units of one submit (graph
+	// segments recorded too slowly) rather than before a submit.
+	GPUIdlePerToken       time.Duration
+	GPUIdleInsidePerToken time.Duration
+	PromptTokens          int
+	ReusedPromptTokens    int // from the prompt cache (0 until it exists)
+	PrefilledTokens       int // of the prompt in the cache so far, reused included (Stats follow each chunk of a long prompt)
+	GeneratedTokens       int
+	TimeToFirstToken      time.Duration
+	PrefillTokensPerSec   float64
+	DecodeTokensPerSec    float64
+	KVLength              int
+	ContextLength         int
+	DispatchesPerToken    float64 // per decode token
+	CommandBuffersPerTok  float64
+	GraphLaunchesPerTok   float64       // CUDA graph launches (0 where the backend has none)
+	Speculative           bool          // drafts were proposed and verified (greedy with speculative-ngram)
+	DraftProposed         int           // guesses the drafter proposed
+	DraftAccepted         int           // of those, the ones the model kept
+	Verifies              int           // speculative steps that verified guesses
+	DraftTime             time.Duration // in the drafter, all steps
+	VerifyTime            time.Duration // in the steps that verified guesses (draft excluded)
+	HostSyncsPerToken     float64
+	SampledOnDevice       bool // greedy: the device picked the token, the host read its id only
 }
 
 // Generate streams the reply to req. The channel closes after EventDone or
@@ -418,7 +424,7 @@ func (g *generation) run(req Request) error {
 	var pending []int32
 	context := slices.Clone(prompt)
 	startCounters := e.Counters()
-	startGPU, _ := e.gpuTime()
+	startClock := e.deviceClock()
 	decodeStart := time.Now()
 	lastStats := time.Now()
 	reason := ""
@@ -427,7 +433,7 @@ func (g *generation) run(req Request) error {
 			st.TimeToFirstToken = time.Since(start)
 			decodeStart = time.Now()
 			startCounters = e.Counters()
-			startGPU, _ = e.gpuTime()
+			startClock = e.deviceClock()
 		}
 		st.GeneratedTokens++
 		history = append(history, id)
@@ -506,7 +512,7 @@ func (g *generation) run(req Request) error {
 		}
 		id, pending = pending[0], pending[1:]
 		if time.Since(lastStats) >= 200*time.Millisecond {
-			g.decodeStats(&st, decodeStart, startCounters, startGPU)
+			g.decodeStats(&st, decodeStart, startCounters, startClock)
 			g.send(Event{Kind: EventStats, Stats: st})
 			lastStats = time.Now()
 		}
@@ -521,14 +527,14 @@ func (g *generation) run(req Request) error {
 			g.send(Event{Kind: EventToken, Text: rest, Thinking: thinking, Token: -1})
 		}
 	}
-	g.decodeStats(&st, decodeStart, startCounters, startGPU)
+	g.decodeStats(&st, decodeStart, startCounters, startClock)
 	g.send(Event{Kind: EventDone, Reason: reason, Stats: st})
 	return nil
 }
 
 // decodeStats fills the decode rate and per-token device counts: the decode steps
 // are the generated tokens after the first (which came from the prefill).
-func (g *generation) decodeStats(st *Stats, decodeStart time.Time, c0 backend.Counters, gpu0 time.Duration) {
+func (g *generation) decodeStats(st *Stats, decodeStart time.Time, c0 backend.Counters, clock0 clock) {
 	steps := st.GeneratedTokens - 1
 	if steps <= 0 {
 		return
@@ -539,8 +545,13 @@ func (g *generation) decodeStats(st *Stats, decodeStart time.Time, c0 backend.Co
 	st.CommandBuffersPerTok = float64(c.CommandBuffers-c0.CommandBuffers) / float64(steps)
 	st.GraphLaunchesPerTok = float64(c.GraphLaunches-c0.GraphLaunches) / float64(steps)
 	st.HostSyncsPerToken = float64(c.HostSyncs-c0.HostSyncs) / float64(steps)
-	if gpu, ok := g.e.gpuTime(); ok {
-		st.GPUTimePerToken = (gpu - gpu0) / time.Duration(steps)
+	now := g.e.deviceClock()
+	if now.timed {
+		st.GPUTimePerToken = (now.busy - clock0.busy) / time.Duration(steps)
+	}
+	if now.idleTimed {
+		st.GPUIdlePerToken = (now.idleBefore + now.idleInside - clock0.idleBefore - clock0.idleInside) / time.Duration(steps)
+		st.GPUIdleInsidePerToken = (now.idleInside - clock0.idleInside) / time.Duration(steps)
 	}
 }
 
@@ -597,6 +608,10 @@ func (s Stats) StatsLine() string {
 	}
 	if s.GPUTimePerToken > 0 {
 		fmt.Fprintf(&b, ", GPU %.2f ms/token", float64(s.GPUTimePerToken.Microseconds())/1000)
+	}
+	if s.GPUIdlePerToken > 0 {
+		fmt.Fprintf(&b, " (idle %.3f ms/token waiting for the host, %.3f of it between graph segments)",
+			float64(s.GPUIdlePerToken.Microseconds())/1000, float64(s.GPUIdleInsidePerToken.Microseconds())/1000)
 	}
 	if s.BackendReason != "" {
 		fmt.Fprintf(&b, " (%s)", s.BackendReason)
