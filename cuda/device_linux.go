@@ -230,7 +230,15 @@ func (d *Device) deviceBytes(b backend.Buffer, off, n int) (*buffer, error) {
 }
 
 // Write copies src into b at off. It is ordered after every launch made so far
-// and returns when src may be reused.
+// and returns when src may be reused. Up to asyncWriteMax bytes it does not
+// wait for the stream: cuMemcpyHtoDAsync from pageable memory (Go's) stages
+// the bytes before it returns and copies them in stream order, where
+// cuMemcpyHtoD (the legacy stream) first waited for every launch before it, so
+// a verify's token upload stood the GPU idle until its state snapshot had run
+// (TestWriteTakesItsBytesAtOnce). Pinned memory would not be staged: the
+// only pinned host memory here, the asynchronous reads' slots, is copied out
+// and never written from. Larger writes (a cache restored from disk) keep the
+// synchronous copy.
 func (d *Device) Write(b backend.Buffer, off int, src []byte) error {
 	buf, err := d.deviceBytes(b, off, len(src))
 	if err != nil {
@@ -242,8 +250,14 @@ func (d *Device) Write(b backend.Buffer, off int, src []byte) error {
 	if err := d.flushRecorded(); err != nil {
 		return err
 	}
+	if len(src) <= asyncWriteMax {
+		return d.drv.check(d.drv.cuMemcpyHtoDAsync(buf.ptr+uint64(off), unsafe.Pointer(&src[0]), uint64(len(src)), d.stream), "cuMemcpyHtoDAsync", "")
+	}
 	return d.drv.check(d.drv.cuMemcpyHtoD(buf.ptr+uint64(off), unsafe.Pointer(&src[0]), uint64(len(src))), "cuMemcpyHtoD", "")
 }
+
+// asyncWriteMax is the largest Write that does not wait for the stream.
+const asyncWriteMax = 1 << 20
 
 // Read waits for the stream, then copies from b at off into dst. A host sync.
 func (d *Device) Read(b backend.Buffer, off int, dst []byte) error {

@@ -38,6 +38,7 @@ type driver struct {
 	cuMemFree                 func(ptr uint64) cuResult
 	cuMemsetD8                func(ptr uint64, v uint8, n uint64) cuResult
 	cuMemcpyHtoD              func(dst uint64, src unsafe.Pointer, n uint64) cuResult
+	cuMemcpyHtoDAsync         func(dst uint64, src unsafe.Pointer, n uint64, stream uintptr) cuResult
 	cuMemcpyDtoH              func(dst unsafe.Pointer, src uint64, n uint64) cuResult
 	cuModuleLoadData          func(mod *uintptr, image unsafe.Pointer) cuResult
 	cuModuleUnload            func(mod uintptr) cuResult
@@ -171,6 +172,7 @@ func loadDriver() (*driver, error) {
 		{&d.cuMemFree, "cuMemFree_v2"},
 		{&d.cuMemsetD8, "cuMemsetD8_v2"},
 		{&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"},
+		{&d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
 		{&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"},
 		{&d.cuModuleLoadData, "cuModuleLoadData"},
 		{&d.cuModuleUnload, "cuModuleUnload"},

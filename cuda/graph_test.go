@@ -163,3 +163,43 @@ func TestGPUIdleCountsTheHostsGaps(t *testing.T) {
 		t.Errorf("a %v pause between a submit's segments measured as %v of idle between them", pause, got)
 	}
 }
+
+// TestWriteTakesItsBytesAtOnce: Write may return before its copy has run on
+// the stream (cuMemcpyHtoDAsync from pageable memory stages the bytes first),
+// so the caller may reuse src at once: the device gets what src held at the
+// call, after the work launched before it.
+func TestWriteTakesItsBytesAtOnce(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+	const n = 1 << 16
+	x, _ := dev.Alloc(2 * n)
+	y, _ := dev.Alloc(2 * n)
+	enc := dev.Encoder()
+	for range 200 { // keep the stream busy while the host writes
+		args := []backend.Arg{backend.Buf(y, 0), backend.Buf(y, 0), backend.Buf(y, 0), backend.Int(n)}
+		grid, group := kernels.Launch("add_bf16", args)
+		enc.Dispatch("add_bf16", grid, group, args...)
+	}
+	if err := enc.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	src := make([]byte, 2*n)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	want := append([]byte(nil), src...)
+	if err := dev.Write(x, 0, src); err != nil {
+		t.Fatal(err)
+	}
+	for i := range src {
+		src[i] = 0xff
+	}
+	got := make([]byte, 2*n)
+	if err := dev.Read(x, 0, got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatal("the device holds bytes written to src after Write returned")
+	}
+}
