@@ -1,0 +1,107 @@
+//go:build linux
+
+package cuda
+
+import (
+	"testing"
+	"unsafe"
+
+	"bagel/backend"
+	"bagel/kernels"
+)
+
+// stubDevice is a Device whose driver calls do nothing and succeed (handles
+// count up), with graphs on: the host's own share of recording, updating and
+// launching, without a GPU.
+func stubDevice() *Device {
+	next := uintptr(0)
+	handle := func(p *uintptr) cuResult { next++; *p = next; return 0 }
+	var ptr uint64 = 1 << 40
+	drv := &driver{
+		cuMemAlloc:          func(p *uint64, n uint64) cuResult { *p = ptr; ptr += (n + 255) &^ 255; return 0 },
+		cuMemsetD8:          func(uint64, uint8, uint64) cuResult { return 0 },
+		cuModuleGetFunction: func(fn *uintptr, _ uintptr, _ string) cuResult { return handle(fn) },
+		cuLaunchKernel: func(uintptr, uint32, uint32, uint32, uint32, uint32, uint32, uint32, uintptr, unsafe.Pointer, unsafe.Pointer) cuResult {
+			return 0
+		},
+		cuEventCreate:       func(ev *uintptr, _ uint32) cuResult { return handle(ev) },
+		cuEventRecord:       func(uintptr, uintptr) cuResult { return 0 },
+		cuEventElapsedTime:  func(ms *float32, _, _ uintptr) cuResult { *ms = 0.01; return 0 },
+		cuStreamSynchronize: func(uintptr) cuResult { return 0 },
+		graphs: &graphAPI{
+			cuGraphCreate: func(g *uintptr, _ uint32) cuResult { return handle(g) },
+			cuGraphAddKernelNode: func(n *uintptr, _ uintptr, _ *uintptr, _ uintptr, _ *kernelNodeParams) cuResult {
+				return handle(n)
+			},
+			cuGraphInstantiateWithFlags:    func(e *uintptr, _ uintptr, _ uint64) cuResult { return handle(e) },
+			cuGraphExecKernelNodeSetParams: func(uintptr, uintptr, *kernelNodeParams) cuResult { return 0 },
+			cuGraphLaunch:                  func(uintptr, uintptr) cuResult { return 0 },
+		},
+	}
+	return &Device{drv: drv, useGraphs: true, major: 9, mod: &module{funcs: map[string]uintptr{}, handle: 1, origin: "stub"}}
+}
+
+// BenchmarkEncoderHost is the CUDA encoder's host work a launch (checks,
+// argument slots, recording, the graph's topology and node updates, its
+// launch) over a decode-like sequence: 416 launches a submit with every
+// kernel's real signature in turn, a position argument changing each submit.
+// The driver is a stub, so what it reports is Bagel's share alone; the
+// driver's (cuGraphExecKernelNodeSetParams, cuGraphLaunch) comes on top.
+func BenchmarkEncoderHost(b *testing.B) {
+	d := stubDevice()
+	buf, err := d.Alloc(1 << 20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sigs := kernels.Signatures()
+	var names []string
+	for name := range sigs {
+		names = append(names, name)
+	}
+	const launches = 416
+	type call struct {
+		kernel string
+		args   []backend.Arg
+	}
+	seq := make([]call, launches)
+	for i := range seq {
+		name := names[i%len(names)]
+		var args []backend.Arg
+		for j, p := range sigs[name].Params {
+			switch {
+			case p.Buffer:
+				args = append(args, backend.Buf(buf, 256*j))
+			case p.Type == "float":
+				args = append(args, backend.Float(1))
+			default:
+				args = append(args, backend.Int(1))
+			}
+		}
+		seq[i] = call{name, args}
+	}
+	grid, group := backend.Dim3{X: 64, Y: 1, Z: 1}, backend.Dim3{X: 128, Y: 1, Z: 1}
+	b.ReportAllocs()
+	step := 0
+	for b.Loop() {
+		step++
+		enc := d.Encoder()
+		for i, c := range seq {
+			if i%13 == 0 { // a position, as attention and the caches take
+				for j, a := range c.args {
+					if a.Kind == backend.ArgInt {
+						c.args[j] = backend.Int(step)
+						break
+					}
+				}
+			}
+			enc.Dispatch(c.kernel, grid, group, c.args...)
+		}
+		if err := enc.Submit(); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*launches), "ns/launch")
+}
