@@ -105,9 +105,10 @@ const (
 	// weight's dequantizing, and an expert's rows are read once for the
 	// tokens routed to it.
 	// Off by default: it pays with speculative decoding and costs a plain
-	// decode step (H200, 35B-A3B, docs/benchmarks.md, fourteenth session:
-	// oracle drafts of 4 at 1442 tok/s against 869 without it, a verify of 5
-	// tokens 3.44 ms against 5.71; plain decode 404 against 490 tok/s).
+	// decode step (H200, 35B-A3B, docs/benchmarks.md, fifteenth session,
+	// medians of three rounds: oracle drafts of 4 at 1513 tok/s against 882
+	// without it, a verify of 5 tokens 3.28 ms against 5.63; plain decode
+	// 404 against 500 tok/s).
 	SwitchTiledGEMV = "tiled-gemv"
 )
 
