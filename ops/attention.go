@@ -8,9 +8,13 @@ import (
 // SplitQGate splits the gated q projection, laid out per head as [q_h | gate_h]:
 // src bf16 [T, H, 2D] → q, gate bf16 [T, H, D].
 func SplitQGate(c *Ctx, src, q, gate Tensor) {
-	check(len(q.Shape) == 3, "split_qgate: q %v", q)
+	if len(q.Shape) != 3 {
+		fail("split_qgate: q %v", q)
+	}
 	t, h, d := q.Shape[0], q.Shape[1], q.Shape[2]
-	check(src.Elements() == 2*t*h*d && gate.Elements() == t*h*d, "split_qgate: src %v q %v gate %v", src, q, gate)
+	if !(src.Elements() == 2*t*h*d && gate.Elements() == t*h*d) {
+		fail("split_qgate: src %v q %v gate %v", src, q, gate)
+	}
 	c.dispatch("split_qgate_bf16", src.Arg(), q.Arg(), gate.Arg(), backend.Int(t), backend.Int(h), backend.Int(d))
 }
 
@@ -18,7 +22,9 @@ func SplitQGate(c *Ctx, src, q, gate Tensor) {
 // (NeoX halves), token t at position pos0+t.
 func RoPE(c *Ctx, x Tensor, rotDims, pos0 int, theta float32) {
 	checkDType("rope x", x, backend.BF16)
-	check(len(x.Shape) == 3 && rotDims%2 == 0 && rotDims <= x.Shape[2], "rope: x %v rotDims %d", x, rotDims)
+	if !(len(x.Shape) == 3 && rotDims%2 == 0 && rotDims <= x.Shape[2]) {
+		fail("rope: x %v rotDims %d", x, rotDims)
+	}
 	c.dispatch("rope_neox_bf16", x.Arg(), backend.Int(x.Shape[0]), backend.Int(x.Shape[1]), backend.Int(x.Shape[2]),
 		backend.Int(rotDims), backend.Int(pos0), backend.Float(theta))
 }
@@ -35,14 +41,19 @@ func AttnPrep(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache Tensor, ro
 // attnPrepArgs checks AttnPrep's arguments and lays them out: the nine
 // buffers, then T, Hq, Hkv, D, rotDims, pos0, Cap, theta, eps.
 func attnPrepArgs(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache Tensor, rotDims, pos0 int, theta, eps float32) []backend.Arg {
-	check(len(q.Shape) == 3 && len(k.Shape) == 3 && len(kCache.Shape) == 3, "attn_prep: q %v k %v cache %v", q, k, kCache)
+	if !(len(q.Shape) == 3 && len(k.Shape) == 3 && len(kCache.Shape) == 3) {
+		fail("attn_prep: q %v k %v cache %v", q, k, kCache)
+	}
 	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
 	hkv, capacity := k.Shape[1], kCache.Shape[1]
-	check(qp.Elements() == 2*t*hq*d && gate.Elements() == t*hq*d && k.Shape[0] == t && k.Shape[2] == d &&
+	if !(qp.Elements() == 2*t*hq*d && gate.Elements() == t*hq*d && k.Shape[0] == t && k.Shape[2] == d &&
 		v.Elements() == k.Elements() && kCache.Shape[0] == hkv && kCache.Shape[2] == d && vCache.Elements() == kCache.Elements() &&
-		qNorm.Elements() == d && kNorm.Elements() == d,
-		"attn_prep: qp %v q %v gate %v k %v v %v cache %v", qp, q, gate, k, v, kCache)
-	check(rotDims%2 == 0 && rotDims <= d && pos0+t <= capacity, "attn_prep: rotDims %d, %d tokens at %d in %d", rotDims, t, pos0, capacity)
+		qNorm.Elements() == d && kNorm.Elements() == d) {
+		fail("attn_prep: qp %v q %v gate %v k %v v %v cache %v", qp, q, gate, k, v, kCache)
+	}
+	if !(rotDims%2 == 0 && rotDims <= d && pos0+t <= capacity) {
+		fail("attn_prep: rotDims %d, %d tokens at %d in %d", rotDims, t, pos0, capacity)
+	}
 	return c.args(qp.Arg(), k.Arg(), v.Arg(), qNorm.Arg(), kNorm.Arg(), q.Arg(), gate.Arg(), kCache.Arg(), vCache.Arg(),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(rotDims), backend.Int(pos0),
 		backend.Int(capacity), backend.Float(theta), backend.Float(eps))
@@ -53,11 +64,17 @@ var AttnPrepMaxD = kernels.Defines()["ATTN_PREP_THREADS"]
 
 // KVAppend writes k, v bf16 [T, Hkv, D] into the caches bf16 [Hkv, Cap, D] at pos0.
 func KVAppend(c *Ctx, k, v, kCache, vCache Tensor, pos0 int) {
-	check(len(k.Shape) == 3 && len(kCache.Shape) == 3, "kv_append: k %v cache %v", k, kCache)
+	if !(len(k.Shape) == 3 && len(kCache.Shape) == 3) {
+		fail("kv_append: k %v cache %v", k, kCache)
+	}
 	t, h, d := k.Shape[0], k.Shape[1], k.Shape[2]
 	capacity := kCache.Shape[1]
-	check(kCache.Shape[0] == h && kCache.Shape[2] == d && v.Elements() == k.Elements(), "kv_append: k %v v %v cache %v", k, v, kCache)
-	check(pos0+t <= capacity, "kv_append: %d tokens at %d exceed capacity %d", t, pos0, capacity)
+	if !(kCache.Shape[0] == h && kCache.Shape[2] == d && v.Elements() == k.Elements()) {
+		fail("kv_append: k %v v %v cache %v", k, v, kCache)
+	}
+	if !(pos0+t <= capacity) {
+		fail("kv_append: %d tokens at %d exceed capacity %d", t, pos0, capacity)
+	}
 	c.dispatch("kv_append_bf16", k.Arg(), v.Arg(), kCache.Arg(), vCache.Arg(),
 		backend.Int(t), backend.Int(h), backend.Int(d), backend.Int(capacity), backend.Int(pos0))
 }
@@ -71,11 +88,17 @@ func Attention(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) 
 // attentionArgs checks the arguments of Attention (and AttentionFlash) and
 // lays them out: q, the caches, out, then T, Hq, Hkv, D, Cap, kvLen, scale.
 func attentionArgs(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) []backend.Arg {
-	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
+	if !(len(q.Shape) == 3 && len(kCache.Shape) == 3) {
+		fail("attention: q %v cache %v", q, kCache)
+	}
 	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
 	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
-	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
-	check(kvLen >= t && kvLen <= capacity, "attention: kvLen %d for %d queries, capacity %d", kvLen, t, capacity)
+	if !(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements()) {
+		fail("attention: q %v cache %v out %v", q, kCache, out)
+	}
+	if !(kvLen >= t && kvLen <= capacity) {
+		fail("attention: kvLen %d for %d queries, capacity %d", kvLen, t, capacity)
+	}
 	return c.args(q.Arg(), kCache.Arg(), vCache.Arg(), out.Arg(),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen), backend.Float(scale))
 }
@@ -87,7 +110,9 @@ func attentionArgs(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float
 // with the values, so the result differs from Attention's by bf16 noise. Use it
 // where FlashAttention says the device runs its tiles.
 func AttentionFlash(c *Ctx, q, kCache, vCache, out Tensor, kvLen int, scale float32) {
-	check(len(q.Shape) == 3 && q.Shape[2] <= flashMaxD, "attention: q %v, the tiled kernel takes heads of at most %d", q, flashMaxD)
+	if !(len(q.Shape) == 3 && q.Shape[2] <= flashMaxD) {
+		fail("attention: q %v, the tiled kernel takes heads of at most %d", q, flashMaxD)
+	}
 	c.dispatch("attention_flash_bf16", attentionArgs(c, q, kCache, vCache, out, kvLen, scale)...)
 }
 
@@ -109,7 +134,9 @@ var flashMaxD = kernels.Defines()["FA_MAX_D"]
 // [T, Hq, splits, D+2] (SplitKVScratch).
 func AttentionSplitKV(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int, scale float32, splits int) {
 	hq, hkv, args := splitKVArgs(c, q, kCache, vCache, out, partial, kvLen, scale, splits)
-	check(SplitKVFits(hq, hkv), "attention: %d q-heads over %d kv-heads, more than %d per kv-head", hq, hkv, attnMaxGroup)
+	if !SplitKVFits(hq, hkv) {
+		fail("attention: %d q-heads over %d kv-heads, more than %d per kv-head", hq, hkv, attnMaxGroup)
+	}
 	c.dispatch("attention_split_f32", args...)
 	splitKVMerge(c, q, out, partial, splits)
 }
@@ -118,14 +145,22 @@ func AttentionSplitKV(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int,
 // q-heads, the kv-heads and its first half's arguments (q, caches, partial |
 // T, Hq, Hkv, D, capacity, kvLen, splits, scale).
 func splitKVArgs(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int, scale float32, splits int) (hq, hkv int, args []backend.Arg) {
-	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention: q %v cache %v", q, kCache)
+	if !(len(q.Shape) == 3 && len(kCache.Shape) == 3) {
+		fail("attention: q %v cache %v", q, kCache)
+	}
 	t, d := q.Shape[0], q.Shape[2]
 	hq, hkv = q.Shape[1], kCache.Shape[0]
 	capacity := kCache.Shape[1]
-	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements(), "attention: q %v cache %v out %v", q, kCache, out)
-	check(kvLen >= t && kvLen <= capacity && splits >= 1, "attention: kvLen %d for %d queries, capacity %d, %d splits", kvLen, t, capacity, splits)
+	if !(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements()) {
+		fail("attention: q %v cache %v out %v", q, kCache, out)
+	}
+	if !(kvLen >= t && kvLen <= capacity && splits >= 1) {
+		fail("attention: kvLen %d for %d queries, capacity %d, %d splits", kvLen, t, capacity, splits)
+	}
 	checkDType("attention partial", partial, backend.F32)
-	check(partial.Elements() == t*hq*splits*(d+2), "attention: partial %v for %d splits", partial, splits)
+	if partial.Elements() != t*hq*splits*(d+2) {
+		fail("attention: partial %v for %d splits", partial, splits)
+	}
 	return hq, hkv, append(c.args(q.Arg(), kCache.Arg(), vCache.Arg(), partial.Arg()),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen),
 		backend.Int(splits), backend.Float(scale))
@@ -144,7 +179,9 @@ func splitKVMerge(c *Ctx, q, out, partial Tensor, splits int) {
 func AttentionSplitKVTiled(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int, scale float32, splits int) {
 	hq, hkv, args := splitKVArgs(c, q, kCache, vCache, out, partial, kvLen, scale, splits)
 	t, d := q.Shape[0], q.Shape[2]
-	check(t*hq <= hkv*flashRows && d <= flashMaxD, "attention: %d queries × %d q-heads over %d kv-heads of %d: more than the tiled kernel takes", t, hq, hkv, d)
+	if !(t*hq <= hkv*flashRows && d <= flashMaxD) {
+		fail("attention: %d queries × %d q-heads over %d kv-heads of %d: more than the tiled kernel takes", t, hq, hkv, d)
+	}
 	c.dispatch("attention_split_mma_f32", args...)
 	splitKVMerge(c, q, out, partial, splits)
 }

@@ -5,7 +5,9 @@ import "bagel/backend"
 func elementwise(c *Ctx, name string, a, b, out Tensor) {
 	checkDType(name+" a", a, backend.BF16)
 	n := a.Elements()
-	check(b.Elements() == n && out.Elements() == n, "%s: %v %v → %v", name, a, b, out)
+	if !(b.Elements() == n && out.Elements() == n) {
+		fail("%s: %v %v → %v", name, a, b, out)
+	}
 	c.dispatch(name, a.Arg(), b.Arg(), out.Arg(), backend.Int(n))
 }
 
@@ -22,7 +24,8 @@ func SwiGLU(c *Ctx, gate, up, out Tensor) { elementwise(c, "swiglu_bf16", gate, 
 // one gate logit per token, gate bf16 [T] (the shared-expert gate).
 func AddSigmoidScaled(c *Ctx, x, y, gate, out Tensor) {
 	t := gate.Elements()
-	check(t > 0 && x.Elements()%t == 0 && y.Elements() == x.Elements() && out.Elements() == x.Elements(),
-		"add_sigmoid_scaled: x %v y %v gate %v", x, y, gate)
+	if !(t > 0 && x.Elements()%t == 0 && y.Elements() == x.Elements() && out.Elements() == x.Elements()) {
+		fail("add_sigmoid_scaled: x %v y %v gate %v", x, y, gate)
+	}
 	c.dispatch("add_sigmoid_scaled_bf16", x.Arg(), y.Arg(), gate.Arg(), out.Arg(), backend.Int(t), backend.Int(x.Elements()/t))
 }

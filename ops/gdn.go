@@ -9,10 +9,13 @@ import (
 // the last K−1 input rows of earlier calls in state bf16 [K−1, C] (updated), weight
 // bf16 [C, K]; out bf16 [T, C] = silu(conv).
 func Conv1dSiLU(c *Ctx, x, state, w, out Tensor, kernelSize int) {
-	check(len(x.Shape) == 2, "conv1d: x %v", x)
+	if len(x.Shape) != 2 {
+		fail("conv1d: x %v", x)
+	}
 	t, ch := x.Shape[0], x.Shape[1]
-	check(state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize && out.Elements() == t*ch,
-		"conv1d: x %v state %v w %v out %v", x, state, w, out)
+	if !(state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize && out.Elements() == t*ch) {
+		fail("conv1d: x %v state %v w %v out %v", x, state, w, out)
+	}
 	c.dispatch("conv1d_silu_bf16", x.Arg(), state.Arg(), w.Arg(), out.Arg(), backend.Int(t), backend.Int(ch), backend.Int(kernelSize))
 }
 
@@ -22,8 +25,9 @@ func GDNGates(c *Ctx, a, b, aLog, dtBias, g, beta Tensor) {
 	checkDType("gdn_gates aLog", aLog, backend.F32)
 	hv := aLog.Elements()
 	t := a.Elements() / hv
-	check(a.Elements() == t*hv && b.Elements() == t*hv && g.Elements() == t*hv && beta.Elements() == t*hv && dtBias.Elements() == hv,
-		"gdn_gates: a %v b %v aLog %v", a, b, aLog)
+	if !(a.Elements() == t*hv && b.Elements() == t*hv && g.Elements() == t*hv && beta.Elements() == t*hv && dtBias.Elements() == hv) {
+		fail("gdn_gates: a %v b %v aLog %v", a, b, aLog)
+	}
 	c.dispatch("gdn_gates_bf16", a.Arg(), b.Arg(), aLog.Arg(), dtBias.Arg(), g.Arg(), beta.Arg(), backend.Int(t), backend.Int(hv))
 }
 
@@ -45,9 +49,10 @@ func GDNRecurrence(c *Ctx, conv, a, b, aLog, dtBias, state, out Tensor, s GDNSha
 	checkDType("gdn state", state, backend.F32)
 	checkDType("gdn_recurrence aLog", aLog, backend.F32)
 	t := a.Elements() / s.Hv
-	check(conv.Elements() == t*s.ConvDim() && a.Elements() == t*s.Hv && b.Elements() == t*s.Hv && aLog.Elements() == s.Hv &&
-		dtBias.Elements() == s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv,
-		"gdn_recurrence: conv %v a %v b %v state %v out %v shape %+v", conv, a, b, state, out, s)
+	if !(conv.Elements() == t*s.ConvDim() && a.Elements() == t*s.Hv && b.Elements() == t*s.Hv && aLog.Elements() == s.Hv &&
+		dtBias.Elements() == s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv) {
+		fail("gdn_recurrence: conv %v a %v b %v state %v out %v shape %+v", conv, a, b, state, out, s)
+	}
 	normed := 0
 	if t > gdnInlineNormTokens {
 		c.dispatch("gdn_qk_norm_bf16", conv.Arg(), backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv))
@@ -73,10 +78,11 @@ func GDNStep(c *Ctx, conv, a, b, aLog, dtBias, state, z, norm, out Tensor, s GDN
 	checkDType("gdn state", state, backend.F32)
 	checkDType("gdn_step aLog", aLog, backend.F32)
 	t := a.Elements() / s.Hv
-	check(conv.Elements() == t*s.ConvDim() && a.Elements() == t*s.Hv && b.Elements() == t*s.Hv && dtBias.Elements() == s.Hv &&
+	if !(conv.Elements() == t*s.ConvDim() && a.Elements() == t*s.Hv && b.Elements() == t*s.Hv && dtBias.Elements() == s.Hv &&
 		aLog.Elements() == s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && z.Elements() == t*s.Hv*s.Dv &&
-		norm.Elements() == s.Dv && out.Elements() == t*s.Hv*s.Dv && s.Dk <= GDNStepMaxDk && s.Dv <= GDNStepMaxDv,
-		"gdn_step: conv %v a %v b %v state %v z %v norm %v out %v shape %+v", conv, a, b, state, z, norm, out, s)
+		norm.Elements() == s.Dv && out.Elements() == t*s.Hv*s.Dv && s.Dk <= GDNStepMaxDk && s.Dv <= GDNStepMaxDv) {
+		fail("gdn_step: conv %v a %v b %v state %v z %v norm %v out %v shape %+v", conv, a, b, state, z, norm, out, s)
+	}
 	c.dispatch("gdn_step_bf16", conv.Arg(), a.Arg(), b.Arg(), aLog.Arg(), dtBias.Arg(), state.Arg(), z.Arg(), norm.Arg(), out.Arg(),
 		backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv), backend.Float(eps))
 }
@@ -116,10 +122,15 @@ func GDNChunked(c *Ctx, conv, g, beta, prep, state, out Tensor, s GDNShape) {
 	checkDType("gdn prep", prep, backend.F32)
 	t := g.Elements() / s.Hv
 	shape := GDNPrepShape(t, s.Hv)
-	check(s.Dk <= GDNChunkMaxDk, "gdn_chunk: Dk %d > %d", s.Dk, GDNChunkMaxDk)
-	check(prep.Elements() >= shape[0]*shape[1]*shape[2], "gdn_chunk: prep %v for %v", prep, shape)
-	check(conv.Elements() == t*s.ConvDim() && beta.Elements() == t*s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv,
-		"gdn_chunk: conv %v g %v state %v out %v shape %+v", conv, g, state, out, s)
+	if !(s.Dk <= GDNChunkMaxDk) {
+		fail("gdn_chunk: Dk %d > %d", s.Dk, GDNChunkMaxDk)
+	}
+	if !(prep.Elements() >= shape[0]*shape[1]*shape[2]) {
+		fail("gdn_chunk: prep %v for %v", prep, shape)
+	}
+	if !(conv.Elements() == t*s.ConvDim() && beta.Elements() == t*s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv) {
+		fail("gdn_chunk: conv %v g %v state %v out %v shape %+v", conv, g, state, out, s)
+	}
 	dims := [...]backend.Arg{backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv)}
 	c.dispatch("gdn_qk_norm_bf16", append(c.args(conv.Arg()), dims[:]...)...)
 	c.dispatch("gdn_chunk_prep_f32", append(c.args(conv.Arg(), g.Arg(), beta.Arg(), prep.Arg()), dims[:]...)...)

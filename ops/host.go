@@ -56,7 +56,9 @@ func WrapHostAligned(c *Ctx, data []byte, anchor int) (Tensor, error) {
 // View is a typed tensor at byte offset off of base's buffer.
 func View(base Tensor, off int, dtype backend.DType, shape []int) Tensor {
 	t := Tensor{Buf: base.Buf, Off: base.Off + off, DType: dtype, Shape: append([]int(nil), shape...)}
-	check(t.Off+t.Bytes() <= base.Buf.Len(), "view %v at %d past buffer of %d bytes", t, t.Off, base.Buf.Len())
+	if !(t.Off+t.Bytes() <= base.Buf.Len()) {
+		fail("view %v at %d past buffer of %d bytes", t, t.Off, base.Buf.Len())
+	}
 	return t
 }
 
@@ -157,7 +159,9 @@ func ReadBytesAsync(c *Ctx, t Tensor) (backend.PendingRead, error) {
 // WriteInt32 copies host ids into an i32 tensor.
 func WriteInt32(c *Ctx, t Tensor, v []int32) error {
 	checkDType("write ids", t, backend.I32)
-	check(len(v) == t.Elements(), "write ids: %d values into %v", len(v), t)
+	if len(v) != t.Elements() {
+		fail("write ids: %d values into %v", len(v), t)
+	}
 	raw := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(raw[4*i:], uint32(x))
@@ -168,7 +172,9 @@ func WriteInt32(c *Ctx, t Tensor, v []int32) error {
 // WriteBytes copies raw little-endian elements into t (a cache restored from a
 // host snapshot).
 func WriteBytes(c *Ctx, t Tensor, data []byte) error {
-	check(len(data) == t.Bytes(), "write %v: %d bytes given", t, len(data))
+	if len(data) != t.Bytes() {
+		fail("write %v: %d bytes given", t, len(data))
+	}
 	return c.Dev.Write(t.Buf, t.Off, data)
 }
 
@@ -194,8 +200,9 @@ func CopyAligned(c *Ctx, src, dst Tensor) {
 
 func copyWords(c *Ctx, src, dst Tensor, kernel string) {
 	n := src.Bytes()
-	check(dst.Bytes() == n && n%4 == 0 && src.Off%4 == 0 && dst.Off%4 == 0,
-		"copy: %v at %d to %v at %d (4-byte words)", src, src.Off, dst, dst.Off)
+	if !(dst.Bytes() == n && n%4 == 0 && src.Off%4 == 0 && dst.Off%4 == 0) {
+		fail("copy: %v at %d to %v at %d (4-byte words)", src, src.Off, dst, dst.Off)
+	}
 	if n == 0 {
 		return
 	}
@@ -205,7 +212,9 @@ func copyWords(c *Ctx, src, dst Tensor, kernel string) {
 // Fill records t = 0 on the device (a multiple of 4 bytes at a 4-byte aligned offset).
 func Fill(c *Ctx, t Tensor) {
 	n := t.Bytes()
-	check(n%4 == 0 && t.Off%4 == 0, "fill: %v at %d (4-byte words)", t, t.Off)
+	if !(n%4 == 0 && t.Off%4 == 0) {
+		fail("fill: %v at %d (4-byte words)", t, t.Off)
+	}
 	if n == 0 {
 		return
 	}

@@ -8,7 +8,9 @@ func RMSNorm(c *Ctx, x, w, out Tensor, eps float32) {
 	checkDType("rms_norm x", x, backend.BF16)
 	checkDType("rms_norm w", w, backend.BF16)
 	n := w.Elements()
-	check(x.Elements()%n == 0 && out.Elements() == x.Elements(), "rms_norm: x %v w %v out %v", x, w, out)
+	if !(x.Elements()%n == 0 && out.Elements() == x.Elements()) {
+		fail("rms_norm: x %v w %v out %v", x, w, out)
+	}
 	r := x.Elements() / n
 	c.dispatch("rms_norm_bf16", x.Arg(), w.Arg(), out.Arg(), backend.Int(r), backend.Int(n), backend.Float(eps))
 }
@@ -18,8 +20,9 @@ func RMSNorm(c *Ctx, x, w, out Tensor, eps float32) {
 func RMSNormGated(c *Ctx, x, z, w, out Tensor, eps float32) {
 	checkDType("rms_norm_gated x", x, backend.BF16)
 	n := w.Elements()
-	check(x.Elements()%n == 0 && z.Elements() == x.Elements() && out.Elements() == x.Elements(),
-		"rms_norm_gated: x %v z %v w %v out %v", x, z, w, out)
+	if !(x.Elements()%n == 0 && z.Elements() == x.Elements() && out.Elements() == x.Elements()) {
+		fail("rms_norm_gated: x %v z %v w %v out %v", x, z, w, out)
+	}
 	r := x.Elements() / n
 	c.dispatch("rms_norm_gated_bf16", x.Arg(), z.Arg(), w.Arg(), out.Arg(), backend.Int(r), backend.Int(n), backend.Float(eps))
 }
@@ -32,12 +35,13 @@ func AddRMSNorm(c *Ctx, a, b, w, sum, out Tensor, eps float32) {
 		what string
 		t    Tensor
 	}{{"a", a}, {"b", b}, {"w", w}, {"sum", sum}, {"out", out}} {
-		checkDType("add_rms_norm "+t.what, t.t, backend.BF16)
+		checkDTypeIn("add_rms_norm", t.what, t.t, backend.BF16)
 	}
 	n := w.Elements()
 	e := a.Elements()
-	check(n%2 == 0 && e%n == 0 && b.Elements() == e && sum.Elements() == e && out.Elements() == e,
-		"add_rms_norm: a %v b %v w %v sum %v out %v", a, b, w, sum, out)
+	if !(n%2 == 0 && e%n == 0 && b.Elements() == e && sum.Elements() == e && out.Elements() == e) {
+		fail("add_rms_norm: a %v b %v w %v sum %v out %v", a, b, w, sum, out)
+	}
 	c.dispatch("add_rms_norm_bf16", a.Arg(), b.Arg(), w.Arg(), sum.Arg(), out.Arg(),
 		backend.Int(e/n), backend.Int(n), backend.Float(eps))
 }

@@ -13,7 +13,9 @@ func Embed(c *Ctx, ids Tensor, emb QLinear, out Tensor) {
 	checkDType("embed ids", ids, backend.I32)
 	checkDType("embed out", out, backend.BF16)
 	t := ids.Elements()
-	check(out.Elements() == t*emb.In, "embed: out %v for %d ids of width %d", out, t, emb.In)
+	if out.Elements() != t*emb.In {
+		fail("embed: out %v for %d ids of width %d", out, t, emb.In)
+	}
 	args := emb.appendArgs(c.args(ids.Arg()))
 	c.dispatch("embed_dequant_bf16", append(args, out.Arg(), backend.Int(t), backend.Int(emb.In), backend.Int(emb.Bits), backend.Int(emb.GroupSize))...)
 }
@@ -30,7 +32,9 @@ func QMatmul(c *Ctx, x Tensor, w QLinear, out Tensor) {
 // speculative verify agree. Use it where TiledGEMV says it fits; its bits
 // differ from QMatmul's by the order of f32 sums.
 func QMatmulTiled(c *Ctx, x Tensor, w QLinear, out Tensor) {
-	check(TiledGEMV(c, w), "qmatmul %s: the tiled GEMV takes 4-bit weights in groups of 64 or 128 on a device with matrix units, not %d-bit in groups of %d", w.Name, w.Bits, w.GroupSize)
+	if !TiledGEMV(c, w) {
+		fail("qmatmul %s: the tiled GEMV takes 4-bit weights in groups of 64 or 128 on a device with matrix units, not %d-bit in groups of %d", w.Name, w.Bits, w.GroupSize)
+	}
 	qmatmul(c, x, w, out, "qmatmul_mma_bf16")
 }
 
@@ -53,17 +57,27 @@ func TiledGEMVs(c *Ctx) bool {
 // qmatmul dispatches kernel (a qmatmul_bf16 or its _f32 twin by out's dtype).
 func qmatmul(c *Ctx, x Tensor, w QLinear, out Tensor, kernel string) {
 	checkDType("qmatmul x", x, backend.BF16)
-	check(w.Experts == 0, "qmatmul: %s is a stacked expert weight", w.Name)
-	check(x.Elements()%w.In == 0, "qmatmul %s: x %v, In %d", w.Name, x, w.In)
-	check(x.Off%4 == 0, "qmatmul %s: x at byte offset %d: the kernel reads x as 4-byte words", w.Name, x.Off)
+	if w.Experts != 0 {
+		fail("qmatmul: %s is a stacked expert weight", w.Name)
+	}
+	if x.Elements()%w.In != 0 {
+		fail("qmatmul %s: x %v, In %d", w.Name, x, w.In)
+	}
+	if x.Off%4 != 0 {
+		fail("qmatmul %s: x at byte offset %d: the kernel reads x as 4-byte words", w.Name, x.Off)
+	}
 	t := x.Elements() / w.In
-	check(out.Elements() == t*w.Out, "qmatmul %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
+	if out.Elements() != t*w.Out {
+		fail("qmatmul %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
+	}
 	switch out.DType {
 	case backend.BF16:
 	case backend.F32:
 		kernel += "_f32"
 	default:
-		check(false, "qmatmul %s: out dtype %v", w.Name, out.DType)
+		if !false {
+			fail("qmatmul %s: out dtype %v", w.Name, out.DType)
+		}
 	}
 	args := w.appendArgs(c.args(x.Arg()))
 	args = append(args, out.Arg(), backend.Int(t), backend.Int(w.In), backend.Int(w.Out), backend.Int(w.Bits), backend.Int(w.GroupSize))
@@ -77,17 +91,27 @@ func QMatmulGather(c *Ctx, x, ids Tensor, w QLinear, out Tensor, perSlot bool) {
 	checkDType("gather x", x, backend.BF16)
 	checkDType("gather ids", ids, backend.I32)
 	checkDType("gather out", out, backend.BF16)
-	check(w.Experts > 0, "gather: %s is not a stacked expert weight", w.Name)
-	check(len(ids.Shape) == 2, "gather: ids %v", ids)
+	if !(w.Experts > 0) {
+		fail("gather: %s is not a stacked expert weight", w.Name)
+	}
+	if len(ids.Shape) != 2 {
+		fail("gather: ids %v", ids)
+	}
 	t, k := ids.Shape[0], ids.Shape[1]
 	xRows := t
 	xPerSlot := 0
 	if perSlot {
 		xRows, xPerSlot = t*k, 1
 	}
-	check(x.Elements() == xRows*w.In, "gather %s: x %v", w.Name, x)
-	check(x.Off%4 == 0, "gather %s: x at byte offset %d: the kernel reads x as 4-byte words", w.Name, x.Off)
-	check(out.Elements() == t*k*w.Out, "gather %s: out %v", w.Name, out)
+	if x.Elements() != xRows*w.In {
+		fail("gather %s: x %v", w.Name, x)
+	}
+	if x.Off%4 != 0 {
+		fail("gather %s: x at byte offset %d: the kernel reads x as 4-byte words", w.Name, x.Off)
+	}
+	if out.Elements() != t*k*w.Out {
+		fail("gather %s: out %v", w.Name, out)
+	}
 	args := w.appendArgs(c.args(x.Arg(), ids.Arg()))
 	args = append(args, out.Arg(), backend.Int(t), backend.Int(k), backend.Int(w.In), backend.Int(w.Out),
 		backend.Int(w.Bits), backend.Int(w.GroupSize), backend.Int(xPerSlot))
@@ -108,7 +132,9 @@ func QMatmulMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
 // outputs are the same bits whatever the launch's other tokens. Use it where
 // TiledGEMVs says the device runs it.
 func QMatmulMultiTiled(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
-	check(TiledGEMVs(c), "qmatmul_multi %s: the tiled GEMV needs a device with matrix units", ws[0].Name)
+	if !TiledGEMVs(c) {
+		fail("qmatmul_multi %s: the tiled GEMV needs a device with matrix units", ws[0].Name)
+	}
 	_, args := multiArgs(c, x, ws, outs)
 	c.dispatch("qmatmul_mma_multi_bf16", args...)
 }
@@ -137,7 +163,9 @@ func AddNormFits(in int) bool { return in%2 == 0 }
 // ws), In], each row one threadgroup's own (it norms its token itself), their
 // first T rows h and n.
 func QMatmulAddNorm(c *Ctx, x, branch, w, hs, ns Tensor, eps float32, ws []QLinear, outs []Tensor) {
-	check(len(ws) == 1 || len(ws) == 2, "qmatmul_addnorm: %d weights, want 1 or 2", len(ws))
+	if !(len(ws) == 1 || len(ws) == 2) {
+		fail("qmatmul_addnorm: %d weights, want 1 or 2", len(ws))
+	}
 	in := ws[0].In
 	t := x.Elements() / in
 	slots := AddNormSlots(t, ws)
@@ -146,11 +174,14 @@ func QMatmulAddNorm(c *Ctx, x, branch, w, hs, ns Tensor, eps float32, ws []QLine
 		t    Tensor
 		n    int
 	}{{"x", x, t * in}, {"branch", branch, t * in}, {"w", w, in}, {"hs", hs, slots * in}, {"ns", ns, slots * in}} {
-		checkDType("qmatmul_addnorm "+v.what, v.t, backend.BF16)
-		check(v.t.Elements() == v.n && (v.t.Off%4 == 0 || v.what == "w"),
-			"qmatmul_addnorm %s: %v at offset %d, want %d elements 4-byte aligned", v.what, v.t, v.t.Off, v.n)
+		checkDTypeIn("qmatmul_addnorm", v.what, v.t, backend.BF16)
+		if !(v.t.Elements() == v.n && (v.t.Off%4 == 0 || v.what == "w")) {
+			fail("qmatmul_addnorm %s: %v at offset %d, want %d elements 4-byte aligned", v.what, v.t, v.t.Off, v.n)
+		}
 	}
-	check(AddNormFits(in), "qmatmul_addnorm: In %d is odd", in)
+	if !AddNormFits(in) {
+		fail("qmatmul_addnorm: In %d is odd", in)
+	}
 	// multiArgs lays out x, four slots (an unused one repeating slot 0), T, In,
 	// Out0..3, fmt0..3: this kernel takes the first two slots and their rows.
 	_, multi := multiArgs(c, x, ws, outs)
@@ -167,7 +198,9 @@ func QMatmulAddNorm(c *Ctx, x, branch, w, hs, ns Tensor, eps float32, ws []QLine
 // K]). The decode step's GDN in-projection and conv in one dispatch.
 func QMatmulMultiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int) {
 	t, args := multiConv(c, x, ws, outs, state, w, kernelSize)
-	check(t == 1, "qmatmul_multi_conv: %d tokens, want 1 (a token's conv needs the token before)", t)
+	if t != 1 {
+		fail("qmatmul_multi_conv: %d tokens, want 1 (a token's conv needs the token before)", t)
+	}
 	c.dispatch("qmatmul_multi_conv_bf16", append(args, backend.Int(kernelSize))...)
 }
 
@@ -181,11 +214,17 @@ const MultiConvTiledTokens = 16
 // bf16 [T, channels] gets the first projection itself (what QMatmulMultiTiled
 // writes to outs[0]: a verify's record). Each token's bits are a lone token's.
 func QMatmulMultiConvTiled(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, raw, state, w Tensor, kernelSize int) {
-	check(TiledGEMVs(c), "qmatmul_multi_conv %s: the tiled GEMV needs a device with matrix units", ws[0].Name)
+	if !TiledGEMVs(c) {
+		fail("qmatmul_multi_conv %s: the tiled GEMV needs a device with matrix units", ws[0].Name)
+	}
 	t, args := multiConv(c, x, ws, outs, state, w, kernelSize)
-	check(t >= 1 && t <= MultiConvTiledTokens, "qmatmul_multi_conv: %d tokens, want 1 to %d", t, MultiConvTiledTokens)
+	if !(t >= 1 && t <= MultiConvTiledTokens) {
+		fail("qmatmul_multi_conv: %d tokens, want 1 to %d", t, MultiConvTiledTokens)
+	}
 	checkDType("qmatmul_multi_conv raw", raw, backend.BF16)
-	check(raw.Elements() == t*ws[0].Out, "qmatmul_multi_conv %s: raw %v, want [%d,%d]", ws[0].Name, raw, t, ws[0].Out)
+	if raw.Elements() != t*ws[0].Out {
+		fail("qmatmul_multi_conv %s: raw %v, want [%d,%d]", ws[0].Name, raw, t, ws[0].Out)
+	}
 	n := len(args) - 10 // raw after conv_w, before T, In, Out0..3, fmt0..3
 	args = slices.Insert(args, n, raw.Arg())
 	c.dispatch("qmatmul_mma_multi_conv_bf16", append(args, backend.Int(kernelSize))...)
@@ -196,8 +235,9 @@ func QMatmulMultiConvTiled(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, raw, s
 func multiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, kernelSize int) (int, []backend.Arg) {
 	t, args := multiArgs(c, x, ws, outs)
 	ch := ws[0].Out
-	check(kernelSize >= 1 && state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize,
-		"qmatmul_multi_conv %s: state %v w %v kernel %d", ws[0].Name, state, w, kernelSize)
+	if !(kernelSize >= 1 && state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize) {
+		fail("qmatmul_multi_conv %s: state %v w %v kernel %d", ws[0].Name, state, w, kernelSize)
+	}
 	checkDType("qmatmul_multi_conv state", state, backend.BF16)
 	checkDType("qmatmul_multi_conv w", w, backend.BF16)
 	// multiArgs ends T, In, Out0..3, fmt0..3: the buffers go before them.
@@ -209,10 +249,14 @@ func multiConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, state, w Tensor, k
 // slots' w, scales, biases and out (an unused slot repeats slot 0's buffers
 // with no rows), T, In, Out0..3, fmt0..3 (QLinear.format).
 func multiArgs(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Arg) {
-	check(len(ws) >= 1 && len(ws) <= 4 && len(outs) == len(ws), "qmatmul_multi: %d weights, %d outputs (1 to 4)", len(ws), len(outs))
+	if !(len(ws) >= 1 && len(ws) <= 4 && len(outs) == len(ws)) {
+		fail("qmatmul_multi: %d weights, %d outputs (1 to 4)", len(ws), len(outs))
+	}
 	checkDType("qmatmul_multi x", x, backend.BF16)
 	in := ws[0].In
-	check(x.Elements()%in == 0 && x.Off%4 == 0, "qmatmul_multi %s: x %v at offset %d, In %d", ws[0].Name, x, x.Off, in)
+	if !(x.Elements()%in == 0 && x.Off%4 == 0) {
+		fail("qmatmul_multi %s: x %v at offset %d, In %d", ws[0].Name, x, x.Off, in)
+	}
 	t := x.Elements() / in
 	args := c.args(x.Arg())
 	var outRows, formats [4]backend.Arg
@@ -220,9 +264,13 @@ func multiArgs(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) (int, []backend.Ar
 		w, out, rows := ws[0], outs[0], 0 // an unused slot: slot 0's buffers, no rows
 		if i < len(ws) {
 			w, out, rows = ws[i], outs[i], ws[i].Out
-			check(w.Experts == 0 && w.In == in, "qmatmul_multi: %s is [%d experts] %d×%d, want %d inputs", w.Name, w.Experts, w.Out, w.In, in)
+			if !(w.Experts == 0 && w.In == in) {
+				fail("qmatmul_multi: %s is [%d experts] %d×%d, want %d inputs", w.Name, w.Experts, w.Out, w.In, in)
+			}
 			checkDType("qmatmul_multi out", out, backend.BF16)
-			check(out.Elements() == t*w.Out, "qmatmul_multi %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
+			if out.Elements() != t*w.Out {
+				fail("qmatmul_multi %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
+			}
 		}
 		args = append(w.appendArgs(args), out.Arg())
 		outRows[i], formats[i] = backend.Int(rows), backend.Int(w.format())
@@ -249,13 +297,20 @@ func checkGatherSwiGLU(x, ids Tensor, gate, up QLinear, out Tensor) (t, k int) {
 	checkDType("gather_swiglu x", x, backend.BF16)
 	checkDType("gather_swiglu ids", ids, backend.I32)
 	checkDType("gather_swiglu out", out, backend.BF16)
-	check(gate.Experts > 0 && gate.Experts == up.Experts && gate.Out == up.Out && gate.In == up.In &&
-		gate.Bits == up.Bits && gate.GroupSize == up.GroupSize,
-		"gather_swiglu: %s and %s differ in shape or quantization", gate.Name, up.Name)
-	check(len(ids.Shape) == 2, "gather_swiglu: ids %v", ids)
+	if !(gate.Experts > 0 && gate.Experts == up.Experts && gate.Out == up.Out && gate.In == up.In &&
+		gate.Bits == up.Bits && gate.GroupSize == up.GroupSize) {
+		fail("gather_swiglu: %s and %s differ in shape or quantization", gate.Name, up.Name)
+	}
+	if len(ids.Shape) != 2 {
+		fail("gather_swiglu: ids %v", ids)
+	}
 	t, k = ids.Shape[0], ids.Shape[1]
-	check(x.Elements() == t*gate.In && x.Off%4 == 0, "gather_swiglu %s: x %v at offset %d", gate.Name, x, x.Off)
-	check(out.Elements() == t*k*gate.Out, "gather_swiglu %s: out %v", gate.Name, out)
+	if !(x.Elements() == t*gate.In && x.Off%4 == 0) {
+		fail("gather_swiglu %s: x %v at offset %d", gate.Name, x, x.Off)
+	}
+	if out.Elements() != t*k*gate.Out {
+		fail("gather_swiglu %s: out %v", gate.Name, out)
+	}
 	return t, k
 }
 
@@ -265,7 +320,9 @@ func checkGatherSwiGLU(x, ids Tensor, gate, up QLinear, out Tensor) (t, k int) {
 // must have the routed experts' bits and group size (MoEUpFits).
 // hs bf16 [T, sharedGate.Out].
 func MoEUp(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor) {
-	check(MoEUpFits(gate, sharedGate, sharedUp), "moe_up: shared expert %s does not match %s", sharedGate.Name, gate.Name)
+	if !MoEUpFits(gate, sharedGate, sharedUp) {
+		fail("moe_up: shared expert %s does not match %s", sharedGate.Name, gate.Name)
+	}
 	moeUp(c, "moe_up_bf16", x, ids, gate, up, out, sharedGate, sharedUp, hs)
 }
 
@@ -273,7 +330,9 @@ func MoEUp(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, shar
 func moeUp(c *Ctx, kernel string, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor) {
 	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
 	checkDType(kernel+" hs", hs, backend.BF16)
-	check(hs.Elements() == t*sharedGate.Out, "%s %s: hs %v", kernel, sharedGate.Name, hs)
+	if hs.Elements() != t*sharedGate.Out {
+		fail("%s %s: hs %v", kernel, sharedGate.Name, hs)
+	}
 	args := up.appendArgs(gate.appendArgs(c.args(x.Arg(), ids.Arg())))
 	args = sharedUp.appendArgs(sharedGate.appendArgs(append(args, out.Arg())))
 	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(gate.In), backend.Int(gate.Out),
@@ -286,7 +345,9 @@ func moeUp(c *Ctx, kernel string, x, ids Tensor, gate, up QLinear, out Tensor, s
 // token's bits do not depend on the others', so a verify's are a step's as
 // long as both take this kernel (MoEUpTiledFits).
 func MoEUpTiled(c *Ctx, x, ids Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor) {
-	check(MoEUpTiledFits(c, gate, sharedGate, sharedUp), "moe_up_mma: %s is not 4-bit in groups of 64 or 128 with a matching shared expert, or %s has no matrix units", gate.Name, c.Dev.Name())
+	if !MoEUpTiledFits(c, gate, sharedGate, sharedUp) {
+		fail("moe_up_mma: %s is not 4-bit in groups of 64 or 128 with a matching shared expert, or %s has no matrix units", gate.Name, c.Dev.Name())
+	}
 	moeUp(c, "moe_up_mma_bf16", x, ids, gate, up, out, sharedGate, sharedUp, hs)
 }
 
@@ -302,15 +363,23 @@ func MoEUpTiledFits(c *Ctx, gate, sharedGate, sharedUp QLinear) bool {
 // the same values RouterTopK writes) and the routed experts' and shared
 // expert's gate, up and SwiGLU run as MoEUp. E must fit RouterMaxExperts.
 func MoERouteUp(c *Ctx, x, logits, ids, weights Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor, norm bool) {
-	check(MoEUpFits(gate, sharedGate, sharedUp), "moe_route_up: shared expert %s does not match %s", sharedGate.Name, gate.Name)
+	if !MoEUpFits(gate, sharedGate, sharedUp) {
+		fail("moe_route_up: shared expert %s does not match %s", sharedGate.Name, gate.Name)
+	}
 	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
 	checkDType("moe_route_up logits", logits, backend.BF16)
 	checkDType("moe_route_up weights", weights, backend.BF16)
-	check(len(logits.Shape) == 2 && logits.Shape[0] == t && weights.Elements() == t*k, "moe_route_up: logits %v ids %v weights %v", logits, ids, weights)
+	if !(len(logits.Shape) == 2 && logits.Shape[0] == t && weights.Elements() == t*k) {
+		fail("moe_route_up: logits %v ids %v weights %v", logits, ids, weights)
+	}
 	e := logits.Shape[1]
-	check(k <= e && e <= RouterMaxExperts && k <= RouterMaxPicks, "moe_route_up: %d of %d experts (at most %d of %d)", k, e, RouterMaxPicks, RouterMaxExperts)
+	if !(k <= e && e <= RouterMaxExperts && k <= RouterMaxPicks) {
+		fail("moe_route_up: %d of %d experts (at most %d of %d)", k, e, RouterMaxPicks, RouterMaxExperts)
+	}
 	checkDType("moe_route_up hs", hs, backend.BF16)
-	check(hs.Elements() == t*sharedGate.Out, "moe_route_up %s: hs %v", sharedGate.Name, hs)
+	if hs.Elements() != t*sharedGate.Out {
+		fail("moe_route_up %s: hs %v", sharedGate.Name, hs)
+	}
 	args := up.appendArgs(gate.appendArgs(c.args(x.Arg(), logits.Arg(), ids.Arg(), weights.Arg())))
 	args = sharedUp.appendArgs(sharedGate.appendArgs(append(args, out.Arg())))
 	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(e), backend.Int(boolInt(norm)), backend.Int(gate.In),
@@ -353,14 +422,21 @@ func moeDown(c *Ctx, kernel string, h, ids, weights Tensor, down QLinear, hs Ten
 		dt   backend.DType
 	}{{"h", h, backend.BF16}, {"ids", ids, backend.I32}, {"weights", weights, backend.BF16}, {"hs", hs, backend.BF16},
 		{"gate", gate, backend.BF16}, {"out", out, backend.BF16}} {
-		checkDType("moe_down "+t.what, t.t, t.dt)
+		checkDTypeIn("moe_down", t.what, t.t, t.dt)
 	}
-	check(len(ids.Shape) == 2 && weights.Elements() == ids.Elements(), "moe_down: ids %v weights %v", ids, weights)
+	if !(len(ids.Shape) == 2 && weights.Elements() == ids.Elements()) {
+		fail("moe_down: ids %v weights %v", ids, weights)
+	}
 	t, k := ids.Shape[0], ids.Shape[1]
-	check(down.Experts > 0 && shared.Experts == 0 && down.Out == shared.Out, "moe_down: %s and %s", down.Name, shared.Name)
-	check(h.Elements() == t*k*down.In && hs.Elements() == t*shared.In && gate.Elements() == t && out.Elements() == t*down.Out,
-		"moe_down %s: h %v hs %v gate %v out %v", down.Name, h, hs, gate, out)
-	check(h.Off%4 == 0 && hs.Off%4 == 0, "moe_down: h and hs must be 4-byte aligned (offsets %d, %d)", h.Off, hs.Off)
+	if !(down.Experts > 0 && shared.Experts == 0 && down.Out == shared.Out) {
+		fail("moe_down: %s and %s", down.Name, shared.Name)
+	}
+	if !(h.Elements() == t*k*down.In && hs.Elements() == t*shared.In && gate.Elements() == t && out.Elements() == t*down.Out) {
+		fail("moe_down %s: h %v hs %v gate %v out %v", down.Name, h, hs, gate, out)
+	}
+	if !(h.Off%4 == 0 && hs.Off%4 == 0) {
+		fail("moe_down: h and hs must be 4-byte aligned (offsets %d, %d)", h.Off, hs.Off)
+	}
 	args := down.appendArgs(c.args(h.Arg(), ids.Arg(), weights.Arg()))
 	args = shared.appendArgs(append(args, hs.Arg()))
 	args = append(args, gate.Arg(), out.Arg(), backend.Int(t), backend.Int(k), backend.Int(down.Out),
@@ -375,11 +451,17 @@ func moeDown(c *Ctx, kernel string, h, ids, weights Tensor, down QLinear, hs Ten
 // and a token's bits do not depend on the others', so a verify's are a step's
 // when both take this kernel (MoEDownTiledFits). T ≤ MoEDownTiledTokens.
 func MoEDownTiled(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor, idsEarly bool) {
-	check(len(ids.Shape) == 2, "moe_down_mma: ids %v", ids)
+	if len(ids.Shape) != 2 {
+		fail("moe_down_mma: ids %v", ids)
+	}
 	t, k := ids.Shape[0], ids.Shape[1]
-	check(MoEDownTiledFits(c, down, shared, k), "moe_down_mma: %s or %s is not 4-bit in groups of 64 or 128, %d experts a token are more than %d, or %s has no matrix units",
-		down.Name, shared.Name, k, moeDownTiledSlots/MoEDownTiledTokens, c.Dev.Name())
-	check(t <= MoEDownTiledTokens, "moe_down_mma: %d tokens (at most %d)", t, MoEDownTiledTokens)
+	if !MoEDownTiledFits(c, down, shared, k) {
+		fail("moe_down_mma: %s or %s is not 4-bit in groups of 64 or 128, %d experts a token are more than %d, or %s has no matrix units",
+			down.Name, shared.Name, k, moeDownTiledSlots/MoEDownTiledTokens, c.Dev.Name())
+	}
+	if !(t <= MoEDownTiledTokens) {
+		fail("moe_down_mma: %d tokens (at most %d)", t, MoEDownTiledTokens)
+	}
 	moeDown(c, "moe_down_mma_bf16", h, ids, weights, down, hs, shared, gate, out, idsEarly)
 }
 
@@ -406,11 +488,19 @@ func MoEDownTiledFits(c *Ctx, down, shared QLinear, k int) bool {
 func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor) {
 	checkDType("qgemm x", x, backend.BF16)
 	checkDType("qgemm out", out, backend.BF16)
-	check(w.Experts == 0, "qgemm: %s is a stacked expert weight", w.Name)
-	check(w.In%32 == 0 && x.Elements()%w.In == 0, "qgemm %s: x %v, In %d (a multiple of 32)", w.Name, x, w.In)
-	check(x.Off%16 == 0, "qgemm %s: x at byte offset %d: the kernel reads x in 16-byte pieces", w.Name, x.Off)
+	if w.Experts != 0 {
+		fail("qgemm: %s is a stacked expert weight", w.Name)
+	}
+	if !(w.In%32 == 0 && x.Elements()%w.In == 0) {
+		fail("qgemm %s: x %v, In %d (a multiple of 32)", w.Name, x, w.In)
+	}
+	if x.Off%16 != 0 {
+		fail("qgemm %s: x at byte offset %d: the kernel reads x in 16-byte pieces", w.Name, x.Off)
+	}
 	t := x.Elements() / w.In
-	check(out.Elements() == t*w.Out, "qgemm %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
+	if out.Elements() != t*w.Out {
+		fail("qgemm %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
+	}
 	args := w.appendArgs(c.args(x.Arg()))
 	args = append(args, out.Arg(), backend.Int(t), backend.Int(w.In), backend.Int(w.Out), backend.Int(w.Bits), backend.Int(w.GroupSize))
 	c.dispatch("qgemm_bf16", args...)
@@ -420,7 +510,9 @@ func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor) {
 // projections) in one dispatch: outs[i] = x·ws[i]ᵀ. x must be 16-byte aligned
 // and In a multiple of 32, as for QGemm.
 func QGemmMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
-	check(x.Off%16 == 0 && ws[0].In%32 == 0, "qgemm_multi %s: x at byte offset %d, In %d", ws[0].Name, x.Off, ws[0].In)
+	if !(x.Off%16 == 0 && ws[0].In%32 == 0) {
+		fail("qgemm_multi %s: x at byte offset %d, In %d", ws[0].Name, x.Off, ws[0].In)
+	}
 	_, args := multiArgs(c, x, ws, outs)
 	c.dispatch("qgemm_multi_bf16", args...)
 }
@@ -448,10 +540,13 @@ func SortByExpert(c *Ctx, ids Tensor, experts int, perm, tiles Tensor) ExpertTil
 	checkDType("moe_sort ids", ids, backend.I32)
 	checkDType("moe_sort perm", perm, backend.I32)
 	checkDType("moe_sort tiles", tiles, backend.I32)
-	check(len(ids.Shape) == 2, "moe_sort: ids %v", ids)
+	if len(ids.Shape) != 2 {
+		fail("moe_sort: ids %v", ids)
+	}
 	t, k := ids.Shape[0], ids.Shape[1]
-	check(perm.Elements() == t*k && tiles.Elements() == 3*ExpertTileRows(t, k, experts),
-		"moe_sort: perm %v tiles %v for %d×%d pairs over %d experts", perm, tiles, t, k, experts)
+	if !(perm.Elements() == t*k && tiles.Elements() == 3*ExpertTileRows(t, k, experts)) {
+		fail("moe_sort: perm %v tiles %v for %d×%d pairs over %d experts", perm, tiles, t, k, experts)
+	}
 	c.dispatch("moe_sort_i32", ids.Arg(), perm.Arg(), tiles.Arg(), backend.Int(t), backend.Int(k), backend.Int(experts))
 	return ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: experts}
 }
@@ -462,14 +557,22 @@ func SortByExpert(c *Ctx, ids Tensor, experts int, perm, tiles Tensor) ExpertTil
 func QGemmGather(c *Ctx, x Tensor, s ExpertTiles, w QLinear, out Tensor, perSlot bool) {
 	checkDType("gather gemm x", x, backend.BF16)
 	checkDType("gather gemm out", out, backend.BF16)
-	check(w.Experts == s.E, "gather gemm: %s has %d experts, the routing %d", w.Name, w.Experts, s.E)
-	check(w.In%32 == 0, "gather gemm %s: In %d is not a multiple of 32", w.Name, w.In)
+	if w.Experts != s.E {
+		fail("gather gemm: %s has %d experts, the routing %d", w.Name, w.Experts, s.E)
+	}
+	if w.In%32 != 0 {
+		fail("gather gemm %s: In %d is not a multiple of 32", w.Name, w.In)
+	}
 	xRows, xPerSlot := s.T, 0
 	if perSlot {
 		xRows, xPerSlot = s.T*s.K, 1
 	}
-	check(x.Elements() == xRows*w.In && x.Off%16 == 0, "gather gemm %s: x %v at offset %d (16-byte pieces)", w.Name, x, x.Off)
-	check(out.Elements() == s.T*s.K*w.Out, "gather gemm %s: out %v", w.Name, out)
+	if !(x.Elements() == xRows*w.In && x.Off%16 == 0) {
+		fail("gather gemm %s: x %v at offset %d (16-byte pieces)", w.Name, x, x.Off)
+	}
+	if out.Elements() != s.T*s.K*w.Out {
+		fail("gather gemm %s: out %v", w.Name, out)
+	}
 	args := w.appendArgs(c.args(x.Arg(), s.Perm.Arg(), s.Tiles.Arg()))
 	args = append(args, out.Arg(), backend.Int(s.T), backend.Int(s.K), backend.Int(s.E), backend.Int(w.In), backend.Int(w.Out),
 		backend.Int(w.Bits), backend.Int(w.GroupSize), backend.Int(xPerSlot))

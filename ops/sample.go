@@ -17,10 +17,13 @@ func TopK(c *Ctx, x, ids, vals, lse, part Tensor) {
 	checkDType("topk vals", vals, backend.F32)
 	checkDType("topk lse", lse, backend.F32)
 	r := lse.Elements()
-	check(r > 0 && x.Elements()%r == 0 && ids.Elements()%r == 0 && vals.Elements() == ids.Elements(),
-		"topk: x %v ids %v vals %v lse %v", x, ids, vals, lse)
+	if !(r > 0 && x.Elements()%r == 0 && ids.Elements()%r == 0 && vals.Elements() == ids.Elements()) {
+		fail("topk: x %v ids %v vals %v lse %v", x, ids, vals, lse)
+	}
 	n, k := x.Elements()/r, ids.Elements()/r
-	check(part.Elements() >= TopKPartSize(r, n, k), "topk: part %v, want %d elements", part, TopKPartSize(r, n, k))
+	if !(part.Elements() >= TopKPartSize(r, n, k)) {
+		fail("topk: part %v, want %d elements", part, TopKPartSize(r, n, k))
+	}
 	chunks := (n + topKChunk - 1) / topKChunk
 	candIDs := View(part, 0, backend.I32, []int{r, chunks, k})
 	candVals := View(part, 4*r*chunks*k, backend.F32, []int{r, chunks, k})
@@ -64,9 +67,12 @@ func SampleTop(c *Ctx, ids, vals, lse, out Tensor, temperature, topP, minP, u fl
 	checkDType("sample lse", lse, backend.F32)
 	checkDType("sample out", out, backend.I32)
 	k := ids.Elements()
-	check(k > 0 && k <= TopKMax && vals.Elements() == k && lse.Elements() == 1 && out.Elements() == 1,
-		"sample: ids %v vals %v lse %v out %v (one row of at most %d)", ids, vals, lse, out, TopKMax)
-	check(temperature > 0, "sample: temperature %g, want > 0 (greedy picks the top 1)", temperature)
+	if !(k > 0 && k <= TopKMax && vals.Elements() == k && lse.Elements() == 1 && out.Elements() == 1) {
+		fail("sample: ids %v vals %v lse %v out %v (one row of at most %d)", ids, vals, lse, out, TopKMax)
+	}
+	if !(temperature > 0) {
+		fail("sample: temperature %g, want > 0 (greedy picks the top 1)", temperature)
+	}
 	c.dispatch("sample_top_f32", ids.Arg(), vals.Arg(), lse.Arg(), out.Arg(), backend.Int(k), backend.Float(temperature),
 		backend.Float(topP), backend.Float(minP), backend.Float(u))
 }

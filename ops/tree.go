@@ -18,11 +18,15 @@ var TreeMaxNodes = kernels.Defines()["GDN_TREE_MAX"]
 // Conv1dSiLUTree is Conv1dSiLU over a tree: each node's window is its path's
 // inputs then the state's, which is read only.
 func Conv1dSiLUTree(c *Ctx, x, state, w, parent, out Tensor, kernelSize int) {
-	check(len(x.Shape) == 2, "conv1d tree: x %v", x)
+	if len(x.Shape) != 2 {
+		fail("conv1d tree: x %v", x)
+	}
 	t, ch := x.Shape[0], x.Shape[1]
 	checkDType("conv1d tree parent", parent, backend.I32)
-	check(state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize && out.Elements() == t*ch &&
-		parent.Elements() == t, "conv1d tree: x %v state %v w %v parent %v out %v", x, state, w, parent, out)
+	if !(state.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize && out.Elements() == t*ch &&
+		parent.Elements() == t) {
+		fail("conv1d tree: x %v state %v w %v parent %v out %v", x, state, w, parent, out)
+	}
 	c.dispatch("conv1d_silu_tree_bf16", x.Arg(), state.Arg(), w.Arg(), parent.Arg(), out.Arg(),
 		backend.Int(t), backend.Int(ch), backend.Int(kernelSize))
 }
@@ -33,10 +37,11 @@ func GDNRecurrenceTree(c *Ctx, conv, a, b, aLog, dtBias, state, parent, out Tens
 	checkDType("gdn state", state, backend.F32)
 	checkDType("gdn tree parent", parent, backend.I32)
 	t := a.Elements() / s.Hv
-	check(conv.Elements() == t*s.ConvDim() && a.Elements() == t*s.Hv && b.Elements() == t*s.Hv && aLog.Elements() == s.Hv &&
+	if !(conv.Elements() == t*s.ConvDim() && a.Elements() == t*s.Hv && b.Elements() == t*s.Hv && aLog.Elements() == s.Hv &&
 		dtBias.Elements() == s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == t*s.Hv*s.Dv &&
-		parent.Elements() == t && t <= TreeMaxNodes,
-		"gdn_recurrence tree: conv %v a %v state %v parent %v out %v shape %+v", conv, a, state, parent, out, s)
+		parent.Elements() == t && t <= TreeMaxNodes) {
+		fail("gdn_recurrence tree: conv %v a %v state %v parent %v out %v shape %+v", conv, a, state, parent, out, s)
+	}
 	c.dispatch("gdn_recurrence_tree_bf16", conv.Arg(), a.Arg(), b.Arg(), aLog.Arg(), dtBias.Arg(), state.Arg(), parent.Arg(),
 		out.Arg(), backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv))
 }
@@ -45,7 +50,9 @@ func GDNRecurrenceTree(c *Ctx, conv, a, b, aLog, dtBias, state, parent, out Tens
 // value at pos0 + t.
 func AttnPrepTree(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache, pos Tensor, rotDims, pos0 int, theta, eps float32) {
 	checkDType("attn_prep tree pos", pos, backend.I32)
-	check(len(q.Shape) == 3 && pos.Elements() == q.Shape[0], "attn_prep tree: q %v pos %v", q, pos)
+	if !(len(q.Shape) == 3 && pos.Elements() == q.Shape[0]) {
+		fail("attn_prep tree: q %v pos %v", q, pos)
+	}
 	args := attnPrepArgs(c, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache, rotDims, pos0, theta, eps)
 	c.dispatch("attn_prep_tree_bf16", append(append(args[:9:9], pos.Arg()), args[9:]...)...)
 }
@@ -53,13 +60,18 @@ func AttnPrepTree(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache, pos T
 // AttentionTree is Attention over a tree, the last T of the kvLen keys: node
 // t sees the keys before the tree and node j where bit j of mask[t] is set.
 func AttentionTree(c *Ctx, q, kCache, vCache, mask, out Tensor, kvLen int, scale float32) {
-	check(len(q.Shape) == 3 && len(kCache.Shape) == 3, "attention tree: q %v cache %v", q, kCache)
+	if !(len(q.Shape) == 3 && len(kCache.Shape) == 3) {
+		fail("attention tree: q %v cache %v", q, kCache)
+	}
 	t, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
 	hkv, capacity := kCache.Shape[0], kCache.Shape[1]
 	checkDType("attention tree mask", mask, backend.I32)
-	check(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements() && mask.Elements() == t && t <= TreeMaxNodes,
-		"attention tree: q %v cache %v mask %v out %v", q, kCache, mask, out)
-	check(kvLen >= t && kvLen <= capacity, "attention tree: kvLen %d for %d nodes, capacity %d", kvLen, t, capacity)
+	if !(hq%hkv == 0 && kCache.Shape[2] == d && out.Elements() == q.Elements() && mask.Elements() == t && t <= TreeMaxNodes) {
+		fail("attention tree: q %v cache %v mask %v out %v", q, kCache, mask, out)
+	}
+	if !(kvLen >= t && kvLen <= capacity) {
+		fail("attention tree: kvLen %d for %d nodes, capacity %d", kvLen, t, capacity)
+	}
 	c.dispatch("attention_tree_bf16", q.Arg(), kCache.Arg(), vCache.Arg(), mask.Arg(), out.Arg(),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen), backend.Float(scale))
 }
