@@ -91,7 +91,10 @@ type Counters struct {
 	Dispatches     int64 // kernels launched
 	CommandBuffers int64 // Metal command buffers / CUDA encoder submits / CPU submits
 	GraphLaunches  int64 // CUDA graph launches (each replaces one submit's kernel launches)
-	HostSyncs      int64 // waits of the host for the device (reads back included)
+	// GraphNodeUpdates counts the kernel nodes of replayed graphs whose
+	// arguments changed since their last launch (one driver call each).
+	GraphNodeUpdates int64
+	HostSyncs        int64 // waits of the host for the device (reads back included)
 }
 
 // Device owns memory and runs kernels. All calls happen on one goroutine (the

@@ -403,7 +403,8 @@ func (b *bench) add(name, switchSetting string, st engine.Stats) {
 		DecodeTokPerSec: st.DecodeTokensPerSec, PrefillTokPerSec: st.PrefillTokensPerSec,
 		TTFTms: float64(st.TimeToFirstToken.Microseconds()) / 1000, DispatchesPerToken: st.DispatchesPerToken,
 		CommandBuffersPerToken: st.CommandBuffersPerTok, GraphLaunchesPerToken: st.GraphLaunchesPerTok,
-		HostSyncsPerToken: st.HostSyncsPerToken, SampledOnDevice: st.SampledOnDevice,
+		GraphNodeUpdatesPerToken: st.GraphNodeUpdatesPerTok,
+		HostSyncsPerToken:        st.HostSyncsPerToken, SampledOnDevice: st.SampledOnDevice,
 		GPUmsPerToken:  float64(st.GPUTimePerToken.Microseconds()) / 1000,
 		IdleMsPerToken: float64(st.GPUIdlePerToken.Microseconds()) / 1000, IdleInsideMsPerToken: float64(st.GPUIdleInsidePerToken.Microseconds()) / 1000,
 		PrefillGPUms: float64(st.PrefillGPUTime.Microseconds()) / 1000, Verifies: st.Verifies}

@@ -34,27 +34,28 @@ type benchReport struct {
 
 // benchResult is one measured figure (the median run).
 type benchResult struct {
-	Name                   string  `json:"name"`
-	Switch                 string  `json:"switch,omitempty"` // the switch turned off (or on) for this run
-	PromptTokens           int     `json:"prompt_tokens"`
-	Tokens                 int     `json:"tokens"`
-	DecodeTokPerSec        float64 `json:"decode_tok_per_s"`
-	PrefillTokPerSec       float64 `json:"prefill_tok_per_s"`
-	TTFTms                 float64 `json:"ttft_ms"`
-	DispatchesPerToken     float64 `json:"dispatches_per_token"`
-	CommandBuffersPerToken float64 `json:"command_buffers_per_token"`
-	GraphLaunchesPerToken  float64 `json:"graph_launches_per_token"`
-	HostSyncsPerToken      float64 `json:"host_syncs_per_token"`
-	SampledOnDevice        bool    `json:"sampled_on_device"`
-	WeightGBPerSec         float64 `json:"weight_gb_per_s,omitempty"`
-	GPUmsPerToken          float64 `json:"gpu_ms_per_token,omitempty"`
-	HostMsPerToken         float64 `json:"host_ms_per_token,omitempty"`        // wall ms a token beyond its GPU ms
-	IdleMsPerToken         float64 `json:"idle_ms_per_token,omitempty"`        // ms a token the GPU's queue stood empty (CUDA)
-	IdleInsideMsPerToken   float64 `json:"idle_inside_ms_per_token,omitempty"` // of it, between one submit's graph segments
-	PrefillGPUms           float64 `json:"prefill_gpu_ms,omitempty"`           // device time to the first token
-	Verifies               int     `json:"verifies,omitempty"`                 // speculative steps that verified guesses
-	VerifyMs               float64 `json:"verify_ms,omitempty"`                // wall ms a verify (its drafting excluded)
-	Error                  string  `json:"error,omitempty"`                    // why this figure could not be measured
+	Name                     string  `json:"name"`
+	Switch                   string  `json:"switch,omitempty"` // the switch turned off (or on) for this run
+	PromptTokens             int     `json:"prompt_tokens"`
+	Tokens                   int     `json:"tokens"`
+	DecodeTokPerSec          float64 `json:"decode_tok_per_s"`
+	PrefillTokPerSec         float64 `json:"prefill_tok_per_s"`
+	TTFTms                   float64 `json:"ttft_ms"`
+	DispatchesPerToken       float64 `json:"dispatches_per_token"`
+	CommandBuffersPerToken   float64 `json:"command_buffers_per_token"`
+	GraphLaunchesPerToken    float64 `json:"graph_launches_per_token"`
+	GraphNodeUpdatesPerToken float64 `json:"graph_node_updates_per_token,omitempty"` // replayed nodes whose arguments changed
+	HostSyncsPerToken        float64 `json:"host_syncs_per_token"`
+	SampledOnDevice          bool    `json:"sampled_on_device"`
+	WeightGBPerSec           float64 `json:"weight_gb_per_s,omitempty"`
+	GPUmsPerToken            float64 `json:"gpu_ms_per_token,omitempty"`
+	HostMsPerToken           float64 `json:"host_ms_per_token,omitempty"`        // wall ms a token beyond its GPU ms
+	IdleMsPerToken           float64 `json:"idle_ms_per_token,omitempty"`        // ms a token the GPU's queue stood empty (CUDA)
+	IdleInsideMsPerToken     float64 `json:"idle_inside_ms_per_token,omitempty"` // of it, between one submit's graph segments
+	PrefillGPUms             float64 `json:"prefill_gpu_ms,omitempty"`           // device time to the first token
+	Verifies                 int     `json:"verifies,omitempty"`                 // speculative steps that verified guesses
+	VerifyMs                 float64 `json:"verify_ms,omitempty"`                // wall ms a verify (its drafting excluded)
+	Error                    string  `json:"error,omitempty"`                    // why this figure could not be measured
 }
 
 func writeBenchTable(w io.Writer, r *benchReport) {

@@ -240,6 +240,7 @@ func (g *graph) update(d *Device, seq []launch) error {
 			return err
 		}
 		copy(g.launches[i].params, l.params)
+		d.counters.GraphNodeUpdates++
 	}
 	return nil
 }

@@ -105,3 +105,35 @@ func BenchmarkEncoderHost(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*launches), "ns/launch")
 }
+
+// TestGraphNodeUpdatesCounted: replaying a recorded sequence updates, and
+// counts, only the nodes whose arguments changed since their last launch
+// (on the stub driver: no GPU needed).
+func TestGraphNodeUpdatesCounted(t *testing.T) {
+	d := stubDevice()
+	buf, err := d.Alloc(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(offsets []int) {
+		enc := d.Encoder()
+		for _, off := range offsets {
+			args := []backend.Arg{backend.Buf(buf, off), backend.Buf(buf, 0), backend.Buf(buf, 0), backend.Int(64)}
+			enc.Dispatch("add_bf16", backend.Dim3{X: 1}, backend.Dim3{X: 64}, args...)
+		}
+		if err := enc.Submit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	submit(same) // seen: launched directly
+	submit(same) // the graph is built
+	submit(same) // replayed unchanged
+	if c := d.Counters(); c.GraphLaunches != 2 || c.GraphNodeUpdates != 0 {
+		t.Fatalf("%d graph launches, %d node updates: want 2 and 0", c.GraphLaunches, c.GraphNodeUpdates)
+	}
+	submit([]int{0, 256, 0, 0, 512, 0, 0, 0, 0, 768})
+	if u := d.Counters().GraphNodeUpdates; u != 3 {
+		t.Errorf("%d node updates after 3 launches changed, want 3", u)
+	}
+}

@@ -89,28 +89,29 @@ type Stats struct {
 	// empty, waiting for the host, where the backend measures it (CUDA);
 	// GPUIdleInsidePerToken, of it, between the units of one submit (graph
 	// segments recorded too slowly) rather than before a submit.
-	GPUIdlePerToken       time.Duration
-	GPUIdleInsidePerToken time.Duration
-	PromptTokens          int
-	ReusedPromptTokens    int // from the prompt cache (0 until it exists)
-	PrefilledTokens       int // of the prompt in the cache so far, reused included (Stats follow each chunk of a long prompt)
-	GeneratedTokens       int
-	TimeToFirstToken      time.Duration
-	PrefillTokensPerSec   float64
-	DecodeTokensPerSec    float64
-	KVLength              int
-	ContextLength         int
-	DispatchesPerToken    float64 // per decode token
-	CommandBuffersPerTok  float64
-	GraphLaunchesPerTok   float64       // CUDA graph launches (0 where the backend has none)
-	Speculative           bool          // drafts were proposed and verified (greedy with speculative-ngram)
-	DraftProposed         int           // guesses the drafter proposed
-	DraftAccepted         int           // of those, the ones the model kept
-	Verifies              int           // speculative steps that verified guesses
-	DraftTime             time.Duration // in the drafter, all steps
-	VerifyTime            time.Duration // in the steps that verified guesses (draft excluded)
-	HostSyncsPerToken     float64
-	SampledOnDevice       bool // greedy: the device picked the token, the host read its id only
+	GPUIdlePerToken        time.Duration
+	GPUIdleInsidePerToken  time.Duration
+	PromptTokens           int
+	ReusedPromptTokens     int // from the prompt cache (0 until it exists)
+	PrefilledTokens        int // of the prompt in the cache so far, reused included (Stats follow each chunk of a long prompt)
+	GeneratedTokens        int
+	TimeToFirstToken       time.Duration
+	PrefillTokensPerSec    float64
+	DecodeTokensPerSec     float64
+	KVLength               int
+	ContextLength          int
+	DispatchesPerToken     float64 // per decode token
+	CommandBuffersPerTok   float64
+	GraphLaunchesPerTok    float64       // CUDA graph launches (0 where the backend has none)
+	GraphNodeUpdatesPerTok float64       // of the replayed graphs' nodes, those whose arguments changed
+	Speculative            bool          // drafts were proposed and verified (greedy with speculative-ngram)
+	DraftProposed          int           // guesses the drafter proposed
+	DraftAccepted          int           // of those, the ones the model kept
+	Verifies               int           // speculative steps that verified guesses
+	DraftTime              time.Duration // in the drafter, all steps
+	VerifyTime             time.Duration // in the steps that verified guesses (draft excluded)
+	HostSyncsPerToken      float64
+	SampledOnDevice        bool // greedy: the device picked the token, the host read its id only
 }
 
 // Generate streams the reply to req. The channel closes after EventDone or
@@ -544,6 +545,7 @@ func (g *generation) decodeStats(st *Stats, decodeStart time.Time, c0 backend.Co
 	st.DispatchesPerToken = float64(c.Dispatches-c0.Dispatches) / float64(steps)
 	st.CommandBuffersPerTok = float64(c.CommandBuffers-c0.CommandBuffers) / float64(steps)
 	st.GraphLaunchesPerTok = float64(c.GraphLaunches-c0.GraphLaunches) / float64(steps)
+	st.GraphNodeUpdatesPerTok = float64(c.GraphNodeUpdates-c0.GraphNodeUpdates) / float64(steps)
 	st.HostSyncsPerToken = float64(c.HostSyncs-c0.HostSyncs) / float64(steps)
 	now := g.e.deviceClock()
 	if now.timed {
@@ -608,6 +610,9 @@ func (s Stats) StatsLine() string {
 	}
 	if s.GPUTimePerToken > 0 {
 		fmt.Fprintf(&b, ", GPU %.2f ms/token", float64(s.GPUTimePerToken.Microseconds())/1000)
+	}
+	if s.GraphNodeUpdatesPerTok > 0 {
+		fmt.Fprintf(&b, ", %.1f graph nodes updated per token", s.GraphNodeUpdatesPerTok)
 	}
 	if s.GPUIdlePerToken > 0 {
 		fmt.Fprintf(&b, " (idle %.3f ms/token waiting for the host, %.3f of it between graph segments)",
