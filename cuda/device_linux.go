@@ -323,15 +323,14 @@ func (d *Device) Close() error {
 	return err
 }
 
-// marshal lays out one 8-byte slot per argument: a buffer becomes its
-// CUdeviceptr plus offset, an int an int32, a float a float32 (little-endian,
-// in the slot's low bytes).
-func (d *Device) marshal(kernel string, c kernels.Checked, args []backend.Arg) []uint64 {
-	bits, sig := c.ScalarBits, c.Sig
-	slots := make([]uint64, len(args))
+// marshal lays out one 8-byte slot per argument in slots: a buffer becomes
+// its CUdeviceptr plus offset, an int an int32, a float a float32
+// (little-endian, in the slot's low bytes).
+func (d *Device) marshal(kernel string, c kernels.Checked, args []backend.Arg, slots []uint64) {
+	sig := c.Sig
 	for i, a := range args {
 		if a.Kind != backend.ArgBuffer {
-			slots[i] = uint64(bits[i])
+			slots[i] = uint64(kernels.ScalarBits(a))
 			continue
 		}
 		buf, err := d.deviceBytes(a.Buf, a.Off, 0)
@@ -340,5 +339,4 @@ func (d *Device) marshal(kernel string, c kernels.Checked, args []backend.Arg) [
 		}
 		slots[i] = buf.ptr + uint64(a.Off)
 	}
-	return slots
 }

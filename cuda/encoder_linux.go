@@ -25,6 +25,10 @@ type encoder struct {
 	dev      *Device
 	err      error // the first launch error
 	recorded []launch
+	// slab holds the recorded launches' argument slots, reused once they are
+	// flushed (the graph cache keeps copies of what it keeps): no allocation
+	// a launch (BenchmarkEncoderHost).
+	slab     []uint64
 	segments int     // segments flushed so far (they grow: segmentLimit)
 	start    uintptr // the timing event before this encoder's first direct launch
 }
@@ -39,8 +43,10 @@ func (d *Device) Encoder() backend.Encoder { return &encoder{dev: d} }
 func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...backend.Arg) {
 	d := e.dev
 	c := kernels.Preflight("cuda", kernel, grid, group, args)
-	params := d.marshal(kernel, c, args)
+	params := e.slots(len(args))
+	d.marshal(kernel, c, args, params)
 	if c.Empty() || e.err != nil {
+		e.slab = e.slab[:len(e.slab)-len(params)]
 		return
 	}
 	fn, err := d.function(kernel)
@@ -55,6 +61,7 @@ func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...back
 			e.start = d.markStart()
 		}
 		e.err = d.launchNow(l)
+		e.slab = e.slab[:0] // the driver has copied the arguments
 		return
 	}
 	if d.open != nil && d.open != e {
@@ -88,14 +95,27 @@ func (e *encoder) Submit() error {
 	return err
 }
 
-// flush hands the recorded launches to the graph cache.
+// slots returns n argument slots from the slab. A slab that is full is
+// replaced, not grown: the launches recorded so far keep their slots.
+func (e *encoder) slots(n int) []uint64 {
+	at := len(e.slab)
+	if at+n > cap(e.slab) {
+		e.slab, at = make([]uint64, 0, max(2*cap(e.slab), 64*n, 1024)), 0
+	}
+	e.slab = e.slab[:at+n]
+	return e.slab[at : at+n : at+n]
+}
+
+// flush hands the recorded launches to the graph cache, which keeps none of
+// them (it copies a sequence into the graph it builds or updates), so their
+// slice and slots are reused.
 func (e *encoder) flush() {
 	d := e.dev
 	if d.open == e {
 		d.open = nil
 	}
 	recorded := e.recorded
-	e.recorded = nil
+	e.recorded, e.slab = recorded[:0], e.slab[:0]
 	if len(recorded) == 0 || e.err != nil {
 		return
 	}

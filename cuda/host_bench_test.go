@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -135,5 +136,77 @@ func TestGraphNodeUpdatesCounted(t *testing.T) {
 	submit([]int{0, 256, 0, 0, 512, 0, 0, 0, 0, 768})
 	if u := d.Counters().GraphNodeUpdates; u != 3 {
 		t.Errorf("%d node updates after 3 launches changed, want 3", u)
+	}
+}
+
+// TestRecordedArgumentsReachTheDriver: with the argument slots reused
+// between segments and submits, every launch still reaches the driver with
+// its own arguments: a direct launch's, a built graph node's and an updated
+// node's (on the stub driver, which keeps what it is given).
+func TestRecordedArgumentsReachTheDriver(t *testing.T) {
+	d := stubDevice()
+	buf, err := d.Alloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := d.deviceBytes(buf, 0, 0)
+	nodeArg := map[uintptr]uint64{} // node: its first argument as last set
+	var direct []uint64
+	first := func(params unsafe.Pointer) uint64 { return **(**uint64)(params) }
+	d.drv.cuLaunchKernel = func(_ uintptr, _, _, _, _, _, _, _ uint32, _ uintptr, params, _ unsafe.Pointer) cuResult {
+		direct = append(direct, first(params))
+		return 0
+	}
+	next := uintptr(1000)
+	d.drv.graphs.cuGraphAddKernelNode = func(n *uintptr, _ uintptr, _ *uintptr, _ uintptr, p *kernelNodeParams) cuResult {
+		next++
+		*n = next
+		nodeArg[next] = first(p.params)
+		return 0
+	}
+	var nodes []uintptr // in launch order, the graphs' nodes built so far
+	d.drv.graphs.cuGraphExecKernelNodeSetParams = func(_, node uintptr, p *kernelNodeParams) cuResult {
+		nodeArg[node] = first(p.params)
+		return 0
+	}
+	n := 3*graphFirstSegment + graphMinLaunches + 1 // several segments, the last partly full (but a graph)
+	submit := func(shift int) {
+		enc := d.Encoder()
+		for i := range n {
+			args := []backend.Arg{backend.Buf(buf, 256*(i+shift)), backend.Buf(buf, 0), backend.Buf(buf, 0), backend.Int(64)}
+			enc.Dispatch("add_bf16", backend.Dim3{X: 1}, backend.Dim3{X: 64}, args...)
+		}
+		if err := enc.Submit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(shift int) []uint64 {
+		var w []uint64
+		for i := range n {
+			w = append(w, base.ptr+uint64(256*(i+shift)))
+		}
+		return w
+	}
+	submit(0) // first sight: direct launches
+	if !slices.Equal(direct, want(0)) {
+		t.Fatalf("direct launches' first arguments %v, want %v", direct, want(0))
+	}
+	submit(0) // the graphs are built, one a segment, in order
+	for node := uintptr(1001); node <= next; node++ {
+		nodes = append(nodes, node)
+	}
+	got := func() []uint64 {
+		var g []uint64
+		for _, node := range nodes {
+			g = append(g, nodeArg[node])
+		}
+		return g
+	}
+	if !slices.Equal(got(), want(0)) {
+		t.Fatalf("built nodes' first arguments %v, want %v", got(), want(0))
+	}
+	submit(7) // every node updated
+	if !slices.Equal(got(), want(7)) {
+		t.Fatalf("updated nodes' first arguments %v, want %v", got(), want(7))
 	}
 }

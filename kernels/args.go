@@ -8,15 +8,13 @@ import (
 )
 
 // CheckArgs checks a dispatch's arguments against the kernel's signature — their
-// count, and each one's kind — and returns each scalar's 32 bits (an int32, or an
-// f32's bit pattern; 0 for buffers), as both GPU backends pass them. A mismatch
-// panics with a message naming the backend, the kernel and the argument: by the
-// backend contract it is a programmer error.
-func CheckArgs(backendName, kernel string, sig Signature, args []backend.Arg) (scalarBits []uint32) {
+// count, and each one's kind. A mismatch panics with a message naming the
+// backend, the kernel and the argument: by the backend contract it is a
+// programmer error. It allocates nothing: it runs for every dispatch.
+func CheckArgs(backendName, kernel string, sig Signature, args []backend.Arg) {
 	if len(args) != len(sig.Params) {
 		panic(fmt.Sprintf("%s: %s: %d arguments, want %d", backendName, kernel, len(args), len(sig.Params)))
 	}
-	bits := make([]uint32, len(args))
 	for i, a := range args {
 		p := sig.Params[i]
 		want, what := backend.ArgInt, "an int32 scalar"
@@ -29,21 +27,25 @@ func CheckArgs(backendName, kernel string, sig Signature, args []backend.Arg) (s
 		if a.Kind != want {
 			panic(fmt.Sprintf("%s: %s: argument %d (%s): want %s, got argument kind %d", backendName, kernel, i, p.Name, what, a.Kind))
 		}
-		switch a.Kind {
-		case backend.ArgFloat:
-			bits[i] = math.Float32bits(a.F32)
-		case backend.ArgInt:
-			bits[i] = uint32(a.Int)
-		}
 	}
-	return bits
+}
+
+// ScalarBits is a scalar argument's 32 bits as both GPU backends pass it: an
+// int32, or an f32's bit pattern (0 for a buffer).
+func ScalarBits(a backend.Arg) uint32 {
+	switch a.Kind {
+	case backend.ArgFloat:
+		return math.Float32bits(a.F32)
+	case backend.ArgInt:
+		return uint32(a.Int)
+	}
+	return 0
 }
 
 // Checked is one dispatch checked against its kernel's declaration: what every
 // backend's Dispatch does before it touches the device.
 type Checked struct {
 	Sig         Signature
-	ScalarBits  []uint32     // each scalar's 32 bits (0 for buffers), as CheckArgs
 	Grid, Group backend.Dim3 // with a zero Y or Z read as 1 (a 1-D launch written as Dim3{X: n})
 }
 
@@ -62,7 +64,8 @@ const maxGroupThreads = 1024
 // and CheckArgs alone.
 func Preflight(backendName, kernel string, grid, group backend.Dim3, args []backend.Arg) Checked {
 	sig := Lookup(backendName, kernel)
-	c := Checked{Sig: sig, ScalarBits: CheckArgs(backendName, kernel, sig, args), Grid: norm3(grid), Group: norm3(group)}
+	CheckArgs(backendName, kernel, sig, args)
+	c := Checked{Sig: sig, Grid: norm3(grid), Group: norm3(group)}
 	if threads := c.Group.X * c.Group.Y * c.Group.Z; threads > maxGroupThreads || threads < 1 {
 		panic(fmt.Sprintf("%s: %s: threadgroup %v has %d threads, want 1..%d", backendName, kernel, c.Group, threads, maxGroupThreads))
 	}

@@ -229,9 +229,15 @@ func TestFloatLiteralsAreSingle(t *testing.T) {
 func TestCheckArgs(t *testing.T) {
 	sig := Signatures()["add_bf16"]
 	dummy := backend.Buf(nil, 0)
-	bits := CheckArgs("test", "add_bf16", sig, []backend.Arg{dummy, dummy, dummy, backend.Int(7)})
-	if bits[3] != 7 {
-		t.Errorf("scalar bits %v", bits)
+	CheckArgs("test", "add_bf16", sig, []backend.Arg{dummy, dummy, dummy, backend.Int(7)})
+	if b := ScalarBits(backend.Int(7)); b != 7 {
+		t.Errorf("int 7 as bits %#x", b)
+	}
+	if b := ScalarBits(backend.Float(-2)); b != 0xc0000000 {
+		t.Errorf("float -2 as bits %#x", b)
+	}
+	if b := ScalarBits(dummy); b != 0 {
+		t.Errorf("a buffer as bits %#x", b)
 	}
 	for name, args := range map[string][]backend.Arg{
 		"count": {dummy, dummy, dummy},

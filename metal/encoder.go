@@ -79,11 +79,11 @@ type boundArg struct {
 // bind resolves each buffer
 // argument to the Metal buffer that holds its offset.
 func (d *Device) bind(kernel string, c kernels.Checked, args []backend.Arg) []boundArg {
-	bits, sig := c.ScalarBits, c.Sig
+	sig := c.Sig
 	out := make([]boundArg, len(args))
 	for i, a := range args {
 		if a.Kind != backend.ArgBuffer {
-			out[i] = boundArg{scalar: true, bits: bits[i]}
+			out[i] = boundArg{scalar: true, bits: kernels.ScalarBits(a)}
 			continue
 		}
 		buf, err := d.own(a.Buf, a.Off, 0)
