@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // deviceLoop runs every device call of an engine on one goroutine locked to its OS
@@ -19,6 +20,8 @@ type deviceLoop struct {
 	// closed (the app switches models mid-reply) gets ErrClosed, not a panic.
 	mu      sync.RWMutex
 	stopped bool
+	// calls counts the closures handed to the goroutine (do).
+	calls atomic.Int64
 }
 
 // ErrClosed is returned by an engine call after Close.
@@ -46,6 +49,7 @@ func (d *deviceLoop) do(f func() error) error {
 	if d.stopped {
 		return ErrClosed
 	}
+	d.calls.Add(1)
 	result := make(chan error, 1)
 	d.work <- func() {
 		defer func() {

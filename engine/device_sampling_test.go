@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"bagel/drafter"
 	"bagel/internal/testmodel"
@@ -257,5 +258,33 @@ func TestCoversFilters(t *testing.T) {
 	}
 	if !c.coversFilters(Sampling{TopP: 0.99}, 3) {
 		t.Error("candidates that are the whole row cover any filter")
+	}
+}
+
+// TestGreedyStepsRunInBatches: greedy speculative steps run one after another
+// on the device goroutine (speculator.steps), not each handed to it: with no
+// time limit on a batch, a reply of many verifies takes a few hand-overs,
+// and it is still the plain greedy reply, cut at its token limit.
+func TestGreedyStepsRunInBatches(t *testing.T) {
+	defer switches.Reset(SwitchSpeculative)
+	defer func(w time.Duration) { batchWall = w }(batchWall)
+	batchWall = time.Hour
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	req, plain, oracle := plainReply(t, e)
+	req.Drafter, req.DraftLength = oracle, 2
+	calls := e.loop.calls.Load()
+	spec, done := generateWith(t, e, SwitchSpeculative, true, req)
+	calls = e.loop.calls.Load() - calls
+	if !slices.Equal(plain, spec) {
+		t.Fatalf("speculative %v\nplain %v", spec, plain)
+	}
+	// The prefill, the stats and the batch: a handful, where each of the
+	// reply's verifies had been one.
+	if v := done.Stats.Verifies; v < 10 || calls > int64(v)/2 {
+		t.Errorf("%d hand-overs to the device goroutine for %d verifies", calls, v)
 	}
 }

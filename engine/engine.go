@@ -250,27 +250,30 @@ func (e *Engine) step(tokens []int32, all bool, prepare func() error, finish fun
 // stepWith is step with the forward given: forward runs the model and
 // returns its logits (the decode pipeline's steps embed ids on the device).
 func (e *Engine) stepWith(forward func() (ops.Tensor, error), prepare func() error, finish func(logits ops.Tensor) error) error {
-	return e.loop.do(func() error {
-		defer e.scratch.Reset()
-		ok := false
-		defer func() {
-			if !ok {
-				_ = e.cache.Reset(e.ctx)
-			}
-		}()
-		if prepare != nil {
-			if err := prepare(); err != nil {
-				return err
-			}
+	return e.loop.do(func() error { return e.stepHere(forward, prepare, finish) })
+}
+
+// stepHere is stepWith's work, called on the device goroutine.
+func (e *Engine) stepHere(forward func() (ops.Tensor, error), prepare func() error, finish func(logits ops.Tensor) error) error {
+	defer e.scratch.Reset()
+	ok := false
+	defer func() {
+		if !ok {
+			_ = e.cache.Reset(e.ctx)
 		}
-		logits, err := forward()
-		if err != nil {
+	}()
+	if prepare != nil {
+		if err := prepare(); err != nil {
 			return err
 		}
-		err = finish(logits)
-		ok = err == nil
+	}
+	logits, err := forward()
+	if err != nil {
 		return err
-	})
+	}
+	err = finish(logits)
+	ok = err == nil
+	return err
 }
 
 // forward returns the logits of the last token, or of all tokens.

@@ -470,29 +470,39 @@ func (g *generation) run(req Request) error {
 		if len(pending) == 0 {
 			if spec != nil && st.KVLength+2 <= e.ContextLength() {
 				context = append(context[:len(prompt)], history[1:]...)
-				var toks []int32
-				var proposed, accepted int
+				var b batch
 				var err error
-				stepStart := time.Now()
+				room := e.ContextLength() - st.KVLength
 				if greedyOnDevice {
-					toks, proposed, accepted, err = spec.step(context, id, e.ContextLength()-st.KVLength)
+					left := 0
+					if req.MaxTokens > 0 {
+						left = req.MaxTokens - st.GeneratedTokens
+					}
+					stop := func(id int32) bool { return e.isEOS(id) && !req.IgnoreStop }
+					b, err = spec.steps(context, id, room, left, stop, func() bool { return g.ctx.Err() != nil })
 				} else {
-					toks, proposed, accepted, err = spec.stepSampled(context, id, e.ContextLength()-st.KVLength, smp, req.Sampling.TopK, history)
+					stepStart := time.Now()
+					var proposed, accepted int
+					b.tokens, proposed, accepted, err = spec.stepSampled(context, id, room, smp, req.Sampling.TopK, history)
+					if err == nil {
+						took := time.Since(stepStart)
+						spec.observe(proposed, accepted, took)
+						b.proposed, b.accepted, b.draftTime = proposed, accepted, spec.draftTime
+						if proposed > 0 {
+							b.verifies, b.verifyTime = 1, took-spec.draftTime
+						}
+					}
 				}
 				if err != nil {
 					return err
 				}
-				took := time.Since(stepStart)
-				spec.observe(proposed, accepted, took)
-				st.DraftProposed += proposed
-				st.DraftAccepted += accepted
-				st.DraftTime += spec.draftTime
-				if proposed > 0 {
-					st.Verifies++
-					st.VerifyTime += took - spec.draftTime
-				}
-				st.KVLength += 1 + len(toks) - 1 // id and the kept guesses are in the cache now
-				pending = toks
+				st.DraftProposed += b.proposed
+				st.DraftAccepted += b.accepted
+				st.DraftTime += b.draftTime
+				st.Verifies += b.verifies
+				st.VerifyTime += b.verifyTime
+				st.KVLength += len(b.tokens) // id and each step's kept guesses are in the cache now
+				pending = b.tokens
 			} else {
 				var nid int32
 				var err error

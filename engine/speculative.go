@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"bagel/drafter"
@@ -55,6 +56,42 @@ type speculator struct {
 	budget   *draftBudget // how many of them the next step makes; nil: always draftLen
 	// draftTime is the last step's time in the drafter.
 	draftTime time.Duration
+	// here is set while steps runs a batch of steps on the device goroutine:
+	// the steps' device work is then called directly (do), not handed to it.
+	here bool
+}
+
+// do runs f on the device goroutine: directly inside a batch (steps), else
+// handed to it.
+func (s *speculator) do(f func() error) error {
+	if s.here {
+		return f()
+	}
+	return s.e.loop.do(f)
+}
+
+// argmax runs tokens, after prepare (nil: none), through s.do, and returns
+// the device's greedy pick after each of them (all) or after the last.
+func (s *speculator) argmax(tokens []int32, all bool, prepare func() error) ([]int32, error) {
+	e := s.e
+	rows := 1
+	if all {
+		rows = len(tokens)
+	}
+	picks := make([]int32, rows)
+	err := s.do(func() error {
+		forward := func() (ops.Tensor, error) { return e.model.Forward(e.ctx, e.cache, tokens, all) }
+		return e.stepHere(forward, prepare, func(logits ops.Tensor) error {
+			cands, err := e.readTopK(logits, rows, 1)
+			for i := range picks {
+				if err == nil {
+					picks[i], err = cands[i].greedy()
+				}
+			}
+			return err
+		})
+	})
+	return picks, err
 }
 
 // observe tells the budget how a step went: proposed guesses, accepted kept,
@@ -74,14 +111,16 @@ func (s *speculator) step(context []int32, last int32, room int) (out []int32, p
 	if td, ok := s.drafter.(drafter.TreeDrafter); ok {
 		return s.treeStep(td, context, last, room)
 	}
-	e := s.e
 	drafts := s.validDrafts(context, room)
 	if len(drafts) == 0 { // none, or a guess the model cannot take: decode plainly
-		id, err := e.forwardArgmax([]int32{last})
-		return []int32{id}, 0, 0, err
+		picks, err := s.argmax([]int32{last}, false, nil)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		return picks, 0, 0, nil
 	}
 	var before *qwen.Snapshot
-	picks, err := e.forwardArgmaxAll(append([]int32{last}, drafts...), s.beforeVerify(&before))
+	picks, err := s.argmax(append([]int32{last}, drafts...), true, s.beforeVerify(&before))
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -121,7 +160,7 @@ func (s *speculator) rollback(before *qwen.Snapshot, last int32, kept []int32) e
 	e := s.e
 	n := 1 + len(kept)
 	replayed := false
-	err := e.loop.do(func() error {
+	err := s.do(func() error {
 		defer e.scratch.Reset()
 		if err := e.cache.Restore(e.ctx, before); err != nil {
 			return err
@@ -139,23 +178,68 @@ func (s *speculator) rollback(before *qwen.Snapshot, last int32, kept []int32) e
 	if err != nil || replayed {
 		return err
 	}
-	_, err = e.forwardArgmax(append([]int32{last}, kept...))
+	_, err = s.argmax(append([]int32{last}, kept...), false, nil)
 	return err
 }
 
-// forwardArgmaxAll runs tokens, after prepare (nil: none) on the device
-// goroutine, and returns the device's greedy pick after each of them (argmax
-// over every position's logits).
-func (e *Engine) forwardArgmaxAll(tokens []int32, prepare func() error) ([]int32, error) {
-	picks := make([]int32, len(tokens))
-	err := e.step(tokens, true, prepare, func(logits ops.Tensor) error {
-		rows, err := e.readTopK(logits, len(tokens), 1)
-		for i := range picks {
-			if err == nil {
-				picks[i], err = rows[i].greedy()
+// batchWall is how long steps runs greedy steps on the device goroutine
+// before it hands their tokens back: the reply streams in bursts this far
+// apart at most (a screen frame), and other calls to the device wait as long.
+var batchWall = 16 * time.Millisecond
+
+// batch is what a run of greedy speculative steps (steps) yielded.
+type batch struct {
+	tokens                       []int32 // every step's tokens in order
+	proposed, accepted, verifies int
+	draftTime, verifyTime        time.Duration
+}
+
+// steps runs greedy speculative steps (step) one after another on the device
+// goroutine, with no hand-over between them: the next step's drafts and
+// launches follow the last one's picks at once (handing each step's picks to
+// the generation's goroutine and the next step back stood the GPU idle about
+// 60 µs a verify on the H200, docs/benchmarks.md, fifteenth session). It
+// stops after a step whose tokens include a stop token (stop), once it has
+// at least limit tokens (0: none), when fewer than two positions are left
+// of room, when cancelled says so, or after batchWall. A tree drafter runs
+// one step a call (its steps hand their work to the device goroutine).
+func (s *speculator) steps(context []int32, last int32, room, limit int, stop func(int32) bool, cancelled func() bool) (batch, error) {
+	var b batch
+	context = slices.Clone(context)
+	start := time.Now()
+	one := func() (done bool, err error) {
+		stepStart := time.Now()
+		toks, proposed, accepted, err := s.step(context, last, room)
+		if err != nil {
+			return true, err
+		}
+		took := time.Since(stepStart)
+		s.observe(proposed, accepted, took)
+		b.proposed += proposed
+		b.accepted += accepted
+		b.draftTime += s.draftTime
+		if proposed > 0 {
+			b.verifies++
+			b.verifyTime += took - s.draftTime
+		}
+		b.tokens = append(b.tokens, toks...)
+		context = append(context, toks...)
+		last, room = toks[len(toks)-1], room-len(toks)
+		return slices.ContainsFunc(toks, stop) || (limit > 0 && len(b.tokens) >= limit) || room < 2 ||
+			cancelled() || time.Since(start) >= batchWall, nil
+	}
+	if _, tree := s.drafter.(drafter.TreeDrafter); tree {
+		_, err := one()
+		return b, err
+	}
+	err := s.e.loop.do(func() error {
+		s.here = true
+		defer func() { s.here = false }()
+		for {
+			if done, err := one(); done || err != nil {
+				return err
 			}
 		}
-		return err
 	})
-	return picks, err
+	return b, err
 }
