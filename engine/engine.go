@@ -291,16 +291,23 @@ func (e *Engine) forward(tokens []int32, all bool) ([]float32, error) {
 // id, logit and the log-sum-exp, 12 bytes instead of the vocabulary's logits;
 // a NaN log-sum-exp (a non-finite logit) stops the reply (errNonFinite).
 func (e *Engine) forwardArgmax(tokens []int32) (int32, error) {
-	var id int32
-	err := e.step(tokens, false, nil, func(logits ops.Tensor) error {
-		rows, err := e.readTopK(logits, 1, 1)
-		if err != nil {
-			return err
+	var id [1]int32
+	err := e.step(tokens, false, nil, e.greedyPicks(id[:]))
+	return id[0], err
+}
+
+// greedyPicks is a step's finish that reads the device's greedy pick of each
+// of len(picks) rows of logits into picks.
+func (e *Engine) greedyPicks(picks []int32) func(logits ops.Tensor) error {
+	return func(logits ops.Tensor) error {
+		rows, err := e.readTopK(logits, len(picks), 1)
+		for i := range picks {
+			if err == nil {
+				picks[i], err = rows[i].greedy()
+			}
 		}
-		id, err = rows[0].greedy()
 		return err
-	})
-	return id, err
+	}
 }
 
 // resetCache starts a new sequence.

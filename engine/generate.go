@@ -482,15 +482,9 @@ func (g *generation) run(req Request) error {
 					b, err = spec.steps(context, id, room, left, stop, func() bool { return g.ctx.Err() != nil })
 				} else {
 					stepStart := time.Now()
-					var proposed, accepted int
-					b.tokens, proposed, accepted, err = spec.stepSampled(context, id, room, smp, req.Sampling.TopK, history)
-					if err == nil {
-						took := time.Since(stepStart)
-						spec.observe(proposed, accepted, took)
-						b.proposed, b.accepted, b.draftTime = proposed, accepted, spec.draftTime
-						if proposed > 0 {
-							b.verifies, b.verifyTime = 1, took-spec.draftTime
-						}
+					toks, proposed, accepted, serr := spec.stepSampled(context, id, room, smp, req.Sampling.TopK, history)
+					if err = serr; err == nil {
+						b.add(spec, toks, proposed, accepted, time.Since(stepStart))
 					}
 				}
 				if err != nil {

@@ -81,15 +81,7 @@ func (s *speculator) argmax(tokens []int32, all bool, prepare func() error) ([]i
 	picks := make([]int32, rows)
 	err := s.do(func() error {
 		forward := func() (ops.Tensor, error) { return e.model.Forward(e.ctx, e.cache, tokens, all) }
-		return e.stepHere(forward, prepare, func(logits ops.Tensor) error {
-			cands, err := e.readTopK(logits, rows, 1)
-			for i := range picks {
-				if err == nil {
-					picks[i], err = cands[i].greedy()
-				}
-			}
-			return err
-		})
+		return e.stepHere(forward, prepare, e.greedyPicks(picks))
 	})
 	return picks, err
 }
@@ -187,11 +179,25 @@ func (s *speculator) rollback(before *qwen.Snapshot, last int32, kept []int32) e
 // apart at most (a screen frame), and other calls to the device wait as long.
 var batchWall = 16 * time.Millisecond
 
-// batch is what a run of greedy speculative steps (steps) yielded.
+// batch is what a run of speculative steps yielded.
 type batch struct {
 	tokens                       []int32 // every step's tokens in order
 	proposed, accepted, verifies int
 	draftTime, verifyTime        time.Duration
+}
+
+// add counts one step of s that took took (its drafting, s.draftTime,
+// included) and tells s's budget how it went.
+func (b *batch) add(s *speculator, toks []int32, proposed, accepted int, took time.Duration) {
+	s.observe(proposed, accepted, took)
+	b.tokens = append(b.tokens, toks...)
+	b.proposed += proposed
+	b.accepted += accepted
+	b.draftTime += s.draftTime
+	if proposed > 0 {
+		b.verifies++
+		b.verifyTime += took - s.draftTime
+	}
 }
 
 // steps runs greedy speculative steps (step) one after another on the device
@@ -213,16 +219,7 @@ func (s *speculator) steps(context []int32, last int32, room, limit int, stop fu
 		if err != nil {
 			return true, err
 		}
-		took := time.Since(stepStart)
-		s.observe(proposed, accepted, took)
-		b.proposed += proposed
-		b.accepted += accepted
-		b.draftTime += s.draftTime
-		if proposed > 0 {
-			b.verifies++
-			b.verifyTime += took - s.draftTime
-		}
-		b.tokens = append(b.tokens, toks...)
+		b.add(s, toks, proposed, accepted, time.Since(stepStart))
 		context = append(context, toks...)
 		last, room = toks[len(toks)-1], room-len(toks)
 		return slices.ContainsFunc(toks, stop) || (limit > 0 && len(b.tokens) >= limit) || room < 2 ||
