@@ -105,10 +105,10 @@ const (
 	// weight's dequantizing, and an expert's rows are read once for the
 	// tokens routed to it.
 	// Off by default: it pays with speculative decoding and costs a plain
-	// decode step (H200, 35B-A3B, docs/benchmarks.md, fifteenth session,
-	// medians of three rounds: oracle drafts of 4 at 1513 tok/s against 882
-	// without it, a verify of 5 tokens 3.28 ms against 5.63; plain decode
-	// 404 against 500 tok/s).
+	// decode step (H200, 35B-A3B, docs/benchmarks.md, sixteenth session,
+	// medians of three rounds: oracle drafts of 4 at 1586 tok/s against 878
+	// without it, a verify of 5 tokens 3.12 ms against 5.63; plain decode
+	// 404 against 495 tok/s).
 	SwitchTiledGEMV = "tiled-gemv"
 )
 
