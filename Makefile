@@ -108,6 +108,9 @@ metal-test:
 UI_CGO = $(if $(filter Darwin,$(shell uname -s)),1,0)
 test: test-deps vet darwin-check metal-check
 	CGO_ENABLED=0 $(GO) test $(ENGINE_PKGS)
+	# The engine's GPU tests (speculative decoding among them) through the Metal
+	# backend's host code on its simulator, whose kernels are the CPU's.
+	BAGEL_METAL_SIM=1 CGO_ENABLED=0 $(GO) test -run 'GPU|Verify' ./engine
 	CGO_ENABLED=$(UI_CGO) $(GO) test ./ui/... .
 
 # Fuzz every parser of user input for a minute each (not part of `make test`,

@@ -29,6 +29,8 @@ type Device struct {
 	committed   int64               // command buffers committed so far
 	completed   int64               // of those, completed (waited for or reaped)
 	reads       asyncReads          // ReadAsync's slots (readasync.go)
+	writes      stagedWrites        // Write's staging slots (write.go)
+	open        *encoder            // the encoder whose recorded dispatches are not yet committed, or nil
 	asyncErr    error               // the first failed command buffer not yet reported
 	lastGPU     time.Duration       // GPU time of the last completed command buffer
 	totalGPU    time.Duration
@@ -148,6 +150,7 @@ func (d *Device) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.open = nil // recorded, uncommitted work is dropped with the device
 	err := d.wait()
 	for b := range d.live {
 		d.Free(b)

@@ -37,6 +37,13 @@ func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...back
 	if c.Empty() || e.err != nil {
 		return
 	}
+	if d.open != nil && d.open != e {
+		// Another encoder's recorded work comes first in the queue's order.
+		if err := d.open.Submit(); err != nil {
+			e.err = err
+			return
+		}
+	}
 	mtl.WithPool(func() {
 		p, err := d.pipeline(kernel)
 		if err == nil && threads > p.maxThreads {
@@ -64,6 +71,7 @@ func (e *encoder) Dispatch(kernel string, grid, group backend.Dim3, args ...back
 			mtl.Size{Width: uint64(grid.X), Height: uint64(grid.Y), Depth: uint64(grid.Z)},
 			mtl.Size{Width: uint64(group.X), Height: uint64(group.Y), Depth: uint64(group.Z)})
 		d.counters.Dispatches++
+		d.open = e
 	})
 }
 
@@ -124,6 +132,9 @@ func (d *Device) pipeline(kernel string) (pipeline, error) {
 // dropped), or the failure of an earlier command buffer found completed.
 func (e *encoder) Submit() error {
 	d := e.dev
+	if d.open == e {
+		d.open = nil
+	}
 	err := e.err
 	e.err = nil
 	mtl.WithPool(func() {
@@ -154,10 +165,24 @@ func (e *encoder) Submit() error {
 	return err
 }
 
-// Synchronize waits for every submitted command buffer; a host sync.
+// Synchronize commits the open encoder's recorded work and waits for every
+// submitted command buffer; a host sync.
 func (d *Device) Synchronize() error {
+	if err := d.submitOpen(); err != nil {
+		return err
+	}
 	d.counters.HostSyncs++
 	return d.wait()
+}
+
+// submitOpen commits the dispatches an encoder recorded and has not
+// committed, so that a host-side operation after them (a read, a wait, a
+// write it cannot stage) comes after them, as CUDA's stream order puts it.
+func (d *Device) submitOpen() error {
+	if d.open == nil {
+		return nil
+	}
+	return d.open.Submit()
 }
 
 // wait completes every command buffer in flight and returns (and forgets) the

@@ -146,12 +146,27 @@ func (d *Device) Contents(b backend.Buffer, off int) (unsafe.Pointer, error) {
 	return p, nil
 }
 
-// Write copies src into b at off, after the GPU finished the work submitted so
-// far (it may read or write b). Waiting counts as a host sync.
+// Write copies src into b at off in the order of the device's work: after
+// every dispatch recorded or submitted before it (they may read or write b),
+// before every dispatch recorded after it, as CUDA's copies on its stream
+// are. Behind recorded, uncommitted dispatches a small write is staged
+// (stageWrite: a copy recorded after them, no wait); otherwise they are
+// committed and Write waits for the GPU (a host sync), then copies.
 func (d *Device) Write(b backend.Buffer, off int, src []byte) error {
 	buf, err := d.own(b, off, len(src))
 	if err != nil {
 		return fmt.Errorf("metal: write: %w", err)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	if d.open != nil {
+		if staged, err := d.stageWrite(b, off, src); staged || err != nil {
+			return err
+		}
+		if err := d.submitOpen(); err != nil {
+			return err
+		}
 	}
 	if len(d.inFlight) > 0 {
 		d.counters.HostSyncs++
@@ -163,12 +178,16 @@ func (d *Device) Write(b backend.Buffer, off int, src []byte) error {
 	return nil
 }
 
-// Read waits for every submitted command buffer, then copies from b at off
-// into dst. A host sync; it reports a failed command buffer.
+// Read commits the open encoder's recorded work, waits for every submitted
+// command buffer, then copies from b at off into dst. A host sync; it reports
+// a failed command buffer.
 func (d *Device) Read(b backend.Buffer, off int, dst []byte) error {
 	buf, err := d.own(b, off, len(dst))
 	if err != nil {
 		return fmt.Errorf("metal: read: %w", err)
+	}
+	if err := d.submitOpen(); err != nil {
+		return err
 	}
 	d.counters.HostSyncs++
 	if err := d.wait(); err != nil {
