@@ -154,3 +154,92 @@ func TestGenerateMatchesCPU(t *testing.T) {
 		})
 	}
 }
+
+// echoDrafter guesses that the last k tokens come again: mostly wrong, so
+// nearly every verify rolls back, now and then right.
+type echoDrafter struct{}
+
+func (echoDrafter) Draft(history []int32, k int) []int32 {
+	if k < 1 || len(history) < k {
+		return nil
+	}
+	return slices.Clone(history[len(history)-k:])
+}
+
+// TestChatTurnsMatchCPU plays three turns of a chat in one engine on Metal and
+// on the CPU backend: a greedy reply, then a sampled one with a repetition
+// penalty and speculative decoding, then a greedy speculative one, each turn's
+// prompt the last one's with its reply and two new tokens, so that turns 2
+// and 3 reuse the held conversation (prompt reuse) and the guesses roll back
+// again and again. On the simulator the replies must be the CPU's token for
+// token; on a Mac each turn must run whole, reuse its prompt and verify.
+func TestChatTurnsMatchCPU(t *testing.T) {
+	if mtl.Simulated {
+		t.Setenv(mtl.SimulatorEnv, "1")
+		metal.Register()
+	}
+	defer switches.Reset(engine.SwitchSpeculative)
+	for _, name := range testmodel.Names {
+		t.Run(name, func(t *testing.T) {
+			dir := testmodel.Weights(t, name)
+			chat := func(backend string) ([][]int32, []engine.Stats) {
+				e, err := engine.Load(dir, engine.Options{Backend: backend, ContextLength: 256})
+				if err != nil {
+					if backend == "metal" && metalMissing(err) {
+						t.Skipf("no Metal: %v", err)
+					}
+					t.Fatal(err)
+				}
+				defer e.Close()
+				turns := []struct {
+					speculative bool
+					sampling    engine.Sampling
+				}{
+					{false, engine.Sampling{}},
+					{true, engine.Sampling{Temperature: 0.7, TopK: 20, TopP: 0.95, Seed: 5, RepetitionPenalty: 1.3, RepetitionContext: 8}},
+					{true, engine.Sampling{}},
+				}
+				prompt := []int32{9707, 11, 1246, 525, 3555, 30, 2585}
+				var replies [][]int32
+				var stats []engine.Stats
+				for i, turn := range turns {
+					if err := switches.Set(engine.SwitchSpeculative, turn.speculative); err != nil {
+						t.Fatal(err)
+					}
+					if i > 0 {
+						prompt = append(append(slices.Clone(prompt), replies[i-1]...), int32(100+i), int32(200+i))
+					}
+					req := engine.Request{PromptIDs: prompt, MaxTokens: 16, IgnoreStop: true, Sampling: turn.sampling, Drafter: echoDrafter{}, DraftLength: 3}
+					var ids []int32
+					var done engine.Stats
+					for ev := range e.Generate(context.Background(), req) {
+						switch ev.Kind {
+						case engine.EventToken:
+							ids = append(ids, ev.Token)
+						case engine.EventError:
+							t.Fatalf("%s, turn %d: %v", backend, i+1, ev.Err)
+						case engine.EventDone:
+							done = ev.Stats
+						}
+					}
+					replies, stats = append(replies, ids), append(stats, done)
+				}
+				return replies, stats
+			}
+			want, _ := chat("cpu")
+			got, stats := chat("metal")
+			for i := range want {
+				if len(got[i]) != len(want[i]) {
+					t.Fatalf("turn %d: metal gave %d tokens, cpu %d", i+1, len(got[i]), len(want[i]))
+				}
+				if mtl.Simulated && !slices.Equal(got[i], want[i]) {
+					t.Errorf("turn %d: metal (simulated) %v\ncpu %v", i+1, got[i], want[i])
+				}
+				if st := stats[i]; i > 0 && (st.ReusedPromptTokens == 0 || st.Verifies == 0) {
+					t.Errorf("turn %d on metal: %d prompt tokens reused, %d verifies (want both)", i+1, st.ReusedPromptTokens, st.Verifies)
+				}
+				t.Logf("%s turn %d: %v (%d reused, %d/%d guesses kept)", name, i+1, got[i], stats[i].ReusedPromptTokens, stats[i].DraftAccepted, stats[i].DraftProposed)
+			}
+		})
+	}
+}
