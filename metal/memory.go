@@ -149,9 +149,10 @@ func (d *Device) Contents(b backend.Buffer, off int) (unsafe.Pointer, error) {
 // Write copies src into b at off in the order of the device's work: after
 // every dispatch recorded or submitted before it (they may read or write b),
 // before every dispatch recorded after it, as CUDA's copies on its stream
-// are. Behind recorded, uncommitted dispatches a small write is staged
-// (stageWrite: a copy recorded after them, no wait); otherwise they are
-// committed and Write waits for the GPU (a host sync), then copies.
+// are. Behind work not yet finished a small write is staged (stageWrite: a
+// copy recorded after that work, no wait); a larger one commits the recorded
+// work and waits for the GPU (a host sync), then copies. With the GPU idle it
+// copies at once.
 func (d *Device) Write(b backend.Buffer, off int, src []byte) error {
 	buf, err := d.own(b, off, len(src))
 	if err != nil {
@@ -160,7 +161,7 @@ func (d *Device) Write(b backend.Buffer, off int, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	if d.open != nil {
+	if d.open != nil || len(d.inFlight) > 0 {
 		if staged, err := d.stageWrite(b, off, src); staged || err != nil {
 			return err
 		}

@@ -34,13 +34,14 @@ type stagedWrites struct {
 	next   int
 }
 
-// stageWrite records src's copy into b at off behind the open encoder's
-// dispatches, through the next staging slot. It stages nothing (false) for a
-// write too large for a slot or not in whole, aligned words; the caller then
+// stageWrite records src's copy into b at off through the next staging
+// slot, behind the open encoder's dispatches, or, with none open, in a new
+// encoder (committed before the next dispatch of another, a read or a wait:
+// after the command buffers in flight). It stages nothing (false) for a write
+// too large for a slot or not in whole, aligned words; the caller then
 // commits and waits.
 func (d *Device) stageWrite(b backend.Buffer, off int, src []byte) (bool, error) {
-	e := d.open
-	if e == nil || len(src) > stagedWriteMax || len(src)%4 != 0 || off%4 != 0 {
+	if len(src) > stagedWriteMax || len(src)%4 != 0 || off%4 != 0 {
 		return false, nil
 	}
 	w := &d.writes
@@ -67,15 +68,18 @@ func (d *Device) stageWrite(b backend.Buffer, off int, src []byte) (bool, error)
 			d.completeOldest()
 		}
 	})
-	e = d.open
-	if e == nil { // committed above: nothing left to stage behind
-		return false, nil
+	e := d.open
+	if e == nil {
+		e = d.Encoder().(*encoder)
 	}
 	slot := w.slots[i]
 	copy(slot.(*buffer).host, src)
 	args := []backend.Arg{backend.Buf(slot, 0), backend.Buf(b, off), backend.Int(len(src) / 4)}
 	grid, group := kernels.Launch("copy_u32", args)
 	e.Dispatch("copy_u32", grid, group, args...)
+	if e.err != nil { // the copy was not recorded (a pipeline failure, or one before it)
+		return false, e.err
+	}
 	w.readBy[i] = d.committed + 1
 	return true, nil
 }

@@ -42,9 +42,10 @@ func wordBytes(v ...int) []byte {
 // TestWriteComesAfterRecordedWork: a Write lands in program order among
 // dispatches recorded and not yet committed, as on CUDA's stream: after those
 // recorded before it, under those recorded after it. A small write behind
-// them is staged (no host sync), more writes than the staging slots and a
-// write of odd bytes still land in order, and an encoder's first dispatch
-// commits another encoder's recorded work first.
+// them, or behind a command buffer in flight, is staged (no host sync); more
+// writes than the staging slots and a write of odd bytes still land in
+// order; an encoder's first dispatch commits another encoder's recorded work
+// first.
 func TestWriteComesAfterRecordedWork(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -70,6 +71,24 @@ func TestWriteComesAfterRecordedWork(t *testing.T) {
 	want := []int{7, 7, 5, 9, 9, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}
 	if got := words(t, dev, b, 16); !slices.Equal(got, want) {
 		t.Errorf("words %v, want %v", got, want)
+	}
+
+	// Behind a command buffer in flight and nothing recorded: staged in an
+	// encoder of its own, committed by the read.
+	e = dev.Encoder()
+	fillWords(e, b, 0, 16, 8)
+	if err := e.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	syncs = dev.Counters().HostSyncs
+	if err := dev.Write(b, 0, wordBytes(6)); err != nil {
+		t.Fatal(err)
+	}
+	if n := dev.Counters().HostSyncs - syncs; n != 0 {
+		t.Errorf("a small write behind a command buffer in flight took %d host syncs, want 0 (staged)", n)
+	}
+	if got := words(t, dev, b, 2); got[0] != 6 || got[1] != 8 {
+		t.Errorf("a write behind a command buffer in flight: words %v, want 6 8", got)
 	}
 
 	// More writes behind one recorded fill than there are staging slots.
