@@ -63,11 +63,15 @@ func (d *Device) stageWrite(b backend.Buffer, off int, src []byte) (bool, error)
 			return false, err
 		}
 	}
-	mtl.WithPool(func() {
-		for d.completed < w.readBy[i] && len(d.inFlight) > 0 {
-			d.completeOldest()
-		}
-	})
+	if d.completed < w.readBy[i] && len(d.inFlight) > 0 {
+		// The ring came round to a copy the GPU has not run yet: wait for it.
+		d.counters.HostSyncs++
+		mtl.WithPool(func() {
+			for d.completed < w.readBy[i] && len(d.inFlight) > 0 {
+				d.completeOldest()
+			}
+		})
+	}
 	e := d.open
 	if e == nil {
 		e = d.Encoder().(*encoder)
