@@ -142,3 +142,32 @@ func TestWriteComesAfterRecordedWork(t *testing.T) {
 		t.Errorf("the second encoder's fill gave %d, want 4 (the first encoder's work ran after it)", got[0])
 	}
 }
+
+// TestReadCommitsRecordedWork: a Read, and a Synchronize, after dispatches
+// recorded and not yet committed see what they wrote (the open encoder's work
+// is committed first), as CUDA's Read after its recorded launches does.
+func TestReadCommitsRecordedWork(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+	b, err := dev.Alloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := dev.Encoder()
+	fillWords(e, b, 0, 4, 11)
+	if got := words(t, dev, b, 4); !slices.Equal(got, []int{11, 11, 11, 11}) {
+		t.Errorf("a read after a recorded fill: %v, want the fill's 11s", got)
+	}
+	e = dev.Encoder()
+	fillWords(e, b, 0, 4, 12)
+	if err := dev.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.(*buffer).host[0]; got != 12 {
+		t.Errorf("after a recorded fill and Synchronize the buffer holds %d, want 12", got)
+	}
+	if err := e.Submit(); err != nil { // committed already: nothing left
+		t.Fatal(err)
+	}
+}
