@@ -30,14 +30,7 @@ func TestScoreMatchesCPU(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := testmodel.Weights(t, name)
 			load := func(backend string) *engine.Engine {
-				e, err := engine.Load(dir, engine.Options{Backend: backend, ContextLength: 256})
-				if err != nil {
-					if backend == "metal" && metalMissing(err) {
-						t.Skipf("no Metal: %v", err)
-					}
-					t.Fatal(err)
-				}
-				t.Cleanup(e.Close)
+				e := loadOrSkip(t, dir, backend, 256)
 				t.Logf("%s: %s (%s)", backend, e.BackendName, e.BackendReason)
 				return e
 			}
@@ -90,6 +83,40 @@ func TestScoreMatchesCPU(t *testing.T) {
 	}
 }
 
+// loadOrSkip loads dir on backend, closed when the test ends; a Mac without a
+// usable Metal device skips the test (unless BAGEL_REQUIRE_GPU=1).
+func loadOrSkip(t *testing.T, dir, backend string, contextLength int) *engine.Engine {
+	t.Helper()
+	e, err := engine.Load(dir, engine.Options{Backend: backend, ContextLength: contextLength})
+	if err != nil {
+		if backend == "metal" && metalMissing(err) {
+			t.Skipf("no Metal: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// generate runs req on e and returns the reply's tokens and final stats; an
+// error event fails the test.
+func generate(t *testing.T, e *engine.Engine, req engine.Request) ([]int32, engine.Stats) {
+	t.Helper()
+	var ids []int32
+	var done engine.Stats
+	for ev := range e.Generate(context.Background(), req) {
+		switch ev.Kind {
+		case engine.EventToken:
+			ids = append(ids, ev.Token)
+		case engine.EventError:
+			t.Fatalf("%s: %v", e.BackendName, ev.Err)
+		case engine.EventDone:
+			done = ev.Stats
+		}
+	}
+	return ids, done
+}
+
 // metalMissing reports whether err says this Mac has no usable Metal device,
 // which skips the test unless BAGEL_REQUIRE_GPU=1 (a compile error never does).
 func metalMissing(err error) bool {
@@ -120,24 +147,9 @@ func TestGenerateMatchesCPU(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer switches.Reset(engine.SwitchDecodePipeline)
-				e, err := engine.Load(dir, engine.Options{Backend: backend, ContextLength: 128})
-				if err != nil {
-					if backend == "metal" && metalMissing(err) {
-						t.Skipf("no Metal: %v", err)
-					}
-					t.Fatal(err)
-				}
+				e := loadOrSkip(t, dir, backend, 128)
 				defer e.Close()
-				var ids []int32
-				req := engine.Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555, 30, 2585}, MaxTokens: 12, IgnoreStop: true}
-				for ev := range e.Generate(context.Background(), req) {
-					switch ev.Kind {
-					case engine.EventToken:
-						ids = append(ids, ev.Token)
-					case engine.EventError:
-						t.Fatalf("%s: %v", backend, ev.Err)
-					}
-				}
+				ids, _ := generate(t, e, engine.Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555, 30, 2585}, MaxTokens: 12, IgnoreStop: true})
 				return ids
 			}
 			want := reply("cpu", false)
@@ -183,13 +195,7 @@ func TestChatTurnsMatchCPU(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := testmodel.Weights(t, name)
 			chat := func(backend string) ([][]int32, []engine.Stats) {
-				e, err := engine.Load(dir, engine.Options{Backend: backend, ContextLength: 256})
-				if err != nil {
-					if backend == "metal" && metalMissing(err) {
-						t.Skipf("no Metal: %v", err)
-					}
-					t.Fatal(err)
-				}
+				e := loadOrSkip(t, dir, backend, 256)
 				defer e.Close()
 				turns := []struct {
 					speculative bool
@@ -210,18 +216,7 @@ func TestChatTurnsMatchCPU(t *testing.T) {
 						prompt = append(append(slices.Clone(prompt), replies[i-1]...), int32(100+i), int32(200+i))
 					}
 					req := engine.Request{PromptIDs: prompt, MaxTokens: 16, IgnoreStop: true, Sampling: turn.sampling, Drafter: echoDrafter{}, DraftLength: 3}
-					var ids []int32
-					var done engine.Stats
-					for ev := range e.Generate(context.Background(), req) {
-						switch ev.Kind {
-						case engine.EventToken:
-							ids = append(ids, ev.Token)
-						case engine.EventError:
-							t.Fatalf("%s, turn %d: %v", backend, i+1, ev.Err)
-						case engine.EventDone:
-							done = ev.Stats
-						}
-					}
+					ids, done := generate(t, e, req)
 					replies, stats = append(replies, ids), append(stats, done)
 				}
 				return replies, stats
