@@ -34,6 +34,10 @@ var forbidden = map[string][]string{
 	"synth":       {"bagel/"},
 	"drafter":     {"bagel/"}, // token ids in, token ids out: no model, no engine
 	"hub":         {"bagel/"}, // HTTP and files: no model
+	// The yardstick of every path: a checkpoint reader and plain loops, nothing
+	// the kernels share.
+	"reference": {"bagel/backend", "bagel/cpu", "bagel/cuda", "bagel/metal", "bagel/ops", "bagel/kernels", "bagel/qwen",
+		"bagel/engine", "bagel/ui", "bagel/cli", "bagel/tokenizer", "bagel/synth"},
 }
 
 // exempt lists the files allowed one import their folder forbids: the Metal
