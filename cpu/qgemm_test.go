@@ -55,10 +55,14 @@ func TestSortByExpert(t *testing.T) {
 	}
 }
 
-// TestQGemmIsTheGEMVWithRoundedWeights: the prefill GEMM differs from
-// qmatmul_bf16 only in the weights' bf16 rounding, and the grouped GEMM is, per
-// pair, the dense GEMM of that pair's expert.
-func TestQGemmIsTheGEMVWithRoundedWeights(t *testing.T) {
+// TestQGemmIsTheGEMV: the prefill GEMM computes what qmatmul_bf16 computes,
+// its weights carried to 16 bits (hi + lo) where the GEMV keeps f32: every
+// output within one bf16 step of the GEMV's and nearly all equal (here all
+// of them: the CPU sums in the GEMV's order). With each weight rounded to
+// bf16 alone, as the GEMM once did, 1,150 of these 2,590 outputs differed, 361
+// by more than a step (sums that cancel). The grouped GEMM is, per pair, the
+// dense GEMM of that pair's expert.
+func TestQGemmIsTheGEMV(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 44))
 	d := newTestDevice()
 	const T, K, E, In, Out = 70, 3, 5, 128, 37
@@ -73,14 +77,19 @@ func TestQGemmIsTheGEMVWithRoundedWeights(t *testing.T) {
 	dispatch(d, "qgemm_bf16", append([]backend.Arg{arg(xb), arg(wb), arg(sb), arg(bb), arg(gemm)}, scalars...)...)
 	dispatch(d, "qmatmul_bf16", append([]backend.Arg{arg(xb), arg(wb), arg(sb), arg(bb), arg(gemv)}, scalars...)...)
 	a, b := readBF16(t, d, gemm, T*Out), readBF16(t, d, gemv, T*Out)
-	var diff, norm float64
+	differ := 0
 	for i := range a {
-		diff += math.Pow(float64(a[i]-b[i]), 2)
-		norm += math.Pow(float64(b[i]), 2)
+		if a[i] != b[i] {
+			differ++
+			if ulp := math.Abs(float64(b[i])) / 128; math.Abs(float64(a[i]-b[i])) > ulp {
+				t.Fatalf("output %d: gemm %v, gemv %v: more than a bf16 step apart", i, a[i], b[i])
+			}
+		}
 	}
-	if rel := math.Sqrt(diff / norm); rel == 0 || rel > 4e-3 {
-		t.Fatalf("‖gemm−gemv‖/‖gemv‖ = %g: want bf16 noise, neither 0 (the weights are rounded) nor more", rel)
+	if differ > len(a)/50 {
+		t.Fatalf("%d of %d outputs differ from the GEMV's, want at most 2%%", differ, len(a))
 	}
+	t.Logf("%d of %d outputs differ from the GEMV's by a bf16 step", differ, len(a))
 
 	// Grouped: route every token to K experts, sort, and compare pair by pair
 	// with the dense GEMM of the expert.

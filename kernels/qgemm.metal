@@ -3,21 +3,23 @@
 // decode GEMVs (quant.metal) read every weight once per token; here a weight
 // tile is dequantized once into threadgroup memory and serves QG_BM tokens.
 //
-// Numerics (the contract the CPU reference follows): each weight is
-// dequantized in f32 and rounded to bf16 before the product, as MLX's quantized
-// GEMM (qmm) stages it (4-bit weights on sm_80+ round the exact sc·c + bi
-// once, qg_dequant4: the same but where f32 rounding first would land on a
-// bf16 tie); x·w products are exact in f32 and accumulate in f32 in
-// an order of the matrix unit's choosing; the result is rounded once to bf16.
-// So a GEMM output differs from the GEMV's (unrounded weights) by bf16 noise:
-// the engine uses these kernels only for prompts of many tokens, never for a
-// decode step or a speculative verify, which keep the GEMV's bits.
+// Numerics (the contract the CPU reference follows): each weight w = sc·c + bi
+// (f32) enters the matrix unit to at least 16 significant bits, x exactly, the
+// products sum in f32 in an order of the unit's choosing, and the result is
+// rounded once to bf16: the GEMV's sum (qmatmul_bf16) in another order. On
+// CUDA the unit takes bf16, so each weight is staged as two bf16 tiles, hi =
+// bf16(w) and lo = bf16(w − hi), and both are multiplied by the same x tile
+// (hi + lo is w to within 2^-17 of it); Metal's f32 tiles hold w itself.
+// MLX's quantized GEMM (qmm) stages bf16(w) alone; so did these kernels once,
+// and that rounding, about as large as the output's own, took a prompt's
+// logits measurably further from an exact forward than a decode step's
+// (docs/numerics.md).
 
 // ---- The matrix unit, per backend ------------------------------------------
 // A SIMD-group multiplies 16×16 tiles held in threadgroup memory:
 //   MMA_T                     the element type of the staged tiles
-//   mma_elem(f)               f rounded to bf16, stored as MMA_T
-//   mma_elem_bf16(v)          the bf16 bits v as MMA_T
+//   qg_put_w(hi, lo, v)       a weight staged: v itself (Metal), or its bf16
+//                             hi and lo parts in the two weight tiles (CUDA)
 //   mma_acc                   a 16×16 f32 accumulator spread over the lanes
 //   mma_zero(acc)
 //   mma_16x16x16(acc, A, lda, B, ldb, lane)
@@ -26,7 +28,7 @@
 //   mma_store(acc, C, ldc, lane)
 //                             C[m·ldc + n] = acc, C threadgroup f32
 // Metal: simdgroup_float8x8 (every Apple GPU with SIMD-group matrices); the
-// tiles are f32 holding bf16-rounded values. CUDA: mma.sync m16n8k16 with bf16
+// tiles are f32: x's bf16 values and the weights' f32 values. CUDA: mma.sync m16n8k16 with bf16
 // inputs (sm_80 and newer); older targets (the embedded compute_75 PTX) take a
 // plain loop with the same accumulator layout.
 #if defined(__METAL_VERSION__)
@@ -36,8 +38,8 @@ typedef float MMA_T;
 #define QG_BK 32
 #define QG_LD 36  // QG_BK + 4 floats: staggers the rows across banks
 #define QG_SMEM 6912
-INLINE MMA_T mma_elem(float f) { return round_bf16(f); }
-INLINE MMA_T mma_elem_bf16(bf16_t v) { return bf16_to_f32(v); }
+// The weights' tiles hold f32 values: no lo tile (QG_SPLIT 0).
+#define QG_SPLIT 0
 // mma_put8 stores the eight bf16 of v (low half of each word first) at dst[0..8).
 INLINE void mma_put8(threadgroup MMA_T *dst, u32x4 v) {
   for (int i = 0; i < 4; i++) {
@@ -78,9 +80,12 @@ INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int la
     for (int j = 0; j < 2; j++) simdgroup_store(acc.c[i][j], C + i * 8 * ldc + j * 8, (ulong)ldc);
 }
 
-INLINE void mma_put2(threadgroup MMA_T *dst, float a, float b) {
-  dst[0] = round_bf16(a);
-  dst[1] = round_bf16(b);
+// qg_put_w stores the weight v at hi[0] (Metal's tiles hold it whole), and
+// qg_put_w2 the weights a, b at hi[0], hi[1].
+INLINE void qg_put_w(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float v) { hi[0] = v; }
+INLINE void qg_put_w2(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float a, float b) {
+  hi[0] = a;
+  hi[1] = b;
 }
 
 #else  // CUDA
@@ -91,20 +96,38 @@ typedef bf16_t MMA_T;
 // latency.
 #define QG_BK 64
 #define QG_LD 72  // QG_BK + 8 bf16: rows 16-byte aligned, ldmatrix rows on distinct banks
-#define QG_SMEM 6912
-INLINE MMA_T mma_elem(float f) { return f32_to_bf16(f); }
-INLINE MMA_T mma_elem_bf16(bf16_t v) { return v; }
+// The x tile and the weights' hi and lo tiles: (QG_BM + 2·QG_BN)·QG_LD bf16.
+#define QG_SMEM 9216
+// Each weight is staged as two bf16 tiles, hi and lo (QG_SPLIT 1).
+#define QG_SPLIT 1
 INLINE void mma_put8(threadgroup MMA_T *dst, u32x4 v) { *(threadgroup u32x4 *)dst = v; }
-// mma_put2 stores two values rounded to bf16 at dst[0], dst[1] (one cvt on
+// qg_bf16x2 is two values rounded to bf16, a in the low half (one cvt on
 // sm_80+: round to nearest even as f32_to_bf16, which differs only for NaNs).
-INLINE void mma_put2(threadgroup MMA_T *dst, float a, float b) {
+INLINE uint qg_bf16x2(float a, float b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   uint v;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(v) : "f"(b), "f"(a));
-  *(threadgroup uint *)dst = v;
+  return v;
 #else
-  *(threadgroup uint *)dst = (uint)f32_to_bf16(a) | ((uint)f32_to_bf16(b) << 16);
+  return (uint)f32_to_bf16(a) | ((uint)f32_to_bf16(b) << 16);
 #endif
+}
+// qg_lo2 is the pair of lo parts of the weights a, b (f32) whose hi parts are
+// the bf16 pair h: w − hi is exact in f32 (hi is w rounded), then rounded.
+INLINE uint qg_lo2(float a, float b, uint h) {
+  return qg_bf16x2(a - as_float(h << 16), b - as_float(h & 0xffff0000u));
+}
+// qg_put_w2 stores the weights a, b as hi at hi[0..1] and lo at lo[0..1].
+INLINE void qg_put_w2(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float a, float b) {
+  uint h = qg_bf16x2(a, b);
+  *(threadgroup uint *)hi = h;
+  *(threadgroup uint *)lo = qg_lo2(a, b, h);
+}
+// qg_put_w stores one weight v as hi and lo.
+INLINE void qg_put_w(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float v) {
+  bf16_t h = f32_to_bf16(v);
+  hi[0] = h;
+  lo[0] = f32_to_bf16(v - bf16_to_f32(h));
 }
 
 // The m16n8k16 accumulator layout, for both 8-column halves h of the 16×16
@@ -208,6 +231,26 @@ INLINE void mma_warp_at(thread mma_warp &acc, uint a, uint b, int lda, int ldb) 
       }
 }
 
+// mma_warp_at_split is mma_warp_at over the hi tile at b and then the lo tile
+// at blo, with the x fragments loaded once: acc += A·(Bhi + Blo)ᵀ.
+INLINE void mma_warp_at_split(thread mma_warp &acc, uint a, uint b, uint blo, int lda, int ldb) {
+  uint fa[2][4], fb[2][4];
+  UNROLL for (int i = 0; i < 2; i++) ldsm_x4_at(a + (uint)(32 * i * lda), fa[i]);
+  UNROLL for (int part = 0; part < 2; part++) {
+    UNROLL for (int j = 0; j < 2; j++) ldsm_x4_at((part == 0 ? b : blo) + (uint)(32 * j * ldb), fb[j]);
+    UNROLL for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 2; j++)
+        for (int h = 0; h < 2; h++) {
+          float *c = acc.c[2 * i + j].c + 4 * h;
+          asm volatile(
+              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+              "{%0,%1,%2,%3};"
+              : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+              : "r"(fa[i][0]), "r"(fa[i][1]), "r"(fa[i][2]), "r"(fa[i][3]), "r"(fb[j][2 * h]), "r"(fb[j][2 * h + 1]));
+        }
+  }
+}
+
 // mma_lane_a / mma_lane_b: the shared-window address of the lane's ldmatrix
 // row in a warp's 32-row A tile (rows of m) and B tile (rows of n), at k = 0,
 // as mma_warp_32x32x16 reads them.
@@ -246,7 +289,7 @@ INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, 
 // 128 token rows a tile: a step's weights are dequantized once for twice the
 // products of a 64-row tile (ncu: the 64-row tile issued 8 instructions of
 // staging and dequantizing per matrix product, the tensor pipe 12% busy).
-// QG_SMEM holds both tiles ((QG_BM + QG_BN)·QG_LD elements), and after the
+// QG_SMEM holds the tiles ((QG_BM + QG_BN + QG_SPLIT·QG_BN)·QG_LD elements), and after the
 // last step half the result tile (QG_BM / 2 rows of QG_LDC floats) in their place.
 #define QG_BM 128
 #define QG_BN 64
@@ -335,30 +378,33 @@ INLINE void qg_fetch_w(thread qg_wregs &g, thread const qg_plan &p, device const
 }
 
 #if defined(MMA_WARP_NATIVE)
-// qg_dequant4: a word's eight 4-bit codes as the bf16 weights sc·c + bi, in
-// order, two at a time: a byte's two codes as bf16 of 128 + c (byte_perm and
-// a mask), less 128 (exact), then one fma.rn.bf16x2, which rounds the exact
-// sc·c + bi once. The f32 form rounds it to f32 first, so the two differ only
-// where that double rounding lands on a bf16 tie. The f32 form took about
-// twice the instructions, in the step's loop, which ncu showed issue-bound.
-INLINE u32x4 qg_dequant4(uint w, uint sb) {
+// qg_dequant4: a word's eight 4-bit codes as the weights sc·c + bi, in order,
+// two at a time, split into bf16 hi and lo parts: a byte's two codes as bf16
+// of 128 + c (byte_perm and a mask), less 128 (exact); hi by one
+// fma.rn.bf16x2, which rounds the exact sc·c + bi once; lo from the f32
+// weight less hi (exact), rounded.
+INLINE void qg_dequant4(uint w, uint sb, thread u32x4 &hi, thread u32x4 &lo) {
   uint sc2 = __byte_perm(sb, 0u, 0x1010u), bi2 = __byte_perm(sb, 0u, 0x3232u), w4 = w >> 4;
-  uint v[4];
+  float sc = as_float(sb << 16), bi = as_float(sb & 0xffff0000u);
+  uint h[4], l[4];
   UNROLL for (int b = 0; b < 4; b++) {
     uint pair = (__byte_perm(w, w4, (uint)(b | ((4 + b) << 8))) & 0x000f000fu) | 0x43004300u;
     uint c;
     asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c) : "r"(pair), "r"(0x3f803f80u), "r"(0xc300c300u));
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v[b]) : "r"(sc2), "r"(c), "r"(bi2));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(h[b]) : "r"(sc2), "r"(c), "r"(bi2));
+    l[b] = qg_lo2(sc * as_float(c << 16) + bi, sc * as_float(c & 0xffff0000u) + bi, h[b]);
   }
-  return u32x4_make(v[0], v[1], v[2], v[3]);
+  hi = u32x4_make(h[0], h[1], h[2], h[3]);
+  lo = u32x4_make(l[0], l[1], l[2], l[3]);
 }
 #endif
 
-// qg_put writes a fetched step into the tiles As [QG_BM][QG_LD] and Bs
-// [QG_BN][QG_LD], dequantizing the weights (bf16-rounded) on the way; other
-// widths than 4 and 8 bits dequantize from device memory here.
+// qg_put writes a fetched step into the tiles As [QG_BM][QG_LD], Bs and Bl
+// [QG_BN][QG_LD], dequantizing the weights on the way (qg_put_w: their hi and
+// lo parts on CUDA); other widths than 4 and 8 bits dequantize from device
+// memory here.
 INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan &p, threadgroup MMA_T *As,
-                   threadgroup MMA_T *Bs, device const uint *w, device const bf16_t *scales,
+                   threadgroup MMA_T *Bs, threadgroup MMA_T *Bl, device const uint *w, device const bf16_t *scales,
                    device const bf16_t *biases, int o0, int k0, int In, int Out, int bits, int gs, int tid) {
   UNROLL for (int n = 0; n < QG_XV; n++) {
     int r = tid / (QG_BK / 8) + n * (QG_THREADS * 8 / QG_BK);
@@ -369,17 +415,20 @@ INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan
     UNROLL for (int n = 0; n < QG_WW; n++) {
       if (n >= QG_BN * p.words / QG_THREADS) continue;
       int r = tid / p.words + n * (QG_THREADS / p.words);
-      *(threadgroup u32x4 *)(Bs + r * QG_LD + p.wcol * 8) = qg_dequant4(g.w[n], g.sb[n]);
+      u32x4 hi, lo;
+      qg_dequant4(g.w[n], g.sb[n], hi, lo);
+      *(threadgroup u32x4 *)(Bs + r * QG_LD + p.wcol * 8) = hi;
+      *(threadgroup u32x4 *)(Bl + r * QG_LD + p.wcol * 8) = lo;
     }
     return;
 #endif
     // Codes m and m + 4 of a word at once, as bf16 of value 128 + code
     // (quant.metal's GEMV does the same); sc·(128 + c) + (bi − 128·sc) is
-    // sc·c + bi exactly, so each weight rounds as the plain form's.
+    // sc·c + bi to within f32 rounding.
     UNROLL for (int n = 0; n < QG_WW; n++) {
       if (n >= QG_BN * p.words / QG_THREADS) continue;
       int r = tid / p.words + n * (QG_THREADS / p.words);
-      threadgroup MMA_T *dst = Bs + r * QG_LD + p.wcol * 8;
+      threadgroup MMA_T *dst = Bs + r * QG_LD + p.wcol * 8, *dlo = Bl + r * QG_LD + p.wcol * 8;
       float sc = as_float(g.sb[n] << 16), bo = as_float(g.sb[n] & 0xffff0000u) - 128.0f * sc;
       float v[8];
       UNROLL for (int m = 0; m < 4; m++) {
@@ -387,7 +436,7 @@ INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan
         v[m] = sc * as_float(pair << 16) + bo;
         v[m + 4] = sc * as_float(pair & 0xffff0000u) + bo;
       }
-      UNROLL for (int j = 0; j < 8; j += 2) mma_put2(dst + j, v[j], v[j + 1]);
+      UNROLL for (int j = 0; j < 8; j += 2) qg_put_w2(dst + j, dlo + j, v[j], v[j + 1]);
     }
     return;
   }
@@ -397,11 +446,11 @@ INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan
     UNROLL for (int n = 0; n < QG_WW; n++) {
       if (n >= QG_BN * p.words / QG_THREADS) continue;
       int r = tid / p.words + n * (QG_THREADS / p.words);
-      threadgroup MMA_T *dst = Bs + r * QG_LD + p.wcol * per;
+      threadgroup MMA_T *dst = Bs + r * QG_LD + p.wcol * per, *dlo = Bl + r * QG_LD + p.wcol * per;
       float sc = as_float(g.sb[n] << 16), bi = as_float(g.sb[n] & 0xffff0000u);
       for (int j = 0; j < per; j += 2)
-        mma_put2(dst + j, sc * code_f(g.w[n], (uint)(bits * j), mask) + bi,
-                 sc * code_f(g.w[n], (uint)(bits * (j + 1)), mask) + bi);
+        qg_put_w2(dst + j, dlo + j, sc * code_f(g.w[n], (uint)(bits * j), mask) + bi,
+                  sc * code_f(g.w[n], (uint)(bits * (j + 1)), mask) + bi);
     }
     return;
   }
@@ -414,7 +463,7 @@ INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan
       v = bf16_to_f32(scales[o * sstride + g0]) * (float)qcode(w + o * wstride, k0 + j, bits) +
           bf16_to_f32(biases[o * sstride + g0]);
     }
-    Bs[r * QG_LD + j] = mma_elem(v);
+    qg_put_w(Bs + r * QG_LD + j, Bl + r * QG_LD + j, v);
   }
 }
 
@@ -423,27 +472,33 @@ INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan
 // SIMD-groups multiply.
 INLINE void qg_step(thread mma_warp &acc, thread qg_xregs &gx, thread qg_wregs &gw, thread const qg_plan &p,
                     device const bf16_t *x, device const uint *w, device const bf16_t *scales,
-                    device const bf16_t *biases, threadgroup MMA_T *As, threadgroup MMA_T *Bs, uint aLane, uint bLane,
-                    int wm, int wn, int nrows, int o0, int k0, int In, int Out, int bits, int gs, int tid, int lane) {
-  qg_put(gx, gw, p, As, Bs, w, scales, biases, o0, k0, In, Out, bits, gs, tid);
+                    device const bf16_t *biases, threadgroup MMA_T *As, threadgroup MMA_T *Bs, threadgroup MMA_T *Bl,
+                    uint aLane, uint bLane, int wm, int wn, int nrows, int o0, int k0, int In, int Out, int bits,
+                    int gs, int tid, int lane) {
+  qg_put(gx, gw, p, As, Bs, Bl, w, scales, biases, o0, k0, In, Out, bits, gs, tid);
   BARRIER();
   if (k0 + QG_BK < In) qg_fetch_x(gx, p, x, k0 + QG_BK, In);
   if (k0 + 2 * QG_BK < In) qg_fetch_w(gw, p, w, scales, biases, k0 + 2 * QG_BK, In, bits, gs);
   int width = imin(QG_BK, In - k0);  // a multiple of 32
   if (wm < nrows) {  // a SIMD-group whose rows are all past the tile's end skips (uniform)
 #if defined(MMA_WARP_NATIVE)
+    // The lo tile lies QG_BN rows (2·QG_BN·QG_LD bytes) after the hi tile.
     UNROLL for (int kk = 0; kk < QG_BK; kk += 16) {
-      if (kk < width) mma_warp_at(acc, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk), QG_LD, QG_LD);
+      if (kk < width)
+        mma_warp_at_split(acc, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk),
+                          bLane + (uint)(2 * kk + 2 * QG_BN * QG_LD), QG_LD, QG_LD);
     }
 #else
-    for (int kk = 0; kk < width; kk += 16)
+    for (int kk = 0; kk < width; kk += 16) {
       mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bs + wn * QG_LD + kk, QG_LD, lane);
+      if (QG_SPLIT) mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bl + wn * QG_LD + kk, QG_LD, lane);
+    }
 #endif
   }
   BARRIER();
 }
 
-// qgemm_tile_of: out[orow[r], o0 + n] = bf16(Σ_j x[arow[r], j]·bf16(W[o0 + n, j]))
+// qgemm_tile_of: out[orow[r], o0 + n] = bf16(Σ_j x[arow[r], j]·W[o0 + n, j])
 // for r < nrows, o0 + n < Out. Every thread of the threadgroup calls it. In is a
 // multiple of 32; where it is not one of QG_BK the last step is staged with
 // zeros past the row's end and multiplies only up to it.
@@ -453,6 +508,7 @@ INLINE void qgemm_tile_of(device const bf16_t *x, device const uint *w, device c
                           threadgroup float *smem, int tid, int lane, int simd) {
   threadgroup MMA_T *As = (threadgroup MMA_T *)smem;
   threadgroup MMA_T *Bs = As + QG_BM * QG_LD;
+  threadgroup MMA_T *Bl = Bs + QG_SPLIT * QG_BN * QG_LD;  // the lo tile (Bs itself where there is none)
   int wm = (simd >> 1) * 32, wn = (simd & 1) * 32;
   mma_warp acc;
   UNROLL for (int i = 0; i < 4; i++) mma_zero(acc.c[i]);
@@ -468,11 +524,11 @@ INLINE void qgemm_tile_of(device const bf16_t *x, device const uint *w, device c
   qg_fetch_w(g0, p, w, scales, biases, 0, In, bits, gs);
   qg_fetch_w(g1, p, w, scales, biases, QG_BK, In, bits, gs);
   for (int k0 = 0; k0 < In; k0 += 2 * QG_BK) {
-    qg_step(acc, gx, g0, p, x, w, scales, biases, As, Bs, aLane, bLane, wm, wn, nrows, o0, k0, In, Out, bits, gs, tid,
-            lane);
+    qg_step(acc, gx, g0, p, x, w, scales, biases, As, Bs, Bl, aLane, bLane, wm, wn, nrows, o0, k0, In, Out, bits, gs,
+            tid, lane);
     if (k0 + QG_BK < In)
-      qg_step(acc, gx, g1, p, x, w, scales, biases, As, Bs, aLane, bLane, wm, wn, nrows, o0, k0 + QG_BK, In, Out, bits,
-              gs, tid, lane);
+      qg_step(acc, gx, g1, p, x, w, scales, biases, As, Bs, Bl, aLane, bLane, wm, wn, nrows, o0, k0 + QG_BK, In, Out,
+              bits, gs, tid, lane);
   }
   // The result leaves through threadgroup memory half a tile at a time (the
   // whole tile in f32 would not fit Metal's 32 KB).
@@ -504,7 +560,7 @@ INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device cons
     qgemm_tile_of(x, w, scales, biases, out, arow, orow, nrows, o0, In, Out, bits, gs, smem, tid, lane, simd);
 }
 
-// qgemm_bf16: out[t, o] = bf16(Σ_j x[t, j]·bf16(W[o, j])), the prefill form of
+// qgemm_bf16: out[t, o] = bf16(Σ_j x[t, j]·W[o, j]), the prefill form of
 // qmatmul_bf16. Token tiles vary fastest in the grid, so the threadgroups that
 // share a weight tile run together.
 // launch: grid(ceil(T, QG_BM) * ceil(Out, QG_BN)) group(QG_THREADS)
@@ -766,7 +822,7 @@ KERNEL(moe_sort_i32,
 
 // qgemm_gather_bf16: the grouped expert GEMM. For every tile of moe_sort_i32
 // and every pair p = t·K + s in it, with e its expert:
-// out[p, o] = bf16(Σ_j xrow[j]·bf16(W[e, o, j])), xrow = x[t, :] (xPerSlot 0)
+// out[p, o] = bf16(Σ_j xrow[j]·W[e, o, j]), xrow = x[t, :] (xPerSlot 0)
 // or x[p, :] (xPerSlot 1): what qmatmul_gather_bf16 computes, each expert's
 // weights read once per tile of up to QG_BM pairs instead of once per pair.
 // Tiles vary fastest in the grid; empty table entries return at once.
