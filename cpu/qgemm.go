@@ -7,26 +7,16 @@ import (
 	"bagel/kernels"
 )
 
-// The prefill GEMMs (kernels/qgemm.metal). Each dequantized weight w enters
-// the product as CUDA's matrix units take it, the sum of two bf16 values,
-// hi = bf16(w) and lo = bf16(w − hi): w to 16 significant bits at least, so a
-// GEMM's output is the GEMV's but for f32 rounding (splitRow's doc says how
-// small). Metal's tiles hold w itself.
+// The prefill GEMMs (kernels/qgemm.metal): the GEMVs' sums, every weight
+// dequantized exactly (f32) as qmatmul_bf16 takes it, so on the CPU a GEMM's
+// output is the GEMV's bit for bit. The GPUs reach the same products by other
+// means (the codes and then the groups' scale and bias, or each weight as two
+// bf16 parts: the kernel's header), their f32 sums in other orders.
 
 // qgemmTile is QG_BM, the most pairs one tile of qgemm_gather_bf16 holds.
 var qgemmTile = kernels.Defines()["QG_BM"]
 
-// splitRow replaces each dequantized weight of a row by hi + lo, its two bf16
-// parts, in place. hi + lo differs from w by at most 2^-9 of lo, itself at
-// most 2^-9 of w: w to within 2^-18 of it, where one bf16 is within 2^-9.
-func splitRow(row []float32) {
-	for j, w := range row {
-		hi := backend.RoundBF16(w)
-		row[j] = hi + backend.RoundBF16(w-hi)
-	}
-}
-
-// qgemm_bf16: out[t,o] = bf16(Σ_j x[t,j]·W[o,j]), W[o,j] as splitRow gives it.
+// qgemm_bf16: out[t,o] = bf16(Σ_j x[t,j]·W[o,j]).
 func qgemmBF16(a *args) {
 	T, In, Out := a.intArg("T"), a.intArg("In"), a.intArg("Out")
 	a.check(In%32 == 0, "In", "%d is not a multiple of 32 (the GEMM steps over 32 inputs)", In)
@@ -50,10 +40,9 @@ func qgemmMulti(a *args) {
 // qgemmInto is qgemm_bf16 on x (T, In) and the matrix m (Out, In) into out (T, Out).
 func qgemmInto(a *args, x []float32, m *quantMatrix, out []uint16, T, In, Out int) {
 	a.parallel(Out, T*In, func(lo, hi int) {
-		row := make([]float32, In) // W[o,:], split
+		row := make([]float32, In) // W[o,:]
 		for o := lo; o < hi; o++ {
 			m.row(o, row)
-			splitRow(row)
 			for t := range T {
 				out[t*Out+o] = backend.F32ToBF16(dot(x[t*In:(t+1)*In], row))
 			}
@@ -116,7 +105,7 @@ func moeSort(a *args) {
 }
 
 // qgemm_gather_bf16: for every tile (e, start, count) of the table and pair p =
-// perm[start+r], r < count: out[p,o] = bf16(Σ_j xrow[j]·W[e,o,j]) (W split), xrow =
+// perm[start+r], r < count: out[p,o] = bf16(Σ_j xrow[j]·W[e,o,j]), xrow =
 // x[p/K,:] (xPerSlot 0) or x[p,:] (xPerSlot 1).
 func qgemmGather(a *args) {
 	T, K, E, In, Out := a.intArg("T"), a.intArg("K"), a.intArg("E"), a.intArg("In"), a.intArg("Out")
@@ -154,7 +143,6 @@ func qgemmGather(a *args) {
 		for item := lo; item < hi; item++ {
 			tl, o := list[item/Out], item%Out
 			m.row(tl.e*Out+o, row)
-			splitRow(row)
 			for _, p := range perm[tl.start : tl.start+tl.count] {
 				r := int(p) / K
 				if xPerSlot == 1 {

@@ -30,6 +30,10 @@ const (
 	tolBF16  = 4e-3 // bf16 outputs of f32 math
 	tolF32   = 1e-4 // f32 outputs
 	tolState = 1e-3 // the GDN state after several tokens
+	// tolGEMM holds the prompt GEMMs to the GEMV's sums: each weight rounded
+	// to bf16 before its products, as the GEMMs once did, is 2.6e-3 away on
+	// these inputs (measured on the CPU); the exact and split paths, 1-2e-4.
+	tolGEMM = 5e-4
 )
 
 // qwen names the real Qwen3.5-35B-A3B shapes used below.
@@ -147,7 +151,7 @@ func Specs() []Spec {
 	} {
 		add("qgemm_bf16", p.T*p.Out*p.In >= 512*hidden*qProjOut, fmt.Sprintf("T=%d %d→%d bits=%d gs=%d", p.T, p.In, p.Out, p.bits, p.gs), func(g gen) *Case {
 			w, sc, bi := g.quant(p.Out, p.In, p.bits, p.gs)
-			return &Case{Tol: tolBF16, Buffers: []Buffer{
+			return &Case{Tol: tolGEMM, Buffers: []Buffer{
 				in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("w", backend.U32, w), in("scales", backend.BF16, sc),
 				in("biases", backend.BF16, bi), out("out", backend.BF16, p.T*p.Out),
 			}, Scalars: ints(p.T, p.In, p.Out, p.bits, p.gs)}
@@ -165,7 +169,7 @@ func Specs() []Spec {
 	} {
 		add("qgemm_multi_bf16", p.T >= 512, fmt.Sprintf("T=%d In=%d %d/%d/%d/%d rows", p.T, p.In, p.slots[0].Out, p.slots[1].Out, p.slots[2].Out, p.slots[3].Out), func(g gen) *Case {
 			bufs, scalars := multiCase(g, p.T, p.In, p.slots)
-			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(scalars...)}
+			return &Case{Tol: tolGEMM, Buffers: bufs, Scalars: ints(scalars...)}
 		})
 	}
 
@@ -201,7 +205,7 @@ func Specs() []Spec {
 				ids[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
 			}
 			perm, tiles := cpu.SortByExpert(ids, p.E, gemmTile)
-			return &Case{Tol: tolBF16, Buffers: []Buffer{
+			return &Case{Tol: tolGEMM, Buffers: []Buffer{
 				in("x", backend.BF16, g.bf16(xRows*p.In, 1)), in("perm", backend.I32, i32Bytes(perm)),
 				in("tiles", backend.I32, i32Bytes(tiles)), in("w", backend.U32, w), in("scales", backend.BF16, sc),
 				in("biases", backend.BF16, bi), out("out", backend.BF16, p.T*p.K*p.Out),
