@@ -480,9 +480,9 @@ INLINE void qg_scale_cols(thread mma_warp &acc, threadgroup const float *f, int 
 
 // qg_put_exact writes a fetched step into As and Bs (the codes), and at a
 // group's first step each row's scale e (clamped) into es, 1/e into ies and
-// the ratio of its last group's scale to e into rt. eff holds, for the rows
-// whose first word this thread stages, the current group's scale (1 before
-// the first).
+// the ratio of its last group's scale to e into rt. eff holds, for the (two)
+// rows whose first word this thread stages, the current group's scale (1
+// before the first).
 INLINE void qg_put_exact(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan &p, threadgroup MMA_T *As,
                          threadgroup MMA_T *Bs, thread float *eff, threadgroup float *rt, threadgroup float *es,
                          threadgroup float *ies, int k0, int gs, int tid) {
@@ -495,7 +495,7 @@ INLINE void qg_put_exact(thread qg_xregs &gx, thread qg_wregs &g, thread const q
     if (n >= QG_BN * p.words / QG_THREADS) continue;
     int r = tid / p.words + n * (QG_THREADS / p.words);
     *(threadgroup u32x4 *)(Bs + r * QG_LD + p.wcol * 8) = qg_codes4(g.w[n]);
-    if (first) {
+    if (first && n < 2) {  // (4-bit words: two rows a thread)
       float sc = as_float(g.sb[n] << 16);
       float e = fabsf(sc) < 0x1p-100f ? 0x1p-100f : sc, inv = __frcp_rn(e);
       rt[r] = eff[n] * inv;
@@ -554,63 +554,50 @@ INLINE void qg_flush(thread mma_warp &acc, threadgroup MMA_T *X, threadgroup MMA
   if (!last) qg_zero_sums(X, tid);
 }
 
-// qg_step_exact is one step of the exact path at k0: qg_step's staging and
-// fetches, each group's rescaling at its first step, the products with the x
-// sums, the sums stored at the group's last step, and every QG_XS_GROUPS
-// groups (and after the last) the biases' part.
-INLINE void qg_step_exact(thread mma_warp &acc, thread qg_xregs &gx, thread qg_wregs &gw, thread const qg_plan &p,
-                          thread float *eff, thread float *xs, device const bf16_t *x, device const uint *w,
-                          device const bf16_t *scales, device const bf16_t *biases, threadgroup MMA_T *As,
-                          threadgroup MMA_T *Bs, threadgroup MMA_T *X, threadgroup float *rt, uint aLane, uint bLane,
-                          uint xLane, int wm, int wn, int nrows, int o0, int k0, int In, int Out, int gs, int tid,
-                          int lane) {
-  threadgroup float *es = rt + QG_BN, *ies = rt + 2 * QG_BN;
-  qg_put_exact(gx, gw, p, As, Bs, eff, rt, es, ies, k0, gs, tid);
-  BARRIER();
-  if (k0 + QG_BK < In) qg_fetch_x(gx, p, x, k0 + QG_BK, In);
-  if (k0 + 2 * QG_BK < In) qg_fetch_w(gw, p, w, scales, biases, k0 + 2 * QG_BK, In, 4, gs);
-  int g = k0 / gs;                                                 // the step's group (In is a multiple of gs)
-  bool ends = ((k0 + QG_BK) & (gs - 1)) == 0 || k0 + QG_BK >= In;  // its last step
-  if (wm < nrows) {  // a SIMD-group whose rows are all past the tile's end skips (uniform)
-    if ((k0 & (gs - 1)) == 0) qg_scale_cols(acc, rt, wn, lane);
-    UNROLL for (int kk = 0; kk < QG_BK; kk += 16)
-      mma_warp_sums(acc, xs, wn == 0, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk), QG_LD, QG_LD);
-    if (ends && wn == 0) qg_put_sums(xs, X, wm, g % QG_XS_GROUPS, lane);
-  }
-  BARRIER();
-  int groups = In / gs;
-  if (ends && ((g + 1) % QG_XS_GROUPS == 0 || g + 1 == groups)) {
-    int gbase = g / QG_XS_GROUPS * QG_XS_GROUPS;
-    qg_flush(acc, X, Bs, es, ies, biases, o0, Out, groups, gbase, g + 1 - gbase, g + 1 == groups, xLane, bLane, wm, wn,
-             nrows, tid, lane);
-  }
-}
-
 // qgemm_loop_exact is qgemm_tile_of's loop on the exact path (In a multiple
 // of 64): acc in plain units at the end, the biases' part included. X is the
-// x sums' tile [QG_BM][QG_LD], rt three rows of QG_BN floats.
+// x sums' tile [QG_BM][QG_LD], rt three rows of QG_BN floats. Each step:
+// stage it, fetch the next (x and weights, one step ahead: registers are
+// short here), rescale at a group's first step, the products with the x sums,
+// the sums stored at a group's last step, and every QG_XS_GROUPS groups (and
+// after the last) the biases' part.
 INLINE void qgemm_loop_exact(thread mma_warp &acc, thread const qg_plan &p, device const bf16_t *x,
                              device const uint *w, device const bf16_t *scales, device const bf16_t *biases,
                              threadgroup MMA_T *As, threadgroup MMA_T *Bs, threadgroup MMA_T *X,
                              threadgroup float *rt, int wm, int wn, int nrows, int o0, int In, int Out, int gs,
                              int tid, int lane) {
+  threadgroup float *es = rt + QG_BN, *ies = rt + 2 * QG_BN;
   uint aLane = mma_lane_a(As + wm * QG_LD, QG_LD, lane), bLane = mma_lane_b(Bs + wn * QG_LD, QG_LD, lane);
   uint xLane = mma_lane_a(X + wm * QG_LD, QG_LD, lane);
-  float eff[QG_WW], xs[8];
-  UNROLL for (int n = 0; n < QG_WW; n++) eff[n] = 1.0f;
+  float eff[2] = {1.0f, 1.0f}, xs[8];
   UNROLL for (int e = 0; e < 8; e++) xs[e] = 0.0f;
   qg_zero_sums(X, tid);
   qg_xregs gx;
-  qg_wregs g0, g1;  // the weights of even and odd steps, each fetched two steps ahead
+  qg_wregs gw;
   qg_fetch_x(gx, p, x, 0, In);
-  qg_fetch_w(g0, p, w, scales, biases, 0, In, 4, gs);
-  qg_fetch_w(g1, p, w, scales, biases, QG_BK, In, 4, gs);
-  for (int k0 = 0; k0 < In; k0 += 2 * QG_BK) {
-    qg_step_exact(acc, gx, g0, p, eff, xs, x, w, scales, biases, As, Bs, X, rt, aLane, bLane, xLane, wm, wn, nrows, o0,
-                  k0, In, Out, gs, tid, lane);
-    if (k0 + QG_BK < In)
-      qg_step_exact(acc, gx, g1, p, eff, xs, x, w, scales, biases, As, Bs, X, rt, aLane, bLane, xLane, wm, wn, nrows,
-                    o0, k0 + QG_BK, In, Out, gs, tid, lane);
+  qg_fetch_w(gw, p, w, scales, biases, 0, In, 4, gs);
+  int groups = In / gs;
+  for (int k0 = 0; k0 < In; k0 += QG_BK) {
+    qg_put_exact(gx, gw, p, As, Bs, eff, rt, es, ies, k0, gs, tid);
+    BARRIER();
+    if (k0 + QG_BK < In) {
+      qg_fetch_x(gx, p, x, k0 + QG_BK, In);
+      qg_fetch_w(gw, p, w, scales, biases, k0 + QG_BK, In, 4, gs);
+    }
+    int g = k0 / gs;                                                 // the step's group (In is a multiple of gs)
+    bool ends = ((k0 + QG_BK) & (gs - 1)) == 0 || k0 + QG_BK >= In;  // its last step
+    if (wm < nrows) {  // a SIMD-group whose rows are all past the tile's end skips (uniform)
+      if ((k0 & (gs - 1)) == 0) qg_scale_cols(acc, rt, wn, lane);
+      UNROLL for (int kk = 0; kk < QG_BK; kk += 16)
+        mma_warp_sums(acc, xs, wn == 0, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk), QG_LD, QG_LD);
+      if (ends && wn == 0) qg_put_sums(xs, X, wm, g % QG_XS_GROUPS, lane);
+    }
+    BARRIER();
+    if (ends && ((g + 1) % QG_XS_GROUPS == 0 || g + 1 == groups)) {
+      int gbase = g / QG_XS_GROUPS * QG_XS_GROUPS;
+      qg_flush(acc, X, Bs, es, ies, biases, o0, Out, groups, gbase, g + 1 - gbase, g + 1 == groups, xLane, bLane, wm,
+               wn, nrows, tid, lane);
+    }
   }
 }
 #endif
