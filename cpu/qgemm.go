@@ -7,20 +7,32 @@ import (
 	"bagel/kernels"
 )
 
-// The prefill GEMMs (kernels/qgemm.metal): the GEMVs' sums, every weight
-// dequantized exactly (f32) as qmatmul_bf16 takes it, so on the CPU a GEMM's
-// output is the GEMV's bit for bit. The GPUs reach the same products by other
-// means (the codes and then the groups' scale and bias, or each weight as two
-// bf16 parts: the kernel's header), their f32 sums in other orders.
+// The prefill GEMMs (kernels/qgemm.metal). With exact = 1 they compute the
+// GEMVs' sums, every weight dequantized exactly (f32) as qmatmul_bf16 takes
+// it, so on the CPU a GEMM's output is the GEMV's bit for bit (the GPUs reach
+// the same products with each weight as two bf16 parts, their f32 sums in
+// other orders). With exact = 0 each weight is rounded to bf16 before its
+// products, as MLX's quantized GEMM stages it.
 
 // qgemmTile is QG_BM, the most pairs one tile of qgemm_gather_bf16 holds.
 var qgemmTile = kernels.Defines()["QG_BM"]
 
-// qgemm_bf16: out[t,o] = bf16(Σ_j x[t,j]·W[o,j]).
+// gemmRow dequantizes row r of m into row: exactly, or rounded to bf16 when
+// exact is 0.
+func gemmRow(m *quantMatrix, r int, row []float32, exact int) {
+	m.row(r, row)
+	if exact == 0 {
+		for j, v := range row {
+			row[j] = backend.RoundBF16(v)
+		}
+	}
+}
+
+// qgemm_bf16: out[t,o] = bf16(Σ_j x[t,j]·W[o,j]), W exact or bf16 (exact 0).
 func qgemmBF16(a *args) {
 	T, In, Out := a.intArg("T"), a.intArg("In"), a.intArg("Out")
 	a.check(In%32 == 0, "In", "%d is not a multiple of 32 (the GEMM steps over 32 inputs)", In)
-	qgemmInto(a, widen(a.bf16s("x", T*In)), a.quant(Out), a.bf16s("out", T*Out), T, In, Out)
+	qgemmInto(a, widen(a.bf16s("x", T*In)), a.quant(Out), a.bf16s("out", T*Out), T, In, Out, a.intArg("exact"))
 }
 
 // qgemm_multi_bf16: qgemm_bf16 for each matrix I = 0..3 with OutI > 0 over
@@ -32,17 +44,17 @@ func qgemmMulti(a *args) {
 	for i := range 4 {
 		n := fmt.Sprint(i)
 		if Out := a.intArg("Out" + n); Out > 0 {
-			qgemmInto(a, x, a.quantFormat("w"+n, "scales"+n, "biases"+n, "fmt"+n, Out), a.bf16s("out"+n, T*Out), T, In, Out)
+			qgemmInto(a, x, a.quantFormat("w"+n, "scales"+n, "biases"+n, "fmt"+n, Out), a.bf16s("out"+n, T*Out), T, In, Out, a.intArg("exact"))
 		}
 	}
 }
 
 // qgemmInto is qgemm_bf16 on x (T, In) and the matrix m (Out, In) into out (T, Out).
-func qgemmInto(a *args, x []float32, m *quantMatrix, out []uint16, T, In, Out int) {
+func qgemmInto(a *args, x []float32, m *quantMatrix, out []uint16, T, In, Out, exact int) {
 	a.parallel(Out, T*In, func(lo, hi int) {
 		row := make([]float32, In) // W[o,:]
 		for o := lo; o < hi; o++ {
-			m.row(o, row)
+			gemmRow(m, o, row, exact)
 			for t := range T {
 				out[t*Out+o] = backend.F32ToBF16(dot(x[t*In:(t+1)*In], row))
 			}
@@ -109,7 +121,7 @@ func moeSort(a *args) {
 // x[p/K,:] (xPerSlot 0) or x[p,:] (xPerSlot 1).
 func qgemmGather(a *args) {
 	T, K, E, In, Out := a.intArg("T"), a.intArg("K"), a.intArg("E"), a.intArg("In"), a.intArg("Out")
-	xPerSlot := a.intArg("xPerSlot")
+	xPerSlot, exact := a.intArg("xPerSlot"), a.intArg("exact")
 	a.check(xPerSlot <= 1, "xPerSlot", "%d, want 0 or 1", xPerSlot)
 	a.check(In%32 == 0, "In", "%d is not a multiple of 32 (the GEMM steps over 32 inputs)", In)
 	n := T * K
@@ -142,7 +154,7 @@ func qgemmGather(a *args) {
 		row := make([]float32, In)
 		for item := lo; item < hi; item++ {
 			tl, o := list[item/Out], item%Out
-			m.row(tl.e*Out+o, row)
+			gemmRow(m, tl.e*Out+o, row, exact)
 			for _, p := range perm[tl.start : tl.start+tl.count] {
 				r := int(p) / K
 				if xPerSlot == 1 {

@@ -12,8 +12,6 @@ import (
 	"testing"
 
 	"bagel/internal/testmodel"
-	"bagel/qwen"
-	"bagel/switches"
 )
 
 // golden is the transformers reference written by tools/goldens/make_goldens.py.
@@ -244,14 +242,8 @@ const (
 
 // TestScoreMatchesBF16Reference holds the CPU engine to a reference with the same
 // bf16 roundings, entry by entry, which the transformers comparison cannot do.
-//
-// The reference has the GEMV's roundings, so the prompt GEMMs (which round the
-// weights to bf16 too) are off here; TestPrefillGEMMIsBF16Noise bounds them.
+// The prompt GEMMs take every weight exactly, as the GEMVs and the reference do.
 func TestScoreMatchesBF16Reference(t *testing.T) {
-	if err := switches.Set(qwen.SwitchPrefillGEMM, false); err != nil {
-		t.Fatal(err)
-	}
-	defer switches.Reset(qwen.SwitchPrefillGEMM)
 	for _, name := range testmodel.Names {
 		t.Run(name, func(t *testing.T) {
 			g := loadGolden(t, name+".bf16")

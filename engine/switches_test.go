@@ -103,12 +103,14 @@ func TestSplitKVTiledAtLongContext(t *testing.T) {
 	}
 }
 
-// TestPrefillGEMMIsBF16Noise scores a prompt with the prompt GEMMs on and off.
-// The GEMM rounds each weight to bf16 before its product (as the matrix units
-// take it), so logits move by bf16 noise, held to the bounds the engine meets
-// against transformers (the random tiny models amplify it; in the MoE a router
-// near-tie may pick another expert, which moves a few logits by whole units).
-func TestPrefillGEMMIsBF16Noise(t *testing.T) {
+// TestPrefillGEMMIsF32Noise scores a prompt with the prompt GEMMs on and off.
+// The GEMMs take every weight exactly, as the GEMVs do (on the CPU in the same
+// order); what moves the logits is the GDN rule run chunk by chunk, its f32
+// sums in another order (measured: median 0.0000 and 0.0014, p90 0.003 and
+// 0.011, the MoE's max 0.11 where a router near-tie picks another expert).
+// With each weight rounded to bf16 in the GEMMs (prefill-exact-weights off)
+// they moved by median 0.03 and 0.02, p90 0.09 and 0.07, max 0.95 and 2.3.
+func TestPrefillGEMMIsF32Noise(t *testing.T) {
 	ids := spreadIDs(100)
 	for _, name := range testmodel.Names {
 		var dispatches [2]int64
@@ -140,8 +142,8 @@ func TestPrefillGEMMIsBF16Noise(t *testing.T) {
 		}
 		sort.Float64s(diffs)
 		median, p90, worst := diffs[len(diffs)/2], diffs[len(diffs)*9/10], diffs[len(diffs)-1]
-		if worst == 0 || median > medianTol || p90 > p90Tol {
-			t.Errorf("%s: |Δlogit| median %.4f, p90 %.4f, max %.4f: want bf16 noise (the bounds against transformers: median ≤ %.2f, p90 ≤ %.2f), not 0", name, median, p90, worst, medianTol, p90Tol)
+		if worst == 0 || median > 0.005 || p90 > 0.02 {
+			t.Errorf("%s: |Δlogit| median %.4f, p90 %.4f, max %.4f: want f32 noise (median ≤ 0.005, p90 ≤ 0.02), not 0", name, median, p90, worst)
 		}
 		t.Logf("%s: prompt GEMMs move the logits by median %.4f, p90 %.4f, max %.4f", name, median, p90, worst)
 	}

@@ -3,20 +3,21 @@
 // decode GEMVs (quant.metal) read every weight once per token; here a weight
 // tile is dequantized once into threadgroup memory and serves QG_BM tokens.
 //
-// Numerics (the contract the CPU reference follows): out = bf16(Σ_j x_j·w_j),
-// every weight w = sc·c + bi dequantized exactly, the sums in f32 in an order
-// of the matrix unit's choosing: qmatmul_bf16's sum in another order. MLX's
-// quantized GEMM (qmm) rounds each w to bf16 before its products, and so did
-// these kernels once: an error about as large as the output's own rounding,
-// which took a prompt's logits measurably further from an exact forward than
-// a decode step's (docs/numerics.md). How each backend gets the exact sum:
-//   - CUDA sm_80+, 4-bit weights in groups of 64 or 128 (the checkpoints'
-//     usual layout): the codes enter the unit, the scale and bias are applied
-//     to the group's sums (the exact path, below qg_dequant4).
-//   - Other CUDA cases: each weight staged as two bf16 tiles, hi = bf16(w)
-//     and lo = bf16(w − hi), both multiplied by the same x tile (hi + lo is w
-//     to within 2^-17 of it); twice the products and staging.
-//   - Metal: the tiles are f32 and hold w itself.
+// Numerics (the contract the CPU reference follows), by the scalar exact:
+//   exact = 1: out = bf16(Σ_j x_j·w_j), every weight w = sc·c + bi taken
+//     exactly (f32), the products summed in f32 in an order of the matrix
+//     unit's choosing: qmatmul_bf16's sum in another order. CUDA's unit
+//     takes bf16, so each weight is staged as two bf16 tiles, hi = bf16(w)
+//     and lo = bf16(w − hi), both multiplied by the same x tile (hi + lo is
+//     w to within 2^-17 of it); Metal's f32 tiles hold w itself.
+//   exact = 0: each weight rounded to bf16 before its products, as MLX's
+//     quantized GEMM (qmm) stages it: the hi tile alone, half the products.
+//     That rounding, about as large as the output's own, takes a prompt's
+//     logits measurably further from an exact forward than a decode step's
+//     (docs/numerics.md); the engine's switch prefill-exact-weights chooses.
+// 4-bit weights on sm_80+ round the exact sc·c + bi to bf16 once
+// (qg_dequant4); the f32 forms round it to f32 first, which differs only
+// where that lands on a bf16 tie.
 
 // ---- The matrix unit, per backend ------------------------------------------
 // A SIMD-group multiplies 16×16 tiles held in threadgroup memory:
@@ -83,12 +84,15 @@ INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int la
     for (int j = 0; j < 2; j++) simdgroup_store(acc.c[i][j], C + i * 8 * ldc + j * 8, (ulong)ldc);
 }
 
-// qg_put_w stores the weight v at hi[0] (Metal's tiles hold it whole), and
-// qg_put_w2 the weights a, b at hi[0], hi[1].
-INLINE void qg_put_w(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float v) { hi[0] = v; }
-INLINE void qg_put_w2(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float a, float b) {
-  hi[0] = a;
-  hi[1] = b;
+// qg_put_w stores the weight v at hi[0]: v itself (Metal's tiles hold it
+// whole) when exact, else rounded to bf16; qg_put_w2 the weights a, b at
+// hi[0], hi[1].
+INLINE void qg_put_w(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float v, bool exact) {
+  hi[0] = exact ? v : round_bf16(v);
+}
+INLINE void qg_put_w2(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float a, float b, bool exact) {
+  hi[0] = exact ? a : round_bf16(a);
+  hi[1] = exact ? b : round_bf16(b);
 }
 
 #else  // CUDA
@@ -99,10 +103,8 @@ typedef bf16_t MMA_T;
 // latency.
 #define QG_BK 64
 #define QG_LD 72  // QG_BK + 8 bf16: rows 16-byte aligned, ldmatrix rows on distinct banks
-// The x tile, the weights' tile, and a third (the split path's lo tile, the
-// exact path's x sums, QG_BM rows at most): (2·QG_BM + QG_BN)·QG_LD bf16;
-// then the exact path's three rows of QG_BN scale factors (f32).
-#define QG_SMEM 11712
+// The x tile and the weights' hi and lo tiles: (QG_BM + 2·QG_BN)·QG_LD bf16.
+#define QG_SMEM 9216
 // Each weight is staged as two bf16 tiles, hi and lo (QG_SPLIT 1).
 #define QG_SPLIT 1
 INLINE void mma_put8(threadgroup MMA_T *dst, u32x4 v) { *(threadgroup u32x4 *)dst = v; }
@@ -122,17 +124,18 @@ INLINE uint qg_bf16x2(float a, float b) {
 INLINE uint qg_lo2(float a, float b, uint h) {
   return qg_bf16x2(a - as_float(h << 16), b - as_float(h & 0xffff0000u));
 }
-// qg_put_w2 stores the weights a, b as hi at hi[0..1] and lo at lo[0..1].
-INLINE void qg_put_w2(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float a, float b) {
+// qg_put_w2 stores the weights a, b as hi at hi[0..1] and, when exact, lo
+// at lo[0..1].
+INLINE void qg_put_w2(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float a, float b, bool exact) {
   uint h = qg_bf16x2(a, b);
   *(threadgroup uint *)hi = h;
-  *(threadgroup uint *)lo = qg_lo2(a, b, h);
+  if (exact) *(threadgroup uint *)lo = qg_lo2(a, b, h);
 }
-// qg_put_w stores one weight v as hi and lo.
-INLINE void qg_put_w(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float v) {
+// qg_put_w stores one weight v as hi and, when exact, lo.
+INLINE void qg_put_w(threadgroup MMA_T *hi, threadgroup MMA_T *lo, float v, bool exact) {
   bf16_t h = f32_to_bf16(v);
   hi[0] = h;
-  lo[0] = f32_to_bf16(v - bf16_to_f32(h));
+  if (exact) lo[0] = f32_to_bf16(v - bf16_to_f32(h));
 }
 
 // The m16n8k16 accumulator layout, for both 8-column halves h of the 16×16
@@ -216,11 +219,13 @@ INLINE void ldsm_x4_at(uint addr, thread uint *r) {
                : "r"(addr));
 }
 
-// mma_warp_frag: acc += A·Bᵀ for a warp's 32×32 tile over 16 inputs, from
-// the x fragments fa (two 16-row blocks, ldmatrix'ed) and the B tile at the
-// lane's ldmatrix address b: two ldmatrix.x4 and eight mma.sync.
-INLINE void mma_warp_frag(thread mma_warp &acc, thread const uint (*fa)[4], uint b, int ldb) {
-  uint fb[2][4];
+// mma_warp_at is mma_warp_32x32x16 from the lane's ldmatrix addresses,
+// worked out once per tile (mma_lane_a, mma_lane_b) and moved along k by the
+// caller: converting every pointer to the shared window took most of a
+// GEMM step's instructions (H200: 650 a SIMD-group for 32 products).
+INLINE void mma_warp_at(thread mma_warp &acc, uint a, uint b, int lda, int ldb) {
+  uint fa[2][4], fb[2][4];
+  UNROLL for (int i = 0; i < 2; i++) ldsm_x4_at(a + (uint)(32 * i * lda), fa[i]);
   UNROLL for (int j = 0; j < 2; j++) ldsm_x4_at(b + (uint)(32 * j * ldb), fb[j]);
   UNROLL for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++)
@@ -234,49 +239,23 @@ INLINE void mma_warp_frag(thread mma_warp &acc, thread const uint (*fa)[4], uint
       }
 }
 
-// mma_warp_x loads the x fragments of a warp's 32 rows at the lane's
-// ldmatrix address a.
-INLINE void mma_warp_x(uint a, int lda, thread uint (*fa)[4]) {
-  UNROLL for (int i = 0; i < 2; i++) ldsm_x4_at(a + (uint)(32 * i * lda), fa[i]);
-}
-
-// mma_warp_at is mma_warp_32x32x16 from the lane's ldmatrix addresses,
-// worked out once per tile (mma_lane_a, mma_lane_b) and moved along k by the
-// caller: converting every pointer to the shared window took most of a
-// GEMM step's instructions (H200: 650 a SIMD-group for 32 products).
-INLINE void mma_warp_at(thread mma_warp &acc, uint a, uint b, int lda, int ldb) {
-  uint fa[2][4];
-  mma_warp_x(a, lda, fa);
-  mma_warp_frag(acc, fa, b, ldb);
-}
-
 // mma_warp_at_split is mma_warp_at over the hi tile at b and then the lo tile
 // at blo, with the x fragments loaded once: acc += A·(Bhi + Blo)ᵀ.
 INLINE void mma_warp_at_split(thread mma_warp &acc, uint a, uint b, uint blo, int lda, int ldb) {
-  uint fa[2][4];
-  mma_warp_x(a, lda, fa);
-  mma_warp_frag(acc, fa, b, ldb);
-  mma_warp_frag(acc, fa, blo, ldb);
-}
-
-// mma_warp_sums is mma_warp_at with, where sums is set, each x row's sum over
-// the 16 inputs added to xs: the product of the x fragments with an 8-column
-// block of ones (bf16 1.0 pairs, no load), whose accumulator gives lane
-// 4g + t the sum of row g of 16-row block i in xs[4i] (and xs[4i + 1]) and of
-// row g + 8 in xs[4i + 2] (and xs[4i + 3]).
-INLINE void mma_warp_sums(thread mma_warp &acc, thread float *xs, bool sums, uint a, uint b, int lda, int ldb) {
-  uint fa[2][4];
-  mma_warp_x(a, lda, fa);
-  mma_warp_frag(acc, fa, b, ldb);
-  if (sums) {
-    UNROLL for (int i = 0; i < 2; i++) {
-      float *c = xs + 4 * i;
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-          "{%0,%1,%2,%3};"
-          : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-          : "r"(fa[i][0]), "r"(fa[i][1]), "r"(fa[i][2]), "r"(fa[i][3]), "r"(0x3f803f80u), "r"(0x3f803f80u));
-    }
+  uint fa[2][4], fb[2][4];
+  UNROLL for (int i = 0; i < 2; i++) ldsm_x4_at(a + (uint)(32 * i * lda), fa[i]);
+  UNROLL for (int part = 0; part < 2; part++) {
+    UNROLL for (int j = 0; j < 2; j++) ldsm_x4_at((part == 0 ? b : blo) + (uint)(32 * j * ldb), fb[j]);
+    UNROLL for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 2; j++)
+        for (int h = 0; h < 2; h++) {
+          float *c = acc.c[2 * i + j].c + 4 * h;
+          asm volatile(
+              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+              "{%0,%1,%2,%3};"
+              : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+              : "r"(fa[i][0]), "r"(fa[i][1]), "r"(fa[i][2]), "r"(fa[i][3]), "r"(fb[j][2 * h]), "r"(fb[j][2 * h + 1]));
+        }
   }
 }
 
@@ -408,11 +387,12 @@ INLINE void qg_fetch_w(thread qg_wregs &g, thread const qg_plan &p, device const
 
 #if defined(MMA_WARP_NATIVE)
 // qg_dequant4: a word's eight 4-bit codes as the weights sc·c + bi, in order,
-// two at a time, split into bf16 hi and lo parts: a byte's two codes as bf16
-// of 128 + c (byte_perm and a mask), less 128 (exact); hi by one
+// two at a time, as bf16 hi and (when exact) lo parts: a byte's two codes as
+// bf16 of 128 + c (byte_perm and a mask), less 128 (exact); hi by one
 // fma.rn.bf16x2, which rounds the exact sc·c + bi once; lo from the f32
-// weight less hi (exact), rounded.
-INLINE void qg_dequant4(uint w, uint sb, thread u32x4 &hi, thread u32x4 &lo) {
+// weight less hi (exact), rounded. The f32 form of hi took about twice the
+// instructions, in the step's loop, which ncu showed issue-bound.
+INLINE void qg_dequant4(uint w, uint sb, bool exact, thread u32x4 &hi, thread u32x4 &lo) {
   uint sc2 = __byte_perm(sb, 0u, 0x1010u), bi2 = __byte_perm(sb, 0u, 0x3232u), w4 = w >> 4;
   float sc = as_float(sb << 16), bi = as_float(sb & 0xffff0000u);
   uint h[4], l[4];
@@ -421,184 +401,10 @@ INLINE void qg_dequant4(uint w, uint sb, thread u32x4 &hi, thread u32x4 &lo) {
     uint c;
     asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c) : "r"(pair), "r"(0x3f803f80u), "r"(0xc300c300u));
     asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(h[b]) : "r"(sc2), "r"(c), "r"(bi2));
-    l[b] = qg_lo2(sc * as_float(c << 16) + bi, sc * as_float(c & 0xffff0000u) + bi, h[b]);
+    l[b] = exact ? qg_lo2(sc * as_float(c << 16) + bi, sc * as_float(c & 0xffff0000u) + bi, h[b]) : 0u;
   }
   hi = u32x4_make(h[0], h[1], h[2], h[3]);
   lo = u32x4_make(l[0], l[1], l[2], l[3]);
-}
-
-// ---- The exact path (CUDA sm_80+: 4-bit weights in groups of 64 or 128) ----
-// Splitting every weight in two doubles the products and the staging (H200,
-// 35B-A3B prefill of 2048: the GEMMs 30% slower). Here the codes c, exact in
-// bf16, enter the matrix units as they are, and the group's affine map is
-// applied to the sums: Σ_j x_j·(sc·c_j + bi) = sc·Σ_j x_j·c_j + bi·Σ_j x_j.
-//   - The scale: the accumulators hold each column's sum in units of its
-//     current group's scale, multiplied by the ratio of the last group's scale
-//     to the new one at each group's first step (one multiply a value a
-//     group; the staging thread of a row's first word works the ratio out).
-//     A scale below 2^-100 (zero) counts as 2^-100: its codes then add
-//     nothing that survives the f32 sums.
-//   - The bias: each row's Σx over a group comes from the matrix units too
-//     (x times a block of ones beside the products, in the tile's first
-//     column of SIMD-groups), stored as bf16 hi and lo in the X tile, one
-//     pair of columns a group; every QG_XS_GROUPS groups and at the end the
-//     accumulators go back to plain units and take X times the biases (each
-//     bias twice, beside the hi and lo sums) on the matrix units.
-// So every product is exact and every sum f32: the GEMV's sum in another
-// order, the ratios' f32 rounding aside (a few parts in 2^24).
-#define QG_XS_GROUPS 32
-
-INLINE bool qg_exact(int bits, int gs) { return bits == 4 && (gs == 64 || gs == 128); }
-
-// qg_codes4: a word's eight 4-bit codes as bf16 values c, in order, two at a
-// time: a byte's two codes as bf16 of 128 + c, less 128 (exact).
-INLINE u32x4 qg_codes4(uint w) {
-  uint w4 = w >> 4, v[4];
-  UNROLL for (int b = 0; b < 4; b++) {
-    uint pair = (__byte_perm(w, w4, (uint)(b | ((4 + b) << 8))) & 0x000f000fu) | 0x43004300u;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v[b]) : "r"(pair), "r"(0x3f803f80u), "r"(0xc300c300u));
-  }
-  return u32x4_make(v[0], v[1], v[2], v[3]);
-}
-
-// qg_scale_cols multiplies each column n of a warp's 32×32 accumulators (at
-// column wn of the tile) by f[n] (threadgroup memory).
-INLINE void qg_scale_cols(thread mma_warp &acc, threadgroup const float *f, int wn, int lane) {
-  int q = (lane & 3) * 2;
-  UNROLL for (int j = 0; j < 2; j++)
-    for (int h = 0; h < 2; h++) {
-      float2 v = *(threadgroup const float2 *)(f + wn + 16 * j + 8 * h + q);
-      UNROLL for (int i = 0; i < 2; i++) {
-        float *c = acc.c[2 * i + j].c + 4 * h;
-        c[0] *= v.x;
-        c[1] *= v.y;
-        c[2] *= v.x;
-        c[3] *= v.y;
-      }
-    }
-}
-
-// qg_put_exact writes a fetched step into As and Bs (the codes), and at a
-// group's first step each row's scale e (clamped) into es, 1/e into ies and
-// the ratio of its last group's scale to e into rt. eff holds, for the (two)
-// rows whose first word this thread stages, the current group's scale (1
-// before the first).
-INLINE void qg_put_exact(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan &p, threadgroup MMA_T *As,
-                         threadgroup MMA_T *Bs, thread float *eff, threadgroup float *rt, threadgroup float *es,
-                         threadgroup float *ies, int k0, int gs, int tid) {
-  UNROLL for (int n = 0; n < QG_XV; n++) {
-    int r = tid / (QG_BK / 8) + n * (QG_THREADS * 8 / QG_BK);
-    mma_put8(As + r * QG_LD + p.xcol, gx.x[n]);
-  }
-  bool first = p.wcol == 0 && (k0 & (gs - 1)) == 0;
-  UNROLL for (int n = 0; n < QG_WW; n++) {
-    if (n >= QG_BN * p.words / QG_THREADS) continue;
-    int r = tid / p.words + n * (QG_THREADS / p.words);
-    *(threadgroup u32x4 *)(Bs + r * QG_LD + p.wcol * 8) = qg_codes4(g.w[n]);
-    if (first && n < 2) {  // (4-bit words: two rows a thread)
-      float sc = as_float(g.sb[n] << 16);
-      float e = fabsf(sc) < 0x1p-100f ? 0x1p-100f : sc, inv = __frcp_rn(e);
-      rt[r] = eff[n] * inv;
-      es[r] = e;
-      ies[r] = inv;
-      eff[n] = e;
-    }
-  }
-}
-
-// qg_put_sums stores the Σx of a group over the warp's 32 rows (xs, from
-// mma_warp_sums) into columns 2·slot (hi) and 2·slot + 1 (lo) of X, and
-// clears xs.
-INLINE void qg_put_sums(thread float *xs, threadgroup MMA_T *X, int wm, int slot, int lane) {
-  if ((lane & 3) == 0) {
-    UNROLL for (int i = 0; i < 2; i++)
-      for (int half = 0; half < 2; half++) {
-        float v = xs[4 * i + 2 * half];
-        bf16_t h = f32_to_bf16(v);
-        uint pair = (uint)h | ((uint)f32_to_bf16(v - bf16_to_f32(h)) << 16);
-        *(threadgroup uint *)(X + (wm + 16 * i + (lane >> 2) + 8 * half) * QG_LD + 2 * slot) = pair;
-      }
-  }
-  UNROLL for (int e = 0; e < 8; e++) xs[e] = 0.0f;
-}
-
-// qg_zero_sums clears the X tile's QG_BK columns.
-INLINE void qg_zero_sums(threadgroup MMA_T *X, int tid) {
-  for (int i = tid; i < QG_BM * QG_BK / 8; i += QG_THREADS)
-    *(threadgroup u32x4 *)(X + (i / (QG_BK / 8)) * QG_LD + (i % (QG_BK / 8)) * 8) = u32x4_zero();
-}
-
-// qg_flush adds the biases' part of the ng groups from gbase, Σ_g bi[n,g]·Σx[r,g]
-// (sstride: a bias row's groups):
-// the accumulators back to plain units (es), then X times the biases (each
-// twice, under the hi and lo sums, staged in Bs) on the matrix units; unless
-// last, back to units of the current scales (ies) and X cleared. Every thread
-// calls it, between steps.
-INLINE void qg_flush(thread mma_warp &acc, threadgroup MMA_T *X, threadgroup MMA_T *Bs, threadgroup const float *es,
-                     threadgroup const float *ies, device const bf16_t *biases, int o0, int Out, int sstride, int gbase,
-                     int ng, bool last, uint xLane, uint bLane, int wm, int wn, int nrows, int tid, int lane) {
-  for (int i = tid; i < QG_BN * QG_XS_GROUPS; i += QG_THREADS) {
-    int n = i / QG_XS_GROUPS, gg = i % QG_XS_GROUPS;
-    uint b = o0 + n < Out && gg < ng ? (uint)biases[(o0 + n) * sstride + gbase + gg] : 0u;
-    *(threadgroup uint *)(Bs + n * QG_LD + 2 * gg) = b | (b << 16);
-  }
-  BARRIER();
-  if (wm < nrows) {
-    qg_scale_cols(acc, es, wn, lane);
-    UNROLL for (int kk = 0; kk < QG_BK; kk += 16) {
-      if (kk < 2 * ng) mma_warp_at(acc, xLane + (uint)(2 * kk), bLane + (uint)(2 * kk), QG_LD, QG_LD);
-    }
-    if (!last) qg_scale_cols(acc, ies, wn, lane);
-  }
-  BARRIER();
-  if (!last) qg_zero_sums(X, tid);
-}
-
-// qgemm_loop_exact is qgemm_tile_of's loop on the exact path (In a multiple
-// of 64): acc in plain units at the end, the biases' part included. X is the
-// x sums' tile [QG_BM][QG_LD], rt three rows of QG_BN floats. Each step:
-// stage it, fetch the next (x and weights, one step ahead: registers are
-// short here), rescale at a group's first step, the products with the x sums,
-// the sums stored at a group's last step, and every QG_XS_GROUPS groups (and
-// after the last) the biases' part.
-INLINE void qgemm_loop_exact(thread mma_warp &acc, thread const qg_plan &p, device const bf16_t *x,
-                             device const uint *w, device const bf16_t *scales, device const bf16_t *biases,
-                             threadgroup MMA_T *As, threadgroup MMA_T *Bs, threadgroup MMA_T *X,
-                             threadgroup float *rt, int wm, int wn, int nrows, int o0, int In, int Out, int gs,
-                             int tid, int lane) {
-  threadgroup float *es = rt + QG_BN, *ies = rt + 2 * QG_BN;
-  uint aLane = mma_lane_a(As + wm * QG_LD, QG_LD, lane), bLane = mma_lane_b(Bs + wn * QG_LD, QG_LD, lane);
-  uint xLane = mma_lane_a(X + wm * QG_LD, QG_LD, lane);
-  float eff[2] = {1.0f, 1.0f}, xs[8];
-  UNROLL for (int e = 0; e < 8; e++) xs[e] = 0.0f;
-  qg_zero_sums(X, tid);
-  qg_xregs gx;
-  qg_wregs gw;
-  qg_fetch_x(gx, p, x, 0, In);
-  qg_fetch_w(gw, p, w, scales, biases, 0, In, 4, gs);
-  int groups = In / gs;
-  for (int k0 = 0; k0 < In; k0 += QG_BK) {
-    qg_put_exact(gx, gw, p, As, Bs, eff, rt, es, ies, k0, gs, tid);
-    BARRIER();
-    if (k0 + QG_BK < In) {
-      qg_fetch_x(gx, p, x, k0 + QG_BK, In);
-      qg_fetch_w(gw, p, w, scales, biases, k0 + QG_BK, In, 4, gs);
-    }
-    int g = k0 / gs;                                                 // the step's group (In is a multiple of gs)
-    bool ends = ((k0 + QG_BK) & (gs - 1)) == 0 || k0 + QG_BK >= In;  // its last step
-    if (wm < nrows) {  // a SIMD-group whose rows are all past the tile's end skips (uniform)
-      if ((k0 & (gs - 1)) == 0) qg_scale_cols(acc, rt, wn, lane);
-      UNROLL for (int kk = 0; kk < QG_BK; kk += 16)
-        mma_warp_sums(acc, xs, wn == 0, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk), QG_LD, QG_LD);
-      if (ends && wn == 0) qg_put_sums(xs, X, wm, g % QG_XS_GROUPS, lane);
-    }
-    BARRIER();
-    if (ends && ((g + 1) % QG_XS_GROUPS == 0 || g + 1 == groups)) {
-      int gbase = g / QG_XS_GROUPS * QG_XS_GROUPS;
-      qg_flush(acc, X, Bs, es, ies, biases, o0, Out, groups, gbase, g + 1 - gbase, g + 1 == groups, xLane, bLane, wm,
-               wn, nrows, tid, lane);
-    }
-  }
 }
 #endif
 
@@ -608,7 +414,7 @@ INLINE void qgemm_loop_exact(thread mma_warp &acc, thread const qg_plan &p, devi
 // memory here.
 INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan &p, threadgroup MMA_T *As,
                    threadgroup MMA_T *Bs, threadgroup MMA_T *Bl, device const uint *w, device const bf16_t *scales,
-                   device const bf16_t *biases, int o0, int k0, int In, int Out, int bits, int gs, int tid) {
+                   device const bf16_t *biases, int o0, int k0, int In, int Out, int bits, int gs, bool exact, int tid) {
   UNROLL for (int n = 0; n < QG_XV; n++) {
     int r = tid / (QG_BK / 8) + n * (QG_THREADS * 8 / QG_BK);
     mma_put8(As + r * QG_LD + p.xcol, gx.x[n]);
@@ -619,9 +425,9 @@ INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan
       if (n >= QG_BN * p.words / QG_THREADS) continue;
       int r = tid / p.words + n * (QG_THREADS / p.words);
       u32x4 hi, lo;
-      qg_dequant4(g.w[n], g.sb[n], hi, lo);
+      qg_dequant4(g.w[n], g.sb[n], exact, hi, lo);
       *(threadgroup u32x4 *)(Bs + r * QG_LD + p.wcol * 8) = hi;
-      *(threadgroup u32x4 *)(Bl + r * QG_LD + p.wcol * 8) = lo;
+      if (exact) *(threadgroup u32x4 *)(Bl + r * QG_LD + p.wcol * 8) = lo;
     }
     return;
 #endif
@@ -639,7 +445,7 @@ INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan
         v[m] = sc * as_float(pair << 16) + bo;
         v[m + 4] = sc * as_float(pair & 0xffff0000u) + bo;
       }
-      UNROLL for (int j = 0; j < 8; j += 2) qg_put_w2(dst + j, dlo + j, v[j], v[j + 1]);
+      UNROLL for (int j = 0; j < 8; j += 2) qg_put_w2(dst + j, dlo + j, v[j], v[j + 1], exact);
     }
     return;
   }
@@ -653,7 +459,7 @@ INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan
       float sc = as_float(g.sb[n] << 16), bi = as_float(g.sb[n] & 0xffff0000u);
       for (int j = 0; j < per; j += 2)
         qg_put_w2(dst + j, dlo + j, sc * code_f(g.w[n], (uint)(bits * j), mask) + bi,
-                  sc * code_f(g.w[n], (uint)(bits * (j + 1)), mask) + bi);
+                  sc * code_f(g.w[n], (uint)(bits * (j + 1)), mask) + bi, exact);
     }
     return;
   }
@@ -666,7 +472,7 @@ INLINE void qg_put(thread qg_xregs &gx, thread qg_wregs &g, thread const qg_plan
       v = bf16_to_f32(scales[o * sstride + g0]) * (float)qcode(w + o * wstride, k0 + j, bits) +
           bf16_to_f32(biases[o * sstride + g0]);
     }
-    qg_put_w(Bs + r * QG_LD + j, Bl + r * QG_LD + j, v);
+    qg_put_w(Bs + r * QG_LD + j, Bl + r * QG_LD + j, v, exact);
   }
 }
 
@@ -677,8 +483,8 @@ INLINE void qg_step(thread mma_warp &acc, thread qg_xregs &gx, thread qg_wregs &
                     device const bf16_t *x, device const uint *w, device const bf16_t *scales,
                     device const bf16_t *biases, threadgroup MMA_T *As, threadgroup MMA_T *Bs, threadgroup MMA_T *Bl,
                     uint aLane, uint bLane, int wm, int wn, int nrows, int o0, int k0, int In, int Out, int bits,
-                    int gs, int tid, int lane) {
-  qg_put(gx, gw, p, As, Bs, Bl, w, scales, biases, o0, k0, In, Out, bits, gs, tid);
+                    int gs, bool exact, int tid, int lane) {
+  qg_put(gx, gw, p, As, Bs, Bl, w, scales, biases, o0, k0, In, Out, bits, gs, exact, tid);
   BARRIER();
   if (k0 + QG_BK < In) qg_fetch_x(gx, p, x, k0 + QG_BK, In);
   if (k0 + 2 * QG_BK < In) qg_fetch_w(gw, p, w, scales, biases, k0 + 2 * QG_BK, In, bits, gs);
@@ -686,15 +492,21 @@ INLINE void qg_step(thread mma_warp &acc, thread qg_xregs &gx, thread qg_wregs &
   if (wm < nrows) {  // a SIMD-group whose rows are all past the tile's end skips (uniform)
 #if defined(MMA_WARP_NATIVE)
     // The lo tile lies QG_BN rows (2·QG_BN·QG_LD bytes) after the hi tile.
-    UNROLL for (int kk = 0; kk < QG_BK; kk += 16) {
-      if (kk < width)
-        mma_warp_at_split(acc, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk),
-                          bLane + (uint)(2 * kk + 2 * QG_BN * QG_LD), QG_LD, QG_LD);
+    if (exact) {
+      UNROLL for (int kk = 0; kk < QG_BK; kk += 16) {
+        if (kk < width)
+          mma_warp_at_split(acc, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk),
+                            bLane + (uint)(2 * kk + 2 * QG_BN * QG_LD), QG_LD, QG_LD);
+      }
+    } else {
+      UNROLL for (int kk = 0; kk < QG_BK; kk += 16) {
+        if (kk < width) mma_warp_at(acc, aLane + (uint)(2 * kk), bLane + (uint)(2 * kk), QG_LD, QG_LD);
+      }
     }
 #else
     for (int kk = 0; kk < width; kk += 16) {
       mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bs + wn * QG_LD + kk, QG_LD, lane);
-      if (QG_SPLIT) mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bl + wn * QG_LD + kk, QG_LD, lane);
+      if (QG_SPLIT && exact) mma_warp_32x32x16(acc, As + wm * QG_LD + kk, QG_LD, Bl + wn * QG_LD + kk, QG_LD, lane);
     }
 #endif
   }
@@ -708,7 +520,7 @@ INLINE void qg_step(thread mma_warp &acc, thread qg_xregs &gx, thread qg_wregs &
 INLINE void qgemm_tile_of(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
                           device const bf16_t *biases, device bf16_t *out, threadgroup const int *arow,
                           threadgroup const int *orow, int nrows, int o0, int In, int Out, int bits, int gs,
-                          threadgroup float *smem, int tid, int lane, int simd) {
+                          bool exact, threadgroup float *smem, int tid, int lane, int simd) {
   threadgroup MMA_T *As = (threadgroup MMA_T *)smem;
   threadgroup MMA_T *Bs = As + QG_BM * QG_LD;
   threadgroup MMA_T *Bl = Bs + QG_SPLIT * QG_BN * QG_LD;  // the lo tile (Bs itself where there is none)
@@ -717,27 +529,21 @@ INLINE void qgemm_tile_of(device const bf16_t *x, device const uint *w, device c
   UNROLL for (int i = 0; i < 4; i++) mma_zero(acc.c[i]);
   qg_plan p = qg_make_plan(arow, nrows, o0, In, Out, bits, gs, tid);
 #if defined(MMA_WARP_NATIVE)
-  if (qg_exact(bits, gs)) {
-    qgemm_loop_exact(acc, p, x, w, scales, biases, As, Bs, Bs + QG_BN * QG_LD,
-                     (threadgroup float *)(Bs + (QG_BN + QG_BM) * QG_LD), wm, wn, nrows, o0, In, Out, gs, tid, lane);
-  } else {
-    uint aLane = mma_lane_a(As + wm * QG_LD, QG_LD, lane), bLane = mma_lane_b(Bs + wn * QG_LD, QG_LD, lane);
+  uint aLane = mma_lane_a(As + wm * QG_LD, QG_LD, lane), bLane = mma_lane_b(Bs + wn * QG_LD, QG_LD, lane);
 #else
-  {
-    uint aLane = 0, bLane = 0;  // (the native path's)
+  uint aLane = 0, bLane = 0;  // (the native path's)
 #endif
-    qg_xregs gx;
-    qg_wregs g0, g1;  // the weights of even and odd steps, each fetched two steps ahead
-    qg_fetch_x(gx, p, x, 0, In);
-    qg_fetch_w(g0, p, w, scales, biases, 0, In, bits, gs);
-    qg_fetch_w(g1, p, w, scales, biases, QG_BK, In, bits, gs);
-    for (int k0 = 0; k0 < In; k0 += 2 * QG_BK) {
-      qg_step(acc, gx, g0, p, x, w, scales, biases, As, Bs, Bl, aLane, bLane, wm, wn, nrows, o0, k0, In, Out, bits,
-              gs, tid, lane);
-      if (k0 + QG_BK < In)
-        qg_step(acc, gx, g1, p, x, w, scales, biases, As, Bs, Bl, aLane, bLane, wm, wn, nrows, o0, k0 + QG_BK, In,
-                Out, bits, gs, tid, lane);
-    }
+  qg_xregs gx;
+  qg_wregs g0, g1;  // the weights of even and odd steps, each fetched two steps ahead
+  qg_fetch_x(gx, p, x, 0, In);
+  qg_fetch_w(g0, p, w, scales, biases, 0, In, bits, gs);
+  qg_fetch_w(g1, p, w, scales, biases, QG_BK, In, bits, gs);
+  for (int k0 = 0; k0 < In; k0 += 2 * QG_BK) {
+    qg_step(acc, gx, g0, p, x, w, scales, biases, As, Bs, Bl, aLane, bLane, wm, wn, nrows, o0, k0, In, Out, bits, gs,
+            exact, tid, lane);
+    if (k0 + QG_BK < In)
+      qg_step(acc, gx, g1, p, x, w, scales, biases, As, Bs, Bl, aLane, bLane, wm, wn, nrows, o0, k0 + QG_BK, In, Out,
+              bits, gs, exact, tid, lane);
   }
   // The result leaves through threadgroup memory half a tile at a time (the
   // whole tile in f32 would not fit Metal's 32 KB).
@@ -762,14 +568,14 @@ INLINE void qgemm_tile_of(device const bf16_t *x, device const uint *w, device c
 INLINE void qgemm_tile(device const bf16_t *x, device const uint *w, device const bf16_t *scales,
                        device const bf16_t *biases, device bf16_t *out, threadgroup const int *arow,
                        threadgroup const int *orow, int nrows, int o0, int In, int Out, int bits, int gs,
-                       threadgroup float *smem, int tid, int lane, int simd) {
+                       bool exact, threadgroup float *smem, int tid, int lane, int simd) {
   if (bits == 4)
-    qgemm_tile_of(x, w, scales, biases, out, arow, orow, nrows, o0, In, Out, 4, gs, smem, tid, lane, simd);
+    qgemm_tile_of(x, w, scales, biases, out, arow, orow, nrows, o0, In, Out, 4, gs, exact, smem, tid, lane, simd);
   else
-    qgemm_tile_of(x, w, scales, biases, out, arow, orow, nrows, o0, In, Out, bits, gs, smem, tid, lane, simd);
+    qgemm_tile_of(x, w, scales, biases, out, arow, orow, nrows, o0, In, Out, bits, gs, exact, smem, tid, lane, simd);
 }
 
-// qgemm_bf16: out[t, o] = bf16(Σ_j x[t, j]·W[o, j]), the prefill form of
+// qgemm_bf16: out[t, o] = bf16(Σ_j x[t, j]·W[o, j]) (W as exact says), the prefill form of
 // qmatmul_bf16. Token tiles vary fastest in the grid, so the threadgroups that
 // share a weight tile run together.
 // launch: grid(ceil(T, QG_BM) * ceil(Out, QG_BN)) group(QG_THREADS)
@@ -783,7 +589,8 @@ KERNEL(qgemm_bf16,
        PARAM(int, In, 6),
        PARAM(int, Out, 7),
        PARAM(int, bits, 8),
-       PARAM(int, gs, 9)) {
+       PARAM(int, gs, 9),
+       PARAM(int, exact, 10)) {
   GRID_WAIT_COMPUTE();
   TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, rows, QG_BM);
@@ -791,9 +598,8 @@ KERNEL(qgemm_bf16,
   int m0 = (TGID_X % mtiles) * QG_BM, o0 = (TGID_X / mtiles) * QG_BN;
   for (int r = TID_X; r < QG_BM; r += TG_SIZE_X) rows[r] = m0 + r;
   BARRIER();
-  qgemm_tile(x, w, scales, biases, out, rows, rows, imin(QG_BM, T - m0), o0, In, Out, bits, gs,
-             smem, TID_X, LANE,
-             SIMD_ID);
+  qgemm_tile(x, w, scales, biases, out, rows, rows, imin(QG_BM, T - m0), o0, In, Out, bits, gs, exact != 0, smem,
+             TID_X, LANE, SIMD_ID);
 }
 
 // qgemm_multi_bf16: qgemm_bf16 for up to four matrices over the same x [T, In]
@@ -829,7 +635,8 @@ KERNEL(qgemm_multi_bf16,
        PARAM(int, fmt0, 23),
        PARAM(int, fmt1, 24),
        PARAM(int, fmt2, 25),
-       PARAM(int, fmt3, 26)) {
+       PARAM(int, fmt3, 26),
+       PARAM(int, exact, 27)) {
   GRID_WAIT_COMPUTE();
   TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, rows, QG_BM);
@@ -842,8 +649,8 @@ KERNEL(qgemm_multi_bf16,
   if (o0 >= q.Out) return;  // uniform across the threadgroup (past the last matrix's tiles)
   for (int r = TID_X; r < QG_BM; r += TG_SIZE_X) rows[r] = m0 + r;
   BARRIER();
-  qgemm_tile(x, q.w, q.scales, q.biases, q.out, rows, rows, imin(QG_BM, T - m0), o0, In, q.Out, q.bits, q.gs, smem,
-             TID_X, LANE, SIMD_ID);
+  qgemm_tile(x, q.w, q.scales, q.biases, q.out, rows, rows, imin(QG_BM, T - m0), o0, In, q.Out, q.bits, q.gs,
+             exact != 0, smem, TID_X, LANE, SIMD_ID);
 }
 
 // MOE_SORT_THREADS is at most MOE_SORT_MAX_EXPERTS: count holds E·S entries.
@@ -1051,7 +858,8 @@ KERNEL(qgemm_gather_bf16,
        PARAM(int, Out, 11),
        PARAM(int, bits, 12),
        PARAM(int, gs, 13),
-       PARAM(int, xPerSlot, 14)) {
+       PARAM(int, xPerSlot, 14),
+       PARAM(int, exact, 15)) {
   GRID_WAIT_COMPUTE();
   TG_MEM_ALIGNED16(float, smem, QG_SMEM);  // ldmatrix reads 16-byte rows
   TG_MEM(int, arow, QG_BM);
@@ -1069,5 +877,5 @@ KERNEL(qgemm_gather_bf16,
   BARRIER();
   ulong wrow = (ulong)e * (ulong)Out;
   qgemm_tile(x, w + wrow * (ulong)(In / 32 * bits), scales + wrow * (ulong)(In / gs), biases + wrow * (ulong)(In / gs),
-             out, arow, orow, count, o0, In, Out, bits, gs, smem, TID_X, LANE, SIMD_ID);
+             out, arow, orow, count, o0, In, Out, bits, gs, exact != 0, smem, TID_X, LANE, SIMD_ID);
 }

@@ -482,10 +482,12 @@ func MoEDownTiledFits(c *Ctx, down, shared QLinear, k int) bool {
 }
 
 // QGemm is QMatmul for many tokens on the matrix units (qgemm_bf16): each weight
-// tile is dequantized once for 64 tokens. The weights are rounded to bf16 before
-// the products, so the result differs from QMatmul's by bf16 noise.
+// tile is dequantized once for 128 tokens. With exact, every weight enters
+// exactly, as QMatmul takes it: QMatmul's sums in another order. Without, each
+// is rounded to bf16 first (MLX's prompt numerics, half the products on CUDA),
+// which moves the result by about as much as the output's own rounding.
 // x bf16 [T, In] → out bf16 [T, Out]; In a multiple of 32.
-func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor) {
+func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor, exact bool) {
 	checkDType("qgemm x", x, backend.BF16)
 	checkDType("qgemm out", out, backend.BF16)
 	if w.Experts != 0 {
@@ -502,19 +504,20 @@ func QGemm(c *Ctx, x Tensor, w QLinear, out Tensor) {
 		fail("qgemm %s: out %v, want [%d,%d]", w.Name, out, t, w.Out)
 	}
 	args := w.appendArgs(c.args(x.Arg()))
-	args = append(args, out.Arg(), backend.Int(t), backend.Int(w.In), backend.Int(w.Out), backend.Int(w.Bits), backend.Int(w.GroupSize))
+	args = append(args, out.Arg(), backend.Int(t), backend.Int(w.In), backend.Int(w.Out), backend.Int(w.Bits), backend.Int(w.GroupSize),
+		backend.Int(boolInt(exact)))
 	c.dispatch("qgemm_bf16", args...)
 }
 
 // QGemmMulti is QGemm for up to four matrices over the same x (a prompt's
 // projections) in one dispatch: outs[i] = x·ws[i]ᵀ. x must be 16-byte aligned
 // and In a multiple of 32, as for QGemm.
-func QGemmMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
+func QGemmMulti(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, exact bool) {
 	if !(x.Off%16 == 0 && ws[0].In%32 == 0) {
 		fail("qgemm_multi %s: x at byte offset %d, In %d", ws[0].Name, x.Off, ws[0].In)
 	}
 	_, args := multiArgs(c, x, ws, outs)
-	c.dispatch("qgemm_multi_bf16", args...)
+	c.dispatch("qgemm_multi_bf16", append(args, backend.Int(boolInt(exact)))...)
 }
 
 // ExpertTiles is the (token, slot) pairs of a routing grouped by expert
@@ -552,9 +555,10 @@ func SortByExpert(c *Ctx, ids Tensor, experts int, perm, tiles Tensor) ExpertTil
 }
 
 // QGemmGather is QMatmulGather over a sorted routing (qgemm_gather_bf16): each
-// expert's weights are read once per 64 pairs routed to it. x is bf16 [T, In]
-// (perSlot false) or [T, K, In] (perSlot true); out bf16 [T, K, Out].
-func QGemmGather(c *Ctx, x Tensor, s ExpertTiles, w QLinear, out Tensor, perSlot bool) {
+// expert's weights are read once per 128 pairs routed to it, exact or
+// rounded as QGemm's. x is bf16 [T, In] (perSlot false) or [T, K, In]
+// (perSlot true); out bf16 [T, K, Out].
+func QGemmGather(c *Ctx, x Tensor, s ExpertTiles, w QLinear, out Tensor, perSlot, exact bool) {
 	checkDType("gather gemm x", x, backend.BF16)
 	checkDType("gather gemm out", out, backend.BF16)
 	if w.Experts != s.E {
@@ -575,7 +579,7 @@ func QGemmGather(c *Ctx, x Tensor, s ExpertTiles, w QLinear, out Tensor, perSlot
 	}
 	args := w.appendArgs(c.args(x.Arg(), s.Perm.Arg(), s.Tiles.Arg()))
 	args = append(args, out.Arg(), backend.Int(s.T), backend.Int(s.K), backend.Int(s.E), backend.Int(w.In), backend.Int(w.Out),
-		backend.Int(w.Bits), backend.Int(w.GroupSize), backend.Int(xPerSlot))
+		backend.Int(w.Bits), backend.Int(w.GroupSize), backend.Int(xPerSlot), backend.Int(boolInt(exact)))
 	c.dispatch("qgemm_gather_bf16", args...)
 }
 

@@ -136,8 +136,8 @@ func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, pre *preNorm, x, out ops.Tensor
 		// A prompt: the pairs sorted by expert, each expert's weights read once
 		// per 64 of its pairs.
 		sorted := ops.SortByExpert(c, ids, cfg.NumExperts, perm, tiles)
-		ops.QGemmGather(c, x, sorted, e.gate, gate, false)
-		ops.QGemmGather(c, x, sorted, e.up, up, false)
+		ops.QGemmGather(c, x, sorted, e.gate, gate, false, e.paths.exactGEMM)
+		ops.QGemmGather(c, x, sorted, e.up, up, false, e.paths.exactGEMM)
 		ops.SwiGLU(c, gate, up, gate)
 	case e.paths.expertSwiGLU:
 		ops.QMatmulGatherSwiGLU(c, x, ids, e.gate, e.up, gate)
@@ -151,7 +151,7 @@ func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, pre *preNorm, x, out ops.Tensor
 	}
 	switch {
 	case grouped:
-		ops.QGemmGather(c, gate, ops.ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: cfg.NumExperts}, e.down, y, true)
+		ops.QGemmGather(c, gate, ops.ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: cfg.NumExperts}, e.down, y, true, e.paths.exactGEMM)
 	case tiledUp && t <= ops.MoEDownTiledTokens && ops.MoEDownTiledFits(c, e.down, e.sharedDown, k):
 		// With moe_up_mma_bf16, a step's and a verify's (at most 16 tokens) alike.
 		ops.MoEDownTiled(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, !fusedRoute)

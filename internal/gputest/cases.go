@@ -30,9 +30,9 @@ const (
 	tolBF16  = 4e-3 // bf16 outputs of f32 math
 	tolF32   = 1e-4 // f32 outputs
 	tolState = 1e-3 // the GDN state after several tokens
-	// tolGEMM holds the prompt GEMMs to the GEMV's sums: each weight rounded
-	// to bf16 before its products, as the GEMMs once did, is 2.6e-3 away on
-	// these inputs (measured on the CPU); the exact and split paths, 1-2e-4.
+	// tolGEMM holds the exact prompt GEMMs to the GEMV's sums: each weight
+	// rounded to bf16 before its products (exact 0) is 2.6e-3 away on such
+	// inputs (measured on the CPU); the exact GEMMs on the H200, 1-2e-4.
 	tolGEMM = 5e-4
 )
 
@@ -142,19 +142,31 @@ func Specs() []Spec {
 		})
 	}
 
-	// qgemm_bf16: x, w, scales, biases, out | T, In, Out, bits, gs. Token counts
-	// around the tile's 128 rows and 64 outputs: partial tiles of both.
-	for _, p := range []mm{
-		{512, hidden, qProjOut, 4, 64, 0, 0}, {100, hidden, 1000, 8, 64, 0, 0}, {70, 160, 37, 3, 32, 0, 0}, {65, 192, 41, 6, 64, 0, 0},
-		{3, 128, 33, 2, 128, 0, 0}, {64, 256, 64, 4, 128, 0, 0}, {130, 96, 70, 5, 32, 0, 0}, {33, 4096, 9, 4, 128, 0, 0},
-		{90, 160, 100, 4, 32, 0, 0}, {40, 96, 65, 8, 32, 0, 0}, {200, 512, 130, 8, 64, 0, 0},
+	// qgemm_bf16: x, w, scales, biases, out | T, In, Out, bits, gs, exact. Token
+	// counts around the tile's 128 rows and 64 outputs: partial tiles of both;
+	// exact (every weight as the GEMV takes it, tolGEMM) and, for a few, the
+	// weights rounded to bf16 (MLX's, tolBF16).
+	type gemm struct {
+		mm
+		exact int
+	}
+	for _, p := range []gemm{
+		{mm{512, hidden, qProjOut, 4, 64, 0, 0}, 1}, {mm{100, hidden, 1000, 8, 64, 0, 0}, 1}, {mm{70, 160, 37, 3, 32, 0, 0}, 1},
+		{mm{65, 192, 41, 6, 64, 0, 0}, 1}, {mm{3, 128, 33, 2, 128, 0, 0}, 1}, {mm{64, 256, 64, 4, 128, 0, 0}, 1},
+		{mm{130, 96, 70, 5, 32, 0, 0}, 1}, {mm{33, 4096, 9, 4, 128, 0, 0}, 1}, {mm{90, 160, 100, 4, 32, 0, 0}, 1},
+		{mm{40, 96, 65, 8, 32, 0, 0}, 1}, {mm{200, 512, 130, 8, 64, 0, 0}, 1},
+		{mm{512, hidden, qProjOut, 4, 64, 0, 0}, 0}, {mm{100, hidden, 1000, 8, 64, 0, 0}, 0}, {mm{70, 160, 37, 3, 32, 0, 0}, 0},
 	} {
-		add("qgemm_bf16", p.T*p.Out*p.In >= 512*hidden*qProjOut, fmt.Sprintf("T=%d %d→%d bits=%d gs=%d", p.T, p.In, p.Out, p.bits, p.gs), func(g gen) *Case {
+		tol := tolGEMM
+		if p.exact == 0 {
+			tol = tolBF16
+		}
+		add("qgemm_bf16", p.T*p.Out*p.In >= 512*hidden*qProjOut, fmt.Sprintf("T=%d %d→%d bits=%d gs=%d exact=%d", p.T, p.In, p.Out, p.bits, p.gs, p.exact), func(g gen) *Case {
 			w, sc, bi := g.quant(p.Out, p.In, p.bits, p.gs)
-			return &Case{Tol: tolGEMM, Buffers: []Buffer{
+			return &Case{Tol: tol, Buffers: []Buffer{
 				in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("w", backend.U32, w), in("scales", backend.BF16, sc),
 				in("biases", backend.BF16, bi), out("out", backend.BF16, p.T*p.Out),
-			}, Scalars: ints(p.T, p.In, p.Out, p.bits, p.gs)}
+			}, Scalars: ints(p.T, p.In, p.Out, p.bits, p.gs, p.exact)}
 		})
 	}
 
@@ -169,7 +181,7 @@ func Specs() []Spec {
 	} {
 		add("qgemm_multi_bf16", p.T >= 512, fmt.Sprintf("T=%d In=%d %d/%d/%d/%d rows", p.T, p.In, p.slots[0].Out, p.slots[1].Out, p.slots[2].Out, p.slots[3].Out), func(g gen) *Case {
 			bufs, scalars := multiCase(g, p.T, p.In, p.slots)
-			return &Case{Tol: tolGEMM, Buffers: bufs, Scalars: ints(scalars...)}
+			return &Case{Tol: tolGEMM, Buffers: bufs, Scalars: ints(append(scalars, 1)...)}
 		})
 	}
 
@@ -186,14 +198,19 @@ func Specs() []Spec {
 		})
 	}
 
-	// qgemm_gather_bf16: x, perm, tiles, w, scales, biases, out | T, K, E, In, Out, bits, gs, xPerSlot.
+	// qgemm_gather_bf16: x, perm, tiles, w, scales, biases, out | T, K, E, In, Out, bits, gs, xPerSlot, exact.
 	// perm and tiles are what moe_sort_i32 makes of router-like ids.
-	for _, p := range []struct{ T, K, E, In, Out, bits, gs, xPerSlot int }{
-		{512, topK, 64, hidden, moeInt, 4, 64, 0}, {512, topK, 64, moeInt, hidden, 4, 64, 1},
-		{100, topK, 16, 256, 70, 4, 64, 0}, {70, 3, 5, 96, 33, 3, 32, 1}, {40, 2, 4, 128, 17, 8, 128, 0},
-		{9, 2, 6, 64, 130, 6, 32, 1}, {50, 4, 7, 160, 66, 4, 32, 1}, {120, 8, 64, 96, 40, 8, 32, 0},
+	for _, p := range []struct{ T, K, E, In, Out, bits, gs, xPerSlot, exact int }{
+		{512, topK, 64, hidden, moeInt, 4, 64, 0, 1}, {512, topK, 64, moeInt, hidden, 4, 64, 1, 1},
+		{100, topK, 16, 256, 70, 4, 64, 0, 1}, {70, 3, 5, 96, 33, 3, 32, 1, 1}, {40, 2, 4, 128, 17, 8, 128, 0, 1},
+		{9, 2, 6, 64, 130, 6, 32, 1, 1}, {50, 4, 7, 160, 66, 4, 32, 1, 1}, {120, 8, 64, 96, 40, 8, 32, 0, 1},
+		{512, topK, 64, hidden, moeInt, 4, 64, 0, 0}, {50, 4, 7, 160, 66, 4, 32, 1, 0},
 	} {
-		add("qgemm_gather_bf16", p.T >= 512, fmt.Sprintf("T=%d K=%d E=%d %d→%d bits=%d gs=%d xPerSlot=%d", p.T, p.K, p.E, p.In, p.Out, p.bits, p.gs, p.xPerSlot), func(g gen) *Case {
+		tol := tolGEMM
+		if p.exact == 0 {
+			tol = tolBF16
+		}
+		add("qgemm_gather_bf16", p.T >= 512, fmt.Sprintf("T=%d K=%d E=%d %d→%d bits=%d gs=%d xPerSlot=%d exact=%d", p.T, p.K, p.E, p.In, p.Out, p.bits, p.gs, p.xPerSlot, p.exact), func(g gen) *Case {
 			w, sc, bi := g.quant(p.E*p.Out, p.In, p.bits, p.gs)
 			xRows := p.T
 			if p.xPerSlot != 0 {
@@ -205,11 +222,11 @@ func Specs() []Spec {
 				ids[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
 			}
 			perm, tiles := cpu.SortByExpert(ids, p.E, gemmTile)
-			return &Case{Tol: tolGEMM, Buffers: []Buffer{
+			return &Case{Tol: tol, Buffers: []Buffer{
 				in("x", backend.BF16, g.bf16(xRows*p.In, 1)), in("perm", backend.I32, i32Bytes(perm)),
 				in("tiles", backend.I32, i32Bytes(tiles)), in("w", backend.U32, w), in("scales", backend.BF16, sc),
 				in("biases", backend.BF16, bi), out("out", backend.BF16, p.T*p.K*p.Out),
-			}, Scalars: ints(p.T, p.K, p.E, p.In, p.Out, p.bits, p.gs, p.xPerSlot)}
+			}, Scalars: ints(p.T, p.K, p.E, p.In, p.Out, p.bits, p.gs, p.xPerSlot, p.exact)}
 		})
 	}
 
