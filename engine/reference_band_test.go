@@ -35,8 +35,9 @@ import (
 // set (CPU): every path's errors at 0.39–0.96 of the bf16 reference's.
 //
 // The prompt paths (GEMMs on the matrix units) must besides stay within 5% of
-// the decode path's first-layer and logit errors, with no more top-1
-// disagreements. With each weight rounded to bf16 in the prompt GEMMs, as MLX
+// the decode path's first-layer error and 15% of its logit errors (the f32
+// sums' order moves a logit percentile by up to 10% on the H200, either way),
+// with no more top-1 disagreements. With each weight rounded to bf16 in the prompt GEMMs, as MLX
 // does and as Bagel's prompt path did (switch prefill-exact-weights off),
 // the prompt path's first-layer error is 1.10, 1.09 and 1.06 times the
 // decode path's on these fixtures: TestPathsMatchTheReference checks that the
@@ -44,7 +45,8 @@ import (
 // bit, TestPromptReuseAcrossTurns; its continuation is a chunk here.)
 const (
 	bandOfReference = 1.3  // a path's error / the bf16 reference's
-	bandOfDecode    = 1.05 // a prompt path's error / the decode path's
+	bandOfDecode    = 1.05 // a prompt path's first-layer error / the decode path's
+	bandOfDecodeLog = 1.15 // its logit errors / the decode path's
 	bandPositions   = 96
 )
 
@@ -212,14 +214,17 @@ func (e bandError) String() string {
 	return fmt.Sprintf("layer 0 %.4f, logits median %.4f p90 %.4f, %d top-1 flips", e.layer0, e.median, e.p90, e.flips)
 }
 
-// within reports how e exceeds limit scaled by factor ("" when it does not).
-func (e bandError) within(limit bandError, factor float64) string {
+// within reports how e exceeds limit scaled by factor (first layer) and
+// logFactor (logits), "" when it does not.
+func (e bandError) within(limit bandError, factor, logFactor float64) string {
 	var over []string
 	for _, c := range []struct {
 		name      string
 		got, want float64
-	}{{"layer 0", e.layer0, limit.layer0}, {"logit median", e.median, limit.median}, {"logit p90", e.p90, limit.p90}} {
-		if c.got > factor*c.want {
+		factor    float64
+	}{{"layer 0", e.layer0, limit.layer0, factor}, {"logit median", e.median, limit.median, logFactor},
+		{"logit p90", e.p90, limit.p90, logFactor}} {
+		if factor := c.factor; c.got > factor*c.want {
 			over = append(over, fmt.Sprintf("%s %.4f > %.2f × %.4f", c.name, c.got, factor, c.want))
 		}
 	}
@@ -275,7 +280,7 @@ func checkPaths(t *testing.T, backendName string, fixtures []bandFixture, exact,
 				got := measure(exact[i], engineRun(t, f, backendName, p.chunk), clearMargin)
 				errs[p.name] = got
 				t.Logf("%v", got)
-				if over := got.within(ref, bandOfReference); over != "" {
+				if over := got.within(ref, bandOfReference, bandOfReference); over != "" {
 					t.Errorf("outside the bf16 reference's band: %s", over)
 				}
 				if got.flips > ref.flips {
@@ -283,10 +288,13 @@ func checkPaths(t *testing.T, backendName string, fixtures []bandFixture, exact,
 				}
 			})
 		}
-		decode := errs["decode"]
+		decode, ran := errs["decode"]
+		if !ran {
+			continue // the backend is not on this machine (its subtests skipped)
+		}
 		for _, p := range bandPaths {
 			if p.chunk >= 32 { // the prompt GEMMs
-				if over := errs[p.name].within(decode, bandOfDecode); over != "" {
+				if over := errs[p.name].within(decode, bandOfDecode, bandOfDecodeLog); over != "" {
 					t.Errorf("%s/%s/%s: further from the exact forward than the decode path: %s", backendName, f.name, p.name, over)
 				}
 				if errs[p.name].flips > decode.flips {
