@@ -328,7 +328,8 @@ func TestPathsMatchTheReference(t *testing.T) {
 		setSwitches(t, []string{qwen.SwitchPrefillExactWeights + "=off"})
 		rounded := measure(exact[i], engineRun(t, f, "cpu", 2048), clearMargins[i])
 		switches.Reset(qwen.SwitchPrefillExactWeights)
-		t.Logf("%s: prompt with bf16 weights: %v", f.name, rounded)
+		mlxPrompt := measure(exact[i], referenceRun(t, f, reference.MLXPrompt), clearMargins[i])
+		t.Logf("%s: prompt with bf16 weights: %v (the reference rounding so: %v)", f.name, rounded, mlxPrompt)
 		if rounded.layer0 <= bandOfDecode*decodes[i].layer0 {
 			t.Errorf("%s: the prompt GEMMs with bf16 weights are within %.2f of the decode path's first-layer error (%.4f against %.4f): the band cannot see them",
 				f.name, bandOfDecode, rounded.layer0, decodes[i].layer0)

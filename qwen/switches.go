@@ -61,9 +61,10 @@ const (
 	// bf16 parts: twice the matrix products), so a prompt's logits are as
 	// close to an exact forward as a decode step's. Off, each weight is
 	// rounded to bf16 first, as MLX's quantized GEMM does: faster prompts
-	// (H200, 35B-A3B, prefill of 2048: 18.7k against 16.1k tok/s), and a
-	// prompt's logits about twice as far from the exact forward's as a
-	// decode step's (docs/numerics.md).
+	// (H200, 35B-A3B, prefill of 2048: 18.3k against 15.8–16.3k tok/s,
+	// docs/benchmarks.md, seventeenth session), and a prompt's first layer
+	// 6–10% further from the exact forward than a decode step's
+	// (docs/numerics.md).
 	SwitchPrefillExactWeights = "prefill-exact-weights"
 	// SwitchPrefillMultiGEMM runs a prompt's projections of one input that
 	// take GEMMs in one launch (qgemm_multi_bf16): the small ones (the shared
