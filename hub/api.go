@@ -100,6 +100,9 @@ func (c *Client) Info(ctx context.Context, repo, revision string) (*ModelInfo, e
 	if info.SHA == "" {
 		return nil, fmt.Errorf("%s@%s: the Hub's answer names no commit", repo, revision)
 	}
+	if err := checkCommit(repo+"@"+revision, info.SHA); err != nil {
+		return nil, err
+	}
 	return &info, nil
 }
 

@@ -68,10 +68,16 @@ func Snapshot(cache, repo, revision string) (string, error) {
 	if revision == "" {
 		revision = "main"
 	}
+	if err := checkRevision(revision); err != nil {
+		return "", fmt.Errorf("%s: %w", repo, err)
+	}
 	dir := repoDir(cache, repo)
 	commit := revision
 	if ref, err := os.ReadFile(filepath.Join(dir, "refs", revision)); err == nil {
 		commit = strings.TrimSpace(string(ref))
+		if err := checkCommit(filepath.Join(dir, "refs", revision), commit); err != nil {
+			return "", err
+		}
 	}
 	snap := filepath.Join(dir, "snapshots", commit)
 	if st, err := os.Stat(snap); err != nil || !st.IsDir() {
@@ -84,6 +90,9 @@ func Snapshot(cache, repo, revision string) (string, error) {
 // huggingface_hub does (a copy where links are not allowed).
 func link(snapDir, path, blobPath string) error {
 	dst := filepath.Join(snapDir, filepath.FromSlash(path))
+	if rel, err := filepath.Rel(snapDir, dst); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("file name %q leaves the snapshot folder", path) // (safePath refused it already)
+	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -58,6 +57,11 @@ const maxConfigBytes = 4 << 20
 // complete. Cancelling ctx stops it and removes the partial files of this run,
 // unless opt.Paused says it is a pause.
 func (c *Client) Download(ctx context.Context, cache, repo string, opt DownloadOptions) (string, error) {
+	if opt.Revision != "" {
+		if err := checkRevision(opt.Revision); err != nil {
+			return "", fmt.Errorf("%s: %w", repo, err)
+		}
+	}
 	info, err := c.Info(ctx, repo, opt.Revision)
 	if err != nil {
 		return "", err
@@ -76,10 +80,13 @@ func (c *Client) Download(ctx context.Context, cache, repo string, opt DownloadO
 			continue
 		}
 		if err := safePath(f.Path); err != nil {
-			return "", fmt.Errorf("%s: %w", repo, err)
+			return "", fmt.Errorf("%s: %w; refused, nothing written", repo, err)
 		}
 		if f.Blob() == "" {
 			return "", fmt.Errorf("%s: the Hub names no checksum or object id for %s", repo, f.Path)
+		}
+		if err := checkBlob(repo, f); err != nil {
+			return "", err
 		}
 		files = append(files, f)
 		total += f.Bytes()
@@ -315,14 +322,6 @@ func checkSHA256(path, want string) error {
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, want) {
 		return fmt.Errorf("checksum mismatch: sha256 %s, the Hub says %s (the partial file was removed; download again)", got, want)
-	}
-	return nil
-}
-
-// safePath refuses repository paths that would leave the snapshot folder.
-func safePath(p string) error {
-	if p == "" || path.IsAbs(p) || strings.Contains(p, "\\") || path.Clean(p) != p || strings.HasPrefix(p, "../") || p == ".." {
-		return fmt.Errorf("file name %q leaves the repository", p)
 	}
 	return nil
 }

@@ -42,6 +42,10 @@ type fakeHub struct {
 	stallAfter  int  // send this many bytes of each LFS transfer, then nothing until the client leaves (0: off)
 	requests    []string
 	rangeFrom   []int // the start of every Range request to the CDN
+	// mangle, when set, rewrites the info API's answer (a hostile Hub);
+	// headers are added to every resolve answer.
+	mangle  func(info map[string]any)
+	headers map[string]string
 }
 
 func newFakeHub(t *testing.T) *fakeHub {
@@ -100,9 +104,16 @@ func (f *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
 			}
 			sib = append(sib, s)
 		}
-		json.NewEncoder(w).Encode(map[string]any{"id": f.repo, "sha": f.commit, "siblings": sib})
-	case strings.HasPrefix(r.URL.Path, "/"+f.repo+"/resolve/"+f.commit+"/"):
-		p := strings.TrimPrefix(r.URL.Path, "/"+f.repo+"/resolve/"+f.commit+"/")
+		info := map[string]any{"id": f.repo, "sha": f.commit, "siblings": sib}
+		if f.mangle != nil {
+			f.mangle(info)
+		}
+		json.NewEncoder(w).Encode(info)
+	case strings.HasPrefix(r.URL.Path, "/"+f.repo+"/resolve/"):
+		for k, v := range f.headers {
+			w.Header().Set(k, v)
+		}
+		_, p, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"+f.repo+"/resolve/"), "/")
 		data, ok := f.files[p]
 		if !ok {
 			http.NotFound(w, r)
@@ -506,7 +517,7 @@ func TestDelete(t *testing.T) {
 }
 
 func TestUnsafeFileNames(t *testing.T) {
-	for _, p := range []string{"../x", "/etc/passwd", "a/../../b", "", "a\\b"} {
+	for _, p := range []string{"../x", "/etc/passwd", "a/../../b", "", "a\\b", ".", "..", "a//b", "a/./b", "a\x00b"} {
 		if safePath(p) == nil {
 			t.Errorf("%q accepted", p)
 		}
@@ -593,5 +604,88 @@ func TestDisplayName(t *testing.T) {
 		if got := DisplayName(dir); got != want {
 			t.Errorf("DisplayName(%q) = %q, want %q", dir, got, want)
 		}
+	}
+}
+
+// TestHostileHubWritesNothingOutsideTheCache: a Hub that sends "../" in any
+// name the cache's paths are built from — the revision's commit, a file's git
+// object id, its LFS checksum, its path — is refused with a message naming
+// it, and nothing appears outside the cache (the traversal names point at a
+// folder beside it). The X-Repo-Commit and ETag headers that huggingface_hub
+// reads are ignored: with traversal names in them the download lands inside
+// the cache as usual. A revision typed with "../" is refused before any request.
+func TestHostileHubWritesNothingOutsideTheCache(t *testing.T) {
+	// From blobs/ or snapshots/ of ROOT/a/b/cache/models--ORG--NAME, five
+	// steps up is ROOT; from a snapshot's own folder, six.
+	escape := strings.Repeat("../", 5) + "outside/x"
+	sibling := func(info map[string]any, path string) map[string]any {
+		for _, s := range info["siblings"].([]map[string]any) {
+			if s["rfilename"] == path {
+				return s
+			}
+		}
+		t.Fatalf("no %s in the fake repository", path)
+		return nil
+	}
+	cases := []struct {
+		name    string
+		mangle  func(info map[string]any)
+		headers map[string]string
+		want    string // in the error; "" when the download succeeds
+	}{
+		{"commit", func(info map[string]any) { info["sha"] = escape }, nil, "not a 40-digit hex commit id"},
+		{"blob id", func(info map[string]any) { sibling(info, "config.json")["blobId"] = escape }, nil, "not a 40-digit hex git id"},
+		{"LFS checksum", func(info map[string]any) {
+			sibling(info, "model.safetensors")["lfs"].(map[string]any)["sha256"] = escape
+		}, nil, "not a 64-digit hex sha256"},
+		{"file path", func(info map[string]any) { sibling(info, "config.json")["rfilename"] = "../" + escape }, nil, "leaves the repository"},
+		{"headers", nil, map[string]string{"X-Repo-Commit": escape, "ETag": `"` + escape + `"`}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeHub(t)
+			f.mangle, f.headers = c.mangle, c.headers
+			root := t.TempDir()
+			cache, outside := filepath.Join(root, "a", "b", "cache"), filepath.Join(root, "outside")
+			for _, dir := range []string{cache, outside} { // outside exists: a write there would succeed
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{})
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("Download: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("Download = %v, want an error saying %q", err, c.want)
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+				t.Errorf("the download wrote outside the cache: %v in %s", entries, outside)
+			}
+			if entries, _ := os.ReadDir(root); len(entries) != 2 {
+				t.Errorf("the download wrote beside the cache: %v", entries)
+			}
+			for _, dir := range []string{filepath.Join(root, "a"), filepath.Join(root, "a", "b")} {
+				if e, _ := os.ReadDir(dir); len(e) != 1 {
+					t.Errorf("the download wrote beside the cache, in %s: %v", dir, e)
+				}
+			}
+			if c.want != "" {
+				if _, err := os.Stat(filepath.Join(repoDir(cache, f.repo), "snapshots")); err == nil {
+					t.Errorf("a refused repository left a snapshot folder")
+				}
+			}
+		})
+	}
+	f := newFakeHub(t)
+	_, err := f.client().Download(context.Background(), t.TempDir(), f.repo, DownloadOptions{Revision: "../../x"})
+	if err == nil || !strings.Contains(err.Error(), "not a branch, tag or commit name") {
+		t.Errorf("Download at revision ../../x = %v", err)
+	}
+	if len(f.requests) != 0 {
+		t.Errorf("a bad revision reached the Hub: %v", f.requests)
+	}
+	if _, err := Snapshot(t.TempDir(), f.repo, "../../x"); err == nil {
+		t.Error("Snapshot accepted the revision ../../x")
 	}
 }
