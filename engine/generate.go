@@ -178,18 +178,22 @@ func (e *Engine) PromptTokens(req Request) ([]int32, error) {
 	if e.tok == nil {
 		return nil, fmt.Errorf("%s: no tokenizer.json: this model folder cannot generate text", e.Dir)
 	}
-	text := req.Prompt
+	// A raw prompt is the caller's own text, special tokens and all; a
+	// conversation's messages are text, and only the template's markers are
+	// read as special tokens (EncodePrompt): pasted turn markers forge nothing.
+	var ids []int32
 	if len(req.Messages) > 0 {
 		if e.tmpl == nil {
 			return nil, fmt.Errorf("%s: %v", e.Dir, e.tmplErr)
 		}
-		var err error
-		text, err = e.tmpl.Render(req.Messages, tokenizer.RenderOptions{AddGenerationPrompt: true, EnableThinking: req.EnableThinking})
+		p, err := e.tmpl.RenderPrompt(req.Messages, tokenizer.RenderOptions{AddGenerationPrompt: true, EnableThinking: req.EnableThinking})
 		if err != nil {
 			return nil, err
 		}
+		ids = e.tok.EncodePrompt(p)
+	} else {
+		ids = e.tok.Encode(req.Prompt)
 	}
-	ids := e.tok.Encode(text)
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("the prompt is empty")
 	}
@@ -207,11 +211,11 @@ func (e *Engine) conversationEnd(req Request, prompt []int32) int {
 	if len(req.Messages) == 0 || len(req.PromptIDs) > 0 || e.tmpl == nil {
 		return last
 	}
-	text, err := e.tmpl.Render(req.Messages, tokenizer.RenderOptions{AddGenerationPrompt: false, EnableThinking: req.EnableThinking})
+	p, err := e.tmpl.RenderPrompt(req.Messages, tokenizer.RenderOptions{AddGenerationPrompt: false, EnableThinking: req.EnableThinking})
 	if err != nil {
 		return last
 	}
-	head := e.tok.Encode(text)
+	head := e.tok.EncodePrompt(p)
 	if len(head) == 0 || len(head) > last || !slices.Equal(head, prompt[:len(head)]) {
 		return last
 	}

@@ -4,12 +4,23 @@ import "strings"
 
 // Encode returns the token ids of text, with added tokens such as
 // <|im_start|> recognised wherever they appear and no BOS/EOS added (Hugging
-// Face's add_special_tokens=False; Qwen adds none either way).
-func (t *Tokenizer) Encode(text string) []int32 {
+// Face's add_special_tokens=False; Qwen adds none either way). A chat prompt
+// goes through EncodePrompt, which reads special tokens only where the
+// template wrote them.
+func (t *Tokenizer) Encode(text string) []int32 { return t.encode(text, nil) }
+
+// encode is Encode where no special token is matched if it overlaps a span of
+// content (spans in order, apart).
+func (t *Tokenizer) encode(text string, content []span) []int32 {
 	ids := make([]int32, 0, len(text)/3+1)
 	start := 0 // start of the text not yet encoded
 	for i := 0; i < len(text); {
-		id, n := t.matchAdded(text[i:])
+		for len(content) > 0 && content[0].end <= i {
+			content = content[1:]
+		}
+		id, n := t.matchAdded(text[i:], func(a addedToken) bool {
+			return !a.special || len(content) == 0 || i+len(a.content) <= content[0].start
+		})
 		if n == 0 {
 			i++
 			continue
@@ -22,10 +33,11 @@ func (t *Tokenizer) Encode(text string) []int32 {
 	return t.encodeSegment(text[start:], ids)
 }
 
-// matchAdded returns the longest added token that text starts with.
-func (t *Tokenizer) matchAdded(text string) (id int32, n int) {
+// matchAdded returns the longest added token that text starts with, among
+// those allowed.
+func (t *Tokenizer) matchAdded(text string, allowed func(addedToken) bool) (id int32, n int) {
 	for _, k := range t.addedByLen[text[0]] {
-		if a := t.added[k]; strings.HasPrefix(text, a.content) {
+		if a := t.added[k]; strings.HasPrefix(text, a.content) && allowed(a) {
 			return a.id, len(a.content)
 		}
 	}

@@ -11,13 +11,17 @@ import (
 // they stand for. Python string methods map as: s.strip('\n') ->
 // strings.Trim(s, "\n"), s.lstrip('\n') -> strings.TrimLeft, x|trim ->
 // jinjaTrim, s.split(sep)[0] -> before, s.split(sep)[-1] -> afterLast.
+// What the template writes goes through markup, what a message holds through
+// text (promptBuilder), so that the encoder can tell them apart.
 
 // renderQwen3 renders the Qwen3 template (without tools).
-func renderQwen3(msgs []Message, opts RenderOptions) (string, error) {
-	var b strings.Builder
+func renderQwen3(msgs []Message, opts RenderOptions) (Prompt, error) {
+	var b promptBuilder
 	// {%- if messages[0].role == 'system' %} (no tools)
 	if msgs[0].Role == "system" {
-		b.WriteString("<|im_start|>system\n" + msgs[0].Content + "<|im_end|>\n")
+		b.markup("<|im_start|>system\n")
+		b.text(msgs[0].Content)
+		b.markup("<|im_end|>\n")
 	}
 	// last_query_index: the last user turn that is not a wrapped tool
 	// response; it stays len-1 when there is none.
@@ -32,7 +36,9 @@ func renderQwen3(msgs []Message, opts RenderOptions) (string, error) {
 	for i, m := range msgs {
 		switch {
 		case m.Role == "user" || (m.Role == "system" && i > 0):
-			b.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
+			b.markup("<|im_start|>" + m.Role + "\n")
+			b.text(m.Content)
+			b.markup("<|im_end|>\n")
 		case m.Role == "assistant":
 			content, reasoning := m.Content, ""
 			if m.Reasoning != "" {
@@ -45,38 +51,46 @@ func renderQwen3(msgs []Message, opts RenderOptions) (string, error) {
 			// ones lose it. An empty reasoning block is written only for the
 			// final turn.
 			if i > lastQuery && (i == last || reasoning != "") {
-				b.WriteString("<|im_start|>assistant\n<think>\n" + strings.Trim(reasoning, "\n") + "\n</think>\n\n" + strings.TrimLeft(content, "\n"))
+				b.markup("<|im_start|>assistant\n<think>\n")
+				b.text(strings.Trim(reasoning, "\n"))
+				b.markup("\n</think>\n\n")
+				b.text(strings.TrimLeft(content, "\n"))
 			} else {
-				b.WriteString("<|im_start|>assistant\n" + content)
+				b.markup("<|im_start|>assistant\n")
+				b.text(content)
 			}
-			b.WriteString("<|im_end|>\n")
+			b.markup("<|im_end|>\n")
 		case m.Role == "tool":
 			// Consecutive tool results share one user turn.
 			if i == 0 || msgs[i-1].Role != "tool" {
-				b.WriteString("<|im_start|>user")
+				b.markup("<|im_start|>user")
 			}
-			b.WriteString("\n<tool_response>\n" + m.Content + "\n</tool_response>")
+			b.markup("\n<tool_response>\n")
+			b.text(m.Content)
+			b.markup("\n</tool_response>")
 			if i == last || msgs[i+1].Role != "tool" {
-				b.WriteString("<|im_end|>\n")
+				b.markup("<|im_end|>\n")
 			}
 		}
 	}
 	if opts.AddGenerationPrompt {
-		b.WriteString("<|im_start|>assistant\n")
+		b.markup("<|im_start|>assistant\n")
 		if !opts.EnableThinking {
-			b.WriteString("<think>\n\n</think>\n\n")
+			b.markup("<think>\n\n</think>\n\n")
 		}
 	}
-	return b.String(), nil
+	return b.prompt(), nil
 }
 
 // renderQwen35 renders the Qwen3.5 template (without tools or images). Unlike
 // Qwen3 it trims every message, insists on a user query, and gives every
 // assistant turn after that query a think block, empty or not.
-func renderQwen35(msgs []Message, opts RenderOptions) (string, error) {
-	var b strings.Builder
+func renderQwen35(msgs []Message, opts RenderOptions) (Prompt, error) {
+	var b promptBuilder
 	if msgs[0].Role == "system" {
-		b.WriteString("<|im_start|>system\n" + jinjaTrim(msgs[0].Content) + "<|im_end|>\n")
+		b.markup("<|im_start|>system\n")
+		b.text(jinjaTrim(msgs[0].Content))
+		b.markup("<|im_end|>\n")
 	}
 	lastQuery := -1
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -87,7 +101,7 @@ func renderQwen35(msgs []Message, opts RenderOptions) (string, error) {
 	}
 	if lastQuery < 0 {
 		// raise_exception('No user query found in messages.')
-		return "", errors.New("chat template: the conversation has no user message (tool results do not count)")
+		return Prompt{}, errors.New("chat template: the conversation has no user message (tool results do not count)")
 	}
 	last := len(msgs) - 1
 	for i, m := range msgs {
@@ -96,10 +110,12 @@ func renderQwen35(msgs []Message, opts RenderOptions) (string, error) {
 		case "system":
 			if i > 0 {
 				// raise_exception('System message must be at the beginning.')
-				return "", errors.New("chat template: a system message may only be the first message")
+				return Prompt{}, errors.New("chat template: a system message may only be the first message")
 			}
 		case "user":
-			b.WriteString("<|im_start|>user\n" + content + "<|im_end|>\n")
+			b.markup("<|im_start|>user\n")
+			b.text(content)
+			b.markup("<|im_end|>\n")
 		case "assistant":
 			reasoning := ""
 			if m.Reasoning != "" {
@@ -110,32 +126,38 @@ func renderQwen35(msgs []Message, opts RenderOptions) (string, error) {
 			}
 			reasoning = jinjaTrim(reasoning)
 			if i > lastQuery {
-				b.WriteString("<|im_start|>assistant\n<think>\n" + reasoning + "\n</think>\n\n" + content)
+				b.markup("<|im_start|>assistant\n<think>\n")
+				b.text(reasoning)
+				b.markup("\n</think>\n\n")
+				b.text(content)
 			} else {
-				b.WriteString("<|im_start|>assistant\n" + content)
+				b.markup("<|im_start|>assistant\n")
+				b.text(content)
 			}
-			b.WriteString("<|im_end|>\n")
+			b.markup("<|im_end|>\n")
 		case "tool":
 			// {%- if loop.previtem and loop.previtem.role != "tool" %}: a tool
 			// message in first position gets no user header.
 			if i > 0 && msgs[i-1].Role != "tool" {
-				b.WriteString("<|im_start|>user")
+				b.markup("<|im_start|>user")
 			}
-			b.WriteString("\n<tool_response>\n" + content + "\n</tool_response>")
+			b.markup("\n<tool_response>\n")
+			b.text(content)
+			b.markup("\n</tool_response>")
 			if i == last || msgs[i+1].Role != "tool" {
-				b.WriteString("<|im_end|>\n")
+				b.markup("<|im_end|>\n")
 			}
 		}
 	}
 	if opts.AddGenerationPrompt {
-		b.WriteString("<|im_start|>assistant\n")
+		b.markup("<|im_start|>assistant\n")
 		if opts.EnableThinking {
-			b.WriteString("<think>\n")
+			b.markup("<think>\n")
 		} else {
-			b.WriteString("<think>\n\n</think>\n\n")
+			b.markup("<think>\n\n</think>\n\n")
 		}
 	}
-	return b.String(), nil
+	return b.prompt(), nil
 }
 
 func isToolResponse(s string) bool {

@@ -36,30 +36,37 @@ type RenderOptions struct {
 // does.
 type Template struct {
 	name   string
-	render func(msgs []Message, opts RenderOptions) (string, error)
+	render func(msgs []Message, opts RenderOptions) (Prompt, error)
 }
 
 // Name is the template family ("Qwen3", "Qwen3.5").
 func (t *Template) Name() string { return t.name }
 
-// Render returns the prompt text for msgs. It refuses what the template would
-// refuse (no user turn in a Qwen3.5 conversation, a system turn after the
-// first) and one thing the template would silently accept: a conversation that
-// ends with an assistant turn when a generation prompt is asked for, which
-// would open a second assistant turn after it.
+// Render returns the prompt text for msgs (RenderPrompt's Text).
 func (t *Template) Render(msgs []Message, opts RenderOptions) (string, error) {
+	p, err := t.RenderPrompt(msgs, opts)
+	return p.Text, err
+}
+
+// RenderPrompt renders msgs for Tokenizer.EncodePrompt, which tells the
+// template's markers from the messages' text. It refuses what the template
+// would refuse (no user turn in a Qwen3.5 conversation, a system turn after
+// the first) and one thing the template would silently accept: a
+// conversation that ends with an assistant turn when a generation prompt is
+// asked for, which would open a second assistant turn after it.
+func (t *Template) RenderPrompt(msgs []Message, opts RenderOptions) (Prompt, error) {
 	if len(msgs) == 0 {
-		return "", errors.New("chat template: no messages")
+		return Prompt{}, errors.New("chat template: no messages")
 	}
 	for i, m := range msgs {
 		switch m.Role {
 		case "system", "user", "assistant", "tool":
 		default:
-			return "", fmt.Errorf("chat template: message %d has role %q; want system, user, assistant or tool", i, m.Role)
+			return Prompt{}, fmt.Errorf("chat template: message %d has role %q; want system, user, assistant or tool", i, m.Role)
 		}
 	}
 	if opts.AddGenerationPrompt && msgs[len(msgs)-1].Role == "assistant" {
-		return "", errors.New("chat template: the conversation ends with an assistant turn, so a generation prompt cannot follow it (render without the generation prompt to continue that turn)")
+		return Prompt{}, errors.New("chat template: the conversation ends with an assistant turn, so a generation prompt cannot follow it (render without the generation prompt to continue that turn)")
 	}
 	return t.render(msgs, opts)
 }
@@ -110,7 +117,7 @@ type family struct {
 	name     string
 	file     string
 	variants [][]string // each row: interchangeable spellings of one passage
-	render   func(msgs []Message, opts RenderOptions) (string, error)
+	render   func(msgs []Message, opts RenderOptions) (Prompt, error)
 }
 
 var families = []family{
