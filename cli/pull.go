@@ -32,7 +32,9 @@ func runPull(args []string, out, errOut io.Writer) error {
 	var mu sync.Mutex
 	last := time.Time{}
 	start := time.Now()
-	opt := hub.DownloadOptions{Revision: rev, Runs: engine.SupportedModelType}
+	// Ctrl-C keeps what was fetched, this run's and an earlier one's: the
+	// same command resumes it (as the app's Pause does).
+	opt := hub.DownloadOptions{Revision: rev, Runs: engine.SupportedModelType, Paused: func() bool { return true }}
 	if *anyRepo {
 		opt.Runs = nil
 	} else {
@@ -58,6 +60,7 @@ func runPull(args []string, out, errOut io.Writer) error {
 	dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, opt)
 	fmt.Fprintln(errOut)
 	if ctx.Err() != nil {
+		fmt.Fprintf(errOut, "pull %s: stopped; what was fetched is kept in %s, and `bagel pull %s` resumes it\n", repo, hub.CacheDir(), fs.Arg(0))
 		return errInterrupted
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 // The Hub cache, laid out as huggingface_hub lays it out, so that a model
@@ -86,6 +87,9 @@ func Snapshot(cache, repo, revision string) (string, error) {
 	return snap, nil
 }
 
+// linkSeq numbers link's temporary names.
+var linkSeq atomic.Int64
+
 // link points snapshots/COMMIT/PATH at blobs/BLOB with a relative link, as
 // huggingface_hub does (a copy where links are not allowed).
 func link(snapDir, path, blobPath string) error {
@@ -100,8 +104,7 @@ func link(snapDir, path, blobPath string) error {
 	if err != nil {
 		return err
 	}
-	tmp := dst + ".link-tmp"
-	os.Remove(tmp)
+	tmp := fmt.Sprintf("%s.link-tmp-%d-%d", dst, os.Getpid(), linkSeq.Add(1)) // one a call: two pulls at once
 	if err := os.Symlink(rel, tmp); err != nil {
 		return err
 	}
@@ -145,5 +148,6 @@ func Delete(cache, repo string) error {
 	if err := os.RemoveAll(trash); err != nil {
 		return fmt.Errorf("deleting %s: %w (what is left is in %s)", repo, err, trash)
 	}
+	os.RemoveAll(filepath.Join(cache, ".locks", filepath.Base(dir))) // its download locks (lockBlob)
 	return nil
 }

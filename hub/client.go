@@ -107,7 +107,7 @@ func (c *Client) do(ctx context.Context, what string, newReq func() (*http.Reque
 			req.Header.Set("Authorization", "Bearer "+c.Token)
 		}
 		req.Header.Set("User-Agent", "bagel")
-		resp, err := c.HTTP.Do(req)
+		resp, err := c.client().Do(req)
 		wait := c.Backoff << attempt
 		switch {
 		case err != nil:
@@ -137,6 +137,24 @@ func (c *Client) do(ctx context.Context, what string, newReq func() (*http.Reque
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// client is c.HTTP following redirects as huggingface_hub (requests) does:
+// the token goes to a redirect's target only when its scheme, host and port
+// are the first request's. Go's own rule keeps the header for the same host
+// on another port.
+func (c *Client) client() *http.Client {
+	hc := *c.HTTP
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		if first := via[0].URL; req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+			req.Header.Del("Authorization")
+		}
+		return nil
+	}
+	return &hc
 }
 
 // repoPath escapes "org/name" for a URL path, keeping the slash.

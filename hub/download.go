@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -215,7 +216,12 @@ func (c *Client) checkModel(ctx context.Context, repo string, info *ModelInfo, r
 // fetch brings one file's blob into the cache, resuming its .incomplete part.
 func (c *Client) fetch(ctx context.Context, dir, repo, commit string, f File, done *atomic.Int64, report func(string)) error {
 	blob := filepath.Join(dir, "blobs", f.Blob())
-	if _, err := os.Stat(blob); err == nil {
+	unlock, err := lockBlob(dir, f.Blob())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := os.Stat(blob); err == nil { // (another download may just have made it)
 		done.Add(f.Bytes())
 		report(f.Path)
 		return nil
@@ -288,6 +294,28 @@ func (c *Client) fetch(ctx context.Context, dir, repo, commit string, f File, do
 	return os.Rename(part, blob)
 }
 
+// lockBlob takes an exclusive lock on a blob of the repository folder dir,
+// held until unlock: two downloads of one blob (two pulls of one
+// repository, two files of equal content) take turns instead of writing one
+// part together. The lock files sit where huggingface_hub keeps its own,
+// CACHE/.locks/models--ORG--NAME/BLOB.lock, so that it and Bagel take turns
+// too.
+func lockBlob(dir, blob string) (unlock func(), err error) {
+	locks := filepath.Join(filepath.Dir(dir), ".locks", filepath.Base(dir))
+	if err := os.MkdirAll(locks, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(locks, blob+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
 // counting passes a body through, adding what it reads to done. It stops at
 // once when ctx ends: a body the transport has already buffered would
 // otherwise be copied to its end, and a pause would finish the file.
@@ -338,9 +366,14 @@ func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*") // one a call: two pulls at once
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = tmp.Write(data)
+	if err := errors.Join(err, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

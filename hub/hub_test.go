@@ -46,6 +46,7 @@ type fakeHub struct {
 	// headers are added to every resolve answer.
 	mangle  func(info map[string]any)
 	headers map[string]string
+	auth    []string // the Authorization header of every request to the Hub
 }
 
 func newFakeHub(t *testing.T) *fakeHub {
@@ -77,6 +78,7 @@ func (f *fakeHub) client() *Client {
 func (f *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests = append(f.requests, r.URL.Path)
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
 	status, busy := f.status, f.busy
 	if busy > 0 {
 		f.busy--
@@ -499,8 +501,11 @@ func TestDelete(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if strings.Join(names, " ") != "models--org--linked models--org--other" {
-		t.Errorf("the cache holds %v after the delete, want the two other repos only", names)
+	if strings.Join(names, " ") != ".locks models--org--linked models--org--other" {
+		t.Errorf("the cache holds %v after the delete, want the two other repos only (and the locks' folder)", names)
+	}
+	if locks, _ := os.ReadDir(filepath.Join(cache, ".locks")); len(locks) != 0 {
+		t.Errorf("the deleted repo's download locks are left: %v", locks)
 	}
 	for _, c := range []struct{ repo, want string }{
 		{f.repo, "not in the Hub cache"},
@@ -687,5 +692,48 @@ func TestHostileHubWritesNothingOutsideTheCache(t *testing.T) {
 	}
 	if _, err := Snapshot(t.TempDir(), f.repo, "../../x"); err == nil {
 		t.Error("Snapshot accepted the revision ../../x")
+	}
+}
+
+// TestTokenStaysOnTheHub: the token goes with every request to the Hub and
+// never to the host a resolve redirects to (here the same host on another
+// port, where Go's own redirect rule would have kept it; serveCDN fails the
+// test when it sees it).
+func TestTokenStaysOnTheHub(t *testing.T) {
+	f := newFakeHub(t)
+	c := f.client()
+	c.Token = "hf_secret"
+	if _, err := c.Download(context.Background(), t.TempDir(), f.repo, DownloadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range f.auth {
+		if a != "Bearer hf_secret" {
+			t.Errorf("request %d to the Hub (%s) carried %q", i, f.requests[i], a)
+		}
+	}
+}
+
+// TestTwoPullsAtOnce: two downloads of one repository into one cache at the
+// same time both finish with verified blobs: a blob's part is written by one
+// at a time (a lock), and the one that waited finds the blob made.
+func TestTwoPullsAtOnce(t *testing.T) {
+	f := newFakeHub(t)
+	cache := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = f.client().Download(context.Background(), cache, f.repo, DownloadOptions{})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("download %d: %v", i, err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(repoDir(cache, f.repo), "snapshots", f.commit, "model.safetensors"))
+	if err != nil || !bytes.Equal(data, f.files["model.safetensors"]) {
+		t.Errorf("the blob after two pulls: %d bytes, %v", len(data), err)
 	}
 }
