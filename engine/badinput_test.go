@@ -255,6 +255,14 @@ func TestBrokenModelFolders(t *testing.T) {
 		{"infinity in a scale", func(t *testing.T, dir string) {
 			poisonTensor(t, filepath.Join(dir, st), prefix+"layers.0.mlp.switch_mlp.down_proj.scales", 17, 0xff80)
 		}, []string{prefix + "layers.0.mlp.switch_mlp.down_proj.scales", "element 17 is infinite"}},
+		{"1e18 layers", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
+				textConfig(m)["num_hidden_layers"] = json.Number("1000000000000000000")
+			})
+		}, []string{"config.json", "num_hidden_layers is 1000000000000000000", "more than Bagel supports"}},
+		{"more layers than the checkpoint holds", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) { textConfig(m)["num_hidden_layers"] = 8.0 })
+		}, []string{"config.json", "num_hidden_layers is 8", "the checkpoint holds 4 layers"}},
 		{"unsupported quantization mode", func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
 				for _, k := range []string{"quantization", "quantization_config"} {

@@ -212,6 +212,29 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s must be positive, got %d", p.name, p.v)
 		}
 	}
+	// Upper bounds far above any released model (the largest Qwen3.5 has 60
+	// layers, hidden 4096, a 248,320-token vocabulary) and low enough that no
+	// size computed from them overflows and no loop over them (the cache's
+	// layout, the memory estimate) runs for ages before the checkpoint is
+	// read: 1e18 layers looped forever at load.
+	for _, p := range []struct {
+		name     string
+		v, limit int
+	}{
+		{"num_hidden_layers", c.NumLayers, 1024}, {"hidden_size", c.HiddenSize, 1 << 16},
+		{"num_attention_heads", c.NumHeads, 1024}, {"num_key_value_heads", c.NumKVHeads, 1024},
+		{"head_dim", c.HeadDim, 4096}, {"vocab_size", c.VocabSize, 1 << 22},
+		{"full_attention_interval", c.FullAttentionInterval, 1024},
+		{"linear_num_key_heads", c.LinearKeyHeads, 1024}, {"linear_num_value_heads", c.LinearValueHeads, 1024},
+		{"linear_key_head_dim", c.LinearKeyDim, 4096}, {"linear_value_head_dim", c.LinearValueDim, 4096},
+		{"linear_conv_kernel_dim", c.ConvKernel, 64}, {"intermediate_size", c.IntermediateSize, 1 << 20},
+		{"moe_intermediate_size", c.MoEIntermediateSize, 1 << 20}, {"shared_expert_intermediate_size", c.SharedIntermediate, 1 << 20},
+		{"max_position_embeddings", c.MaxPositionEmbedding, 1 << 24},
+	} {
+		if p.v > p.limit {
+			return fmt.Errorf("%s is %d: more than Bagel supports (%d); the config is broken", p.name, p.v, p.limit)
+		}
+	}
 	if c.NumHeads%c.NumKVHeads != 0 {
 		return fmt.Errorf("num_attention_heads %d is not a multiple of num_key_value_heads %d", c.NumHeads, c.NumKVHeads)
 	}

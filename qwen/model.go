@@ -87,6 +87,9 @@ func (m *Model) bindAll() error {
 	if m.Cfg.TieWordEmbeddings {
 		m.lmHead = m.embed
 	}
+	if held := m.bind.layersHeld(); held < m.Cfg.NumLayers {
+		return fmt.Errorf("config.json: num_hidden_layers is %d, but the checkpoint holds %d layers (0 to %d)", m.Cfg.NumLayers, held, held-1)
+	}
 	m.layers = make([]*layer, m.Cfg.NumLayers)
 	for i := range m.layers {
 		m.layers[i] = newLayer(m.Cfg, i, m.paths, &m.shared)

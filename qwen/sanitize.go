@@ -3,6 +3,7 @@ package qwen
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"bagel/ops"
@@ -95,6 +96,25 @@ func packedAnchor(f *safetensors.File) int {
 }
 
 // key is the checkpoint's name for a text-model name.
+// layersHeld is how many layers the checkpoint holds from layer 0 on: the
+// first n with no tensor under layers.n.
+func (b *binder) layersHeld() int {
+	seen := map[int]bool{}
+	layers := b.key("model.layers.")
+	for _, name := range b.ck.Names() {
+		if rest, ok := strings.CutPrefix(name, layers); ok {
+			if i, err := strconv.Atoi(rest[:max(0, strings.IndexByte(rest, '.'))]); err == nil {
+				seen[i] = true
+			}
+		}
+	}
+	n := 0
+	for seen[n] {
+		n++
+	}
+	return n
+}
+
 func (b *binder) key(name string) string {
 	if name == "lm_head" {
 		return b.head
