@@ -255,6 +255,9 @@ func TestBrokenModelFolders(t *testing.T) {
 		{"infinity in a scale", func(t *testing.T, dir string) {
 			poisonTensor(t, filepath.Join(dir, st), prefix+"layers.0.mlp.switch_mlp.down_proj.scales", 17, 0xff80)
 		}, []string{prefix + "layers.0.mlp.switch_mlp.down_proj.scales", "element 17 is infinite"}},
+		{"a string where a number goes", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) { textConfig(m)["hidden_size"] = "lots" })
+		}, []string{"config.json", "hidden_size is a string; want a whole number"}},
 		{"1e18 layers", func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
 				textConfig(m)["num_hidden_layers"] = json.Number("1000000000000000000")
@@ -297,6 +300,11 @@ func TestBrokenModelFolders(t *testing.T) {
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			for _, bad := range []string{"config.json: config.json", "Go struct", "Go value", "rawText"} {
+				if strings.Contains(err.Error(), bad) {
+					t.Errorf("error %q says %q: a doubled prefix or a Go name", err, bad)
 				}
 			}
 			if n := safetensors.OpenMappings(); n != base {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 
+	"bagel/internal/jsonmsg"
 	"bagel/ops"
 	"bagel/safetensors"
 )
@@ -92,17 +93,17 @@ var SupportedModelTypes = []string{"qwen3_5", "qwen3_5_moe"}
 func ParseConfig(data []byte) (*Config, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+		return nil, jsonmsg.Explain(fmt.Errorf("invalid JSON: %w", err), data)
 	}
 	var outer rawText
 	if err := json.Unmarshal(data, &outer); err != nil {
-		return nil, fmt.Errorf("invalid field: %w", err)
+		return nil, jsonmsg.Explain(err, data)
 	}
 	text := outer
 	if tc, ok := top["text_config"]; ok {
 		text = rawText{}
 		if err := json.Unmarshal(tc, &text); err != nil {
-			return nil, fmt.Errorf("text_config: %w", err)
+			return nil, fmt.Errorf("text_config: %w", jsonmsg.Explain(err, tc))
 		}
 	}
 	modelType := outer.ModelType

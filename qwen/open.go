@@ -9,6 +9,7 @@ import (
 
 	"bagel/safetensors"
 
+	"bagel/internal/jsonmsg"
 	"bagel/internal/regular"
 )
 
@@ -42,7 +43,7 @@ func readConfig(dir string) (*Config, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("config.json: not found in %s (is this a model folder?)", dir)
 		}
-		return nil, fmt.Errorf("config.json: %w", err)
+		return nil, err // it names the file
 	}
 	cfg, err := ParseConfig(data)
 	if err != nil {
@@ -60,13 +61,13 @@ func readGenerationConfig(dir string, cfg *Config) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("generation_config.json: %w", err)
+		return err // it names the file
 	}
 	var gc struct {
 		EOS json.RawMessage `json:"eos_token_id"`
 	}
 	if err := json.Unmarshal(data, &gc); err != nil {
-		return fmt.Errorf("generation_config.json: invalid JSON: %w", err)
+		return fmt.Errorf("generation_config.json: %w", jsonmsg.Explain(err, data))
 	}
 	ids, err := ParseTokenIDs(gc.EOS)
 	if err != nil {
