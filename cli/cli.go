@@ -20,18 +20,23 @@ type command struct {
 	run     func(args []string, out, errOut io.Writer) error
 }
 
-// commands is the command table; usage lists it in name order.
-var commands = map[string]command{
-	"generate":   {"stream a reply to a prompt and print the speed", runGenerate},
-	"score":      {"teacher-forced logits of a token sequence, one JSON line per position", runScore},
-	"tokenize":   {"print the token ids of a text as a JSON array", runTokenize},
-	"detokenize": {"print the text of comma-separated token ids", runDetokenize},
-	"template":   {"print a conversation rendered through the chat template", runTemplate},
-	"synth":      {"write a synthetic checkpoint with a real model's shapes and random weights", runSynth},
-	"bench":      {"measure decode, prefill and long-context speed, each switch off and on", runBench},
-	"pull":       {"download ORG/NAME[@REV] from the Hugging Face Hub into its cache (resumable)", runPull},
-	"models":     {"list the models in the Hub cache and LM Studio's folder", runModels},
-	"replay":     {"play a conversation's user turns, one JSON line per turn (reused and prefilled tokens, speed)", runReplay},
+// commands is the command table; usage lists it in name order. (Set in init:
+// the commands' help reads it.)
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"generate":   {"stream a reply to a prompt and print the speed", runGenerate},
+		"score":      {"teacher-forced logits of a token sequence, one JSON line per position", runScore},
+		"tokenize":   {"print the token ids of a text as a JSON array", runTokenize},
+		"detokenize": {"print the text of comma-separated token ids", runDetokenize},
+		"template":   {"print a conversation rendered through the chat template", runTemplate},
+		"synth":      {"write a synthetic checkpoint with a real model's shapes and random weights", runSynth},
+		"bench":      {"measure decode, prefill and long-context speed, each switch off and on", runBench},
+		"pull":       {"download ORG/NAME[@REV] from the Hugging Face Hub into its cache (resumable)", runPull},
+		"models":     {"list the models in the Hub cache and LM Studio's folder", runModels},
+		"replay":     {"play a conversation's user turns, one JSON line per turn (reused and prefilled tokens, speed)", runReplay},
+	}
 }
 
 // errInterrupted ends a command stopped by Ctrl-C after it has printed what it
@@ -52,7 +57,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" {
-		usage(stderr)
+		if len(args) > 1 { // bagel help COMMAND: the command's help
+			return run([]string{args[1], "-h"}, stdout, stderr)
+		}
+		usage(stdout) // asked for: to stdout, so that `bagel help | less` shows it
 		return 0
 	}
 	cmd, ok := commands[name]
@@ -61,7 +69,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	err := cmd.run(args[1:], stdout, stderr)
+	helpOut := stderr // a command's flags print on an error, to stderr...
+	for _, a := range args[1:] {
+		if a == "-h" || a == "-help" || a == "--help" {
+			helpOut = stdout // ...and when asked for, to stdout
+		}
+	}
+	err := cmd.run(args[1:], stdout, helpOut)
 	switch {
 	case errors.Is(err, flag.ErrHelp): // -h: the flag set has printed the flags
 		return 0
@@ -84,5 +98,5 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'bagel COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'bagel help COMMAND' (or 'bagel COMMAND -h') for a command's flags.")
 }

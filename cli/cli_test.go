@@ -28,8 +28,6 @@ func TestUsageAndErrors(t *testing.T) {
 		code   int
 		stderr string // a part of it
 	}{
-		{[]string{"help"}, 0, "Commands:"},
-		{[]string{"--help"}, 0, "template"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{[]string{"tokenize", "--text", "hi"}, 1, "bagel tokenize: -m DIR is required"},
 		{[]string{"score"}, 1, "-m DIR and --ids are required"},
@@ -37,9 +35,11 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"template", "-m", "x"}, 1, "--messages FILE is required"},
 		{[]string{"detokenize", "-m", "x", "--ids", "1,a"}, 1, `--ids: "a" is not a token id`},
 		{[]string{"generate", "--no-such-flag"}, 1, "flag provided but not defined"},
-		{[]string{"generate", "-h"}, 0, "-max-tokens"},
 		{[]string{"generate", "-m", "x", "--temp", "Inf"}, 1, "--temp +Inf: want a number ≥ 0"},
-		{[]string{"generate", "-m", "x", "--repetition-penalty", "0"}, 1, "--repetition-penalty 0: want a number > 0 (1: off)"},
+		{[]string{"generate", "-m", "x", "--repetition-penalty", "0"}, 1, "--repetition-penalty 0: want a number > 0 and at most 100 (1: off)"},
+		{[]string{"generate", "-m", "x", "--repetition-penalty", "1e308"}, 1, "--repetition-penalty 1e+308: want a number > 0 and at most 100"},
+		{[]string{"generate", "-m", "x", "-p", "a", "b"}, 1, "the message is given twice"},
+		{[]string{"replay", "-m", "x", "--messages", "f", "--prompt-cache-mb", "9999999999999"}, 1, "--prompt-cache-mb 9999999999999: want 0 (the default) to 1048576"},
 		{[]string{"generate", "-m", "x", "--context", "-5"}, 1, "--context -5"},
 		{[]string{"generate", "-m", "x", "--top-p", "1.5"}, 1, "--top-p 1.5"},
 		{[]string{"score", "-m", "x", "--ids", "1", "--top", "0"}, 1, "--top 0: want 1 or more"},
@@ -54,6 +54,37 @@ func TestUsageAndErrors(t *testing.T) {
 		code, _, stderr := runCLI(c.args...)
 		if code != c.code || !strings.Contains(stderr, c.stderr) {
 			t.Errorf("bagel %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, c.code, c.stderr)
+		}
+	}
+}
+
+// TestHelpAsPeopleUseIt: help asked for goes to stdout (`bagel help | less`),
+// `bagel help COMMAND` is the command's help, flags print as the README
+// writes them (-m DIR, --max-tokens), a command's help names its arguments,
+// and a command without flags says so.
+func TestHelpAsPeopleUseIt(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string // in stdout
+	}{
+		{[]string{"help"}, []string{"Commands:", "bagel help COMMAND"}},
+		{[]string{"--help"}, []string{"Commands:"}},
+		{[]string{"help", "generate"}, []string{"usage: bagel generate [flags] [MESSAGE]", "  --max-tokens int", "  -m DIR", "  -p string"}},
+		{[]string{"generate", "-h"}, []string{"--max-tokens"}},
+		{[]string{"pull", "-h"}, []string{"usage: bagel pull [flags] ORG/NAME[@REVISION]", "--any"}},
+		{[]string{"models", "-h"}, []string{"usage: bagel models", "No flags."}},
+	} {
+		code, stdout, stderr := runCLI(c.args...)
+		if code != 0 || stderr != "" {
+			t.Errorf("bagel %s: exit %d, stderr %q", strings.Join(c.args, " "), code, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("bagel %s: stdout lacks %q:\n%s", strings.Join(c.args, " "), w, stdout)
+			}
+		}
+		if strings.Contains(stdout, "\n  -max-tokens") {
+			t.Errorf("bagel %s: a long flag with one dash", strings.Join(c.args, " "))
 		}
 	}
 }
@@ -98,19 +129,30 @@ func TestCommandsOnTinyModel(t *testing.T) {
 		t.Errorf("score line 0: %s (%v)", lines[0], err)
 	}
 
+	// The reply on stdout, the stats line on stderr.
 	code, out, stderr = runCLI("generate", "-m", dir, "-p", "Hi", "--max-tokens", "4", "--backend", "cpu", "--no-think")
-	if code != 0 || !strings.Contains(out, "\n\n[") {
+	if code != 0 || !strings.Contains(stderr, "\n[length] ") || strings.Contains(out, "[length]") {
 		t.Errorf("generate: exit %d, %q, %s", code, out, stderr)
 	}
 	code, out, stderr = runCLI("generate", "-m", dir, "-p", "Hi", "--max-tokens", "6", "--backend", "cpu", "--no-think",
 		"--speculative", "ngram", "--draft", "3")
-	if code != 0 || !strings.Contains(out, "proposed") || !strings.Contains(out, "accepted") {
+	if code != 0 || !strings.Contains(stderr, "proposed") || !strings.Contains(stderr, "accepted") {
 		t.Errorf("generate --speculative ngram: exit %d, %q, %s", code, out, stderr)
 	}
 	code, out, stderr = runCLI("generate", "-m", dir, "-p", "Hi", "--max-tokens", "6", "--backend", "cpu", "--no-think",
 		"--speculative", "tree", "--tree-width", "2")
-	if code != 0 || !strings.Contains(out, "proposed") {
+	if code != 0 || !strings.Contains(stderr, "proposed") {
 		t.Errorf("generate --speculative tree: exit %d, %q, %s", code, out, stderr)
+	}
+	// The message after the flags is the one answered (it used to be ignored
+	// for the default -p).
+	promptTokens := func(args ...string) string {
+		_, _, stderr := runCLI(append([]string{"generate", "-m", dir, "--max-tokens", "1", "--backend", "cpu", "--no-think"}, args...)...)
+		return stderr[strings.LastIndex(stderr, "] ")+2:][:strings.Index(stderr[strings.LastIndex(stderr, "] ")+2:], " prompt tokens")]
+	}
+	if pos, flag := promptTokens("What is a bagel, and why is it boiled before it is baked?"),
+		promptTokens("-p", "What is a bagel, and why is it boiled before it is baked?"); pos != flag || pos == promptTokens() {
+		t.Errorf("prompt tokens: %s with the message after the flags, %s with -p, %s with the default", pos, flag, promptTokens())
 	}
 	switches.Reset()
 }

@@ -15,6 +15,8 @@ import (
 // list of required ones, so each command declares only what is its own.
 type flags struct {
 	*flag.FlagSet
+	name     string
+	args     string   // what follows the flags, for the usage line ("ORG/NAME[@REVISION]")
 	required []string // flag names, in the order they are declared
 	usage    map[string]string
 	switches []switchSetting // --switch, in order
@@ -30,7 +32,39 @@ type flags struct {
 func newFlags(name string, errOut io.Writer) *flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	return &flags{FlagSet: fs, usage: map[string]string{}}
+	f := &flags{FlagSet: fs, name: name, usage: map[string]string{}}
+	fs.Usage = func() { f.printUsage(fs.Output()) }
+	return f
+}
+
+// printUsage is the command's help: its usage line, what it does, and its
+// flags as the README writes them (-m, --max-tokens).
+func (f *flags) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "usage: bagel %s [flags]", f.name)
+	if f.args != "" {
+		fmt.Fprintf(w, " %s", f.args)
+	}
+	fmt.Fprintf(w, "\n\n%s.\n", commands[f.name].summary)
+	n := 0
+	f.VisitAll(func(fl *flag.Flag) {
+		if n++; n == 1 {
+			fmt.Fprintln(w, "\nFlags:")
+		}
+		kind, usage := flag.UnquoteUsage(fl)
+		line := "  " + dashes(fl.Name)
+		if named, ok := f.usage[fl.Name]; ok { // a required flag's value has a name: -m DIR
+			line = "  " + named
+		} else if kind != "" {
+			line += " " + kind
+		}
+		if def := fl.DefValue; def != "" && def != "0" && def != "false" && def != "[]" {
+			usage += fmt.Sprintf(" (default %s)", def)
+		}
+		fmt.Fprintf(w, "%s\n    \t%s\n", line, usage)
+	})
+	if n == 0 {
+		fmt.Fprintln(w, "\nNo flags.")
+	}
 }
 
 // modelDir declares -m, the model folder, which every command needs: a

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 
 	"bagel/engine"
 	"bagel/switches"
@@ -17,8 +19,9 @@ import (
 // engine's recommended sampling instead.
 func runGenerate(args []string, out, errOut io.Writer) error {
 	fs := newFlags("generate", errOut)
+	fs.args = "[MESSAGE]"
 	dir := fs.modelDir("model folder (MLX layout)")
-	prompt := fs.String("p", "Hello! Who are you?", "the user message")
+	prompt := fs.String("p", "Hello! Who are you?", "the user message (or give it after the flags)")
 	system := fs.String("system", "", "system prompt")
 	raw := fs.Bool("raw", false, "use -p as the prompt text without the chat template")
 	maxTokens := fs.Int("max-tokens", 256, "tokens to generate at most (0: until a stop token)")
@@ -39,6 +42,14 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 { // bagel generate -m DIR "question"
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "p" })
+		if given {
+			return fmt.Errorf("the message is given twice, with -p and after the flags (%q): give it once", strings.Join(fs.Args(), " "))
+		}
+		*prompt = strings.Join(fs.Args(), " ")
+	}
 	switch *speculative {
 	case "":
 	case "off", "ngram", "tree":
@@ -54,7 +65,8 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 		check{*topP >= 0 && *topP <= 1, "top-p", *topP, "want a number in [0, 1] (1: off)"},
 		check{*topK >= 0, "top-k", *topK, "want 0 (off) or more"},
 		check{*minP >= 0 && *minP <= 1, "min-p", *minP, "want a number in [0, 1] (0: off)"},
-		check{finite(*rep) && *rep > 0, "repetition-penalty", *rep, "want a number > 0 (1: off)"},
+		check{finite(*rep) && *rep > 0 && *rep <= engine.MaxRepetitionPenalty, "repetition-penalty", *rep,
+			fmt.Sprintf("want a number > 0 and at most %g (1: off)", engine.MaxRepetitionPenalty)},
 		check{*draft >= 0 && *draft <= engine.MaxDraftLength, "draft", *draft, fmt.Sprintf("want 0 (the default) to %d", engine.MaxDraftLength)},
 		check{*treeWidth >= 2 && *treeWidth <= engine.MaxTreeWidth, "tree-width", *treeWidth, fmt.Sprintf("want 2 to %d", engine.MaxTreeWidth)},
 	); err != nil {
@@ -103,7 +115,10 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 			}
 			fmt.Fprint(out, ev.Text)
 		case engine.EventDone:
-			fmt.Fprintf(out, "\n\n[%s] %s\n", ev.Reason, ev.Stats.StatsLine())
+			// The reply on stdout, the stats on stderr: `bagel generate … >
+			// answer.txt` keeps the answer alone.
+			fmt.Fprintln(out)
+			fmt.Fprintf(errOut, "\n[%s] %s\n", ev.Reason, ev.Stats.StatsLine())
 			if ev.Reason == engine.ReasonCancelled && ctx.Err() != nil {
 				return errInterrupted
 			}

@@ -27,10 +27,10 @@ func TestCommandsOnMetalSimulator(t *testing.T) {
 	dir := testmodel.Dir(t, "tiny-moe")
 
 	code, out, stderr := runCLI("generate", "-m", dir, "-p", "Hi", "--max-tokens", "4", "--backend", "metal", "--no-think")
-	if code != 0 || !strings.Contains(out, "\n\n[") {
+	if code != 0 || !strings.Contains(stderr, "\n[") {
 		t.Fatalf("generate --backend metal: exit %d, %q, %s", code, out, stderr)
 	}
-	stats := out[strings.LastIndex(out, "\n\n[")+2:]
+	stats := stderr[strings.LastIndex(stderr, "\n[")+1:]
 	if !strings.Contains(stats, "Metal simulator") {
 		t.Errorf("generate --backend metal: the stats do not name the simulator: %q", stats)
 	}

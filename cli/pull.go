@@ -19,6 +19,7 @@ import (
 // refused before anything is fetched, unless --any.
 func runPull(args []string, out, errOut io.Writer) error {
 	fs := newFlags("pull", errOut)
+	fs.args = "ORG/NAME[@REVISION]"
 	anyRepo := fs.Bool("any", false, "download the repository even when it is not a model Bagel runs")
 	if err := fs.parse(args); err != nil {
 		return err

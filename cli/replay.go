@@ -15,6 +15,10 @@ import (
 // generating each reply and adding it to the conversation as the app does, and
 // prints one JSON line per turn: how much of the prompt the engine reused from
 // the turn before, what it prefilled, and the speeds.
+// maxPromptCacheMB bounds --prompt-cache-mb: a terabyte (far more overflowed
+// the byte count and turned the cache off without a word).
+const maxPromptCacheMB = 1 << 20
+
 func runReplay(args []string, out, errOut io.Writer) error {
 	fs := newFlags("replay", errOut)
 	dir := fs.modelDir("model folder (MLX layout, with its tokenizer)")
@@ -31,7 +35,7 @@ func runReplay(args []string, out, errOut io.Writer) error {
 	}
 	if err := need(
 		check{*maxTokens >= 1, "max-tokens", *maxTokens, "want 1 or more"},
-		check{*cacheMB >= 0, "prompt-cache-mb", *cacheMB, "want 0 (the default) or more"},
+		check{*cacheMB >= 0 && *cacheMB <= maxPromptCacheMB, "prompt-cache-mb", *cacheMB, fmt.Sprintf("want 0 (the default) to %d", maxPromptCacheMB)},
 	); err != nil {
 		return err
 	}

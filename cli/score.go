@@ -30,7 +30,7 @@ func runScore(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: max(len(ids), 1)})
+	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: max(len(ids), 1), TokenIDsOnly: true})
 	if err != nil {
 		return err
 	}

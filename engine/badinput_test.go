@@ -249,6 +249,21 @@ func TestBrokenModelFolders(t *testing.T) {
 			out, _ := json.Marshal(m)
 			os.WriteFile(filepath.Join(dir, "tokenizer.json"), out, 0o644)
 		}, []string{"tokenizer.json", "10000000 token ids", "belongs to another model"}},
+		{"tokenizer without merges", func(t *testing.T, dir string) {
+			tok := filepath.Join(testmodel.Dir(t, model), "tokenizer.json")
+			data, _ := os.ReadFile(tok)
+			var m map[string]any
+			json.Unmarshal(data, &m)
+			m["model"].(map[string]any)["merges"] = []any{}
+			out, _ := json.Marshal(m)
+			os.WriteFile(filepath.Join(dir, "tokenizer.json"), out, 0o644)
+		}, []string{"tokenizer.json", "no merges", "incomplete"}},
+		{"tokenizer of another model", func(t *testing.T, dir string) {
+			// Its vocabulary ends below the model's stop token.
+			data, _ := os.ReadFile(filepath.Join(testmodel.Dir(t, model), "tokenizer.json"))
+			os.WriteFile(filepath.Join(dir, "tokenizer.json"), data, 0o644)
+			editJSON(t, filepath.Join(dir, "generation_config.json"), func(m map[string]any) { m["eos_token_id"] = 151900.0 })
+		}, []string{"tokenizer.json", "lacks the model's stop token 151900", "belongs to another model"}},
 		{"NaN in a norm weight", func(t *testing.T, dir string) {
 			poisonTensor(t, filepath.Join(dir, st), prefix+"layers.1.post_attention_layernorm.weight", 5, 0x7fc0)
 		}, []string{prefix + "layers.1.post_attention_layernorm.weight", st, "element 5 is NaN", "corrupt"}},

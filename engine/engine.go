@@ -28,6 +28,11 @@ type Options struct {
 	// DefaultPrefillChunk; at most MaxPrefillChunk). A larger chunk gives the
 	// prompt GEMMs more tokens per weight tile and takes more scratch memory.
 	PrefillChunk int
+	// TokenIDsOnly loads the weights alone: the folder's tokenizer and chat
+	// template are not read (bagel score, which takes token ids, runs on a
+	// folder whose tokenizer is missing or broken). Generate then needs
+	// Request.PromptIDs.
+	TokenIDsOnly bool
 	// Cancel, when not nil, stops the load when it is closed: between layers
 	// while the weights are bound, and before the cache is allocated.
 	Cancel <-chan struct{}
@@ -100,9 +105,13 @@ func Load(dir string, opt Options) (*Engine, error) {
 	if e.prefillChunk == 0 {
 		e.prefillChunk = DefaultPrefillChunk
 	}
-	if err := e.loadText(); err != nil {
-		_ = ck.Close()
-		return nil, err
+	if !opt.TokenIDsOnly {
+		if err := e.loadText(); err != nil {
+			_ = ck.Close()
+			return nil, err
+		}
+	} else {
+		e.thinkOpen, e.thinkClose, e.eos = -1, -1, cfg.EOSTokenIDs
 	}
 	e.loop = newDeviceLoop()
 	n := contextFor(cfg, opt.ContextLength)

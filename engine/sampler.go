@@ -23,6 +23,12 @@ type Sampling struct {
 	Seed              uint64  `json:"seed"`
 }
 
+// MaxRepetitionPenalty bounds the repetition penalty: far above any useful
+// value (1.0–1.3 in practice), and low enough that a penalized logit stays
+// finite (1e308 made every logit infinite, and the reply stopped blaming the
+// weights).
+const MaxRepetitionPenalty = 100.0
+
 // Validate reports a setting outside its range, naming it.
 func (s Sampling) Validate() error {
 	switch {
@@ -34,8 +40,8 @@ func (s Sampling) Validate() error {
 		return fmt.Errorf("top-k must be ≥ 0, got %d", s.TopK)
 	case s.MinP < 0 || s.MinP > 1 || math.IsNaN(s.MinP):
 		return fmt.Errorf("min-p must be in [0, 1], got %g", s.MinP)
-	case s.RepetitionPenalty < 0 || math.IsNaN(s.RepetitionPenalty) || math.IsInf(s.RepetitionPenalty, 0):
-		return fmt.Errorf("repetition penalty must be ≥ 0, got %g", s.RepetitionPenalty)
+	case s.RepetitionPenalty < 0 || s.RepetitionPenalty > MaxRepetitionPenalty || math.IsNaN(s.RepetitionPenalty):
+		return fmt.Errorf("repetition penalty must be between 0 and %g (1: off), got %g", MaxRepetitionPenalty, s.RepetitionPenalty)
 	case s.RepetitionContext < 0:
 		return fmt.Errorf("repetition context must be ≥ 0, got %d", s.RepetitionContext)
 	}

@@ -25,6 +25,15 @@ func (e *Engine) loadText() error {
 		return fmt.Errorf("tokenizer.json has %d token ids but the model has %d (config.json vocab_size, the embedding's rows): the tokenizer belongs to another model",
 			n, e.Config.VocabSize)
 	}
+	// A smaller vocabulary is usual (the embedding is padded), but the
+	// model's stop tokens must be in it, or a tokenizer of another model
+	// (32,000 tokens beside Qwen's 151,936) loads and every reply is garbage.
+	for _, id := range e.eos {
+		if int(id) >= tok.VocabSize() || tok.TokenString(id) == "" {
+			return fmt.Errorf("tokenizer.json (%d token ids) lacks the model's stop token %d (config.json eos_token_id): the tokenizer belongs to another model",
+				tok.VocabSize(), id)
+		}
+	}
 	e.tok = tok
 	e.tmpl, e.tmplErr = tok.Template()
 	if id, ok := tok.TokenID("<think>"); ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // bpe merges the byte-level symbols of one pre-tokenized piece into tokens.
@@ -36,6 +37,15 @@ func newBPE(vocab map[string]int, mergesJSON json.RawMessage, ignoreMerges bool)
 	pairs, err := parseMerges(mergesJSON)
 	if err != nil {
 		return nil, err
+	}
+	if len(pairs) == 0 {
+		for tok := range vocab {
+			if utf8.RuneCountInString(tok) > 1 {
+				// Nothing could ever build such a token: every text would be
+				// encoded byte by byte (21 ids where Hugging Face gives 9).
+				return nil, fmt.Errorf("the BPE model has no merges, yet its vocabulary has multi-character tokens (%q): the file is incomplete", tok)
+			}
+		}
 	}
 	b := &bpe{vocab: vocab, merges: make(map[uint64]mergeRule, len(pairs)), ignoreMerges: ignoreMerges, cache: map[string][]int32{}}
 	for c := 0; c < 256; c++ {
