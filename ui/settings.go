@@ -1,13 +1,16 @@
 package ui
 
 import (
+	"bagel/internal/jsonmsg"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"bagel/engine"
 )
@@ -172,7 +175,14 @@ func (s *Settings) addRecent(dir string) {
 }
 
 // LoadSettings reads path; a missing file gives the defaults. Fields the file
-// lacks keep their defaults, so an older file still loads.
+// lacks keep their defaults, so an older file still loads. A field that is
+// broken (of the wrong kind, or outside its range) keeps its default while
+// every other field is kept: one bad value ("top_p": 5, "max_tokens": "lots")
+// must not cost the recent models, the per-model settings and a pending
+// download. A file that is not a JSON object gives the defaults. Either way
+// the file as it was is first copied to path + ".bak" (the app saves its
+// settings over path when it closes), and the error says what was set aside
+// and where the copy is; it is a warning: the settings returned are usable.
 func LoadSettings(path string) (Settings, error) {
 	s := DefaultSettings()
 	data, err := os.ReadFile(path)
@@ -182,13 +192,38 @@ func LoadSettings(path string) (Settings, error) {
 	if err != nil {
 		return s, fmt.Errorf("settings: %w", err)
 	}
-	if err := json.Unmarshal(data, &s); err != nil {
-		return DefaultSettings(), fmt.Errorf("settings %s: invalid JSON (%v); using the defaults", path, err)
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return s, setAside(path, data, []string{jsonmsg.Explain(err, data).Error()}, "using the defaults")
 	}
-	if err := s.Validate(); err != nil {
-		return DefaultSettings(), fmt.Errorf("settings %s: %v; using the defaults", path, err)
+	var problems []string
+	for _, key := range slices.Sorted(maps.Keys(fields)) {
+		one, _ := json.Marshal(map[string]json.RawMessage{key: fields[key]})
+		next := s // each field on the settings so far, which are valid
+		if err := json.Unmarshal(one, &next); err != nil {
+			problems = append(problems, jsonmsg.Explain(err, one).Error())
+			continue
+		}
+		if err := next.Validate(); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", key, err))
+			continue
+		}
+		s = next
+	}
+	if len(problems) > 0 {
+		return s, setAside(path, data, problems, "those settings are back to their defaults, the others kept")
 	}
 	return s, nil
+}
+
+// setAside copies a settings file that could not be read whole to path +
+// ".bak" and returns the warning that says so.
+func setAside(path string, data []byte, problems []string, what string) error {
+	kept := "the file as it was is kept in " + filepath.Base(path) + ".bak"
+	if err := os.WriteFile(path+".bak", data, 0o644); err != nil {
+		kept = fmt.Sprintf("and the copy to %s.bak failed (%v)", filepath.Base(path), err)
+	}
+	return fmt.Errorf("settings %s: %s: %s; %s", path, strings.Join(problems, "; "), what, kept)
 }
 
 // Save writes the settings atomically (a temporary file renamed over the old

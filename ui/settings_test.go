@@ -145,6 +145,40 @@ func TestSettingsFile(t *testing.T) {
 	}
 }
 
+// TestSettingsKeepWhatIsValid: one bad or wrongly typed value sets that
+// setting aside, with a warning naming it, and keeps every other one (the
+// recent models, a model's own settings, a pending download); the file as it
+// was is copied to settings.json.bak before the app could save over it. (A
+// bad value used to reset the whole file to the defaults.)
+func TestSettingsKeepWhatIsValid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	file := `{"top_p": 5, "max_tokens": "lots", "temperature": 0.3, "recent_models": ["/m/a", "/m/b"],
+	  "pending_download": "org/name", "models": {"/m/a": {"temperature": 0.5, "max_tokens": 100}}}`
+	os.WriteFile(path, []byte(file), 0o644)
+	s, err := LoadSettings(path)
+	if err == nil {
+		t.Fatal("no warning for two bad values")
+	}
+	for _, w := range []string{"top_p", "max_tokens is a string; want a whole number", "settings.json.bak"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the warning %q does not mention %q", err, w)
+		}
+	}
+	def := DefaultSettings()
+	if s.TopP != def.TopP || s.MaxTokens != def.MaxTokens {
+		t.Errorf("the bad values were kept: top_p %g, max_tokens %d", s.TopP, s.MaxTokens)
+	}
+	if s.Temperature != 0.3 || len(s.Recent) != 2 || s.PendingDownload != "org/name" || s.Models["/m/a"].MaxTokens != 100 {
+		t.Errorf("valid settings were lost: %+v", s)
+	}
+	if bak, err := os.ReadFile(path + ".bak"); err != nil || string(bak) != file {
+		t.Errorf("settings.json.bak: %q, %v; want the file as it was", bak, err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != file {
+		t.Error("loading changed the file")
+	}
+}
+
 // TestSettingsSwitches: the switches section lists the engine's registry, or
 // says there is none.
 func TestSettingsSwitches(t *testing.T) {
@@ -213,7 +247,7 @@ func TestSettingsValidate(t *testing.T) {
 		{func(s *Settings) { s.TopP = 2 }, "top-p must be in [0, 1]"},
 		{func(s *Settings) { s.TopK = -1 }, "top-k must be ≥ 0"},
 		{func(s *Settings) { s.MinP = -0.5 }, "min-p must be in [0, 1]"},
-		{func(s *Settings) { s.RepetitionPenalty = -1 }, "repetition penalty must be ≥ 0"},
+		{func(s *Settings) { s.RepetitionPenalty = -1 }, "repetition penalty must be between 0 and 100"},
 		{func(s *Settings) { s.MaxTokens = -1 }, "max tokens must be ≥ 0"},
 		{func(s *Settings) { s.DraftLength = 16 }, "draft length must be 0 (the default, 4) to 15"},
 		{func(s *Settings) { s.DraftTreeWidth = 4 }, "draft tree width must be 0 (one line of guesses) to 3, got 4"},
