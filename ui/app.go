@@ -12,6 +12,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -93,7 +94,10 @@ type App struct {
 
 	settingsForm *settingsForm // the settings dialog last opened (tests fill it in)
 
-	startupErrors []error // shown once the window is up
+	startupErrors []error    // shown once the window is up
+	dbProblem     *dbProblem // the chat database did not open (database.go); nil when it did
+	instanceLock  *os.File   // the data folder's lock (instance.go), held while the app runs
+	otherInstance string     // the data folder another app holds; "" when this one holds it
 }
 
 // New builds the window on fa. The last model used starts loading when the
@@ -120,7 +124,14 @@ func New(fa fyne.App, opt Options) (*App, error) {
 	if err := a.settings.applySwitches(); err != nil {
 		a.startupErrors = append(a.startupErrors, fmt.Errorf("engine switches: %w", err))
 	}
-	if a.store, err = store.Open(filepath.Join(dataDir, "chats.db")); err != nil {
+	if lock, held, err := lockDataDir(dataDir); err != nil {
+		a.startupErrors = append(a.startupErrors, fmt.Errorf("the data folder's lock: %w", err))
+	} else if !held {
+		a.otherInstance = dataDir
+	} else {
+		a.instanceLock = lock
+	}
+	if a.store, a.dbProblem, err = openStore(filepath.Join(dataDir, "chats.db")); err != nil {
 		return nil, err
 	}
 	if drafts, err := a.store.Drafts(); err == nil {
@@ -176,6 +187,12 @@ func (a *App) Start() {
 		a.showError("Settings could not be read", err)
 	}
 	a.startupErrors = nil
+	if a.dbProblem != nil {
+		a.showDatabaseProblem()
+	}
+	if a.otherInstance != "" {
+		a.showAlreadyRunning(a.otherInstance)
+	}
 	a.chat.scroll.ScrollToBottom() // now that the window has its size
 	if dir := a.settings.LastModel; dir != "" {
 		a.openModel(dir)
@@ -238,6 +255,13 @@ func (a *App) shutdown() {
 	if a.store != nil {
 		_ = a.store.Close()
 		a.store = nil
+	}
+	if a.dbProblem != nil {
+		os.RemoveAll(a.dbProblem.tempDir) // the stand-in's chats were never to be kept
+	}
+	if a.instanceLock != nil {
+		a.instanceLock.Close()
+		a.instanceLock = nil
 	}
 }
 
