@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"bagel/backend"
@@ -71,6 +72,8 @@ type Engine struct {
 	// held are the conversations prompt reuse can restore (reuse.go), most
 	// recently used first, within promptCacheBytes (0: the default; < 0: none).
 	held             []*heldState
+	heldCount        atomic.Int64 // len(held) and their bytes, for PromptCache from any goroutine (setHeld)
+	heldBytes        atomic.Int64
 	promptCacheBytes int64
 	prefillChunk     int // tokens per prefill forward
 	// filterFallbacks counts the sampled steps whose top-p or min-p cut fell
@@ -215,7 +218,7 @@ func (e *Engine) Close() {
 				for _, h := range e.held {
 					h.snap.Release(e.ctx)
 				}
-				e.held = nil
+				e.setHeld(nil)
 				if e.cache != nil {
 					e.cache.Free(e.ctx)
 				}
@@ -328,6 +331,11 @@ func (e *Engine) resetCache() error {
 type Memory struct {
 	Weights int64 // the checkpoint files bound (mapped or uploaded)
 	Cache   int64 // KV cache and GDN states for the context length
+	// PromptCache is the memory of the conversations' states held for
+	// prompt reuse (PromptCacheConversations of them), within the budget
+	// PromptCacheBudget.
+	PromptCache, PromptCacheBudget int64
+	PromptCacheConversations       int
 	// Scratch is the activations' memory the engine holds now: it grows to
 	// what the longest step so far took (a full prompt chunk: about 0.4 GB at
 	// the 35B-A3B's shapes and 2048 tokens) and stays. 0 before a load, and in
@@ -356,7 +364,9 @@ func (e *Engine) MemoryAt(n int) Memory {
 
 // Memory reports the loaded model's footprint.
 func (e *Engine) Memory() Memory {
-	return Memory{Weights: e.model.WeightBytes, Cache: e.cache.Bytes(), Scratch: e.scratch.Held()}
+	n, held := e.PromptCache()
+	return Memory{Weights: e.model.WeightBytes, Cache: e.cache.Bytes(), Scratch: e.scratch.Held(),
+		PromptCache: held, PromptCacheBudget: e.PromptCacheBudget(), PromptCacheConversations: n}
 }
 
 // DecodeWeightBytes is what one decode token reads of the weights (the stacked

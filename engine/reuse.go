@@ -72,11 +72,11 @@ func (e *Engine) reuse(prompt []int32) (int, error) {
 	}
 	h := e.held[best]
 	if err := e.loop.do(func() error { return e.cache.Restore(e.ctx, h.snap) }); err != nil {
-		e.held = slices.Delete(e.held, best, best+1)
+		e.setHeld(slices.Delete(e.held, best, best+1))
 		e.releaseHeld([]*heldState{h})
 		return 0, e.resetCache()
 	}
-	e.held = append([]*heldState{h}, slices.Delete(e.held, best, best+1)...) // most recent first
+	e.setHeld(append([]*heldState{h}, slices.Delete(e.held, best, best+1)...)) // most recent first
 	return len(h.tokens), nil
 }
 
@@ -94,16 +94,29 @@ func (e *Engine) keepSnapshot(tokens []int32) error {
 	held := []*heldState{{tokens: slices.Clone(tokens), snap: snap}}
 	budget := e.PromptCacheBudget()
 	used := snap.Bytes()
+	// A chat's later turn supersedes its earlier ones: of the held states
+	// that tokens extends, only the longest stays (the turn before, which an
+	// edit of the last question restores); the others can no longer be the
+	// best match of any prompt of that chat. A snapshot a turn filled the
+	// cache to its budget over a long chat (80 turns: 230 MB more).
+	previous := -1
+	for i, h := range e.held {
+		if len(h.tokens) < len(tokens) && slices.Equal(h.tokens, tokens[:len(h.tokens)]) &&
+			(previous < 0 || len(h.tokens) > len(e.held[previous].tokens)) {
+			previous = i
+		}
+	}
 	var dropped []*heldState
-	for _, h := range e.held {
-		if slices.Equal(h.tokens, tokens) || used+h.snap.Bytes() > budget {
-			dropped = append(dropped, h) // replaced by the new one, or evicted: older than everything kept
+	for i, h := range e.held {
+		superseded := i != previous && len(h.tokens) < len(tokens) && slices.Equal(h.tokens, tokens[:len(h.tokens)])
+		if superseded || slices.Equal(h.tokens, tokens) || used+h.snap.Bytes() > budget {
+			dropped = append(dropped, h) // superseded or replaced by the new one, or evicted: older than everything kept
 			continue
 		}
 		used += h.snap.Bytes()
 		held = append(held, h)
 	}
-	e.held = held
+	e.setHeld(held)
 	e.releaseHeld(dropped)
 	return nil
 }
@@ -121,11 +134,20 @@ func (e *Engine) releaseHeld(states []*heldState) {
 	})
 }
 
-// PromptCache reports the conversations held for prompt reuse and the device
-// memory their snapshots take.
-func (e *Engine) PromptCache() (conversations int, bytes int64) {
-	for _, h := range e.held {
+// setHeld makes held the held states and counts them for PromptCache, which
+// any goroutine may call while a reply's goroutine changes them.
+func (e *Engine) setHeld(held []*heldState) {
+	e.held = held
+	var bytes int64
+	for _, h := range held {
 		bytes += h.snap.Bytes()
 	}
-	return len(e.held), bytes
+	e.heldCount.Store(int64(len(held)))
+	e.heldBytes.Store(bytes)
+}
+
+// PromptCache reports the conversations held for prompt reuse and the device
+// memory their snapshots take; safe from any goroutine.
+func (e *Engine) PromptCache() (conversations int, bytes int64) {
+	return int(e.heldCount.Load()), e.heldBytes.Load()
 }

@@ -102,3 +102,39 @@ func TestPromptCacheBudget(t *testing.T) {
 		t.Errorf("a negative budget held %d conversations", n)
 	}
 }
+
+// TestLongChatHoldsTwoStates: over a chat of many turns the prompt cache
+// holds the newest turn's state and the one before (which an edit of the last
+// question restores), not one a turn: each turn's state supersedes the
+// earlier ones of that chat. Another chat's state stays.
+func TestLongChatHoldsTwoStates(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	gen := func(prompt []int32) ([]int32, Stats) {
+		t.Helper()
+		ids, _, done := collect(t, e.Generate(context.Background(), Request{PromptIDs: prompt, MaxTokens: 3, IgnoreStop: true}))
+		return ids, done.Stats
+	}
+	gen([]int32{5, 6, 7, 8}) // another chat
+	prompt := []int32{9707, 11, 1246}
+	var before []int32 // the prompt of the turn before the last
+	for turn := range 12 {
+		reply, _ := gen(prompt)
+		if n, _ := e.PromptCache(); n > 3 {
+			t.Fatalf("turn %d: %d states held, want this chat's last two and the other chat's", turn, n)
+		}
+		before = prompt
+		prompt = append(append(slices.Clone(prompt), reply...), int32(300+turn), int32(400+turn))
+	}
+	// The last question edited: the turn before is restored.
+	edited := append(slices.Clone(before[:len(before)-2]), 777, 778)
+	if _, st := gen(edited); st.ReusedPromptTokens < len(before)-2-8 {
+		t.Errorf("an edit of the last question reused %d tokens of %d", st.ReusedPromptTokens, len(edited))
+	}
+	if _, st := gen([]int32{5, 6, 7, 8}); st.ReusedPromptTokens != 3 {
+		t.Errorf("the other chat reused %d tokens, want 3", st.ReusedPromptTokens)
+	}
+}

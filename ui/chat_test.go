@@ -88,6 +88,9 @@ func TestSendStreamsReply(t *testing.T) {
 	if got := h.a.perf.values["Backend"].Text; !strings.Contains(got, "cpu") {
 		t.Errorf("the panel's Backend row reads %q", got)
 	}
+	if got := h.a.perf.values["Prompt cache"].Text; !strings.HasPrefix(got, "1 conversation · ") || !strings.Contains(got, " of 1.0 GiB") {
+		t.Errorf("the panel's Prompt cache row reads %q after one reply", got)
+	}
 	// The model bar leads with the reply's speed, where the eye is.
 	if got := h.a.bar.detail.Text; !strings.HasPrefix(got, "last reply ") || !strings.Contains(got, " tok/s, first token ") || !strings.Contains(got, "context") {
 		t.Errorf("the model bar reads %q after the reply", got)

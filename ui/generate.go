@@ -53,13 +53,21 @@ func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, re
 		events = a.tapEvents(ctx, events)
 	}
 	a.perf.show(perfView{Phase: "reading the prompt…", Stats: engine.Stats{Backend: a.eng.BackendName, ContextLength: a.eng.ContextLength()}, Memory: mem})
-	a.goSafe("generating a reply", func() { a.stream(g, events, reply, mem) })
+	eng := a.eng
+	// After the reply, what the prompt cache holds now (PromptCache is safe
+	// off the UI thread).
+	promptCache := func() engine.Memory {
+		m := mem
+		m.PromptCacheConversations, m.PromptCache = eng.PromptCache()
+		return m
+	}
+	a.goSafe("generating a reply", func() { a.stream(g, events, reply, mem, promptCache) })
 }
 
 // stream reads the engine's events, keeps the reply's text, and posts
 // snapshots to the screen and the database at their cadences. It always ends
 // with one final save and post, however the generation ended.
-func (a *App) stream(g *generation, events <-chan engine.Event, reply store.Message, mem engine.Memory) {
+func (a *App) stream(g *generation, events <-chan engine.Event, reply store.Message, mem engine.Memory, after func() engine.Memory) {
 	defer close(g.done)
 	var content, reasoning strings.Builder
 	var st engine.Stats
@@ -169,6 +177,7 @@ loop:
 	}
 	v := view(time.Now(), finishedPhase(reason, genErr))
 	v.DecodeNow = st.DecodeTokensPerSec
+	v.Memory = after()
 	a.do(func() { a.finishGeneration(g, final, v, genErr, saveErr) })
 }
 

@@ -39,7 +39,7 @@ type perfPanel struct {
 
 // perfRows are the panel's rows, in order.
 var perfRows = []string{"Prefill", "First token", "Generated", "KV cache", "Cached prompt", "Speculative",
-	"Backend", "Dispatches", "Cmd buffers", "Host syncs", "GPU time", "Weights", "Cache memory", "Scratch memory"}
+	"Backend", "Dispatches", "Cmd buffers", "Host syncs", "GPU time", "Weights", "Cache memory", "Prompt cache", "Scratch memory"}
 
 func newPerfPanel() *perfPanel {
 	p := &perfPanel{values: map[string]*widget.Label{}}
@@ -139,6 +139,7 @@ func (p *perfPanel) show(v perfView) {
 			scratch = humanize.IBytes(uint64(v.Memory.Scratch)) + " activations"
 		}
 		p.set("Scratch memory", scratch)
+		p.set("Prompt cache", promptCacheText(v.Memory))
 	}
 }
 
@@ -153,4 +154,20 @@ func (p *perfPanel) showModel(backend string, ctxLen int, mem engine.Memory, pha
 	p.set("Speculative", "off")
 	p.kvBar.setValue(0)
 	p.show(perfView{Phase: phase, Stats: engine.Stats{Backend: backend, ContextLength: ctxLen}, Memory: mem})
+}
+
+// promptCacheText says what the prompt cache holds: the conversations whose
+// state is kept for the next turn and their memory, of the budget.
+func promptCacheText(m engine.Memory) string {
+	if m.PromptCacheBudget <= 0 {
+		return "off"
+	}
+	what := "no conversation"
+	switch n := m.PromptCacheConversations; {
+	case n == 1:
+		what = "1 conversation"
+	case n > 1:
+		what = fmt.Sprintf("%d conversations", n)
+	}
+	return fmt.Sprintf("%s · %s of %s", what, humanize.IBytes(uint64(m.PromptCache)), humanize.IBytes(uint64(m.PromptCacheBudget)))
 }
