@@ -32,8 +32,9 @@ var forbidden = map[string][]string{
 	"backend":     {"bagel/"},
 	"switches":    {"bagel/"},
 	"synth":       {"bagel/"},
-	"drafter":     {"bagel/"}, // token ids in, token ids out: no model, no engine
-	"hub":         {"bagel/"}, // HTTP and files: no model
+	"drafter":     {"bagel/"},                                                                                                                       // token ids in, token ids out: no model, no engine
+	"hub":         {"bagel/"},                                                                                                                       // HTTP and files: no model
+	"server":      {"bagel/qwen", "bagel/ops", "bagel/backend", "bagel/cpu", "bagel/cuda", "bagel/metal", "bagel/kernels", "bagel/ui", "bagel/cli"}, // the engine's API over HTTP
 	// The yardstick of every path: a checkpoint reader and plain loops, nothing
 	// the kernels share.
 	"reference": {"bagel/backend", "bagel/cpu", "bagel/cuda", "bagel/metal", "bagel/ops", "bagel/kernels", "bagel/qwen",

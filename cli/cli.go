@@ -35,6 +35,7 @@ func init() {
 		"bench":      {"measure decode, prefill and long-context speed, each switch off and on", runBench},
 		"pull":       {"download ORG/NAME[@REV] from the Hugging Face Hub into its cache (resumable)", runPull},
 		"models":     {"list the models in the Hub cache and LM Studio's folder", runModels},
+		"serve":      {"serve a model over the OpenAI API (chat completions, completions) on this machine", runServe},
 		"replay":     {"play a conversation's user turns, one JSON line per turn (reused and prefilled tokens, speed)", runReplay},
 	}
 }

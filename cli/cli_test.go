@@ -20,6 +20,19 @@ func runCLI(args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+func TestServeModelID(t *testing.T) {
+	for _, c := range []struct{ arg, dir, want string }{
+		{"Qwen/Qwen3.5-4B-MLX-4bit", "/home/u/.cache/huggingface/hub/models--Qwen--Qwen3.5-4B-MLX-4bit/snapshots/abc", "Qwen/Qwen3.5-4B-MLX-4bit"},
+		{"Qwen/Qwen3.5-4B@main", "/c/models--Qwen--Qwen3.5-4B/snapshots/abc", "Qwen/Qwen3.5-4B"},
+		{"/c/models--mlx-community--Qwen3.5-9B/snapshots/abc", "/c/models--mlx-community--Qwen3.5-9B/snapshots/abc", "mlx-community/Qwen3.5-9B"},
+		{"models/my-qwen/", "models/my-qwen/", "my-qwen"},
+	} {
+		if got := modelID(c.arg, c.dir); got != c.want {
+			t.Errorf("modelID(%q, %q) = %q, want %q", c.arg, c.dir, got, c.want)
+		}
+	}
+}
+
 // TestUsageAndErrors: the exit status and message of help, an unknown command
 // and missing or bad flags, none of which needs a model.
 func TestUsageAndErrors(t *testing.T) {
@@ -49,6 +62,10 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"generate", "-m", "x", "--speculative", "maybe"}, 1, `--speculative "maybe": want off, ngram or tree`},
 		{[]string{"generate", "-m", "x", "--speculative", "tree", "--tree-width", "9"}, 1, "--tree-width 9: want 2 to 3"},
 		{[]string{"generate", "-m", "x", "--draft", "16"}, 1, "--draft 16: want 0 (the default) to 15"},
+		{[]string{"serve", "-m", "x", "--host", "0.0.0.0"}, 1, "serving on 0.0.0.0 (not this machine alone) needs an API key"},
+		{[]string{"serve", "-m", "x", "--port", "70000"}, 1, "--port 70000: want 0 (any free port) to 65535"},
+		{[]string{"serve", "-m", "x", "--queue", "0"}, 1, "--queue 0: want 1 to 1024"},
+		{[]string{"serve", "-m", "x", "extra"}, 1, `unexpected arguments "extra"`},
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(c.args...)

@@ -22,6 +22,7 @@ type flags struct {
 	switches []switchSetting // --switch, in order
 	noFused  bool
 	model    *string // -m, resolved by parse
+	modelArg string  // -m as given (parse replaces *model with the folder)
 	ctxLen   *int    // --context, checked by parse
 	chunk    *int    // --prefill-chunk, checked by parse
 }
@@ -166,6 +167,7 @@ func (f *flags) parse(args []string) error {
 			}
 		}
 		if f.model != nil {
+			f.modelArg = *f.model
 			dir, err := resolveModel(*f.model)
 			if err != nil {
 				return err

@@ -227,6 +227,14 @@ func (e *Engine) conversationEnd(req Request, prompt []int32) int {
 // what goes wrong later, such as an activation that overflows).
 var errNonFinite = errors.New("the model produced a non-finite logit (NaN or infinity), so the reply stopped: the weights or the computation are broken")
 
+// PromptTooLongError is a prompt that leaves no room in the context for a
+// reply (the caller's to fix, so a server answers it as a bad request).
+type PromptTooLongError struct{ Tokens, ContextLength int }
+
+func (e *PromptTooLongError) Error() string {
+	return fmt.Sprintf("the prompt has %d tokens; the context length is %d: shorten the conversation or raise the context length", e.Tokens, e.ContextLength)
+}
+
 // finiteLogits reports logits free of NaN and infinities.
 func finiteLogits(v []float32) bool {
 	for _, x := range v {
@@ -261,7 +269,7 @@ func (g *generation) run(req Request) error {
 	}
 	keepAt := e.conversationEnd(req, prompt)
 	if len(prompt) >= e.ContextLength() {
-		return fmt.Errorf("the prompt has %d tokens; the context length is %d: shorten the conversation or raise the context length", len(prompt), e.ContextLength())
+		return &PromptTooLongError{Tokens: len(prompt), ContextLength: e.ContextLength()}
 	}
 	st := Stats{Backend: e.BackendName, BackendReason: e.BackendReason, PromptTokens: len(prompt), ContextLength: e.ContextLength()}
 	start := time.Now()

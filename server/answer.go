@@ -1,0 +1,265 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"bagel/engine"
+)
+
+// answer turns one generation's events into an OpenAI response: one JSON
+// object (whole) or a stream of server-sent events (stream).
+type answer struct {
+	id      string
+	created int64
+	model   string
+	kind    string // "chat.completion" or "text_completion"
+	stop    *stopper
+	cancel  context.CancelFunc // ends the generation once a stop string is reached
+}
+
+// outcome is how a generation ended.
+type outcome struct {
+	reason          string // finish_reason: "stop" or "length"
+	stats           engine.Stats
+	reasoningTokens int
+	err             error
+	sent            bool // some text was emitted before err
+}
+
+// read drains events, handing emit each piece of text to send (thinking: the
+// model's reasoning, which a chat answer keeps apart from its content); emit
+// returns false when the client is gone. Stop strings apply to the content
+// only: a model reasoning about a stop string does not end its reply.
+func (a *answer) read(events <-chan engine.Event, emit func(text string, thinking bool) bool) outcome {
+	var o outcome
+	stopped, gone := false, false
+	send := func(text string, thinking bool) {
+		if text == "" || stopped || gone {
+			return
+		}
+		o.sent = true
+		if !emit(text, thinking) {
+			gone = true
+			a.cancel()
+		}
+	}
+	for ev := range events {
+		switch ev.Kind {
+		case engine.EventToken:
+			if ev.Thinking {
+				o.reasoningTokens++
+			}
+			if ev.Thinking && a.kind == "chat.completion" {
+				send(ev.Text, true)
+				continue
+			}
+			if stopped {
+				continue
+			}
+			out, hit := a.stop.add(ev.Text)
+			send(out, false)
+			if hit {
+				stopped = true
+				a.cancel() // the rest is drained: the final event carries the stats
+			}
+		case engine.EventStats:
+			o.stats = ev.Stats
+		case engine.EventDone:
+			o.stats = ev.Stats
+			o.reason = finishReason(ev.Reason)
+		case engine.EventError:
+			o.err = ev.Err
+		}
+	}
+	if stopped {
+		o.reason, o.err = "stop", nil
+	} else if o.err == nil {
+		send(a.stop.flush(), false)
+	}
+	return o
+}
+
+// finishReason is OpenAI's name for how a reply ended.
+func finishReason(r string) string {
+	switch r {
+	case engine.ReasonLength, engine.ReasonContext:
+		return "length"
+	default:
+		return "stop"
+	}
+}
+
+// errorStatus is the HTTP status and code of a generation's error.
+func errorStatus(err error) (int, string) {
+	var long *engine.PromptTooLongError
+	switch {
+	case errors.As(err, &long):
+		return http.StatusBadRequest, "context_length_exceeded"
+	case errors.Is(err, engine.ErrClosed):
+		return http.StatusServiceUnavailable, "model_unloaded"
+	default:
+		return http.StatusInternalServerError, "generation_failed"
+	}
+}
+
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"` // from the prompt cache
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func (o outcome) usage() *usage {
+	u := &usage{PromptTokens: o.stats.PromptTokens, CompletionTokens: o.stats.GeneratedTokens,
+		TotalTokens: o.stats.PromptTokens + o.stats.GeneratedTokens}
+	u.PromptTokensDetails.CachedTokens = o.stats.ReusedPromptTokens
+	u.CompletionTokensDetails.ReasoningTokens = o.reasoningTokens
+	return u
+}
+
+type message struct {
+	Role             string  `json:"role,omitempty"`
+	Content          *string `json:"content,omitempty"`
+	ReasoningContent string  `json:"reasoning_content,omitempty"`
+}
+
+// choice is one of a response's choices (always one): a chat answer's
+// message or delta, or a completion's text.
+type choice struct {
+	Index        int      `json:"index"`
+	Message      *message `json:"message,omitempty"`
+	Delta        *message `json:"delta,omitempty"`
+	Text         *string  `json:"text,omitempty"`
+	FinishReason *string  `json:"finish_reason"`
+	Logprobs     any      `json:"logprobs"`
+}
+
+type response struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []choice `json:"choices"`
+	Usage   *usage   `json:"usage,omitempty"`
+}
+
+func (a *answer) response(object string, c []choice, u *usage) response {
+	return response{ID: a.id, Object: object, Created: a.created, Model: a.model, Choices: c, Usage: u}
+}
+
+// whole answers with one JSON object once the reply is complete.
+func (a *answer) whole(w http.ResponseWriter, events <-chan engine.Event) outcome {
+	var content, reasoning strings.Builder
+	o := a.read(events, func(text string, thinking bool) bool {
+		if thinking {
+			reasoning.WriteString(text)
+		} else {
+			content.WriteString(text)
+		}
+		return true
+	})
+	if o.err != nil {
+		status, code := errorStatus(o.err)
+		apiError(w, status, code, o.err.Error())
+		return o
+	}
+	text := content.String()
+	c := choice{FinishReason: &o.reason}
+	if a.kind == "chat.completion" {
+		c.Message = &message{Role: "assistant", Content: &text, ReasoningContent: reasoning.String()}
+	} else {
+		c.Text = &text
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(a.response(a.kind, []choice{c}, o.usage()))
+	return o
+}
+
+// stream answers with server-sent events, a chunk a piece of text, as
+// OpenAI's streaming does: the first chunk gives the role, the last the
+// finish_reason, then (include_usage) one with the usage and no choices, then
+// "data: [DONE]". Nothing is written before the first event, so a request
+// the engine refuses (a prompt longer than the context) still gets its
+// status; an error after that is an "error" event (the SDKs raise it).
+func (a *answer) stream(w http.ResponseWriter, events <-chan engine.Event, includeUsage bool) outcome {
+	flusher, _ := w.(http.Flusher)
+	object := "chat.completion.chunk"
+	if a.kind == "text_completion" {
+		object = "text_completion"
+	}
+	started := false
+	write := func(v any) bool {
+		b, err := json.Marshal(v)
+		if err == nil {
+			_, err = fmt.Fprintf(w, "data: %s\n\n", b)
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return err == nil
+	}
+	begin := func() bool {
+		if started {
+			return true
+		}
+		started = true
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		if a.kind == "chat.completion" {
+			empty := ""
+			return write(a.response(object, []choice{{Delta: &message{Role: "assistant", Content: &empty}}}, nil))
+		}
+		return true
+	}
+	piece := func(text string, thinking bool) choice {
+		if a.kind != "chat.completion" {
+			return choice{Text: &text}
+		}
+		if thinking {
+			return choice{Delta: &message{ReasoningContent: text}}
+		}
+		return choice{Delta: &message{Content: &text}}
+	}
+	o := a.read(events, func(text string, thinking bool) bool {
+		return begin() && write(a.response(object, []choice{piece(text, thinking)}, nil))
+	})
+	if o.err != nil {
+		status, code := errorStatus(o.err)
+		if !started {
+			apiError(w, status, code, o.err.Error())
+			return o
+		}
+		write(map[string]any{"error": map[string]any{"message": o.err.Error(), "type": "server_error", "code": code}})
+		return o
+	}
+	if !begin() {
+		return o
+	}
+	last := piece("", false)
+	if last.Delta != nil {
+		last.Delta = &message{}
+	}
+	last.FinishReason = &o.reason
+	write(a.response(object, []choice{last}, nil))
+	if includeUsage {
+		write(a.response(object, []choice{}, o.usage()))
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+	return o
+}

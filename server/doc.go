@@ -1,0 +1,23 @@
+// Package server serves a loaded model to other programs over HTTP, in the
+// API the tools people already use speak: OpenAI's chat completions and
+// completions with streaming (server-sent events), usage with the prompt
+// tokens reused, and the model's reasoning as reasoning_content — what
+// LM Studio and llama-server answer. It binds the loopback interface unless
+// told otherwise, and then only with an API key; without a key it refuses
+// requests whose Host is a domain name other than localhost (DNS
+// rebinding), and it refuses browsers' cross-origin requests unless their
+// origin is allowed.
+//
+// One request generates at a time (the engine has one cache), the others
+// wait in a bounded queue, in order; a full queue answers 429. A client that
+// goes away stops its generation. Built on net/http alone: the handful of
+// endpoints and their JSON are simpler written out than adapted from a
+// framework.
+//
+// The engine's errors keep their meaning: a prompt longer than the context is
+// a 400 context_length_exceeded, streamed or not (nothing is written before
+// the engine's first event).
+//
+// Not yet: tool calls, the Responses API, Anthropic's and Ollama's APIs,
+// logprobs, presence and frequency penalties (each asked for is a clear 400).
+package server

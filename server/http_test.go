@@ -1,0 +1,236 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// post sends body to path with the headers given ("Name: value").
+func post(t *testing.T, url, path, body string, headers ...string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(b, &out)
+	return resp, out
+}
+
+const hi = `"messages":[{"role":"user","content":"Hi"}]`
+
+// TestBadRequestsAreNamed: every request the server refuses gets OpenAI's
+// error object with a status and a message that names the problem.
+func TestBadRequestsAreNamed(t *testing.T) {
+	ts := serve(t, &fakeEngine{script: hello, ctxLen: 64}, Options{MaxBody: 4096})
+	for _, c := range []struct {
+		name, path, body string
+		headers          []string
+		status           int
+		want             string // in the error's message
+	}{
+		{"not JSON", "/v1/chat/completions", `{"messages":`, nil, 400, "JSON"},
+		{"a field of the wrong type", "/v1/chat/completions", `{"messages":"Hi"}`, nil, 400, "messages"},
+		{"no messages", "/v1/chat/completions", `{"messages":[]}`, nil, 400, "messages is empty"},
+		{"another model", "/v1/chat/completions", `{"model":"gpt-9",` + hi + `}`, nil, 404, `"gpt-9" is not served here`},
+		{"n = 3", "/v1/chat/completions", `{"n":3,` + hi + `}`, nil, 400, "n = 3"},
+		{"tools", "/v1/chat/completions", `{"tools":[{"type":"function"}],` + hi + `}`, nil, 400, "tools"},
+		{"logprobs", "/v1/chat/completions", `{"logprobs":true,` + hi + `}`, nil, 400, "logprobs"},
+		{"an odd role", "/v1/chat/completions", `{"messages":[{"role":"robot","content":"x"}]}`, nil, 400, `role "robot"`},
+		{"an image", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, nil, 400, `"image_url"`},
+		{"max_tokens 0", "/v1/chat/completions", `{"max_tokens":0,` + hi + `}`, nil, 400, "max_tokens = 0"},
+		{"a negative temperature", "/v1/chat/completions", `{"temperature":-1,` + hi + `}`, nil, 400, "temperature"},
+		{"an empty stop", "/v1/chat/completions", `{"stop":"",` + hi + `}`, nil, 400, "stop string is empty"},
+		{"a stop of numbers", "/v1/chat/completions", `{"stop":[1,2],` + hi + `}`, nil, 400, "stop must be a string"},
+		{"presence penalty", "/v1/chat/completions", `{"presence_penalty":1,` + hi + `}`, nil, 400, "presence_penalty"},
+		{"no prompt", "/v1/completions", `{}`, nil, 400, "prompt is missing"},
+		{"two prompts", "/v1/completions", `{"prompt":["a","b"]}`, nil, 400, "one prompt a request"},
+		{"a huge body", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, nil, 413, "larger than 4096 bytes"},
+		{"a rebinding page's Host", "/v1/chat/completions", `{` + hi + `}`, []string{"Host: evil.example:8484"}, 403, `Host "evil.example:8484"`},
+		{"a web page", "/v1/chat/completions", `{` + hi + `}`, []string{"Origin: https://evil.example"}, 403, "web pages"},
+		{"no such endpoint", "/v1/embeddings", `{}`, nil, 404, "no endpoint POST /v1/embeddings"},
+	} {
+		resp, body := post(t, ts.URL, c.path, c.body, c.headers...)
+		e, _ := body["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if resp.StatusCode != c.status || !strings.Contains(msg, c.want) {
+			t.Errorf("%s: %d %q; want %d and a message with %q", c.name, resp.StatusCode, msg, c.status, c.want)
+		}
+	}
+}
+
+func TestAllowedOriginGetsCORS(t *testing.T) {
+	ts := serve(t, &fakeEngine{script: hello, ctxLen: 64}, Options{AllowOrigins: []string{"http://localhost:3000"}})
+	resp, _ := post(t, ts.URL, "/v1/chat/completions", `{`+hi+`}`, "Origin: http://localhost:3000")
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "http://localhost:3000" {
+		t.Errorf("%d, Allow-Origin %q: want 200 and the origin", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+}
+
+func TestNonLoopbackNeedsAKey(t *testing.T) {
+	for _, host := range []string{"0.0.0.0", "192.168.1.20", "::"} {
+		if _, err := New(&fakeEngine{}, "tiny", Options{Host: host}); err == nil || !strings.Contains(err.Error(), "API key") {
+			t.Errorf("host %s without a key: %v, want an error asking for an API key", host, err)
+		}
+	}
+	for _, host := range []string{"127.0.0.1", "localhost", "::1", "[::1]"} {
+		if err := (Options{Host: host}).Check(); err != nil {
+			t.Errorf("host %s: %v", host, err)
+		}
+	}
+	if err := (Options{Host: "0.0.0.0", APIKey: "k"}).Check(); err != nil {
+		t.Errorf("0.0.0.0 with a key: %v", err)
+	}
+}
+
+// TestStopStrings: a stop string split across tokens ends the reply before
+// it, the generation stops, and nothing past it is sent, streamed or not.
+func TestStopStrings(t *testing.T) {
+	eng := &fakeEngine{script: []piece{{"Once", false}, {" upon a ti", false}, {"me, the", false}, {" end", false}}, ctxLen: 64}
+	ts := serve(t, eng, Options{})
+	_, body := post(t, ts.URL, "/v1/chat/completions", `{"stop":["time","never"],`+hi+`}`)
+	ch := body["choices"].([]any)[0].(map[string]any)
+	if got := ch["message"].(map[string]any)["content"]; got != "Once upon a " || ch["finish_reason"] != "stop" {
+		t.Errorf("content %q finish %v; want \"Once upon a \", stop", got, ch["finish_reason"])
+	}
+	if eng.cancels() != 1 {
+		t.Errorf("%d generations cancelled; the stop string should end the one", eng.cancels())
+	}
+	events := stream(t, ts.URL, `{"stream":true,"stop":"time",`+hi+`}`)
+	if text := deltas(events); text != "Once upon a " {
+		t.Errorf("streamed %q, want \"Once upon a \"", text)
+	}
+	// A tail that only begins a stop string is sent once the reply ends.
+	eng.reply([]piece{{"it is ti", false}}, nil)
+	if text := deltas(stream(t, ts.URL, `{"stream":true,"stop":"time",`+hi+`}`)); text != "it is ti" {
+		t.Errorf("streamed %q, want the held-back tail too", text)
+	}
+}
+
+// stream posts a streaming request and returns its data lines.
+func stream(t *testing.T, url, body string) []string {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q, want text/event-stream", ct)
+	}
+	var data []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			data = append(data, d)
+		}
+	}
+	if len(data) == 0 || data[len(data)-1] != "[DONE]" {
+		t.Fatalf("stream %q does not end with [DONE]", data)
+	}
+	return data
+}
+
+// deltas is the content a chat stream carried.
+func deltas(data []string) string {
+	var b strings.Builder
+	for _, d := range data {
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal([]byte(d), &c) == nil && len(c.Choices) > 0 {
+			b.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	return b.String()
+}
+
+// TestQueue: one request generates, Queue wait in order, more get 429 with
+// Retry-After; a client that leaves stops its generation and the next one
+// runs.
+func TestQueue(t *testing.T) {
+	eng := &fakeEngine{script: hello, ctxLen: 64, gate: make(chan struct{})}
+	ts, s := serveBoth(t, eng, Options{Queue: 1})
+	results := make(chan int, 2)
+	go func() {
+		resp, _ := post(t, ts.URL, "/v1/chat/completions", `{`+hi+`}`)
+		results <- resp.StatusCode
+	}()
+	waitFor(t, func() bool { return len(eng.requests()) == 1 }) // the first generates (held at its first token)
+	go func() {
+		resp, _ := post(t, ts.URL, "/v1/chat/completions", `{`+hi+`}`)
+		results <- resp.StatusCode
+	}()
+	// The second waits (Queue 1); a third is turned away.
+	waitFor(t, func() bool { return s.waiting.Load() == 1 })
+	third, _ := post(t, ts.URL, "/v1/chat/completions", `{`+hi+`}`)
+	if third.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a third request: %d, want 429", third.StatusCode)
+	}
+	if third.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	if n := len(eng.requests()); n != 1 {
+		t.Fatalf("%d generations started; the queued request must wait", n)
+	}
+	close(eng.gate) // both run to the end, one after the other
+	for range 2 {
+		if code := <-results; code != 200 {
+			t.Errorf("a queued request got %d", code)
+		}
+	}
+}
+
+func TestClientGoneStopsTheGeneration(t *testing.T) {
+	eng := &fakeEngine{script: hello, ctxLen: 64, gate: make(chan struct{}, 1)}
+	ts := serve(t, eng, Options{})
+	eng.gate <- struct{}{} // one token, then it waits
+	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true,`+hi+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	if !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first line %q", line)
+	}
+	resp.Body.Close() // the client leaves mid-reply
+	waitFor(t, func() bool { return eng.cancels() == 1 })
+	// The engine's turn passed on: the next request is answered.
+	eng.reply([]piece{{"ok", false}}, nil)
+	if r, body := post(t, ts.URL, "/v1/chat/completions", `{`+hi+`}`); r.StatusCode != 200 {
+		t.Errorf("the next request: %d %v", r.StatusCode, body)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

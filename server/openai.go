@@ -1,0 +1,316 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"bagel/engine"
+	"bagel/internal/jsonmsg"
+	"bagel/tokenizer"
+)
+
+// chatRequest is the part of OpenAI's chat completion request the server
+// reads. Pointers tell a field left out from a zero.
+type chatRequest struct {
+	Model               string         `json:"model"`
+	Messages            []chatMessage  `json:"messages"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *streamOptions `json:"stream_options"`
+	MaxTokens           *int           `json:"max_tokens"`
+	MaxCompletionTokens *int           `json:"max_completion_tokens"`
+	Temperature         *float64       `json:"temperature"`
+	TopP                *float64       `json:"top_p"`
+	TopK                *int           `json:"top_k"`
+	MinP                *float64       `json:"min_p"`
+	RepetitionPenalty   *float64       `json:"repetition_penalty"`
+	PresencePenalty     *float64       `json:"presence_penalty"`
+	FrequencyPenalty    *float64       `json:"frequency_penalty"`
+	Seed                *int64         `json:"seed"`
+	Stop                stopList       `json:"stop"`
+	N                   *int           `json:"n"`
+	Logprobs            *bool          `json:"logprobs"`
+	Tools               []any          `json:"tools"`
+	ReasoningEffort     string         `json:"reasoning_effort"`
+	TemplateKwargs      struct {
+		EnableThinking *bool `json:"enable_thinking"`
+	} `json:"chat_template_kwargs"`
+	// Prompt is /v1/completions' raw prompt.
+	Prompt *prompt `json:"prompt"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// chatMessage is one message; content is a string or a list of parts.
+type chatMessage struct {
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	ReasoningContent string          `json:"reasoning_content"`
+	Reasoning        string          `json:"reasoning"`
+}
+
+// stopList is "stop": a string or a list of strings.
+type stopList []string
+
+func (s *stopList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = stopList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("stop must be a string or a list of strings")
+	}
+	*s = many
+	return nil
+}
+
+// prompt is a completion's prompt: a string, a list of one string, or a
+// list of token ids (one prompt a request: the server writes one choice).
+type prompt struct {
+	text string
+	ids  []int32
+}
+
+func (p *prompt) UnmarshalJSON(b []byte) error {
+	if json.Unmarshal(b, &p.text) == nil {
+		return nil
+	}
+	var texts []string
+	if json.Unmarshal(b, &texts) == nil {
+		if len(texts) != 1 {
+			return fmt.Errorf("prompt: one prompt a request, got %d", len(texts))
+		}
+		p.text = texts[0]
+		return nil
+	}
+	var ids []int64
+	if err := json.Unmarshal(b, &ids); err != nil {
+		return fmt.Errorf("prompt must be a string, a list of one string, or a list of token ids")
+	}
+	for _, id := range ids {
+		if id < 0 || id > math.MaxInt32 {
+			return fmt.Errorf("prompt token id %d is out of range", id)
+		}
+		p.ids = append(p.ids, int32(id))
+	}
+	if len(p.ids) == 0 {
+		return fmt.Errorf("prompt is an empty list")
+	}
+	return nil
+}
+
+// text is a message's content: a string, or the text of its parts.
+func (m chatMessage) text() (string, error) {
+	if len(m.Content) == 0 || string(m.Content) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(m.Content, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(m.Content, &parts); err != nil {
+		return "", fmt.Errorf("a message's content must be a string or a list of parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content parts of type %q are not supported yet (text only)", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// generation is a request as the engine takes it, with what the answer
+// needs besides.
+type generation struct {
+	req          engine.Request
+	stops        []string
+	streamUsage  bool
+	thinkingOn   bool
+	endpointKind string // "chat.completion" or "text_completion"
+}
+
+// parse checks a request and builds the engine's; a problem is a 4xx message.
+func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
+	if r.Model != "" && r.Model != s.model {
+		return nil, &httpError{http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q is not served here; this server serves %q (GET /v1/models)", clip(r.Model), s.model)}
+	}
+	bad := func(code, msg string) (*generation, error) {
+		return nil, &httpError{http.StatusBadRequest, code, msg}
+	}
+	switch {
+	case r.N != nil && *r.N != 1:
+		return bad("unsupported_n", fmt.Sprintf("n = %d: this server writes one choice a request", *r.N))
+	case r.Logprobs != nil && *r.Logprobs:
+		return bad("unsupported_logprobs", "logprobs are not supported yet")
+	case len(r.Tools) > 0:
+		return bad("unsupported_tools", "tools are not supported by this server yet")
+	case r.PresencePenalty != nil && *r.PresencePenalty != 0, r.FrequencyPenalty != nil && *r.FrequencyPenalty != 0:
+		return bad("unsupported_penalty", "presence_penalty and frequency_penalty are not supported; repetition_penalty is (1: off)")
+	}
+	thinking := true
+	if r.TemplateKwargs.EnableThinking != nil {
+		thinking = *r.TemplateKwargs.EnableThinking
+	}
+	if r.ReasoningEffort == "none" {
+		thinking = false
+	}
+	g := &generation{thinkingOn: thinking, stops: r.Stop, endpointKind: "chat.completion"}
+	g.req.EnableThinking = thinking
+	g.streamUsage = r.StreamOptions != nil && r.StreamOptions.IncludeUsage
+	if chat {
+		if len(r.Messages) == 0 {
+			return bad("empty_messages", "messages is empty: send at least one user message")
+		}
+		for i, m := range r.Messages {
+			text, err := m.text()
+			if err != nil {
+				return bad("invalid_content", fmt.Sprintf("messages[%d]: %v", i, err))
+			}
+			switch m.Role {
+			case "developer":
+				m.Role = "system"
+			case "system", "user", "assistant":
+			case "tool":
+				return bad("unsupported_tools", "tool messages are not supported by this server yet")
+			default:
+				return bad("invalid_role", fmt.Sprintf("messages[%d] has role %q; want system, developer, user or assistant", i, clip(m.Role)))
+			}
+			reasoning := m.ReasoningContent
+			if reasoning == "" {
+				reasoning = m.Reasoning
+			}
+			g.req.Messages = append(g.req.Messages, tokenizer.Message{Role: m.Role, Content: text, Reasoning: reasoning})
+		}
+	} else {
+		if r.Prompt == nil {
+			return bad("missing_prompt", "prompt is missing")
+		}
+		g.req.Prompt, g.req.PromptIDs, g.endpointKind = r.Prompt.text, r.Prompt.ids, "text_completion"
+		g.req.EnableThinking = false
+	}
+	g.req.Sampling = engine.RecommendedSampling(thinking)
+	g.req.Sampling.Seed = uint64(time.Now().UnixNano())
+	if r.Temperature != nil {
+		g.req.Sampling.Temperature = *r.Temperature
+	}
+	if r.TopP != nil {
+		g.req.Sampling.TopP = *r.TopP
+	}
+	if r.TopK != nil {
+		g.req.Sampling.TopK = *r.TopK
+	}
+	if r.MinP != nil {
+		g.req.Sampling.MinP = *r.MinP
+	}
+	if r.RepetitionPenalty != nil {
+		g.req.Sampling.RepetitionPenalty = *r.RepetitionPenalty
+	}
+	if r.Seed != nil {
+		g.req.Sampling.Seed = uint64(*r.Seed)
+	}
+	if err := g.req.Sampling.Validate(); err != nil {
+		return bad("invalid_sampling", err.Error())
+	}
+	limit := s.eng.ContextLength()
+	g.req.MaxTokens = limit // until a stop token, at most the context
+	for _, n := range []*int{r.MaxTokens, r.MaxCompletionTokens} {
+		if n != nil {
+			if *n < 1 {
+				return bad("invalid_max_tokens", fmt.Sprintf("max_tokens = %d: want 1 or more", *n))
+			}
+			g.req.MaxTokens = min(*n, limit)
+		}
+	}
+	for _, st := range g.stops {
+		if st == "" {
+			return bad("invalid_stop", "a stop string is empty")
+		}
+	}
+	if len(g.stops) > 16 {
+		return bad("invalid_stop", "at most 16 stop strings")
+	}
+	return g, nil
+}
+
+type httpError struct {
+	status     int
+	code, text string
+}
+
+func (e *httpError) Error() string { return e.text }
+
+func jsonText(err error) string { return jsonmsg.Explain(err, nil).Error() }
+
+// models is GET /v1/models.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []any{
+		map[string]any{"id": s.model, "object": "model", "created": 0, "owned_by": "bagel"}}})
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) { s.complete(w, r, true) }
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) { s.complete(w, r, false) }
+
+// complete answers a chat completion (chat) or a completion.
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
+	start := time.Now()
+	var req chatRequest
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&req); err != nil {
+		bodyError(w, err)
+		return
+	}
+	g, err := s.parse(req, chat)
+	if err != nil {
+		he := err.(*httpError)
+		apiError(w, he.status, he.code, he.text)
+		return
+	}
+	release, ok := s.enqueue(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	events := s.eng.Generate(ctx, g.req)
+	a := &answer{id: fmt.Sprintf("bagel-%d", start.UnixNano()), created: start.Unix(), model: s.model, kind: g.endpointKind,
+		stop: &stopper{stops: g.stops}, cancel: cancel}
+	var o outcome
+	if req.Stream {
+		o = a.stream(w, events, g.streamUsage)
+	} else {
+		o = a.whole(w, events)
+	}
+	if s.opt.Log != nil {
+		status := http.StatusOK
+		if o.err != nil && !o.sent {
+			status, _ = errorStatus(o.err)
+		}
+		st := o.stats
+		s.opt.Log(Entry{Time: start, Endpoint: r.URL.Path, Client: r.RemoteAddr, Status: status, PromptTokens: st.PromptTokens,
+			ReusedTokens: st.ReusedPromptTokens, GeneratedTokens: st.GeneratedTokens, TokensPerSecond: finite(st.DecodeTokensPerSec)})
+	}
+}
+
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
