@@ -1,7 +1,11 @@
 package tokenizer
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -16,6 +20,9 @@ import (
 
 // renderQwen3 renders the Qwen3 template (without tools).
 func renderQwen3(msgs []Message, opts RenderOptions) (Prompt, error) {
+	if len(opts.Tools) > 0 || slices.ContainsFunc(msgs, func(m Message) bool { return len(m.ToolCalls) > 0 }) {
+		return Prompt{}, errors.New("chat template: tools and tool calls are supported with Qwen3.5 templates only (this model's is Qwen3's, whose JSON tool-call format is not written yet)")
+	}
 	var b promptBuilder
 	// {%- if messages[0].role == 'system' %} (no tools)
 	if msgs[0].Role == "system" {
@@ -59,6 +66,9 @@ func renderQwen3(msgs []Message, opts RenderOptions) (Prompt, error) {
 				b.markup("<|im_start|>assistant\n")
 				b.text(content)
 			}
+			if err := writeQwen35ToolCalls(&b, m.ToolCalls, jinjaTrim(content) != ""); err != nil {
+				return Prompt{}, err
+			}
 			b.markup("<|im_end|>\n")
 		case m.Role == "tool":
 			// Consecutive tool results share one user turn.
@@ -82,12 +92,31 @@ func renderQwen3(msgs []Message, opts RenderOptions) (Prompt, error) {
 	return b.prompt(), nil
 }
 
-// renderQwen35 renders the Qwen3.5 template (without tools or images). Unlike
-// Qwen3 it trims every message, insists on a user query, and gives every
+// renderQwen35 renders the Qwen3.5 template (without images). Unlike Qwen3
+// it trims every message, insists on a user query, and gives every
 // assistant turn after that query a think block, empty or not.
 func renderQwen35(msgs []Message, opts RenderOptions) (Prompt, error) {
 	var b promptBuilder
-	if msgs[0].Role == "system" {
+	if len(opts.Tools) > 0 {
+		// {%- if tools and tools is iterable and tools is not mapping %}
+		b.markup("<|im_start|>system\n" + qwen35ToolsHead)
+		for _, tool := range opts.Tools {
+			text, err := pyJSON(tool)
+			if err != nil {
+				return Prompt{}, fmt.Errorf("chat template: a tool: %w", err)
+			}
+			b.markup("\n")
+			b.text(text)
+		}
+		b.markup("\n</tools>" + qwen35ToolsHowTo)
+		if msgs[0].Role == "system" {
+			if content := jinjaTrim(msgs[0].Content); content != "" {
+				b.markup("\n\n")
+				b.text(content)
+			}
+		}
+		b.markup("<|im_end|>\n")
+	} else if msgs[0].Role == "system" {
 		b.markup("<|im_start|>system\n")
 		b.text(jinjaTrim(msgs[0].Content))
 		b.markup("<|im_end|>\n")
@@ -134,6 +163,9 @@ func renderQwen35(msgs []Message, opts RenderOptions) (Prompt, error) {
 				b.markup("<|im_start|>assistant\n")
 				b.text(content)
 			}
+			if err := writeQwen35ToolCalls(&b, m.ToolCalls, jinjaTrim(content) != ""); err != nil {
+				return Prompt{}, err
+			}
 			b.markup("<|im_end|>\n")
 		case "tool":
 			// {%- if loop.previtem and loop.previtem.role != "tool" %}: a tool
@@ -158,6 +190,61 @@ func renderQwen35(msgs []Message, opts RenderOptions) (Prompt, error) {
 		}
 	}
 	return b.prompt(), nil
+}
+
+// qwen35ToolsHead and qwen35ToolsHowTo frame the tool list in the system
+// turn, verbatim from the template.
+const (
+	qwen35ToolsHead  = "# Tools\n\nYou have access to the following functions:\n\n<tools>"
+	qwen35ToolsHowTo = "\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after\n- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls\n</IMPORTANT>"
+)
+
+// writeQwen35ToolCalls writes an assistant turn's tool calls after its
+// content (afterText: the trimmed content is not empty):
+//
+//	<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>
+//
+// an object or a list VALUE as tojson, any other as |string.
+func writeQwen35ToolCalls(b *promptBuilder, calls []ToolCall, afterText bool) error {
+	for i, c := range calls {
+		switch {
+		case i > 0:
+			b.markup("\n<tool_call>\n<function=")
+		case afterText:
+			b.markup("\n\n<tool_call>\n<function=")
+		default:
+			b.markup("<tool_call>\n<function=")
+		}
+		b.text(c.Name)
+		b.markup(">\n")
+		if len(bytes.TrimSpace(c.Arguments)) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(c.Arguments))
+			if _, err := dec.Token(); err != nil { // {
+				return fmt.Errorf("chat template: %s's arguments: %w", c.Name, err)
+			}
+			for dec.More() {
+				key, err := dec.Token()
+				if err != nil {
+					return fmt.Errorf("chat template: %s's arguments: %w", c.Name, err)
+				}
+				var raw json.RawMessage
+				if err := dec.Decode(&raw); err != nil {
+					return fmt.Errorf("chat template: %s's arguments: %w", c.Name, err)
+				}
+				value, err := pyString(raw)
+				if err != nil {
+					return fmt.Errorf("chat template: %s's argument %s: %w", c.Name, key, err)
+				}
+				b.markup("<parameter=")
+				b.text(key.(string))
+				b.markup(">\n")
+				b.text(value)
+				b.markup("\n</parameter>\n")
+			}
+		}
+		b.markup("</function>\n</tool_call>")
+	}
+	return nil
 }
 
 func isToolResponse(s string) bool {

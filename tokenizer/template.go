@@ -1,7 +1,9 @@
 package tokenizer
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +21,16 @@ type Message struct {
 	// templates' reasoning_content). Empty means "not given": the template
 	// then looks for a <think>...</think> block inside Content instead.
 	Reasoning string `json:"reasoning_content,omitempty"`
+	// ToolCalls are the functions an assistant turn called, written after
+	// its content in the template's tool-call format.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ToolCall is one function call of an assistant turn.
+type ToolCall struct {
+	Name string `json:"name"`
+	// Arguments is a JSON object, its keys in the order they are written.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
 // RenderOptions are the template variables a caller controls.
@@ -30,6 +42,10 @@ type RenderOptions struct {
 	// generation prompt carries an empty <think>\n\n</think>\n\n block, which
 	// is how Qwen templates turn thinking off.
 	EnableThinking bool
+	// Tools are the functions the model may call, each a JSON object as the
+	// request gave it (OpenAI's {"type": "function", "function": {...}}),
+	// listed in the system turn. Qwen3.5 templates only.
+	Tools []json.RawMessage
 }
 
 // Template renders conversations the way one recognised Qwen chat template
@@ -63,6 +79,24 @@ func (t *Template) RenderPrompt(msgs []Message, opts RenderOptions) (Prompt, err
 		case "system", "user", "assistant", "tool":
 		default:
 			return Prompt{}, fmt.Errorf("chat template: message %d has role %q; want system, user, assistant or tool", i, m.Role)
+		}
+	}
+	for i, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if m.Role != "assistant" {
+				return Prompt{}, fmt.Errorf("chat template: message %d (%s) has tool calls; only an assistant turn calls tools", i, m.Role)
+			}
+			if c.Name == "" {
+				return Prompt{}, fmt.Errorf("chat template: message %d calls a tool without a name", i)
+			}
+			if a := bytes.TrimSpace(c.Arguments); len(a) > 0 && (a[0] != '{' || !json.Valid(a)) {
+				return Prompt{}, fmt.Errorf("chat template: message %d calls %s with arguments that are not a JSON object", i, c.Name)
+			}
+		}
+	}
+	for i, tool := range opts.Tools {
+		if !json.Valid(tool) {
+			return Prompt{}, fmt.Errorf("chat template: tool %d is not JSON", i)
 		}
 	}
 	if opts.AddGenerationPrompt && msgs[len(msgs)-1].Role == "assistant" {

@@ -56,8 +56,11 @@ func TestTemplatesMatchReference(t *testing.T) {
 			if m.ReasoningContent != nil {
 				msgs[i].Reasoning = *m.ReasoningContent
 			}
+			for _, tc := range m.ToolCalls {
+				msgs[i].ToolCalls = append(msgs[i].ToolCalls, tc.Function)
+			}
 		}
-		opts := RenderOptions{AddGenerationPrompt: c.AddGenerationPrompt, EnableThinking: c.EnableThinking}
+		opts := RenderOptions{AddGenerationPrompt: c.AddGenerationPrompt, EnableThinking: c.EnableThinking, Tools: c.Tools}
 		got, err := tmpl.Render(msgs, opts)
 		name := c.Template + "/" + c.Conversation
 		switch {

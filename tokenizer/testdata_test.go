@@ -126,11 +126,15 @@ type chatRef struct {
 		Role             string  `json:"role"`
 		Content          string  `json:"content"`
 		ReasoningContent *string `json:"reasoning_content"`
+		ToolCalls        []struct {
+			Function ToolCall `json:"function"`
+		} `json:"tool_calls"`
 	} `json:"messages"`
-	AddGenerationPrompt bool    `json:"add_generation_prompt"`
-	EnableThinking      bool    `json:"enable_thinking"`
-	Text                *string `json:"text"`
-	Error               string  `json:"error"`
+	Tools               []json.RawMessage `json:"tools"`
+	AddGenerationPrompt bool              `json:"add_generation_prompt"`
+	EnableThinking      bool              `json:"enable_thinking"`
+	Text                *string           `json:"text"`
+	Error               string            `json:"error"`
 }
 
 var (

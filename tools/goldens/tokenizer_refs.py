@@ -170,6 +170,45 @@ CONVERSATIONS = [
     ("only_tool_results", [{"role": "user", "content": "<tool_response>x</tool_response>"}]),
 ]
 
+# Tools and tool calls (Qwen3.5 templates only: Bagel refuses them under
+# Qwen3's). Key order, non-ASCII, quotes, newlines and every JSON scalar type
+# in the arguments: the template prints them with tojson and |string.
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather of a city, \"now\" — in °C.\nSecond line.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+                   "required": ["city"]}}}
+SHELL = {"type": "function", "function": {"name": "run", "parameters": {"type": "object", "properties": {
+    "cmd": {"type": "array", "items": {"type": "string"}}, "env": {"type": "object"}, "dry": {"type": "boolean"}}}}}
+
+
+def call(name, arguments):
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+TOOL_CONVERSATIONS = [
+    ("tools_system_user", [SYS, {"role": "user", "content": "Weather in Paris?"}], [WEATHER, SHELL]),
+    ("tools_no_system", [{"role": "user", "content": "Weather in Paris?"}], [WEATHER]),
+    ("tools_blank_system", [{"role": "system", "content": "  \n"}, U1], [WEATHER]),
+    ("tool_calls_round_trip", [SYS, {"role": "user", "content": "Weather in Paris for 3 days, and list /tmp?"},
+                               {"role": "assistant", "content": "<think>\nTwo tools.\n</think>\n\nChecking both.",
+                                "tool_calls": [call("get_weather", {"city": "Paris", "days": 3}),
+                                               call("run", {"cmd": ["ls", "/tmp"], "env": {"LANG": "C", "n": 1.5},
+                                                            "dry": False, "note": None, "ratio": 100.0,
+                                                            "tiny": 1e-7, "huge": 1e20, "text": "a \"q\"\nb"})]},
+                               {"role": "tool", "content": "{\"temp\": 22}"},
+                               {"role": "tool", "content": "a.txt b.txt"}], [WEATHER, SHELL]),
+    ("tool_call_without_content", [{"role": "user", "content": "Weather?"},
+                                   {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Zürich"})]},
+                                   {"role": "tool", "content": "18C"},
+                                   {"role": "assistant", "content": "It is 18C in Zürich."},
+                                   {"role": "user", "content": "Thanks"}], [WEATHER]),
+    ("tool_call_no_arguments", [{"role": "user", "content": "Run it."},
+                                {"role": "assistant", "content": "Running.", "tool_calls": [call("run", {})]},
+                                {"role": "tool", "content": "ok"}], [SHELL]),
+]
+
+TOOL_TEMPLATES = ("qwen35", "qwen35_small", "qwen36")
+
 TEMPLATES = [
     # name, path relative to ROOT (None: the Qwen3 tokenizer_config.json's)
     ("qwen3", None),
@@ -237,9 +276,9 @@ def jinja_fallback_renderer():
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
 
-    def render(template, messages, add_generation_prompt, enable_thinking):
+    def render(template, messages, add_generation_prompt, enable_thinking, tools=None):
         return env.from_string(template).render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                                enable_thinking=enable_thinking)
+                                                enable_thinking=enable_thinking, tools=tools)
     return render
 
 
@@ -275,8 +314,8 @@ def main():
             hf = transformers.AutoTokenizer.from_pretrained(q3, local_files_only=True)
             print("transformers tokenizer:", type(hf).__name__, flush=True)
 
-            def render(template, messages, add_generation_prompt, enable_thinking):
-                return hf.apply_chat_template(messages, chat_template=template, tokenize=False,
+            def render(template, messages, add_generation_prompt, enable_thinking, tools=None):
+                return hf.apply_chat_template(messages, chat_template=template, tokenize=False, tools=tools,
                                               add_generation_prompt=add_generation_prompt,
                                               enable_thinking=enable_thinking)
 
@@ -308,15 +347,19 @@ def main():
                     templates[name] = f.read()
 
         chat = []
-        for tname, _ in TEMPLATES:
-            for cname, msgs in CONVERSATIONS:
+        cases = [(t, c, m, None) for t, _ in TEMPLATES for c, m in CONVERSATIONS]
+        cases += [(t, c, m, tools) for t in TOOL_TEMPLATES for c, m, tools in TOOL_CONVERSATIONS]
+        for tname, cname, msgs, tools in cases:
+            if True:
                 ends_assistant = msgs[-1]["role"] == "assistant"
                 settings = [(False, True), (False, False)] if ends_assistant else [(True, True), (True, False), (False, True)]
                 for agp, think in settings:
                     entry = {"template": tname, "conversation": cname, "messages": msgs,
                              "add_generation_prompt": agp, "enable_thinking": think}
+                    if tools:
+                        entry["tools"] = tools
                     try:
-                        entry["text"] = render(templates[tname], msgs, agp, think)
+                        entry["text"] = render(templates[tname], msgs, agp, think, tools)
                     except jinja2.exceptions.TemplateError as e:  # the template's raise_exception
                         entry["error"] = "%s: %s" % (type(e).__name__, e)
                     except Exception:
