@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -24,8 +25,11 @@ type Request struct {
 	Prompt         string  // used when Messages is empty
 	PromptIDs      []int32 // used as is when set (no template, no tokenizer needed)
 	EnableThinking bool
-	MaxTokens      int // 0: until a stop token or the context is full
-	Sampling       Sampling
+	// Tools are the functions the model may call (JSON objects, OpenAI's
+	// tool definitions), listed by the chat template in the system turn.
+	Tools     []json.RawMessage
+	MaxTokens int // 0: until a stop token or the context is full
+	Sampling  Sampling
 	// IgnoreStop decodes on past end-of-sequence tokens until MaxTokens or the
 	// context is full (bench on random weights, which may emit one anywhere).
 	IgnoreStop bool
@@ -186,9 +190,9 @@ func (e *Engine) PromptTokens(req Request) ([]int32, error) {
 		if e.tmpl == nil {
 			return nil, fmt.Errorf("%s: %v", e.Dir, e.tmplErr)
 		}
-		p, err := e.tmpl.RenderPrompt(req.Messages, tokenizer.RenderOptions{AddGenerationPrompt: true, EnableThinking: req.EnableThinking})
+		p, err := e.tmpl.RenderPrompt(req.Messages, tokenizer.RenderOptions{AddGenerationPrompt: true, EnableThinking: req.EnableThinking, Tools: req.Tools})
 		if err != nil {
-			return nil, err
+			return nil, &ConversationError{err}
 		}
 		ids = e.tok.EncodePrompt(p)
 	} else {
@@ -211,7 +215,7 @@ func (e *Engine) conversationEnd(req Request, prompt []int32) int {
 	if len(req.Messages) == 0 || len(req.PromptIDs) > 0 || e.tmpl == nil {
 		return last
 	}
-	p, err := e.tmpl.RenderPrompt(req.Messages, tokenizer.RenderOptions{AddGenerationPrompt: false, EnableThinking: req.EnableThinking})
+	p, err := e.tmpl.RenderPrompt(req.Messages, tokenizer.RenderOptions{AddGenerationPrompt: false, EnableThinking: req.EnableThinking, Tools: req.Tools})
 	if err != nil {
 		return last
 	}
@@ -226,6 +230,14 @@ func (e *Engine) conversationEnd(req Request, prompt []int32) int {
 // from them would print garbage (weights are checked at load; this catches
 // what goes wrong later, such as an activation that overflows).
 var errNonFinite = errors.New("the model produced a non-finite logit (NaN or infinity), so the reply stopped: the weights or the computation are broken")
+
+// ConversationError is a conversation the chat template refuses (no user
+// turn, a system turn after the first, tools the template cannot list): the
+// caller's to fix.
+type ConversationError struct{ Err error }
+
+func (e *ConversationError) Error() string { return e.Err.Error() }
+func (e *ConversationError) Unwrap() error { return e.Err }
 
 // PromptTooLongError is a prompt that leaves no room in the context for a
 // reply (the caller's to fix, so a server answers it as a bad request).

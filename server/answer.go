@@ -20,6 +20,7 @@ type answer struct {
 	kind    string // "chat.completion" or "text_completion"
 	stop    *stopper
 	cancel  context.CancelFunc // ends the generation once a stop string is reached
+	tools   toolSchemas        // the functions offered; nil: the reply is text alone
 }
 
 // outcome is how a generation ended.
@@ -28,14 +29,18 @@ type outcome struct {
 	stats           engine.Stats
 	reasoningTokens int
 	err             error
-	sent            bool // some text was emitted before err
+	sent            bool       // some text was emitted before err
+	calls           []toolCall // the tool calls the reply made
+	malformed       []string   // why a <tool_call> block stayed text
 }
 
 // read drains events, handing emit each piece of text to send (thinking: the
-// model's reasoning, which a chat answer keeps apart from its content); emit
-// returns false when the client is gone. Stop strings apply to the content
-// only: a model reasoning about a stop string does not end its reply.
-func (a *answer) read(events <-chan engine.Event, emit func(text string, thinking bool) bool) outcome {
+// model's reasoning, which a chat answer keeps apart from its content) and
+// emitCall each tool call; both return false when the client is gone. Stop
+// strings apply to the content only: a model reasoning about a stop string
+// does not end its reply. Tool calls are read from both (a <tool_call> also
+// ends Qwen3.5's reasoning).
+func (a *answer) read(events <-chan engine.Event, emit func(text string, thinking bool) bool, emitCall func(index int, c toolCall) bool) outcome {
 	var o outcome
 	stopped, gone := false, false
 	send := func(text string, thinking bool) {
@@ -48,24 +53,53 @@ func (a *answer) read(events <-chan engine.Event, emit func(text string, thinkin
 			a.cancel()
 		}
 	}
+	// pass sends text that holds no tool call: reasoning as it is, content
+	// through the stop strings.
+	pass := func(text string, thinking bool) {
+		if thinking && a.kind == "chat.completion" {
+			send(text, true)
+			return
+		}
+		if stopped {
+			return
+		}
+		out, hit := a.stop.add(text)
+		send(out, false)
+		if hit {
+			stopped = true
+			a.cancel() // the rest is drained: the final event carries the stats
+		}
+	}
+	scanners := map[bool]*toolScanner{}
+	if a.tools != nil {
+		scanners[false], scanners[true] = &toolScanner{tools: a.tools}, &toolScanner{tools: a.tools}
+	}
+	scanned := func(out string, calls []toolCall, malformed []string, thinking bool) {
+		pass(out, thinking)
+		o.malformed = append(o.malformed, malformed...)
+		for _, c := range calls {
+			if stopped || gone {
+				return
+			}
+			o.calls = append(o.calls, c)
+			o.sent = true
+			if !emitCall(len(o.calls)-1, c) {
+				gone = true
+				a.cancel()
+			}
+		}
+	}
 	for ev := range events {
 		switch ev.Kind {
 		case engine.EventToken:
 			if ev.Thinking {
 				o.reasoningTokens++
 			}
-			if ev.Thinking && a.kind == "chat.completion" {
-				send(ev.Text, true)
-				continue
-			}
-			if stopped {
-				continue
-			}
-			out, hit := a.stop.add(ev.Text)
-			send(out, false)
-			if hit {
-				stopped = true
-				a.cancel() // the rest is drained: the final event carries the stats
+			if sc := scanners[ev.Thinking]; sc != nil {
+				out, calls, malformed := sc.add(ev.Text)
+				scanned(out, calls, malformed, ev.Thinking)
+			} else {
+				pass(ev.Text, ev.Thinking)
 			}
 		case engine.EventStats:
 			o.stats = ev.Stats
@@ -76,10 +110,22 @@ func (a *answer) read(events <-chan engine.Event, emit func(text string, thinkin
 			o.err = ev.Err
 		}
 	}
-	if stopped {
+	if o.err == nil && !stopped {
+		for _, thinking := range []bool{true, false} {
+			if sc := scanners[thinking]; sc != nil {
+				out, malformed := sc.flush()
+				scanned(out, nil, malformed, thinking)
+			}
+		}
+	}
+	switch {
+	case stopped:
 		o.reason, o.err = "stop", nil
-	} else if o.err == nil {
+	case o.err == nil:
 		send(a.stop.flush(), false)
+	}
+	if len(o.calls) > 0 && o.reason == "stop" {
+		o.reason = "tool_calls"
 	}
 	return o
 }
@@ -97,9 +143,12 @@ func finishReason(r string) string {
 // errorStatus is the HTTP status and code of a generation's error.
 func errorStatus(err error) (int, string) {
 	var long *engine.PromptTooLongError
+	var conv *engine.ConversationError
 	switch {
 	case errors.As(err, &long):
 		return http.StatusBadRequest, "context_length_exceeded"
+	case errors.As(err, &conv):
+		return http.StatusBadRequest, "invalid_conversation"
 	case errors.Is(err, engine.ErrClosed):
 		return http.StatusServiceUnavailable, "model_unloaded"
 	default:
@@ -128,9 +177,28 @@ func (o outcome) usage() *usage {
 }
 
 type message struct {
-	Role             string  `json:"role,omitempty"`
-	Content          *string `json:"content,omitempty"`
-	ReasoningContent string  `json:"reasoning_content,omitempty"`
+	Role             string         `json:"role,omitempty"`
+	Content          *string        `json:"content,omitempty"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallJSON `json:"tool_calls,omitempty"`
+}
+
+// toolCallJSON is a tool call as OpenAI writes it (Index in a stream's
+// deltas only).
+type toolCallJSON struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+func (a *answer) callJSON(index int, c toolCall) toolCallJSON {
+	j := toolCallJSON{ID: fmt.Sprintf("call_%s_%d", a.id, index), Type: "function"}
+	j.Function.Name, j.Function.Arguments = c.name, c.arguments
+	return j
 }
 
 // choice is one of a response's choices (always one): a chat answer's
@@ -142,6 +210,9 @@ type choice struct {
 	Text         *string  `json:"text,omitempty"`
 	FinishReason *string  `json:"finish_reason"`
 	Logprobs     any      `json:"logprobs"`
+	// ToolCallError says why text that began <tool_call> is in the content
+	// rather than a call (Bagel's own field).
+	ToolCallError string `json:"tool_call_error,omitempty"`
 }
 
 type response struct {
@@ -167,16 +238,22 @@ func (a *answer) whole(w http.ResponseWriter, events <-chan engine.Event) outcom
 			content.WriteString(text)
 		}
 		return true
-	})
+	}, func(int, toolCall) bool { return true })
 	if o.err != nil {
 		status, code := errorStatus(o.err)
 		apiError(w, status, code, o.err.Error())
 		return o
 	}
 	text := content.String()
-	c := choice{FinishReason: &o.reason}
+	c := choice{FinishReason: &o.reason, ToolCallError: strings.Join(o.malformed, "; ")}
 	if a.kind == "chat.completion" {
 		c.Message = &message{Role: "assistant", Content: &text, ReasoningContent: reasoning.String()}
+		for i, call := range o.calls {
+			c.Message.ToolCalls = append(c.Message.ToolCalls, a.callJSON(i, call))
+		}
+		if len(o.calls) > 0 && strings.TrimSpace(text) == "" {
+			c.Message.Content = nil // OpenAI's null beside tool calls
+		}
 	} else {
 		c.Text = &text
 	}
@@ -235,6 +312,10 @@ func (a *answer) stream(w http.ResponseWriter, events <-chan engine.Event, inclu
 	}
 	o := a.read(events, func(text string, thinking bool) bool {
 		return begin() && write(a.response(object, []choice{piece(text, thinking)}, nil))
+	}, func(index int, c toolCall) bool {
+		call := a.callJSON(index, c)
+		call.Index = &index
+		return begin() && write(a.response(object, []choice{{Delta: &message{ToolCalls: []toolCallJSON{call}}}}, nil))
 	})
 	if o.err != nil {
 		status, code := errorStatus(o.err)
@@ -253,6 +334,7 @@ func (a *answer) stream(w http.ResponseWriter, events <-chan engine.Event, inclu
 		last.Delta = &message{}
 	}
 	last.FinishReason = &o.reason
+	last.ToolCallError = strings.Join(o.malformed, "; ")
 	write(a.response(object, []choice{last}, nil))
 	if includeUsage {
 		write(a.response(object, []choice{}, o.usage()))

@@ -18,6 +18,13 @@
 // a 400 context_length_exceeded, streamed or not (nothing is written before
 // the engine's first event).
 //
-// Not yet: tool calls, the Responses API, Anthropic's and Ollama's APIs,
-// logprobs, presence and frequency penalties (each asked for is a clear 400).
+// Tool calls: the request's tools go to the chat template (Qwen3.5's lists
+// them in the system turn), the model's <tool_call><function=…> blocks come
+// back as OpenAI tool_calls with finish_reason "tool_calls" (toolcall.go);
+// a block that does not parse stays text, flagged in tool_call_error.
+// tool_choice "auto" and "none".
+//
+// Not yet: tool_choice "required" or a named function, the Responses API,
+// Anthropic's and Ollama's APIs, logprobs, presence and frequency penalties
+// (each asked for is a clear 400).
 package server

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -40,5 +43,56 @@ func TestRealEngineReusesTheConversation(t *testing.T) {
 	if cached < 10 || cached >= int64(prompt) || int64(prompt) <= first.Usage.PromptTokens {
 		t.Errorf("second turn: %d of %d prompt tokens cached (first turn's prompt: %d); want the first turn's conversation reused",
 			cached, prompt, first.Usage.PromptTokens)
+	}
+}
+
+// TestRealEngineRefusesWhatTheTemplateCannot: the tiny model's template is
+// Qwen3's, which Bagel does not give tools: a 400 naming it, not a 500.
+func TestRealEngineRefusesWhatTheTemplateCannot(t *testing.T) {
+	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ts := serve(t, e, Options{})
+	resp, body := post(t, ts.URL, "/v1/chat/completions", `{"tools":[`+string(weatherTool)+`],`+hi+`}`)
+	msg, _ := body["error"].(map[string]any)["message"].(string)
+	if resp.StatusCode != 400 || !strings.Contains(msg, "Qwen3.5 templates only") {
+		t.Errorf("%d %q, want 400 naming the template", resp.StatusCode, msg)
+	}
+	resp, body = post(t, ts.URL, "/v1/chat/completions", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`)
+	if resp.StatusCode != 400 {
+		t.Errorf("a conversation ending with the assistant: %d %v, want 400", resp.StatusCode, body)
+	}
+}
+
+// TestRealEngineListsTheTools: under a Qwen3.5 template the tools reach the
+// prompt (hundreds of tokens of tool list and instructions).
+func TestRealEngineListsTheTools(t *testing.T) {
+	dir := testmodel.Dir(t, "tiny-moe")
+	src, err := os.ReadFile(filepath.Join(testmodel.Root(t), "tokenizer", "templates", "qwen35.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Load(dir, engine.Options{Backend: "cpu", ContextLength: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ts := serve(t, e, Options{})
+	prompt := func(body string) float64 {
+		resp, out := post(t, ts.URL, "/v1/chat/completions", body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %v", resp.StatusCode, out)
+		}
+		return out["usage"].(map[string]any)["prompt_tokens"].(float64)
+	}
+	plain := prompt(`{"max_tokens":1,` + hi + `}`)
+	withTools := prompt(`{"max_tokens":1,"tools":[` + string(weatherTool) + `],` + hi + `}`)
+	if withTools < plain+200 {
+		t.Errorf("prompt %v tokens with the tool, %v without: want the tool list and its instructions", withTools, plain)
 	}
 }

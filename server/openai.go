@@ -17,25 +17,26 @@ import (
 // chatRequest is the part of OpenAI's chat completion request the server
 // reads. Pointers tell a field left out from a zero.
 type chatRequest struct {
-	Model               string         `json:"model"`
-	Messages            []chatMessage  `json:"messages"`
-	Stream              bool           `json:"stream"`
-	StreamOptions       *streamOptions `json:"stream_options"`
-	MaxTokens           *int           `json:"max_tokens"`
-	MaxCompletionTokens *int           `json:"max_completion_tokens"`
-	Temperature         *float64       `json:"temperature"`
-	TopP                *float64       `json:"top_p"`
-	TopK                *int           `json:"top_k"`
-	MinP                *float64       `json:"min_p"`
-	RepetitionPenalty   *float64       `json:"repetition_penalty"`
-	PresencePenalty     *float64       `json:"presence_penalty"`
-	FrequencyPenalty    *float64       `json:"frequency_penalty"`
-	Seed                *int64         `json:"seed"`
-	Stop                stopList       `json:"stop"`
-	N                   *int           `json:"n"`
-	Logprobs            *bool          `json:"logprobs"`
-	Tools               []any          `json:"tools"`
-	ReasoningEffort     string         `json:"reasoning_effort"`
+	Model               string            `json:"model"`
+	Messages            []chatMessage     `json:"messages"`
+	Stream              bool              `json:"stream"`
+	StreamOptions       *streamOptions    `json:"stream_options"`
+	MaxTokens           *int              `json:"max_tokens"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	Temperature         *float64          `json:"temperature"`
+	TopP                *float64          `json:"top_p"`
+	TopK                *int              `json:"top_k"`
+	MinP                *float64          `json:"min_p"`
+	RepetitionPenalty   *float64          `json:"repetition_penalty"`
+	PresencePenalty     *float64          `json:"presence_penalty"`
+	FrequencyPenalty    *float64          `json:"frequency_penalty"`
+	Seed                *int64            `json:"seed"`
+	Stop                stopList          `json:"stop"`
+	N                   *int              `json:"n"`
+	Logprobs            *bool             `json:"logprobs"`
+	Tools               []json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	ReasoningEffort     string            `json:"reasoning_effort"`
 	TemplateKwargs      struct {
 		EnableThinking *bool `json:"enable_thinking"`
 	} `json:"chat_template_kwargs"`
@@ -53,6 +54,13 @@ type chatMessage struct {
 	Content          json.RawMessage `json:"content"`
 	ReasoningContent string          `json:"reasoning_content"`
 	Reasoning        string          `json:"reasoning"`
+	ToolCalls        []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"` // a JSON object, as a string
+		} `json:"function"`
+	} `json:"tool_calls"`
 }
 
 // stopList is "stop": a string or a list of strings.
@@ -140,7 +148,8 @@ type generation struct {
 	stops        []string
 	streamUsage  bool
 	thinkingOn   bool
-	endpointKind string // "chat.completion" or "text_completion"
+	endpointKind string      // "chat.completion" or "text_completion"
+	tools        toolSchemas // the functions offered (nil: no tool calls are read from the reply)
 }
 
 // parse checks a request and builds the engine's; a problem is a 4xx message.
@@ -156,8 +165,6 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 		return bad("unsupported_n", fmt.Sprintf("n = %d: this server writes one choice a request", *r.N))
 	case r.Logprobs != nil && *r.Logprobs:
 		return bad("unsupported_logprobs", "logprobs are not supported yet")
-	case len(r.Tools) > 0:
-		return bad("unsupported_tools", "tools are not supported by this server yet")
 	case r.PresencePenalty != nil && *r.PresencePenalty != 0, r.FrequencyPenalty != nil && *r.FrequencyPenalty != 0:
 		return bad("unsupported_penalty", "presence_penalty and frequency_penalty are not supported; repetition_penalty is (1: off)")
 	}
@@ -185,15 +192,31 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 				m.Role = "system"
 			case "system", "user", "assistant":
 			case "tool":
-				return bad("unsupported_tools", "tool messages are not supported by this server yet")
 			default:
-				return bad("invalid_role", fmt.Sprintf("messages[%d] has role %q; want system, developer, user or assistant", i, clip(m.Role)))
+				return bad("invalid_role", fmt.Sprintf("messages[%d] has role %q; want system, developer, user, assistant or tool", i, clip(m.Role)))
 			}
 			reasoning := m.ReasoningContent
 			if reasoning == "" {
 				reasoning = m.Reasoning
 			}
-			g.req.Messages = append(g.req.Messages, tokenizer.Message{Role: m.Role, Content: text, Reasoning: reasoning})
+			msg := tokenizer.Message{Role: m.Role, Content: text, Reasoning: reasoning}
+			for j, c := range m.ToolCalls {
+				if m.Role != "assistant" {
+					return bad("invalid_tool_calls", fmt.Sprintf("messages[%d] (%s) has tool_calls; only an assistant message has them", i, m.Role))
+				}
+				args := strings.TrimSpace(c.Function.Arguments)
+				if args == "" {
+					args = "{}"
+				}
+				if c.Function.Name == "" || args[0] != '{' || !json.Valid([]byte(args)) {
+					return bad("invalid_tool_calls", fmt.Sprintf("messages[%d].tool_calls[%d]: want a function name and arguments that are a JSON object (as a string)", i, j))
+				}
+				msg.ToolCalls = append(msg.ToolCalls, tokenizer.ToolCall{Name: c.Function.Name, Arguments: json.RawMessage(args)})
+			}
+			g.req.Messages = append(g.req.Messages, msg)
+		}
+		if err := s.parseToolChoice(r, g); err != nil {
+			return nil, err
 		}
 	} else {
 		if r.Prompt == nil {
@@ -246,6 +269,33 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 	return g, nil
 }
 
+// parseToolChoice reads tools and tool_choice: "auto" (the default) lists
+// the tools and reads the reply's calls, "none" leaves them out.
+func (s *Server) parseToolChoice(r chatRequest, g *generation) error {
+	if len(r.Tools) == 0 {
+		return nil
+	}
+	choice := "auto"
+	if len(r.ToolChoice) > 0 && string(r.ToolChoice) != "null" {
+		if json.Unmarshal(r.ToolChoice, &choice) != nil {
+			choice = "a named function"
+		}
+	}
+	switch choice {
+	case "none":
+		return nil
+	case "auto":
+	default:
+		return &httpError{http.StatusBadRequest, "unsupported_tool_choice", fmt.Sprintf("tool_choice %s is not supported yet: send \"auto\" (the model decides) or \"none\"", clip(choice))}
+	}
+	tools, err := parseTools(r.Tools)
+	if err != nil {
+		return &httpError{http.StatusBadRequest, "invalid_tools", err.Error()}
+	}
+	g.tools, g.req.Tools = tools, r.Tools
+	return nil
+}
+
 type httpError struct {
 	status     int
 	code, text string
@@ -290,7 +340,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	defer cancel()
 	events := s.eng.Generate(ctx, g.req)
 	a := &answer{id: fmt.Sprintf("bagel-%d", start.UnixNano()), created: start.Unix(), model: s.model, kind: g.endpointKind,
-		stop: &stopper{stops: g.stops}, cancel: cancel}
+		stop: &stopper{stops: g.stops}, cancel: cancel, tools: g.tools}
 	var o outcome
 	if req.Stream {
 		o = a.stream(w, events, g.streamUsage)

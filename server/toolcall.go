@@ -1,0 +1,243 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Qwen3.5 calls a tool by writing, instead of (or after) its answer,
+//
+//	<tool_call>
+//	<function=NAME>
+//	<parameter=KEY>
+//	VALUE
+//	</parameter>
+//	</function>
+//	</tool_call>
+//
+// (the qwen3_coder format its chat template teaches). toolScanner finds
+// those blocks in the streamed text and parses each strictly into OpenAI's
+// {name, arguments}; a block that does not parse, or calls a function the
+// request did not offer, stays text, and the reply says why (never a server
+// error: the model's mistakes are the client's to see).
+
+const (
+	callOpen  = "<tool_call>"
+	callClose = "</tool_call>"
+)
+
+// toolCall is one parsed call: its function and arguments, a JSON object.
+type toolCall struct {
+	name, arguments string
+}
+
+// toolSchemas are the offered functions' parameter types by name.
+type toolSchemas map[string]map[string]string
+
+// parseTools checks the request's tools ({"type": "function", "function":
+// {"name", "parameters": {"properties": {KEY: {"type": T}}}}}) and reads
+// their parameter types.
+func parseTools(tools []json.RawMessage) (toolSchemas, error) {
+	out := toolSchemas{}
+	for i, raw := range tools {
+		var t struct {
+			Type     string `json:"type"`
+			Function *struct {
+				Name       string `json:"name"`
+				Parameters struct {
+					Properties map[string]struct {
+						Type json.RawMessage `json:"type"`
+					} `json:"properties"`
+				} `json:"parameters"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, fmt.Errorf("tools[%d]: %s", i, jsonText(err))
+		}
+		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {
+			return nil, fmt.Errorf(`tools[%d]: want {"type": "function", "function": {"name": ..., "parameters": ...}}`, i)
+		}
+		if _, dup := out[t.Function.Name]; dup {
+			return nil, fmt.Errorf("tools[%d]: a second function named %q", i, t.Function.Name)
+		}
+		types := map[string]string{}
+		for key, p := range t.Function.Parameters.Properties {
+			types[key] = schemaType(p.Type)
+		}
+		out[t.Function.Name] = types
+	}
+	return out, nil
+}
+
+// schemaType is a JSON schema's "type": a name, or the first of a list
+// that is not "null".
+func schemaType(raw json.RawMessage) string {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return one
+	}
+	var many []string
+	json.Unmarshal(raw, &many)
+	for _, t := range many {
+		if t != "null" {
+			return t
+		}
+	}
+	return ""
+}
+
+// toolScanner splits a reply's text into plain text and tool calls.
+type toolScanner struct {
+	tools   toolSchemas
+	buf     string // held back: what may begin <tool_call>, or an open block
+	inBlock bool
+}
+
+// add takes more text and returns the plain text that may be sent now, the
+// calls completed, and why a block stayed text (malformed).
+func (s *toolScanner) add(text string) (out string, calls []toolCall, malformed []string) {
+	s.buf += text
+	var b strings.Builder
+	for {
+		if !s.inBlock {
+			i := strings.Index(s.buf, callOpen)
+			if i < 0 {
+				keep := partialSuffix(s.buf, callOpen)
+				b.WriteString(s.buf[:len(s.buf)-keep])
+				s.buf = s.buf[len(s.buf)-keep:]
+				return b.String(), calls, malformed
+			}
+			b.WriteString(s.buf[:i])
+			s.buf, s.inBlock = s.buf[i+len(callOpen):], true
+		}
+		j := strings.Index(s.buf, callClose)
+		if j < 0 {
+			return b.String(), calls, malformed
+		}
+		inner := s.buf[:j]
+		s.buf, s.inBlock = s.buf[j+len(callClose):], false
+		c, err := s.tools.parse(inner)
+		if err != nil {
+			b.WriteString(callOpen + inner + callClose)
+			malformed = append(malformed, err.Error())
+			continue
+		}
+		calls = append(calls, c)
+	}
+}
+
+// flush returns what is held at the end of the reply: a block never closed
+// is text, and malformed.
+func (s *toolScanner) flush() (out string, malformed []string) {
+	out = s.buf
+	if s.inBlock {
+		out = callOpen + out
+		malformed = []string{"a <tool_call> block was never closed"}
+	}
+	s.buf, s.inBlock = "", false
+	return out, malformed
+}
+
+// partialSuffix is the length of the longest end of s that begins marker.
+func partialSuffix(s, marker string) int {
+	for n := min(len(marker)-1, len(s)); n > 0; n-- {
+		if strings.HasSuffix(s, marker[:n]) {
+			return n
+		}
+	}
+	return 0
+}
+
+// parse reads one block's inside: <function=NAME> then <parameter=KEY>
+// VALUE </parameter> pairs then </function>, with only blank text between.
+func (ts toolSchemas) parse(inner string) (toolCall, error) {
+	body, ok := strings.CutPrefix(strings.TrimSpace(inner), "<function=")
+	if !ok {
+		return toolCall{}, fmt.Errorf("a <tool_call> block without <function=NAME>")
+	}
+	name, body, ok := strings.Cut(body, ">")
+	if !ok || name == "" || strings.ContainsAny(name, "<\n") {
+		return toolCall{}, fmt.Errorf("a <function=NAME> tag that does not parse")
+	}
+	types, offered := ts[name]
+	if !offered {
+		return toolCall{}, fmt.Errorf("a call of %q, which the request did not offer", clip(name))
+	}
+	body, ok = strings.CutSuffix(strings.TrimSpace(body), "</function>")
+	if !ok {
+		return toolCall{}, fmt.Errorf("%s: no </function> before </tool_call>", name)
+	}
+	var args bytes.Buffer
+	args.WriteByte('{')
+	seen := map[string]bool{}
+	for {
+		body = strings.TrimSpace(body)
+		if body == "" {
+			break
+		}
+		rest, ok := strings.CutPrefix(body, "<parameter=")
+		if !ok {
+			return toolCall{}, fmt.Errorf("%s: text outside <parameter=KEY> tags", name)
+		}
+		key, rest, ok := strings.Cut(rest, ">")
+		if !ok || key == "" || strings.ContainsAny(key, "<\n") {
+			return toolCall{}, fmt.Errorf("%s: a <parameter=KEY> tag that does not parse", name)
+		}
+		value, after, ok := strings.Cut(rest, "</parameter>")
+		if !ok {
+			return toolCall{}, fmt.Errorf("%s: parameter %s has no </parameter>", name, clip(key))
+		}
+		if seen[key] {
+			return toolCall{}, fmt.Errorf("%s: parameter %s given twice", name, clip(key))
+		}
+		seen[key] = true
+		// The template writes "\nVALUE\n" between the tags.
+		value = strings.TrimPrefix(value, "\n")
+		value = strings.TrimSuffix(value, "\n")
+		if args.Len() > 1 {
+			args.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		args.Write(k)
+		args.WriteByte(':')
+		args.Write(typedValue(value, types[key]))
+		body = after
+	}
+	args.WriteByte('}')
+	return toolCall{name: name, arguments: args.String()}, nil
+}
+
+// typedValue is a parameter's text as the JSON its schema type asks for; a
+// value that does not read as that type, or one without a type, stays a
+// string (the client's validation then names it).
+func typedValue(v, typ string) []byte {
+	t := strings.TrimSpace(v)
+	switch typ {
+	case "integer", "number":
+		if _, err := strconv.ParseFloat(t, 64); err == nil && json.Valid([]byte(t)) {
+			return []byte(t)
+		}
+	case "boolean":
+		switch strings.ToLower(t) {
+		case "true":
+			return []byte("true")
+		case "false":
+			return []byte("false")
+		}
+	case "object", "array":
+		if len(t) > 0 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+			var b bytes.Buffer
+			json.Compact(&b, []byte(t))
+			return b.Bytes()
+		}
+	case "null":
+		if t == "null" || t == "None" {
+			return []byte("null")
+		}
+	}
+	s, _ := json.Marshal(v)
+	return s
+}
