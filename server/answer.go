@@ -30,6 +30,7 @@ type outcome struct {
 	reasoningTokens int
 	err             error
 	sent            bool       // some text was emitted before err
+	stopString      string     // the stop string that ended the reply
 	calls           []toolCall // the tool calls the reply made
 	malformed       []string   // why a <tool_call> block stayed text
 }
@@ -120,7 +121,7 @@ func (a *answer) read(events <-chan engine.Event, emit func(text string, thinkin
 	}
 	switch {
 	case stopped:
-		o.reason, o.err = "stop", nil
+		o.reason, o.err, o.stopString = "stop", nil, a.stop.hit
 	case o.err == nil:
 		send(a.stop.flush(), false)
 	}

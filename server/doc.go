@@ -24,7 +24,12 @@
 // a block that does not parse stays text, flagged in tool_call_error.
 // tool_choice "auto" and "none".
 //
-// Not yet: tool_choice "required" or a named function, the Responses API,
-// Anthropic's and Ollama's APIs, logprobs, presence and frequency penalties
+// Anthropic's Messages API (anthropic.go) runs on the same generation:
+// thinking, text and tool_use blocks, tool_result blocks in, stop sequences,
+// its streaming events, cache_read_input_tokens for the reused prompt, its
+// error shape; count_tokens.
+//
+// Not yet: tool_choice "required" / "any" or a named function, images, the
+// Responses API, Ollama's API, logprobs, presence and frequency penalties
 // (each asked for is a clear 400).
 package server

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -29,6 +30,15 @@ type fakeEngine struct {
 }
 
 func (f *fakeEngine) ContextLength() int { return f.ctxLen }
+
+// PromptTokens counts a token a word of the messages.
+func (f *fakeEngine) PromptTokens(req engine.Request) ([]int32, error) {
+	n := 0
+	for _, m := range req.Messages {
+		n += len(strings.Fields(m.Content))
+	}
+	return make([]int32, n), nil
+}
 
 func (f *fakeEngine) Generate(ctx context.Context, req engine.Request) <-chan engine.Event {
 	f.mu.Lock()

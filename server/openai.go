@@ -225,7 +225,30 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 		g.req.Prompt, g.req.PromptIDs, g.endpointKind = r.Prompt.text, r.Prompt.ids, "text_completion"
 		g.req.EnableThinking = false
 	}
-	g.req.Sampling = engine.RecommendedSampling(thinking)
+	maxTokens := r.MaxTokens
+	if r.MaxCompletionTokens != nil {
+		maxTokens = r.MaxCompletionTokens
+	}
+	if err := s.settle(g, settings{Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MinP: r.MinP,
+		RepetitionPenalty: r.RepetitionPenalty, Seed: r.Seed, MaxTokens: maxTokens}); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// settings are the request fields every API shares; nil: the model's default.
+type settings struct {
+	Temperature, TopP, MinP, RepetitionPenalty *float64
+	TopK                                       *int
+	Seed                                       *int64
+	MaxTokens                                  *int
+}
+
+// settle sets g's sampling (the model's recommended, then what the request
+// gives), its token limit (at most the context) and checks its stop strings.
+func (s *Server) settle(g *generation, r settings) error {
+	bad := func(code, msg string) error { return &httpError{http.StatusBadRequest, code, msg} }
+	g.req.Sampling = engine.RecommendedSampling(g.req.EnableThinking)
 	g.req.Sampling.Seed = uint64(time.Now().UnixNano())
 	if r.Temperature != nil {
 		g.req.Sampling.Temperature = *r.Temperature
@@ -250,13 +273,11 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 	}
 	limit := s.eng.ContextLength()
 	g.req.MaxTokens = limit // until a stop token, at most the context
-	for _, n := range []*int{r.MaxTokens, r.MaxCompletionTokens} {
-		if n != nil {
-			if *n < 1 {
-				return bad("invalid_max_tokens", fmt.Sprintf("max_tokens = %d: want 1 or more", *n))
-			}
-			g.req.MaxTokens = min(*n, limit)
+	if n := r.MaxTokens; n != nil {
+		if *n < 1 {
+			return bad("invalid_max_tokens", fmt.Sprintf("max_tokens = %d: want 1 or more", *n))
 		}
+		g.req.MaxTokens = min(*n, limit)
 	}
 	for _, st := range g.stops {
 		if st == "" {
@@ -266,7 +287,7 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 	if len(g.stops) > 16 {
 		return bad("invalid_stop", "at most 16 stop strings")
 	}
-	return g, nil
+	return nil
 }
 
 // parseToolChoice reads tools and tool_choice: "auto" (the default) lists
@@ -347,15 +368,21 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	} else {
 		o = a.whole(w, events)
 	}
-	if s.opt.Log != nil {
-		status := http.StatusOK
-		if o.err != nil && !o.sent {
-			status, _ = errorStatus(o.err)
-		}
-		st := o.stats
-		s.opt.Log(Entry{Time: start, Endpoint: r.URL.Path, Client: r.RemoteAddr, Status: status, PromptTokens: st.PromptTokens,
-			ReusedTokens: st.ReusedPromptTokens, GeneratedTokens: st.GeneratedTokens, TokensPerSecond: finite(st.DecodeTokensPerSec)})
+	s.logRequest(r, start, o)
+}
+
+// logRequest gives the log its line for a generation.
+func (s *Server) logRequest(r *http.Request, start time.Time, o outcome) {
+	if s.opt.Log == nil {
+		return
 	}
+	status := http.StatusOK
+	if o.err != nil && !o.sent {
+		status, _ = errorStatus(o.err)
+	}
+	st := o.stats
+	s.opt.Log(Entry{Time: start, Endpoint: r.URL.Path, Client: r.RemoteAddr, Status: status, PromptTokens: st.PromptTokens,
+		ReusedTokens: st.ReusedPromptTokens, GeneratedTokens: st.GeneratedTokens, TokensPerSecond: finite(st.DecodeTokensPerSec)})
 }
 
 func finite(v float64) float64 {

@@ -19,6 +19,7 @@ import (
 // stands in for it).
 type Engine interface {
 	Generate(ctx context.Context, req engine.Request) <-chan engine.Event
+	PromptTokens(req engine.Request) ([]int32, error)
 	ContextLength() int
 }
 
@@ -143,8 +144,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	mux.HandleFunc("POST /v1/completions", s.completions)
+	mux.HandleFunc("POST /v1/messages", s.messages)
+	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s on this server (it serves /v1/models, /v1/chat/completions and /v1/completions)", r.Method, r.URL.Path))
+		apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s on this server (it serves /v1/models, /v1/chat/completions, /v1/completions and /v1/messages)", r.Method, r.URL.Path))
 	})
 	return s.guard(mux)
 }
@@ -156,6 +159,9 @@ func (s *Server) Handler() http.Handler {
 // allowed, a missing or wrong API key; and caps the body.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+			w = anthropicWriter{w} // its errors in Anthropic's shape
+		}
 		if s.opt.APIKey == "" && !ownHost(r.Host) {
 			apiError(w, http.StatusForbidden, "forbidden_host", fmt.Sprintf("Host %q is not this server's name (requests must name it localhost or by its address)", clip(r.Host)))
 			return
@@ -220,10 +226,14 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) (release func()
 	}
 }
 
-// apiError writes an error in OpenAI's shape.
+// apiError writes an error in OpenAI's shape, or Anthropic's for its API.
 func apiError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	if _, ok := w.(anthropicWriter); ok {
+		json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": anthErrorType(status), "message": msg}})
+		return
+	}
 	kind := "invalid_request_error"
 	switch {
 	case status == http.StatusUnauthorized:

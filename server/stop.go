@@ -8,6 +8,7 @@ import "strings"
 type stopper struct {
 	stops []string
 	buf   strings.Builder // text seen and not yet let through
+	hit   string          // the stop string reached, once one is
 }
 
 // add takes more text; it returns what may be sent now, and whether a stop
@@ -22,7 +23,7 @@ func (s *stopper) add(text string) (out string, stopped bool) {
 	first := -1
 	for _, stop := range s.stops {
 		if i := strings.Index(all, stop); i >= 0 && (first < 0 || i < first) {
-			first = i
+			first, s.hit = i, stop
 		}
 	}
 	if first >= 0 {
