@@ -468,15 +468,3 @@ func anthErrorType(status int) string {
 	return "invalid_request_error"
 }
 
-// anthropicWriter marks a response of the Anthropic API, whose errors have
-// Anthropic's shape (apiError).
-type anthropicWriter struct{ http.ResponseWriter }
-
-func (w anthropicWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w anthropicWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

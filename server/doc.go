@@ -29,7 +29,12 @@
 // its streaming events, cache_read_input_tokens for the reused prompt, its
 // error shape; count_tokens.
 //
+// Ollama's API (ollama.go) for the clients that speak only it: /api/chat and
+// /api/generate streamed as JSON lines (the default) or whole, /api/tags,
+// /api/show, /api/ps, /api/version, options mapped to the same sampling,
+// tools and tool_calls, "think": false; its error shape {"error": "…"}.
+//
 // Not yet: tool_choice "required" / "any" or a named function, images, the
-// Responses API, Ollama's API, logprobs, presence and frequency penalties
-// (each asked for is a clear 400).
+// Responses API, logprobs, presence and frequency penalties (each asked for
+// is a clear 400).
 package server

@@ -106,7 +106,10 @@ func TestNonLoopbackNeedsAKey(t *testing.T) {
 // TestStopStrings: a stop string split across tokens ends the reply before
 // it, the generation stops, and nothing past it is sent, streamed or not.
 func TestStopStrings(t *testing.T) {
-	eng := &fakeEngine{script: []piece{{"Once", false}, {" upon a ti", false}, {"me, the", false}, {" end", false}}, ctxLen: 64}
+	// The gate lets the engine give the three tokens that reach the stop
+	// string and no more, so the generation can end only by being stopped.
+	script := []piece{{"Once", false}, {" upon a ti", false}, {"me, the", false}, {" end", false}}
+	eng := &fakeEngine{script: script, gate: threeTokens(), ctxLen: 64}
 	ts := serve(t, eng, Options{})
 	_, body := post(t, ts.URL, "/v1/chat/completions", `{"stop":["time","never"],`+hi+`}`)
 	ch := body["choices"].([]any)[0].(map[string]any)
@@ -116,15 +119,28 @@ func TestStopStrings(t *testing.T) {
 	if eng.cancels() != 1 {
 		t.Errorf("%d generations cancelled; the stop string should end the one", eng.cancels())
 	}
+	eng.reply(script, threeTokens())
 	events := stream(t, ts.URL, `{"stream":true,"stop":"time",`+hi+`}`)
 	if text := deltas(events); text != "Once upon a " {
 		t.Errorf("streamed %q, want \"Once upon a \"", text)
+	}
+	if eng.cancels() != 2 {
+		t.Errorf("%d generations cancelled; the streamed stop should end the second", eng.cancels())
 	}
 	// A tail that only begins a stop string is sent once the reply ends.
 	eng.reply([]piece{{"it is ti", false}}, nil)
 	if text := deltas(stream(t, ts.URL, `{"stream":true,"stop":"time",`+hi+`}`)); text != "it is ti" {
 		t.Errorf("streamed %q, want the held-back tail too", text)
 	}
+}
+
+// threeTokens is a gate that lets a fake engine give three tokens.
+func threeTokens() chan struct{} {
+	g := make(chan struct{}, 3)
+	for range 3 {
+		g <- struct{}{}
+	}
+	return g
 }
 
 // stream posts a streaming request and returns its data lines.

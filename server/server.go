@@ -146,8 +146,17 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/completions", s.completions)
 	mux.HandleFunc("POST /v1/messages", s.messages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
+	mux.HandleFunc("GET /api/version", s.ollamaVersion)
+	mux.HandleFunc("GET /api/tags", s.ollamaTags)
+	mux.HandleFunc("GET /api/ps", s.ollamaTags)
+	mux.HandleFunc("POST /api/show", s.ollamaShow)
+	mux.HandleFunc("POST /api/chat", s.ollamaChat)
+	mux.HandleFunc("POST /api/generate", s.ollamaGenerate)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { // Ollama clients look here first
+		fmt.Fprintln(w, "Bagel is running (OpenAI API under /v1, Anthropic's at /v1/messages, Ollama's under /api)")
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s on this server (it serves /v1/models, /v1/chat/completions, /v1/completions and /v1/messages)", r.Method, r.URL.Path))
+		apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s on this server (it serves /v1/models, /v1/chat/completions, /v1/completions, /v1/messages and Ollama's /api)", r.Method, r.URL.Path))
 	})
 	return s.guard(mux)
 }
@@ -159,8 +168,11 @@ func (s *Server) Handler() http.Handler {
 // allowed, a missing or wrong API key; and caps the body.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
-			w = anthropicWriter{w} // its errors in Anthropic's shape
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/messages"):
+			w = styledWriter{w, anthropicStyle} // its errors in Anthropic's shape
+		case strings.HasPrefix(r.URL.Path, "/api/"):
+			w = styledWriter{w, ollamaStyle}
 		}
 		if s.opt.APIKey == "" && !ownHost(r.Host) {
 			apiError(w, http.StatusForbidden, "forbidden_host", fmt.Sprintf("Host %q is not this server's name (requests must name it localhost or by its address)", clip(r.Host)))
@@ -230,9 +242,15 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) (release func()
 func apiError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	if _, ok := w.(anthropicWriter); ok {
-		json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": anthErrorType(status), "message": msg}})
-		return
+	if sw, ok := w.(styledWriter); ok {
+		switch sw.style {
+		case anthropicStyle:
+			json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": anthErrorType(status), "message": msg}})
+			return
+		case ollamaStyle:
+			json.NewEncoder(w).Encode(map[string]string{"error": msg})
+			return
+		}
 	}
 	kind := "invalid_request_error"
 	switch {
@@ -245,6 +263,30 @@ func apiError(w http.ResponseWriter, status int, code, msg string) {
 	}
 	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": kind, "code": code, "param": nil}})
 }
+
+// apiStyle is the API a response belongs to, which shapes its errors.
+type apiStyle int
+
+const (
+	openAIStyle apiStyle = iota
+	anthropicStyle
+	ollamaStyle
+)
+
+// styledWriter marks a response of the Anthropic or Ollama API (apiError).
+type styledWriter struct {
+	http.ResponseWriter
+	style apiStyle
+}
+
+func (w styledWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w styledWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // bodyError words a request body's decoding error.
 func bodyError(w http.ResponseWriter, err error) {
