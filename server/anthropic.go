@@ -467,4 +467,3 @@ func anthErrorType(status int) string {
 	}
 	return "invalid_request_error"
 }
-
