@@ -27,9 +27,14 @@ type Request struct {
 	EnableThinking bool
 	// Tools are the functions the model may call (JSON objects, OpenAI's
 	// tool definitions), listed by the chat template in the system turn.
-	Tools     []json.RawMessage
-	MaxTokens int // 0: until a stop token or the context is full
-	Sampling  Sampling
+	Tools []json.RawMessage
+	// ReplyPrefix is markup that begins the reply, written after the
+	// conversation's generation prompt and read as the model's own tokens
+	// (a server forcing a tool call writes "<tool_call>\n<function="). It is
+	// not sent back as events: the caller knows it.
+	ReplyPrefix string
+	MaxTokens   int // 0: until a stop token or the context is full
+	Sampling    Sampling
 	// IgnoreStop decodes on past end-of-sequence tokens until MaxTokens or the
 	// context is full (bench on random weights, which may emit one anywhere).
 	IgnoreStop bool
@@ -195,6 +200,9 @@ func (e *Engine) PromptTokens(req Request) ([]int32, error) {
 			return nil, &ConversationError{err}
 		}
 		ids = e.tok.EncodePrompt(p)
+		if req.ReplyPrefix != "" {
+			ids = append(ids, e.tok.Encode(req.ReplyPrefix)...)
+		}
 	} else {
 		ids = e.tok.Encode(req.Prompt)
 	}

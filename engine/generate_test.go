@@ -329,3 +329,34 @@ func TestPastedMarkersAreText(t *testing.T) {
 		t.Errorf("special tokens in the prompt: %v, want <|im_start|> twice and <|im_end|> once", counts)
 	}
 }
+
+// TestReplyPrefixEndsThePrompt: a reply prefix follows the generation prompt
+// as tokens of the model's own (a forced tool call's <tool_call> is its one
+// added token), and the conversation before it is encoded as without it.
+func TestReplyPrefixEndsThePrompt(t *testing.T) {
+	e, err := Load(testmodel.Dir(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	req := Request{Messages: []tokenizer.Message{{Role: "user", Content: "What is the weather?"}}}
+	plain, err := e.PromptTokens(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ReplyPrefix = "<tool_call>\n<function="
+	forced, err := e.PromptTokens(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(forced[:len(plain)], plain) {
+		t.Fatalf("the conversation's tokens changed under a reply prefix")
+	}
+	tail := forced[len(plain):]
+	if got := e.tok.Decode(tail); got != req.ReplyPrefix {
+		t.Errorf("the prompt ends with %q, want the prefix %q", got, req.ReplyPrefix)
+	}
+	if id, ok := e.tok.TokenID("<tool_call>"); !ok || tail[0] != id {
+		t.Errorf("the prefix begins with token %d, want <tool_call>'s one token", tail[0])
+	}
+}

@@ -21,6 +21,9 @@ type answer struct {
 	stop    *stopper
 	cancel  context.CancelFunc // ends the generation once a stop string is reached
 	tools   toolSchemas        // the functions offered; nil: the reply is text alone
+	// prefix is the reply's start the server wrote (a forced tool call's
+	// "<tool_call>\n<function="), read before the model's tokens.
+	prefix string
 }
 
 // outcome is how a generation ended.
@@ -89,6 +92,10 @@ func (a *answer) read(events <-chan engine.Event, emit func(text string, thinkin
 				a.cancel()
 			}
 		}
+	}
+	if sc := scanners[false]; sc != nil && a.prefix != "" {
+		out, calls, malformed := sc.add(a.prefix)
+		scanned(out, calls, malformed, false)
 	}
 	for ev := range events {
 		switch ev.Kind {

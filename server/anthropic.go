@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -33,6 +32,7 @@ type messagesRequest struct {
 	Tools      []anthTool `json:"tools"`
 	ToolChoice *struct {
 		Type string `json:"type"` // auto, any, tool, none
+		Name string `json:"name"` // the tool, for "tool"
 	} `json:"tool_choice"`
 }
 
@@ -170,10 +170,7 @@ func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 			return bad("messages[%d] has role %q; want user or assistant (the system prompt goes in system)", i, clip(m.Role))
 		}
 	}
-	if len(r.Tools) > 0 && (r.ToolChoice == nil || r.ToolChoice.Type != "none") {
-		if r.ToolChoice != nil && r.ToolChoice.Type != "auto" {
-			return bad("tool_choice %q is not supported yet: send auto (the model decides) or none", clip(r.ToolChoice.Type))
-		}
+	if len(r.Tools) > 0 {
 		for i, t := range r.Tools {
 			if t.Type != "" && t.Type != "custom" {
 				return bad("tools[%d] is Anthropic's server tool %q, which this server cannot run", i, clip(t.Type))
@@ -199,6 +196,20 @@ func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 			g.req.Tools = append(g.req.Tools, raw)
 		}
 		if g.tools, err = parseTools(g.req.Tools); err != nil {
+			return bad("%v", err)
+		}
+		c := toolChoice{mode: "auto"}
+		if tc := r.ToolChoice; tc != nil {
+			switch tc.Type {
+			case "any":
+				c.mode = "required"
+			case "tool":
+				c = toolChoice{mode: "named", name: tc.Name}
+			default:
+				c.mode = tc.Type
+			}
+		}
+		if err := g.chooseTools(c); err != nil {
 			return bad("%v", err)
 		}
 	}
@@ -256,23 +267,12 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	release, ok := s.enqueue(w, r)
-	if !ok {
-		return
-	}
-	defer release()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	events := s.eng.Generate(ctx, g.req)
-	a := &answer{id: fmt.Sprintf("msg_bagel%d", start.UnixNano()), created: start.Unix(), model: s.model, kind: g.endpointKind,
-		stop: &stopper{stops: g.stops}, cancel: cancel, tools: g.tools}
-	var o outcome
-	if req.Stream {
-		o = a.anthropicStream(w, events)
-	} else {
-		o = a.anthropicWhole(w, events)
-	}
-	s.logRequest(r, start, o)
+	s.generate(w, r, start, g, fmt.Sprintf("msg_bagel%d", start.UnixNano()), func(a *answer, events <-chan engine.Event) outcome {
+		if req.Stream {
+			return a.anthropicStream(w, events)
+		}
+		return a.anthropicWhole(w, events)
+	})
 }
 
 // anthContent is a response's content block.

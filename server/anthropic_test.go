@@ -199,7 +199,7 @@ func TestAnthropicErrors(t *testing.T) {
 		{`{"max_tokens":5,"messages":[{"role":"system","content":"x"}]}`, `role "system"`},
 		{`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, `"image" are not supported yet`},
 		{`{"max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"x"}]}`, "server tool"},
-		{`{"max_tokens":5,"tool_choice":{"type":"any"},"tools":[{"name":"f","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"x"}]}`, `tool_choice "any"`},
+		{`{"max_tokens":5,"tool_choice":{"type":"tool","name":"g"},"tools":[{"name":"f","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"x"}]}`, `names the function "g", which is not among the tools`},
 		{`{"max_tokens":5,"messages":`, "JSON"},
 	} {
 		resp, body := post(t, ts.URL, "/v1/messages", c.body, "x-api-key: k")
@@ -207,6 +207,28 @@ func TestAnthropicErrors(t *testing.T) {
 		msg, _ := e["message"].(string)
 		if resp.StatusCode != http.StatusBadRequest || body["type"] != "error" || e["type"] != "invalid_request_error" || !strings.Contains(msg, c.want) {
 			t.Errorf("%s: %d %v, want 400 invalid_request_error with %q", c.body, resp.StatusCode, body, c.want)
+		}
+	}
+}
+
+// TestAnthropicForcedTool: tool_choice "any" and "tool" force a call as
+// OpenAI's required and named do; the reply is a tool_use block.
+func TestAnthropicForcedTool(t *testing.T) {
+	tool := `"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	for choice, prefix := range map[string]string{
+		`{"type":"any"}`:                       "<tool_call>\n<function=",
+		`{"type":"tool","name":"get_weather"}`: "<tool_call>\n<function=get_weather>\n",
+	} {
+		call := "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"
+		eng := &fakeEngine{script: []piece{{strings.TrimPrefix(call, prefix), false}}, ctxLen: 64}
+		ts := serve(t, eng, Options{})
+		_, body := post(t, ts.URL, "/v1/messages", `{"max_tokens":50,"tool_choice":`+choice+`,`+tool+`,"messages":[{"role":"user","content":"Weather?"}]}`)
+		content, _ := body["content"].([]any)
+		if body["stop_reason"] != "tool_use" || len(content) != 1 || content[0].(map[string]any)["type"] != "tool_use" {
+			t.Errorf("tool_choice %s: %v", choice, body)
+		}
+		if req := eng.requests()[0]; req.ReplyPrefix != prefix || req.EnableThinking {
+			t.Errorf("tool_choice %s: prefix %q thinking %v", choice, req.ReplyPrefix, req.EnableThinking)
 		}
 	}
 }

@@ -22,7 +22,9 @@
 // them in the system turn), the model's <tool_call><function=…> blocks come
 // back as OpenAI tool_calls with finish_reason "tool_calls" (toolcall.go);
 // a block that does not parse stays text, flagged in tool_call_error.
-// tool_choice "auto" and "none".
+// tool_choice "auto", "none", "required" and a named function: the last two
+// write the call's opening markup as the reply's start (thinking off), so
+// the model's first words complete a call.
 //
 // Anthropic's Messages API (anthropic.go) runs on the same generation:
 // thinking, text and tool_use blocks, tool_result blocks in, stop sequences,
@@ -34,7 +36,6 @@
 // /api/show, /api/ps, /api/version, options mapped to the same sampling,
 // tools and tool_calls, "think": false; its error shape {"error": "…"}.
 //
-// Not yet: tool_choice "required" / "any" or a named function, images, the
-// Responses API, logprobs, presence and frequency penalties (each asked for
-// is a clear 400).
+// Not yet: images, the Responses API, logprobs, presence and frequency
+// penalties (each asked for is a clear 400).
 package server

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -197,16 +196,9 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chat bool) {
 		apiError(w, he.status, he.code, he.text)
 		return
 	}
-	release, ok := s.enqueue(w, r)
-	if !ok {
-		return
-	}
-	defer release()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	a := &answer{model: s.model, kind: g.endpointKind, stop: &stopper{stops: g.stops}, cancel: cancel, tools: g.tools}
-	o := a.ollamaReply(w, s.eng.Generate(ctx, g.req), chat, req.Stream == nil || *req.Stream, start)
-	s.logRequest(r, start, o)
+	s.generate(w, r, start, g, "", func(a *answer, events <-chan engine.Event) outcome {
+		return a.ollamaReply(w, events, chat, req.Stream == nil || *req.Stream, start)
+	})
 }
 
 // ollamaReply writes the reply: a JSON line a piece of text ("done": false)

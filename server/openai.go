@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -290,30 +289,35 @@ func (s *Server) settle(g *generation, r settings) error {
 	return nil
 }
 
-// parseToolChoice reads tools and tool_choice: "auto" (the default) lists
-// the tools and reads the reply's calls, "none" leaves them out.
+// parseToolChoice reads tools and tool_choice: "auto" (the default),
+// "none", "required", or {"type": "function", "function": {"name": NAME}}.
 func (s *Server) parseToolChoice(r chatRequest, g *generation) error {
 	if len(r.Tools) == 0 {
 		return nil
 	}
-	choice := "auto"
+	c := toolChoice{mode: "auto"}
 	if len(r.ToolChoice) > 0 && string(r.ToolChoice) != "null" {
-		if json.Unmarshal(r.ToolChoice, &choice) != nil {
-			choice = "a named function"
+		var named struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
 		}
-	}
-	switch choice {
-	case "none":
-		return nil
-	case "auto":
-	default:
-		return &httpError{http.StatusBadRequest, "unsupported_tool_choice", fmt.Sprintf("tool_choice %s is not supported yet: send \"auto\" (the model decides) or \"none\"", clip(choice))}
+		if json.Unmarshal(r.ToolChoice, &c.mode) != nil {
+			if json.Unmarshal(r.ToolChoice, &named) != nil || named.Type != "function" || named.Function.Name == "" {
+				return &httpError{http.StatusBadRequest, "invalid_tool_choice", `tool_choice must be "auto", "none", "required" or {"type": "function", "function": {"name": ...}}`}
+			}
+			c = toolChoice{mode: "named", name: named.Function.Name}
+		}
 	}
 	tools, err := parseTools(r.Tools)
 	if err != nil {
 		return &httpError{http.StatusBadRequest, "invalid_tools", err.Error()}
 	}
 	g.tools, g.req.Tools = tools, r.Tools
+	if err := g.chooseTools(c); err != nil {
+		return &httpError{http.StatusBadRequest, "invalid_tool_choice", err.Error()}
+	}
 	return nil
 }
 
@@ -352,23 +356,12 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		apiError(w, he.status, he.code, he.text)
 		return
 	}
-	release, ok := s.enqueue(w, r)
-	if !ok {
-		return
-	}
-	defer release()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	events := s.eng.Generate(ctx, g.req)
-	a := &answer{id: fmt.Sprintf("bagel-%d", start.UnixNano()), created: start.Unix(), model: s.model, kind: g.endpointKind,
-		stop: &stopper{stops: g.stops}, cancel: cancel, tools: g.tools}
-	var o outcome
-	if req.Stream {
-		o = a.stream(w, events, g.streamUsage)
-	} else {
-		o = a.whole(w, events)
-	}
-	s.logRequest(r, start, o)
+	s.generate(w, r, start, g, fmt.Sprintf("bagel-%d", start.UnixNano()), func(a *answer, events <-chan engine.Event) outcome {
+		if req.Stream {
+			return a.stream(w, events, g.streamUsage)
+		}
+		return a.whole(w, events)
+	})
 }
 
 // logRequest gives the log its line for a generation.

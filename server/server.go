@@ -205,6 +205,24 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
+// generate waits for the engine's turn, runs g and has reply write its
+// answer (id: the response's), then logs it. A full queue or a client gone
+// first is answered by enqueue.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, start time.Time, g *generation, id string,
+	reply func(a *answer, events <-chan engine.Event) outcome) {
+	release, ok := s.enqueue(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	events := s.eng.Generate(ctx, g.req)
+	a := &answer{id: id, created: start.Unix(), model: s.model, kind: g.endpointKind,
+		stop: &stopper{stops: g.stops}, cancel: cancel, tools: g.tools, prefix: g.req.ReplyPrefix}
+	s.logRequest(r, start, reply(a, events))
+}
+
 // enqueue waits for the engine's turn, in order; false (the answer sent)
 // when the queue is full or the client went away first. release must be
 // called once the generation is read.

@@ -72,6 +72,40 @@ func parseTools(tools []json.RawMessage) (toolSchemas, error) {
 	return out, nil
 }
 
+// toolChoice is how a request lets the model use the tools it lists.
+type toolChoice struct {
+	mode string // "auto" (the model decides), "none", "required" or "named"
+	name string // the function, when named
+}
+
+// chooseTools applies c to g, whose tools are read: "none" lists none;
+// "required" and a named function begin the reply with a call's markup
+// (engine.Request.ReplyPrefix), so the model's first words are a call, to a
+// function of its choosing or to the one named. Thinking is off for them:
+// the call is the reply's start, where the reasoning would be.
+func (g *generation) chooseTools(c toolChoice) error {
+	switch c.mode {
+	case "auto":
+	case "none":
+		g.tools, g.req.Tools = nil, nil
+	case "required":
+		g.req.EnableThinking, g.thinkingOn = false, false
+		g.req.ReplyPrefix = callOpen + "\n<function="
+	case "named":
+		if _, ok := g.tools[c.name]; !ok {
+			return fmt.Errorf("tool_choice names the function %q, which is not among the tools", clip(c.name))
+		}
+		if strings.ContainsAny(c.name, "<>\n") {
+			return fmt.Errorf("tool_choice names %q: a forced function's name cannot hold <, > or a line break", clip(c.name))
+		}
+		g.req.EnableThinking, g.thinkingOn = false, false
+		g.req.ReplyPrefix = callOpen + "\n<function=" + c.name + ">\n"
+	default:
+		return fmt.Errorf("tool_choice %q: want auto, none, required or a function", clip(c.mode))
+	}
+	return nil
+}
+
 // schemaType is a JSON schema's "type": a name, or the first of a list
 // that is not "null".
 func schemaType(raw json.RawMessage) string {

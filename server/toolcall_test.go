@@ -138,8 +138,9 @@ func TestToolRequestsRefused(t *testing.T) {
 	for _, c := range []struct{ body, want string }{
 		{`{"tools":[{"type":"function"}],` + hi + `}`, `tools[0]: want {"type": "function"`},
 		{`{"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}],` + hi + `}`, `a second function named "f"`},
-		{`{` + tools + `"tool_choice":"required",` + hi + `}`, `tool_choice required is not supported yet`},
-		{`{` + tools + `"tool_choice":{"type":"function","function":{"name":"get_weather"}},` + hi + `}`, `tool_choice a named function`},
+		{`{` + tools + `"tool_choice":"always",` + hi + `}`, `tool_choice "always": want auto, none, required or a function`},
+		{`{` + tools + `"tool_choice":{"type":"function","function":{"name":"get_time"}},` + hi + `}`, `names the function "get_time", which is not among the tools`},
+		{`{` + tools + `"tool_choice":{"type":"function"},` + hi + `}`, `tool_choice must be "auto", "none", "required" or {"type": "function"`},
 		{`{"messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"[1]"}}]},{"role":"tool","content":"1"}]}`, "arguments that are a JSON object"},
 		{`{"messages":[{"role":"user","content":"x","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, "only an assistant message has them"},
 	} {
@@ -170,5 +171,41 @@ func TestMalformedCallIsFlaggedText(t *testing.T) {
 	if resp.StatusCode != 200 || ch["finish_reason"] != "stop" || ch["message"].(map[string]any)["content"] != bad ||
 		!strings.Contains(ch["tool_call_error"].(string), `"rm_rf", which the request did not offer`) {
 		t.Errorf("%d %v", resp.StatusCode, ch)
+	}
+}
+
+// TestForcedToolCalls: tool_choice "required" and a named function begin
+// the reply with the call's markup (thinking off), and the model's
+// continuation completes the call; a forced call the model leaves unclosed
+// is flagged text that begins with the forced markup.
+func TestForcedToolCalls(t *testing.T) {
+	rest := strings.TrimPrefix(weatherCall, "<tool_call>\n<function=get_weather>\n")
+	for _, c := range []struct {
+		choice, prefix, reply string
+	}{
+		{`"required"`, "<tool_call>\n<function=", "get_weather>\n" + rest},
+		{`{"type":"function","function":{"name":"get_weather"}}`, "<tool_call>\n<function=get_weather>\n", rest},
+	} {
+		eng := &fakeEngine{script: []piece{{c.reply[:9], false}, {c.reply[9:], false}}, ctxLen: 64}
+		ts := serve(t, eng, Options{})
+		_, body := post(t, ts.URL, "/v1/chat/completions", `{"tools":[`+string(weatherTool)+`],"tool_choice":`+c.choice+`,`+hi+`}`)
+		ch := body["choices"].([]any)[0].(map[string]any)
+		calls, _ := ch["message"].(map[string]any)["tool_calls"].([]any)
+		if ch["finish_reason"] != "tool_calls" || len(calls) != 1 ||
+			calls[0].(map[string]any)["function"].(map[string]any)["arguments"] != weatherArgs {
+			t.Errorf("tool_choice %s: %v", c.choice, ch)
+		}
+		req := eng.requests()[0]
+		if req.ReplyPrefix != c.prefix || req.EnableThinking {
+			t.Errorf("tool_choice %s: the engine got prefix %q thinking %v, want %q without thinking", c.choice, req.ReplyPrefix, req.EnableThinking, c.prefix)
+		}
+	}
+	eng := &fakeEngine{script: []piece{{"get_weather>\n<parameter=city>\nParis", false}}, ctxLen: 64}
+	ts := serve(t, eng, Options{})
+	_, body := post(t, ts.URL, "/v1/chat/completions", `{"tools":[`+string(weatherTool)+`],"tool_choice":"required",`+hi+`}`)
+	ch := body["choices"].([]any)[0].(map[string]any)
+	if ch["message"].(map[string]any)["content"] != "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis" ||
+		!strings.Contains(ch["tool_call_error"].(string), "never closed") {
+		t.Errorf("an unclosed forced call: %v", ch)
 	}
 }
