@@ -36,6 +36,14 @@
 // /api/show, /api/ps, /api/version, options mapped to the same sampling,
 // tools and tool_calls, "think": false; its error shape {"error": "…"}.
 //
-// Not yet: images, the Responses API, logprobs, presence and frequency
-// penalties (each asked for is a clear 400).
+// OpenAI's Responses API (responses.go, responses_out.go), as Codex speaks
+// it: input items (messages, reasoning, function and custom tool calls and
+// their outputs; system and developer texts joined into one system turn),
+// function and custom tools (a custom tool's free text travels as one
+// parameter), output items whole or streamed as typed events. Nothing is
+// stored: previous_response_id is refused, the prompt cache reuses the
+// resent conversation.
+//
+// Not yet: images, logprobs, presence and frequency penalties, structured
+// output (each asked for is a clear 400).
 package server

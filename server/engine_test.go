@@ -96,3 +96,54 @@ func TestRealEngineListsTheTools(t *testing.T) {
 		t.Errorf("prompt %v tokens with the tool, %v without: want the tool list and its instructions", withTools, plain)
 	}
 }
+
+// TestRealEngineResponsesAndForcedCalls: the Responses API over the tiny
+// model reuses the first request's conversation in the second (Codex
+// resends it whole each turn); a named tool_choice under the Qwen3.5
+// template puts the call's start into the prompt, after which the random
+// model's text is the call's remainder (never closed here: flagged text that
+// begins with the forced markup).
+func TestRealEngineResponsesAndForcedCalls(t *testing.T) {
+	dir := testmodel.Dir(t, "tiny-moe")
+	src, err := os.ReadFile(filepath.Join(testmodel.Root(t), "tokenizer", "templates", "qwen35.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Load(dir, engine.Options{Backend: "cpu", ContextLength: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ts := serve(t, e, Options{})
+	first := `{"instructions":"You are terse.","max_output_tokens":4,"temperature":0,"reasoning":{"effort":"none"},"input":[{"role":"user","content":"Name a colour."}]}`
+	resp, out := post(t, ts.URL, "/v1/responses", first)
+	if resp.StatusCode != 200 || out["status"] != "incomplete" {
+		t.Fatalf("%d %v", resp.StatusCode, out)
+	}
+	reply := out["output"].([]any)[0].(map[string]any)["content"].([]any)[0].(map[string]any)["text"].(string)
+	second := strings.Replace(first, `"content":"Name a colour."}]`, `"content":"Name a colour."},{"role":"assistant","content":`+jsonString(reply)+`},{"role":"user","content":"Another."}]`, 1)
+	_, out = post(t, ts.URL, "/v1/responses", second)
+	u := out["usage"].(map[string]any)
+	if cached := u["input_tokens_details"].(map[string]any)["cached_tokens"].(float64); cached < 10 {
+		t.Errorf("second request: %v of %v input tokens cached; want the first's conversation reused", cached, u["input_tokens"])
+	}
+
+	auto := `{"max_tokens":3,"temperature":0,"tools":[` + string(weatherTool) + `],` + hi + `}`
+	_, plain := post(t, ts.URL, "/v1/chat/completions", auto)
+	named := strings.Replace(auto, `"tools"`, `"tool_choice":{"type":"function","function":{"name":"get_weather"}},"tools"`, 1)
+	_, forced := post(t, ts.URL, "/v1/chat/completions", named)
+	ch := forced["choices"].([]any)[0].(map[string]any)
+	content, _ := ch["message"].(map[string]any)["content"].(string)
+	if !strings.HasPrefix(content, "<tool_call>\n<function=get_weather>\n") || ch["tool_call_error"] == nil {
+		t.Errorf("a forced call the model does not finish: content %q, tool_call_error %v", content, ch["tool_call_error"])
+	}
+	// The named call's prompt: the think block closed (thinking off) and the
+	// call's opening markup, a dozen tokens more than auto's.
+	grow := forced["usage"].(map[string]any)["prompt_tokens"].(float64) - plain["usage"].(map[string]any)["prompt_tokens"].(float64)
+	if grow < 8 || grow > 20 {
+		t.Errorf("the forced prompt is %v tokens longer than auto's, want the call's markup and a closed think block", grow)
+	}
+}

@@ -144,6 +144,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	mux.HandleFunc("POST /v1/completions", s.completions)
+	mux.HandleFunc("POST /v1/responses", s.responses)
 	mux.HandleFunc("POST /v1/messages", s.messages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
 	mux.HandleFunc("GET /api/version", s.ollamaVersion)
@@ -156,7 +157,7 @@ func (s *Server) Handler() http.Handler {
 		fmt.Fprintln(w, "Bagel is running (OpenAI API under /v1, Anthropic's at /v1/messages, Ollama's under /api)")
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s on this server (it serves /v1/models, /v1/chat/completions, /v1/completions, /v1/messages and Ollama's /api)", r.Method, r.URL.Path))
+		apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s on this server (it serves /v1/models, /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages and Ollama's /api)", r.Method, r.URL.Path))
 	})
 	return s.guard(mux)
 }
