@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -62,6 +63,10 @@ type Engine struct {
 	ctx     *ops.Ctx
 
 	closeOnce sync.Once
+	// turn admits one user of the cache at a time (a generation, a scoring):
+	// the app's chat and the local server share one engine, and a second
+	// caller waits for the first to finish, or for its own cancel.
+	turn chan struct{}
 
 	tok                   *tokenizer.Tokenizer
 	tmpl                  *tokenizer.Template
@@ -80,6 +85,19 @@ type Engine struct {
 	// past the device's candidates (read the logits instead): tests watch it.
 	filterFallbacks int
 }
+
+// take waits for the engine's turn; false when ctx ends first.
+func (e *Engine) take(ctx context.Context) bool {
+	select {
+	case e.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// give hands the turn on.
+func (e *Engine) give() { <-e.turn }
 
 // PrefillChunk is how many prompt tokens one forward takes.
 func (e *Engine) PrefillChunk() int { return e.prefillChunk }
@@ -104,7 +122,8 @@ func Load(dir string, opt Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{Dir: dir, Config: cfg, ck: ck, promptCacheBytes: opt.PromptCacheBytes, prefillChunk: opt.PrefillChunk}
+	e := &Engine{Dir: dir, Config: cfg, ck: ck, promptCacheBytes: opt.PromptCacheBytes, prefillChunk: opt.PrefillChunk,
+		turn: make(chan struct{}, 1)}
 	if e.prefillChunk == 0 {
 		e.prefillChunk = DefaultPrefillChunk
 	}

@@ -136,6 +136,11 @@ func (e *Engine) Generate(ctx context.Context, req Request) <-chan Event {
 	go func() {
 		defer close(out)
 		g := &generation{e: e, ctx: ctx, out: out}
+		if !e.take(ctx) { // cancelled while another generation ran
+			g.send(Event{Kind: EventDone, Reason: ReasonCancelled})
+			return
+		}
+		defer e.give()
 		if err := g.run(req); err != nil {
 			g.send(Event{Kind: EventError, Err: err})
 		}

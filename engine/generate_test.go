@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -358,5 +359,57 @@ func TestReplyPrefixEndsThePrompt(t *testing.T) {
 	}
 	if id, ok := e.tok.TokenID("<tool_call>"); !ok || tail[0] != id {
 		t.Errorf("the prefix begins with token %d, want <tool_call>'s one token", tail[0])
+	}
+}
+
+// TestGenerationsTakeTurns: two callers of one engine (the app's chat and
+// the local server) generate one after the other, each as it would alone;
+// a caller cancelled while waiting ends at once, the other unharmed.
+// Without the turn the two interleave their steps in one cache.
+func TestGenerationsTakeTurns(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 256, PromptCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	reqA := Request{PromptIDs: []int32{9707, 11, 1246, 525}, MaxTokens: 12, IgnoreStop: true}
+	reqB := Request{PromptIDs: []int32{3, 1, 4, 1, 5, 9, 2, 6}, MaxTokens: 12, IgnoreStop: true}
+	aloneA, _, _ := collect(t, e.Generate(context.Background(), reqA))
+	aloneB, _, _ := collect(t, e.Generate(context.Background(), reqB))
+
+	// Both asked at once; each reads its stream a token at a time, so
+	// without turns their steps would interleave.
+	chA := e.Generate(context.Background(), reqA)
+	chB := e.Generate(context.Background(), reqB)
+	var wg sync.WaitGroup
+	var gotA, gotB []int32
+	wg.Add(2)
+	go func() { defer wg.Done(); gotA, _, _ = collect(t, chA) }()
+	go func() { defer wg.Done(); gotB, _, _ = collect(t, chB) }()
+	wg.Wait()
+	if !slices.Equal(gotA, aloneA) || !slices.Equal(gotB, aloneB) {
+		t.Errorf("together: %v and %v; alone: %v and %v", gotA, gotB, aloneA, aloneB)
+	}
+
+	// A generation waiting behind another, cancelled, ends without running.
+	first := e.Generate(context.Background(), reqA)
+	ev := <-first // the first holds the turn: a token is out
+	if ev.Kind != EventToken {
+		t.Fatalf("first event %v", ev.Kind)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := e.Generate(ctx, reqB)
+	cancel()
+	select {
+	case ev := <-waiting:
+		if ev.Kind != EventDone || ev.Reason != ReasonCancelled || ev.Stats.GeneratedTokens != 0 {
+			t.Errorf("the cancelled waiter's event: %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiting generation did not end on its cancel")
+	}
+	rest, _, done := collect(t, first)
+	if len(rest)+1 != 12 || done.Reason != ReasonLength {
+		t.Errorf("the first went on to %d tokens, %q", len(rest)+1, done.Reason)
 	}
 }

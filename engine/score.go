@@ -56,6 +56,8 @@ func (e *Engine) ScoreEach(ids []int32, opt ScoreOptions, emit func(Position) er
 	if opt.Prefill <= 0 || opt.Prefill > len(ids) {
 		opt.Prefill = len(ids)
 	}
+	e.turn <- struct{}{} // a generation under way finishes first
+	defer e.give()
 	if err := e.resetCache(); err != nil {
 		return err
 	}

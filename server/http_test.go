@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -248,5 +249,44 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestCloseStopsTheGenerations: Busy counts the request generating and the
+// ones waiting (and Options.Busy hears each change); Close stops the
+// generation under way, so an app that turns its server off or unloads the
+// model is not held by a client's long reply.
+func TestCloseStopsTheGenerations(t *testing.T) {
+	eng := &fakeEngine{script: hello, gate: make(chan struct{}), ctxLen: 64}
+	var mu sync.Mutex
+	var heard [][2]int
+	ts, s := serveBoth(t, eng, Options{Busy: func(running, waiting int) {
+		mu.Lock()
+		heard = append(heard, [2]int{running, waiting})
+		mu.Unlock()
+	}})
+	done := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, _ := post(t, ts.URL, "/v1/chat/completions", `{`+hi+`}`)
+			done <- resp.StatusCode
+		}()
+	}
+	waitFor(t, func() bool { r, w := s.Busy(); return r == 1 && w == 1 })
+	s.Close()
+	for range 2 {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a request still runs after Close")
+		}
+	}
+	if eng.cancels() != 1 {
+		t.Errorf("%d generations stopped by Close, want the one running", eng.cancels())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(heard) == 0 || heard[len(heard)-1] != [2]int{0, 0} {
+		t.Errorf("Busy heard %v, ending with 0 running and 0 waiting", heard)
 	}
 }

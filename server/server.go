@@ -44,6 +44,9 @@ type Options struct {
 	MaxBody int64
 	// Log, when set, gets one line per request (never the API key).
 	Log func(Entry)
+	// Busy, when set, is told how many requests generate (0 or 1) and wait
+	// whenever either changes (the app's server panel).
+	Busy func(running, waiting int)
 }
 
 // Entry is one request as the log shows it.
@@ -63,6 +66,7 @@ type Server struct {
 	// jobs are the requests waiting; one worker runs them in order.
 	jobs    chan *job
 	waiting atomic.Int32
+	running atomic.Int32
 	stop    chan struct{}
 	once    sync.Once
 }
@@ -70,8 +74,19 @@ type Server struct {
 // job is one generation the worker runs: start is called with the engine's
 // turn; done closes when the handler is through with it.
 type job struct {
-	run  func()
-	done chan struct{}
+	run   func()
+	done  chan struct{}
+	taken atomic.Bool // no longer waiting: its turn came, or the server closed first
+}
+
+// take counts j out of the waiting, once: false when it was already.
+func (j *job) take(s *Server) bool {
+	if !j.taken.CompareAndSwap(false, true) {
+		return false
+	}
+	s.waiting.Add(-1)
+	s.busyChanged()
+	return true
 }
 
 // Check refuses options that would expose the model: a host other than
@@ -102,7 +117,20 @@ func New(eng Engine, model string, opt Options) (*Server, error) {
 	return s, nil
 }
 
-// Close stops the worker; requests waiting get an error.
+// Busy is how many requests generate and wait now.
+func (s *Server) Busy() (running, waiting int) {
+	return int(s.running.Load()), int(s.waiting.Load())
+}
+
+// busyChanged tells Options.Busy.
+func (s *Server) busyChanged() {
+	if s.opt.Busy != nil {
+		s.opt.Busy(s.Busy())
+	}
+}
+
+// Close stops the worker; requests waiting get an error, and the ones
+// generating are stopped (their clients get what was written).
 func (s *Server) Close() { s.once.Do(func() { close(s.stop) }) }
 
 // work runs the queued generations one after another.
@@ -110,7 +138,9 @@ func (s *Server) work() {
 	for {
 		select {
 		case j := <-s.jobs:
-			s.waiting.Add(-1)
+			if !j.take(s) {
+				continue // its request stopped waiting when the server closed
+			}
 			j.run()
 			<-j.done
 		case <-s.stop:
@@ -216,8 +246,18 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, start time.Tim
 		return
 	}
 	defer release()
+	s.running.Add(1)
+	s.busyChanged()
+	defer func() { s.running.Add(-1); s.busyChanged() }()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	go func() { // Close stops a generation under way
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	events := s.eng.Generate(ctx, g.req)
 	a := &answer{id: id, created: start.Unix(), model: s.model, kind: g.endpointKind,
 		stop: &stopper{stops: g.stops}, cancel: cancel, tools: g.tools, prefix: g.req.ReplyPrefix}
@@ -239,6 +279,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) (release func()
 	}
 	select {
 	case s.jobs <- j:
+		s.busyChanged()
 	default: // (the channel holds Queue: waiting counts it)
 		s.waiting.Add(-1)
 		w.Header().Set("Retry-After", "1")
@@ -249,9 +290,14 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) (release func()
 	case <-turn:
 		return func() { close(j.done) }, true
 	case <-r.Context().Done():
-		go func() { <-turn; close(j.done) }() // its turn passes at once
+		if !j.take(s) { // its turn came as the client left: it passes at once
+			go func() { <-turn; close(j.done) }()
+		}
 		return nil, false
 	case <-s.stop:
+		if !j.take(s) { // the worker took it as the server closed
+			go func() { <-turn; close(j.done) }()
+		}
 		apiError(w, http.StatusServiceUnavailable, "shutting_down", "the server is stopping")
 		return nil, false
 	}

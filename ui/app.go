@@ -79,6 +79,7 @@ type App struct {
 	modelDir string
 	loading  bool        // a model is being validated or loaded
 	gen      *generation // the reply being generated, if any
+	server   localServer // the Local server (localserver.go)
 
 	convs   []store.Conversation
 	conv    *store.Conversation // the chat on screen; nil before the first one exists
@@ -242,6 +243,7 @@ func (a *App) shutdown() {
 		g.cancel()
 		<-g.done // the stream goroutine saves the reply and posts, never waits for this thread
 	}
+	a.stopServer()() // its generation stopped within a step; its handlers only post
 	if a.draftTimer != nil {
 		a.draftTimer.Stop()
 	}

@@ -52,7 +52,11 @@ func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, re
 	if a.tapEvents != nil {
 		events = a.tapEvents(ctx, events)
 	}
-	a.perf.show(perfView{Phase: "reading the prompt…", Stats: engine.Stats{Backend: a.eng.BackendName, ContextLength: a.eng.ContextLength()}, Memory: mem})
+	phase := "reading the prompt…"
+	if a.server.running > 0 { // the engine takes one generation at a time
+		phase = "waiting for a Local server request to finish…"
+	}
+	a.perf.show(perfView{Phase: phase, Stats: engine.Stats{Backend: a.eng.BackendName, ContextLength: a.eng.ContextLength()}, Memory: mem})
 	eng := a.eng
 	// After the reply, what the prompt cache holds now (PromptCache is safe
 	// off the UI thread).

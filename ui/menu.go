@@ -56,6 +56,8 @@ func (a *App) mainMenu() *fyne.MainMenu {
 		it.Shortcut = sc
 		return it
 	}
+	server := fyne.NewMenuItem("Local server…", a.showServer)
+	server.Checked = a.settings.ServerOn
 	recent := fyne.NewMenuItem("Recent models", nil)
 	recent.ChildMenu = fyne.NewMenu("", a.recentItems()...)
 	file := fyne.NewMenu("File",
@@ -65,6 +67,8 @@ func (a *App) mainMenu() *fyne.MainMenu {
 		fyne.NewMenuItem("Models…", a.showLibrary),
 		recent,
 		fyne.NewMenuItem("Unload model", a.unloadModel),
+		fyne.NewMenuItemSeparator(),
+		server,
 		fyne.NewMenuItemSeparator(),
 		item("Export chat as Markdown…", shortcutExport, a.exportConversation),
 		fyne.NewMenuItem("Export all chats…", a.exportAllConversations),

@@ -109,7 +109,8 @@ func (a *App) loadModel(dir, fallback string) {
 	if g != nil {
 		g.cancel()
 	}
-	a.bar.lastReply = "" // of the model being replaced
+	serverDone := a.stopServer() // it serves the next model once loaded
+	a.bar.lastReply = ""         // of the model being replaced
 	a.bar.showBusy("Loading "+hub.DisplayName(dir)+"…", 0)
 	a.composer.refresh()
 	a.perf.showModel("", 0, engine.Memory{}, "loading "+hub.DisplayName(dir))
@@ -132,6 +133,7 @@ func (a *App) loadModel(dir, fallback string) {
 		if g != nil {
 			<-g.done
 		}
+		serverDone()
 		if old != nil {
 			old.Close()
 		}
@@ -225,6 +227,7 @@ func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback stri
 	a.chat.refreshEmpty()
 	a.win.SetMainMenu(a.mainMenu())
 	a.perf.showModel(e.BackendName, e.ContextLength(), e.Memory(), "ready · "+e.BackendReason)
+	a.startServer()
 }
 
 // unloadModel frees the model (stopping a generation first) without loading
@@ -240,6 +243,7 @@ func (a *App) unloadModel() {
 	if g != nil {
 		g.cancel()
 	}
+	serverDone := a.stopServer()
 	a.bar.refresh()
 	a.composer.refresh()
 	a.chat.refreshEmpty()
@@ -248,6 +252,7 @@ func (a *App) unloadModel() {
 		if g != nil {
 			<-g.done
 		}
+		serverDone()
 		old.Close()
 	})
 }

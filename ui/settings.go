@@ -1,7 +1,7 @@
 package ui
 
 import (
-	"bagel/internal/jsonmsg"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"bagel/engine"
+	"bagel/internal/jsonmsg"
+	"bagel/server"
 )
 
 // Settings are what the user chose, saved as JSON in the xdg config dir
@@ -61,6 +63,11 @@ type Settings struct {
 	HidePerformance bool    `json:"hide_performance,omitempty"`
 	// TextScale sizes the text (View › Bigger / Smaller text); 0 means 1.
 	TextScale float32 `json:"text_scale,omitempty"`
+
+	// ServerOn serves the loaded model to other apps (the Local server,
+	// localserver.go) on 127.0.0.1:ServerPort (0: server.DefaultPort).
+	ServerOn   bool `json:"server_on,omitempty"`
+	ServerPort int  `json:"server_port,omitempty"`
 
 	// Models remembers, by model folder, the settings last saved while that
 	// model was loaded; loading it brings them back.
@@ -148,11 +155,16 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("draft length must be 0 (the default, %d) to %d, got %d", engine.DefaultDraftLength, engine.MaxDraftLength, s.DraftLength)
 	case s.DraftTreeWidth < 0 || s.DraftTreeWidth > engine.MaxTreeWidth:
 		return fmt.Errorf("draft tree width must be 0 (one line of guesses) to %d, got %d", engine.MaxTreeWidth, s.DraftTreeWidth)
+	case s.ServerPort < 0 || s.ServerPort > 65535:
+		return fmt.Errorf("server port must be 0 (the default, %d) to 65535, got %d", server.DefaultPort, s.ServerPort)
 	case !slices.Contains(engine.BackendNames, s.Backend):
 		return fmt.Errorf("unknown backend %q (want one of %v)", s.Backend, engine.BackendNames)
 	}
 	return nil
 }
+
+// serverPort is the Local server's port.
+func (s Settings) serverPort() int { return cmp.Or(s.ServerPort, server.DefaultPort) }
 
 // sampling is the engine's view of the settings for one reply; a negative
 // seed draws a new one.

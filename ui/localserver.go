@@ -1,0 +1,167 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"bagel/hub"
+	"bagel/server"
+)
+
+// The Local server (File › Local server…): bagel serve's APIs — OpenAI's,
+// Anthropic's and Ollama's — over the model loaded in the window, for Claude
+// Code, Codex, Continue and the SDKs. It serves while its switch is on and a
+// model is loaded, on 127.0.0.1 only (the server refuses other hosts' names
+// and web pages; no key is needed on loopback), follows the model as it is
+// replaced, and stops with the window. The chat and the server share the
+// engine, which takes one generation at a time: a reply in the window waits
+// for a server request under way, and the other way round.
+
+// serverLogSize is how many requests the log keeps.
+const serverLogSize = 100
+
+// localServer is the server's state; it belongs to the Fyne thread.
+type localServer struct {
+	srv              *server.Server // nil: not serving
+	addr             string         // host:port while serving
+	model            string         // the id it serves
+	stop             context.CancelFunc
+	done             chan struct{} // closed once Serve returned
+	err              error         // why it is not serving though switched on
+	running, waiting int
+	log              []server.Entry // newest last
+	view             *serverView    // the dialog, while open
+}
+
+// startServer serves the loaded model when the switch is on; a port that
+// cannot be used is shown, and the switch stays on for the next model.
+func (a *App) startServer() {
+	ls := &a.server
+	if !a.settings.ServerOn || a.eng == nil || ls.srv != nil {
+		a.refreshServer()
+		return
+	}
+	port := a.settings.serverPort()
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		ls.err = fmt.Errorf("port %d cannot be used: %w. Another program may be using it: choose another port", port, unwrapOp(err))
+		a.refreshServer()
+		return
+	}
+	model := hub.DisplayName(a.modelDir)
+	var srv *server.Server
+	srv, err = server.New(a.eng, model, server.Options{
+		Log: func(e server.Entry) { a.do(func() { a.serverLogged(e) }) },
+		Busy: func(running, waiting int) {
+			a.do(func() {
+				if a.server.srv == srv {
+					a.server.running, a.server.waiting = running, waiting
+					a.refreshServer()
+				}
+			})
+		},
+	})
+	if err != nil {
+		ln.Close()
+		ls.err = err
+		a.refreshServer()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ctx, ln)
+	}()
+	*ls = localServer{srv: srv, addr: ln.Addr().String(), model: model, stop: cancel, done: done, log: ls.log, view: ls.view}
+	a.refreshServer()
+}
+
+// unwrapOp drops net's "listen tcp 127.0.0.1:N:" prefix: the message names
+// the port already.
+func unwrapOp(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}
+
+// stopServer stops serving (the generation under way is stopped) and returns
+// a wait for its requests to end: the engine must stay open until then.
+func (a *App) stopServer() (wait func()) {
+	ls := &a.server
+	ls.err = nil
+	if ls.srv == nil {
+		a.refreshServer()
+		return func() {}
+	}
+	ls.srv.Close()
+	ls.stop()
+	done := ls.done
+	*ls = localServer{log: ls.log, view: ls.view}
+	a.refreshServer()
+	return func() { <-done }
+}
+
+// serverLogged adds a finished request to the log (of this server or one
+// stopped since: the log outlives a model change).
+func (a *App) serverLogged(e server.Entry) {
+	ls := &a.server
+	ls.log = append(ls.log, e)
+	if len(ls.log) > serverLogSize {
+		ls.log = ls.log[len(ls.log)-serverLogSize:]
+	}
+	a.refreshServer()
+}
+
+// setServerOn is the switch: on, it serves (now, or once a model loads);
+// off, it stops. The choice is kept for the next start.
+func (a *App) setServerOn(on bool) {
+	a.settings.ServerOn = on
+	a.saveSettings()
+	if on {
+		a.startServer()
+	} else {
+		a.stopServer()
+	}
+	a.win.SetMainMenu(a.mainMenu())
+}
+
+// serverURL is the base address clients are given.
+func (a *App) serverURL() string {
+	if a.server.addr != "" {
+		return "http://" + a.server.addr
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", a.settings.serverPort())
+}
+
+// serverStatus says what the server is doing, in a line.
+func (a *App) serverStatus() string {
+	ls := &a.server
+	switch {
+	case !a.settings.ServerOn:
+		return "Off. Turn it on to let other apps on this computer use the loaded model."
+	case ls.err != nil:
+		return "Not serving: " + ls.err.Error()
+	case ls.srv == nil:
+		return "On: load a model to serve it."
+	}
+	return fmt.Sprintf("Serving %s · %d generating · %d waiting", ls.model, ls.running, ls.waiting)
+}
+
+// logLine is one request as the log shows it.
+func logLine(e server.Entry) string {
+	line := fmt.Sprintf("%s  %s  %s  %d", e.Time.Format(time.TimeOnly), e.Endpoint, e.Client, e.Status)
+	if e.PromptTokens > 0 || e.GeneratedTokens > 0 {
+		line += fmt.Sprintf("  prompt %d (reused %d) · reply %d", e.PromptTokens, e.ReusedTokens, e.GeneratedTokens)
+		if e.TokensPerSecond > 0 {
+			line += fmt.Sprintf(" · %.1f tok/s", e.TokensPerSecond)
+		}
+	}
+	return line
+}

@@ -1,0 +1,155 @@
+package ui
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestLocalServerAnswersAClient: switched on in its dialog, the server
+// answers a client's chat completion with the loaded model, the request
+// appears in the dialog's log with its tokens, the window's own chat still
+// replies, and switched off it no longer listens.
+func TestLocalServerAnswersAClient(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.a.showServer()
+	v := h.a.server.view
+	port := freePort(t)
+	v.port.SetText(strconv.Itoa(port))
+	test.Tap(v.on)
+	h.pump()
+	if h.a.server.srv == nil || !strings.HasPrefix(v.status.Text, "Serving ") {
+		t.Fatalf("after the switch: %q", v.status.Text)
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	if !strings.Contains(v.addresses.Text, url+"/v1") {
+		t.Errorf("addresses %q, want %s/v1", v.addresses.Text, url)
+	}
+	test.Tap(v.copy)
+	if got := h.a.fyne.Clipboard().Content(); got != url+"/v1" || !strings.HasPrefix(v.copy.Text, "Copied") {
+		t.Errorf("copy: clipboard %q, button %q", got, v.copy.Text)
+	}
+
+	type result struct {
+		status int
+		body   map[string]any
+		err    error
+	}
+	res := make(chan result, 1)
+	go func() {
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"max_tokens":3,"temperature":0,"messages":[{"role":"user","content":"Hi"}]}`))
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var body map[string]any
+		json.Unmarshal(b, &body)
+		res <- result{status: resp.StatusCode, body: body}
+	}()
+	h.waitFor("the request in the log", func() bool { return len(h.a.server.log) == 1 })
+	r := <-res
+	if r.err != nil || r.status != 200 {
+		t.Fatalf("the client got %d %v (%v)", r.status, r.body, r.err)
+	}
+	if u := r.body["usage"].(map[string]any); u["completion_tokens"].(float64) != 3 {
+		t.Errorf("usage %v, want 3 completion tokens", u)
+	}
+	e := h.a.server.log[0]
+	if e.Endpoint != "/v1/chat/completions" || e.Status != 200 || e.GeneratedTokens != 3 || e.PromptTokens == 0 {
+		t.Errorf("log entry %+v", e)
+	}
+	if len(v.lines) != 1 || v.lines[0] != logLine(e) || !strings.Contains(v.lines[0], "reply 3") {
+		t.Errorf("the dialog's log shows %q", v.lines)
+	}
+	if !h.a.settings.ServerOn || h.a.settings.ServerPort != port {
+		t.Errorf("settings: on %v port %d", h.a.settings.ServerOn, h.a.settings.ServerPort)
+	}
+
+	for h.a.closeTopDialog() {
+	}
+	h.typeAndSend("Hello")
+	if m := h.waitReplyDone(); m.Content == "" {
+		t.Error("the window's reply is empty while the server is on")
+	}
+
+	h.a.showServer()
+	test.Tap(h.a.server.view.on)
+	h.pump()
+	if h.a.server.srv != nil || h.a.settings.ServerOn {
+		t.Error("switched off, the server still runs")
+	}
+	if resp, err := http.Get(url + "/v1/models"); err == nil {
+		resp.Body.Close()
+		t.Error("switched off, the port still answers")
+	}
+}
+
+// TestLocalServerFollowsTheModel: switched on in the settings, the server
+// starts with the model the app reloads, serves the next model loaded under
+// its name, and stops when the model is unloaded; a port another program
+// holds is named in the dialog, and the switch stays on.
+func TestLocalServerFollowsTheModel(t *testing.T) {
+	s := testSettings()
+	s.ServerOn, s.ServerPort = true, freePort(t)
+	h := newHarness(t, &s, "", "")
+	models := func() string {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(s.ServerPort) + "/v1/models")
+		if err != nil {
+			return "(" + err.Error() + ")"
+		}
+		defer resp.Body.Close()
+		var out struct{ Data []struct{ ID string } }
+		json.NewDecoder(resp.Body).Decode(&out)
+		if len(out.Data) != 1 {
+			return "(no model)"
+		}
+		return out.Data[0].ID
+	}
+	first := h.loadModel("tiny-moe")
+	if got := models(); got != h.a.server.model || h.a.server.model == "" || !strings.HasSuffix(first, got) {
+		t.Errorf("serving %q, want the first model's folder name", got)
+	}
+	second := h.loadModel("tiny-dense")
+	if got := models(); !strings.HasSuffix(second, got) {
+		t.Errorf("after the second load, serving %q, want %q's name", got, second)
+	}
+	h.a.unloadModel()
+	h.pump()
+	if got := models(); !strings.HasPrefix(got, "(") {
+		t.Errorf("with no model, the port still serves %q", got)
+	}
+
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	h.a.settings.ServerPort = held.Addr().(*net.TCPAddr).Port
+	h.loadModel("tiny-moe")
+	h.a.showServer()
+	status := h.a.server.view.status.Text
+	if h.a.server.srv != nil || !strings.Contains(status, "port "+strconv.Itoa(h.a.settings.ServerPort)+" cannot be used") || !h.a.settings.ServerOn {
+		t.Errorf("a port in use: status %q", status)
+	}
+}
