@@ -42,6 +42,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	chunk := fs.prefillChunk()
 	projections := fs.Int("projections", 10, "time the decode GEMV alone on each matrix shape, this many products each (0: not)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (host overhead)")
+	serverRows := fs.Bool("server", false, "also time a reply streamed through the local server against the engine alone (needs a tokenizer)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -155,6 +156,11 @@ func runBench(args []string, out, errOut io.Writer) error {
 			return err
 		}
 	}
+	if *serverRows {
+		if err := b.server(32); err != nil {
+			return err
+		}
+	}
 	if *projections > 0 {
 		b.progress("the decode GEMV on each matrix shape")
 		ps, err := b.e.TimeProjections(*projections)
@@ -166,6 +172,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	b.report.ScratchBytes = b.e.Memory().Scratch // after the longest prompt: what a step's activations took
 	fmt.Fprintln(errOut)
 	writeBenchTable(out, &b.report)
+	writeServerBench(out, b.report.Server)
 	if *jsonFile != "" {
 		data, err := json.MarshalIndent(b.report, "", "  ")
 		if err != nil {

@@ -30,6 +30,8 @@ type benchReport struct {
 	Results           []benchResult `json:"results"`
 	// Projections is the decode GEMV on each matrix shape alone (--projections).
 	Projections []engine.ProjectionTiming `json:"projections,omitempty"`
+	// Server is the local server against the engine (--server).
+	Server *serverBench `json:"server,omitempty"`
 }
 
 // benchResult is one measured figure (the median run).

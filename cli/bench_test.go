@@ -271,3 +271,18 @@ func benchJSON(t *testing.T, args ...string) (benchReport, string) {
 	}
 	return r, stdout
 }
+
+// TestBenchServerRows: --server streams the same greedy replies through the
+// local server as straight from the engine, and reports both (a model with
+// a tokenizer; the CPU's figures mean nothing, only that both are there).
+func TestBenchServerRows(t *testing.T) {
+	r, stdout := benchJSON(t, "-m", testmodel.Dir(t, "tiny-moe"), "--backend", "cpu", "--runs", "2", "--tokens", "16",
+		"--prefill", "", "--long", "", "--drafts", "", "--switches=false", "--lookup=false", "--projections", "0", "--server")
+	s := r.Server
+	if s == nil || s.Error != "" || s.EngineTTFTms <= 0 || s.ServerTTFTms <= 0 || s.EngineTokPerSec <= 0 || s.ServerTokPerSec <= 0 || s.Runs != 2 {
+		t.Fatalf("server rows: %+v", s)
+	}
+	if !strings.Contains(stdout, "local server (/v1/completions streamed on loopback") || !strings.Contains(stdout, "% of the engine's") {
+		t.Errorf("the table has no server rows:\n%s", stdout)
+	}
+}

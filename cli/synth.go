@@ -21,6 +21,7 @@ func runSynth(args []string, out, errOut io.Writer) error {
 	layers := fs.Int("layers", 0, "override the number of layers")
 	bits := fs.Int("bits", 0, "override the quantization bits (2, 3, 4, 5, 6 or 8)")
 	groupSize := fs.Int("group-size", 0, "override the quantization group size (32, 64 or 128)")
+	vocab := fs.Int("vocab", 0, "override the vocabulary size (to match a tokenizer given with --tokenizer)")
 	seed := fs.Uint64("seed", 1, "random seed")
 	tokenizerDir := fs.String("tokenizer", "", "copy tokenizer.json, tokenizer_config.json and chat_template.jinja from this model folder")
 	if err := fs.parse(args); err != nil {
@@ -29,6 +30,7 @@ func runSynth(args []string, out, errOut io.Writer) error {
 	if err := need(
 		check{*experts >= 0, "experts", *experts, "want a count (0: the shape's)"},
 		check{*layers >= 0, "layers", *layers, "want a count (0: the shape's)"},
+		check{*vocab >= 0 && *vocab <= 1<<20, "vocab", *vocab, "want a size up to 1048576 (0: the shape's)"},
 	); err != nil {
 		return err
 	}
@@ -51,7 +53,7 @@ func runSynth(args []string, out, errOut io.Writer) error {
 	for _, o := range []struct {
 		v   int
 		dst *int
-	}{{*experts, &shape.Experts}, {*layers, &shape.Layers}, {*bits, &quant.Bits}, {*groupSize, &quant.GroupSize}} {
+	}{{*experts, &shape.Experts}, {*layers, &shape.Layers}, {*vocab, &shape.Vocab}, {*bits, &quant.Bits}, {*groupSize, &quant.GroupSize}} {
 		if o.v != 0 {
 			*o.dst = o.v
 		}

@@ -33,6 +33,9 @@ type chatRequest struct {
 	Stop                stopList          `json:"stop"`
 	N                   *int              `json:"n"`
 	Logprobs            *bool             `json:"logprobs"`
+	// IgnoreEOS decodes past the model's stop tokens until max_tokens (vLLM's
+	// and llama-server's extension; benchmarks use it).
+	IgnoreEOS bool `json:"ignore_eos"`
 	Tools               []json.RawMessage `json:"tools"`
 	ToolChoice          json.RawMessage   `json:"tool_choice"`
 	ReasoningEffort     string            `json:"reasoning_effort"`
@@ -175,7 +178,7 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 		thinking = false
 	}
 	g := &generation{thinkingOn: thinking, stops: r.Stop, endpointKind: "chat.completion"}
-	g.req.EnableThinking = thinking
+	g.req.EnableThinking, g.req.IgnoreStop = thinking, r.IgnoreEOS
 	g.streamUsage = r.StreamOptions != nil && r.StreamOptions.IncludeUsage
 	if chat {
 		if len(r.Messages) == 0 {
