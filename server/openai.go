@@ -16,30 +16,30 @@ import (
 // chatRequest is the part of OpenAI's chat completion request the server
 // reads. Pointers tell a field left out from a zero.
 type chatRequest struct {
-	Model               string            `json:"model"`
-	Messages            []chatMessage     `json:"messages"`
-	Stream              bool              `json:"stream"`
-	StreamOptions       *streamOptions    `json:"stream_options"`
-	MaxTokens           *int              `json:"max_tokens"`
-	MaxCompletionTokens *int              `json:"max_completion_tokens"`
-	Temperature         *float64          `json:"temperature"`
-	TopP                *float64          `json:"top_p"`
-	TopK                *int              `json:"top_k"`
-	MinP                *float64          `json:"min_p"`
-	RepetitionPenalty   *float64          `json:"repetition_penalty"`
-	PresencePenalty     *float64          `json:"presence_penalty"`
-	FrequencyPenalty    *float64          `json:"frequency_penalty"`
-	Seed                *int64            `json:"seed"`
-	Stop                stopList          `json:"stop"`
-	N                   *int              `json:"n"`
-	Logprobs            *bool             `json:"logprobs"`
+	Model               string         `json:"model"`
+	Messages            []chatMessage  `json:"messages"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *streamOptions `json:"stream_options"`
+	MaxTokens           *int           `json:"max_tokens"`
+	MaxCompletionTokens *int           `json:"max_completion_tokens"`
+	Temperature         *float64       `json:"temperature"`
+	TopP                *float64       `json:"top_p"`
+	TopK                *int           `json:"top_k"`
+	MinP                *float64       `json:"min_p"`
+	RepetitionPenalty   *float64       `json:"repetition_penalty"`
+	PresencePenalty     *float64       `json:"presence_penalty"`
+	FrequencyPenalty    *float64       `json:"frequency_penalty"`
+	Seed                *int64         `json:"seed"`
+	Stop                stopList       `json:"stop"`
+	N                   *int           `json:"n"`
+	Logprobs            *bool          `json:"logprobs"`
 	// IgnoreEOS decodes past the model's stop tokens until max_tokens (vLLM's
 	// and llama-server's extension; benchmarks use it).
-	IgnoreEOS bool `json:"ignore_eos"`
-	Tools               []json.RawMessage `json:"tools"`
-	ToolChoice          json.RawMessage   `json:"tool_choice"`
-	ReasoningEffort     string            `json:"reasoning_effort"`
-	TemplateKwargs      struct {
+	IgnoreEOS       bool              `json:"ignore_eos"`
+	Tools           []json.RawMessage `json:"tools"`
+	ToolChoice      json.RawMessage   `json:"tool_choice"`
+	ReasoningEffort string            `json:"reasoning_effort"`
+	TemplateKwargs  struct {
 		EnableThinking *bool `json:"enable_thinking"`
 	} `json:"chat_template_kwargs"`
 	// Prompt is /v1/completions' raw prompt.
