@@ -286,3 +286,34 @@ func TestBenchServerRows(t *testing.T) {
 		t.Errorf("the table has no server rows:\n%s", stdout)
 	}
 }
+
+// TestSynthWithATokenizer: a synthetic checkpoint given a tokenizer takes
+// its end-of-sequence token as the stop token (synth's own, the
+// vocabulary's last id, is not in a tokenizer of fewer ids) and its
+// vocabulary size (--vocab), so it loads and generates text.
+func TestSynthWithATokenizer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "synth")
+	config := filepath.Join(testmodel.Weights(t, "tiny-moe"), "config.json")
+	tok := testmodel.Dir(t, "tiny-moe")
+	code, stdout, stderr := runCLI("synth", "--config", config, "--vocab", "151936", "--tokenizer", tok, "--out", dir)
+	if code != 0 {
+		t.Fatalf("synth: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		EOS  int `json:"eos_token_id"`
+		Text struct {
+			Vocab int `json:"vocab_size"`
+		} `json:"text_config"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil || cfg.EOS != 151645 || cfg.Text.Vocab != 151936 {
+		t.Fatalf("config: eos %d vocab %d (%v), want <|im_end|> 151645 and 151936", cfg.EOS, cfg.Text.Vocab, err)
+	}
+	code, stdout, stderr = runCLI("generate", "-m", dir, "--backend", "cpu", "--max-tokens", "4", "--no-think", "Hi")
+	if code != 0 {
+		t.Errorf("generate on it: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"bagel/synth"
+	"bagel/tokenizer"
 )
 
 // runSynth writes a synthetic checkpoint (package synth) of a built-in or a
@@ -87,6 +89,9 @@ func runSynth(args []string, out, errOut io.Writer) error {
 		if err := copyTokenizer(*tokenizerDir, *dir); err != nil {
 			return err
 		}
+		if err := takeTokenizersEOS(*dir); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(out, "%s: %s, %d layers, %d experts, %d-bit gs %d, %.2f GB in %.1f s\n", *dir, shape.ModelType,
 		shape.Layers, shape.Experts, quant.Bits, quant.GroupSize, float64(need)/1e9, time.Since(start).Seconds())
@@ -108,4 +113,33 @@ func copyTokenizer(from, to string) error {
 		}
 	}
 	return nil
+}
+
+// takeTokenizersEOS makes the tokenizer's end-of-sequence token the
+// checkpoint's stop token (synth writes the vocabulary's last id, which a
+// tokenizer copied in need not have).
+func takeTokenizersEOS(dir string) error {
+	tok, err := tokenizer.Open(dir)
+	if err != nil {
+		return fmt.Errorf("--tokenizer: %w", err)
+	}
+	eos, ok := tok.EOSTokenID()
+	if !ok {
+		return nil
+	}
+	path := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return err
+	}
+	cfg["eos_token_id"] = eos
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(out, '\n'), 0o644)
 }
