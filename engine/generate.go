@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"bagel/backend"
 	"bagel/drafter"
-	"bagel/ops"
-	"bagel/switches"
 	"bagel/tokenizer"
 )
 
@@ -270,24 +267,31 @@ func finiteLogits(v []float32) bool {
 	return true
 }
 
-func (g *generation) run(req Request) error {
-	e := g.e
+// check refuses a request's settings outside their ranges.
+func (e *Engine) check(req Request) error {
 	if err := req.Sampling.Validate(); err != nil {
 		return err
 	}
-	if req.MaxTokens < 0 {
+	switch {
+	case req.MaxTokens < 0:
 		return fmt.Errorf("max tokens must be ≥ 0, got %d", req.MaxTokens)
-	}
-	if req.TreeWidth < 0 || req.TreeWidth > MaxTreeWidth {
+	case req.TreeWidth < 0 || req.TreeWidth > MaxTreeWidth:
 		return fmt.Errorf("draft tree width must be 0 (no tree) to %d, got %d", MaxTreeWidth, req.TreeWidth)
-	}
-	if req.DraftLength < 0 || req.DraftLength > MaxDraftLength {
+	case req.DraftLength < 0 || req.DraftLength > MaxDraftLength:
 		return fmt.Errorf("draft length must be 0 (the default, %d) to %d, got %d", DefaultDraftLength, MaxDraftLength, req.DraftLength)
-	}
-	if req.PrefillChunk < 0 || req.PrefillChunk > MaxPrefillChunk {
+	case req.PrefillChunk < 0 || req.PrefillChunk > MaxPrefillChunk:
 		return fmt.Errorf("prompt chunk must be 0 (the model's, %d) to %d tokens, got %d", e.prefillChunk, MaxPrefillChunk, req.PrefillChunk)
 	}
-	chunk := cmp.Or(req.PrefillChunk, e.prefillChunk)
+	return nil
+}
+
+// run generates req's reply: the prompt (what the prompt cache holds of it
+// reused, the rest prefilled), the decode planned, then the reply's tokens.
+func (g *generation) run(req Request) error {
+	e := g.e
+	if err := e.check(req); err != nil {
+		return err
+	}
 	prompt, err := e.PromptTokens(req)
 	if err != nil {
 		return err
@@ -304,111 +308,17 @@ func (g *generation) run(req Request) error {
 		return err
 	}
 	st.ReusedPromptTokens, st.PrefilledTokens = reused, reused
-	smp := newSampler(req.Sampling)
-	history := []int32{prompt[len(prompt)-1]}
-	// next runs tokens through the model and picks the token after them: on the
-	// device when greedy needs no logits on the host (no repetition penalty).
-	penalty := req.Sampling.RepetitionPenalty
-	noPenalty := penalty == 0 || penalty == 1
-	greedyOnDevice := req.Sampling.Temperature == 0 && noPenalty && switches.On(SwitchDeviceArgmax)
-	// Greedy with a repetition penalty: the device penalizes the logits and
-	// picks the best one (forwardTopK, k = 1), the host reads back 12 bytes,
-	// not the logits (1 MB at a vocabulary of 248320).
-	greedyPenalized := req.Sampling.Temperature == 0 && !noPenalty && switches.On(SwitchDeviceTopK)
-	topKOnDevice := req.Sampling.Temperature > 0 && req.Sampling.TopK > 0 && req.Sampling.TopK <= ops.TopKMax &&
-		switches.On(SwitchDeviceTopK)
-	// Top-p or min-p without a top-k: the device's best ops.TopKMax, with the
-	// logits read only when the filters' cut falls past them.
-	filteredOnDevice := req.Sampling.Temperature > 0 && req.Sampling.TopK == 0 &&
-		(req.Sampling.TopP > 0 && req.Sampling.TopP < 1 || req.Sampling.MinP > 0) && switches.On(SwitchDeviceTopK)
-	st.SampledOnDevice = greedyOnDevice || greedyPenalized || topKOnDevice || filteredOnDevice
-	// With a top-k and no penalty the device may draw the token itself
-	// (device_draw.go): the host reads back its id alone.
-	drawOnDevice := topKOnDevice && noPenalty && switches.On(SwitchDeviceSampling)
-	next := func(tokens []int32) (int32, error) {
-		switch {
-		case greedyOnDevice:
-			return e.forwardArgmax(tokens)
-		case drawOnDevice:
-			return e.forwardDraw(tokens, req.Sampling, smp.uniform())
-		case greedyPenalized:
-			c, err := e.forwardTopK(tokens, 1, smp.penalizedIDs(history), float32(penalty))
-			if err != nil {
-				return 0, err
-			}
-			if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
-				return 0, errNonFinite
-			}
-			return c.ids[0], nil
-		case topKOnDevice:
-			var penalized []int32
-			if !noPenalty {
-				penalized = smp.penalizedIDs(history)
-			}
-			c, err := e.forwardTopK(tokens, req.Sampling.TopK, penalized, float32(penalty))
-			if err != nil {
-				return 0, err
-			}
-			if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
-				return 0, errNonFinite
-			}
-			return smp.sampleTop(c), nil
-		case filteredOnDevice:
-			var penalized []int32
-			if !noPenalty {
-				penalized = smp.penalizedIDs(history)
-			}
-			c, logits, err := e.forwardFiltered(tokens, req.Sampling, penalized, float32(penalty))
-			if err != nil {
-				return 0, err
-			}
-			if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
-				return 0, errNonFinite
-			}
-			if logits != nil { // penalized on the device already: draw, not sample
-				if !finiteLogits(logits) {
-					return 0, errNonFinite
-				}
-				return int32(smp.draw(logits)), nil
-			}
-			return smp.sampleTop(c), nil
-		}
-		logits, err := e.forward(tokens, false)
-		if err != nil {
-			return 0, err
-		}
-		if !finiteLogits(logits) {
-			return 0, errNonFinite
-		}
-		return smp.sample(logits, history), nil
+	plan := e.planDecode(req, []int32{prompt[len(prompt)-1]})
+	st.SampledOnDevice = plan.onDevice
+	if plan.pipe != nil {
+		// Its stop runs before any return: a step still running would touch
+		// the cache after the next generation has taken it.
+		defer func() { _ = plan.pipe.stop() }()
 	}
-	// Prefill from where the reused state ends: up to keepAt (the end of the
-	// conversation before the generation prompt), keep a snapshot there for the
-	// next turn, then the rest but the last token, whose logits are run last
-	// and give the first reply token.
-	for _, span := range [][2]int{{reused, keepAt}, {max(reused, keepAt), len(prompt) - 1}} {
-		for i := span[0]; i < span[1]; i += chunk {
-			if g.ctx.Err() != nil {
-				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
-				return nil
-			}
-			end := min(i+chunk, span[1])
-			if _, err := e.forwardArgmax(prompt[i:end]); err != nil {
-				return err
-			}
-			st.PrefilledTokens = end
-			if len(prompt)-reused > chunk && !g.send(Event{Kind: EventStats, Stats: st}) {
-				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: st})
-				return nil
-			}
-		}
-		if span[1] == keepAt && keepAt > reused {
-			if err := e.keepSnapshot(prompt[:keepAt]); err != nil {
-				return err
-			}
-		}
+	if cancelled, err := g.prefill(prompt, reused, keepAt, cmp.Or(req.PrefillChunk, e.prefillChunk), &st); err != nil || cancelled {
+		return err
 	}
-	id, err := next(prompt[len(prompt)-1:])
+	id, err := plan.pick.next(prompt[len(prompt)-1:])
 	if err != nil {
 		return err
 	}
@@ -418,63 +328,64 @@ func (g *generation) run(req Request) error {
 	}
 	st.PrefillTokensPerSec = float64(len(prompt)-reused) / prefillTime.Seconds()
 	st.KVLength, st.PrefilledTokens = len(prompt), len(prompt)
+	st.Speculative = plan.spec != nil
+	return g.decode(req, plan, prompt, id, start, &st)
+}
 
+// prefill runs the prompt from where the reused state ends: up to keepAt
+// (the end of the conversation before the generation prompt), keeps a
+// snapshot there for the next turn, then the rest but the last token, whose
+// logits are run last (by the decode plan's picker) and give the first reply
+// token. true: cancelled (the final event sent).
+func (g *generation) prefill(prompt []int32, reused, keepAt, chunk int, st *Stats) (bool, error) {
+	e := g.e
+	for _, span := range [][2]int{{reused, keepAt}, {max(reused, keepAt), len(prompt) - 1}} {
+		for i := span[0]; i < span[1]; i += chunk {
+			if g.ctx.Err() != nil {
+				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: *st})
+				return true, nil
+			}
+			end := min(i+chunk, span[1])
+			if _, err := e.forwardArgmax(prompt[i:end]); err != nil {
+				return false, err
+			}
+			st.PrefilledTokens = end
+			if len(prompt)-reused > chunk && !g.send(Event{Kind: EventStats, Stats: *st}) {
+				g.send(Event{Kind: EventDone, Reason: ReasonCancelled, Stats: *st})
+				return true, nil
+			}
+		}
+		if span[1] == keepAt && keepAt > reused {
+			if err := e.keepSnapshot(prompt[:keepAt]); err != nil {
+				return false, err
+			}
+		}
+	}
+	return false, nil
+}
+
+// decode sends the reply from id, its first token (the prompt's last step
+// picked it): each turn sends one token and, when none is pending, asks the
+// plan for the next (a step, or a speculative batch of them).
+func (g *generation) decode(req Request, plan *decodePlan, prompt []int32, id int32, start time.Time, st *Stats) error {
+	e := g.e
 	thinking := startsThinking(e, prompt)
 	var dec *tokenizer.StreamDecoder
 	if e.tok != nil {
 		dec = e.tok.NewStreamDecoder()
 	}
-	// Speculative decoding (greedy replies without a repetition penalty, and
-	// sampled ones with a top-k on the device): pending holds the tokens a step
-	// added beyond the one being handled; context is every token so far, what
-	// the drafter searches.
-	var spec *speculator
-	sampledSpec := topKOnDevice
-	if (greedyOnDevice || sampledSpec) && switches.On(SwitchSpeculative) {
-		spec = &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}, draftLen: DefaultDraftLength}
-		if req.TreeWidth > 1 && greedyOnDevice {
-			spec.drafter = drafter.NGramTreeDrafter{MinN: 2, MaxN: 4, Width: req.TreeWidth}
-		}
-		if req.DraftLength > 0 {
-			spec.draftLen = req.DraftLength
-		}
-		// Prompt lookup guesses as many as pay (draft_budget.go); a drafter
-		// the request brings (the benchmark's oracle) guesses its length.
-		spec.budget = newDraftBudget(spec.draftLen)
-		if req.Drafter != nil {
-			spec.drafter, spec.budget = req.Drafter, nil
-		}
-		st.Speculative = true
-	}
-	// Decode without drafts whose token the device picks (greedy, or drawn
-	// on the device) keeps its next step launched ahead of the host where
-	// the device reads back asynchronously (pipeline.go). Its
-	// stop runs before any return: a step still running would touch the
-	// cache after the next generation has taken it.
-	var pipe *decodePipe
-	if (greedyOnDevice || drawOnDevice) && spec == nil && switches.On(SwitchDecodePipeline) && e.CanPipeline() {
-		pipe = &decodePipe{e: e}
-		if drawOnDevice {
-			pipe.draw = &deviceDraw{s: req.Sampling, uniform: smp.uniform}
-		}
-		defer func() { _ = pipe.stop() }()
-	}
-	var pending []int32
+	var pending []int32 // the tokens a step added beyond the one being sent
 	context := slices.Clone(prompt)
-	startCounters := e.Counters()
-	startClock := e.deviceClock()
-	decodeStart := time.Now()
-	lastStats := time.Now()
+	startCounters, startClock := e.Counters(), e.deviceClock()
+	decodeStart, lastStats := time.Now(), time.Now()
 	reason := ""
 	for {
 		if st.GeneratedTokens == 0 {
 			st.TimeToFirstToken = time.Since(start)
-			decodeStart = time.Now()
-			startCounters = e.Counters()
-			startClock = e.deviceClock()
+			decodeStart, startCounters, startClock = time.Now(), e.Counters(), e.deviceClock()
 		}
 		st.GeneratedTokens++
-		history = append(history, id)
+		plan.history = append(plan.history, id)
 		if e.isEOS(id) && !req.IgnoreStop {
 			reason = ReasonStop
 			break
@@ -492,75 +403,24 @@ func (g *generation) run(req Request) error {
 			reason = ReasonCancelled
 			break
 		}
-		if req.MaxTokens > 0 && st.GeneratedTokens >= req.MaxTokens {
-			reason = ReasonLength
-			break
-		}
-		if st.KVLength >= e.ContextLength() {
-			reason = ReasonContext
-			break
-		}
-		if g.ctx.Err() != nil {
-			reason = ReasonCancelled
+		if reason = g.ended(req, st); reason != "" {
 			break
 		}
 		if len(pending) == 0 {
-			if spec != nil && st.KVLength+2 <= e.ContextLength() {
-				context = append(context[:len(prompt)], history[1:]...)
-				var b batch
-				var err error
-				room := e.ContextLength() - st.KVLength
-				if greedyOnDevice {
-					left := 0
-					if req.MaxTokens > 0 {
-						left = req.MaxTokens - st.GeneratedTokens
-					}
-					stop := func(id int32) bool { return e.isEOS(id) && !req.IgnoreStop }
-					b, err = spec.steps(context, id, room, left, stop, func() bool { return g.ctx.Err() != nil })
-				} else {
-					stepStart := time.Now()
-					toks, proposed, accepted, serr := spec.stepSampled(context, id, room, smp, req.Sampling.TopK, history)
-					if err = serr; err == nil {
-						b.add(spec, toks, proposed, accepted, time.Since(stepStart))
-					}
-				}
-				if err != nil {
-					return err
-				}
-				st.DraftProposed += b.proposed
-				st.DraftAccepted += b.accepted
-				st.DraftTime += b.draftTime
-				st.Verifies += b.verifies
-				st.VerifyTime += b.verifyTime
-				st.KVLength += len(b.tokens) // id and each step's kept guesses are in the cache now
-				pending = b.tokens
-			} else {
-				var nid int32
-				var err error
-				if pipe != nil {
-					// The step on the token after this one is launched ahead unless
-					// the reply is known to end there (its token limit, the context's end).
-					ahead := (req.MaxTokens == 0 || st.GeneratedTokens+1 < req.MaxTokens) && st.KVLength+2 <= e.ContextLength()
-					nid, err = pipe.next(id, ahead)
-				} else {
-					nid, err = next([]int32{id})
-				}
-				if err != nil {
-					return err
-				}
-				st.KVLength++
-				pending = []int32{nid}
+			var err error
+			if pending, err = g.advance(req, plan, prompt, &context, id, st); err != nil {
+				return err
 			}
 		}
 		id, pending = pending[0], pending[1:]
 		if time.Since(lastStats) >= 200*time.Millisecond {
-			g.decodeStats(&st, decodeStart, startCounters, startClock)
-			g.send(Event{Kind: EventStats, Stats: st})
+			g.decodeStats(st, decodeStart, startCounters, startClock)
+			g.send(Event{Kind: EventStats, Stats: *st})
 			lastStats = time.Now()
 		}
 	}
-	if pipe != nil {
-		if err := pipe.stop(); err != nil {
+	if plan.pipe != nil {
+		if err := plan.pipe.stop(); err != nil {
 			return err
 		}
 	}
@@ -569,9 +429,75 @@ func (g *generation) run(req Request) error {
 			g.send(Event{Kind: EventToken, Text: rest, Thinking: thinking, Token: -1})
 		}
 	}
-	g.decodeStats(&st, decodeStart, startCounters, startClock)
-	g.send(Event{Kind: EventDone, Reason: reason, Stats: st})
+	g.decodeStats(st, decodeStart, startCounters, startClock)
+	g.send(Event{Kind: EventDone, Reason: reason, Stats: *st})
 	return nil
+}
+
+// ended is why the reply ends after the token just sent ("" : it goes on).
+func (g *generation) ended(req Request, st *Stats) string {
+	switch {
+	case req.MaxTokens > 0 && st.GeneratedTokens >= req.MaxTokens:
+		return ReasonLength
+	case st.KVLength >= g.e.ContextLength():
+		return ReasonContext
+	case g.ctx.Err() != nil:
+		return ReasonCancelled
+	}
+	return ""
+}
+
+// advance runs the model on id, the token just sent, and returns the tokens
+// that follow it: a speculative batch's (id and the kept guesses enter the
+// cache; context becomes every token so far, what the drafter searches), or
+// one step's.
+func (g *generation) advance(req Request, plan *decodePlan, prompt []int32, context *[]int32, id int32, st *Stats) ([]int32, error) {
+	e := g.e
+	if plan.spec != nil && st.KVLength+2 <= e.ContextLength() {
+		*context = append((*context)[:len(prompt)], plan.history[1:]...)
+		var b batch
+		var err error
+		room := e.ContextLength() - st.KVLength
+		if plan.greedy {
+			left := 0
+			if req.MaxTokens > 0 {
+				left = req.MaxTokens - st.GeneratedTokens
+			}
+			stop := func(id int32) bool { return e.isEOS(id) && !req.IgnoreStop }
+			b, err = plan.spec.steps(*context, id, room, left, stop, func() bool { return g.ctx.Err() != nil })
+		} else {
+			stepStart := time.Now()
+			toks, proposed, accepted, serr := plan.spec.stepSampled(*context, id, room, plan.smp, req.Sampling.TopK, plan.history)
+			if err = serr; err == nil {
+				b.add(plan.spec, toks, proposed, accepted, time.Since(stepStart))
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		st.DraftProposed += b.proposed
+		st.DraftAccepted += b.accepted
+		st.DraftTime += b.draftTime
+		st.Verifies += b.verifies
+		st.VerifyTime += b.verifyTime
+		st.KVLength += len(b.tokens)
+		return b.tokens, nil
+	}
+	var next int32
+	var err error
+	if plan.pipe != nil {
+		// The step on the token after this one is launched ahead unless the
+		// reply is known to end there (its token limit, the context's end).
+		ahead := (req.MaxTokens == 0 || st.GeneratedTokens+1 < req.MaxTokens) && st.KVLength+2 <= e.ContextLength()
+		next, err = plan.pipe.next(id, ahead)
+	} else {
+		next, err = plan.pick.next([]int32{id})
+	}
+	if err != nil {
+		return nil, err
+	}
+	st.KVLength++
+	return []int32{next}, nil
 }
 
 // decodeStats fills the decode rate and per-token device counts: the decode steps
