@@ -9,7 +9,7 @@ import (
 // speculative decoding is never much slower than plain decoding: guesses the
 // model keeps rejecting cost a verify each, and a verify is not free (H200,
 // 35B-A3B: a verify of 4 guesses costs 2.55 plain steps, of 1 to 8 guesses
-// 0.39 to 0.41 of a step a guess; docs/benchmarks.md, fifth session).
+// 0.39 to 0.41 of a step a guess; docs/history/benchmarks-2026-12.md, fifth session).
 //
 // A verify of γ guesses costs about 1 + c·γ plain steps, c measured as the
 // reply goes (the wall time of the steps with guesses against those without;

@@ -105,7 +105,7 @@ func (e *Engine) PrefillChunk() int { return e.prefillChunk }
 // DefaultPrefillChunk and MaxPrefillChunk bound Options.PrefillChunk. 2048:
 // a prompt's experts then see four times the tokens of a 512-token chunk per
 // weight tile (H200, 35B-A3B with 256 experts: prefill of 2048 tokens 13.5k →
-// 15.7k tok/s, of 8192 13.0k → 15.1k, docs/benchmarks.md); the scratch a
+// 15.7k tok/s, of 8192 13.0k → 15.1k, docs/history/benchmarks-2026-12.md); the scratch a
 // forward takes grows with it, a few hundred MB at that model's shapes.
 const (
 	DefaultPrefillChunk = 2048

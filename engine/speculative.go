@@ -204,7 +204,7 @@ func (b *batch) add(s *speculator, toks []int32, proposed, accepted int, took ti
 // goroutine, with no hand-over between them: the next step's drafts and
 // launches follow the last one's picks at once (handing each step's picks to
 // the generation's goroutine and the next step back stood the GPU idle about
-// 60 µs a verify on the H200, docs/benchmarks.md, fifteenth session). It
+// 60 µs a verify on the H200, docs/history/benchmarks-2026-12.md, fifteenth session). It
 // stops after a step whose tokens include a stop token (stop), once it has
 // at least limit tokens (0: none), when fewer than two positions are left
 // of room, when cancelled says so, or after batchWall. A tree drafter runs

@@ -42,7 +42,7 @@ const (
 	// SwitchFusedGDNStep runs a decode step's GDN gates, delta rule and gated
 	// output norm in one launch (gdn_step_bf16). Off by default: one
 	// threadgroup per head is slower than the three launches it replaces
-	// (H200, docs/benchmarks.md: 3.58 against 3.50 ms per token).
+	// (H200, docs/history/benchmarks-2026-12.md: 3.58 against 3.50 ms per token).
 	SwitchFusedGDNStep = "fused-gdn-step"
 	// SwitchFusedAttnPrep runs the attention preamble (q/gate split, q and k
 	// norms, RoPE, the KV append) in one launch (attn_prep_bf16).
@@ -115,7 +115,7 @@ const (
 	// weight's dequantizing, and an expert's rows are read once for the
 	// tokens routed to it.
 	// Off by default: it pays with speculative decoding and costs a plain
-	// decode step (H200, 35B-A3B, docs/benchmarks.md, sixteenth session,
+	// decode step (H200, 35B-A3B, docs/history/benchmarks-2026-12.md, sixteenth session,
 	// medians of three rounds: oracle drafts of 4 at 1586 tok/s against 878
 	// without it, a verify of 5 tokens 3.12 ms against 5.63; plain decode
 	// 404 against 495 tok/s).

@@ -54,7 +54,7 @@ var shapes = map[string]Shape{
 	},
 	// A small dense stand-in (not a released checkpoint's shapes): the 35B-A3B's
 	// hidden size, heads and GDN shapes with a dense MLP and tied embeddings,
-	// about 1 GB at 4 bits; the second shape docs/benchmarks.md records.
+	// about 1 GB at 4 bits; a second shape for bench runs.
 	"dense-small": {
 		ModelType: "qwen3_5", Hidden: 2048, Layers: 24, Interval: 4,
 		Heads: 16, KVHeads: 2, HeadDim: 256, Hk: 16, Hv: 32, Dk: 128, Dv: 128, ConvKernel: 4,
