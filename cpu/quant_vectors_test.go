@@ -90,8 +90,10 @@ func TestDequantRowMLXVectors(t *testing.T) {
 }
 
 // openVectors opens testdata/quant/vectors.json or, failing that, its .gz, and
-// skips the test when neither exists.
+// fails the test when neither exists: the fixture is checked in, so a missing
+// one is a broken checkout, not a reason to test nothing.
 func openVectors(t *testing.T) (io.Reader, string) {
+	t.Helper()
 	for _, name := range []string{"vectors.json", "vectors.json.gz"} {
 		path := filepath.Join("..", "testdata", "quant", name)
 		f, err := os.Open(path)
@@ -111,6 +113,7 @@ func openVectors(t *testing.T) (io.Reader, string) {
 		}
 		return z, path
 	}
-	t.Skip("no testdata/quant/vectors.json[.gz]")
+	t.Fatal("missing testdata/quant/vectors.json.gz (or vectors.json): regenerate it with " +
+		"`python3 tools/goldens/make_goldens.py --out testdata --skip-hf` (needs numpy; see tools/goldens/README.md)")
 	return nil, ""
 }

@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"bagel/engine"
 	"bagel/internal/testmodel"
 	"bagel/store"
 
@@ -607,15 +609,48 @@ func TestSlowScreenDoesNotQueueRenders(t *testing.T) {
 func TestCancelACheck(t *testing.T) {
 	s := testSettings()
 	h := newHarness(t, &s, "", "")
+	h.pump()
+	// The check holds in its memory look-up (after reading the folder) until
+	// the test lets it answer: it is surely in flight when Cancel is tapped.
+	// The budget it then gets (unknown) would let the model load at once.
+	checking, answer := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.a.memoryBudget = func(string) engine.MemoryBudget {
+		once.Do(func() { close(checking) })
+		<-answer
+		return engine.MemoryBudget{}
+	}
+	posted := make(chan struct{}, 1) // something was posted to the UI thread
+	h.a.do = func(f func()) {
+		h.post(f)
+		select {
+		case posted <- struct{}{}:
+		default:
+		}
+	}
 	h.a.openModel(testmodel.Dir(t, "tiny-moe"))
 	if !h.a.loading || !h.a.bar.cancel.Visible() {
 		t.Fatal("no Cancel while checking")
 	}
+	await := func(what string, c <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(90 * time.Second): // turns a hang into a failure; measures nothing
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	await("the check to start", checking)
 	test.Tap(h.a.bar.cancel)
 	if h.a.loading || h.a.bar.cancel.Visible() {
 		t.Fatal("still checking after Cancel")
 	}
-	time.Sleep(200 * time.Millisecond) // let the check finish and post its answer
+	select { // forget posts so far: the check, held, has posted nothing yet
+	case <-posted:
+	default:
+	}
+	close(answer)
+	await("the cancelled check to post its answer", posted)
 	h.pump()
 	if h.a.eng != nil || h.a.loading || h.dialogText() != "" {
 		t.Errorf("a cancelled check went on: model %v, loading %v, dialog %q", h.a.eng != nil, h.a.loading, h.dialogText())
