@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"slices"
 
 	"bagel/drafter"
 	"bagel/ops"
@@ -26,6 +27,10 @@ type pickState struct {
 	e       *Engine
 	smp     *sampler
 	history []int32
+	// top is how many likeliest tokens a logprobs entry lists; -1: no
+	// logprobs. logprobs is the entry of the token last picked.
+	top      int
+	logprobs *TokenLogprobs
 }
 
 // The pickers, from the least read back to the most.
@@ -111,7 +116,15 @@ func (p hostPicker) next(tokens []int32) (int32, error) {
 	if !finiteLogits(logits) {
 		return 0, errNonFinite
 	}
-	return p.smp.sample(logits, p.history), nil
+	if p.top < 0 {
+		return p.smp.sample(logits, p.history), nil
+	}
+	// The entry is of the raw logits: the sampler's penalty changes them.
+	lse, top := p.e.logprobsOf(logits, p.top)
+	raw := slices.Clone(logits)
+	id := p.smp.sample(logits, p.history)
+	p.logprobs = &TokenLogprobs{TokenLogprob: p.e.tokenLogprob(id, float64(raw[id])-lse), Top: top}
+	return id, nil
 }
 
 // decodePlan is a reply's decode, chosen once.
@@ -130,7 +143,13 @@ type decodePlan struct {
 // planDecode chooses req's decode from its sampling and the switches.
 func (e *Engine) planDecode(req Request, history []int32) *decodePlan {
 	s := req.Sampling
-	ps := &pickState{e: e, smp: newSampler(s), history: history}
+	ps := &pickState{e: e, smp: newSampler(s), history: history, top: -1}
+	if req.Logprobs {
+		// The logits come to the host each step: the host picks, one step
+		// at a time.
+		ps.top = req.TopLogprobs
+		return &decodePlan{pickState: ps, pick: hostPicker{ps}}
+	}
 	noPenalty := s.RepetitionPenalty == 0 || s.RepetitionPenalty == 1
 	greedy := s.Temperature == 0 && noPenalty && switches.On(SwitchDeviceArgmax)
 	greedyPenalized := s.Temperature == 0 && !noPenalty && switches.On(SwitchDeviceTopK)

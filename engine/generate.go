@@ -30,6 +30,12 @@ type Request struct {
 	// (a server forcing a tool call writes "<tool_call>\n<function="). It is
 	// not sent back as events: the caller knows it.
 	ReplyPrefix string
+	// Logprobs puts each reply token's log-probability on its event
+	// (Event.Logprobs), with the TopLogprobs likeliest tokens of its position
+	// (at most MaxTopLogprobs). The logits are then read to the host every
+	// step: no speculation, no pipeline.
+	Logprobs    bool
+	TopLogprobs int
 	MaxTokens   int // 0: until a stop token or the context is full
 	Sampling    Sampling
 	// IgnoreStop decodes on past end-of-sequence tokens until MaxTokens or the
@@ -80,6 +86,9 @@ type Event struct {
 	Text     string
 	Thinking bool  // Text is inside <think>…</think>
 	Token    int32 // the sampled token id (EventToken; -1 for the final flush of held-back text)
+	// Logprobs is the token's log-probability and its position's likeliest
+	// tokens (EventToken, when Request.Logprobs).
+	Logprobs *TokenLogprobs
 	Stats    Stats
 	Reason   string
 	Err      error
@@ -272,6 +281,9 @@ func (e *Engine) check(req Request) error {
 	if err := req.Sampling.Validate(); err != nil {
 		return err
 	}
+	if err := checkLogprobs(req); err != nil {
+		return err
+	}
 	switch {
 	case req.MaxTokens < 0:
 		return fmt.Errorf("max tokens must be ≥ 0, got %d", req.MaxTokens)
@@ -399,7 +411,7 @@ func (g *generation) decode(req Request, plan *decodePlan, prompt []int32, id in
 		case dec != nil:
 			text = dec.Add(id)
 		}
-		if !g.send(Event{Kind: EventToken, Text: text, Thinking: thinking, Token: id}) {
+		if !g.send(Event{Kind: EventToken, Text: text, Thinking: thinking, Token: id, Logprobs: plan.logprobs}) {
 			reason = ReasonCancelled
 			break
 		}

@@ -24,6 +24,25 @@ type answer struct {
 	// prefix is the reply's start the server wrote (a forced tool call's
 	// "<tool_call>\n<function="), read before the model's tokens.
 	prefix string
+	// logprobs: the request asked for them; lps are the content tokens'
+	// entries so far, lpSent how many a stream has sent.
+	logprobs bool
+	lps      []contentEntry
+	lpSent   int
+}
+
+// unsentLogprobs is the entries a stream has not sent yet (nil when the
+// request asked for none).
+func (a *answer) unsentLogprobs() []contentEntry {
+	if !a.logprobs {
+		return nil
+	}
+	out := a.lps[a.lpSent:]
+	a.lpSent = len(a.lps)
+	if out == nil {
+		out = []contentEntry{}
+	}
+	return out
 }
 
 // outcome is how a generation ended.
@@ -102,6 +121,9 @@ func (a *answer) read(events <-chan engine.Event, emit func(text string, thinkin
 		case engine.EventToken:
 			if ev.Thinking {
 				o.reasoningTokens++
+			}
+			if ev.Logprobs != nil && !(ev.Thinking && a.kind == "chat.completion") {
+				a.lps = append(a.lps, contentEntryOf(ev.Logprobs))
 			}
 			if sc := scanners[ev.Thinking]; sc != nil {
 				out, calls, malformed := sc.add(ev.Text)
@@ -254,6 +276,7 @@ func (a *answer) whole(w http.ResponseWriter, events <-chan engine.Event) outcom
 	}
 	text := content.String()
 	c := choice{FinishReason: &o.reason, ToolCallError: strings.Join(o.malformed, "; ")}
+	c.Logprobs = a.logprobsObject(a.unsentLogprobs(), 0)
 	if a.kind == "chat.completion" {
 		c.Message = &message{Role: "assistant", Content: &text, ReasoningContent: reasoning.String()}
 		for i, call := range o.calls {
@@ -309,14 +332,17 @@ func (a *answer) stream(w http.ResponseWriter, events <-chan engine.Event, inclu
 		}
 		return true
 	}
+	offset := 0 // a completion's text so far, for its logprobs' text_offset
 	piece := func(text string, thinking bool) choice {
 		if a.kind != "chat.completion" {
-			return choice{Text: &text}
+			c := choice{Text: &text, Logprobs: a.logprobsObject(a.unsentLogprobs(), offset)}
+			offset += len(text)
+			return c
 		}
 		if thinking {
 			return choice{Delta: &message{ReasoningContent: text}}
 		}
-		return choice{Delta: &message{Content: &text}}
+		return choice{Delta: &message{Content: &text}, Logprobs: a.logprobsObject(a.unsentLogprobs(), 0)}
 	}
 	o := a.read(events, func(text string, thinking bool) bool {
 		return begin() && write(a.response(object, []choice{piece(text, thinking)}, nil))
@@ -352,4 +378,15 @@ func (a *answer) stream(w http.ResponseWriter, events <-chan engine.Event, inclu
 		flusher.Flush()
 	}
 	return o
+}
+
+// logprobsObject is a choice's logprobs for entries (nil: none asked).
+func (a *answer) logprobsObject(entries []contentEntry, offset int) any {
+	if entries == nil {
+		return nil
+	}
+	if a.kind == "chat.completion" {
+		return chatLogprobs(entries)
+	}
+	return completionLogprobs(entries, offset)
 }

@@ -44,6 +44,10 @@
 // stored: previous_response_id is refused, the prompt cache reuses the
 // resent conversation.
 //
-// Not yet: images, logprobs, presence and frequency penalties, structured
-// output (each asked for is a clear 400).
+// Log-probabilities (logprobs.go) for chat completions and completions:
+// each content token's, with up to 20 likeliest at its position; the
+// engine then reads the logits every step (no speculation, no pipeline).
+//
+// Not yet: images, presence and frequency penalties, structured output,
+// logprobs on /v1/responses (each asked for is a clear 400).
 package server

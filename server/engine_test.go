@@ -147,3 +147,36 @@ func TestRealEngineResponsesAndForcedCalls(t *testing.T) {
 		t.Errorf("the forced prompt is %v tokens longer than auto's, want the call's markup and a closed think block", grow)
 	}
 }
+
+// TestRealEngineLogprobs: the tiny model's reply with logprobs has an entry
+// per token whose top choice is the token itself (greedy), their bytes
+// spelling the reply's text.
+func TestRealEngineLogprobs(t *testing.T) {
+	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ts := serve(t, e, Options{})
+	resp, err := client(ts.URL).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "tiny",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")}, MaxTokens: openai.Int(5), Temperature: openai.Float(0),
+		Logprobs: openai.Bool(true), TopLogprobs: openai.Int(3), ReasoningEffort: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := resp.Choices[0]
+	var text []byte
+	for _, e := range ch.Logprobs.Content {
+		if len(e.TopLogprobs) != 3 || e.TopLogprobs[0].Token != e.Token || e.TopLogprobs[0].Logprob != e.Logprob {
+			t.Errorf("entry %+v: a greedy token tops its position", e)
+		}
+		for _, b := range e.Bytes {
+			text = append(text, byte(b))
+		}
+	}
+	// A character cut by the token limit is one replacement character in
+	// the text, its bytes as they are in the entries.
+	if len(ch.Logprobs.Content) != 5 || strings.ToValidUTF8(string(text), "\uFFFD") != ch.Message.Content {
+		t.Errorf("%d entries spelling %q; the reply %q", len(ch.Logprobs.Content), text, ch.Message.Content)
+	}
+}

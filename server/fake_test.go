@@ -75,8 +75,16 @@ func (f *fakeEngine) Generate(ctx context.Context, req engine.Request) <-chan en
 				}
 			}
 			st.GeneratedTokens++
+			ev := engine.Event{Kind: engine.EventToken, Text: p.text, Thinking: p.thinking, Token: int32(st.GeneratedTokens)}
+			if req.Logprobs { // the piece is its token; the others are "x", "y", …
+				lp := &engine.TokenLogprobs{TokenLogprob: engine.TokenLogprob{Token: ev.Token, Bytes: []byte(p.text), Logprob: -0.25}}
+				for i := range req.TopLogprobs {
+					lp.Top = append(lp.Top, engine.TokenLogprob{Token: int32(1000 + i), Bytes: []byte{byte('x' + i)}, Logprob: -0.25 * float64(i+1)})
+				}
+				ev.Logprobs = lp
+			}
 			select {
-			case out <- engine.Event{Kind: engine.EventToken, Text: p.text, Thinking: p.thinking}:
+			case out <- ev:
 			case <-ctx.Done():
 				done(engine.ReasonCancelled)
 				return

@@ -16,23 +16,24 @@ import (
 // chatRequest is the part of OpenAI's chat completion request the server
 // reads. Pointers tell a field left out from a zero.
 type chatRequest struct {
-	Model               string         `json:"model"`
-	Messages            []chatMessage  `json:"messages"`
-	Stream              bool           `json:"stream"`
-	StreamOptions       *streamOptions `json:"stream_options"`
-	MaxTokens           *int           `json:"max_tokens"`
-	MaxCompletionTokens *int           `json:"max_completion_tokens"`
-	Temperature         *float64       `json:"temperature"`
-	TopP                *float64       `json:"top_p"`
-	TopK                *int           `json:"top_k"`
-	MinP                *float64       `json:"min_p"`
-	RepetitionPenalty   *float64       `json:"repetition_penalty"`
-	PresencePenalty     *float64       `json:"presence_penalty"`
-	FrequencyPenalty    *float64       `json:"frequency_penalty"`
-	Seed                *int64         `json:"seed"`
-	Stop                stopList       `json:"stop"`
-	N                   *int           `json:"n"`
-	Logprobs            *bool          `json:"logprobs"`
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	TopK                *int            `json:"top_k"`
+	MinP                *float64        `json:"min_p"`
+	RepetitionPenalty   *float64        `json:"repetition_penalty"`
+	PresencePenalty     *float64        `json:"presence_penalty"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty"`
+	Seed                *int64          `json:"seed"`
+	Stop                stopList        `json:"stop"`
+	N                   *int            `json:"n"`
+	Logprobs            json.RawMessage `json:"logprobs"` // chat: true or false; completions: a count
+	TopLogprobs         *int            `json:"top_logprobs"`
 	// IgnoreEOS decodes past the model's stop tokens until max_tokens (vLLM's
 	// and llama-server's extension; benchmarks use it).
 	IgnoreEOS       bool              `json:"ignore_eos"`
@@ -165,8 +166,6 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 	switch {
 	case r.N != nil && *r.N != 1:
 		return bad("unsupported_n", fmt.Sprintf("n = %d: this server writes one choice a request", *r.N))
-	case r.Logprobs != nil && *r.Logprobs:
-		return bad("unsupported_logprobs", "logprobs are not supported yet")
 	case r.PresencePenalty != nil && *r.PresencePenalty != 0, r.FrequencyPenalty != nil && *r.FrequencyPenalty != 0:
 		return bad("unsupported_penalty", "presence_penalty and frequency_penalty are not supported; repetition_penalty is (1: off)")
 	}
@@ -179,6 +178,9 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 	}
 	g := &generation{thinkingOn: thinking, stops: r.Stop, endpointKind: "chat.completion"}
 	g.req.EnableThinking, g.req.IgnoreStop = thinking, r.IgnoreEOS
+	if err := parseLogprobs(r.Logprobs, r.TopLogprobs, chat, g); err != nil {
+		return nil, err
+	}
 	g.streamUsage = r.StreamOptions != nil && r.StreamOptions.IncludeUsage
 	if chat {
 		if len(r.Messages) == 0 {

@@ -115,7 +115,7 @@ func (s *Server) parseResponses(r responsesRequest) (*generation, map[string]boo
 	case r.Text != nil && r.Text.Format != nil && r.Text.Format.Type != "" && r.Text.Format.Type != "text":
 		return bad("unsupported_format", "text.format %q is not supported yet (plain text only)", clip(r.Text.Format.Type))
 	case r.TopLogprobs != nil && *r.TopLogprobs > 0:
-		return bad("unsupported_logprobs", "logprobs are not supported yet")
+		return bad("unsupported_logprobs", "top_logprobs are not served on /v1/responses yet; /v1/chat/completions serves them")
 	}
 	thinking := r.Reasoning == nil || r.Reasoning.Effort != "none"
 	if r.TemplateKwargs.EnableThinking != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -187,5 +188,45 @@ func TestEngineErrorsKeepTheirStatus(t *testing.T) {
 	}
 	if !asError(stream.Err(), &apiErr) || apiErr.StatusCode != 400 {
 		t.Fatalf("streamed: %v, want 400", stream.Err())
+	}
+}
+
+// TestSDKLogprobs: logprobs with top_logprobs come back for each content
+// token (not the reasoning's), whole and streamed, in OpenAI's shape; a
+// completion's in the legacy parallel lists.
+func TestSDKLogprobs(t *testing.T) {
+	eng := &fakeEngine{script: hello, ctxLen: 4096}
+	ts := serve(t, eng, Options{})
+	c := client(ts.URL)
+	params := openai.ChatCompletionNewParams{Model: "tiny", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")},
+		Logprobs: openai.Bool(true), TopLogprobs: openai.Int(2)}
+	resp, err := c.Chat.Completions.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := resp.Choices[0].Logprobs.Content
+	if len(lp) != 3 || lp[0].Token != "Hello" || lp[1].Token != ", world" || lp[0].Logprob != -0.25 || len(lp[0].TopLogprobs) != 2 ||
+		lp[0].TopLogprobs[1].Token != "y" || len(lp[2].Bytes) != 1 || lp[2].Bytes[0] != '!' {
+		t.Errorf("logprobs %+v", lp)
+	}
+	if r := eng.requests()[0]; !r.Logprobs || r.TopLogprobs != 2 {
+		t.Errorf("the engine got logprobs %v top %d", r.Logprobs, r.TopLogprobs)
+	}
+	stream := c.Chat.Completions.NewStreaming(context.Background(), params)
+	var tokens []string
+	for stream.Next() {
+		for _, ch := range stream.Current().Choices {
+			for _, e := range ch.Logprobs.Content {
+				tokens = append(tokens, e.Token)
+			}
+		}
+	}
+	if stream.Err() != nil || strings.Join(tokens, "|") != "Hello|, world|!" {
+		t.Errorf("streamed logprobs %q (%v)", tokens, stream.Err())
+	}
+	_, body := post(t, ts.URL, "/v1/completions", `{"prompt":"Hi","logprobs":1}`)
+	legacy := body["choices"].([]any)[0].(map[string]any)["logprobs"].(map[string]any)
+	if toks := legacy["tokens"].([]any); len(toks) != 5 || legacy["text_offset"].([]any)[1].(float64) != float64(len("The user greets.")) {
+		t.Errorf("completion logprobs %v", legacy)
 	}
 }

@@ -260,7 +260,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, start time.Tim
 	}()
 	events := s.eng.Generate(ctx, g.req)
 	a := &answer{id: id, created: start.Unix(), model: s.model, kind: g.endpointKind,
-		stop: &stopper{stops: g.stops}, cancel: cancel, tools: g.tools, prefix: g.req.ReplyPrefix}
+		stop: &stopper{stops: g.stops}, cancel: cancel, tools: g.tools, prefix: g.req.ReplyPrefix, logprobs: g.req.Logprobs}
 	s.logRequest(r, start, reply(a, events))
 }
 

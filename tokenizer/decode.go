@@ -140,3 +140,7 @@ func validPrefixLen(b []byte) int {
 	}
 	return n
 }
+
+// TokenBytes is the bytes token id stands for alone (possibly part of a
+// character: a logprobs entry gives them as they are).
+func (t *Tokenizer) TokenBytes(id int32) []byte { return t.appendBytes(nil, id) }
