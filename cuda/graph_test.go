@@ -108,8 +108,12 @@ func TestSegmentLimitsGrowToTheSegment(t *testing.T) {
 
 // TestGPUIdleCountsTheHostsGaps: a host pause between two submits is idle
 // time before a submit, and a pause between the graph segments of one submit
-// (the host recording slowly) idle time inside it; work launched back to back
-// adds little of either.
+// (the host recording slowly) idle time inside it; without graphs (one
+// measured unit a submit) nothing is idle inside. It bounds the idle time
+// only from below, by the pause the GPU surely stood empty for (a busy
+// machine only lengthens the gaps): how little idle back-to-back work adds,
+// or how far over the pause a gap runs, is a wall-clock figure for bagel
+// bench (its idle rows), not a test.
 func TestGPUIdleCountsTheHostsGaps(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -150,16 +154,19 @@ func TestGPUIdleCountsTheHostsGaps(t *testing.T) {
 	submit(enc)
 	before2, inside2 := dev.GPUIdle()
 	t.Logf("idle before submits %v, %v after the pause; inside %v, %v after the pause", before1-before0, before2-before1, inside1-inside0, inside2-inside1)
-	if got := before2 - before1; got < pause*2/3 || got > 100*pause {
+	if before0 < 0 || inside0 < 0 || before1 < before0 || inside1 < inside0 || before2 < before1 || inside2 < inside1 {
+		t.Fatalf("idle time went negative or back: before %v, %v, %v; inside %v, %v, %v", before0, before1, before2, inside0, inside1, inside2)
+	}
+	if got := before2 - before1; got < pause*2/3 {
 		t.Errorf("a %v pause before a submit measured as %v of idle before it", pause, got)
 	}
-	if got := inside1 - inside0; got > pause/3 {
-		t.Errorf("segments launched back to back measured as %v of idle between them", got)
-	}
 	if !dev.useGraphs {
-		return // one measured unit a submit: nothing between segments
+		if inside2 != inside0 {
+			t.Errorf("one unit a submit (no graphs) measured %v of idle inside submits", inside2-inside0)
+		}
+		return
 	}
-	if got := inside2 - inside1; got < pause*2/3 || got > 100*pause {
+	if got := inside2 - inside1; got < pause*2/3 {
 		t.Errorf("a %v pause between a submit's segments measured as %v of idle between them", pause, got)
 	}
 }

@@ -144,10 +144,13 @@ type decodePlan struct {
 func (e *Engine) planDecode(req Request, history []int32) *decodePlan {
 	s := req.Sampling
 	ps := &pickState{e: e, smp: newSampler(s), history: history, top: -1}
-	if req.Logprobs {
-		// The logits come to the host each step: the host picks, one step
+	if req.Logprobs || s.additive() {
+		// The logits come to the host each step (for their log-probabilities,
+		// or the presence and frequency penalties): the host picks, one step
 		// at a time.
-		ps.top = req.TopLogprobs
+		if req.Logprobs {
+			ps.top = req.TopLogprobs
+		}
 		return &decodePlan{pickState: ps, pick: hostPicker{ps}}
 	}
 	noPenalty := s.RepetitionPenalty == 0 || s.RepetitionPenalty == 1

@@ -55,6 +55,22 @@ func TestSeededSamplingIsReproducible(t *testing.T) {
 	}
 }
 
+// goroutinesBackTo waits until no more than before goroutines run, polling
+// every few milliseconds, and returns the count then, or at the deadline
+// (within from now) if it never got back: goroutines that are ending take a
+// moment to go, so a count read once after a fixed delay flakes on a busy
+// machine.
+func goroutinesBackTo(before int, within time.Duration) int {
+	deadline := time.Now().Add(within)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= before || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestCancelStopsWithinOneStep: cancelling ends the stream with "cancelled" and
 // leaves no goroutine behind.
 func TestCancelStopsWithinOneStep(t *testing.T) {
@@ -87,11 +103,7 @@ func TestCancelStopsWithinOneStep(t *testing.T) {
 	if tokens > 4 {
 		t.Errorf("%d tokens arrived; cancel after the 3rd should stop within one step", tokens)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
+	if n := goroutinesBackTo(before, 5*time.Second); n > before {
 		t.Errorf("%d goroutines before, %d after", before, n)
 	}
 }
@@ -113,12 +125,8 @@ func TestDoneAfterCancelWaitsForASlowReader(t *testing.T) {
 	}
 	cancel()
 	// The reader is away until the generation's goroutine has ended.
-	deadline := time.Now().Add(30 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			t.Fatalf("the generation did not end without its reader: %d goroutines, %d before", runtime.NumGoroutine(), before)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if n := goroutinesBackTo(before, 30*time.Second); n > before {
+		t.Fatalf("the generation did not end without its reader: %d goroutines, %d before", n, before)
 	}
 	var kinds []EventKind
 	reason := ""
@@ -213,11 +221,7 @@ func TestCloseDuringGeneration(t *testing.T) {
 		t.Fatalf("last event %+v, want ErrClosed", last)
 	}
 	e.Close() // twice is fine
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
+	if n := goroutinesBackTo(before, 5*time.Second); n > before {
 		t.Errorf("%d goroutines before, %d after", before, n)
 	}
 }

@@ -20,8 +20,20 @@ type Sampling struct {
 	MinP              float64 `json:"min_p"`
 	RepetitionPenalty float64 `json:"repetition_penalty"`
 	RepetitionContext int     `json:"repetition_context,omitempty"` // default 20
-	Seed              uint64  `json:"seed"`
+	// PresencePenalty and FrequencyPenalty (OpenAI's, 0 = off, −2 to 2)
+	// subtract from the logit of each token the reply has made so far: the
+	// presence penalty once, the frequency penalty once per time it was made.
+	// The host applies them (the logits are read every step).
+	PresencePenalty  float64 `json:"presence_penalty,omitempty"`
+	FrequencyPenalty float64 `json:"frequency_penalty,omitempty"`
+	Seed             uint64  `json:"seed"`
 }
+
+// MaxAdditivePenalty bounds the presence and frequency penalties (OpenAI's).
+const MaxAdditivePenalty = 2.0
+
+// additive reports a presence or frequency penalty in use.
+func (s Sampling) additive() bool { return s.PresencePenalty != 0 || s.FrequencyPenalty != 0 }
 
 // MaxRepetitionPenalty bounds the repetition penalty: far above any useful
 // value (1.0–1.3 in practice), and low enough that a penalized logit stays
@@ -44,6 +56,10 @@ func (s Sampling) Validate() error {
 		return fmt.Errorf("repetition penalty must be between 0 and %g (1: off), got %g", MaxRepetitionPenalty, s.RepetitionPenalty)
 	case s.RepetitionContext < 0:
 		return fmt.Errorf("repetition context must be ≥ 0, got %d", s.RepetitionContext)
+	case !(math.Abs(s.PresencePenalty) <= MaxAdditivePenalty):
+		return fmt.Errorf("presence penalty must be between −%g and %g (0: off), got %g", MaxAdditivePenalty, MaxAdditivePenalty, s.PresencePenalty)
+	case !(math.Abs(s.FrequencyPenalty) <= MaxAdditivePenalty):
+		return fmt.Errorf("frequency penalty must be between −%g and %g (0: off), got %g", MaxAdditivePenalty, MaxAdditivePenalty, s.FrequencyPenalty)
 	}
 	return nil
 }
@@ -69,6 +85,18 @@ func (p *sampler) uniform() float32 { return float32(p.rng.Float64()) }
 // penalty sees (mlx-lm: the last prompt token and the generated ones). logits is
 // modified.
 func (p *sampler) sample(logits []float32, history []int32) int32 {
+	if p.s.additive() && len(history) > 1 {
+		// The reply's tokens: history after the prompt's last.
+		counts := map[int32]int{}
+		for _, id := range history[1:] {
+			counts[id]++
+		}
+		for id, n := range counts {
+			if id >= 0 && int(id) < len(logits) {
+				logits[id] -= float32(p.s.PresencePenalty + p.s.FrequencyPenalty*float64(n))
+			}
+		}
+	}
 	if r := p.s.RepetitionPenalty; r != 0 && r != 1 {
 		ctx := history[max(0, len(history)-p.s.RepetitionContext):]
 		seen := map[int32]bool{}

@@ -66,3 +66,48 @@ func TestTopK(t *testing.T) {
 		}
 	}
 }
+
+// TestPresenceAndFrequencyPenalties: each token the reply has made loses the
+// presence penalty once and the frequency penalty per time it was made; the
+// prompt's last token (history's first) is not the reply's.
+func TestPresenceAndFrequencyPenalties(t *testing.T) {
+	history := []int32{2, 0, 0, 1} // the prompt's last token 2, then the reply 0, 0, 1
+	for _, c := range []struct {
+		presence, frequency float64
+		want                int32
+	}{
+		{0, 0, 0},     // 3, 2.5, 2.9
+		{0.3, 0, 2},   // 2.7, 2.2, 2.9: token 2, the prompt's, untouched
+		{0, 0.2, 2},   // 2.6, 2.3, 2.9: token 0 made twice
+		{-1, 0, 0},    // 4, 3.5, 2.9: a negative penalty favours what was said
+		{0.1, 0.1, 2}, // 2.7, 2.3, 2.9
+	} {
+		logits := []float32{3, 2.5, 2.9}
+		s := newSampler(Sampling{PresencePenalty: c.presence, FrequencyPenalty: c.frequency})
+		if got := s.sample(logits, history); got != c.want {
+			t.Errorf("presence %g frequency %g: token %d, want %d (logits after %v)", c.presence, c.frequency, got, c.want, logits)
+		}
+	}
+	for _, bad := range []Sampling{{PresencePenalty: 2.5}, {FrequencyPenalty: -3}, {PresencePenalty: math.NaN()}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v passed Validate", bad)
+		}
+	}
+}
+
+// TestAdditivePenaltiesAreHostPicked: a reply with a presence or frequency
+// penalty (or logprobs) reads the logits every step: the host picks, with
+// no speculation and no pipeline.
+func TestAdditivePenaltiesAreHostPicked(t *testing.T) {
+	e := &Engine{}
+	for _, req := range []Request{
+		{Sampling: Sampling{PresencePenalty: 0.5}},
+		{Sampling: Sampling{Temperature: 0.7, TopK: 20, FrequencyPenalty: 0.1}},
+		{Logprobs: true},
+	} {
+		p := e.planDecode(req, []int32{1})
+		if _, host := p.pick.(hostPicker); !host || p.spec != nil || p.pipe != nil || p.onDevice {
+			t.Errorf("%+v: picker %T, speculation %v, pipeline %v", req, p.pick, p.spec != nil, p.pipe != nil)
+		}
+	}
+}

@@ -40,44 +40,48 @@ func TestScratchIsOneLayers(t *testing.T) {
 	}
 }
 
-// TestScratchOfAModel measures the scratch a prompt chunk takes on the model
-// folder in BAGEL_SCRATCH_MODEL (skipped without it), by a forward whose
-// dispatches are dropped: the arena lays out its buffers (on the CPU backend,
-// pages never touched) but nothing computes, so a 35B-A3B runs in seconds:
+// BenchmarkScratchOfAModel measures the scratch a prompt chunk of 512 and of
+// 2048 tokens takes on the model folder in BAGEL_SCRATCH_MODEL (skipped
+// without it), by a forward whose dispatches are dropped: the arena lays out
+// its buffers (on the CPU backend, pages never touched) but nothing computes,
+// so a 35B-A3B runs in seconds:
 //
 //	bagel synth --like qwen3.5-35b-a3b --experts 8 --tokenizer DIR --out /tmp/synth8
-//	BAGEL_SCRATCH_MODEL=/tmp/synth8 go test ./engine -run TestScratchOfAModel -v
+//	BAGEL_SCRATCH_MODEL=/tmp/synth8 go test ./engine -run '^$' -bench ScratchOfAModel -benchtime 1x
 //
 // (there: 0.12 GB at 512 tokens, 0.42 GB at 2048; 2.23 and 8.86 GB before the
 // layers shared their scratch). The scratch grows with the chunk's tokens
-// and no faster.
-func TestScratchOfAModel(t *testing.T) {
+// and no faster. TestScratchIsOneLayers guards the sharing itself.
+func BenchmarkScratchOfAModel(b *testing.B) {
 	dir := os.Getenv("BAGEL_SCRATCH_MODEL")
 	if dir == "" {
-		t.Skip("BAGEL_SCRATCH_MODEL names no model folder")
+		b.Skip("BAGEL_SCRATCH_MODEL names no model folder")
 	}
 	bytes := map[int]int64{}
-	for _, chunk := range []int{512, 2048} {
-		e, err := Load(dir, Options{Backend: "cpu", ContextLength: 4096, PrefillChunk: chunk})
-		if err != nil {
-			t.Fatal(err)
+	for b.Loop() {
+		for _, chunk := range []int{512, 2048} {
+			e, err := Load(dir, Options{Backend: "cpu", ContextLength: 4096, PrefillChunk: chunk})
+			if err != nil {
+				b.Fatal(err)
+			}
+			err = e.loop.do(func() error {
+				real := e.ctx.Enc
+				defer func() { e.ctx.Enc = real }()
+				e.ctx.Enc = &countingEncoder{}
+				_, err := e.model.Forward(e.ctx, e.cache, make([]int32, chunk), false)
+				_, bytes[chunk] = e.scratch.Allocations()
+				e.scratch.Reset()
+				return err
+			})
+			e.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
-		err = e.loop.do(func() error {
-			real := e.ctx.Enc
-			defer func() { e.ctx.Enc = real }()
-			e.ctx.Enc = &countingEncoder{}
-			_, err := e.model.Forward(e.ctx, e.cache, make([]int32, chunk), false)
-			_, bytes[chunk] = e.scratch.Allocations()
-			e.scratch.Reset()
-			return err
-		})
-		e.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: a %d-token chunk takes %.3f GB of scratch", dir, chunk, float64(bytes[chunk])/1e9)
 	}
+	b.ReportMetric(float64(bytes[512])/1e9, "GB-scratch-512")
+	b.ReportMetric(float64(bytes[2048])/1e9, "GB-scratch-2048")
 	if bytes[2048] > 5*bytes[512] {
-		t.Errorf("scratch %d bytes at 2048 tokens, %d at 512: more than the tokens' growth", bytes[2048], bytes[512])
+		b.Errorf("scratch %d bytes at 2048 tokens, %d at 512: more than the tokens' growth", bytes[2048], bytes[512])
 	}
 }

@@ -134,7 +134,7 @@ func (a *Arena) Mark() int { return a.next }
 // kernels, which run before the next layer's in stream order; a kernel writes
 // only after it waited for the ones before it, GRID_WAIT): the scratch is one
 // layer's, not forty (35B-A3B shapes, a 2048-token prompt chunk: 0.42 GB
-// against 8.86 GB, engine's TestScratchOfAModel). A request after a Rewind
+// against 8.86 GB, engine's BenchmarkScratchOfAModel). A request after a Rewind
 // that is larger than its slot grows the slot as in any step.
 func (a *Arena) Rewind(mark int) {
 	if mark < 0 || mark > a.next {

@@ -48,6 +48,10 @@
 // each content token's, with up to 20 likeliest at its position; the
 // engine then reads the logits every step (no speculation, no pipeline).
 //
-// Not yet: images, presence and frequency penalties, structured output,
-// logprobs on /v1/responses (each asked for is a clear 400).
+// presence_penalty and frequency_penalty (OpenAI's and Ollama's) are the
+// engine's Sampling fields, applied by the host to the reply's tokens (the
+// logits read every step, as for logprobs).
+//
+// Not yet: images, structured output, logprobs on /v1/responses (each asked
+// for is a clear 400).
 package server

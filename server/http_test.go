@@ -66,7 +66,7 @@ func TestBadRequestsAreNamed(t *testing.T) {
 		{"a negative temperature", "/v1/chat/completions", `{"temperature":-1,` + hi + `}`, nil, 400, "temperature"},
 		{"an empty stop", "/v1/chat/completions", `{"stop":"",` + hi + `}`, nil, 400, "stop string is empty"},
 		{"a stop of numbers", "/v1/chat/completions", `{"stop":[1,2],` + hi + `}`, nil, 400, "stop must be a string"},
-		{"presence penalty", "/v1/chat/completions", `{"presence_penalty":1,` + hi + `}`, nil, 400, "presence_penalty"},
+		{"presence penalty out of range", "/v1/chat/completions", `{"presence_penalty":3,` + hi + `}`, nil, 400, "presence penalty must be between"},
 		{"no prompt", "/v1/completions", `{}`, nil, 400, "prompt is missing"},
 		{"two prompts", "/v1/completions", `{"prompt":["a","b"]}`, nil, 400, "one prompt a request"},
 		{"a huge body", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, nil, 413, "larger than 4096 bytes"},
@@ -291,5 +291,22 @@ func TestCloseStopsTheGenerations(t *testing.T) {
 	defer mu.Unlock()
 	if len(heard) == 0 || heard[len(heard)-1] != [2]int{0, 0} {
 		t.Errorf("Busy heard %v, ending with 0 running and 0 waiting", heard)
+	}
+}
+
+// TestPenaltiesReachTheEngine: presence_penalty and frequency_penalty are the
+// engine's (OpenAI's and Ollama's names).
+func TestPenaltiesReachTheEngine(t *testing.T) {
+	eng := &fakeEngine{script: hello, ctxLen: 64}
+	ts := serve(t, eng, Options{})
+	post(t, ts.URL, "/v1/chat/completions", `{"presence_penalty":0.5,"frequency_penalty":0.25,`+hi+`}`)
+	if resp, body := post(t, ts.URL, "/api/chat", `{"model":"tiny","stream":false,"options":{"presence_penalty":1.5,"frequency_penalty":-0.5},`+hi+`}`); resp.StatusCode != 200 {
+		t.Fatalf("/api/chat: %d %v", resp.StatusCode, body)
+	}
+	for i, want := range [][2]float64{{0.5, 0.25}, {1.5, -0.5}} {
+		s := eng.requests()[i].Sampling
+		if s.PresencePenalty != want[0] || s.FrequencyPenalty != want[1] {
+			t.Errorf("request %d: presence %g frequency %g, want %v", i, s.PresencePenalty, s.FrequencyPenalty, want)
+		}
 	}
 }

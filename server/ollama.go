@@ -21,14 +21,16 @@ import (
 const ollamaVersion = "0.12.0"
 
 type ollamaOptions struct {
-	Temperature   *float64 `json:"temperature"`
-	TopP          *float64 `json:"top_p"`
-	TopK          *int     `json:"top_k"`
-	MinP          *float64 `json:"min_p"`
-	RepeatPenalty *float64 `json:"repeat_penalty"`
-	Seed          *int64   `json:"seed"`
-	NumPredict    *int     `json:"num_predict"` // -1: no limit, -2: fill the context
-	Stop          []string `json:"stop"`
+	Temperature      *float64 `json:"temperature"`
+	TopP             *float64 `json:"top_p"`
+	TopK             *int     `json:"top_k"`
+	MinP             *float64 `json:"min_p"`
+	RepeatPenalty    *float64 `json:"repeat_penalty"`
+	PresencePenalty  *float64 `json:"presence_penalty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty"`
+	Seed             *int64   `json:"seed"`
+	NumPredict       *int     `json:"num_predict"` // -1: no limit, -2: fill the context
+	Stop             []string `json:"stop"`
 }
 
 type ollamaMessage struct {
@@ -172,7 +174,8 @@ func (s *Server) parseOllama(r ollamaRequest, chat bool) (*generation, error) {
 	}
 	o := r.Options
 	if err := s.settle(g, settings{Temperature: o.Temperature, TopP: o.TopP, TopK: o.TopK, MinP: o.MinP,
-		RepetitionPenalty: o.RepeatPenalty, Seed: o.Seed, MaxTokens: maxTokens}); err != nil {
+		RepetitionPenalty: o.RepeatPenalty, PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty,
+		Seed: o.Seed, MaxTokens: maxTokens}); err != nil {
 		return nil, err
 	}
 	return g, nil

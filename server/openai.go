@@ -166,8 +166,6 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 	switch {
 	case r.N != nil && *r.N != 1:
 		return bad("unsupported_n", fmt.Sprintf("n = %d: this server writes one choice a request", *r.N))
-	case r.PresencePenalty != nil && *r.PresencePenalty != 0, r.FrequencyPenalty != nil && *r.FrequencyPenalty != 0:
-		return bad("unsupported_penalty", "presence_penalty and frequency_penalty are not supported; repetition_penalty is (1: off)")
 	}
 	thinking := true
 	if r.TemplateKwargs.EnableThinking != nil {
@@ -234,7 +232,8 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 		maxTokens = r.MaxCompletionTokens
 	}
 	if err := s.settle(g, settings{Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MinP: r.MinP,
-		RepetitionPenalty: r.RepetitionPenalty, Seed: r.Seed, MaxTokens: maxTokens}); err != nil {
+		RepetitionPenalty: r.RepetitionPenalty, PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty,
+		Seed: r.Seed, MaxTokens: maxTokens}); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -243,6 +242,7 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 // settings are the request fields every API shares; nil: the model's default.
 type settings struct {
 	Temperature, TopP, MinP, RepetitionPenalty *float64
+	PresencePenalty, FrequencyPenalty          *float64
 	TopK                                       *int
 	Seed                                       *int64
 	MaxTokens                                  *int
@@ -268,6 +268,12 @@ func (s *Server) settle(g *generation, r settings) error {
 	}
 	if r.RepetitionPenalty != nil {
 		g.req.Sampling.RepetitionPenalty = *r.RepetitionPenalty
+	}
+	if r.PresencePenalty != nil {
+		g.req.Sampling.PresencePenalty = *r.PresencePenalty
+	}
+	if r.FrequencyPenalty != nil {
+		g.req.Sampling.FrequencyPenalty = *r.FrequencyPenalty
 	}
 	if r.Seed != nil {
 		g.req.Sampling.Seed = uint64(*r.Seed)

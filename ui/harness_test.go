@@ -22,7 +22,7 @@ import (
 // and run on the test goroutine when the test waits, so widgets are only ever
 // touched from one goroutine, as in the real app.
 type harness struct {
-	t         *testing.T
+	t         testing.TB
 	a         *App
 	configDir string
 	dataDir   string
@@ -53,7 +53,7 @@ func testSettings() Settings {
 // newHarness starts an app whose config and data live in configDir and dataDir
 // ("" : new temporary folders), with s saved as its settings first (nil: keep
 // the file there).
-func newHarness(t *testing.T, s *Settings, configDir, dataDir string) *harness {
+func newHarness(t testing.TB, s *Settings, configDir, dataDir string) *harness {
 	t.Helper()
 	test.NewTempApp(t)
 	if configDir == "" {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"flag"
 	"image/color"
 	"image/png"
 	"os"
@@ -14,27 +15,38 @@ import (
 	"bagel/internal/testmodel"
 )
 
-// TestScreenshot draws the README's screenshots through the real window code
-// and Fyne's software renderer: three chats with the tiny test model, the last
-// reply finished, the performance panel on; FILE in the dark theme and
-// FILE-light.png in the light one. Off unless BAGEL_SCREENSHOT names the file
-// to write (`BAGEL_SCREENSHOT=$PWD/docs/screenshot.png go test ./ui -run
-// Screenshot`).
-func TestScreenshot(t *testing.T) {
-	path := os.Getenv("BAGEL_SCREENSHOT")
-	if path == "" {
-		t.Skip("set BAGEL_SCREENSHOT=FILE to draw the README's screenshots")
+//go:generate go test -run=^$ -bench=^BenchmarkScreenshots$ -benchtime=1x . -args -screenshot=../docs/screenshot.png
+
+// screenshot is the file BenchmarkScreenshots writes ("": it draws nothing).
+var screenshot = flag.String("screenshot", "", "the PNG file BenchmarkScreenshots writes (and FILE-light.png)")
+
+// BenchmarkScreenshots draws the README's screenshots through the real window
+// code and Fyne's software renderer: three chats with the tiny test model, the
+// last reply finished, the performance panel on; FILE in the dark theme and
+// FILE-light.png in the light one. It is a generate step, not a test (a
+// benchmark, to reach the package's internals and the test harness, and a
+// flag, so that `go test -bench .` writes nothing): `go generate ./ui`
+// redraws docs/screenshot.png and docs/screenshot-light.png, as does
+//
+//	go test ./ui -run '^$' -bench Screenshots -benchtime 1x -args -screenshot=$PWD/docs/screenshot.png
+func BenchmarkScreenshots(b *testing.B) {
+	if *screenshot == "" {
+		b.Skip("pass -args -screenshot=FILE to draw the README's screenshots (go generate ./ui does)")
 	}
 	for _, light := range []bool{false, true} {
-		out := path
+		out := *screenshot
 		if light {
-			out = strings.TrimSuffix(path, ".png") + "-light.png"
+			out = strings.TrimSuffix(out, ".png") + "-light.png"
 		}
-		t.Run(out, func(t *testing.T) { drawScreenshot(t, out, light) })
+		b.Run(filepath.Base(out), func(b *testing.B) {
+			for b.Loop() {
+				drawScreenshot(b, out, light)
+			}
+		})
 	}
 }
 
-func drawScreenshot(t *testing.T, path string, light bool) {
+func drawScreenshot(t testing.TB, path string, light bool) {
 	s := testSettings()
 	s.MaxTokens = 90
 	s.ContextLength = 4096

@@ -3,8 +3,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,30 +12,46 @@ import (
 	"bagel/store"
 )
 
-// TestStreamingBenchmark streams a synthetic reply of BAGEL_UI_BENCH tokens
-// (20,000 if set to 1) at 1,000 tokens a second into the window on Fyne's
-// test driver and measures what a user would: how long after the last token
-// it is on screen, and how long after Esc the stop shows. The figures are
-// logged for docs/benchmarks.md, never asserted; the test checks that the
-// whole reply arrives and that Esc stops a stream. Off unless BAGEL_UI_BENCH
-// is set (it takes two streams' time). BAGEL_UI_BENCH_ONE_PARAGRAPH=1 makes the
-// reply one paragraph of sentences, the case a long paragraph made slow.
-func TestStreamingBenchmark(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("BAGEL_UI_BENCH"))
-	if n <= 0 {
-		t.Skip("set BAGEL_UI_BENCH=1 (or a token count) to run the streaming benchmark")
+// BenchmarkStreaming streams a synthetic reply of 20,000 tokens at 1,000
+// tokens a second into the window on Fyne's test driver and measures what a
+// user would: how long after the last token it is on screen (ms-last-token),
+// and how long after Esc the stop shows (ms-esc-to-stop), for docs/benchmarks.md.
+// It also checks that the whole reply arrives and that Esc stops a stream.
+// "paragraphs" replies in paragraphs of 60 words; "one-paragraph" in one
+// paragraph of sentences, the case a long paragraph made slow. Each takes two
+// streams' time (about 40 s); run it with
+//
+//	go test ./ui -run '^$' -bench Streaming -benchtime 1x
+//
+// (-bench Streaming/one-paragraph for that case alone).
+func BenchmarkStreaming(b *testing.B) {
+	for _, onePara := range []bool{false, true} {
+		name := "paragraphs"
+		if onePara {
+			name = "one-paragraph"
+		}
+		b.Run(name, func(b *testing.B) {
+			var lag, escLag time.Duration
+			for b.Loop() {
+				l, e := streamTwice(b, 20_000, onePara)
+				lag, escLag = lag+l, escLag+e
+			}
+			b.ReportMetric(float64(lag.Milliseconds())/float64(b.N), "ms-last-token")
+			b.ReportMetric(float64(escLag.Milliseconds())/float64(b.N), "ms-esc-to-stop")
+		})
 	}
-	if n == 1 {
-		n = 20_000
-	}
+}
+
+// streamTwice streams n tokens to the end, then a second stream stopped with
+// Esc half-way, and returns the last token's lag and Esc's.
+func streamTwice(b *testing.B, n int, onePara bool) (lag, escLag time.Duration) {
 	const rate = time.Millisecond // 1,000 tokens a second
 	s := testSettings()
 	s.MaxTokens = 0
-	h := newHarness(t, &s, "", "")
+	h := newHarness(b, &s, "", "")
 	h.loadModel("tiny-moe")
 
-	var lastSent atomic.Int64 // unix nanoseconds of the last token handed to the app
-	onePara := os.Getenv("BAGEL_UI_BENCH_ONE_PARAGRAPH") != ""
+	var lastSent atomic.Int64    // unix nanoseconds of the last token handed to the app
 	word := func(i int) string { // paragraphs of 60 words, as replies come
 		switch {
 		case onePara && i%12 == 11: // or one paragraph of 12-word sentences
@@ -75,10 +89,10 @@ func TestStreamingBenchmark(t *testing.T) {
 		return v != nil && strings.HasSuffix(strings.TrimSpace(v.renderedContent), last)
 	}
 	h.waitFor("the last token on screen", shown)
-	lag := time.Since(time.Unix(0, lastSent.Load()))
+	lag = time.Since(time.Unix(0, lastSent.Load()))
 	h.waitFor("the reply to end", func() bool { return h.a.gen == nil })
 	if m := h.a.msgs[len(h.a.msgs)-1]; !strings.HasSuffix(strings.TrimSpace(m.Content), last) {
-		t.Fatalf("the saved reply ends with %q", m.Content[max(0, len(m.Content)-40):])
+		b.Fatalf("the saved reply ends with %q", m.Content[max(0, len(m.Content)-40):])
 	}
 
 	// 2. Esc half-way through a second stream.
@@ -92,10 +106,9 @@ func TestStreamingBenchmark(t *testing.T) {
 	h.waitFor("the stop on screen", func() bool {
 		return h.a.gen == nil && h.lastView() != nil && h.lastView().status.Text != ""
 	})
-	escLag := time.Since(esc)
+	escLag = time.Since(esc)
 	if m := h.a.msgs[len(h.a.msgs)-1]; m.Status != store.StatusStopped {
-		t.Errorf("the stopped reply is %q", m.Status)
+		b.Errorf("the stopped reply is %q", m.Status)
 	}
-	t.Logf("streaming benchmark: %d tokens at %v each: last token on screen %v after it was sent; Esc to the stop shown %v",
-		n, rate, lag.Round(time.Millisecond), escLag.Round(time.Millisecond))
+	return lag, escLag
 }
