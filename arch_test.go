@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"":          {"cli", "ui"},
 	"assets":    nil,
 	"backend":   nil,
-	"cli":       {"drafter", "engine", "hub", "server", "switches", "synth", "tokenizer"},
+	"cli":       {"drafter", "engine", "hub", "remote", "server", "switches", "synth", "tokenizer"},
 	"cpu":       {"backend", "kernels"},
 	"cuda":      {"backend", "kernels", "switches"},
 	"drafter":   nil, // token ids in, token ids out: no model, no engine
@@ -39,6 +39,7 @@ var allowed = map[string][]string{
 	"engine":      {"backend", "cpu", "cuda", "drafter", "metal", "ops", "qwen", "safetensors", "switches", "tokenizer"},
 	"safetensors": {"internal/regular"},
 	"server":      {"engine", "internal/jsonmsg", "tokenizer"}, // the engine's API over HTTP
+	"remote":      {"engine"},                                  // another server's model, as the engine's events
 	"store":       nil,
 	"switches":    nil,
 	"synth":       nil,

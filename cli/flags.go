@@ -25,7 +25,20 @@ type flags struct {
 	modelArg string  // -m as given (parse replaces *model with the folder)
 	ctxLen   *int    // --context, checked by parse
 	chunk    *int    // --prefill-chunk, checked by parse
+	// remoteURL is --remote: a server stands in for -m (remoteFlags).
+	remoteURL, remoteModel *string
 }
+
+// remoteFlags declares --remote URL and --model NAME: the command runs on a
+// model another server serves (package remote), and -m is not needed.
+func (f *flags) remoteFlags() {
+	f.remoteURL = f.String("remote", "", "use the model a server serves over OpenAI's API (vLLM, SGLang, llama-server, LM Studio, Ollama, bagel serve): its address, e.g. http://127.0.0.1:8484/v1; the key from $BAGEL_API_KEY")
+	f.remoteModel = f.String("model", "", "with --remote: the model to ask for (default: the server's first)")
+	f.usage["remote"], f.usage["model"] = "--remote URL", "--model NAME"
+}
+
+// remote reports --remote given.
+func (f *flags) remote() bool { return f.remoteURL != nil && *f.remoteURL != "" }
 
 // newFlags starts the flag set of command name; its help and parse errors go
 // to errOut. Errors come back from parse (flag.ContinueOnError) so Run reports
@@ -149,6 +162,9 @@ func (f *flags) parse(args []string) error {
 	}
 	var missing []string
 	for _, name := range f.required {
+		if name == "m" && f.remote() {
+			continue // a server's model stands in for the folder
+		}
 		if f.Lookup(name).Value.String() == "" {
 			missing = append(missing, f.usage[name])
 		}
@@ -166,7 +182,10 @@ func (f *flags) parse(args []string) error {
 				return err
 			}
 		}
-		if f.model != nil {
+		if f.remote() && f.model != nil && *f.model != "" {
+			return fmt.Errorf("-m and --remote both name a model: give one")
+		}
+		if f.model != nil && !f.remote() {
 			f.modelArg = *f.model
 			dir, err := resolveModel(*f.model)
 			if err != nil {

@@ -33,6 +33,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	seed := fs.Uint64("seed", 0, "random seed")
 	backendName := fs.backend()
 	fs.engineSwitches()
+	fs.remoteFlags()
 	ctxLen := fs.contextLength()
 	chunk := fs.prefillChunk()
 	noThink := fs.Bool("no-think", false, "turn thinking off")
@@ -72,11 +73,25 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	); err != nil {
 		return err
 	}
-	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen, PrefillChunk: *chunk})
-	if err != nil {
-		return err
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var gen interface {
+		Generate(context.Context, engine.Request) <-chan engine.Event
 	}
-	defer e.Close()
+	if fs.remote() {
+		c, err := remoteClient(ctx, *fs.remoteURL, *fs.remoteModel)
+		if err != nil {
+			return err
+		}
+		gen = c
+	} else {
+		e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen, PrefillChunk: *chunk})
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		gen = e
+	}
 	req := engine.Request{
 		EnableThinking: !*noThink,
 		MaxTokens:      *maxTokens,
@@ -95,11 +110,9 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 		}
 		req.Messages = append(req.Messages, tokenizer.Message{Role: "user", Content: *prompt})
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	thinking := false
 	progress := newPromptProgress(errOut)
-	for ev := range e.Generate(ctx, req) {
+	for ev := range gen.Generate(ctx, req) {
 		switch ev.Kind {
 		case engine.EventStats:
 			progress.show(ev.Stats)
@@ -118,7 +131,11 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 			// The reply on stdout, the stats on stderr: `bagel generate … >
 			// answer.txt` keeps the answer alone.
 			fmt.Fprintln(out)
-			fmt.Fprintf(errOut, "\n[%s] %s\n", ev.Reason, ev.Stats.StatsLine())
+			line := ev.Stats.StatsLine()
+			if fs.remote() {
+				line = remoteStatsLine(ev.Stats)
+			}
+			fmt.Fprintf(errOut, "\n[%s] %s\n", ev.Reason, line)
 			if ev.Reason == engine.ReasonCancelled && ctx.Err() != nil {
 				return errInterrupted
 			}

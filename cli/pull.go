@@ -75,8 +75,12 @@ func runPull(args []string, out, errOut io.Writer) error {
 // and whether Bagel runs each.
 func runModels(args []string, out, errOut io.Writer) error {
 	fs := newFlags("models", errOut)
+	url := fs.String("remote", "", "list the models a server serves over OpenAI's API instead (its address; the key from $BAGEL_API_KEY)")
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	if *url != "" {
+		return listRemote(context.Background(), *url, out)
 	}
 	models := hub.Library(hub.CacheDir(), hub.LMStudioDir(), nil)
 	if len(models) == 0 {

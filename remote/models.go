@@ -1,0 +1,37 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Model is one entry of a server's /v1/models.
+type Model struct {
+	ID      string `json:"id"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// Models lists the models the server serves.
+func (c *Client) Models(ctx context.Context) ([]Model, error) {
+	req, err := c.newRequest(ctx, http.MethodGet, "/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.reach(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, c.statusError(resp)
+	}
+	var list struct {
+		Data []Model `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("the server %s's model list is not the API's JSON (%v)", c.base.Host, err)
+	}
+	return list.Data, nil
+}
