@@ -44,7 +44,7 @@ var allowed = map[string][]string{
 	"switches":    nil,
 	"synth":       nil,
 	"tokenizer":   {"internal/regular"},
-	"ui":          {"assets", "engine", "hub", "internal/jsonmsg", "internal/locale", "server", "store"},
+	"ui":          {"assets", "engine", "hub", "internal/jsonmsg", "internal/locale", "remote", "server", "store"},
 	// The yardstick of every path: a checkpoint reader and plain loops, nothing
 	// the kernels share.
 	"reference":          {"safetensors"},

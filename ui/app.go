@@ -77,9 +77,12 @@ type App struct {
 
 	eng      *engine.Engine // nil: no model loaded
 	modelDir string
-	loading  bool        // a model is being validated or loaded
-	gen      *generation // the reply being generated, if any
-	server   localServer // the Local server (localserver.go)
+	loading  bool         // a model is being validated or loaded
+	gen      *generation  // the reply being generated, if any
+	server   localServer  // the Local server (localserver.go)
+	remote   *remoteModel // the remote model in use instead of eng (remote.go)
+	// remoteKeys are the API keys given this session, by address.
+	remoteKeys map[string]string
 
 	convs   []store.Conversation
 	conv    *store.Conversation // the chat on screen; nil before the first one exists
@@ -105,6 +108,7 @@ type App struct {
 // window is shown (Start).
 func New(fa fyne.App, opt Options) (*App, error) {
 	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents, drafts: map[int64]string{}, memoryBudget: engine.DeviceMemory,
+		remoteKeys:       map[string]string{},
 		recommendStarted: !opt.Recommend}
 	if a.do == nil {
 		a.do = fyne.Do

@@ -237,7 +237,7 @@ func (c *chatView) refreshEmpty() {
 	hint.Importance = widget.LowImportance
 	hint.Wrapping = fyne.TextWrapWord
 	switch {
-	case a.eng != nil:
+	case a.ready():
 		big.SetText("Ask " + a.modelName() + " anything")
 		hint.SetText("Enter sends · Shift+Enter adds a line · Esc stops · Ctrl/Cmd+N starts a new chat")
 		items = append(items, big, hint)

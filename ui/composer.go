@@ -74,7 +74,7 @@ func (c *composer) refresh() {
 		c.send.Importance = widget.HighImportance
 	}
 	c.send.Refresh()
-	if busy || a.eng != nil {
+	if busy || a.ready() {
 		c.send.Enable()
 	} else {
 		c.send.Disable()
@@ -95,7 +95,7 @@ func (c *composer) refresh() {
 		c.hint.SetText("answering… Esc or Stop ends the reply; what was written is kept")
 	case a.loading:
 		c.hint.SetText("loading the model…")
-	case a.eng == nil:
+	case !a.ready():
 		c.hint.SetText("load a model to chat: drop its folder on the window")
 	default:
 		c.hint.SetText("Enter sends · Shift+Enter new line · Ctrl/Cmd+Enter sends · Esc stops")

@@ -47,8 +47,12 @@ func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, re
 		TreeWidth:      a.settings.DraftTreeWidth,
 		PrefillChunk:   a.settings.PrefillChunk,
 	}
-	mem := a.eng.Memory()
-	events := a.eng.Generate(ctx, req)
+	gen, backend, ctxLen := a.generator()
+	var mem engine.Memory
+	if a.eng != nil {
+		mem = a.eng.Memory()
+	}
+	events := gen.Generate(ctx, req)
 	if a.tapEvents != nil {
 		events = a.tapEvents(ctx, events)
 	}
@@ -56,13 +60,15 @@ func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, re
 	if a.server.running > 0 { // the engine takes one generation at a time
 		phase = "waiting for a Local server request to finish…"
 	}
-	a.perf.show(perfView{Phase: phase, Stats: engine.Stats{Backend: a.eng.BackendName, ContextLength: a.eng.ContextLength()}, Memory: mem})
+	a.perf.show(perfView{Phase: phase, Stats: engine.Stats{Backend: backend, ContextLength: ctxLen}, Memory: mem})
 	eng := a.eng
 	// After the reply, what the prompt cache holds now (PromptCache is safe
-	// off the UI thread).
+	// off the UI thread); a remote engine's is the server's own.
 	promptCache := func() engine.Memory {
 		m := mem
-		m.PromptCacheConversations, m.PromptCache = eng.PromptCache()
+		if eng != nil {
+			m.PromptCacheConversations, m.PromptCache = eng.PromptCache()
+		}
 		return m
 	}
 	a.goSafe("generating a reply", func() { a.stream(g, events, reply, mem, promptCache) })
@@ -152,7 +158,7 @@ loop:
 				a.do(func() {
 					defer panelling.Store(false)
 					a.perf.show(v)
-					if a.gen == g && !a.loading && a.eng != nil {
+					if a.gen == g && !a.loading && a.ready() {
 						a.bar.showActivity(v)
 					}
 					if decoding {
@@ -241,7 +247,7 @@ func (a *App) finishGeneration(g *generation, final store.Message, v perfView, g
 		return // the window has closed
 	}
 	a.perf.show(v)
-	if !a.loading && a.eng != nil {
+	if !a.loading && a.ready() {
 		a.bar.showFinished(v)
 	}
 	if a.conv != nil && a.conv.ID == g.convID {

@@ -87,7 +87,7 @@ func (a *App) showLibrary() {
 		), nil, nil, nil,
 		container.NewVScroll(container.NewVBox(l.found,
 			widget.NewLabelWithStyle("On this computer", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-			l.list)))
+			l.list, l.remoteRows())))
 	l.dlg = dialog.NewCustom("Models", "Close", content, a.win)
 	onClosed := func() {
 		l.closed = true

@@ -65,6 +65,7 @@ func (a *App) mainMenu() *fyne.MainMenu {
 		fyne.NewMenuItemSeparator(),
 		item("Open model folder…", shortcutOpenModel, a.chooseModelFolder),
 		fyne.NewMenuItem("Models…", a.showLibrary),
+		fyne.NewMenuItem("Add remote engine…", a.showAddRemote),
 		recent,
 		fyne.NewMenuItem("Unload model", a.unloadModel),
 		fyne.NewMenuItemSeparator(),

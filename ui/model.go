@@ -100,6 +100,7 @@ func upperFirst(s string) string {
 // all off the UI thread, with the progress on the model bar. When the load
 // fails and fallback is set, that model is loaded again.
 func (a *App) loadModel(dir, fallback string) {
+	a.leaveRemote()
 	a.loading = true
 	old, oldDir, g := a.eng, a.modelDir, a.gen
 	if fallback == "" && oldDir != dir {
@@ -233,6 +234,14 @@ func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback stri
 // unloadModel frees the model (stopping a generation first) without loading
 // another; the app then waits for a model to be dropped or chosen.
 func (a *App) unloadModel() {
+	if a.remote != nil && !a.loading {
+		a.leaveRemote()
+		a.bar.refresh()
+		a.composer.refresh()
+		a.chat.refreshEmpty()
+		a.perf.showModel("", 0, engine.Memory{}, "no model loaded")
+		return
+	}
 	if a.loading || a.eng == nil {
 		return
 	}
@@ -317,6 +326,9 @@ func (a *App) chooseModelFolder() {
 
 // modelName is the loaded model's folder name.
 func (a *App) modelName() string {
+	if a.remote != nil {
+		return a.remote.client.Model()
+	}
 	if a.modelDir == "" {
 		return ""
 	}

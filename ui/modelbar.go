@@ -64,6 +64,13 @@ func (b *modelBar) refresh() {
 	b.busy.Hide()
 	b.cancel.Hide()
 	switch {
+	case a.remote != nil:
+		b.name.SetText(a.modelName())
+		detail := "remote, on " + a.remote.client.Host() + " · figures measured here, over the network"
+		if b.lastReply != "" {
+			detail = b.lastReply + " · " + detail
+		}
+		b.detail.SetText(detail)
 	case a.eng != nil:
 		b.name.SetText(a.modelName())
 		detail := a.eng.BackendName + " · " + humanCount(a.eng.ContextLength()) + " context · " + memoryText(a.eng.Memory())
@@ -77,7 +84,7 @@ func (b *modelBar) refresh() {
 	}
 	b.open.Enable()
 	b.unload.Disable()
-	if a.eng != nil {
+	if a.ready() {
 		b.unload.Enable()
 	}
 	if len(a.settings.Recent) > 0 {

@@ -64,6 +64,10 @@ type Settings struct {
 	// TextScale sizes the text (View › Bigger / Smaller text); 0 means 1.
 	TextScale float32 `json:"text_scale,omitempty"`
 
+	// RemoteEngines are the remote models used, the last first (remote.go);
+	// their API keys are never written here.
+	RemoteEngines []RemoteEngine `json:"remote_engines,omitempty"`
+
 	// ServerOn serves the loaded model to other apps (the Local server,
 	// localserver.go) on 127.0.0.1:ServerPort (0: server.DefaultPort).
 	ServerOn   bool `json:"server_on,omitempty"`

@@ -39,7 +39,7 @@ func (a *App) sendComposer() {
 // other version, which its ‹ › switch shows again. It reports whether the
 // message was taken.
 func (a *App) send(text string) bool {
-	if a.eng == nil {
+	if !a.ready() {
 		a.showError("No model loaded", errNoModel)
 		return false
 	}
@@ -75,7 +75,7 @@ func (a *App) regenerate() {
 	if a.gen != nil || a.conv == nil {
 		return
 	}
-	if a.eng == nil {
+	if !a.ready() {
 		a.showError("No model loaded", errNoModel)
 		return
 	}

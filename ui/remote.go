@@ -1,0 +1,198 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+
+	"bagel/engine"
+	"bagel/remote"
+)
+
+// Remote engines (issue 37): a model served elsewhere — vLLM, SGLang,
+// llama-server, LM Studio, Ollama, another Mac's bagel serve — chatted with
+// in this window as a local one is: the same chats, versions, regenerate,
+// export and thinking fold, the figures measured here over the network. The
+// client (package remote) streams the engine's own events, so the window
+// reads them as it reads the engine's. The addresses and models are kept in
+// the settings; an API key only for the session (or $BAGEL_API_KEY): the
+// keychain is planned.
+
+// RemoteEngine is a remote model the settings remember.
+type RemoteEngine struct {
+	URL   string `json:"url"`
+	Model string `json:"model"`
+}
+
+// remoteModel is the remote model in use.
+type remoteModel struct {
+	client *remote.Client
+	url    string
+}
+
+// generator streams replies: the events of the local engine or a remote one.
+type generator interface {
+	Generate(ctx context.Context, req engine.Request) <-chan engine.Event
+}
+
+// ready reports a model to chat with, local or remote.
+func (a *App) ready() bool { return a.eng != nil || a.remote != nil }
+
+// generator is the model in use, with its backend's name and context length
+// (0: a remote one's, not known here).
+func (a *App) generator() (generator, string, int) {
+	if a.remote != nil {
+		return a.remote.client, "remote: " + a.remote.client.Host(), 0
+	}
+	return a.eng, a.eng.BackendName, a.eng.ContextLength()
+}
+
+// leaveRemote stops using the remote model (its reply stopped, kept).
+func (a *App) leaveRemote() {
+	if a.remote == nil {
+		return
+	}
+	if g := a.gen; g != nil {
+		g.cancel()
+	}
+	a.remote = nil
+}
+
+// useRemote makes c (at url) the model the chats use: a local model is
+// unloaded first (its reply stopped and kept, the Local server stopped).
+func (a *App) useRemote(c *remote.Client, url string) {
+	if a.loading {
+		a.showMessage("A model is loading", "Wait for it to finish, then choose the remote engine again.")
+		return
+	}
+	g := a.gen
+	if g != nil {
+		g.cancel()
+	}
+	if old := a.eng; old != nil {
+		a.eng, a.modelDir = nil, ""
+		serverDone := a.stopServer()
+		a.goSafe("unloading the model", func() {
+			if g != nil {
+				<-g.done
+			}
+			serverDone()
+			old.Close()
+		})
+	}
+	a.remote = &remoteModel{client: c, url: url}
+	a.settings.LastModel = ""
+	entry := RemoteEngine{URL: url, Model: c.Model()}
+	a.settings.RemoteEngines = append([]RemoteEngine{entry}, slices.DeleteFunc(a.settings.RemoteEngines, func(r RemoteEngine) bool { return r == entry })...)
+	a.saveSettings()
+	a.bar.lastReply = ""
+	a.bar.refresh()
+	a.composer.refresh()
+	a.chat.refreshEmpty()
+	a.win.SetMainMenu(a.mainMenu())
+	a.perf.showModel("remote: "+c.Host(), 0, engine.Memory{}, "ready · measured at the client, over the network")
+}
+
+// connectRemote checks the server (its model list) off the UI thread and
+// then uses model on it (the server's first when ""), or says why not.
+func (a *App) connectRemote(url, model, key string) {
+	if key == "" {
+		key = a.remoteKeys[url]
+	}
+	if key == "" {
+		key = os.Getenv("BAGEL_API_KEY")
+	}
+	c, err := remote.New(url, key, model)
+	if err != nil {
+		a.showError("This remote engine cannot be used", err)
+		return
+	}
+	a.bar.showBusy("Connecting to "+c.Host()+"…", -1)
+	a.goSafe("connecting to a remote engine", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		models, err := c.Models(ctx)
+		if err == nil {
+			var ids []string
+			for _, m := range models {
+				ids = append(ids, m.ID)
+			}
+			switch {
+			case len(ids) == 0:
+				err = fmt.Errorf("the server %s lists no models", c.Host())
+			case model == "":
+				c, err = remote.New(url, key, ids[0])
+			case !slices.Contains(ids, model):
+				err = fmt.Errorf("the server %s does not serve %q; it serves %s", c.Host(), model, strings.Join(ids, ", "))
+			}
+		}
+		a.do(func() {
+			a.bar.refresh()
+			if err != nil {
+				a.showError("The remote engine cannot be used", err)
+				return
+			}
+			if key != "" {
+				a.remoteKeys[url] = key // this session only
+			}
+			a.useRemote(c, url)
+		})
+	})
+}
+
+// showAddRemote asks for a remote engine: its address, the model (blank:
+// the server's first) and an API key (optional, kept for this session).
+func (a *App) showAddRemote() {
+	url := widget.NewEntry()
+	url.SetPlaceHolder("http://192.168.1.20:8000/v1")
+	model := widget.NewEntry()
+	model.SetPlaceHolder("blank: the server's first model")
+	key := widget.NewPasswordEntry()
+	key.SetPlaceHolder("optional; kept until Bagel quits ($BAGEL_API_KEY otherwise)")
+	items := []*widget.FormItem{widget.NewFormItem("Address", url), widget.NewFormItem("Model", model), widget.NewFormItem("API key", key)}
+	d := dialog.NewForm("Add remote engine", "Connect", "Cancel", items, func(ok bool) {
+		if ok {
+			a.connectRemote(strings.TrimSpace(url.Text), strings.TrimSpace(model.Text), key.Text)
+		}
+	}, a.win)
+	d.Resize(fyne.NewSize(560, 260))
+	a.showDialog(d, nil)
+	a.win.Canvas().Focus(url)
+}
+
+// remoteRows are the Models dialog's remote engines: each with Use and
+// Forget, and Add remote engine….
+func (l *library) remoteRows() fyne.CanvasObject {
+	a := l.a
+	box := container.NewVBox()
+	for _, r := range a.settings.RemoteEngines {
+		label := widget.NewLabel(r.Model + " on " + r.URL)
+		label.Truncation = fyne.TextTruncateEllipsis
+		use := widget.NewButton("Use", func() {
+			l.dlg.Hide()
+			a.connectRemote(r.URL, r.Model, "")
+		})
+		var row *fyne.Container
+		forget := widget.NewButton("Forget", func() {
+			a.settings.RemoteEngines = slices.DeleteFunc(a.settings.RemoteEngines, func(x RemoteEngine) bool { return x == r })
+			a.saveSettings()
+			box.Remove(row)
+		})
+		row = container.NewBorder(nil, nil, nil, container.NewHBox(use, forget), label)
+		box.Add(row)
+	}
+	add := widget.NewButton("Add remote engine…", func() {
+		l.dlg.Hide()
+		a.showAddRemote()
+	})
+	return container.NewVBox(widget.NewLabelWithStyle("Remote engines", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		box, container.NewHBox(add))
+}

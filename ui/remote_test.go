@@ -1,0 +1,67 @@
+package ui
+
+import (
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"bagel/engine"
+	"bagel/internal/testmodel"
+	"bagel/server"
+)
+
+// TestRemoteEngineChats: a chat on a remote engine (another Bagel's server
+// over the tiny model) gives the reply the local model gives to the same
+// message and settings, the bar names the server and says the figures are
+// measured over the network, the settings remember the engine (not a key),
+// and loading a local model leaves it.
+func TestRemoteEngineChats(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	dir := h.loadModel("tiny-moe")
+	h.typeAndSend("Hi")
+	local := h.waitReplyDone().Content
+
+	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	srv, err := server.New(e, "tiny", server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+
+	h.a.connectRemote(ts.URL+"/v1", "", "secret")
+	h.waitFor("the remote engine", func() bool { return h.a.remote != nil })
+	if h.a.eng != nil || h.a.modelName() != "tiny" || !strings.Contains(h.a.bar.detail.Text, "over the network") {
+		t.Errorf("after connecting: local engine %v, name %q, bar %q", h.a.eng != nil, h.a.modelName(), h.a.bar.detail.Text)
+	}
+	h.a.newConversation()
+	h.typeAndSend("Hi")
+	if got := h.waitReplyDone(); got.Content != local || got.Status == "error" {
+		t.Errorf("remote reply %q (%s), local %q", got.Content, got.Status, local)
+	}
+	if r := h.a.settings.RemoteEngines; len(r) != 1 || r[0].Model != "tiny" || r[0].URL != ts.URL+"/v1" {
+		t.Errorf("remembered %+v", r)
+	}
+	data, _ := os.ReadFile(h.configDir + "/settings.json")
+	if strings.Contains(string(data), "secret") {
+		t.Error("the API key was written to settings.json")
+	}
+
+	// A server that does not serve the model asked for: named, nothing changes.
+	h.a.connectRemote(ts.URL+"/v1", "gpt-9", "")
+	h.waitFor("the refusal", func() bool { return strings.Contains(h.dialogText(), `does not serve "gpt-9"`) })
+	h.a.closeTopDialog()
+
+	h.a.openModel(dir)
+	h.waitFor("the local model", func() bool { return !h.a.loading && h.a.eng != nil })
+	if h.a.remote != nil {
+		t.Error("loading a local model kept the remote engine")
+	}
+}
