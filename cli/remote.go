@@ -10,10 +10,19 @@ import (
 	"bagel/remote"
 )
 
+// remoteKey is the key for url: $BAGEL_API_KEY, else the keychain's (the
+// app keeps there the keys given to it).
+func remoteKey(url string) string {
+	if k := os.Getenv("BAGEL_API_KEY"); k != "" {
+		return k
+	}
+	return remote.Key(url)
+}
+
 // remoteClient is --remote's client of --model (the server's first model
-// when none is named); the key comes from $BAGEL_API_KEY.
+// when none is named).
 func remoteClient(ctx context.Context, url, model string) (*remote.Client, error) {
-	c, err := remote.New(url, os.Getenv("BAGEL_API_KEY"), model)
+	c, err := remote.New(url, remoteKey(url), model)
 	if err != nil || model != "" {
 		return c, err
 	}
@@ -24,12 +33,12 @@ func remoteClient(ctx context.Context, url, model string) (*remote.Client, error
 	if len(models) == 0 {
 		return nil, fmt.Errorf("the server %s lists no models", c.Host())
 	}
-	return remote.New(url, os.Getenv("BAGEL_API_KEY"), models[0].ID)
+	return remote.New(url, remoteKey(url), models[0].ID)
 }
 
 // listRemote is `bagel models --remote URL`: the server's models.
 func listRemote(ctx context.Context, url string, out io.Writer) error {
-	c, err := remote.New(url, os.Getenv("BAGEL_API_KEY"), "")
+	c, err := remote.New(url, remoteKey(url), "")
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,9 @@ import (
 // export and thinking fold, the figures measured here over the network. The
 // client (package remote) streams the engine's own events, so the window
 // reads them as it reads the engine's. The addresses and models are kept in
-// the settings; an API key only for the session (or $BAGEL_API_KEY): the
-// keychain is planned.
+// the settings; an API key in the system keychain (remote.SaveKey; where
+// there is none, for the session only, and the app says so), never in the
+// settings.
 
 // RemoteEngine is a remote model the settings remember.
 type RemoteEngine struct {
@@ -104,8 +105,12 @@ func (a *App) useRemote(c *remote.Client, url string) {
 // connectRemote checks the server (its model list) off the UI thread and
 // then uses model on it (the server's first when ""), or says why not.
 func (a *App) connectRemote(url, model, key string) {
+	given := key != ""
 	if key == "" {
 		key = a.remoteKeys[url]
+	}
+	if key == "" {
+		key = remote.Key(url)
 	}
 	if key == "" {
 		key = os.Getenv("BAGEL_API_KEY")
@@ -140,10 +145,13 @@ func (a *App) connectRemote(url, model, key string) {
 				a.showError("The remote engine cannot be used", err)
 				return
 			}
-			if key != "" {
-				a.remoteKeys[url] = key // this session only
-			}
 			a.useRemote(c, url)
+			if given {
+				a.remoteKeys[url] = key
+				if err := remote.SaveKey(url, key); err != nil {
+					a.showMessage("The API key is kept until Bagel quits", err.Error())
+				}
+			}
 		})
 	})
 }
@@ -156,7 +164,7 @@ func (a *App) showAddRemote() {
 	model := widget.NewEntry()
 	model.SetPlaceHolder("blank: the server's first model")
 	key := widget.NewPasswordEntry()
-	key.SetPlaceHolder("optional; kept until Bagel quits ($BAGEL_API_KEY otherwise)")
+	key.SetPlaceHolder("optional; kept in the system keychain")
 	items := []*widget.FormItem{widget.NewFormItem("Address", url), widget.NewFormItem("Model", model), widget.NewFormItem("API key", key)}
 	d := dialog.NewForm("Add remote engine", "Connect", "Cancel", items, func(ok bool) {
 		if ok {
@@ -184,6 +192,12 @@ func (l *library) remoteRows() fyne.CanvasObject {
 		forget := widget.NewButton("Forget", func() {
 			a.settings.RemoteEngines = slices.DeleteFunc(a.settings.RemoteEngines, func(x RemoteEngine) bool { return x == r })
 			a.saveSettings()
+			if !slices.ContainsFunc(a.settings.RemoteEngines, func(x RemoteEngine) bool { return x.URL == r.URL }) {
+				delete(a.remoteKeys, r.URL)
+				if err := remote.ForgetKey(r.URL); err != nil {
+					a.showError("The API key could not be removed from the keychain", err)
+				}
+			}
 			box.Remove(row)
 		})
 		row = container.NewBorder(nil, nil, nil, container.NewHBox(use, forget), label)

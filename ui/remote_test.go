@@ -8,15 +8,20 @@ import (
 
 	"bagel/engine"
 	"bagel/internal/testmodel"
+	"bagel/remote"
 	"bagel/server"
+
+	"github.com/zalando/go-keyring"
 )
 
 // TestRemoteEngineChats: a chat on a remote engine (another Bagel's server
 // over the tiny model) gives the reply the local model gives to the same
 // message and settings, the bar names the server and says the figures are
-// measured over the network, the settings remember the engine (not a key),
-// and loading a local model leaves it.
+// measured over the network, the settings remember the engine and the
+// keychain its key (never the settings), and loading a local model leaves
+// it.
 func TestRemoteEngineChats(t *testing.T) {
+	keyring.MockInit() // the system keychain, as an in-memory one
 	s := testSettings()
 	h := newHarness(t, &s, "", "")
 	dir := h.loadModel("tiny-moe")
@@ -50,8 +55,8 @@ func TestRemoteEngineChats(t *testing.T) {
 		t.Errorf("remembered %+v", r)
 	}
 	data, _ := os.ReadFile(h.configDir + "/settings.json")
-	if strings.Contains(string(data), "secret") {
-		t.Error("the API key was written to settings.json")
+	if strings.Contains(string(data), "secret") || remote.Key(ts.URL+"/v1") != "secret" {
+		t.Error("the API key was written to settings.json, or not to the keychain")
 	}
 
 	// A server that does not serve the model asked for: named, nothing changes.
