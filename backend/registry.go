@@ -71,14 +71,6 @@ type GPUIdleTimer interface {
 	GPUIdle() (before, inside time.Duration)
 }
 
-// GridFencer is an optional Device capability: its kernels may find a
-// launch's last threadgroup by a fenced atomic ticket (DEVICE_FENCE and
-// ATOMIC_ADD_U32 in the kernel dialect: qmatmul_router_bf16). CUDA and the
-// CPU; not Metal, whose device-scope fence needs MSL 3.2.
-type GridFencer interface {
-	GridFence() bool
-}
-
 // AsyncReader is an optional Device capability: a read-back that waits only
 // for the work submitted before it, not for work submitted after, so that
 // greedy decode keeps the next step running on the device while the host

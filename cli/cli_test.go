@@ -89,7 +89,7 @@ func TestHelpAsPeopleUseIt(t *testing.T) {
 		{[]string{"help", "generate"}, []string{"usage: bagel generate [flags] [MESSAGE]", "  --max-tokens int", "  -m DIR", "  -p string"}},
 		{[]string{"generate", "-h"}, []string{"--max-tokens"}},
 		{[]string{"pull", "-h"}, []string{"usage: bagel pull [flags] ORG/NAME[@REVISION]", "--any"}},
-		{[]string{"models", "-h"}, []string{"usage: bagel models", "No flags."}},
+		{[]string{"models", "-h"}, []string{"usage: bagel models", "--remote URL"}},
 	} {
 		code, stdout, stderr := runCLI(c.args...)
 		if code != 0 || stderr != "" {

@@ -75,7 +75,8 @@ func runPull(args []string, out, errOut io.Writer) error {
 // and whether Bagel runs each.
 func runModels(args []string, out, errOut io.Writer) error {
 	fs := newFlags("models", errOut)
-	url := fs.String("remote", "", "list the models a server serves over OpenAI's API instead (its address; the key from $BAGEL_API_KEY)")
+	url := fs.String("remote", "", "list the models a server serves over OpenAI's API instead (its address; the key from $BAGEL_API_KEY or the keychain)")
+	fs.usage["remote"] = "--remote URL"
 	if err := fs.parse(args); err != nil {
 		return err
 	}

@@ -200,12 +200,6 @@ func (e *encoder) Submit() error {
 	return nil
 }
 
-var _ backend.GridFencer = (*Device)(nil)
-
-// GridFence: the CPU backend runs each kernel's reference whole, so a kernel
-// that finds its last threadgroup by a ticket computes the same here.
-func (d *Device) GridFence() bool { return true }
-
 var _ backend.MatrixUnits = (*Device)(nil)
 
 // MatrixUnits: the CPU backend runs each kernel's reference, so the prompt

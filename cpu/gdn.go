@@ -136,25 +136,6 @@ func gdnRun(a *args, conv []uint16, g, beta, state []float32, out []uint16, T, H
 	})
 }
 
-// gdn_step_bf16: the decode step after the conv in one dispatch:
-// gdn_gates_bf16, gdn_recurrence_bf16 (normed 0), then rms_norm_gated_bf16 of
-// the output rows (T·Hv rows of Dv) with z and norm.
-func gdnStep(a *args) {
-	T, Hk, Hv := a.intArg("T"), a.intArg("Hk"), a.intArg("Hv")
-	Dk, Dv := a.intArg("Dk"), a.intArg("Dv")
-	a.check(Hk > 0 && Hv%Hk == 0, "Hk", "%d does not divide Hv=%d", Hk, Hv)
-	conv := a.bf16s("conv", T*(2*Hk*Dk+Hv*Dv)) // (T, 2·Hk·Dk + Hv·Dv)
-	state := a.f32s("state", Hv*Dv*Dk)         // (Hv, Dv, Dk)
-	z := a.bf16s("z", T*Hv*Dv)                 // (T, Hv, Dv)
-	norm := a.bf16s("norm", Dv)                // (Dv)
-	out := a.bf16s("out", T*Hv*Dv)             // (T, Hv, Dv)
-	g, beta := make([]float32, T*Hv), make([]float32, T*Hv)
-	gatesInto(a.bf16s("a", T*Hv), a.bf16s("b", T*Hv), a.f32s("aLog", Hv), a.bf16s("dtBias", Hv), g, beta, T, Hv)
-	o := make([]uint16, T*Hv*Dv)
-	gdnRun(a, conv, g, beta, state, o, T, Hk, Hv, Dk, Dv, false)
-	normGatedInto(o, z, norm, out, T*Hv, Dv, a.floatArg("eps"))
-}
-
 // qkScale is the factor after q's (1/Dk) or k's (Dk^−½) normalisation. The
 // scales are f32, as kernels/README.md writes them. MLX multiplies by a Python
 // float, which it casts to the array's dtype: bf16(Dk^−½) for Dk = 128 is

@@ -12,23 +12,6 @@ func routerTopK(a *args) {
 	route(a.bf16s("logits", T*E), a.i32s("ids", T*K), a.bf16s("weights", T*K), T, E, K, norm != 0)
 }
 
-// qmatmul_router_bf16: qmatmul_multi_bf16's out0 (the router logits [T, E],
-// E = Out0) and out1 over x, then router_topk_bf16 on out0 into ids and
-// weights; counter (the GPU's tickets) is left at zero, as the kernel leaves it.
-func qmatmulRouter(a *args) {
-	T, In, E, K := a.intArg("T"), a.intArg("In"), a.intArg("Out0"), a.intArg("K")
-	a.check(K <= E, "K", "%d, want ≤ Out0=%d", K, E)
-	multiGEMV(a, widen(a.bf16s("x", T*In)), T, In, 2)
-	route(a.bf16s("out0", T*E), a.i32s("ids", T*K), a.bf16s("weights", T*K), T, E, K, a.intArg("norm") != 0)
-}
-
-// moe_route_up_bf16: router_topk_bf16 into ids and weights, then moe_up_bf16
-// with those ids, in one dispatch.
-func moeRouteUp(a *args) {
-	routerTopK(a)
-	moeUp(a)
-}
-
 // route is router_topk_bf16 on slices: logits (T, E) → ids, weights (T, K).
 func route(logits []uint16, ids []int32, weights []uint16, T, E, K int, norm bool) {
 	p := make([]float32, E) // this token's probabilities, bf16 values

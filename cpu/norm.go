@@ -65,11 +65,6 @@ func addRMSNorm(a *args) {
 	w := a.bf16s("w", N)       // (N)
 	sum := a.bf16s("sum", R*N) // (R, N)
 	out := a.bf16s("out", R*N) // (R, N)
-	addNormRowsInto(x, y, w, sum, out, R, N, eps)
-}
-
-// addNormRowsInto is add_rms_norm_bf16 on slices: x, y, sum, out (R, N), w (N).
-func addNormRowsInto(x, y, w, sum, out []uint16, R, N int, eps float32) {
 	for r := range R {
 		sr := sum[r*N : (r+1)*N]
 		for i := range N {

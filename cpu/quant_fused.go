@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"bagel/backend"
-	"bagel/kernels"
 )
 
 // qmatmul_multi_bf16: outI[t,o] = bf16(Σ_j x[t,j]·WI[o,j]) for I = 0..3 (OutI = 0:
@@ -13,13 +12,8 @@ import (
 // qmatmul_bf16 in one dispatch, each row computed as that kernel computes it.
 func qmatmulMulti(a *args) {
 	T, In := a.intArg("T"), a.intArg("In")
-	multiGEMV(a, widen(a.bf16s("x", T*In)), T, In, 4)
-}
-
-// multiGEMV is qmatmul_multi_bf16's products over x (T, In) for the slots
-// 0..n−1 (wI, scalesI, biasesI, outI, OutI, fmtI; OutI = 0: unused).
-func multiGEMV(a *args, x []float32, T, In, n int) {
-	for i := range n {
+	x := widen(a.bf16s("x", T*In)) // (T, In)
+	for i := range 4 {
 		slot := fmt.Sprint(i)
 		Out := a.intArg("Out" + slot)
 		if Out == 0 {
@@ -41,30 +35,6 @@ func multiGEMV(a *args, x []float32, T, In, n int) {
 			}
 		})
 	}
-}
-
-// qmvRows is the output rows a GEMV threadgroup takes (QMV_ROWS).
-var qmvRows = kernels.Defines()["QMV_ROWS"]
-
-// qmatmul_addnorm_bf16: for each of the launch's slots s (one a threadgroup,
-// token t = s % T), hs[s] = bf16(x[t] + branch[t]) and ns[s] its rms_norm
-// under norm (add_rms_norm_bf16); out0 and out1 are qmatmul_multi_bf16's
-// products over ns's first T rows (the tokens' norms).
-func qmatmulAddNorm(a *args) {
-	T, In, eps := a.intArg("T"), a.intArg("In"), a.floatArg("eps")
-	a.check(In%2 == 0, "In", "%d is odd", In)
-	blocks := func(out int) int { return (out + qmvRows - 1) / qmvRows }
-	slots := (blocks(a.intArg("Out0")) + blocks(a.intArg("Out1"))) * T
-	x, branch := a.bf16s("x", T*In), a.bf16s("branch", T*In) // (T, In)
-	norm := a.bf16s("norm", In)
-	hs, ns := a.bf16s("hs", slots*In), a.bf16s("ns", slots*In) // (slots, In)
-	addNormRowsInto(x, branch, norm, hs, ns, T, In, eps)
-	for s := T; s < slots; s++ {
-		t := s % T
-		copy(hs[s*In:(s+1)*In], hs[t*In:(t+1)*In])
-		copy(ns[s*In:(s+1)*In], ns[t*In:(t+1)*In])
-	}
-	multiGEMV(a, widen(ns[:T*In]), T, In, 2)
 }
 
 // qmatmul_multi_conv_bf16: qmatmul_multi_bf16 for one token, matrix 0's

@@ -23,14 +23,11 @@ var registry = map[string]func(a *args){
 	"qmatmul_mma_multi_conv_bf16": qmatmulMmaMultiConv,
 	"qmatmul_gather_bf16":         qmatmulGather,
 	"qmatmul_multi_bf16":          qmatmulMulti,
-	"qmatmul_addnorm_bf16":        qmatmulAddNorm,
-	"qmatmul_router_bf16":         qmatmulRouter,
 	"qmatmul_gather_swiglu_bf16":  qmatmulGatherSwiglu,
 	"moe_down_bf16":               moeDown,
 	"moe_down_mma_bf16":           moeDown, // the same products; only the GPUs' order of sums differs
 	"moe_up_bf16":                 moeUp,
 	"moe_up_mma_bf16":             moeUp, // the same products; only the GPUs' order of sums differs
-	"moe_route_up_bf16":           moeRouteUp,
 	"qmatmul_multi_conv_bf16":     qmatmulMultiConv,
 	"qgemm_bf16":                  qgemmBF16,
 	"qgemm_multi_bf16":            qgemmMulti,
@@ -63,7 +60,6 @@ var registry = map[string]func(a *args){
 	"gdn_gates_bf16":              gdnGates,
 	"gdn_qk_norm_bf16":            gdnQKNorm,
 	"gdn_recurrence_bf16":         gdnRecurrence,
-	"gdn_step_bf16":               gdnStep,
 	"gdn_chunk_prep_f32":          gdnChunkPrep,
 	"gdn_chunk_bf16":              gdnChunked,
 	"router_topk_bf16":            routerTopK,

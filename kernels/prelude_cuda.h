@@ -67,13 +67,6 @@ typedef unsigned short bf16_t;
 // lanes' later reads.
 #define SIMD_BARRIER() __syncwarp()
 #define DEVICE_BARRIER() __syncthreads()
-// DEVICE_FENCE() orders this thread's device-memory writes before its later
-// ones as every thread of the grid sees them; ATOMIC_ADD_U32(p, v) adds v to
-// the uint at p and returns the old value. Together, the last-threadgroup
-// pattern: each group writes, fences and takes a ticket; the group that draws
-// the last ticket fences again and reads what all the others wrote.
-#define DEVICE_FENCE() __threadfence()
-#define ATOMIC_ADD_U32(p, v) atomicAdd((p), (v))
 
 INLINE float as_float(uint u) { return __uint_as_float(u); }
 #ifdef CVT_BF16

@@ -14,10 +14,6 @@
 //                              the same, starting at a 16-byte boundary.
 //   BARRIER()                  threadgroup barrier over threadgroup memory.
 //   DEVICE_BARRIER()           threadgroup barrier that also orders device memory.
-//   DEVICE_FENCE(), ATOMIC_ADD_U32(p, v)
-//                              a device-scope fence and an atomic add returning
-//                              the old value: the last-threadgroup pattern (see
-//                              prelude_cuda.h). Not on Metal: see below.
 //   bf16_t, load/store helpers, simd_sum/simd_max/simd_shuffle_xor, imin/imax,
 //   and the C math names (expf, logf, ...) mapped to precise Metal math.
 #include <metal_stdlib>
@@ -60,12 +56,6 @@ typedef ushort bf16_t;
 #define SIMD_BARRIER() simdgroup_barrier(mem_flags::mem_threadgroup)
 #define DEVICE_BARRIER() \
   threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup)
-// Metal's device-scope fence (atomic_thread_fence with thread_scope_device)
-// needs MSL 3.2, past what the library targets, so the kernels that take a
-// ticket to find the grid's last threadgroup are not run on Metal (the engine
-// asks backend.GridFencer); these keep their source valid Metal.
-#define DEVICE_FENCE() threadgroup_barrier(mem_flags::mem_device)
-#define ATOMIC_ADD_U32(p, v) atomic_fetch_add_explicit((device atomic_uint *)(p), (v), memory_order_relaxed)
 
 // Precise math: Metal compiles with fast math by default; the CPU reference is exact.
 #define expf(x) metal::precise::exp(x)

@@ -115,62 +115,6 @@ KERNEL(qmatmul_multi_bf16,
     q.out[(ulong)t * (ulong)q.Out + (ulong)(o + LANE)] = f32_to_bf16(v);
 }
 
-// qmatmul_addnorm_bf16: the residual add and norm before the MoE block, and
-// the block's router GEMV, in one launch (the add_rms_norm_bf16 before it
-// saved, 40 dispatches a token at 35B-A3B). For token t = s % T of slot s (one
-// slot a threadgroup, TGID_X): hs[s] = bf16(x[t] + branch[t]), ns[s] =
-// rms_norm(hs[s]) under norm, exactly as add_rms_norm_bf16 computes them
-// (add_rms_norm_octets, with this group's threads); then out0 and out1 as
-// qmatmul_multi_bf16 computes them over ns[s]. Every threadgroup norms its
-// token itself and reads the GEMV's x from its own slot (its writes, ordered
-// by DEVICE_BARRIER): no threadgroup waits for another. Slots 0..T−1 are
-// tokens 0..T−1 (tokens vary fastest), so their first T rows are the [T, In]
-// sum and norm the rest of the block reads. The weights' first pieces are
-// asked into L2 before the grid wait, since the norm must come first. In is
-// even (ops checks it).
-// launch: grid((ceil(Out0, QMV_ROWS) + ceil(Out1, QMV_ROWS)) * T) group(min(single(T, QMV_MULTI_SPLIT, min(QMV_MULTI_SPLIT, QMV_MULTI_SPLIT_MANY)), max(1, In / QMV_MULTI_IN_PER_SIMD)) * 32)
-KERNEL(qmatmul_addnorm_bf16,
-       BUFFER(const bf16_t, x, 0),
-       BUFFER(const bf16_t, branch, 1),
-       BUFFER(const bf16_t, norm, 2),
-       BUFFER(bf16_t, hs, 3),
-       BUFFER(bf16_t, ns, 4),
-       BUFFER(const uint, w0, 5),
-       BUFFER(const bf16_t, scales0, 6),
-       BUFFER(const bf16_t, biases0, 7),
-       BUFFER(bf16_t, out0, 8),
-       BUFFER(const uint, w1, 9),
-       BUFFER(const bf16_t, scales1, 10),
-       BUFFER(const bf16_t, biases1, 11),
-       BUFFER(bf16_t, out1, 12),
-       PARAM(int, T, 13),
-       PARAM(int, In, 14),
-       PARAM(int, Out0, 15),
-       PARAM(int, Out1, 16),
-       PARAM(int, fmt0, 17),
-       PARAM(int, fmt1, 18),
-       PARAM(float, eps, 19)) {
-  TG_MEM(float, partial, QMV_MULTI_SPLIT * QMV_ROWS);
-  TG_MEM(float, sums, 32);
-  int n0 = (Out0 + QMV_ROWS - 1) / QMV_ROWS, n1 = (Out1 + QMV_ROWS - 1) / QMV_ROWS;
-  int t = TGID_X % T;
-  if (TGID_X / T >= n0 + n1) return;  // uniform across the threadgroup
-  int local = 0;
-  qslot q = qslot_of(TGID_X / T, n0, n1, 0, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w1, scales1,
-                     biases1, out1, w1, scales1, biases1, out1, Out0, Out1, 0, 0, fmt0, fmt1, fmt1, fmt1, &local);
-  int o = local * QMV_ROWS;
-  qmv_prefetch(q.w + (ulong)o * (ulong)(In / 32 * q.bits), imin(QMV_ROWS, q.Out - o), In, q.bits, LANE, SIMD_ID,
-               SIMD_COUNT);
-  GRID_WAIT();
-  ulong slot = (ulong)TGID_X * (ulong)In, row = (ulong)t * (ulong)In;
-  add_rms_norm_row(x + row, branch + row, norm, hs + slot, ns + slot, In, eps, sums, TID_X, TG_SIZE_X, LANE,
-                   SIMD_ID, SIMD_COUNT);
-  DEVICE_BARRIER();  // this group's normed row, written by all its threads
-  float v;
-  if (qmv_multi(ns + slot, q, o, In, partial, LANE, SIMD_ID, SIMD_COUNT, &v))
-    q.out[(ulong)t * (ulong)q.Out + (ulong)(o + LANE)] = f32_to_bf16(v);
-}
-
 // conv_silu_step is conv1d_silu_bf16's step of one token on channel c of
 // Out0, given the channel's projection v (f32, rounded to bf16 here as a
 // projection's output is): out0[c] = bf16(silu(Σ_k ci[k]·conv_w[c, k])) with
@@ -311,11 +255,11 @@ KERNEL(qmatmul_gather_swiglu_bf16,
     out[(ulong)ts * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(h);
 }
 
-// moe_up_group is threadgroup g of moe_up_bf16 (and moe_route_up_bf16): with
-// blocks = ceil(Out, QMV_ROWS), a group below blocks·T·K takes QMV_ROWS rows of
-// routed slot ts = g / blocks, whose expert is e; the groups past them take the
-// shared expert's rows. The pointers are chosen first so that a kernel holds
-// one copy of qmv_swiglu.
+// moe_up_group is threadgroup g of moe_up_bf16: with blocks = ceil(Out,
+// QMV_ROWS), a group below blocks·T·K takes QMV_ROWS rows of routed slot
+// ts = g / blocks, whose expert is e; the groups past them take the shared
+// expert's rows. The pointers are chosen first so that a kernel holds one copy
+// of qmv_swiglu.
 INLINE void moe_up_group(int g, int e, device const bf16_t *x, device const uint *gate_w,
                          device const bf16_t *gate_scales, device const bf16_t *gate_biases, device const uint *up_w,
                          device const bf16_t *up_scales, device const bf16_t *up_biases, device bf16_t *out,
@@ -429,7 +373,7 @@ KERNEL(moe_up_bf16,
 // ids_early 1 says the kernel that wrote ids ran two or more launches before
 // this one (the router, with moe_up_bf16 between): the ids are read before
 // GRID_WAIT (prelude_cuda.h) and the experts' weights load while the kernel
-// before still runs; 0 (moe_route_up_bf16 just before) waits first.
+// before still runs; 0 (ids written by the launch just before) waits first.
 // launch: grid(ceil(H, QMV_ROWS * (1 + halves)) * T) group((K + 1) * 32)
 // requires: K + 1 <= MOE_MAX_SLOTS
 KERNEL(moe_down_bf16,

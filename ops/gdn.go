@@ -69,33 +69,8 @@ func GDNRecurrence(c *Ctx, conv, a, b, aLog, dtBias, state, out Tensor, s GDNSha
 // each head normalised once. The bits are the same either way.
 const gdnInlineNormTokens = 16
 
-// GDNStep is GDNGates, GDNRecurrence and RMSNormGated in one dispatch (the
-// decode path): from the convolved rows conv bf16 [T, ConvDim] and the gate
-// logits a, b bf16 [T, Hv], it updates state f32 [Hv, Dv, Dk] and writes
-// out bf16 [T, Hv, Dv] = the gated norm (z bf16 [T, Hv, Dv], norm bf16 [Dv])
-// of the rule's output.
-func GDNStep(c *Ctx, conv, a, b, aLog, dtBias, state, z, norm, out Tensor, s GDNShape, eps float32) {
-	checkDType("gdn state", state, backend.F32)
-	checkDType("gdn_step aLog", aLog, backend.F32)
-	t := a.Elements() / s.Hv
-	if !(conv.Elements() == t*s.ConvDim() && a.Elements() == t*s.Hv && b.Elements() == t*s.Hv && dtBias.Elements() == s.Hv &&
-		aLog.Elements() == s.Hv && state.Elements() == s.Hv*s.Dv*s.Dk && z.Elements() == t*s.Hv*s.Dv &&
-		norm.Elements() == s.Dv && out.Elements() == t*s.Hv*s.Dv && s.Dk <= GDNStepMaxDk && s.Dv <= GDNStepMaxDv) {
-		fail("gdn_step: conv %v a %v b %v state %v z %v norm %v out %v shape %+v", conv, a, b, state, z, norm, out, s)
-	}
-	c.dispatch("gdn_step_bf16", conv.Arg(), a.Arg(), b.Arg(), aLog.Arg(), dtBias.Arg(), state.Arg(), z.Arg(), norm.Arg(), out.Arg(),
-		backend.Int(t), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv), backend.Float(eps))
-}
-
 // ConvMaxKernel is the longest conv QMatmulMultiConv and Conv1dSiLU take (CONV_MAX_K).
 var ConvMaxKernel = kernels.Defines()["CONV_MAX_K"]
-
-// GDNStepMaxDk and GDNStepMaxDv are the widest key and value heads
-// gdn_step_bf16 takes.
-var (
-	GDNStepMaxDk = kernels.Defines()["GDN_STEP_MAX_DK"]
-	GDNStepMaxDv = kernels.Defines()["GDN_STEP_MAX_DV"]
-)
 
 // GDNChunkMaxDk is the widest key head gdn_chunk_bf16 takes.
 var GDNChunkMaxDk = kernels.Defines()["GDN_CHUNK_MAX_DK"]

@@ -139,59 +139,6 @@ func QMatmulMultiTiled(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
 	c.dispatch("qmatmul_mma_multi_bf16", args...)
 }
 
-// qmvRows is the output rows a GEMV threadgroup takes (QMV_ROWS).
-var qmvRows = kernels.Defines()["QMV_ROWS"]
-
-// AddNormSlots is the rows hs and ns take in QMatmulAddNorm: one a
-// threadgroup, QMV_ROWS output rows of one matrix and one token each.
-func AddNormSlots(t int, ws []QLinear) int {
-	n := 0
-	for _, w := range ws {
-		n += (w.Out + qmvRows - 1) / qmvRows
-	}
-	return n * t
-}
-
-// AddNormFits tells whether QMatmulAddNorm takes rows of width in (even:
-// add_rms_norm_bf16 takes element pairs).
-func AddNormFits(in int) bool { return in%2 == 0 }
-
-// QMatmulAddNorm is the residual add and norm before a block and the
-// block's first one or two projections in one dispatch: h = bf16(x + branch)
-// and n = rms_norm(h) under w (AddRMSNorm), then outs[i] = n·ws[i]ᵀ
-// (QMatmulMulti). x, branch bf16 [T, In]; hs and ns bf16 [AddNormSlots(T,
-// ws), In], each row one threadgroup's own (it norms its token itself), their
-// first T rows h and n.
-func QMatmulAddNorm(c *Ctx, x, branch, w, hs, ns Tensor, eps float32, ws []QLinear, outs []Tensor) {
-	if !(len(ws) == 1 || len(ws) == 2) {
-		fail("qmatmul_addnorm: %d weights, want 1 or 2", len(ws))
-	}
-	in := ws[0].In
-	t := x.Elements() / in
-	slots := AddNormSlots(t, ws)
-	for _, v := range []struct {
-		what string
-		t    Tensor
-		n    int
-	}{{"x", x, t * in}, {"branch", branch, t * in}, {"w", w, in}, {"hs", hs, slots * in}, {"ns", ns, slots * in}} {
-		checkDTypeIn("qmatmul_addnorm", v.what, v.t, backend.BF16)
-		if !(v.t.Elements() == v.n && (v.t.Off%4 == 0 || v.what == "w")) {
-			fail("qmatmul_addnorm %s: %v at offset %d, want %d elements 4-byte aligned", v.what, v.t, v.t.Off, v.n)
-		}
-	}
-	if !AddNormFits(in) {
-		fail("qmatmul_addnorm: In %d is odd", in)
-	}
-	// multiArgs lays out x, four slots (an unused one repeating slot 0), T, In,
-	// Out0..3, fmt0..3: this kernel takes the first two slots and their rows.
-	_, multi := multiArgs(c, x, ws, outs)
-	// An unused slot 1 repeats slot 0's buffers with no rows.
-	args := append([]backend.Arg{x.Arg(), branch.Arg(), w.Arg(), hs.Arg(), ns.Arg()}, multi[1:9]...)
-	args = append(args, multi[17:21]...)      // T, In, Out0, Out1
-	args = append(args, multi[23], multi[24]) // fmt0, fmt1
-	c.dispatch("qmatmul_addnorm_bf16", append(args, backend.Float(eps))...)
-}
-
 // QMatmulMultiConv is QMatmulMulti for one token whose first projection
 // (ConvDim channels) goes on through Conv1dSiLU's step: outs[0] gets the
 // conv's output, and the window state [K−1, channels] advances (w [channels,
@@ -358,36 +305,7 @@ func MoEUpTiledFits(c *Ctx, gate, sharedGate, sharedUp QLinear) bool {
 	return TiledGEMVs(c) && MoEUpFits(gate, sharedGate, sharedUp) && gate.Bits == 4 && (gate.GroupSize == 64 || gate.GroupSize == 128)
 }
 
-// MoERouteUp is RouterTopK and MoEUp in one dispatch: the router logits bf16
-// [T, E] become ids i32 [T, K] and weights bf16 [T, K] (written for MoEDown,
-// the same values RouterTopK writes) and the routed experts' and shared
-// expert's gate, up and SwiGLU run as MoEUp. E must fit RouterMaxExperts.
-func MoERouteUp(c *Ctx, x, logits, ids, weights Tensor, gate, up QLinear, out Tensor, sharedGate, sharedUp QLinear, hs Tensor, norm bool) {
-	if !MoEUpFits(gate, sharedGate, sharedUp) {
-		fail("moe_route_up: shared expert %s does not match %s", sharedGate.Name, gate.Name)
-	}
-	t, k := checkGatherSwiGLU(x, ids, gate, up, out)
-	checkDType("moe_route_up logits", logits, backend.BF16)
-	checkDType("moe_route_up weights", weights, backend.BF16)
-	if !(len(logits.Shape) == 2 && logits.Shape[0] == t && weights.Elements() == t*k) {
-		fail("moe_route_up: logits %v ids %v weights %v", logits, ids, weights)
-	}
-	e := logits.Shape[1]
-	if !(k <= e && e <= RouterMaxExperts && k <= RouterMaxPicks) {
-		fail("moe_route_up: %d of %d experts (at most %d of %d)", k, e, RouterMaxPicks, RouterMaxExperts)
-	}
-	checkDType("moe_route_up hs", hs, backend.BF16)
-	if hs.Elements() != t*sharedGate.Out {
-		fail("moe_route_up %s: hs %v", sharedGate.Name, hs)
-	}
-	args := up.appendArgs(gate.appendArgs(c.args(x.Arg(), logits.Arg(), ids.Arg(), weights.Arg())))
-	args = sharedUp.appendArgs(sharedGate.appendArgs(append(args, out.Arg())))
-	args = append(args, hs.Arg(), backend.Int(t), backend.Int(k), backend.Int(e), backend.Int(boolInt(norm)), backend.Int(gate.In),
-		backend.Int(gate.Out), backend.Int(sharedGate.Out), backend.Int(gate.Bits), backend.Int(gate.GroupSize))
-	c.dispatch("moe_route_up_bf16", args...)
-}
-
-// RouterMaxExperts is the most experts MoERouteUp routes among (ROUTER_MAX_E).
+// RouterMaxExperts is the most experts the router kernels route among (ROUTER_MAX_E).
 var RouterMaxExperts = kernels.Defines()["ROUTER_MAX_E"]
 
 // RouterMaxPicks is the most experts a token takes in the router kernels (ROUTER_MAX_K).

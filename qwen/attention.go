@@ -25,10 +25,6 @@ const (
 type stepScratch struct {
 	// tree is the forward's draft tree (ForwardTree), nil for a plain one.
 	tree *treeStep
-	// routerTickets is qmatmul_router_bf16's u32 [gemmMinTokens], zero
-	// between launches: the model's own buffer (not scratch, which is not
-	// zeroed), made at load when paths.routerTopK.
-	routerTickets ops.Tensor
 	// partial is split-KV attention's f32 [splitKVMaxQueries, Hq, splits, D+2]
 	// (cut to the step's T): taken once per forward at a fixed size whatever
 	// T and the context length, so the scratch layout of a step never depends
@@ -60,7 +56,7 @@ const promptPartialBytes = 64 << 20
 // newStepScratch takes the shared scratch of a forward of t tokens over a
 // cache of capacity tokens.
 func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
-	s := stepScratch{routerTickets: m.shared.routerTickets, tree: m.tree} // the model's own, kept; ForwardTree's tree
+	s := stepScratch{tree: m.tree} // ForwardTree's tree
 	cfg := m.Cfg
 	if m.paths.splitKV && cfg.FullAttentionInterval <= cfg.NumLayers {
 		full := c.Scratch.Get(ops.F32, splitKVMaxQueries, cfg.NumHeads, ops.SplitKVSplits(capacity), cfg.HeadDim+2)

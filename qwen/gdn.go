@@ -101,8 +101,6 @@ func (g *gatedDeltaNet) ruleOnConv(c *ops.Ctx, cfg *Config, st *layerCache, conv
 		ops.GDNGates(c, aLogits, bLogits, g.aLog, g.dtBias, decay, beta)
 		ops.GDNChunked(c, conv, decay, beta, g.shared.gdnPrep, st.state, o, shape)
 		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
-	case g.paths.gdnStep && shape.Dk <= ops.GDNStepMaxDk && shape.Dv <= ops.GDNStepMaxDv:
-		ops.GDNStep(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, z, g.norm, o, shape, cfg.RMSNormEps)
 	default: // the gates are computed inside the recurrence
 		ops.GDNRecurrence(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, o, shape)
 		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)

@@ -40,7 +40,7 @@ func newLayer(cfg *Config, i int, p paths, shared *stepScratch) *layer {
 		l.mixer = &gatedDeltaNet{paths: p, shared: shared}
 	}
 	if cfg.IsMoE() {
-		l.ffn = &sparseMoE{paths: p, shared: shared}
+		l.ffn = &sparseMoE{paths: p}
 	} else {
 		l.ffn = &denseMLP{paths: p}
 	}
@@ -64,40 +64,17 @@ func (l *layer) weights(cfg *Config, i int) []weight {
 // next one's: rms(x) under next (the next layer's input norm, or the final
 // norm). branch is scratch of the same shape. The fused path joins each
 // residual add with the norm after it (one dispatch, same bits).
-//
-// With the router's GEMV doing the add and norm after the mixer
-// (sparseMoE.fusesAddNorm), the sum h = x + branch lands in the first T rows
-// of hs, and the layer's last add reads it from there.
 func (l *layer) forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, normed, branch, next ops.Tensor) {
-	// addNorm sets x = h + branch and normed = rms(x) under w.
-	addNorm := func(h, w ops.Tensor) {
+	addNorm := func(w ops.Tensor) {
 		if l.paths.addNorm {
-			ops.AddRMSNorm(c, h, branch, w, x, normed, cfg.RMSNormEps)
+			ops.AddRMSNorm(c, x, branch, w, x, normed, cfg.RMSNormEps)
 			return
 		}
-		ops.Add(c, h, branch, x)
+		ops.Add(c, x, branch, x)
 		ops.RMSNorm(c, x, w, normed, cfg.RMSNormEps)
 	}
 	l.mixer.forward(c, cfg, st, pos0, normed, branch)
-	t := x.Shape[0]
-	moe, fusable := l.ffn.(*sparseMoE)
-	fusable = fusable && moe.fusesAddNorm(cfg, 1)
-	if fusable {
-		// Taken by every forward of a model that fuses (fixed at load), so
-		// that its scratch's order stays (ops.Arena), at the size the longest
-		// fused step needs, so that a chat's steps of a few tokens more each
-		// turn do not grow them.
-		slots := ops.AddNormSlots(gemmMinTokens-1, moe.routerWeights())
-		hs, ns := c.Scratch.Get(ops.BF16, slots, cfg.HiddenSize), c.Scratch.Get(ops.BF16, slots, cfg.HiddenSize)
-		if moe.fusesAddNorm(cfg, t) {
-			n := ops.AddNormSlots(t, moe.routerWeights())
-			pre := &preNorm{x: x, branch: branch, w: l.postNorm, hs: hs.Rows(0, n), ns: ns.Rows(0, n), eps: cfg.RMSNormEps}
-			moe.run(c, cfg, pre, normed, branch)
-			addNorm(hs.Rows(0, t), next)
-			return
-		}
-	}
-	addNorm(x, l.postNorm)
+	addNorm(l.postNorm)
 	l.ffn.forward(c, cfg, normed, branch)
-	addNorm(x, next)
+	addNorm(next)
 }

@@ -34,7 +34,6 @@ type sparseMoE struct {
 	sharedGate, sharedUp, sharedDown ops.QLinear
 	sharedExpertGate                 ops.QLinear // [1, hidden]
 	paths                            paths
-	shared                           *stepScratch
 }
 
 func (e *sparseMoE) weights(cfg *Config) []weight {
@@ -52,37 +51,7 @@ func (e *sparseMoE) weights(cfg *Config) []weight {
 }
 
 // forward: x bf16 [T, hidden] (normed) → out bf16 [T, hidden].
-func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) { e.run(c, cfg, nil, x, out) }
-
-// preNorm is the residual add and norm before the block, when the router's
-// GEMV does them (ops.QMatmulAddNorm): the block's input is then the norm of
-// h = x + branch under w, in the first T rows of ns (h in those of hs).
-type preNorm struct {
-	x, branch, w, hs, ns ops.Tensor
-	eps                  float32
-}
-
-// routerWeights are the matrices the router's GEMV projects on the decode
-// path: the router and the shared expert's scalar gate.
-func (e *sparseMoE) routerWeights() []ops.QLinear {
-	return []ops.QLinear{e.router, e.sharedExpertGate}
-}
-
-// fusesAddNorm tells whether a forward over t tokens runs the add and norm
-// before the block in the router's GEMV (run with a preNorm): switch
-// fused-router-norm, a step of fewer than gemmMinTokens tokens, on the path
-// that projects only the router's matrices (moe_up_bf16's).
-func (e *sparseMoE) fusesAddNorm(cfg *Config, t int) bool {
-	return e.paths.routerNorm && t < gemmMinTokens && e.paths.expertSwiGLU &&
-		ops.MoEUpFits(e.gate, e.sharedGate, e.sharedUp) && ops.AddNormFits(cfg.HiddenSize)
-}
-
-// run is forward; with pre set (fusesAddNorm), x is ignored: the block's
-// input is pre's norm, computed by the router's launch.
-func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, pre *preNorm, x, out ops.Tensor) {
-	if pre != nil {
-		x = pre.x
-	}
+func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	t, k, hidden, inter := x.Shape[0], cfg.ExpertsPerToken, cfg.HiddenSize, cfg.MoEIntermediateSize
 	s := c.Scratch
 	// What reads x: the router, the shared expert's gate and up, its scalar gate.
@@ -104,30 +73,14 @@ func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, pre *preNorm, x, out ops.Tensor
 	// Switch tiled-gemv: the experts on the matrix units (moe_up_mma_bf16),
 	// for a step and a verify alike, so that their bits agree.
 	tiledUp := fusedUp && e.paths.tiledGEMV && ops.MoEUpTiledFits(c, e.gate, e.sharedGate, e.sharedUp)
-	// With the route fused, moe_route_up_bf16 writes ids and weights itself;
-	// with the top-k fused, qmatmul_router_bf16 does.
-	fusedRoute := fusedUp && !tiledUp && e.paths.moeRoute
-	fusedTopK := fusedUp && !fusedRoute && pre == nil && e.paths.routerTopK && t <= e.shared.routerTickets.Elements()
-	switch {
-	case pre != nil && fusedUp:
-		ops.QMatmulAddNorm(c, pre.x, pre.branch, pre.w, pre.hs, pre.ns, pre.eps, e.routerWeights(), []ops.Tensor{routerLogits, gateLogit})
-		x = pre.ns.Rows(0, t)
-	case pre != nil:
-		panic("qwen: the router's add and norm asked for off the path that fuses them")
-	case fusedTopK:
-		ops.QMatmulRouter(c, x, e.routerWeights(), []ops.Tensor{routerLogits, gateLogit}, e.shared.routerTickets, ids, weights, cfg.NormTopKProb)
-	case fusedUp:
-		e.paths.project(c, x, e.routerWeights(), []ops.Tensor{routerLogits, gateLogit})
-	default:
+	if fusedUp {
+		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedExpertGate}, []ops.Tensor{routerLogits, gateLogit})
+	} else {
 		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
 			[]ops.Tensor{routerLogits, sg, su, gateLogit})
 	}
-	if !fusedRoute && !fusedTopK {
-		ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
-	}
+	ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
 	switch {
-	case fusedRoute:
-		ops.MoERouteUp(c, x, routerLogits, ids, weights, e.gate, e.up, gate, e.sharedGate, e.sharedUp, sg, cfg.NormTopKProb)
 	case tiledUp:
 		ops.MoEUpTiled(c, x, ids, e.gate, e.up, gate, e.sharedGate, e.sharedUp, sg)
 	case fusedUp:
@@ -154,11 +107,11 @@ func (e *sparseMoE) run(c *ops.Ctx, cfg *Config, pre *preNorm, x, out ops.Tensor
 		ops.QGemmGather(c, gate, ops.ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: cfg.NumExperts}, e.down, y, true, e.paths.exactGEMM)
 	case tiledUp && t <= ops.MoEDownTiledTokens && ops.MoEDownTiledFits(c, e.down, e.sharedDown, k):
 		// With moe_up_mma_bf16, a step's and a verify's (at most 16 tokens) alike.
-		ops.MoEDownTiled(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, !fusedRoute)
+		ops.MoEDownTiled(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, true)
 		return
 	case e.paths.moeDown && k+1 <= moeDownMaxSlots:
-		// The router's top-k ran two dispatches back, unless the route was fused into moe_up.
-		ops.MoEDown(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, !fusedRoute)
+		// The router's top-k ran two dispatches back.
+		ops.MoEDown(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, true)
 		return
 	default:
 		ops.QMatmulGather(c, gate, ids, e.down, y, true)

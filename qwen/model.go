@@ -37,16 +37,6 @@ func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, progress func(flo
 		return nil, err
 	}
 	m := &Model{Cfg: cfg, bind: b, progress: progress, paths: currentPaths()}
-	m.paths.routerTopK = m.paths.routerTopK && cfg.IsMoE() && ops.GridFence(c)
-	if m.paths.routerTopK {
-		t, err := ops.Alloc(c, ops.U32, gemmMinTokens)
-		if err != nil {
-			b.release()
-			return nil, err
-		}
-		b.owned = append(b.owned, t)
-		m.shared.routerTickets = t
-	}
 	if err := m.bindAll(); err != nil {
 		b.release()
 		return nil, err

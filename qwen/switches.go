@@ -28,22 +28,9 @@ const (
 	// tiled-gemv, a speculative verify's too (qmatmul_mma_multi_conv_bf16, up
 	// to 16 tokens, keeping the projections for a rollback's replay).
 	SwitchFusedGDNConv = "fused-gdn-conv"
-	// SwitchFusedMoERoute routes a decode step's tokens inside the experts'
-	// gate and up launch (moe_route_up_bf16: each threadgroup ranks the
-	// experts itself) instead of a router_topk_bf16 launch before it. Off by
-	// default: it pays at 64 experts (H200: 2.55 against 2.64 ms a token) but
-	// not at the real model's 256, where every threadgroup's softmax and top-k
-	// over 256 experts cost more than the launch (2.62 against 2.56 ms), nor on
-	// a speculative verify (each of its tokens' threadgroups routes again).
-	SwitchFusedMoERoute = "fused-moe-route"
 	// SwitchFusedMoEDown runs the experts' down projections, their weighted sum,
 	// the shared expert's down projection and its gate in one launch (moe_down_bf16).
 	SwitchFusedMoEDown = "fused-moe-down"
-	// SwitchFusedGDNStep runs a decode step's GDN gates, delta rule and gated
-	// output norm in one launch (gdn_step_bf16). Off by default: one
-	// threadgroup per head is slower than the three launches it replaces
-	// (H200, docs/history/benchmarks-2026-12.md: 3.58 against 3.50 ms per token).
-	SwitchFusedGDNStep = "fused-gdn-step"
 	// SwitchFusedAttnPrep runs the attention preamble (q/gate split, q and k
 	// norms, RoPE, the KV append) in one launch (attn_prep_bf16).
 	SwitchFusedAttnPrep = "fused-attention-prep"
@@ -89,23 +76,6 @@ const (
 	// and the CPU, which runs the reference), for steps of up to 64 rows a
 	// kv-head (decode, short verifies).
 	SwitchSplitKVTiled = "split-kv-tiled"
-	// SwitchFusedRouterNorm has the MoE router's GEMV do the residual add and
-	// the norm before it (qmatmul_addnorm_bf16: every threadgroup norms its
-	// token itself), one launch fewer per layer, for steps of fewer than
-	// gemmMinTokens tokens. Off by default: on an H200 (35B-A3B, 256 experts)
-	// decode took 2.34 GPU ms a token with it against 2.19 without, the 65
-	// threadgroups' norm (a device round trip each, after the grid wait, the
-	// weights only prefetched into L2) costing more than the launch saved.
-	SwitchFusedRouterNorm = "fused-router-norm"
-	// SwitchFusedRouterTopK has the MoE router's GEMV pick the experts too:
-	// the last of its threadgroups for a token (a fenced ticket) runs the
-	// top-k (qmatmul_router_bf16), one launch fewer per layer in decoding.
-	// CUDA and the CPU (ops.GridFence); Metal keeps router_topk_bf16. Off by
-	// default: on an H200 (35B-A3B, 256 experts) decode took 2.33–2.34 GPU ms
-	// a token with it against 2.17; under ncu the fused launch took 13.4–14.0
-	// µs against 5.7 + 5.5 for the two it replaces (the top-k waits for the
-	// last of 65 threadgroups, behind two device fences).
-	SwitchFusedRouterTopK = "fused-router-topk"
 	// SwitchTiledGEMV runs the GEMVs of decode steps and verifies (the
 	// projections of each mixer and of the shared expert, the output
 	// projections, the logits, and the routed and shared experts' MLPs) on
@@ -138,12 +108,8 @@ func init() {
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
 		{Name: SwitchFusedGDNConv, Env: "BAGEL_NO_FUSED_GDN_CONV",
 			Description: "Run a decode step's Gated DeltaNet in-projection and conv in one launch, and with tiled-gemv a speculative verify's (applies at the next model load)."},
-		{Name: SwitchFusedMoERoute, Env: "BAGEL_FUSED_MOE_ROUTE",
-			Description: "Route a decode step's tokens to their experts inside the experts' gate and up launch, one launch fewer per layer (experimental; applies at the next model load)."},
 		{Name: SwitchFusedMoEDown, Env: "BAGEL_NO_FUSED_MOE_DOWN",
 			Description: "Run the experts' down projections with their weighted sum and the shared expert's in one launch (applies at the next model load)."},
-		{Name: SwitchFusedGDNStep, Env: "BAGEL_FUSED_GDN_STEP",
-			Description: "Run a decode step's Gated DeltaNet gates, recurrence and output norm in one launch (applies at the next model load)."},
 		{Name: SwitchFusedAttnPrep, Env: "BAGEL_NO_FUSED_ATTENTION_PREP",
 			Description: "Run the attention layers' preamble (query split, norms, rotary embedding, cache append) in one launch (applies at the next model load)."},
 		{Name: SwitchSplitKV, Env: "BAGEL_NO_SPLIT_KV_ATTENTION",
@@ -154,10 +120,6 @@ func init() {
 			Description: "Run a prompt's matrix multiplications with every weight exact, as decoding does (off: each weight rounded to bf16 first, as MLX does, about 15% faster prompts on an H200; applies at the next model load)."},
 		{Name: SwitchPrefillMultiGEMM, Env: "BAGEL_NO_PREFILL_MULTI_GEMM",
 			Description: "Run a prompt's projections of one input as one launch of GEMMs (applies at the next model load)."},
-		{Name: SwitchFusedRouterNorm, Env: "BAGEL_FUSED_ROUTER_NORM",
-			Description: "Have the MoE router's launch do the residual add and norm before it, one launch fewer per layer in decoding (experimental: slower on an H200; applies at the next model load)."},
-		{Name: SwitchFusedRouterTopK, Env: "BAGEL_FUSED_ROUTER_TOPK", Backends: []string{"cuda", "cpu"},
-			Description: "Have the MoE router's launch pick each token's experts too, one launch fewer per layer in decoding (experimental: slower on an H200; CUDA and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillFlashAttention, Env: "BAGEL_NO_PREFILL_FLASH_ATTENTION", Backends: []string{"cuda", "cpu"},
 			Description: "Run a prompt's attention as flash attention on the matrix units, tiles of queries over blocks of keys (CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchSplitKVTiled, Env: "BAGEL_NO_SPLIT_KV_TILED", Backends: []string{"cuda", "cpu"},
@@ -167,16 +129,15 @@ func init() {
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
-		s.Default = s.Name != SwitchFusedGDNStep && s.Name != SwitchFusedMoERoute && s.Name != SwitchFusedRouterNorm &&
-			s.Name != SwitchFusedRouterTopK && s.Name != SwitchTiledGEMV
+		s.Default = s.Name != SwitchTiledGEMV
 		switches.Register(s)
 	}
 }
 
 // paths are the fused paths in effect for one loaded model.
 type paths struct {
-	addNorm, projections, expertSwiGLU, moeRoute, moeDown, gdnConv, gdnStep, attnPrep, splitKV, prefillGEMM, prefillSplit,
-	prefillFlash, splitKVTiled, multiGEMM, exactGEMM, routerNorm, routerTopK, tiledGEMV bool
+	addNorm, projections, expertSwiGLU, moeDown, gdnConv, attnPrep, splitKV, prefillGEMM, prefillSplit,
+	prefillFlash, splitKVTiled, multiGEMM, exactGEMM, tiledGEMV bool
 }
 
 func currentPaths() paths {
@@ -184,10 +145,8 @@ func currentPaths() paths {
 		addNorm:      switches.On(SwitchFusedAddNorm),
 		projections:  switches.On(SwitchFusedProjections),
 		expertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
-		moeRoute:     switches.On(SwitchFusedMoERoute),
 		gdnConv:      switches.On(SwitchFusedGDNConv),
 		moeDown:      switches.On(SwitchFusedMoEDown),
-		gdnStep:      switches.On(SwitchFusedGDNStep),
 		attnPrep:     switches.On(SwitchFusedAttnPrep),
 		splitKV:      switches.On(SwitchSplitKV),
 		prefillGEMM:  switches.On(SwitchPrefillGEMM),
@@ -196,8 +155,6 @@ func currentPaths() paths {
 		splitKVTiled: switches.On(SwitchSplitKVTiled),
 		multiGEMM:    switches.On(SwitchPrefillMultiGEMM),
 		exactGEMM:    switches.On(SwitchPrefillExactWeights),
-		routerNorm:   switches.On(SwitchFusedRouterNorm),
-		routerTopK:   switches.On(SwitchFusedRouterTopK),
 		tiledGEMV:    switches.On(SwitchTiledGEMV),
 	}
 }

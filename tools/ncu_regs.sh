@@ -9,7 +9,7 @@
 # Usage (from the repository root, on the GPU machine):
 #   KERNELS='moe_up|qmatmul_multi' BINS='bagel-old bagel' sh tools/ncu_regs.sh
 set -u
-KERNELS=${KERNELS:-moe_up|moe_down|qmatmul|moe_route}
+KERNELS=${KERNELS:-moe_up|moe_down|qmatmul}
 BINS=${BINS:-bagel}
 OUT=${OUT:-/tmp/out}
 . tools/synth_model.sh  # M, the synthetic checkpoint

@@ -257,31 +257,6 @@ func Specs() []Spec {
 		}
 	}
 
-	// qmatmul_addnorm_bf16: x, branch, norm, hs, ns (one row a threadgroup), then
-	// w, scales, biases, out for slots 0..1 | T, In, Out0, Out1, fmt0, fmt1, eps.
-	for _, p := range []struct {
-		T, In int
-		slots [2]slot
-	}{
-		{1, hidden, [2]slot{{experts, 8, 64}, {1, 8, 64}}}, // the router and the shared expert's gate scalar
-		{3, hidden, [2]slot{{experts, 8, 64}, {1, 8, 64}}},
-		{2, 96, [2]slot{{7, 4, 32}, {5, 3, 32}}},
-		{1, 128, [2]slot{{9, 8, 128}, {0, 0, 0}}},
-		{2, 128, [2]slot{{6, 4, 32}, {3, 8, 32}}},
-		{3, 160, [2]slot{{5, 4, 32}, {1, 4, 32}}},
-	} {
-		add("qmatmul_addnorm_bf16", false, fmt.Sprintf("T=%d In=%d %d:%db %d:%db", p.T, p.In, p.slots[0].Out, p.slots[0].bits, p.slots[1].Out, p.slots[1].bits), func(g gen) *Case {
-			multi, scalars := multiCase(g, p.T, p.In, [4]slot{p.slots[0], p.slots[1]})
-			rows := kernels.Defines()["QMV_ROWS"]
-			groups := ((p.slots[0].Out+rows-1)/rows + (p.slots[1].Out+rows-1)/rows) * p.T
-			bufs := []Buffer{multi[0], in("branch", backend.BF16, g.bf16(p.T*p.In, 1)), in("norm", backend.BF16, g.bf16Uniform(p.In, 0.5, 1.5)),
-				out("hs", backend.BF16, groups*p.In), out("ns", backend.BF16, groups*p.In)}
-			bufs = append(bufs, multi[1:9]...)
-			return &Case{Tol: tolBF16, Buffers: bufs,
-				Scalars: append(ints(p.T, p.In, scalars[2], scalars[3], scalars[6], scalars[7]), backend.Float(1e-6))}
-		})
-	}
-
 	// qmatmul_multi_conv_bf16: as qmatmul_multi_bf16 (T = 1), then conv_state (in/out), conv_w | ..., K
 	for _, p := range []struct {
 		In, K int
@@ -324,20 +299,6 @@ func Specs() []Spec {
 				in("up_w", backend.U32, uw), in("up_scales", backend.BF16, usc), in("up_biases", backend.BF16, ubi),
 				out("out", backend.BF16, p.T*p.K*p.Out),
 			}, Scalars: ints(p.T, p.K, p.In, p.Out, p.bits, p.gs)}
-		})
-	}
-
-	// moe_route_up_bf16: x, logits, ids (out), weights (out), then as moe_up_bf16 | T, K, E, norm, In, Out, Is, bits, gs.
-	// IDTol 0: the ids as router_topk_bf16's case holds them.
-	for _, p := range []struct{ T, K, E, norm, In, Out, Is, bits, gs int }{
-		{1, topK, experts, 1, hidden, moeInt, moeInt, 4, 64}, {3, topK, experts, 1, hidden, moeInt, moeInt, 4, 64},
-		{2, 3, 6, 0, 96, 13, 7, 3, 32}, {2, 10, 300, 1, 128, 17, 40, 8, 128},
-	} {
-		add("moe_route_up_bf16", false, fmt.Sprintf("T=%d K=%d E=%d norm=%d %d→%d Is=%d bits=%d gs=%d", p.T, p.K, p.E, p.norm, p.In, p.Out, p.Is, p.bits, p.gs), func(g gen) *Case {
-			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("logits", backend.BF16, g.bf16(p.T*p.E, 2)),
-				out("ids", backend.I32, p.T*p.K), out("weights", backend.BF16, p.T*p.K)}
-			return &Case{Tol: tolBF16, IDTol: 0, Buffers: append(bufs, moeUpWeights(g, p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs)...),
-				Scalars: ints(p.T, p.K, p.E, p.norm, p.In, p.Out, p.Is, p.bits, p.gs)}
 		})
 	}
 
@@ -745,19 +706,6 @@ func Specs() []Spec {
 		})
 	}
 
-	// gdn_step_bf16: conv, a, b, aLog, dtBias, state (in/out), z, norm, out | T, Hk, Hv, Dk, Dv, eps
-	for _, p := range []struct{ T, Hk, Hv, Dk, Dv int }{
-		{1, gdnHk, gdnHv, gdnD, gdnD}, {5, gdnHk, gdnHv, gdnD, gdnD}, {3, 2, 6, 64, 48}, {2, 1, 1, 40, 24}, {2, 2, 2, 128, 128}, {2, 2, 2, 128, 100}, {1, 4, 8, 100, 64},
-	} {
-		add("gdn_step_bf16", false, fmt.Sprintf("T=%d Hk=%d Hv=%d Dk=%d Dv=%d", p.T, p.Hk, p.Hv, p.Dk, p.Dv), func(g gen) *Case {
-			bufs := append(gdnRuleInputs(g, p.T, p.Hk, p.Hv, p.Dk, p.Dv),
-				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)),
-				in("z", backend.BF16, g.bf16(p.T*p.Hv*p.Dv, 2)), in("norm", backend.BF16, g.bf16(p.Dv, 1)),
-				out("out", backend.BF16, p.T*p.Hv*p.Dv))
-			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: append(ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv), backend.Float(1e-6))}
-		})
-	}
-
 	// gdn_chunk_prep_f32: conv (q, k normalised), g, beta, prep | T, Hk, Hv, Dk, Dv;
 	// gdn_chunk_bf16: conv, beta, prep (from the CPU's GDNChunkPrep), state (in/out), out | same.
 	// q and k are normalised rows, as gdn_qk_norm_bf16 leaves them: the chunked
@@ -801,25 +749,6 @@ func Specs() []Spec {
 			return &Case{Tol: tolBF16, IDTol: 0, Buffers: []Buffer{
 				in("logits", backend.BF16, g.bf16(p.T*p.E, 2)), out("ids", backend.I32, p.T*p.K), out("weights", backend.BF16, p.T*p.K),
 			}, Scalars: ints(p.T, p.E, p.K, p.norm)}
-		})
-	}
-
-	// qmatmul_router_bf16: x, w0, scales0, biases0, out0, w1, scales1, biases1,
-	// out1, counter (zero in, zero out), ids, weights | T, In, Out0, Out1, fmt0,
-	// fmt1, K, norm. The logits are exact (exactQuant, integer x), so the GPU's
-	// and the CPU's are the same bits and their picks must match (IDTol 0).
-	for _, p := range []struct{ T, In, E, bits, K, norm int }{
-		{1, hidden, experts, 8, topK, 1}, {3, hidden, experts, 8, topK, 1}, {2, 256, 40, 4, 5, 0}, {1, 128, 7, 8, 7, 1},
-	} {
-		add("qmatmul_router_bf16", false, fmt.Sprintf("T=%d In=%d E=%d bits=%d K=%d norm=%d", p.T, p.In, p.E, p.bits, p.K, p.norm), func(g gen) *Case {
-			w0, s0, b0 := g.exactQuant(p.E, p.In, p.bits, 64)
-			w1, s1, b1 := g.exactQuant(1, p.In, p.bits, 64)
-			return &Case{Tol: tolBF16, IDTol: 0, Buffers: []Buffer{
-				in("x", backend.BF16, g.bf16Ints(p.T*p.In, -2, 2)),
-				in("w0", backend.U32, w0), in("scales0", backend.BF16, s0), in("biases0", backend.BF16, b0), out("out0", backend.BF16, p.T*p.E),
-				in("w1", backend.U32, w1), in("scales1", backend.BF16, s1), in("biases1", backend.BF16, b1), out("out1", backend.BF16, p.T),
-				inout("counter", backend.U32, make([]byte, 4*p.T)), out("ids", backend.I32, p.T*p.K), out("weights", backend.BF16, p.T*p.K),
-			}, Scalars: ints(p.T, p.In, p.E, 1, p.bits+256*64, p.bits+256*64, p.K, p.norm)}
 		})
 	}
 
@@ -921,9 +850,9 @@ func Specs() []Spec {
 	return s
 }
 
-// moeUpWeights is the buffers moe_up_bf16 and moe_route_up_bf16 share after
-// their routing ones: E experts' gate and up (Out rows of In each), their
-// output, the shared expert's gate and up (Is rows), and its output.
+// moeUpWeights is the buffers of moe_up_bf16 after its routing ones: E
+// experts' gate and up (Out rows of In each), their output, the shared
+// expert's gate and up (Is rows), and its output.
 func moeUpWeights(g gen, T, K, E, In, Out, Is, bits, gs int) []Buffer {
 	gw, gsc, gbi := g.quant(E*Out, In, bits, gs)
 	uw, usc, ubi := g.quant(E*Out, In, bits, gs)

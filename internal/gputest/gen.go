@@ -101,31 +101,6 @@ func (g gen) quant(rows, in, bits, gs int) (w, scales, biases []byte) {
 	return w, scales, biases
 }
 
-// exactQuant is an MLX affine-quantized [rows, in] matrix with random codes,
-// every group's scale 2^−bits and bias −1/2: the dequantized values are
-// multiples of 2^−bits in [−1/2, 1/2), so that their products with small
-// integers (bf16Ints) sum exactly in f32 in any order, and a GPU and the CPU
-// agree on every bit of a GEMV (a router's logits, whose top-k must match).
-func (g gen) exactQuant(rows, in, bits, gs int) (w, scales, biases []byte) {
-	w = g.words(rows * in * bits / 32)
-	groups := rows * in / gs
-	scales, biases = make([]byte, 2*groups), make([]byte, 2*groups)
-	for i := range groups {
-		binary.LittleEndian.PutUint16(scales[2*i:], backend.F32ToBF16(float32(math.Ldexp(1, -bits))))
-		binary.LittleEndian.PutUint16(biases[2*i:], backend.F32ToBF16(-0.5))
-	}
-	return w, scales, biases
-}
-
-// bf16Ints is n integers uniform in [lo, hi] as bf16.
-func (g gen) bf16Ints(n, lo, hi int) []byte {
-	b := make([]byte, 2*n)
-	for i := range n {
-		binary.LittleEndian.PutUint16(b[2*i:], backend.F32ToBF16(float32(lo+g.r.IntN(hi-lo+1))))
-	}
-	return b
-}
-
 // tree is the parents of a random draft tree of n nodes, i32 [n]: node 0 the
 // root (−1), every later node's parent an earlier node, deepening more often
 // than not (a chain with branches, as a drafter's guesses are).
