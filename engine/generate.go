@@ -185,6 +185,16 @@ func (g *generation) send(ev Event) bool {
 	}
 }
 
+// ToolCallPrefix is how the model's chat template begins a call of the
+// function name ("" : of a function the model names), for a reply forced
+// to call one (Request.ReplyPrefix).
+func (e *Engine) ToolCallPrefix(name string) (string, error) {
+	if e.tmpl == nil {
+		return "", fmt.Errorf("%s: %v", e.Dir, e.tmplErr)
+	}
+	return e.tmpl.ToolCallPrefix(name), nil
+}
+
 // PromptTokens renders and encodes req as the model will see it.
 func (e *Engine) PromptTokens(req Request) ([]int32, error) {
 	if len(req.PromptIDs) > 0 {

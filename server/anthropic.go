@@ -209,7 +209,7 @@ func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 				c.mode = tc.Type
 			}
 		}
-		if err := g.chooseTools(c); err != nil {
+		if err := g.chooseTools(c, s.eng.ToolCallPrefix); err != nil {
 			return bad("%v", err)
 		}
 	}

@@ -18,13 +18,15 @@
 // a 400 context_length_exceeded, streamed or not (nothing is written before
 // the engine's first event).
 //
-// Tool calls: the request's tools go to the chat template (Qwen3.5's lists
-// them in the system turn), the model's <tool_call><function=…> blocks come
-// back as OpenAI tool_calls with finish_reason "tool_calls" (toolcall.go);
+// Tool calls: the request's tools go to the chat template (Qwen3.5's and
+// Qwen3's list them in the system turn), the model's <tool_call> blocks
+// (Qwen3.5's <function=…>, Qwen3's JSON) come back as OpenAI tool_calls with
+// finish_reason "tool_calls" (toolcall.go);
 // a block that does not parse stays text, flagged in tool_call_error.
 // tool_choice "auto", "none", "required" and a named function: the last two
-// write the call's opening markup as the reply's start (thinking off), so
-// the model's first words complete a call.
+// write the call's opening in the template's form (Engine.ToolCallPrefix)
+// as the reply's start (thinking off), so the model's first words complete
+// a call.
 //
 // Anthropic's Messages API (anthropic.go) runs on the same generation:
 // thinking, text and tool_use blocks, tool_result blocks in, stop sequences,

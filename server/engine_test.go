@@ -46,21 +46,36 @@ func TestRealEngineReusesTheConversation(t *testing.T) {
 	}
 }
 
-// TestRealEngineRefusesWhatTheTemplateCannot: the tiny model's template is
-// Qwen3's, which Bagel does not give tools: a 400 naming it, not a 500.
-func TestRealEngineRefusesWhatTheTemplateCannot(t *testing.T) {
-	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 256})
+// TestRealEngineQwen3Tools: the tiny model's template is Qwen3's, whose
+// tool list is JSON in the system turn and whose calls are JSON objects: the
+// tools reach the prompt, a forced call begins with Qwen3's opening, and a
+// conversation the template refuses is a 400, not a 500.
+func TestRealEngineQwen3Tools(t *testing.T) {
+	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	ts := serve(t, e, Options{})
-	resp, body := post(t, ts.URL, "/v1/chat/completions", `{"tools":[`+string(weatherTool)+`],`+hi+`}`)
-	msg, _ := body["error"].(map[string]any)["message"].(string)
-	if resp.StatusCode != 400 || !strings.Contains(msg, "Qwen3.5 templates only") {
-		t.Errorf("%d %q, want 400 naming the template", resp.StatusCode, msg)
+	prompt := func(body string) (float64, map[string]any) {
+		resp, out := post(t, ts.URL, "/v1/chat/completions", body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %v", resp.StatusCode, out)
+		}
+		return out["usage"].(map[string]any)["prompt_tokens"].(float64), out
 	}
-	resp, body = post(t, ts.URL, "/v1/chat/completions", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`)
+	plain, _ := prompt(`{"max_tokens":1,` + hi + `}`)
+	withTools, _ := prompt(`{"max_tokens":1,"tools":[` + string(weatherTool) + `],` + hi + `}`)
+	if withTools < plain+100 {
+		t.Errorf("prompt %v tokens with the tool, %v without: want the tool list", withTools, plain)
+	}
+	_, out := prompt(`{"max_tokens":3,"temperature":0,"tool_choice":{"type":"function","function":{"name":"get_weather"}},"tools":[` + string(weatherTool) + `],` + hi + `}`)
+	ch := out["choices"].([]any)[0].(map[string]any)
+	content, _ := ch["message"].(map[string]any)["content"].(string)
+	if !strings.HasPrefix(content, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ") {
+		t.Errorf("a forced call under Qwen3's template begins %q", content)
+	}
+	resp, body := post(t, ts.URL, "/v1/chat/completions", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`)
 	if resp.StatusCode != 400 {
 		t.Errorf("a conversation ending with the assistant: %d %v, want 400", resp.StatusCode, body)
 	}

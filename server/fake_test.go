@@ -31,6 +31,14 @@ type fakeEngine struct {
 
 func (f *fakeEngine) ContextLength() int { return f.ctxLen }
 
+// ToolCallPrefix is Qwen3.5's (the fake's replies use its format).
+func (f *fakeEngine) ToolCallPrefix(name string) (string, error) {
+	if name == "" {
+		return "<tool_call>\n<function=", nil
+	}
+	return "<tool_call>\n<function=" + name + ">\n", nil
+}
+
 // PromptTokens counts a token a word of the messages.
 func (f *fakeEngine) PromptTokens(req engine.Request) ([]int32, error) {
 	n := 0

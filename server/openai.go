@@ -326,7 +326,7 @@ func (s *Server) parseToolChoice(r chatRequest, g *generation) error {
 		return &httpError{http.StatusBadRequest, "invalid_tools", err.Error()}
 	}
 	g.tools, g.req.Tools = tools, r.Tools
-	if err := g.chooseTools(c); err != nil {
+	if err := g.chooseTools(c, s.eng.ToolCallPrefix); err != nil {
 		return &httpError{http.StatusBadRequest, "invalid_tool_choice", err.Error()}
 	}
 	return nil

@@ -256,7 +256,7 @@ func (s *Server) parseResponses(r responsesRequest) (*generation, map[string]boo
 				c = toolChoice{mode: "named", name: named.Name}
 			}
 		}
-		if err := g.chooseTools(c); err != nil {
+		if err := g.chooseTools(c, s.eng.ToolCallPrefix); err != nil {
 			return bad("invalid_tool_choice", "%v", err)
 		}
 	}

@@ -21,6 +21,9 @@ type Engine interface {
 	Generate(ctx context.Context, req engine.Request) <-chan engine.Event
 	PromptTokens(req engine.Request) ([]int32, error)
 	ContextLength() int
+	// ToolCallPrefix is how the model's template begins a call of name
+	// ("": any), for tool_choice required or named.
+	ToolCallPrefix(name string) (string, error)
 }
 
 // DefaultPort is Bagel's: none of LM Studio's 1234, Ollama's 11434,

@@ -18,7 +18,8 @@ import (
 //	</function>
 //	</tool_call>
 //
-// (the qwen3_coder format its chat template teaches). toolScanner finds
+// (the qwen3_coder format its chat template teaches); Qwen3 writes
+// {"name": NAME, "arguments": {…}} between the same tags. toolScanner finds
 // those blocks in the streamed text and parses each strictly into OpenAI's
 // {name, arguments}; a block that does not parse, or calls a function the
 // request did not offer, stays text, and the reply says why (never a server
@@ -83,26 +84,33 @@ type toolChoice struct {
 // (engine.Request.ReplyPrefix), so the model's first words are a call, to a
 // function of its choosing or to the one named. Thinking is off for them:
 // the call is the reply's start, where the reasoning would be.
-func (g *generation) chooseTools(c toolChoice) error {
+// prefix gives the model's template's opening of a call (Engine.ToolCallPrefix).
+func (g *generation) chooseTools(c toolChoice, prefix func(name string) (string, error)) error {
+	name := ""
 	switch c.mode {
 	case "auto":
+		return nil
 	case "none":
 		g.tools, g.req.Tools = nil, nil
+		return nil
 	case "required":
-		g.req.EnableThinking, g.thinkingOn = false, false
-		g.req.ReplyPrefix = callOpen + "\n<function="
 	case "named":
 		if _, ok := g.tools[c.name]; !ok {
 			return fmt.Errorf("tool_choice names the function %q, which is not among the tools", clip(c.name))
 		}
-		if strings.ContainsAny(c.name, "<>\n") {
-			return fmt.Errorf("tool_choice names %q: a forced function's name cannot hold <, > or a line break", clip(c.name))
+		if strings.ContainsAny(c.name, "<>\n\"\\") {
+			return fmt.Errorf("tool_choice names %q: a forced function's name cannot hold <, >, a quote, a backslash or a line break", clip(c.name))
 		}
-		g.req.EnableThinking, g.thinkingOn = false, false
-		g.req.ReplyPrefix = callOpen + "\n<function=" + c.name + ">\n"
+		name = c.name
 	default:
 		return fmt.Errorf("tool_choice %q: want auto, none, required or a function", clip(c.mode))
 	}
+	p, err := prefix(name)
+	if err != nil {
+		return err
+	}
+	g.req.EnableThinking, g.thinkingOn = false, false
+	g.req.ReplyPrefix = p
 	return nil
 }
 
@@ -185,9 +193,13 @@ func partialSuffix(s, marker string) int {
 	return 0
 }
 
-// parse reads one block's inside: <function=NAME> then <parameter=KEY>
-// VALUE </parameter> pairs then </function>, with only blank text between.
+// parse reads one block's inside: Qwen3.5's <function=NAME> then
+// <parameter=KEY> VALUE </parameter> pairs then </function>, with only blank
+// text between; or Qwen3's JSON object {"name": NAME, "arguments": {…}}.
 func (ts toolSchemas) parse(inner string) (toolCall, error) {
+	if strings.HasPrefix(strings.TrimSpace(inner), "{") {
+		return ts.parseJSON(inner)
+	}
 	body, ok := strings.CutPrefix(strings.TrimSpace(inner), "<function=")
 	if !ok {
 		return toolCall{}, fmt.Errorf("a <tool_call> block without <function=NAME>")
@@ -242,6 +254,39 @@ func (ts toolSchemas) parse(inner string) (toolCall, error) {
 	}
 	args.WriteByte('}')
 	return toolCall{name: name, arguments: args.String()}, nil
+}
+
+// parseJSON reads Qwen3's call: one JSON object with the function's name
+// and its arguments, an object (or a string holding one, as some models
+// write it).
+func (ts toolSchemas) parseJSON(inner string) (toolCall, error) {
+	var c struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	dec := json.NewDecoder(strings.NewReader(inner))
+	if err := dec.Decode(&c); err != nil || dec.More() {
+		return toolCall{}, fmt.Errorf("a <tool_call> block whose JSON does not parse")
+	}
+	if c.Name == "" {
+		return toolCall{}, fmt.Errorf("a <tool_call> object without a name")
+	}
+	if _, offered := ts[c.Name]; !offered {
+		return toolCall{}, fmt.Errorf("a call of %q, which the request did not offer", clip(c.Name))
+	}
+	args := bytes.TrimSpace(c.Arguments)
+	var quoted string
+	if json.Unmarshal(args, &quoted) == nil {
+		args = []byte(strings.TrimSpace(quoted))
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	}
+	var b bytes.Buffer
+	if args[0] != '{' || json.Compact(&b, args) != nil {
+		return toolCall{}, fmt.Errorf("%s: arguments that are not a JSON object", c.Name)
+	}
+	return toolCall{name: c.Name, arguments: b.String()}, nil
 }
 
 // typedValue is a parameter's text as the JSON its schema type asks for; a

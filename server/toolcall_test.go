@@ -52,7 +52,10 @@ func TestMalformedToolCallsStayText(t *testing.T) {
 	tools, _ := parseTools([]json.RawMessage{weatherTool})
 	for _, c := range []struct{ reply, why string }{
 		{"<tool_call>\n<function=launch>\n</function>\n</tool_call>", `"launch", which the request did not offer`},
-		{"<tool_call>\n{\"name\": \"get_weather\"}\n</tool_call>", "without <function=NAME>"},
+		{"<tool_call>\nget_weather(city=X)\n</tool_call>", "without <function=NAME>"},
+		{"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": [1]}\n</tool_call>", "not a JSON object"},
+		{"<tool_call>\n{\"name\": \"launch\", \"arguments\": {}}\n</tool_call>", `"launch", which the request did not offer`},
+		{"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}\n</tool_call>", "JSON does not parse"},
 		{"<tool_call>\n<function=get_weather>\n<parameter=city>\nX\n</function>\n</tool_call>", "has no </parameter>"},
 		{"<tool_call>\n<function=get_weather>\ncity=X\n</function>\n</tool_call>", "text outside <parameter=KEY>"},
 		{"<tool_call>\n<function=get_weather>\n<parameter=city>\nX\n</parameter>\n<parameter=city>\nY\n</parameter>\n</function>\n</tool_call>", "given twice"},
@@ -207,5 +210,28 @@ func TestForcedToolCalls(t *testing.T) {
 	if ch["message"].(map[string]any)["content"] != "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis" ||
 		!strings.Contains(ch["tool_call_error"].(string), "never closed") {
 		t.Errorf("an unclosed forced call: %v", ch)
+	}
+}
+
+// TestQwen3JSONCalls: Qwen3's calls — a JSON object with the name and the
+// arguments (an object, or a string holding one) — are read as Qwen3.5's
+// are, split anywhere.
+func TestQwen3JSONCalls(t *testing.T) {
+	tools, _ := parseTools([]json.RawMessage{weatherTool})
+	for _, reply := range []string{
+		"Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"São Paulo\", \"days\": 3}}\n</tool_call>",
+		"Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"São Paulo\\\", \\\"days\\\": 3}\"}\n</tool_call>",
+	} {
+		for cut := 0; cut <= len(reply); cut += 7 {
+			sc := &toolScanner{tools: tools}
+			out1, calls1, bad1 := sc.add(reply[:cut])
+			out2, calls2, bad2 := sc.add(reply[cut:])
+			rest, bad3 := sc.flush()
+			calls := append(calls1, calls2...)
+			if out1+out2+rest != "Checking.\n" || len(bad1)+len(bad2)+len(bad3) != 0 || len(calls) != 1 ||
+				calls[0].name != "get_weather" || calls[0].arguments != `{"city":"São Paulo","days":3}` {
+				t.Fatalf("%q cut at %d: text %q calls %v", reply, cut, out1+out2+rest, calls)
+			}
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode"
 )
@@ -18,14 +17,28 @@ import (
 // What the template writes goes through markup, what a message holds through
 // text (promptBuilder), so that the encoder can tell them apart.
 
-// renderQwen3 renders the Qwen3 template (without tools).
+// renderQwen3 renders the Qwen3 template: tools listed as JSON in the
+// system turn, calls written as JSON objects.
 func renderQwen3(msgs []Message, opts RenderOptions) (Prompt, error) {
-	if len(opts.Tools) > 0 || slices.ContainsFunc(msgs, func(m Message) bool { return len(m.ToolCalls) > 0 }) {
-		return Prompt{}, errors.New("chat template: tools and tool calls are supported with Qwen3.5 templates only (this model's is Qwen3's, whose JSON tool-call format is not written yet)")
-	}
 	var b promptBuilder
-	// {%- if messages[0].role == 'system' %} (no tools)
-	if msgs[0].Role == "system" {
+	if len(opts.Tools) > 0 {
+		// {%- if tools %}: the system message's content first, then the list.
+		b.markup("<|im_start|>system\n")
+		if msgs[0].Role == "system" {
+			b.text(msgs[0].Content)
+			b.markup("\n\n")
+		}
+		b.markup(qwen3ToolsHead)
+		for _, tool := range opts.Tools {
+			text, err := pyJSON(tool)
+			if err != nil {
+				return Prompt{}, fmt.Errorf("chat template: a tool: %w", err)
+			}
+			b.markup("\n")
+			b.text(text)
+		}
+		b.markup(qwen3ToolsTail)
+	} else if msgs[0].Role == "system" {
 		b.markup("<|im_start|>system\n")
 		b.text(msgs[0].Content)
 		b.markup("<|im_end|>\n")
@@ -66,7 +79,7 @@ func renderQwen3(msgs []Message, opts RenderOptions) (Prompt, error) {
 				b.markup("<|im_start|>assistant\n")
 				b.text(content)
 			}
-			if err := writeQwen35ToolCalls(&b, m.ToolCalls, jinjaTrim(content) != ""); err != nil {
+			if err := writeQwen3ToolCalls(&b, m.ToolCalls, content != ""); err != nil {
 				return Prompt{}, err
 			}
 			b.markup("<|im_end|>\n")
@@ -190,6 +203,38 @@ func renderQwen35(msgs []Message, opts RenderOptions) (Prompt, error) {
 		}
 	}
 	return b.prompt(), nil
+}
+
+// qwen3ToolsHead and qwen3ToolsTail frame Qwen3's tool list, verbatim from
+// its template.
+const (
+	qwen3ToolsHead = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+	qwen3ToolsTail = "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
+)
+
+// writeQwen3ToolCalls writes an assistant turn's calls as Qwen3's template
+// does: {"name": NAME, "arguments": tojson(arguments)} in <tool_call>
+// blocks, a line break before each but a first one with no text before it.
+func writeQwen3ToolCalls(b *promptBuilder, calls []ToolCall, afterText bool) error {
+	for i, c := range calls {
+		if i > 0 || afterText {
+			b.markup("\n")
+		}
+		args := c.Arguments
+		if len(bytes.TrimSpace(args)) == 0 {
+			args = json.RawMessage("{}")
+		}
+		text, err := pyJSON(args)
+		if err != nil {
+			return fmt.Errorf("chat template: %s's arguments: %w", c.Name, err)
+		}
+		b.markup("<tool_call>\n{\"name\": \"")
+		b.text(c.Name)
+		b.markup("\", \"arguments\": ")
+		b.text(text)
+		b.markup("}\n</tool_call>")
+	}
+	return nil
 }
 
 // qwen35ToolsHead and qwen35ToolsHowTo frame the tool list in the system

@@ -44,7 +44,8 @@ type RenderOptions struct {
 	EnableThinking bool
 	// Tools are the functions the model may call, each a JSON object as the
 	// request gave it (OpenAI's {"type": "function", "function": {...}}),
-	// listed in the system turn. Qwen3.5 templates only.
+	// listed in the system turn (Qwen3's as JSON, Qwen3.5's as JSON with its
+	// own instructions).
 	Tools []json.RawMessage
 }
 
@@ -57,6 +58,24 @@ type Template struct {
 
 // Name is the template family ("Qwen3", "Qwen3.5").
 func (t *Template) Name() string { return t.name }
+
+// ToolCallPrefix is how a reply that calls a tool begins under this template
+// — of the function name when name is given, else up to where the name goes
+// — for a caller that makes the model's first words a call (a forced
+// tool_choice). name must hold no quote, backslash, angle bracket or line
+// break.
+func (t *Template) ToolCallPrefix(name string) string {
+	if t.name == "Qwen3" { // {"name": NAME, "arguments": {…}}
+		if name == "" {
+			return "<tool_call>\n{\"name\": \""
+		}
+		return "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": "
+	}
+	if name == "" { // <function=NAME> <parameter=…>
+		return "<tool_call>\n<function="
+	}
+	return "<tool_call>\n<function=" + name + ">\n"
+}
 
 // Render returns the prompt text for msgs (RenderPrompt's Text).
 func (t *Template) Render(msgs []Message, opts RenderOptions) (string, error) {

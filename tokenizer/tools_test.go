@@ -26,19 +26,18 @@ func TestPythonPrinting(t *testing.T) {
 func TestToolsRefusedWhereTheTemplateCannot(t *testing.T) {
 	templates := templateSources(t)
 	user := Message{Role: "user", Content: "hi"}
-	tool := json.RawMessage(`{"type":"function","function":{"name":"f"}}`)
 	for name, c := range map[string]struct {
 		tmpl string
 		msgs []Message
 		opts RenderOptions
 		want string
 	}{
-		"tools under Qwen3":      {"qwen3", []Message{user}, RenderOptions{Tools: []json.RawMessage{tool}}, "Qwen3.5 templates only"},
-		"a call under Qwen3":     {"qwen3", []Message{user, {Role: "assistant", ToolCalls: []ToolCall{{Name: "f"}}}}, RenderOptions{}, "Qwen3.5 templates only"},
-		"a user's tool call":     {"qwen35", []Message{{Role: "user", Content: "x", ToolCalls: []ToolCall{{Name: "f"}}}}, RenderOptions{}, "only an assistant turn calls tools"},
-		"a call without a name":  {"qwen35", []Message{user, {Role: "assistant", ToolCalls: []ToolCall{{}}}}, RenderOptions{}, "without a name"},
-		"arguments not a object": {"qwen35", []Message{user, {Role: "assistant", ToolCalls: []ToolCall{{Name: "f", Arguments: json.RawMessage(`[1]`)}}}}, RenderOptions{}, "not a JSON object"},
-		"a tool not JSON":        {"qwen35", []Message{user}, RenderOptions{Tools: []json.RawMessage{json.RawMessage(`{`)}}, "tool 0 is not JSON"},
+		"a tool not JSON, Qwen3":       {"qwen3", []Message{user}, RenderOptions{Tools: []json.RawMessage{json.RawMessage(`{`)}}, "tool 0 is not JSON"},
+		"a call without a name, Qwen3": {"qwen3", []Message{user, {Role: "assistant", ToolCalls: []ToolCall{{}}}}, RenderOptions{}, "without a name"},
+		"a user's tool call":           {"qwen35", []Message{{Role: "user", Content: "x", ToolCalls: []ToolCall{{Name: "f"}}}}, RenderOptions{}, "only an assistant turn calls tools"},
+		"a call without a name":        {"qwen35", []Message{user, {Role: "assistant", ToolCalls: []ToolCall{{}}}}, RenderOptions{}, "without a name"},
+		"arguments not a object":       {"qwen35", []Message{user, {Role: "assistant", ToolCalls: []ToolCall{{Name: "f", Arguments: json.RawMessage(`[1]`)}}}}, RenderOptions{}, "not a JSON object"},
+		"a tool not JSON":              {"qwen35", []Message{user}, RenderOptions{Tools: []json.RawMessage{json.RawMessage(`{`)}}, "tool 0 is not JSON"},
 	} {
 		_, err := templates[c.tmpl].Render(c.msgs, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -170,9 +170,10 @@ CONVERSATIONS = [
     ("only_tool_results", [{"role": "user", "content": "<tool_response>x</tool_response>"}]),
 ]
 
-# Tools and tool calls (Qwen3.5 templates only: Bagel refuses them under
-# Qwen3's). Key order, non-ASCII, quotes, newlines and every JSON scalar type
-# in the arguments: the template prints them with tojson and |string.
+# Tools and tool calls, under Qwen3's template (JSON calls) and the Qwen3.5
+# ones (<function=…> calls). Key order, non-ASCII, quotes, newlines and every
+# JSON scalar type in the arguments: the templates print them with tojson
+# and |string.
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather of a city, \"now\" — in °C.\nSecond line.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
@@ -207,7 +208,7 @@ TOOL_CONVERSATIONS = [
                                 {"role": "tool", "content": "ok"}], [SHELL]),
 ]
 
-TOOL_TEMPLATES = ("qwen35", "qwen35_small", "qwen36")
+TOOL_TEMPLATES = ("qwen3", "qwen35", "qwen35_small", "qwen36")
 
 TEMPLATES = [
     # name, path relative to ROOT (None: the Qwen3 tokenizer_config.json's)
