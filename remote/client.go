@@ -29,6 +29,7 @@ type Client struct {
 	apiKey string
 	model  string
 	http   *http.Client
+	server string // the Server header the model list came with
 	// Idle bounds the silence of a stream (default 2 minutes): a server
 	// that stops sending is an error, not a hang.
 	Idle time.Duration

@@ -13,6 +13,10 @@ type Model struct {
 	OwnedBy string `json:"owned_by"`
 }
 
+// ServerHeader is the Server header of the last model list (the software,
+// where the server names it).
+func (c *Client) ServerHeader() string { return c.server }
+
 // Models lists the models the server serves.
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	req, err := c.newRequest(ctx, http.MethodGet, "/models", nil)
@@ -24,6 +28,7 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 		return nil, c.reach(err)
 	}
 	defer resp.Body.Close()
+	c.server = resp.Header.Get("Server")
 	if resp.StatusCode != http.StatusOK {
 		return nil, c.statusError(resp)
 	}

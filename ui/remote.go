@@ -33,15 +33,28 @@ type RemoteEngine struct {
 	Model string `json:"model"`
 }
 
-// remoteModel is the remote model in use.
+// remoteModel is the remote model in use, with what the server said of
+// itself when it was reached.
 type remoteModel struct {
 	client *remote.Client
 	url    string
+	server string        // who serves it: the model list's owned_by, the Server header
+	rtt    time.Duration // the model list's round trip
 }
 
 // generator streams replies: the events of the local engine or a remote one.
 type generator interface {
 	Generate(ctx context.Context, req engine.Request) <-chan engine.Event
+}
+
+// replyModel is what a reply records of the model that writes it: a local
+// model's name, or a remote one's with its server (the chat remembers the
+// engine each reply came from).
+func (a *App) replyModel() string {
+	if a.remote != nil {
+		return a.remote.client.Model() + " on " + a.remote.client.Host()
+	}
+	return a.modelName()
 }
 
 // ready reports a model to chat with, local or remote.
@@ -69,7 +82,7 @@ func (a *App) leaveRemote() {
 
 // useRemote makes c (at url) the model the chats use: a local model is
 // unloaded first (its reply stopped and kept, the Local server stopped).
-func (a *App) useRemote(c *remote.Client, url string) {
+func (a *App) useRemote(c *remote.Client, url, server string, rtt time.Duration) {
 	if a.loading {
 		a.showMessage("A model is loading", "Wait for it to finish, then choose the remote engine again.")
 		return
@@ -89,7 +102,7 @@ func (a *App) useRemote(c *remote.Client, url string) {
 			old.Close()
 		})
 	}
-	a.remote = &remoteModel{client: c, url: url}
+	a.remote = &remoteModel{client: c, url: url, server: server, rtt: rtt}
 	a.settings.LastModel = ""
 	entry := RemoteEngine{URL: url, Model: c.Model()}
 	a.settings.RemoteEngines = append([]RemoteEngine{entry}, slices.DeleteFunc(a.settings.RemoteEngines, func(r RemoteEngine) bool { return r == entry })...)
@@ -99,7 +112,22 @@ func (a *App) useRemote(c *remote.Client, url string) {
 	a.composer.refresh()
 	a.chat.refreshEmpty()
 	a.win.SetMainMenu(a.mainMenu())
-	a.perf.showModel("remote: "+c.Host(), 0, engine.Memory{}, "ready · measured at the client, over the network")
+	a.perf.showModel("remote: "+c.Host(), 0, engine.Memory{}, a.remote.describe())
+}
+
+// describe says what the remote engine is, for the performance panel.
+func (r *remoteModel) describe() string {
+	s := "ready · figures measured at the client, over the network"
+	if r.server != "" {
+		s += " · served by " + r.server
+	}
+	if r.rtt > 0 {
+		s += fmt.Sprintf(" · round trip %.1f ms", float64(r.rtt.Microseconds())/1000)
+	}
+	if strings.HasPrefix(r.url, "http://") {
+		s += " · unencrypted (http, a private address)"
+	}
+	return s
 }
 
 // connectRemote checks the server (its model list) off the UI thread and
@@ -124,11 +152,22 @@ func (a *App) connectRemote(url, model, key string) {
 	a.goSafe("connecting to a remote engine", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
+		start := time.Now()
 		models, err := c.Models(ctx)
+		rtt := time.Since(start)
+		server := ""
 		if err == nil {
 			var ids []string
 			for _, m := range models {
 				ids = append(ids, m.ID)
+				if (m.ID == model || model == "" && server == "") && m.OwnedBy != "" {
+					server = m.OwnedBy
+				}
+			}
+			if h := c.ServerHeader(); h != "" && server == "" {
+				server = h
+			} else if h != "" && h != server {
+				server += " (" + h + ")"
 			}
 			switch {
 			case len(ids) == 0:
@@ -145,7 +184,7 @@ func (a *App) connectRemote(url, model, key string) {
 				a.showError("The remote engine cannot be used", err)
 				return
 			}
-			a.useRemote(c, url)
+			a.useRemote(c, url, server, rtt)
 			if given {
 				a.remoteKeys[url] = key
 				if err := remote.SaveKey(url, key); err != nil {

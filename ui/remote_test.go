@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -46,10 +48,13 @@ func TestRemoteEngineChats(t *testing.T) {
 	if h.a.eng != nil || h.a.modelName() != "tiny" || !strings.Contains(h.a.bar.detail.Text, "over the network") {
 		t.Errorf("after connecting: local engine %v, name %q, bar %q", h.a.eng != nil, h.a.modelName(), h.a.bar.detail.Text)
 	}
+	if p := h.a.perf.phase.Text; !strings.Contains(p, "served by bagel") || !strings.Contains(p, "round trip") || !strings.Contains(p, "unencrypted") {
+		t.Errorf("the performance panel says %q", p)
+	}
 	h.a.newConversation()
 	h.typeAndSend("Hi")
-	if got := h.waitReplyDone(); got.Content != local || got.Status == "error" {
-		t.Errorf("remote reply %q (%s), local %q", got.Content, got.Status, local)
+	if got := h.waitReplyDone(); got.Content != local || got.Status == "error" || got.Model != "tiny on "+strings.TrimPrefix(ts.URL, "http://") {
+		t.Errorf("remote reply %q (%s) by %q, local %q", got.Content, got.Status, got.Model, local)
 	}
 	if r := h.a.settings.RemoteEngines; len(r) != 1 || r[0].Model != "tiny" || r[0].URL != ts.URL+"/v1" {
 		t.Errorf("remembered %+v", r)
@@ -68,5 +73,40 @@ func TestRemoteEngineChats(t *testing.T) {
 	h.waitFor("the local model", func() bool { return !h.a.loading && h.a.eng != nil })
 	if h.a.remote != nil {
 		t.Error("loading a local model kept the remote engine")
+	}
+}
+
+// TestRemoteEngineFaults: a server that fails mid-reply or refuses it leaves
+// the reply marked failed with the server's words, the text it sent kept.
+func TestRemoteEngineFaults(t *testing.T) {
+	keyring.MockInit()
+	fail := "refuse"
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"big","owned_by":"vllm"}]}`)
+			return
+		}
+		if fail == "refuse" {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, `{"error":{"message":"CUDA out of memory"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"Half a rep\"}}]}\n\n")
+	}))
+	defer ts.Close()
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.a.connectRemote(ts.URL, "", "")
+	h.waitFor("the remote engine", func() bool { return h.a.remote != nil })
+	h.typeAndSend("Hi")
+	if m := h.waitReplyDone(); m.Status != "error" || !strings.Contains(m.Summary, "CUDA out of memory") {
+		t.Errorf("a refused reply: %s %q", m.Status, m.Summary)
+	}
+	fail = "cut"
+	h.a.newConversation()
+	h.typeAndSend("Hi")
+	if m := h.waitReplyDone(); m.Status != "error" || m.Content != "Half a rep" || !strings.Contains(m.Summary, "ended before the reply did") {
+		t.Errorf("a reply cut off: %s %q %q", m.Status, m.Content, m.Summary)
 	}
 }

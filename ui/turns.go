@@ -50,7 +50,7 @@ func (a *App) send(text string) bool {
 	}
 	firstMessage := len(a.msgs) == 0 || (a.editing != nil && a.editing.ID == a.msgs[0].ID)
 	question := store.Message{Role: store.RoleUser, Content: text}
-	reply := store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.modelName()}
+	reply := store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.replyModel()}
 	var added []store.Message
 	if a.editing != nil {
 		added, err = a.store.EditMessage(conv.ID, a.editing.ID, question, reply)
@@ -88,7 +88,7 @@ func (a *App) regenerate() {
 	if lastUser < 0 {
 		return
 	}
-	reply := store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.modelName()}
+	reply := store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.replyModel()}
 	var err error
 	if lastUser+1 < len(a.msgs) {
 		reply, err = a.store.RegenerateReply(a.conv.ID, a.msgs[lastUser+1].ID, reply)
