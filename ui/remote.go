@@ -215,13 +215,24 @@ func (a *App) showAddRemote() {
 	a.win.Canvas().Focus(url)
 }
 
-// remoteRows are the Models dialog's remote engines: each with Use and
-// Forget, and Add remote engine….
+// remoteRows are the Models dialog's remote engines: each model used, with
+// Use and Forget, then (once each server answers) the other models it
+// serves, with Use; and Add remote engine….
 func (l *library) remoteRows() fyne.CanvasObject {
 	a := l.a
 	box := container.NewVBox()
+	listed := map[string][]string{} // the models listed, by server
+	var servers []string
 	for _, r := range a.settings.RemoteEngines {
-		label := widget.NewLabel(r.Model + " on " + r.URL)
+		if listed[r.URL] == nil {
+			servers = append(servers, r.URL)
+		}
+		listed[r.URL] = append(listed[r.URL], r.Model)
+		name := r.Model + " on " + r.URL
+		if cur := a.remote; cur != nil && cur.url == r.URL && cur.client.Model() == r.Model {
+			name += " (in use)"
+		}
+		label := widget.NewLabel(name)
 		label.Truncation = fyne.TextTruncateEllipsis
 		use := widget.NewButton("Use", func() {
 			l.dlg.Hide()
@@ -242,10 +253,59 @@ func (l *library) remoteRows() fyne.CanvasObject {
 		row = container.NewBorder(nil, nil, nil, container.NewHBox(use, forget), label)
 		box.Add(row)
 	}
+	for _, url := range servers {
+		l.otherRemoteModels(box, url, listed[url])
+	}
 	add := widget.NewButton("Add remote engine…", func() {
 		l.dlg.Hide()
 		a.showAddRemote()
 	})
 	return container.NewVBox(widget.NewLabelWithStyle("Remote engines", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		box, container.NewHBox(add))
+}
+
+// otherRemoteModels asks the server at url for its models, off the UI
+// thread, and adds to box a row with Use for each one not in used; a server
+// that does not answer gets a line saying why.
+func (l *library) otherRemoteModels(box *fyne.Container, url string, used []string) {
+	a := l.a
+	key := a.remoteKeys[url]
+	if key == "" {
+		key = remote.Key(url)
+	}
+	if key == "" {
+		key = os.Getenv("BAGEL_API_KEY")
+	}
+	c, err := remote.New(url, key, "")
+	if err != nil {
+		return
+	}
+	a.goSafe("listing a remote engine's models", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		models, err := c.Models(ctx)
+		a.do(func() {
+			if l.closed {
+				return
+			}
+			if err != nil {
+				note := widget.NewLabel(c.Host() + " does not answer now: " + err.Error())
+				note.Wrapping, note.Importance = fyne.TextWrapWord, widget.LowImportance
+				box.Add(note)
+				return
+			}
+			for _, m := range models {
+				if slices.Contains(used, m.ID) {
+					continue
+				}
+				label := widget.NewLabel(m.ID + " on " + url + " · served there, not used yet")
+				label.Truncation = fyne.TextTruncateEllipsis
+				use := widget.NewButton("Use", func() {
+					l.dlg.Hide()
+					a.connectRemote(url, m.ID, "")
+				})
+				box.Add(container.NewBorder(nil, nil, nil, use, label))
+			}
+		})
+	})
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
 	"bagel/engine"
 	"bagel/internal/testmodel"
 	"bagel/remote"
@@ -109,4 +112,32 @@ func TestRemoteEngineFaults(t *testing.T) {
 	if m := h.waitReplyDone(); m.Status != "error" || m.Content != "Half a rep" || !strings.Contains(m.Summary, "ended before the reply did") {
 		t.Errorf("a reply cut off: %s %q %q", m.Status, m.Content, m.Summary)
 	}
+}
+
+// TestModelsDialogListsTheServersModels: the Models dialog lists the remote
+// model in use, marked, and the other models its server serves, each with
+// Use; Use switches to it.
+func TestModelsDialogListsTheServersModels(t *testing.T) {
+	keyring.MockInit()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"qwen-small","owned_by":"sglang"},{"id":"qwen-big","owned_by":"sglang"}]}`)
+	}))
+	defer ts.Close()
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.a.connectRemote(ts.URL+"/v1", "qwen-small", "")
+	h.waitFor("the remote engine", func() bool { return h.a.remote != nil })
+	h.a.showLibrary()
+	h.waitFor("the server's other model", func() bool { return strings.Contains(h.dialogText(), "qwen-big on "+ts.URL+"/v1 · served there") })
+	if text := h.dialogText(); !strings.Contains(text, "qwen-small on "+ts.URL+"/v1 (in use)") {
+		t.Errorf("the dialog says:\n%s", text)
+	}
+	var use *widget.Button
+	for _, o := range test.LaidOutObjects(h.a.win.Canvas().Overlays().Top()) {
+		if b, ok := o.(*widget.Button); ok && b.Text == "Use" {
+			use = b // the last Use: the other model's
+		}
+	}
+	test.Tap(use)
+	h.waitFor("the other model", func() bool { return h.a.remote != nil && h.a.remote.client.Model() == "qwen-big" })
 }
