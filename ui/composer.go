@@ -97,6 +97,9 @@ func (c *composer) refresh() {
 		c.hint.SetText("loading the model…")
 	case !a.ready():
 		c.hint.SetText("load a model to chat: drop its folder on the window")
+	case lastReplyModel(a.msgs) != "" && lastReplyModel(a.msgs) != a.replyModel():
+		// A chat written with another model, local or remote.
+		c.hint.SetText("this chat's last reply came from " + lastReplyModel(a.msgs) + "; the next comes from " + a.replyModel())
 	default:
 		c.hint.SetText("Enter sends · Shift+Enter new line · Ctrl/Cmd+Enter sends · Esc stops")
 	}
@@ -189,4 +192,14 @@ func editingNote(msgs []store.Message, id int64) string {
 		return "Editing your last message: Send makes a new version with a new reply; ‹ › shows this one and its reply again."
 	}
 	return fmt.Sprintf("Editing an earlier message: Send makes a new version with a new reply; ‹ › shows this one and the %d messages after it again.", after)
+}
+
+// lastReplyModel is the model that wrote the chat's last reply ("" : none).
+func lastReplyModel(msgs []store.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == store.RoleAssistant {
+			return msgs[i].Model
+		}
+	}
+	return ""
 }

@@ -32,6 +32,7 @@ func TestRemoteEngineChats(t *testing.T) {
 	dir := h.loadModel("tiny-moe")
 	h.typeAndSend("Hi")
 	local := h.waitReplyDone().Content
+	localChat := h.a.conv.ID
 
 	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 512})
 	if err != nil {
@@ -58,6 +59,11 @@ func TestRemoteEngineChats(t *testing.T) {
 	h.typeAndSend("Hi")
 	if got := h.waitReplyDone(); got.Content != local || got.Status == "error" || got.Model != "tiny on "+strings.TrimPrefix(ts.URL, "http://") {
 		t.Errorf("remote reply %q (%s) by %q, local %q", got.Content, got.Status, got.Model, local)
+	}
+	// The local chat, reopened, says which model wrote it and which answers now.
+	h.a.selectConversation(localChat)
+	if hint := h.a.composer.hint.Text; !strings.Contains(hint, "last reply came from "+h.a.msgs[1].Model) || !strings.Contains(hint, "the next comes from tiny on 127.0.0.1:") {
+		t.Errorf("the reopened chat's hint: %q", hint)
 	}
 	if r := h.a.settings.RemoteEngines; len(r) != 1 || r[0].Model != "tiny" || r[0].URL != ts.URL+"/v1" {
 		t.Errorf("remembered %+v", r)
