@@ -103,7 +103,11 @@ func (p *perfPanel) show(v perfView) {
 		p.phase.SetText(v.Phase)
 	}
 	if st.PromptTokens > 0 {
-		p.set("Prefill", fmt.Sprintf("%s tok/s · %s tokens", rate(st.PrefillTokensPerSec), humanize.Comma(int64(st.PromptTokens))))
+		speed := rate(st.PrefillTokensPerSec) + " tok/s"
+		if st.PrefillTokensPerSec == 0 { // a remote engine's: its server does not say
+			speed = "speed not reported"
+		}
+		p.set("Prefill", fmt.Sprintf("%s · %s tokens", speed, humanize.Comma(int64(st.PromptTokens))))
 	}
 	switch {
 	case st.TimeToFirstToken > 0:
