@@ -25,7 +25,10 @@ type composer struct {
 	// editingNote, in the banner, says what Send replaces.
 	editingNote *widget.Label
 	hint        *widget.Label
-	stopping    bool // Stop was pressed; the reply is being wrapped up
+	// switchBack, beside the hint, switches to the model that wrote the
+	// chat's last reply, when it is another and the app knows where it is.
+	switchBack *widget.Button
+	stopping   bool // Stop was pressed; the reply is being wrapped up
 }
 
 func newComposer(a *App) *composer {
@@ -51,10 +54,13 @@ func newComposer(a *App) *composer {
 	c.banner = container.NewBorder(nil, nil, nil, cancel, c.editingNote)
 	c.banner.Hide()
 	side := container.NewVBox(c.send, c.think)
+	c.switchBack = widget.NewButton("", nil)
+	c.switchBack.Importance = widget.LowImportance
+	c.switchBack.Hide()
 	c.root = container.NewPadded(container.NewVBox(
 		c.banner,
 		container.NewBorder(nil, nil, nil, side, c.entry),
-		c.hint,
+		container.NewBorder(nil, nil, nil, c.switchBack, c.hint),
 	))
 	return c
 }
@@ -86,6 +92,7 @@ func (c *composer) refresh() {
 		c.banner.Hide()
 	}
 	c.hint.Importance = widget.LowImportance
+	c.switchBack.Hide()
 	switch {
 	case busy && c.stopping:
 		c.hint.SetText("stopping…")
@@ -100,6 +107,11 @@ func (c *composer) refresh() {
 	case lastReplyModel(a.msgs) != "" && lastReplyModel(a.msgs) != a.replyModel():
 		// A chat written with another model, local or remote.
 		c.hint.SetText("this chat's last reply came from " + lastReplyModel(a.msgs) + "; the next comes from " + a.replyModel())
+		if use := a.switchTo(lastReplyModel(a.msgs)); use != nil {
+			c.switchBack.SetText("Use " + lastReplyModel(a.msgs))
+			c.switchBack.OnTapped = use
+			c.switchBack.Show()
+		}
 	default:
 		c.hint.SetText("Enter sends · Shift+Enter new line · Ctrl/Cmd+Enter sends · Esc stops")
 	}

@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"bagel/engine"
+	"bagel/hub"
 	"bagel/remote"
 )
 
@@ -55,6 +56,23 @@ func (a *App) replyModel() string {
 		return a.remote.client.Model() + " on " + a.remote.client.Host()
 	}
 	return a.modelName()
+}
+
+// switchTo returns what switches to the model a reply recorded (replyModel's
+// "MODEL on HOST" for a remembered remote engine, a recent local model's
+// name), or nil when the app does not know where it is.
+func (a *App) switchTo(model string) func() {
+	for _, r := range a.settings.RemoteEngines {
+		if c, err := remote.New(r.URL, "", r.Model); err == nil && r.Model+" on "+c.Host() == model {
+			return func() { a.connectRemote(r.URL, r.Model, "") }
+		}
+	}
+	for _, dir := range a.settings.Recent {
+		if hub.DisplayName(dir) == model {
+			return func() { a.openModel(dir) }
+		}
+	}
+	return nil
 }
 
 // ready reports a model to chat with, local or remote.

@@ -65,6 +65,15 @@ func TestRemoteEngineChats(t *testing.T) {
 	if hint := h.a.composer.hint.Text; !strings.Contains(hint, "last reply came from "+h.a.msgs[1].Model) || !strings.Contains(hint, "the next comes from tiny on 127.0.0.1:") {
 		t.Errorf("the reopened chat's hint: %q", hint)
 	}
+	// Its button goes back to the local model; the remote chat's, to the server.
+	if b := h.a.composer.switchBack; !b.Visible() || b.Text != "Use "+h.a.msgs[1].Model {
+		t.Fatalf("switch-back button %q, shown %v", b.Text, b.Visible())
+	}
+	test.Tap(h.a.composer.switchBack)
+	h.waitFor("the local model again", func() bool { return !h.a.loading && h.a.eng != nil && h.a.remote == nil })
+	h.a.selectConversation(h.a.convs[0].ID) // the remote chat, the newest
+	test.Tap(h.a.composer.switchBack)
+	h.waitFor("the remote engine again", func() bool { return h.a.remote != nil })
 	if r := h.a.settings.RemoteEngines; len(r) != 1 || r[0].Model != "tiny" || r[0].URL != ts.URL+"/v1" {
 		t.Errorf("remembered %+v", r)
 	}
