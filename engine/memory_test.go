@@ -7,12 +7,14 @@ import (
 	"bagel/internal/testmodel"
 )
 
-// TestChatGrowthAllocatesNothingNew runs a chat that grows turn after turn, as
-// the app re-reads the whole conversation each turn: once a full prefill chunk
-// has run, no later turn (longer prompts of every length, their decode steps)
-// allocates another scratch buffer.
+// TestChatGrowthAllocatesNothingNew runs a chat that grows turn after turn,
+// each prompt read whole (no prompt cache, as after an edit early in a chat):
+// once a full prefill chunk of 512 tokens has run, no later turn — prompts of
+// two and three full chunks and a remainder of 13 different lengths across
+// the chunk, their decode steps — allocates another scratch buffer. (The
+// engine's default chunk is 2048; 512 keeps the turns short on the CPU.)
 func TestChatGrowthAllocatesNothingNew(t *testing.T) {
-	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 2048})
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 2048, PrefillChunk: 512, PromptCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,13 +26,13 @@ func TestChatGrowthAllocatesNothingNew(t *testing.T) {
 		}
 		collect(t, e.Generate(context.Background(), Request{PromptIDs: ids, MaxTokens: 3}))
 	}
-	turn(600) // a full 512-token chunk and a partial one
+	turn(600) // a full 512-token chunk and a partial one (88 tokens)
 	buffers, bytes := e.scratch.Allocations()
-	for i := range 25 {
-		turn(610 + 41*i) // every remainder length, up to 1594 tokens
+	for i := range 13 {
+		turn(610 + 79*i) // 610 to 1558 tokens: 1 to 3 full chunks, 13 remainders from 22 to 493
 	}
 	if b, n := e.scratch.Allocations(); b != buffers || n != bytes {
-		t.Errorf("scratch grew from %d buffers (%d bytes) to %d (%d bytes) over 25 longer turns", buffers, bytes, b, n)
+		t.Errorf("scratch grew from %d buffers (%d bytes) to %d (%d bytes) over 13 longer turns", buffers, bytes, b, n)
 	}
 	t.Logf("scratch: %d buffers, %.1f MB", buffers, float64(bytes)/1e6)
 }
