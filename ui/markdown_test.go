@@ -139,8 +139,8 @@ func TestSelectText(t *testing.T) {
 		t.Errorf("%d dialogs: Select works in place", len(h.a.dialogs))
 	}
 	test.Tap(v.buttons["Select"])
-	if v.plain.Visible() || !v.body.Visible() || !strings.Contains(v.body.String(), "Bold words") {
-		t.Errorf("after the second Select: plain %v, Markdown %v %q", v.plain.Visible(), v.body.Visible(), v.body.String())
+	if v.plain.Visible() || !v.body.Visible() || !strings.Contains(v.text(), "Bold words") {
+		t.Errorf("after the second Select: plain %v, Markdown %v %q", v.plain.Visible(), v.body.Visible(), v.text())
 	}
 }
 

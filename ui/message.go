@@ -23,6 +23,9 @@ type messageView struct {
 	status  *widget.Label
 	actions *fyne.Container
 	body    *widget.RichText // the text; for a reply, its last (growing) blocks
+	// bodyFlow and thinkingFlow show body and thinking with Bagel's own line
+	// breaks (flow.go).
+	bodyFlow, thinkingFlow *flowText
 	// done holds a reply's completed blocks, rendered once each: a streaming
 	// reply re-renders only body, not everything above it (doneText).
 	done      *fyne.Container
@@ -66,7 +69,8 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 	v.done = container.NewVBox()
 	v.thinking = widget.NewRichText()
 	v.thinking.Wrapping = fyne.TextWrapWord
-	v.reasoning = widget.NewAccordion(widget.NewAccordionItem("Thinking", v.thinking))
+	v.thinkingFlow = newFlowText(v.thinking)
+	v.reasoning = widget.NewAccordion(widget.NewAccordionItem("Thinking", v.thinkingFlow))
 	v.reasoning.Hide()
 	v.footer = widget.NewLabel("")
 	v.footer.Wrapping = fyne.TextWrapWord
@@ -80,7 +84,8 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 	v.plain.Hide()
 
 	top := container.NewBorder(nil, nil, container.NewHBox(v.header, v.status), v.actions)
-	content := container.NewVBox(top, v.reasoning, v.done, v.body, v.plain, v.footer)
+	v.bodyFlow = newFlowText(v.body)
+	content := container.NewVBox(top, v.reasoning, v.done, v.bodyFlow, v.plain, v.footer)
 	if m.Role == store.RoleUser {
 		bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 		bg.CornerRadius = 2 * theme.InputRadiusSize()
@@ -121,7 +126,7 @@ func (v *messageView) update(m store.Message) {
 			// What the user typed is shown as typed: '*' or '#' in a question are
 			// not formatting.
 			v.body.Segments = []widget.RichTextSegment{&widget.TextSegment{Text: text, Style: widget.RichTextStyleParagraph}}
-			v.body.Refresh()
+			v.bodyFlow.sourceChanged()
 		} else {
 			v.renderReply(text)
 		}
@@ -173,7 +178,9 @@ func (v *messageView) renderReply(text string) {
 		block.ParseMarkdown(src)
 		highlightCode(block, src)
 		inlineStyles(block)
-		v.done.Add(block)
+		flow := newFlowText(block)
+		flow.sourceChanged()
+		v.done.Add(flow)
 		v.doneText += rest[:end]
 		rest = rest[end:]
 	}
@@ -181,6 +188,7 @@ func (v *messageView) renderReply(text string) {
 	v.body.ParseMarkdown(src)
 	highlightCode(v.body, src)
 	inlineStyles(v.body)
+	v.bodyFlow.sourceChanged()
 }
 
 // toggleSelect shows text (the message's, as written) selectable in place of
@@ -206,18 +214,18 @@ func (v *messageView) toggleSelect(text string) bool {
 func (v *messageView) segments() []widget.RichTextSegment {
 	var out []widget.RichTextSegment
 	for _, o := range v.done.Objects {
-		out = append(out, o.(*widget.RichText).Segments...)
+		out = append(out, o.(*flowText).source...)
 	}
-	return append(out, v.body.Segments...)
+	return append(out, v.bodyFlow.source...)
 }
 
 // text is the message's text as rendered (segments' text).
 func (v *messageView) text() string {
 	var b strings.Builder
 	for _, o := range v.done.Objects {
-		b.WriteString(o.(*widget.RichText).String())
+		b.WriteString(o.(*flowText).String())
 	}
-	b.WriteString(v.body.String())
+	b.WriteString(v.bodyFlow.String())
 	return b.String()
 }
 
@@ -231,6 +239,7 @@ func (v *messageView) updateReasoning(m store.Message) {
 	v.reasoning.Show()
 	if m.Reasoning != v.renderedReason {
 		v.thinking.ParseMarkdown(tablesAsText(m.Reasoning))
+		v.thinkingFlow.sourceChanged()
 		v.renderedReason = m.Reasoning
 	}
 	item := v.reasoning.Items[0]

@@ -61,7 +61,7 @@ func TestReplyRendering(t *testing.T) {
 // TestUserTextIsNotMarkdown: what the user typed is shown as typed.
 func TestUserTextIsNotMarkdown(t *testing.T) {
 	v := newMessageView(store.Message{ID: 1, Role: store.RoleUser, Content: "# not a heading *x*"}, "You", nil)
-	if got := v.body.String(); got != "# not a heading *x*" {
+	if got := v.text(); got != "# not a heading *x*" {
 		t.Errorf("user text shown as %q", got)
 	}
 }
