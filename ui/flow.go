@@ -2,6 +2,7 @@ package ui
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -114,14 +115,47 @@ func breakParagraphs(segs []widget.RichTextSegment, width float32) []widget.Rich
 		if s.Inline() {
 			continue
 		}
-		if i > start && isPlainText(segs[start:i+1]) { // runs, then the paragraph's end
-			out = append(out, breakParagraph(segs[start:i+1], width)...)
-		} else {
+		switch {
+		case i > start && isPlainText(segs[start:i+1]): // runs, then the paragraph's end
+			out = append(out, breakParagraph(segs[start:i+1], width, 0)...)
+		case i == start:
+			out = append(out, breakList(s, width))
+		default:
 			out = append(out, segs[start:i+1]...)
 		}
 		start = i + 1
 	}
 	return append(out, segs[start:]...)
+}
+
+// breakList breaks a list's items as paragraphs whose first line starts
+// after the bullet Fyne puts before them (a list within a list as a list);
+// any other segment is returned as it is.
+func breakList(s widget.RichTextSegment, width float32) widget.RichTextSegment {
+	l, ok := s.(*widget.ListSegment)
+	if !ok {
+		return s
+	}
+	c := *l
+	c.Items = make([]widget.RichTextSegment, len(l.Items))
+	for i, item := range l.Items {
+		bullet := "• " + " "
+		if l.Ordered {
+			bullet = strconv.Itoa(i+1) + ". " // the widest a start index leaves it is close enough
+		}
+		indent := fyne.MeasureText(bullet, theme.TextSize(), fyne.TextStyle{Bold: true}).Width
+		switch it := item.(type) {
+		case *widget.ParagraphSegment:
+			texts := it.Texts
+			if len(texts) > 1 && isPlainText(texts) { // an item's runs are all inline: the item ends them
+				texts = breakParagraph(texts, width, indent)
+			}
+			c.Items[i] = &widget.ParagraphSegment{Texts: texts}
+		default:
+			c.Items[i] = breakList(item, width)
+		}
+	}
+	return &c
 }
 
 // isPlainText reports segments of text and links only.
@@ -139,7 +173,8 @@ func isPlainText(segs []widget.RichTextSegment) bool {
 // breakParagraph breaks one paragraph's segments (text and links; its last
 // one a block, a text segment: a link is always inline) into lines of at
 // most width.
-func breakParagraph(segs []widget.RichTextSegment, width float32) []widget.RichTextSegment {
+// indent is how far its first line starts (a list item's bullet).
+func breakParagraph(segs []widget.RichTextSegment, width, indent float32) []widget.RichTextSegment {
 	var words []piece
 	for i, s := range segs {
 		switch s := s.(type) {
@@ -161,7 +196,7 @@ func breakParagraph(segs []widget.RichTextSegment, width float32) []widget.RichT
 	}
 	// A word that runs on into the next segment with no space between
 	// ("*windowsill*,") is one unit: the line breaks before it or after it.
-	x, line := float32(0), 0
+	x, line := indent, 0
 	for k := 0; k < len(words); {
 		j, w, adv := k, float32(0), float32(0)
 		for {
@@ -172,7 +207,7 @@ func breakParagraph(segs []widget.RichTextSegment, width float32) []widget.RichT
 			}
 			j++
 		}
-		if x > 0 && x+w > width {
+		if x > indent && x+w > width || line > 0 && x > 0 && x+w > width {
 			line, x = line+1, 0
 		}
 		for ; k <= j; k++ {

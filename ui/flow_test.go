@@ -122,3 +122,33 @@ func TestFyneWrapStillBreaks(t *testing.T) {
 		t.Errorf("Fyne's wrap at 350 px left %d one-letter rows: the upstream bug seems fixed; flow.go may go", single)
 	}
 }
+
+// TestListItemsWrapByWords: a list's items, each one of the failing
+// paragraphs, break between words at every width from 300 to 1200 px: no
+// row is a lone letter, and no word is split.
+func TestListItemsWrapByWords(t *testing.T) {
+	test.NewTempApp(t)
+	md := "- " + wrapParagraphs[0] + "\n- " + wrapParagraphs[1] + "\n\n1. " + wrapParagraphs[2] + "\n"
+	v := newMessageView(store.Message{Role: store.RoleAssistant, Content: md, Status: store.StatusDone}, "Bagel", nil)
+	words := 0
+	for _, p := range wrapParagraphs {
+		rt := widget.NewRichTextFromMarkdown(p)
+		words += len(strings.Fields(rt.String()))
+	}
+	for w := float32(300); w <= 1200; w++ {
+		v.root.Resize(fyne.NewSize(w, v.root.MinSize().Height))
+		v.root.Resize(fyne.NewSize(w, v.root.MinSize().Height))
+		got := rows(v.root)
+		n := 0
+		for _, r := range got {
+			f := strings.Fields(strings.NewReplacer("•", "", "1.", "").Replace(r))
+			n += len(f)
+			if len(f) == 1 && len([]rune(f[0])) == 1 {
+				t.Fatalf("%.0f px: a row of one letter %q:\n%s", w, r, strings.Join(got, "\n"))
+			}
+		}
+		if n < words { // the header's and footer's words come on top
+			t.Fatalf("%.0f px: %d words in the rows, %d in the items (a word split?):\n%s", w, n, words, strings.Join(got, "\n"))
+		}
+	}
+}
