@@ -109,6 +109,7 @@ func (c *chatView) show() {
 			v.setActions(actions)
 		} else {
 			v = newMessageView(m, c.author(m), actions)
+			v.post = c.a.do
 		}
 		c.views[m.ID] = v
 		c.box.Add(v.root)

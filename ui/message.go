@@ -26,6 +26,11 @@ type messageView struct {
 	// bodyFlow and thinkingFlow show body and thinking with Bagel's own line
 	// breaks (flow.go).
 	bodyFlow, thinkingFlow *flowText
+	// codes are the complete code blocks among done's objects, by object.
+	codes map[fyne.CanvasObject]*codeView
+	// post runs f on the UI thread (the chat view sets the app's; fyne.Do
+	// until then).
+	post func(f func())
 	// done holds a reply's completed blocks, rendered once each: a streaming
 	// reply re-renders only body, not everything above it (doneText).
 	done      *fyne.Container
@@ -58,7 +63,7 @@ type messageAction struct {
 }
 
 func newMessageView(m store.Message, author string, actions []messageAction) *messageView {
-	v := &messageView{msg: m, buttons: map[string]*widget.Button{}}
+	v := &messageView{msg: m, buttons: map[string]*widget.Button{}, post: fyne.Do}
 	v.header = widget.NewLabelWithStyle(author, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.status = widget.NewLabel("")
 	v.status.Importance = widget.WarningImportance
@@ -164,6 +169,7 @@ func (v *messageView) update(m store.Message) {
 func (v *messageView) renderReply(text string) {
 	if !strings.HasPrefix(text, v.doneText) {
 		v.done.RemoveAll()
+		v.codes = nil
 		v.doneText = ""
 	}
 	rest := text[len(v.doneText):]
@@ -172,15 +178,28 @@ func (v *messageView) renderReply(text string) {
 		end = longParagraphCut(rest)
 	}
 	if end > 0 {
-		block := widget.NewRichText()
-		block.Wrapping = fyne.TextWrapWord
-		src := tablesAsText(rest[:end])
-		block.ParseMarkdown(src)
-		highlightCode(block, src)
-		inlineStyles(block)
-		flow := newFlowText(block)
-		flow.sourceChanged()
-		v.done.Add(flow)
+		// Complete code blocks get their own bar (codeblock.go); the prose
+		// around them its blocks.
+		for _, part := range splitFences(rest[:end]) {
+			if part.fenced {
+				cv := newCodeView(part, func(f func()) { v.post(f) })
+				if v.codes == nil {
+					v.codes = map[fyne.CanvasObject]*codeView{}
+				}
+				v.codes[cv.root] = cv
+				v.done.Add(cv.root)
+				continue
+			}
+			block := widget.NewRichText()
+			block.Wrapping = fyne.TextWrapWord
+			src := tablesAsText(part.src)
+			block.ParseMarkdown(src)
+			highlightCode(block, src)
+			inlineStyles(block)
+			flow := newFlowText(block)
+			flow.sourceChanged()
+			v.done.Add(flow)
+		}
 		v.doneText += rest[:end]
 		rest = rest[end:]
 	}
@@ -214,6 +233,10 @@ func (v *messageView) toggleSelect(text string) bool {
 func (v *messageView) segments() []widget.RichTextSegment {
 	var out []widget.RichTextSegment
 	for _, o := range v.done.Objects {
+		if cv := v.codes[o]; cv != nil {
+			out = append(out, cv.rt.Segments...)
+			continue
+		}
 		out = append(out, o.(*flowText).source...)
 	}
 	return append(out, v.bodyFlow.source...)
@@ -223,6 +246,10 @@ func (v *messageView) segments() []widget.RichTextSegment {
 func (v *messageView) text() string {
 	var b strings.Builder
 	for _, o := range v.done.Objects {
+		if cv := v.codes[o]; cv != nil {
+			b.WriteString(cv.rt.String())
+			continue
+		}
 		b.WriteString(o.(*flowText).String())
 	}
 	b.WriteString(v.bodyFlow.String())
