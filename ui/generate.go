@@ -186,7 +186,7 @@ loop:
 		saveErr = err // ErrNotFound: the chat was deleted while it was answered
 	}
 	v := view(time.Now(), finishedPhase(reason, genErr))
-	v.DecodeNow = st.DecodeTokensPerSec
+	v.DecodeNow, v.Finished = st.DecodeTokensPerSec, true
 	v.Memory = after()
 	a.do(func() { a.finishGeneration(g, final, v, genErr, saveErr) })
 }

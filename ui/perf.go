@@ -19,17 +19,21 @@ import (
 // perfView is one state of the performance panel, assembled off the UI thread
 // by the generation (or by the model loader) and shown with perfPanel.show.
 type perfView struct {
-	Phase     string        // what the engine is doing, in words
-	Stats     engine.Stats  // the engine's latest numbers
-	DecodeNow float64       // decode tok/s over the last second, measured by the UI
-	Elapsed   time.Duration // since the request was sent
-	Memory    engine.Memory
+	Phase     string       // what the engine is doing, in words
+	Stats     engine.Stats // the engine's latest numbers
+	DecodeNow float64      // decode tok/s over the last second, measured by the UI
+	// Finished: the reply has ended, and DecodeNow is its average (the big
+	// figure then reads "last reply", not "decode, now").
+	Finished bool
+	Elapsed  time.Duration // since the request was sent
+	Memory   engine.Memory
 }
 
 // perfPanel is the live performance panel beside the chat.
 type perfPanel struct {
 	root      fyne.CanvasObject
 	decodeNow *canvas.Text
+	caption   *widget.Label // what the big figure is: "decode, now" or "last reply"
 	phase     *widget.Label
 	spark     *sparkline
 	kvBar     *meter
@@ -67,8 +71,9 @@ func newPerfPanel() *perfPanel {
 		}
 	}
 	title := widget.NewLabelWithStyle("Performance", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	caption := widget.NewLabel("decode, now")
+	caption := widget.NewLabel(captionLive)
 	caption.Importance = widget.LowImportance
+	p.caption = caption
 	// The panel keeps its width so the numbers do not wrap as they change.
 	width := canvas.NewRectangle(color.Transparent)
 	width.SetMinSize(fyne.NewSize(330, 0))
@@ -81,6 +86,19 @@ func newPerfPanel() *perfPanel {
 		form,
 	), compactTheme{})))
 	return p
+}
+
+// The big figure's captions: live while a reply streams, then its average.
+const (
+	captionLive     = "decode, now"
+	captionFinished = "last reply"
+)
+
+func captionFor(v perfView) string {
+	if v.Finished {
+		return captionFinished
+	}
+	return captionLive
 }
 
 func (p *perfPanel) set(row, text string) {
@@ -99,6 +117,9 @@ func (p *perfPanel) show(v perfView) {
 	}
 	p.decodeNow.Color = theme.Color(theme.ColorNameForeground)
 	p.decodeNow.Refresh()
+	if c := captionFor(v); p.caption.Text != c {
+		p.caption.SetText(c)
+	}
 	if v.Phase != "" && p.phase.Text != v.Phase {
 		p.phase.SetText(v.Phase)
 	}
