@@ -39,10 +39,17 @@ func (t readableTheme) Size(n fyne.ThemeSizeName) float32 {
 }
 
 var (
-	secondaryOnDark   = color.NRGBA{R: 0x8c, G: 0x8c, B: 0x8c, A: 0xff} // 5.3:1 on #171718
-	secondaryOnLight  = color.NRGBA{R: 0x6b, G: 0x6b, B: 0x6b, A: 0xff} // 5.3:1 on #ffffff
-	placeholderLight  = color.NRGBA{R: 0x6b, G: 0x6b, B: 0x6b, A: 0xff}
-	readableTextNames = []fyne.ThemeColorName{theme.ColorNameForeground, theme.ColorNameDisabled, theme.ColorNamePlaceHolder}
+	secondaryOnDark  = color.NRGBA{R: 0x8c, G: 0x8c, B: 0x8c, A: 0xff} // 5.3:1 on #171718
+	secondaryOnLight = color.NRGBA{R: 0x6b, G: 0x6b, B: 0x6b, A: 0xff} // 5.3:1 on #ffffff
+	placeholderLight = color.NRGBA{R: 0x6b, G: 0x6b, B: 0x6b, A: 0xff}
+	// Fyne's orange and red statuses read at 2.2:1 and 3.7:1 on white, its
+	// red at 4.4:1 on the dark input background: darker ones in the light
+	// variant (5.3:1, 5.6:1), a lighter red in the dark (5.3:1).
+	warningOnLight    = color.NRGBA{R: 0xa8, G: 0x54, B: 0x00, A: 0xff}
+	errorOnLight      = color.NRGBA{R: 0xc6, G: 0x28, B: 0x28, A: 0xff}
+	errorOnDark       = color.NRGBA{R: 0xff, G: 0x5c, B: 0x50, A: 0xff}
+	readableTextNames = []fyne.ThemeColorName{theme.ColorNameForeground, theme.ColorNameDisabled, theme.ColorNamePlaceHolder,
+		theme.ColorNameWarning, theme.ColorNameError}
 )
 
 func (t readableTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
@@ -56,6 +63,15 @@ func (t readableTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.C
 		if v == theme.VariantLight {
 			return placeholderLight
 		}
+	case theme.ColorNameWarning:
+		if v == theme.VariantLight {
+			return warningOnLight
+		}
+	case theme.ColorNameError:
+		if v == theme.VariantLight {
+			return errorOnLight
+		}
+		return errorOnDark
 	}
 	return t.Theme.Color(n, v)
 }
