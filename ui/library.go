@@ -69,6 +69,12 @@ func (a *App) showLibrary() {
 	})
 	l.pause.Disable()
 	l.search = widget.NewButtonWithIcon("Search", theme.SearchIcon(), l.searchHub)
+	// Enter searches (the costly Download takes its button).
+	l.name.OnSubmitted = func(string) {
+		if !l.search.Disabled() {
+			l.searchHub()
+		}
+	}
 	l.found = container.NewVBox()
 	l.progress = widget.NewProgressBar()
 	l.progress.Hide()
@@ -165,7 +171,7 @@ func (l *library) checkFit(ctx context.Context, name string, ctxLen int, backend
 		answer := make(chan bool, 1)
 		a.do(func() {
 			l.confirm = dialog.NewConfirm("This model does not fit in memory",
-				fmt.Sprintf("%s %s at a context length of %d tokens.\n\nDownload it anyway?", name, strings.TrimPrefix(verdict, "does not fit: "), ctxLen),
+				fmt.Sprintf("%s %s at a context length of %d tokens.\n\nDownload it anyway?", name, strings.TrimPrefix(verdict, "does not fit: "), effectiveContext(ctxLen)),
 				func(ok bool) { answer <- ok }, a.win)
 			a.showDialog(l.confirm, nil)
 		})
@@ -346,7 +352,11 @@ func (l *library) download() {
 	a := l.a
 	name := strings.TrimSpace(l.name.Text)
 	if name == "" {
-		name = recommendedModel
+		// The placeholder names a 20 GB model: an empty box downloads
+		// nothing.
+		l.status.SetText("Type the model to download as ORG/NAME (for example " + recommendedModel + "), or words and Search.")
+		a.win.Canvas().Focus(l.name)
+		return
 	}
 	repo, rev, _ := strings.Cut(name, "@")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -445,4 +455,13 @@ func (l *library) download() {
 			}
 		})
 	})
+}
+
+// effectiveContext is the context length a setting of n gives (0: the
+// engine's default), for messages that name it.
+func effectiveContext(n int) int {
+	if n <= 0 {
+		return engine.DefaultContextLength
+	}
+	return n
 }

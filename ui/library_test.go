@@ -203,14 +203,16 @@ func TestLibrarySearches(t *testing.T) {
 func TestLibraryAsksBeforeADownloadThatDoesNotFit(t *testing.T) {
 	h, cache := libraryHarness(t)
 	h.a.memoryBudget = func(string) engine.MemoryBudget { return engine.MemoryBudget{Total: 1 << 20, Source: "a test machine"} }
+	h.a.settings.ContextLength = 0 // the model's default
 	h.a.showLibrary()
 	l := h.a.lib
 
 	l.name.SetText(hubRepo)
 	test.Tap(l.start)
 	h.waitFor("the question", func() bool { return l.confirm != nil })
-	if text := h.dialogText(); !strings.Contains(text, "of 1.0 MiB of a test machine") {
-		t.Errorf("the question reads %q", text)
+	if text := h.dialogText(); !strings.Contains(text, "of 1.0 MiB of a test machine") ||
+		!strings.Contains(text, fmt.Sprintf("at a context length of %d tokens", engine.DefaultContextLength)) {
+		t.Errorf("the question reads %q (the settings' context is the default: its length, not 0)", text)
 	}
 	l.confirm.Hide() // No
 	h.waitFor("the refusal", func() bool { return !l.start.Disabled() })
@@ -298,4 +300,24 @@ func TestLibraryPausesAndResumes(t *testing.T) {
 	if h.a.settings.PendingDownload != "" {
 		t.Errorf("pending download %q after it finished", h.a.settings.PendingDownload)
 	}
+}
+
+// TestLibraryEmptyBoxAndEnter: Download with an empty box downloads nothing
+// (its placeholder names a 20 GB model) and says what to type; Enter in the
+// box searches.
+func TestLibraryEmptyBoxAndEnter(t *testing.T) {
+	h, cache := libraryHarness(t)
+	h.a.showLibrary()
+	l := h.a.lib
+	test.Tap(l.start)
+	if l.stop != nil || !strings.HasPrefix(l.status.Text, "Type the model to download") || h.a.settings.PendingDownload != "" {
+		t.Errorf("an empty box: download started %v, status %q, pending %q", l.stop != nil, l.status.Text, h.a.settings.PendingDownload)
+	}
+	h.pump()
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("an empty box wrote %d entries to the cache", len(entries))
+	}
+	l.name.SetText("TINY")
+	l.name.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	h.waitFor("the search", func() bool { return len(l.found.Objects) == 1 })
 }
