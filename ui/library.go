@@ -102,9 +102,18 @@ func (a *App) showLibrary() {
 			l.stop()
 		}
 	}
+	// A download cut short is resumed by the same button, which says so
+	// while the box names it.
+	l.name.OnChanged = func(text string) {
+		if p := a.settings.PendingDownload; p != "" && strings.TrimSpace(text) == p {
+			l.start.SetText("Resume")
+		} else {
+			l.start.SetText("Download")
+		}
+	}
 	if p := a.settings.PendingDownload; p != "" {
 		l.name.SetText(p)
-		l.status.SetText("The download of " + p + " stopped before it finished (paused, or Bagel closed); Download resumes it from where it stopped.")
+		l.status.SetText("The download of " + p + " stopped before it finished (paused, or Bagel closed); Resume goes on from where it stopped.")
 	}
 	l.dlg.Resize(fyne.NewSize(720, 520))
 	a.lib = l
@@ -218,7 +227,14 @@ func (l *library) row(m hub.LocalModel) (fyne.CanvasObject, *widget.Label, bool)
 	}
 	info := widget.NewLabel(detail)
 	info.Importance = widget.LowImportance
-	return container.NewBorder(nil, nil, nil, buttons, container.NewVBox(widget.NewLabel(m.Name), info)), info, runs
+	name := widget.NewLabel(m.Name)
+	if inUse := l.a.eng != nil && filepath.Clean(l.a.modelDir) == filepath.Clean(m.Dir); inUse {
+		name.SetText(m.Name + " (in use)")
+		name.TextStyle = fyne.TextStyle{Bold: true}
+		load.SetText("Loaded")
+		load.Disable()
+	}
+	return container.NewBorder(nil, nil, nil, buttons, container.NewVBox(name, info)), info, runs
 }
 
 // confirmDelete asks, then deletes m's repository from the Hub cache. The

@@ -292,13 +292,23 @@ func TestLibraryPausesAndResumes(t *testing.T) {
 	stalling.Store(false)
 	h.a.showLibrary() // as after a restart: the pending download is offered
 	l = h.a.lib
-	if l.name.Text != hubRepo || !strings.Contains(l.status.Text, "Download resumes it") {
-		t.Fatalf("the dialog offers %q: %q", l.name.Text, l.status.Text)
+	if l.name.Text != hubRepo || !strings.Contains(l.status.Text, "Resume goes on") || l.start.Text != "Resume" {
+		t.Fatalf("the dialog offers %q: %q, button %q", l.name.Text, l.status.Text, l.start.Text)
 	}
+	l.name.SetText("other/model")
+	if l.start.Text != "Download" {
+		t.Errorf("another name: the button says %q", l.start.Text)
+	}
+	l.name.SetText(hubRepo)
 	test.Tap(l.start)
 	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
 	if h.a.settings.PendingDownload != "" {
 		t.Errorf("pending download %q after it finished", h.a.settings.PendingDownload)
+	}
+	// The model in use is marked, its Load spent.
+	h.a.showLibrary()
+	if text := h.dialogText(); !strings.Contains(text, " (in use)") {
+		t.Errorf("the dialog does not mark the model in use:\n%s", text)
 	}
 }
 
