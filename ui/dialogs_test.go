@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -95,7 +96,11 @@ func TestMenus(t *testing.T) {
 		t.Errorf("Select All then Copy put %q on the clipboard", got)
 	}
 	items["Keyboard shortcuts"].Action()
-	if !strings.Contains(h.dialogText(), "Ctrl/Cmd+N") {
+	newChat := "Ctrl+N — new chat"
+	if runtime.GOOS == "darwin" {
+		newChat = "⌘N — new chat"
+	}
+	if !strings.Contains(h.dialogText(), newChat) {
 		t.Errorf("the shortcuts dialog reads %q", h.dialogText())
 	}
 	h.a.win.Canvas().OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})

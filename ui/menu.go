@@ -1,6 +1,9 @@
 package ui
 
 import (
+	"runtime"
+	"strings"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
@@ -196,7 +199,17 @@ Ctrl/Cmd + / − / 0 — bigger, smaller, actual text size
 Ctrl/Cmd+X, C, V, A — cut, copy, paste, select all in the composer`
 
 func (a *App) showShortcuts() {
-	a.showDialog(dialog.NewInformation("Keyboard shortcuts", shortcutsText, a.win), nil)
+	a.showDialog(dialog.NewInformation("Keyboard shortcuts", shortcutsFor(runtime.GOOS), a.win), nil)
+}
+
+// shortcutsFor is shortcutsText as the platform writes its keys: ⌘ and ⇧ on
+// a Mac, Ctrl and Shift elsewhere.
+func shortcutsFor(goos string) string {
+	if goos == "darwin" {
+		return strings.NewReplacer("Ctrl/Cmd+Shift+", "⇧⌘", "Ctrl/Cmd + / − / 0", "⌘+ / ⌘− / ⌘0", "Ctrl/Cmd+X, C, V, A", "⌘X, ⌘C, ⌘V, ⌘A",
+			"Ctrl/Cmd+] / [", "⌘] / ⌘[", "Ctrl/Cmd+", "⌘", "Shift+Enter", "⇧Enter").Replace(shortcutsText)
+	}
+	return strings.NewReplacer("Ctrl/Cmd+", "Ctrl+", "Ctrl/Cmd + / − / 0", "Ctrl + / − / 0").Replace(shortcutsText)
 }
 
 func (a *App) showAbout() {

@@ -229,6 +229,9 @@ func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback stri
 	a.win.SetMainMenu(a.mainMenu())
 	a.perf.showModel(e.BackendName, e.ContextLength(), e.Memory(), "ready · "+e.BackendReason)
 	a.startServer()
+	if len(a.dialogs) == 0 { // ready to type into, unless a dialog is up
+		a.win.Canvas().Focus(a.composer.entry)
+	}
 }
 
 // unloadModel frees the model (stopping a generation first) without loading
