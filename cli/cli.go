@@ -44,6 +44,13 @@ func init() {
 // had: exit status 130, as a shell reports a process ended by SIGINT.
 var errInterrupted = errors.New("interrupted")
 
+// IsCommand reports a subcommand's name (or help): main opens the window
+// on a model folder given alone only when it is not one.
+func IsCommand(name string) bool {
+	_, ok := commands[name]
+	return ok || name == "help" || name == "-h" || name == "--help"
+}
+
 // Run runs the command named by args[0] with the rest of args as its flags and
 // returns the process exit status: 0 done, 1 the command failed, 2 an unknown
 // command.

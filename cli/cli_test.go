@@ -198,3 +198,18 @@ func TestPromptProgress(t *testing.T) {
 		t.Fatalf("terminal got %q, want %q", got, want)
 	}
 }
+
+// TestIsCommand: main opens the window on a folder given alone only when its
+// name is no command's.
+func TestIsCommand(t *testing.T) {
+	for _, name := range []string{"generate", "serve", "help", "-h", "models"} {
+		if !IsCommand(name) {
+			t.Errorf("%q is a command", name)
+		}
+	}
+	for _, name := range []string{"/tmp/model", "mlx-community/Qwen3.5-35B-A3B-4bit", "./bench-results"} {
+		if IsCommand(name) {
+			t.Errorf("%q is no command", name)
+		}
+	}
+}

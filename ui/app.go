@@ -10,6 +10,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -45,6 +46,9 @@ type Options struct {
 	// Recommend lets the empty chat look on the Hub for downloads that fit
 	// (recommend.go): the app sets it; tests that do not, stay off the network.
 	Recommend bool
+	// Model is a model folder to open at Start instead of the last one used
+	// (bagel PATH).
+	Model string
 }
 
 // App is the chat window and everything behind it. Its fields belong to the
@@ -98,6 +102,7 @@ type App struct {
 
 	settingsForm *settingsForm // the settings dialog last opened (tests fill it in)
 
+	openAtStart   string     // Options.Model
 	startupErrors []error    // shown once the window is up
 	dbProblem     *dbProblem // the chat database did not open (database.go); nil when it did
 	instanceLock  *os.File   // the data folder's lock (instance.go), held while the app runs
@@ -109,6 +114,7 @@ type App struct {
 func New(fa fyne.App, opt Options) (*App, error) {
 	a := &App{fyne: fa, do: opt.RunOnMain, tapEvents: opt.TapEvents, drafts: map[int64]string{}, memoryBudget: engine.DeviceMemory,
 		remoteKeys:       map[string]string{},
+		openAtStart:      opt.Model,
 		recommendStarted: !opt.Recommend}
 	if a.do == nil {
 		a.do = fyne.Do
@@ -199,7 +205,7 @@ func (a *App) Start() {
 		a.showAlreadyRunning(a.otherInstance)
 	}
 	a.chat.scroll.ScrollToBottom() // now that the window has its size
-	if dir := a.settings.LastModel; dir != "" {
+	if dir := cmp.Or(a.openAtStart, a.settings.LastModel); dir != "" {
 		a.openModel(dir)
 	}
 }

@@ -3,6 +3,8 @@ package ui
 import (
 	"strings"
 	"testing"
+
+	"bagel/internal/testmodel"
 )
 
 // TestShortcutsAsThePlatformWritesThem: ⌘ on a Mac, Ctrl elsewhere, never
@@ -25,5 +27,25 @@ func TestComposerHasTheFocusOnceLoaded(t *testing.T) {
 	h.loadModel("tiny-moe")
 	if h.a.win.Canvas().Focused() != h.a.composer.entry {
 		t.Errorf("focused: %T", h.a.win.Canvas().Focused())
+	}
+}
+
+// TestOpensTheModelItWasGiven: bagel PATH opens the window on PATH, not on
+// the last model used.
+func TestOpensTheModelItWasGiven(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	last := h.loadModel("tiny-moe")
+	if h.a.settings.LastModel != last {
+		t.Fatalf("last model %q", h.a.settings.LastModel)
+	}
+	given := testmodel.Dir(t, "tiny-dense")
+	h.a.unloadModel()
+	h.a.settings.LastModel = last
+	h.a.openAtStart = given
+	h.a.Start()
+	h.waitFor("the model given", func() bool { return !h.a.loading && h.a.eng != nil })
+	if h.a.modelDir != given {
+		t.Errorf("opened %q, want the folder given %q", h.a.modelDir, given)
 	}
 }
