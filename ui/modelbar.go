@@ -17,7 +17,7 @@ import (
 type modelBar struct {
 	a        *App
 	root     fyne.CanvasObject
-	name     *widget.Label
+	name     *middleLabel
 	detail   *widget.Label
 	open     *widget.Button
 	recent   *widget.Button
@@ -32,7 +32,7 @@ type modelBar struct {
 
 func newModelBar(a *App) *modelBar {
 	b := &modelBar{a: a}
-	b.name = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	b.name = newMiddleLabel(fyne.TextStyle{Bold: true})
 	b.detail = widget.NewLabel("")
 	b.detail.Importance = widget.LowImportance
 	b.detail.Truncation = fyne.TextTruncateEllipsis
@@ -47,11 +47,13 @@ func newModelBar(a *App) *modelBar {
 	b.busy = widget.NewProgressBarInfinite()
 	b.busy.Stop()
 	b.busy.Hide()
-	left := container.NewHBox(widget.NewIcon(theme.ComputerIcon()), b.name)
 	buttons := container.NewHBox(b.open, b.recent, b.unload, b.cancel, settings)
 	// The progress takes the detail's place (empty while busy), so the bar
-	// keeps its height and the window does not jump when a load starts.
-	row := container.NewBorder(nil, nil, left, buttons, container.NewStack(b.detail, b.progress, b.busy))
+	// keeps its height and the window does not jump when a load starts. The
+	// name takes what it needs, up to 60% of the room, and gives way (a
+	// middle ellipsis) before the window grows.
+	middle := container.New(&nameDetailLayout{name: b.name}, b.name, container.NewStack(b.detail, b.progress, b.busy))
+	row := container.NewBorder(nil, nil, widget.NewIcon(theme.ComputerIcon()), buttons, middle)
 	b.root = container.NewVBox(row, widget.NewSeparator())
 	return b
 }
@@ -182,4 +184,23 @@ func replySpeedText(st engine.Stats) string {
 		text += ", first token " + duration(st.TimeToFirstToken)
 	}
 	return text
+}
+
+// nameDetailLayout puts the model's name then its detail on one row: the
+// name at its full width when there is room (at most 60% of the row), the
+// detail in the rest; both shrink (ellipses) rather than widen the window.
+type nameDetailLayout struct{ name *middleLabel }
+
+func (l *nameDetailLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	full := l.name.measure(l.name.full)
+	w := min(full, 0.6*size.Width)
+	objs[0].Move(fyne.NewPos(0, 0))
+	objs[0].Resize(fyne.NewSize(w, size.Height))
+	objs[1].Move(fyne.NewPos(w, 0))
+	objs[1].Resize(fyne.NewSize(max(0, size.Width-w), size.Height))
+}
+
+func (l *nameDetailLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	a, b := objs[0].MinSize(), objs[1].MinSize()
+	return fyne.NewSize(a.Width+b.Width, max(a.Height, b.Height))
 }

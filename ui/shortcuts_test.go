@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
+
 	"bagel/internal/testmodel"
 )
 
@@ -47,5 +49,26 @@ func TestOpensTheModelItWasGiven(t *testing.T) {
 	h.waitFor("the model given", func() bool { return !h.a.loading && h.a.eng != nil })
 	if h.a.modelDir != given {
 		t.Errorf("opened %q, want the folder given %q", h.a.modelDir, given)
+	}
+}
+
+// TestLongModelNameKeepsTheWindowNarrow: the top bar's model name gives way
+// with an ellipsis in the middle (its size and quantization, at the end,
+// stay) instead of widening the window.
+func TestLongModelNameKeepsTheWindowNarrow(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	short := h.a.bar.root.MinSize().Width
+	h.a.modelDir = "/x/models--mlx-community--Qwen3.5-122B-A10B-Instruct-4bit-DWQ/snapshots/abc"
+	h.a.bar.refresh()
+	if long := h.a.bar.root.MinSize().Width; long > short {
+		t.Errorf("the bar's minimum width grew from %g to %g with a long name", short, long)
+	}
+	name := h.a.bar.name
+	name.Resize(fyne.NewSize(name.measure("mlx-community/Qwen3.5-122B")+1, 30))
+	name.fit(name.Size().Width)
+	if shown := name.label.Text; !strings.Contains(shown, "…") || !strings.HasSuffix(shown, "DWQ") || !strings.HasPrefix(shown, "mlx-") {
+		t.Errorf("cut to %q, want its start, an ellipsis and its end", shown)
 	}
 }
