@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -107,6 +108,10 @@ type App struct {
 	dbProblem     *dbProblem // the chat database did not open (database.go); nil when it did
 	instanceLock  *os.File   // the data folder's lock (instance.go), held while the app runs
 	otherInstance string     // the data folder another app holds; "" when this one holds it
+	// othersListener takes a second app's requests (instance.go); raised
+	// counts the times it brought this window to the front.
+	othersListener net.Listener
+	raised         int
 }
 
 // New builds the window on fa. The last model used starts loading when the
@@ -141,6 +146,7 @@ func New(fa fyne.App, opt Options) (*App, error) {
 		a.otherInstance = dataDir
 	} else {
 		a.instanceLock = lock
+		a.listenForOthers(dataDir)
 	}
 	if a.store, a.dbProblem, err = openStore(filepath.Join(dataDir, "chats.db")); err != nil {
 		return nil, err
@@ -205,7 +211,9 @@ func (a *App) Start() {
 		a.showAlreadyRunning(a.otherInstance)
 	}
 	a.chat.scroll.ScrollToBottom() // now that the window has its size
-	if dir := cmp.Or(a.openAtStart, a.settings.LastModel); dir != "" {
+	// A second app on the data folder loads nothing: the first, raised, has
+	// the model (and was asked to open the one given here).
+	if dir := cmp.Or(a.openAtStart, a.settings.LastModel); dir != "" && a.otherInstance == "" {
 		a.openModel(dir)
 	}
 }
@@ -270,6 +278,10 @@ func (a *App) shutdown() {
 	}
 	if a.dbProblem != nil {
 		os.RemoveAll(a.dbProblem.tempDir) // the stand-in's chats were never to be kept
+	}
+	if a.othersListener != nil {
+		a.othersListener.Close()
+		a.othersListener = nil
 	}
 	if a.instanceLock != nil {
 		a.instanceLock.Close()

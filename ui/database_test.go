@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bagel/internal/testmodel"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,9 +88,19 @@ func TestSecondAppOnOneDataFolder(t *testing.T) {
 		t.Fatalf("the first app asks: %s", text)
 	}
 	second := newHarness(t, &s, "", dataDir)
+	model := testmodel.Dir(t, "tiny-moe")
+	second.a.openAtStart = model // as bagel PATH
 	second.a.Start()
-	if text := second.dialogText(); !strings.Contains(text, "already running") || !strings.Contains(text, dataDir) {
-		t.Errorf("the second app does not say another runs on %s: %q", dataDir, text)
+	if text := second.dialogText(); !strings.Contains(text, "already running") || !strings.Contains(text, dataDir) ||
+		!strings.Contains(text, "brought to the front") {
+		t.Errorf("the second app does not say another runs on %s, brought to the front: %q", dataDir, text)
+	}
+	// The first came to the front and opens the model the second was given.
+	first.waitFor("the first to be raised and to load the model", func() bool {
+		return first.a.raised == 1 && !first.a.loading && first.a.modelDir == model
+	})
+	if second.a.loading || second.a.eng != nil {
+		t.Error("the second app loads a model too")
 	}
 	second.close()
 	first.close()
