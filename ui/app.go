@@ -112,6 +112,10 @@ type App struct {
 	// counts the times it brought this window to the front.
 	othersListener net.Listener
 	raised         int
+	// countTimer counts the draft's tokens once typing pauses; countGen
+	// drops a count a later one supersedes (tokencount.go).
+	countTimer *time.Timer
+	countGen   int
 }
 
 // New builds the window on fa. The last model used starts loading when the

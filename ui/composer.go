@@ -28,7 +28,10 @@ type composer struct {
 	// switchBack, beside the hint, switches to the model that wrote the
 	// chat's last reply, when it is another and the app knows where it is.
 	switchBack *widget.Button
-	stopping   bool // Stop was pressed; the reply is being wrapped up
+	// tokens says what the chat and the draft take of the context
+	// (tokencount.go).
+	tokens   *widget.Label
+	stopping bool // Stop was pressed; the reply is being wrapped up
 }
 
 func newComposer(a *App) *composer {
@@ -54,13 +57,16 @@ func newComposer(a *App) *composer {
 	c.banner = container.NewBorder(nil, nil, nil, cancel, c.editingNote)
 	c.banner.Hide()
 	side := container.NewVBox(c.send, c.think)
+	c.tokens = widget.NewLabel("")
+	c.tokens.Importance = widget.LowImportance
+	c.tokens.SizeName = theme.SizeNameCaptionText
 	c.switchBack = widget.NewButton("", nil)
 	c.switchBack.Importance = widget.LowImportance
 	c.switchBack.Hide()
 	c.root = container.NewPadded(container.NewVBox(
 		c.banner,
 		container.NewBorder(nil, nil, nil, side, c.entry),
-		container.NewBorder(nil, nil, nil, c.switchBack, c.hint),
+		container.NewBorder(nil, nil, nil, container.NewHBox(c.switchBack, c.tokens), c.hint),
 	))
 	return c
 }

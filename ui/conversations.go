@@ -70,6 +70,7 @@ func (a *App) showConversation(conv *store.Conversation, msgs []store.Message) {
 	a.chat.show()
 	a.chats.refresh()
 	a.composer.refresh()
+	a.countTokensSoon()
 	a.win.SetMainMenu(a.mainMenu()) // the Window menu checks the chat shown
 }
 
@@ -286,6 +287,7 @@ const draftSaveDelay = 500 * time.Millisecond
 // draftChanged saves the composer's text as the chat's draft once typing
 // pauses; an edit of a message in the composer is not a draft.
 func (a *App) draftChanged(text string) {
+	a.countTokensSoon()
 	if a.conv == nil || a.editing != nil {
 		return
 	}

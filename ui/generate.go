@@ -260,6 +260,7 @@ func (a *App) finishGeneration(g *generation, final store.Message, v perfView, g
 	}
 	a.chats.refresh()
 	a.composer.refresh()
+	a.countTokensSoon()
 	if genErr != nil {
 		a.showError("The model failed while answering", genErr)
 	}

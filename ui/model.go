@@ -232,6 +232,7 @@ func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback stri
 	if len(a.dialogs) == 0 { // ready to type into, unless a dialog is up
 		a.win.Canvas().Focus(a.composer.entry)
 	}
+	a.countTokensSoon()
 }
 
 // unloadModel frees the model (stopping a generation first) without loading

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"bagel/engine"
 
 	"bagel/internal/testmodel"
 )
@@ -70,5 +73,26 @@ func TestLongModelNameKeepsTheWindowNarrow(t *testing.T) {
 	name.fit(name.Size().Width)
 	if shown := name.label.Text; !strings.Contains(shown, "…") || !strings.HasSuffix(shown, "DWQ") || !strings.HasPrefix(shown, "mlx-") {
 		t.Errorf("cut to %q, want its start, an ellipsis and its end", shown)
+	}
+}
+
+// TestDraftTokenCount: beside the composer, what the chat and the draft take
+// of the context — the model's own count of the prompt — and what is left.
+func TestDraftTokenCount(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	test.Type(h.a.composer.entry, "How long is this question?")
+	ids, err := h.a.eng.PromptTokens(engine.Request{Messages: []engine.Message{{Role: "user", Content: "How long is this question?"}}, EnableThinking: s.Thinking})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tokenCountText(len(ids), h.a.eng.ContextLength())
+	h.waitFor("the count", func() bool { return h.a.composer.tokens.Text == want })
+	if !strings.HasSuffix(want, " left") {
+		t.Errorf("the count reads %q", want)
+	}
+	if got := tokenCountText(600, 512); !strings.Contains(got, "over the 512-token context") {
+		t.Errorf("over the context: %q", got)
 	}
 }
