@@ -89,11 +89,13 @@ type App struct {
 	// remoteKeys are the API keys given this session, by address.
 	remoteKeys map[string]string
 
-	convs   []store.Conversation
-	conv    *store.Conversation // the chat on screen; nil before the first one exists
-	msgs    []store.Message     // its messages
-	editing *store.Message      // the user message being edited in the composer
-	drafts  map[int64]string    // composer text put aside: chats off screen, the chat being edited
+	convs []store.Conversation // the chat list: every chat, or those chatFilter finds
+	// chatFilter is the chat list's search ("" : none).
+	chatFilter string
+	conv       *store.Conversation // the chat on screen; nil before the first one exists
+	msgs       []store.Message     // its messages
+	editing    *store.Message      // the user message being edited in the composer
+	drafts     map[int64]string    // composer text put aside: chats off screen, the chat being edited
 
 	bar      *modelBar
 	chats    *chatList

@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"strings"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
@@ -15,6 +17,8 @@ type chatList struct {
 	root    fyne.CanvasObject
 	list    *widget.List
 	newChat *widget.Button
+	// search filters the list to the chats whose title or text holds it.
+	search *widget.Entry
 	// quiet is set while the list's selection is changed from code, so that
 	// OnSelected only reacts to the user.
 	quiet bool
@@ -54,7 +58,13 @@ func newChatList(a *App) *chatList {
 	}
 	c.newChat = widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), a.newConversation)
 	c.newChat.Importance = widget.HighImportance
-	c.root = container.NewBorder(container.NewPadded(c.newChat), nil, nil, nil, c.list)
+	c.search = widget.NewEntry()
+	c.search.SetPlaceHolder("Search chats")
+	c.search.OnChanged = func(text string) {
+		a.chatFilter = strings.TrimSpace(text)
+		a.reloadConversations()
+	}
+	c.root = container.NewBorder(container.NewVBox(container.NewPadded(c.newChat), c.search), nil, nil, nil, c.list)
 	return c
 }
 

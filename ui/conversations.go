@@ -19,6 +19,9 @@ const defaultTitle = "New chat"
 // reloadConversations reads the list of chats.
 func (a *App) reloadConversations() {
 	convs, err := a.store.Conversations()
+	if a.chatFilter != "" { // the chat list's search
+		convs, err = a.store.Search(a.chatFilter)
+	}
 	if err != nil {
 		a.showError("The chats could not be read", err)
 		return
@@ -85,6 +88,9 @@ func (a *App) newConversation() {
 	if err != nil {
 		a.showError("A new chat could not be created", err)
 		return
+	}
+	if a.chatFilter != "" {
+		a.chats.search.SetText("") // the new chat shows in the whole list
 	}
 	a.reloadConversations()
 	a.showConversation(&conv, nil)

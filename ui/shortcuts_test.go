@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"bagel/engine"
+	"bagel/store"
 
 	"bagel/internal/testmodel"
 )
@@ -94,5 +95,37 @@ func TestDraftTokenCount(t *testing.T) {
 	}
 	if got := tokenCountText(600, 512); !strings.Contains(got, "over the 512-token context") {
 		t.Errorf("over the context: %q", got)
+	}
+}
+
+// TestChatSearch: the chat list's search keeps the chats whose title or
+// text holds the words; clearing it brings every chat back; a new chat
+// clears it.
+func TestChatSearch(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	st := h.a.store
+	a, _ := st.CreateConversation("Sourdough", "")
+	b, _ := st.CreateConversation("Travel", "")
+	st.Replace(b.ID, 0, store.Message{Role: store.RoleUser, Content: "Where to eat bagels in Montreal?"})
+	st.CreateConversation("Taxes", "")
+	h.a.reloadConversations()
+	all := len(h.a.convs)
+	test.Type(h.a.chats.search, "bagel")
+	if len(h.a.convs) != 1 || h.a.convs[0].ID != b.ID || h.a.chats.list.Length() != 1 {
+		t.Errorf("searching bagel: %+v", h.a.convs)
+	}
+	h.a.chats.search.SetText("sour")
+	if len(h.a.convs) != 1 || h.a.convs[0].ID != a.ID {
+		t.Errorf("searching sour: %+v", h.a.convs)
+	}
+	h.a.chats.search.SetText("")
+	if len(h.a.convs) != all {
+		t.Errorf("cleared: %d chats, want %d", len(h.a.convs), all)
+	}
+	h.a.chats.search.SetText("travel")
+	h.a.newConversation()
+	if h.a.chats.search.Text != "" || len(h.a.convs) != all+1 {
+		t.Errorf("after New chat: search %q, %d chats", h.a.chats.search.Text, len(h.a.convs))
 	}
 }
