@@ -94,6 +94,33 @@ func (s *Store) CreateConversation(title, systemPrompt string) (Conversation, er
 	return Conversation{ID: id, Title: title, SystemPrompt: systemPrompt, Created: fromMillis(millis(now)), Updated: fromMillis(millis(now))}, nil
 }
 
+// DuplicateConversation copies a conversation — its title with " (copy)",
+// its system prompt and the messages shown in it (not earlier versions) —
+// into a new one.
+func (s *Store) DuplicateConversation(id int64) (Conversation, error) {
+	src, err := s.Conversation(id)
+	if err != nil {
+		return Conversation{}, err
+	}
+	msgs, err := s.Messages(id)
+	if err != nil {
+		return Conversation{}, err
+	}
+	c, err := s.CreateConversation(src.Title+" (copy)", src.SystemPrompt)
+	if err != nil {
+		return Conversation{}, err
+	}
+	for i := range msgs {
+		msgs[i].ID, msgs[i].ConversationID = 0, c.ID
+	}
+	if len(msgs) > 0 {
+		if _, err := s.Replace(c.ID, 0, msgs...); err != nil {
+			return Conversation{}, fmt.Errorf("copying the chat's messages: %w", err)
+		}
+	}
+	return s.Conversation(c.ID)
+}
+
 // RenameConversation changes a conversation's title.
 func (s *Store) RenameConversation(id int64, title string) error {
 	return s.updateConversation(id, `title`, title)

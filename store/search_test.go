@@ -72,3 +72,28 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	}
 }
+
+// TestDuplicateConversation: a copy holds the title with " (copy)", the
+// system prompt and the messages shown, not earlier versions; the original
+// is untouched.
+func TestDuplicateConversation(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "chats.db"))
+	defer s.Close()
+	c, _ := s.CreateConversation("Bread", "be brief")
+	added, _ := s.Replace(c.ID, 0, Message{Role: RoleUser, Content: "Rye?"}, Message{Role: RoleAssistant, Content: "old", Reasoning: "r"})
+	s.RegenerateReply(c.ID, added[1].ID, Message{Role: RoleAssistant, Content: "new", Reasoning: "r2", Model: "m"})
+	d, err := s.DuplicateConversation(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := s.Messages(d.ID)
+	if d.Title != "Bread (copy)" || d.SystemPrompt != "be brief" || len(msgs) != 2 || msgs[1].Content != "new" || msgs[1].Reasoning != "r2" || msgs[1].Model != "m" {
+		t.Errorf("copy %+v with %+v", d, msgs)
+	}
+	if orig, _ := s.Messages(c.ID); len(orig) != 2 || orig[1].Content != "new" {
+		t.Errorf("the original became %+v", orig)
+	}
+	if _, err := s.DuplicateConversation(9999); err == nil {
+		t.Error("duplicating a chat that does not exist")
+	}
+}

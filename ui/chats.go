@@ -19,6 +19,8 @@ type chatList struct {
 	newChat *widget.Button
 	// search filters the list to the chats whose title or text holds it.
 	search *widget.Entry
+	// menu is a row's right-click menu last shown (tests reach it).
+	menu *fyne.Menu
 	// quiet is set while the list's selection is changed from code, so that
 	// OnSelected only reacts to the user.
 	quiet bool
@@ -34,14 +36,16 @@ func newChatList(a *App) *chatList {
 			when := widget.NewLabel("")
 			when.Importance = widget.LowImportance
 			when.SizeName = theme.SizeNameCaptionText
-			return container.NewVBox(title, when)
+			return newChatRow(c, container.NewVBox(title, when))
 		},
 		func(id widget.ListItemID, o fyne.CanvasObject) {
 			if id >= len(a.convs) {
 				return
 			}
 			conv := a.convs[id]
-			box := o.(*fyne.Container)
+			row := o.(*chatRow)
+			row.id = conv.ID
+			box := row.box
 			box.Objects[0].(*widget.Label).SetText(conv.Title)
 			when := humanize.Time(conv.Updated)
 			if a.gen != nil && a.gen.convID == conv.ID {
@@ -84,4 +88,39 @@ func (c *chatList) refresh() {
 		}
 	}
 	c.list.UnselectAll()
+}
+
+// chatRow is a chat list entry; a right click (or a two-finger tap) opens
+// its menu: Rename, Duplicate, Export, Delete — acting on that chat, which
+// is shown first.
+type chatRow struct {
+	widget.BaseWidget
+	list *chatList
+	box  *fyne.Container
+	id   int64
+}
+
+func newChatRow(l *chatList, box *fyne.Container) *chatRow {
+	r := &chatRow{list: l, box: box}
+	r.ExtendBaseWidget(r)
+	return r
+}
+
+func (r *chatRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(r.box) }
+
+// TappedSecondary shows the chat and its menu where the click was.
+func (r *chatRow) TappedSecondary(ev *fyne.PointEvent) {
+	a := r.list.a
+	if a.conv == nil || a.conv.ID != r.id {
+		a.selectConversation(r.id)
+	}
+	menu := fyne.NewMenu("",
+		fyne.NewMenuItem("Rename…", a.renameConversation),
+		fyne.NewMenuItem("Duplicate", a.duplicateConversation),
+		fyne.NewMenuItem("Export as Markdown…", a.exportConversation),
+		fyne.NewMenuItemSeparator(),
+		fyne.NewMenuItem("Delete…", a.deleteConversation),
+	)
+	r.list.menu = menu
+	widget.ShowPopUpMenuAtPosition(menu, a.win.Canvas(), ev.AbsolutePosition)
 }

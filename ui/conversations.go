@@ -145,6 +145,24 @@ func titleFrom(text string) string {
 }
 
 // renameConversation asks for a new title for the chat on screen.
+// duplicateConversation copies the chat on screen (its messages as shown)
+// and shows the copy.
+func (a *App) duplicateConversation() {
+	if a.conv == nil {
+		return
+	}
+	c, err := a.store.DuplicateConversation(a.conv.ID)
+	if err != nil {
+		a.showError("The chat could not be duplicated", err)
+		return
+	}
+	if a.chatFilter != "" {
+		a.chats.search.SetText("")
+	}
+	a.reloadConversations()
+	a.selectConversation(c.ID)
+}
+
 func (a *App) renameConversation() {
 	if a.conv == nil {
 		return

@@ -129,3 +129,41 @@ func TestChatSearch(t *testing.T) {
 		t.Errorf("after New chat: search %q, %d chats", h.a.chats.search.Text, len(h.a.convs))
 	}
 }
+
+// TestChatRowMenu: right-clicking a chat in the list shows it and opens its
+// menu; Duplicate makes a copy with its messages and shows the copy.
+func TestChatRowMenu(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	st := h.a.store
+	a, _ := st.CreateConversation("Sourdough", "")
+	st.Replace(a.ID, 0, store.Message{Role: store.RoleUser, Content: "Starter?"}, store.Message{Role: store.RoleAssistant, Content: "Flour and water."})
+	st.CreateConversation("Other", "")
+	h.a.reloadConversations()
+	h.a.selectConversation(h.a.convs[0].ID) // "Other", the newest
+	h.a.win.Resize(fyne.NewSize(1000, 700))
+	var row *chatRow
+	for _, o := range test.LaidOutObjects(h.a.chats.list) {
+		if r, ok := o.(*chatRow); ok && r.id == a.ID {
+			row = r
+		}
+	}
+	if row == nil {
+		t.Fatal("no row for the chat")
+	}
+	test.TapSecondary(row)
+	if h.a.conv.ID != a.ID || h.a.chats.menu == nil {
+		t.Fatalf("after a right click: showing %d, menu %v", h.a.conv.ID, h.a.chats.menu)
+	}
+	var labels []string
+	for _, it := range h.a.chats.menu.Items {
+		labels = append(labels, it.Label)
+	}
+	if got := strings.Join(labels, ","); got != "Rename…,Duplicate,Export as Markdown…,,Delete…" {
+		t.Errorf("menu %q", got)
+	}
+	h.a.chats.menu.Items[1].Action()
+	if h.a.conv.Title != "Sourdough (copy)" || len(h.a.msgs) != 2 || h.a.msgs[1].Content != "Flour and water." {
+		t.Errorf("after Duplicate: showing %q with %d messages", h.a.conv.Title, len(h.a.msgs))
+	}
+}
