@@ -70,7 +70,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 
 	// The bounded fields name their bound.
 	for _, c := range []struct {
-		e        *widget.Entry
+		e        *formEntry
 		v        string
 		want, ok string // ok: a value within the bound
 	}{

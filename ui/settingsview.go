@@ -20,25 +20,43 @@ import (
 // engine's registry, so a new switch appears here without a UI change.
 type settingsForm struct {
 	form                                          *widget.Form
-	temperature, topP, topK, minP                 *widget.Entry
-	repetition, seed, maxTokens, ctxLen           *widget.Entry
-	draftLen, treeWidth, promptCache, promptChunk *widget.Entry
-	thinking                                      *widget.Check
-	backend                                       *widget.Select
-	memory                                        *widget.Label // what the loaded model needs at the context length typed
-	switches                                      map[string]*widget.Check
-	note                                          *widget.Label     // what the loaded model remembers
-	switchForm                                    *widget.Form      // the switches, inside advanced
-	advanced                                      *widget.Accordion // folded by default
-	submit                                        func()            // Save: validate, apply, close
+	temperature, topP, topK, minP                 *formEntry
+	repetition, seed, maxTokens, ctxLen           *formEntry
+	draftLen, treeWidth, promptCache, promptChunk *formEntry
+	preset                                        *widget.Select // fills the sampling fields
+	reset                                         *widget.Button // fills every field with the defaults
+	entries                                       []*formEntry
+	// onEsc closes the dialog (Esc in a field); onValidity hears whether
+	// every field holds a valid value (Save is enabled only then).
+	onEsc      func()
+	onValidity func(ok bool)
+	thinking   *widget.Check
+	backend    *widget.Select
+	memory     *widget.Label // what the loaded model needs at the context length typed
+	switches   map[string]*widget.Check
+	note       *widget.Label     // what the loaded model remembers
+	switchForm *widget.Form      // the switches, inside advanced
+	advanced   *widget.Accordion // folded by default
+	submit     func()            // Save: validate, apply, close
+	save       *widget.Button
 }
 
 func newSettingsForm(s Settings) *settingsForm {
 	f := &settingsForm{switches: map[string]*widget.Check{}}
-	num := func(v string, check func(string) error) *widget.Entry {
-		e := widget.NewEntry()
+	num := func(v string, check func(string) error) *formEntry {
+		e := newFormEntry(func() {
+			if f.onEsc != nil {
+				f.onEsc()
+			}
+		})
 		e.SetText(v)
 		e.Validator = check
+		e.OnChanged = func(string) {
+			if f.onValidity != nil {
+				f.onValidity(f.valid())
+			}
+		}
+		f.entries = append(f.entries, e)
 		return e
 	}
 	float := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
@@ -94,8 +112,12 @@ func newSettingsForm(s Settings) *settingsForm {
 		it.HintText = hint
 		return it
 	}
+	f.preset = widget.NewSelect(presetNames, func(name string) { f.applyPreset(name) })
+	f.preset.PlaceHolder = "choose to fill the fields below"
+	f.reset = widget.NewButton("Reset to defaults", func() { f.fill(DefaultSettings()) })
 	items := []*widget.FormItem{
 		header("Sampling (applies to the next reply)"),
+		item("Preset", container.NewBorder(nil, nil, nil, f.reset, f.preset), "Precise for code and facts, Creative for stories; Reset puts every field back to its default"),
 		item("Temperature", f.temperature, "0 is greedy; "+recommended(func(s engine.Sampling) string { return float(s.Temperature) })),
 		item("Top-p", f.topP, "0 or 1 turns it off; "+recommended(func(s engine.Sampling) string { return float(s.TopP) })),
 		item("Top-k", f.topK, "0 turns it off; "+recommended(func(s engine.Sampling) string { return strconv.Itoa(s.TopK) })),
@@ -144,6 +166,88 @@ func newSettingsForm(s Settings) *settingsForm {
 
 // content is the settings with the Advanced section under them, and a note
 // on top while a model is loaded.
+// presetNames are the sampling presets, the model's recommended first.
+var presetNames = []string{"The model's recommended", "Precise", "Balanced", "Creative"}
+
+// applyPreset fills the sampling fields with a preset's values.
+func (f *settingsForm) applyPreset(name string) {
+	s := engine.RecommendedSampling(f.thinking.Checked)
+	switch name {
+	case "Precise":
+		s = engine.Sampling{Temperature: 0.2, TopP: 0.9, TopK: 20, RepetitionPenalty: 1}
+	case "Balanced":
+		s = engine.Sampling{Temperature: 0.7, TopP: 0.95, TopK: 40, RepetitionPenalty: 1}
+	case "Creative":
+		s = engine.Sampling{Temperature: 1.0, TopP: 0.95, MinP: 0.05, RepetitionPenalty: 1}
+	}
+	float := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	f.temperature.SetText(float(s.Temperature))
+	f.topP.SetText(float(s.TopP))
+	f.topK.SetText(strconv.Itoa(s.TopK))
+	f.minP.SetText(float(s.MinP))
+	f.repetition.SetText(float(s.RepetitionPenalty))
+}
+
+// fill puts s into every field (Reset to defaults; nothing is saved until
+// Save).
+func (f *settingsForm) fill(s Settings) {
+	float := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	f.temperature.SetText(float(s.Temperature))
+	f.topP.SetText(float(s.TopP))
+	f.topK.SetText(strconv.Itoa(s.TopK))
+	f.minP.SetText(float(s.MinP))
+	f.repetition.SetText(float(s.RepetitionPenalty))
+	seed := "random"
+	if s.Seed >= 0 {
+		seed = strconv.FormatInt(s.Seed, 10)
+	}
+	f.seed.SetText(seed)
+	f.maxTokens.SetText(strconv.Itoa(s.MaxTokens))
+	f.ctxLen.SetText(strconv.Itoa(s.ContextLength))
+	f.draftLen.SetText(strconv.Itoa(s.DraftLength))
+	f.treeWidth.SetText(strconv.Itoa(s.DraftTreeWidth))
+	f.promptCache.SetText(strconv.Itoa(s.PromptCacheMB))
+	f.promptChunk.SetText(strconv.Itoa(s.PrefillChunk))
+	f.thinking.SetChecked(s.Thinking)
+	f.backend.SetSelected(s.Backend)
+	for _, sw := range engine.Switches() {
+		if c := f.switches[sw.Name]; c != nil {
+			c.SetChecked(sw.Default)
+		}
+	}
+}
+
+// valid reports every field valid.
+func (f *settingsForm) valid() bool {
+	for _, e := range f.entries {
+		if e.Validator != nil && e.Validator(e.Text) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// formEntry is a settings field: Esc in it closes the dialog, as Esc does
+// anywhere else in the window (an entry would keep the key).
+type formEntry struct {
+	widget.Entry
+	onEsc func()
+}
+
+func newFormEntry(onEsc func()) *formEntry {
+	e := &formEntry{onEsc: onEsc}
+	e.ExtendBaseWidget(e)
+	return e
+}
+
+func (e *formEntry) TypedKey(k *fyne.KeyEvent) {
+	if k.Name == fyne.KeyEscape && e.onEsc != nil {
+		e.onEsc()
+		return
+	}
+	e.Entry.TypedKey(k)
+}
+
 func (f *settingsForm) content() fyne.CanvasObject {
 	return container.NewVBox(f.note, f.form, f.advanced)
 }
@@ -160,7 +264,13 @@ func (f *settingsForm) showEstimate(estimate func(contextLength int, backend str
 		}
 		f.memory.SetText(estimate(n, f.backend.Selected))
 	}
-	f.ctxLen.OnChanged = func(string) { update() }
+	checked := f.ctxLen.OnChanged // the validity check
+	f.ctxLen.OnChanged = func(s string) {
+		if checked != nil {
+			checked(s)
+		}
+		update()
+	}
 	f.backend.OnChanged = func(string) { update() }
 	update()
 }
@@ -210,14 +320,14 @@ func intAtLeast(name string, lo int) func(string) error {
 func (f *settingsForm) read(base Settings) (Settings, error) {
 	s := base
 	var errs []error
-	parseF := func(e *widget.Entry, dst *float64) {
+	parseF := func(e *formEntry, dst *float64) {
 		if err := e.Validator(e.Text); err != nil {
 			errs = append(errs, err)
 			return
 		}
 		*dst, _ = strconv.ParseFloat(strings.TrimSpace(e.Text), 64)
 	}
-	parseI := func(e *widget.Entry, dst *int) {
+	parseI := func(e *formEntry, dst *int) {
 		if err := e.Validator(e.Text); err != nil {
 			errs = append(errs, err)
 			return
@@ -285,6 +395,15 @@ func (a *App) showSettings() {
 	}
 	save := widget.NewButtonWithIcon("Save", theme.ConfirmIcon(), f.submit)
 	save.Importance = widget.HighImportance
+	f.onValidity = func(ok bool) { // Save waits for every field to be valid
+		if ok {
+			save.Enable()
+		} else {
+			save.Disable()
+		}
+	}
+	f.onEsc = func() { d.Hide() }
+	f.save = save
 	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { d.Hide() })
 	scroll := container.NewVScroll(f.content())
 	scroll.SetMinSize(fyne.NewSize(640, 500))

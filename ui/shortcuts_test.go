@@ -167,3 +167,38 @@ func TestChatRowMenu(t *testing.T) {
 		t.Errorf("after Duplicate: showing %q with %d messages", h.a.conv.Title, len(h.a.msgs))
 	}
 }
+
+// TestSettingsForPeople: a preset fills the sampling fields, Reset to
+// defaults every field; Save waits while a field is invalid; Esc in a field
+// closes the dialog.
+func TestSettingsForPeople(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.a.showSettings()
+	f := h.a.settingsForm
+	f.preset.SetSelected("Creative")
+	if f.temperature.Text != "1" || f.minP.Text != "0.05" || f.topK.Text != "0" {
+		t.Errorf("Creative: temperature %q min-p %q top-k %q", f.temperature.Text, f.minP.Text, f.topK.Text)
+	}
+	test.Tap(f.reset)
+	d := DefaultSettings()
+	if f.maxTokens.Text != "4096" || f.seed.Text != "random" || f.ctxLen.Text != "0" || f.thinking.Checked != d.Thinking {
+		t.Errorf("after Reset: max tokens %q seed %q context %q thinking %v", f.maxTokens.Text, f.seed.Text, f.ctxLen.Text, f.thinking.Checked)
+	}
+	test.Type(f.topP, "x")
+	if !f.save.Disabled() {
+		t.Error("Save is enabled with an invalid top-p")
+	}
+	f.topP.SetText("0.9")
+	if f.save.Disabled() {
+		t.Error("Save stays disabled once the field is valid again")
+	}
+	h.a.win.Canvas().Focus(f.topK)
+	f.topK.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	if len(h.a.dialogs) != 0 {
+		t.Errorf("Esc in a field left %d dialogs open", len(h.a.dialogs))
+	}
+	if h.a.settings.TopP != s.TopP {
+		t.Error("Esc saved the settings")
+	}
+}
