@@ -456,13 +456,25 @@ func (l *library) download() {
 				l.progress.Hide()
 				l.status.SetText(name + " was not downloaded: it does not fit this machine's memory.")
 			case cancelled && l.paused.Load():
-				l.status.SetText(fmt.Sprintf("Paused at %.2f of %.2f GB; Download resumes %s from there, now or after a restart.", float64(done)/1e9, float64(total)/1e9, name))
+				l.status.SetText(fmt.Sprintf("Paused at %.2f of %.2f GB; Resume goes on with %s from there, now or after a restart.", float64(done)/1e9, float64(total)/1e9, name))
+				l.start.SetText("Resume")
 			case cancelled && err != nil:
 				l.progress.Hide()
 				l.status.SetText("Cancelled; the partial files were removed.")
 			case err != nil:
 				l.progress.Hide()
 				l.status.SetText(sentence(err.Error()))
+			case a.ready() || a.loading:
+				// A model in use is not replaced without asking.
+				l.progress.SetValue(1)
+				l.status.SetText("Downloaded " + name + ".")
+				current := a.modelName()
+				a.confirm("Load "+name+"?", "Downloaded "+name+". Load it now, in place of "+current+"? (Otherwise it waits under Models.)", func(ok bool) {
+					if ok {
+						l.dlg.Hide()
+						a.openModel(dir)
+					}
+				})
 			default:
 				l.progress.SetValue(1)
 				l.status.SetText("Downloaded " + name + "; loading it.")

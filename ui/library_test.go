@@ -331,3 +331,23 @@ func TestLibraryEmptyBoxAndEnter(t *testing.T) {
 	l.name.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
 	h.waitFor("the search", func() bool { return len(l.found.Objects) == 1 })
 }
+
+// TestLibraryAsksBeforeReplacingTheModel: a download that finishes while a
+// model is loaded asks before loading it in its place; No keeps the model.
+func TestLibraryAsksBeforeReplacingTheModel(t *testing.T) {
+	h, _ := libraryHarness(t)
+	loaded := h.loadModel("tiny-moe")
+	h.a.showLibrary()
+	l := h.a.lib
+	l.name.SetText(hubRepo)
+	test.Tap(l.start)
+	h.waitFor("the question", func() bool { return strings.Contains(h.dialogText(), "Load "+hubRepo+"?") })
+	if !strings.Contains(h.dialogText(), "in place of "+h.a.modelName()) {
+		t.Errorf("the question reads %q", h.dialogText())
+	}
+	h.a.closeTopDialog() // No
+	h.pump()
+	if h.a.modelDir != loaded || h.a.loading {
+		t.Errorf("after No: model %q (loading %v), want %q kept", h.a.modelDir, h.a.loading, loaded)
+	}
+}
