@@ -335,17 +335,54 @@ func (l *library) searchHub() {
 				} else {
 					l.status.SetText(fmt.Sprintf("%d MLX models on the Hub match “%s”, most downloaded first.", len(models), query))
 				}
+				var infos []*widget.Label
+				var runnable []hub.ModelSummary
 				for _, m := range models {
-					l.found.Add(l.result(m))
+					row, info := l.result(m)
+					l.found.Add(row)
+					if slices.ContainsFunc(m.Tags, engine.SupportedModelType) {
+						infos, runnable = append(infos, info), append(runnable, m)
+					}
 				}
+				l.sizeResults(runnable, infos)
 			}
 		})
 	})
 }
 
+// sizeResults adds to each runnable result its size and whether it fits this
+// machine at the settings' context length (its config.json and file sizes
+// from the Hub, the estimate a download checks), off the UI thread.
+func (l *library) sizeResults(models []hub.ModelSummary, infos []*widget.Label) {
+	a := l.a
+	ctxLen, backend := a.settings.ContextLength, a.settings.Backend
+	a.goSafe("sizing the search results", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		client, budget := hub.New(), a.memoryBudget(backend)
+		for i, m := range models {
+			p, err := client.Preview(ctx, m.ID, engine.SupportedModelType)
+			if err != nil {
+				continue
+			}
+			text := fmt.Sprintf(" · %.1f GB", float64(p.Bytes)/1e9)
+			if mem, err := engine.EstimateConfig(p.Config, p.Bytes, ctxLen); err == nil {
+				verdict, _ := budget.Verdict(mem)
+				text += " · " + verdict
+			}
+			info := infos[i]
+			a.do(func() {
+				if !l.closed {
+					info.SetText(info.Text + text)
+				}
+			})
+		}
+	})
+}
+
 // result is one search result: its name, downloads, what its tags say of its
 // type, and Download.
-func (l *library) result(m hub.ModelSummary) fyne.CanvasObject {
+func (l *library) result(m hub.ModelSummary) (fyne.CanvasObject, *widget.Label) {
 	detail := fmt.Sprintf("%d downloads · ", m.Downloads)
 	if i := slices.IndexFunc(m.Tags, engine.SupportedModelType); i >= 0 {
 		detail += m.Tags[i] + ", a type Bagel runs"
@@ -358,7 +395,8 @@ func (l *library) result(m hub.ModelSummary) fyne.CanvasObject {
 	})
 	info := widget.NewLabel(detail)
 	info.Importance = widget.LowImportance
-	return container.NewBorder(nil, nil, nil, get, container.NewVBox(widget.NewLabel(m.ID), info))
+	info.Wrapping = fyne.TextWrapWord
+	return container.NewBorder(nil, nil, nil, get, container.NewVBox(widget.NewLabel(m.ID), info)), info
 }
 
 // download fetches the named model (the placeholder when the box is empty)

@@ -174,6 +174,15 @@ func TestLibrarySearches(t *testing.T) {
 	if len(l.found.Objects) != 1 {
 		t.Fatalf("%d results (status %q), want the one model", len(l.found.Objects), l.status.Text)
 	}
+	// Its size and fit follow, from the Hub's config.json and file sizes.
+	h.waitFor("the result's size and fit", func() bool {
+		for _, o := range test.LaidOutObjects(l.found) {
+			if lb, ok := o.(*widget.Label); ok && strings.Contains(lb.Text, " GB · fits") {
+				return true
+			}
+		}
+		return false
+	})
 	var text []string
 	var get *widget.Button
 	for _, o := range test.LaidOutObjects(l.found) {
