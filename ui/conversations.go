@@ -236,7 +236,7 @@ func (a *App) deleteConversation() {
 		return
 	}
 	conv := *a.conv
-	a.confirm("Delete chat", "Delete “"+conv.Title+"” and its messages? This cannot be undone.", func(ok bool) {
+	a.confirmDanger("Delete chat", "Delete “"+conv.Title+"” and its messages? This cannot be undone.", func(ok bool) {
 		if ok {
 			a.removeConversation(conv.ID)
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
 )
 
 // The app's dialogs go through showDialog, which keeps them in opening order
@@ -26,6 +27,16 @@ func (a *App) showDialog(d dialog.Dialog, onClosed func()) {
 // confirm asks a yes/no question in a tracked dialog; Esc answers no.
 func (a *App) confirm(title, message string, answer func(bool)) {
 	a.showDialog(dialog.NewConfirm(title, message, answer, a.win), nil)
+}
+
+// confirmDanger asks before something that cannot be undone or costs much:
+// its Yes is marked as danger, so No is the plain choice (and Esc answers
+// no).
+func (a *App) confirmDanger(title, message string, answer func(bool)) *dialog.ConfirmDialog {
+	d := dialog.NewConfirm(title, message, answer, a.win)
+	d.SetConfirmImportance(widget.DangerImportance)
+	a.showDialog(d, nil)
+	return d
 }
 
 // closeTopDialog closes the dialog on top as Cancel would (a confirmation

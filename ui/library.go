@@ -182,6 +182,7 @@ func (l *library) checkFit(ctx context.Context, name string, ctxLen int, backend
 			l.confirm = dialog.NewConfirm("This model does not fit in memory",
 				fmt.Sprintf("%s %s at a context length of %d tokens.\n\nDownload it anyway?", name, strings.TrimPrefix(verdict, "does not fit: "), effectiveContext(ctxLen)),
 				func(ok bool) { answer <- ok }, a.win)
+			l.confirm.SetConfirmImportance(widget.DangerImportance) // costly: No is the plain choice
 			a.showDialog(l.confirm, nil)
 		})
 		select {
@@ -260,7 +261,7 @@ func (l *library) confirmDelete(m hub.LocalModel) {
 	}
 	msg := fmt.Sprintf("Delete %s from the Hugging Face cache (%s)?\n\nEvery revision of it is removed (%.1f GB in this one). "+
 		"mlx-lm and other apps that share the cache lose it too. This cannot be undone.", m.Repo, cache, float64(m.Bytes)/1e9)
-	a.confirm("Delete model", msg, func(ok bool) {
+	a.confirmDanger("Delete model", msg, func(ok bool) {
 		if !ok {
 			return
 		}

@@ -6,6 +6,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"bagel/engine"
 	"bagel/store"
@@ -200,5 +201,31 @@ func TestSettingsForPeople(t *testing.T) {
 	}
 	if h.a.settings.TopP != s.TopP {
 		t.Error("Esc saved the settings")
+	}
+}
+
+// TestDeleteAsksWithNoAsThePlainChoice: Delete chat asks with its Yes
+// marked as danger, and Esc answers no.
+func TestDeleteAsksWithNoAsThePlainChoice(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	c, _ := h.a.store.CreateConversation("Keep me", "")
+	h.a.store.Replace(c.ID, 0, store.Message{Role: store.RoleUser, Content: "hi"})
+	h.a.reloadConversations()
+	h.a.selectConversation(c.ID)
+	h.a.deleteConversation()
+	var yes *widget.Button
+	for _, o := range test.LaidOutObjects(h.a.win.Canvas().Overlays().Top()) {
+		if b, ok := o.(*widget.Button); ok && b.Text == "Yes" {
+			yes = b
+		}
+	}
+	if yes == nil || yes.Importance != widget.DangerImportance {
+		t.Fatalf("the confirm button: %+v", yes)
+	}
+	h.a.win.Canvas().OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	h.pump()
+	if _, err := h.a.store.Conversation(c.ID); err != nil {
+		t.Errorf("Esc deleted the chat: %v", err)
 	}
 }
