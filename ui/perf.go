@@ -35,6 +35,7 @@ type perfPanel struct {
 	decodeNow *canvas.Text
 	caption   *widget.Label // what the big figure is: "decode, now" or "last reply"
 	phase     *widget.Label
+	body      *fyne.Container // the panel's rows, laid out again when the phase's height changes
 	spark     *sparkline
 	kvBar     *meter
 	values    map[string]*widget.Label
@@ -77,14 +78,20 @@ func newPerfPanel() *perfPanel {
 	// The panel keeps its width so the numbers do not wrap as they change.
 	width := canvas.NewRectangle(color.Transparent)
 	width.SetMinSize(fyne.NewSize(330, 0))
-	p.root = container.NewStack(width, container.NewVScroll(container.NewThemeOverride(container.NewVBox(
+	// The phase keeps three lines' height whatever it says: its height
+	// changing with its text left the rows below overlapping its last line
+	// until the next layout, and made the panel jump as a reply went on.
+	lines := canvas.NewRectangle(color.Transparent)
+	lines.SetMinSize(fyne.NewSize(0, 3*fyne.MeasureText("M", theme.TextSize(), fyne.TextStyle{}).Height+2*theme.InnerPadding()))
+	p.body = container.NewVBox(
 		title,
 		container.NewHBox(p.decodeNow, container.NewCenter(caption)),
 		p.spark,
-		p.phase,
+		container.NewStack(lines, container.NewVBox(p.phase)),
 		widget.NewSeparator(),
 		form,
-	), compactTheme{})))
+	)
+	p.root = container.NewStack(width, container.NewVScroll(container.NewThemeOverride(p.body, compactTheme{})))
 	return p
 }
 

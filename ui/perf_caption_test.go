@@ -1,6 +1,15 @@
 package ui
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"bagel/engine"
+)
 
 // TestBigFigureSaysWhatItIs: the panel's big figure is "decode, now" while
 // a reply streams and "last reply" (its average) once it has ended, and
@@ -24,5 +33,30 @@ func TestBigFigureSaysWhatItIs(t *testing.T) {
 	h.typeAndSend("Again")
 	if c := h.a.perf.caption.Text; c != captionLive {
 		t.Errorf("as the next reply starts the figure is %q", c)
+	}
+}
+
+// TestPanelPhaseDoesNotOverlap: a phase of three lines (a remote engine's)
+// ends above the rows under it, however the panel laid it out before.
+func TestPanelPhaseDoesNotOverlap(t *testing.T) {
+	test.NewTempApp(t)
+	p := newPerfPanel()
+	w := test.NewWindow(p.root)
+	defer w.Close()
+	w.Resize(fyne.NewSize(400, 700))
+	p.showModel("remote: 127.0.0.1:8484", 0, engine.Memory{}, "ready · figures measured at the client, over the network · served by bagel · round trip 3.1 ms · unencrypted (http, a private address)")
+	var phaseEnd, below float32
+	for _, o := range test.LaidOutObjects(p.root) {
+		switch o := o.(type) {
+		case *widget.Label:
+			if strings.HasPrefix(o.Text, "ready") {
+				phaseEnd = fyne.CurrentApp().Driver().AbsolutePositionForObject(o).Y + o.MinSize().Height
+			}
+		case *widget.Separator:
+			below = fyne.CurrentApp().Driver().AbsolutePositionForObject(o).Y
+		}
+	}
+	if phaseEnd == 0 || below < phaseEnd {
+		t.Errorf("the phase ends at %g, the rows begin at %g", phaseEnd, below)
 	}
 }
