@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"bagel/engine"
+	"bagel/store"
 )
 
 // TestBigFigureSaysWhatItIs: the panel's big figure is "decode, now" while
@@ -58,5 +59,27 @@ func TestPanelPhaseDoesNotOverlap(t *testing.T) {
 	}
 	if phaseEnd == 0 || below < phaseEnd {
 		t.Errorf("the phase ends at %g, the rows begin at %g", phaseEnd, below)
+	}
+}
+
+// TestCopyShowsCopied: a message's Copy (and a reply's Copy code) says
+// Copied once the text is on the clipboard.
+func TestCopyShowsCopied(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	c, _ := h.a.store.CreateConversation("Code", "")
+	h.a.store.Replace(c.ID, 0, store.Message{Role: store.RoleUser, Content: "Show code"},
+		store.Message{Role: store.RoleAssistant, Content: "Here:\n\n```go\nx := 1\n```\n", Status: store.StatusDone})
+	h.a.reloadConversations()
+	h.a.selectConversation(c.ID)
+	reply := h.a.msgs[1]
+	v := h.a.chat.views[reply.ID]
+	test.Tap(v.buttons["Copy"])
+	if got := h.a.fyne.Clipboard().Content(); got != reply.Content || v.buttons["Copy"].Text != "Copied" {
+		t.Errorf("Copy: clipboard %q, button %q", got, v.buttons["Copy"].Text)
+	}
+	test.Tap(v.buttons["Copy code"])
+	if got := h.a.fyne.Clipboard().Content(); got != "x := 1" || v.buttons["Copy code"].Text != "Copied" {
+		t.Errorf("Copy code: clipboard %q, button %q", got, v.buttons["Copy code"].Text)
 	}
 }

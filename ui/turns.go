@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"bagel/engine"
 	"bagel/store"
@@ -203,6 +204,7 @@ func (a *App) copyCode(id int64) {
 	for _, m := range a.msgs {
 		if m.ID == id {
 			a.fyne.Clipboard().SetContent(strings.Join(codeBlocks(displayText(m)), "\n\n"))
+			a.copied(id, "Copy code")
 			return
 		}
 	}
@@ -213,9 +215,32 @@ func (a *App) copyMessage(id int64) {
 	for _, m := range a.msgs {
 		if m.ID == id {
 			a.fyne.Clipboard().SetContent(displayText(m))
+			a.copied(id, "Copy")
 			return
 		}
 	}
+}
+
+// copied shows on a message's button that its copy was taken: "Copied" for
+// two seconds, then the button as it was.
+func (a *App) copied(id int64, label string) {
+	v := a.chat.views[id]
+	if v == nil {
+		return
+	}
+	b := v.buttons[label]
+	if b == nil {
+		return
+	}
+	text := b.Text
+	b.SetText("Copied")
+	time.AfterFunc(2*time.Second, func() {
+		a.do(func() {
+			if b.Text == "Copied" {
+				b.SetText(text)
+			}
+		})
+	})
 }
 
 // history is the conversation the model answers: the system prompt and every
