@@ -42,6 +42,16 @@ type readTiming struct {
 	tokens      int
 }
 
+// arrived counts a token that came now, of a request sent at start.
+func (r *readTiming) arrived(start time.Time) {
+	now := time.Now()
+	if r.tokens == 0 {
+		r.ttft, r.first = now.Sub(start), now
+	}
+	r.last = now
+	r.tokens++
+}
+
 func (r readTiming) rate() float64 {
 	span := r.last.Sub(r.first).Seconds()
 	if r.tokens < 2 || span <= 0 {
@@ -124,12 +134,7 @@ func (b *bench) readEngine(prompt []int32) (readTiming, error) {
 			if ev.Text == "" {
 				continue
 			}
-			now := time.Now()
-			if t.tokens == 0 {
-				t.ttft, t.first = now.Sub(start), now
-			}
-			t.last = now
-			t.tokens++
+			t.arrived(start)
 		case engine.EventError:
 			return t, ev.Err
 		}
@@ -165,12 +170,7 @@ func (b *bench) readServer(url string, prompt []int32) (readTiming, error) {
 		if json.Unmarshal([]byte(data), &chunk) != nil || len(chunk.Choices) == 0 || chunk.Choices[0].Text == "" {
 			continue
 		}
-		now := time.Now()
-		if t.tokens == 0 {
-			t.ttft, t.first = now.Sub(start), now
-		}
-		t.last = now
-		t.tokens++
+		t.arrived(start)
 	}
 	if t.tokens == 0 {
 		return t, fmt.Errorf("the server streamed no text (does the model folder have a tokenizer?)")

@@ -300,32 +300,16 @@ func (a *answer) whole(w http.ResponseWriter, events <-chan engine.Event) outcom
 // the engine refuses (a prompt longer than the context) still gets its
 // status; an error after that is an "error" event (the SDKs raise it).
 func (a *answer) stream(w http.ResponseWriter, events <-chan engine.Event, includeUsage bool) outcome {
-	flusher, _ := w.(http.Flusher)
 	object := "chat.completion.chunk"
 	if a.kind == "text_completion" {
 		object = "text_completion"
 	}
-	started := false
-	write := func(v any) bool {
-		b, err := json.Marshal(v)
-		if err == nil {
-			_, err = fmt.Fprintf(w, "data: %s\n\n", b)
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return err == nil
-	}
+	s := newSSE(w)
+	write := func(v any) bool { return s.send("", v) }
 	begin := func() bool {
-		if started {
+		if !s.open() {
 			return true
 		}
-		started = true
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
 		if a.kind == "chat.completion" {
 			empty := ""
 			return write(a.response(object, []choice{{Delta: &message{Role: "assistant", Content: &empty}}}, nil))
@@ -353,7 +337,7 @@ func (a *answer) stream(w http.ResponseWriter, events <-chan engine.Event, inclu
 	})
 	if o.err != nil {
 		status, code := errorStatus(o.err)
-		if !started {
+		if !s.started {
 			apiError(w, status, code, o.err.Error())
 			return o
 		}
@@ -373,10 +357,7 @@ func (a *answer) stream(w http.ResponseWriter, events <-chan engine.Event, inclu
 	if includeUsage {
 		write(a.response(object, []choice{}, o.usage()))
 	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	if flusher != nil {
-		flusher.Flush()
-	}
+	s.done()
 	return o
 }
 

@@ -373,27 +373,13 @@ func nilIfEmpty(why []string) any {
 // block content_block_start, its deltas, content_block_stop, then
 // message_delta (stop reason, usage) and message_stop.
 func (a *answer) anthropicStream(w http.ResponseWriter, events <-chan engine.Event) outcome {
-	flusher, _ := w.(http.Flusher)
-	started, open, index := false, "", -1
-	event := func(name string, v any) bool {
-		b, err := json.Marshal(v)
-		if err == nil {
-			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return err == nil
-	}
+	s := newSSE(w)
+	open, index := "", -1
+	event := s.send
 	begin := func() bool {
-		if started {
+		if !s.open() {
 			return true
 		}
-		started = true
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
 		return event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 			"id": a.id, "type": "message", "role": "assistant", "model": a.model, "content": []any{},
 			"stop_reason": nil, "stop_sequence": nil, "usage": anthUsage{}}})
@@ -429,7 +415,7 @@ func (a *answer) anthropicStream(w http.ResponseWriter, events <-chan engine.Eve
 	})
 	if o.err != nil {
 		status, code := errorStatus(o.err)
-		if !started {
+		if !s.started {
 			apiError(w, status, code, o.err.Error())
 			return o
 		}

@@ -84,15 +84,7 @@ func TestRealEngineQwen3Tools(t *testing.T) {
 // TestRealEngineListsTheTools: under a Qwen3.5 template the tools reach the
 // prompt (hundreds of tokens of tool list and instructions).
 func TestRealEngineListsTheTools(t *testing.T) {
-	dir := testmodel.Dir(t, "tiny-moe")
-	src, err := os.ReadFile(filepath.Join(testmodel.Root(t), "tokenizer", "templates", "qwen35.jinja"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.Load(dir, engine.Options{Backend: "cpu", ContextLength: 1024})
+	e, err := engine.Load(qwen35Model(t), engine.Options{Backend: "cpu", ContextLength: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,15 +111,7 @@ func TestRealEngineListsTheTools(t *testing.T) {
 // model's text is the call's remainder (never closed here: flagged text that
 // begins with the forced markup).
 func TestRealEngineResponsesAndForcedCalls(t *testing.T) {
-	dir := testmodel.Dir(t, "tiny-moe")
-	src, err := os.ReadFile(filepath.Join(testmodel.Root(t), "tokenizer", "templates", "qwen35.jinja"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.Load(dir, engine.Options{Backend: "cpu", ContextLength: 1024})
+	e, err := engine.Load(qwen35Model(t), engine.Options{Backend: "cpu", ContextLength: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,4 +178,19 @@ func TestRealEngineLogprobs(t *testing.T) {
 	if len(ch.Logprobs.Content) != 5 || strings.ToValidUTF8(string(text), "\uFFFD") != ch.Message.Content {
 		t.Errorf("%d entries spelling %q; the reply %q", len(ch.Logprobs.Content), text, ch.Message.Content)
 	}
+}
+
+// qwen35Model is the tiny MoE checkpoint with the Qwen3.5 chat template (its
+// own is Qwen3's).
+func qwen35Model(t *testing.T) string {
+	t.Helper()
+	dir := testmodel.Dir(t, "tiny-moe")
+	src, err := os.ReadFile(filepath.Join(testmodel.Root(t), "tokenizer", "templates", "qwen35.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -218,37 +218,23 @@ func (b *respBuilder) whole(w http.ResponseWriter, events <-chan engine.Event) o
 // once the stream began). Nothing is written before the first event, so a
 // request the engine refuses still gets its status.
 func (b *respBuilder) stream(w http.ResponseWriter, events <-chan engine.Event) outcome {
-	flusher, _ := w.(http.Flusher)
-	started, seq := false, 0
+	s, seq := newSSE(w), 0
 	write := func(kind string, fields map[string]any) bool {
 		fields["type"], fields["sequence_number"] = kind, seq
 		seq++
-		data, err := json.Marshal(fields)
-		if err == nil {
-			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", kind, data)
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return err == nil
+		return s.send(kind, fields)
 	}
 	begin := func() bool {
-		if started {
+		if !s.open() {
 			return true
 		}
-		started = true
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
 		return write("response.created", map[string]any{"response": b.response("in_progress", nil, nil)}) &&
 			write("response.in_progress", map[string]any{"response": b.response("in_progress", nil, nil)})
 	}
 	b.event = func(kind string, fields map[string]any) bool { return begin() && write(kind, fields) }
 	o := b.a.read(events, b.add, b.call)
 	if o.err != nil {
-		if !started {
+		if !s.started {
 			status, code := errorStatus(o.err)
 			apiError(w, status, code, o.err.Error())
 			return o

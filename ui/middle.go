@@ -28,9 +28,6 @@ func (m *middleLabel) SetText(text string) {
 	m.fit(m.Size().Width)
 }
 
-// Text is the whole text.
-func (m *middleLabel) Text() string { return m.full }
-
 // fit shows as much of the text as width holds.
 func (m *middleLabel) fit(width float32) {
 	shown := m.full

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -148,18 +149,21 @@ func (r *remoteModel) describe() string {
 	return s
 }
 
+// remoteKey is the API key for the server at url: one given this session,
+// else the keychain's, else $BAGEL_API_KEY ("" : none).
+func (a *App) remoteKey(url string) string {
+	if k := a.remoteKeys[url]; k != "" {
+		return k // the keychain is not asked then
+	}
+	return cmp.Or(remote.Key(url), os.Getenv("BAGEL_API_KEY"))
+}
+
 // connectRemote checks the server (its model list) off the UI thread and
 // then uses model on it (the server's first when ""), or says why not.
 func (a *App) connectRemote(url, model, key string) {
 	given := key != ""
 	if key == "" {
-		key = a.remoteKeys[url]
-	}
-	if key == "" {
-		key = remote.Key(url)
-	}
-	if key == "" {
-		key = os.Getenv("BAGEL_API_KEY")
+		key = a.remoteKey(url)
 	}
 	c, err := remote.New(url, key, model)
 	if err != nil {
@@ -287,14 +291,7 @@ func (l *library) remoteRows() fyne.CanvasObject {
 // that does not answer gets a line saying why.
 func (l *library) otherRemoteModels(box *fyne.Container, url string, used []string) {
 	a := l.a
-	key := a.remoteKeys[url]
-	if key == "" {
-		key = remote.Key(url)
-	}
-	if key == "" {
-		key = os.Getenv("BAGEL_API_KEY")
-	}
-	c, err := remote.New(url, key, "")
+	c, err := remote.New(url, a.remoteKey(url), "")
 	if err != nil {
 		return
 	}
