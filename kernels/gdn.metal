@@ -726,20 +726,73 @@ INLINE uint gdn_bf16x2(float a, float b) {
   return v;
 }
 
-// gdn_split_put stages the thread's eight state values (row r, columns
-// 8·cg..) in the hi, mid and lo tiles of Sp ([3][16][GDN_SLD] bf16).
-INLINE void gdn_split_put(thread const float *S, threadgroup bf16_t *Sp, int r, int cg) {
-  uint h[4], m[4], l[4];
-  UNROLL for (int i = 0; i < 4; i++) {
-    h[i] = gdn_bf16x2(S[2 * i], S[2 * i + 1]);
-    float ra = S[2 * i] - as_float(h[i] << 16), rb = S[2 * i + 1] - as_float(h[i] & 0xffff0000u);
-    m[i] = gdn_bf16x2(ra, rb);
-    l[i] = gdn_bf16x2(ra - as_float(m[i] << 16), rb - as_float(m[i] & 0xffff0000u));
+#define GDN_WLD (GDN_CHUNK + 8)  // a row of the update's split weights, bf16
+
+// gdn_split3 stores the pair a, b (a first) at p, p + plane and p + 2·plane
+// as the bf16 pairs hi, mid, lo: hi rounds a, mid rounds what hi left, lo
+// what both left; hi + mid + lo is a to within 2^-24 of it.
+INLINE void gdn_split3(float a, float b, threadgroup bf16_t *p, int plane) {
+  uint h = gdn_bf16x2(a, b);
+  float ra = a - as_float(h << 16), rb = b - as_float(h & 0xffff0000u);
+  uint m = gdn_bf16x2(ra, rb);
+  *(threadgroup uint *)p = h;
+  *(threadgroup uint *)(p + plane) = m;
+  *(threadgroup uint *)(p + 2 * plane) = gdn_bf16x2(ra - as_float(m << 16), rb - as_float(m & 0xffff0000u));
+}
+
+// The state of a threadgroup (16 rows × up to 128 columns, f32) lives in
+// the m16n8k16 accumulators: SIMD-group w holds columns 16w.. as two 8-column
+// tiles, lane 4g + i its rows g (S[4h], S[4h + 1]) and g + 8 (S[4h + 2],
+// S[4h + 3]) at columns 16w + 8h + 2i and + 1. gdn_s_row and gdn_s_col are
+// value e's row and column.
+INLINE int gdn_s_row(int e, int lane) { return (lane >> 2) + 8 * ((e & 3) >> 1); }
+INLINE int gdn_s_col(int e, int w, int lane) { return 16 * w + 8 * (e >> 2) + 2 * (lane & 3) + (e & 1); }
+
+// gdn_split_put stages the lane's state values in the hi, mid and lo tiles
+// of Sp ([3][16][GDN_SLD] bf16).
+INLINE void gdn_split_put(thread const float *S, threadgroup bf16_t *Sp, int w, int lane) {
+  UNROLL for (int e = 0; e < 8; e += 2)
+    gdn_split3(S[e], S[e + 1], Sp + gdn_s_row(e, lane) * GDN_SLD + gdn_s_col(e, w, lane), 16 * GDN_SLD);
+}
+
+// gdn_chunk_update: S = γ_n S_0 + Σ_j (γ_n/γ_j)·δ_j·k_jᵀ on the matrix
+// units, for the SIMD-group's columns: the weights (γ_n/γ_j)·δ_j[r] staged
+// by gdn_chunk_weights in Wp as hi, mid, lo ([3][16][GDN_WLD]), times the
+// k tile read transposed (k_j[d] at row j, column d).
+INLINE void gdn_chunk_update(thread float *S, float decay, threadgroup const bf16_t *Wp, threadgroup const bf16_t *Kc,
+                             int w, int lane) {
+  UNROLL for (int e = 0; e < 8; e++) S[e] *= decay;
+  uint a0 = gdn_smem(Wp + (lane & 15) * GDN_WLD + 8 * (lane >> 4));
+  uint b0 = gdn_smem(Kc + ((lane & 7) + 8 * ((lane >> 3) & 1)) * GDN_CHUNK_MAX_DK + 16 * w + 8 * (lane >> 4));
+  UNROLL for (int kk = 0; kk < GDN_CHUNK; kk += 16) {
+    uint b[4];
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                 : "r"(b0 + (uint)(2 * kk * GDN_CHUNK_MAX_DK)));
+    UNROLL for (int part = 0; part < 3; part++) {
+      uint a[4];
+      gdn_ldsm_x4(a0 + (uint)(2 * (part * 16 * GDN_WLD + kk)), a);
+      UNROLL for (int h = 0; h < 2; h++) {
+        float *c = S + 4 * h;
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[2 * h]), "r"(b[2 * h + 1]));
+      }
+    }
   }
-  threadgroup bf16_t *at = Sp + r * GDN_SLD + 8 * cg;
-  *(threadgroup u32x4 *)at = u32x4_make(h[0], h[1], h[2], h[3]);
-  *(threadgroup u32x4 *)(at + 16 * GDN_SLD) = u32x4_make(m[0], m[1], m[2], m[3]);
-  *(threadgroup u32x4 *)(at + 32 * GDN_SLD) = u32x4_make(l[0], l[1], l[2], l[3]);
+}
+
+// gdn_chunk_weights stages (γ_n/γ_j)·δ_j[r] for gdn_chunk_update, two of
+// the 16 × 32 a thread (0 past n).
+INLINE void gdn_chunk_weights(threadgroup bf16_t *Wp, threadgroup const float *D, threadgroup const float *L, int n,
+                              int tid) {
+  int r = tid / (GDN_CHUNK / 2), j = 2 * (tid % (GDN_CHUNK / 2));
+  float last = L[n - 1];
+  float w0 = j < n ? expf(last - L[j]) * D[j * GDN_CHUNK_DV + r] : 0.0f;
+  float w1 = j + 1 < n ? expf(last - L[j + 1]) * D[(j + 1) * GDN_CHUNK_DV + r] : 0.0f;
+  gdn_split3(w0, w1, Wp + r * GDN_WLD + j, 16 * GDN_WLD);
 }
 
 // gdn_chunk_sk: SIMD-group w multiplies the state (Sp) by the k (w < 4) or q
@@ -819,6 +872,7 @@ KERNEL(gdn_chunk_bf16,
   TG_MEM(float, Bt, GDN_CHUNK);
 #if defined(GDN_CHUNK_MMA)
   TG_MEM_ALIGNED16(bf16_t, Sp, 3 * GDN_CHUNK_DV * GDN_SLD);  // the state as hi, mid, lo
+  TG_MEM_ALIGNED16(bf16_t, Wp, 3 * GDN_CHUNK_DV * GDN_WLD);  // the update's weights as hi, mid, lo
 #endif
   int blocks = (Dv + GDN_CHUNK_DV - 1) / GDN_CHUNK_DV;
   int h = TGID_X / blocks, dv0 = (TGID_X % blocks) * GDN_CHUNK_DV;
@@ -829,10 +883,19 @@ KERNEL(gdn_chunk_bf16,
   bool rowOK = dv0 + r < Dv;
   device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + r)) * (ulong)Dk;
   float S[GDN_CHUNK_PER];
+#if defined(GDN_CHUNK_MMA)
+  // The accumulators' layout (gdn_s_row, gdn_s_col); GDN_CHUNK_PER is 8.
+  device float *sblk = state + ((ulong)h * (ulong)Dv + (ulong)dv0) * (ulong)Dk;
+  UNROLL for (int e = 0; e < 8; e++) {
+    int rr = gdn_s_row(e, LANE), d = gdn_s_col(e, SIMD_ID, LANE);
+    S[e] = dv0 + rr < Dv && d < Dk ? sblk[rr * Dk + d] : 0.0f;
+  }
+#else
   UNROLL for (int i = 0; i < GDN_CHUNK_PER; i++) {
     int d = GDN_CHUNK_PER * cg + i;
     S[i] = rowOK && d < Dk ? srow[d] : 0.0f;
   }
+#endif
   threadgroup const u32x4 *K4 = (threadgroup const u32x4 *)Kc + cg;  // the thread's piece of a row
   threadgroup const u32x4 *Q4 = (threadgroup const u32x4 *)Qc + cg;
   gdn_chunk_regs next;
@@ -842,7 +905,7 @@ KERNEL(gdn_chunk_bf16,
     BARRIER();  // the last chunk's readers of the tiles are done
     gdn_chunk_put(next, Qc, Kc, W, M, L, Bt, R, tid);
 #if defined(GDN_CHUNK_MMA)
-    gdn_split_put(S, Sp, r, cg);
+    gdn_split_put(S, Sp, SIMD_ID, LANE);
 #endif
     BARRIER();
     if (c0 + GDN_CHUNK < T)
@@ -909,6 +972,11 @@ KERNEL(gdn_chunk_bf16,
     // The state after the chunk: γ_n S_0 + Σ_j (γ_n/γ_j)·δ_j·k_jᵀ.
     float last = L[n - 1];
     float decay = expf(last);
+#if defined(GDN_CHUNK_MMA)
+    gdn_chunk_weights(Wp, D, L, n, tid);
+    BARRIER();
+    gdn_chunk_update(S, decay, Wp, Kc, SIMD_ID, LANE);
+#else
     UNROLL for (int i = 0; i < GDN_CHUNK_PER; i++) S[i] *= decay;
     for (int j = 0; j < n; j++) {
       float wj = expf(last - L[j]) * D[j * GDN_CHUNK_DV + r];
@@ -916,9 +984,17 @@ KERNEL(gdn_chunk_bf16,
       attn_unpack8(K4[j * (GDN_CHUNK_MAX_DK / 8)], kf);
       UNROLL for (int i = 0; i < GDN_CHUNK_PER; i++) S[i] += wj * kf[i];
     }
+#endif
   }
+#if defined(GDN_CHUNK_MMA)
+  UNROLL for (int e = 0; e < 8; e++) {
+    int rr = gdn_s_row(e, LANE), d = gdn_s_col(e, SIMD_ID, LANE);
+    if (dv0 + rr < Dv && d < Dk) sblk[rr * Dk + d] = S[e];
+  }
+#else
   UNROLL for (int i = 0; i < GDN_CHUNK_PER; i++) {
     int d = GDN_CHUNK_PER * cg + i;
     if (rowOK && d < Dk) srow[d] = S[i];
   }
+#endif
 }
