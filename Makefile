@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/bagel
 TESTMODEL := build/testmodel/tiny-moe
 
-.PHONY: all build run demo gui-deps test-deps bundle test vet darwin-check metal-test testmodel fuzz clean
+.PHONY: all build run demo demo-model gui-deps test-deps bundle test vet darwin-check metal-test testmodel fuzz clean
 
 .DEFAULT_GOAL := all
 
@@ -56,14 +56,31 @@ $(TESTMODEL)/tokenizer.json: testdata/tokenizer/qwen3/tokenizer.json.gz
 	gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > $(TESTMODEL)/tokenizer_config.json
 	gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > $(TESTMODEL)/tokenizer.json
 
-# The app, on a fresh machine too: GUI build packages, build, open the window.
-run: gui-deps build testmodel
-	@echo "bagel: drop a model folder on the window (a tiny random-weights test model is in $(TESTMODEL))"
+# The app, on a fresh machine too: GUI build packages, build, open the window
+# (with the demo model, assets/demo-model, until another model is chosen).
+run: gui-deps build
 	./$(BIN)
 
-# One reply from the command line: the tiny test model on the CPU.
-demo: build testmodel
-	./$(BIN) generate -m $(TESTMODEL) -p "Tell me about bagels." --max-tokens 32 --backend cpu
+# One reply of the demo model from the command line, on the CPU.
+DEMO := assets/demo-model
+demo: build
+	./$(BIN) generate -m $(DEMO) --backend cpu --no-think --max-tokens 200 "What is a kludge?"
+
+# The demo model, retrained: the text from the Debian packages jargon and
+# dict-devil (public domain), then tools/demo/train.py, which needs PyTorch,
+# transformers and tokenizers (the GPU machine; about five minutes on an
+# H200). It rewrites assets/demo-model and the test reference
+# testdata/demo/reference.json.gz.
+demo-model:
+	@test -f /usr/share/info/jargon.info.gz -a -f /usr/share/dictd/devil.dict.dz || \
+	  { echo "demo-model: needs the Debian packages jargon and dict-devil (apt-get install jargon dict-devil)"; exit 1; }
+	mkdir -p build/demo
+	python3 tools/demo/corpus.py --out build/demo/corpus.jsonl
+	python3 tools/demo/train.py --corpus build/demo/corpus.jsonl --out build/demo/model
+	cp build/demo/model/config.json build/demo/model/generation_config.json build/demo/model/model.safetensors \
+	  build/demo/model/mtp.safetensors build/demo/model/tokenizer.json build/demo/model/tokenizer_config.json \
+	  build/demo/model/train.log $(DEMO)/
+	gzip -9c build/demo/model/reference.json > testdata/demo/reference.json.gz
 
 # The app as a package: Bagel.app on macOS (the fyne tool reads FyneApp.toml),
 # a tarball of /usr/local with a .desktop file and the icon on Linux.
@@ -72,13 +89,16 @@ BUNDLE  := build/bundle
 bundle: gui-deps
 ifeq ($(shell uname -s),Darwin)
 	$(GO) run fyne.io/tools/cmd/fyne@v1.7.4 package -os darwin -release
+	mkdir -p Bagel.app/Contents/Resources/demo-model && cp $(DEMO)/* Bagel.app/Contents/Resources/demo-model/
 	@echo "bundle: Bagel.app"
 else
 	rm -rf $(BUNDLE) && mkdir -p $(BUNDLE)/usr/local/bin $(BUNDLE)/usr/local/share/applications $(BUNDLE)/usr/local/share/pixmaps
 	CGO_ENABLED=1 $(GO) build -trimpath -ldflags "-s -w" -o $(BUNDLE)/usr/local/bin/bagel .
 	cp assets/bagel.desktop $(BUNDLE)/usr/local/share/applications/dev.bagel.chat.desktop
 	cp assets/icon.png $(BUNDLE)/usr/local/share/pixmaps/dev.bagel.chat.png
-	chmod 755 $(BUNDLE)/usr/local/bin/bagel && chmod 644 $(BUNDLE)/usr/local/share/applications/* $(BUNDLE)/usr/local/share/pixmaps/*
+	mkdir -p $(BUNDLE)/usr/local/share/bagel/demo-model && cp $(DEMO)/* $(BUNDLE)/usr/local/share/bagel/demo-model/
+	chmod 755 $(BUNDLE)/usr/local/bin/bagel && chmod 644 $(BUNDLE)/usr/local/share/applications/* $(BUNDLE)/usr/local/share/pixmaps/* \
+	  $(BUNDLE)/usr/local/share/bagel/demo-model/*
 	# Files only, owned by root: extracting into / must not touch the owner or
 	# mode of /usr, /usr/local or any directory that is already there.
 	mkdir -p bin && (cd $(BUNDLE) && find usr -type f | sort | tar --owner=0 --group=0 --numeric-owner --no-recursion \

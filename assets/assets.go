@@ -1,5 +1,7 @@
-// Package assets holds files bundled into the binary: the app icon. It
-// imports nothing, so every package (and every cross-build) may use it.
+// Package assets holds the files Bagel ships: the app icon, bundled into the
+// binary, and the demo model (demo-model/, found on disk by DemoDir). It
+// imports nothing of Bagel's, so every package (and every cross-build) may
+// use it.
 package assets
 
 import _ "embed"

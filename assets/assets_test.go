@@ -3,6 +3,7 @@ package assets
 import (
 	"bytes"
 	"image/png"
+	"path/filepath"
 	"testing"
 )
 
@@ -29,5 +30,25 @@ func TestIconFollowsTheGrid(t *testing.T) {
 	}
 	if l, r := minX-b.Min.X, b.Max.X-maxX; l-r > 2 || r-l > 2 {
 		t.Errorf("the body is off centre: %d px left, %d px right", l, r)
+	}
+}
+
+// TestDemoDir finds the repository's demo model from the working folder
+// (go test runs in assets/, so through $BAGEL_DEMO_MODEL here) and refuses a
+// folder without a config.json.
+func TestDemoDir(t *testing.T) {
+	t.Setenv(DemoEnv, "demo-model")
+	got := DemoDir()
+	if got == "" || !filepath.IsAbs(got) || filepath.Base(got) != "demo-model" {
+		t.Fatalf("DemoDir() = %q, want the absolute path of assets/demo-model", got)
+	}
+	if !IsDemo("demo-model") || !IsDemo(got) || IsDemo(t.TempDir()) || IsDemo("") {
+		t.Error("IsDemo does not tell the demo folder from others")
+	}
+	empty := t.TempDir()
+	t.Setenv(DemoEnv, empty)
+	t.Chdir(empty)
+	if d := DemoDir(); d == filepath.Clean(empty) {
+		t.Errorf("DemoDir() = %q: a folder without config.json", d)
 	}
 }

@@ -77,6 +77,9 @@ func Library(cache, lmstudio string, folders []string) []LocalModel {
 }
 
 // describe reads what a listing shows of one folder.
+// Describe is the LocalModel of folder dir, listed as name from source.
+func Describe(name, dir, source string) LocalModel { return describe(name, dir, source) }
+
 func describe(name, dir, source string) LocalModel {
 	m := LocalModel{Name: name, Dir: dir, Source: source}
 	data, err := os.ReadFile(filepath.Join(dir, "config.json"))

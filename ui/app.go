@@ -218,8 +218,9 @@ func (a *App) Start() {
 	}
 	a.chat.scroll.ScrollToBottom() // now that the window has its size
 	// A second app on the data folder loads nothing: the first, raised, has
-	// the model (and was asked to open the one given here).
-	if dir := cmp.Or(a.openAtStart, a.settings.LastModel); dir != "" && a.otherInstance == "" {
+	// the model (and was asked to open the one given here). With no model
+	// chosen yet, the demo model opens, so that a first reply says something.
+	if dir := cmp.Or(a.openAtStart, a.settings.LastModel, demoDir()); dir != "" && a.otherInstance == "" {
 		a.openModel(dir)
 	}
 }

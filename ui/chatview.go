@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"bagel/hub"
 	"bagel/store"
 
 	"fyne.io/fyne/v2"
@@ -238,6 +237,11 @@ func (c *chatView) refreshEmpty() {
 	hint.Importance = widget.LowImportance
 	hint.Wrapping = fyne.TextWrapWord
 	switch {
+	case a.ready() && a.remote == nil && isDemo(a.modelDir):
+		big.SetText("Ask the demo what a word means")
+		hint.SetText("A 5 MB model trained on the Jargon File and The Devil's Dictionary: try “What is a kludge?” or “What is marriage?”. It knows those books and nothing else.")
+		models := widget.NewButtonWithIcon("Models… (download a real one)", theme.DownloadIcon(), a.showLibrary)
+		items = append(items, big, hint, container.NewCenter(models))
 	case a.ready():
 		big.SetText("Ask " + a.modelName() + " anything")
 		hint.SetText("Enter sends · Shift+Enter adds a line · Esc stops · Ctrl/Cmd+N starts a new chat")
@@ -258,7 +262,7 @@ func (c *chatView) refreshEmpty() {
 			recent := widget.NewLabelWithStyle("Recent models", fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
 			items = append(items, recent)
 			for _, dir := range a.settings.Recent {
-				b := widget.NewButton(hub.DisplayName(dir), func() { a.openModel(dir) })
+				b := widget.NewButton(modelLabel(dir), func() { a.openModel(dir) })
 				b.Importance = widget.LowImportance
 				items = append(items, b)
 			}

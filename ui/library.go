@@ -17,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"bagel/assets"
 	"bagel/engine"
 	"bagel/hub"
 )
@@ -127,7 +128,7 @@ func (l *library) fill() {
 	l.list.RemoveAll()
 	var runnable []hub.LocalModel
 	var infos []*widget.Label
-	for _, m := range hub.Library(hub.CacheDir(), hub.LMStudioDir(), l.a.settings.Recent) {
+	for _, m := range l.models() {
 		row, info, runs := l.row(m)
 		l.list.Add(row)
 		if runs {
@@ -155,6 +156,24 @@ func (l *library) fill() {
 			a.do(func() { info.SetText(info.Text + " · " + verdict) })
 		}
 	})
+}
+
+// models are the local models the dialog lists: the demo first (when this
+// installation has one), then the Hub cache, LM Studio's folder and the
+// recent folders.
+func (l *library) models() []hub.LocalModel {
+	found := hub.Library(hub.CacheDir(), hub.LMStudioDir(), l.a.settings.Recent)
+	demo := demoDir()
+	if demo == "" {
+		return found
+	}
+	out := []hub.LocalModel{hub.Describe(assets.DemoName, demo, "demo, trained on two public-domain books")}
+	for _, m := range found {
+		if !isDemo(m.Dir) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // errNotDownloaded is the answer No to "download a model that does not fit?".
@@ -201,7 +220,11 @@ func (l *library) checkFit(ctx context.Context, name string, ctxLen int, backend
 // Show, and Delete for what the Hub cache holds (Bagel deletes nothing else).
 // It returns the detail label and whether the model can be loaded.
 func (l *library) row(m hub.LocalModel) (fyne.CanvasObject, *widget.Label, bool) {
-	detail := fmt.Sprintf("%s · %.1f GB · %s", m.Source, float64(m.Bytes)/1e9, m.ModelType)
+	size := fmt.Sprintf("%.1f GB", float64(m.Bytes)/1e9)
+	if m.Bytes < 100e6 {
+		size = fmt.Sprintf("%.1f MB", float64(m.Bytes)/1e6)
+	}
+	detail := fmt.Sprintf("%s · %s · %s", m.Source, size, m.ModelType)
 	load := widget.NewButton("Load", func() {
 		l.dlg.Hide()
 		l.a.openModel(m.Dir)

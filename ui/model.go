@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"bagel/engine"
-	"bagel/hub"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
@@ -29,7 +28,7 @@ func (a *App) openModel(dir string) {
 	a.loading = true
 	a.loadGen++
 	gen := a.loadGen
-	a.bar.showBusy("Checking "+hub.DisplayName(dir)+"…", -1)
+	a.bar.showBusy("Checking "+modelLabel(dir)+"…", -1)
 	a.composer.refresh()
 	ctxLen, backend := a.settings.ContextLength, a.settings.Backend
 	if m, ok := a.settings.Models[dir]; ok {
@@ -112,12 +111,15 @@ func (a *App) loadModel(dir, fallback string) {
 	}
 	serverDone := a.stopServer() // it serves the next model once loaded
 	a.bar.lastReply = ""         // of the model being replaced
-	a.bar.showBusy("Loading "+hub.DisplayName(dir)+"…", 0)
+	a.bar.showBusy("Loading "+modelLabel(dir)+"…", 0)
 	a.composer.refresh()
-	a.perf.showModel("", 0, engine.Memory{}, "loading "+hub.DisplayName(dir))
+	a.perf.showModel("", 0, engine.Memory{}, "loading "+modelLabel(dir))
 	stop := make(chan struct{})
 	a.loadGen++
 	a.stopLoad = sync.OnceFunc(func() { close(stop) })
+	if isDemo(dir) {
+		a.settings.seedDemo(dir)
+	}
 	if a.settings.recallFor(dir) { // this model's own sampling and context length
 		a.saveSettings()
 		a.composer.think.SetChecked(a.settings.Thinking)
@@ -166,7 +168,7 @@ func (a *App) cancelLoading() {
 // goroutine and posts to the model bar at most every 50 ms, a new stage at once.
 func (a *App) loadProgress(dir string) func(float64, string) {
 	var th progressThrottle
-	name := hub.DisplayName(dir)
+	name := modelLabel(dir)
 	return func(fraction float64, stage string) {
 		if th.show(fraction, stage, time.Now()) {
 			a.do(func() {
@@ -196,7 +198,7 @@ func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback stri
 		a.saveSettings()
 		a.showError("The model could not be loaded with the new settings",
 			fmt.Errorf("%w\n\nThe backend and the context length are back to what they were (%s, %s), and %s loads again.",
-				naming(dir, err), restore.Backend, contextLabel(restore.ContextLength), hub.DisplayName(dir)))
+				naming(dir, err), restore.Backend, contextLabel(restore.ContextLength), modelLabel(dir)))
 		a.loadModel(dir, "")
 		return
 	}
@@ -336,7 +338,7 @@ func (a *App) modelName() string {
 	if a.modelDir == "" {
 		return ""
 	}
-	return hub.DisplayName(a.modelDir)
+	return modelLabel(a.modelDir)
 }
 
 // naming makes sure an error about a model folder names the folder.

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"bagel/engine"
-	"bagel/hub"
 
 	"path/filepath"
 
@@ -125,7 +124,7 @@ func (b *modelBar) showRecent() {
 func (a *App) recentItems() []*fyne.MenuItem {
 	var items []*fyne.MenuItem
 	for _, dir := range a.settings.Recent {
-		item := fyne.NewMenuItem(hub.DisplayName(dir)+"  —  "+filepath.Dir(dir), func() { a.openModel(dir) })
+		item := fyne.NewMenuItem(modelLabel(dir)+"  —  "+filepath.Dir(dir), func() { a.openModel(dir) })
 		item.Checked = dir == a.modelDir
 		items = append(items, item)
 	}

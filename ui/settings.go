@@ -103,6 +103,22 @@ func (s *Settings) rememberFor(dir string) {
 		ContextLength: s.ContextLength, Thinking: s.Thinking, DraftLength: s.DraftLength, DraftTreeWidth: s.DraftTreeWidth}
 }
 
+// seedDemo gives the demo model (folder dir) its own settings the first
+// time: greedy, thinking off, replies of up to 400 tokens in its 4,096-token
+// context. A 5 MB model recites its books well only greedily (sampled at the
+// chat default of 0.6 it mixes entries mid-sentence), and it was trained with
+// the template's empty thinking block. Changed settings stay the user's.
+func (s *Settings) seedDemo(dir string) {
+	if _, ok := s.Models[dir]; ok {
+		return
+	}
+	if s.Models == nil {
+		s.Models = map[string]ModelSettings{}
+	}
+	s.Models[dir] = ModelSettings{Sampling: engine.Sampling{Temperature: 0, TopP: 1, RepetitionPenalty: 1},
+		Seed: s.Seed, MaxTokens: 400, ContextLength: 4096, DraftLength: s.DraftLength, DraftTreeWidth: s.DraftTreeWidth}
+}
+
 // recallFor puts back what dir remembers, when it remembers something valid;
 // it reports whether it did.
 func (s *Settings) recallFor(dir string) bool {
