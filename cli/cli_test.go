@@ -59,7 +59,7 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"score", "-m", "x", "--ids", "1", "--top", "-5"}, 1, "--top -5"},
 		{[]string{"score", "-m", "x", "--ids", "1", "--prefill", "-1"}, 1, "--prefill -1"},
 		{[]string{"synth", "--like", "qwen3.5-35b-a3b", "--experts", "-1", "--out", "x"}, 1, "--experts -1"},
-		{[]string{"generate", "-m", "x", "--speculative", "maybe"}, 1, `--speculative "maybe": want off, ngram or tree`},
+		{[]string{"generate", "-m", "x", "--speculative", "maybe"}, 1, `--speculative "maybe": want off, ngram, tree or mtp`},
 		{[]string{"generate", "-m", "x", "--speculative", "tree", "--tree-width", "9"}, 1, "--tree-width 9: want 2 to 3"},
 		{[]string{"generate", "-m", "x", "--draft", "16"}, 1, "--draft 16: want 0 (the default) to 15"},
 		{[]string{"serve", "-m", "x", "--host", "0.0.0.0"}, 1, "serving on 0.0.0.0 (not this machine alone) needs an API key"},
@@ -160,6 +160,18 @@ func TestCommandsOnTinyModel(t *testing.T) {
 		"--speculative", "tree", "--tree-width", "2")
 	if code != 0 || !strings.Contains(stderr, "proposed") {
 		t.Errorf("generate --speculative tree: exit %d, %q, %s", code, out, stderr)
+	}
+	// MTP drafts: refused with the reason on a checkpoint without a head; the
+	// demo model's head drafts.
+	code, _, stderr = runCLI("generate", "-m", dir, "-p", "Hi", "--max-tokens", "4", "--backend", "cpu", "--speculative", "mtp")
+	if code == 0 || !strings.Contains(stderr, "--speculative mtp: this checkpoint has no MTP head") {
+		t.Errorf("generate --speculative mtp without a head: exit %d, %s", code, stderr)
+	}
+	demo := filepath.Join(testmodel.Root(t), "assets", "demo-model")
+	code, out, stderr = runCLI("generate", "-m", demo, "--max-tokens", "20", "--backend", "cpu", "--no-think",
+		"--speculative", "mtp", "What is a bug?")
+	if code != 0 || !strings.Contains(out, "The unit of") || !strings.Contains(stderr, "accepted") {
+		t.Errorf("generate --speculative mtp on the demo model: exit %d, %q, %s", code, out, stderr)
 	}
 	// The message after the flags is the one answered (it used to be ignored
 	// for the default -p).

@@ -37,7 +37,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	ctxLen := fs.contextLength()
 	chunk := fs.prefillChunk()
 	noThink := fs.Bool("no-think", false, "turn thinking off")
-	speculative := fs.String("speculative", "", "speculative decoding: off, ngram (prompt-lookup drafts) or tree (prompt-lookup draft trees, greedy); empty: the switch "+engine.SwitchSpeculative)
+	speculative := fs.String("speculative", "", "speculative decoding: off, ngram (prompt-lookup drafts), tree (prompt-lookup draft trees, greedy) or mtp (the model's own MTP head); empty: the switches "+engine.SwitchSpeculative+" and "+engine.SwitchSpeculativeMTP)
 	treeWidth := fs.Int("tree-width", engine.MaxTreeWidth, fmt.Sprintf("branches of a draft tree with --speculative tree, 2 to %d", engine.MaxTreeWidth))
 	draft := fs.Int("draft", 0, fmt.Sprintf("most guesses per speculative step, 1 to %d (0: %d; fewer while they are rejected)", engine.MaxDraftLength, engine.DefaultDraftLength))
 	if err := fs.parse(args); err != nil {
@@ -53,12 +53,15 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	}
 	switch *speculative {
 	case "":
-	case "off", "ngram", "tree":
-		if err := switches.Set(engine.SwitchSpeculative, *speculative != "off"); err != nil {
+	case "off", "ngram", "tree", "mtp":
+		if err := switches.Set(engine.SwitchSpeculative, *speculative == "ngram" || *speculative == "tree"); err != nil {
+			return err
+		}
+		if err := switches.Set(engine.SwitchSpeculativeMTP, *speculative == "mtp"); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("--speculative %q: want off, ngram or tree", *speculative)
+		return fmt.Errorf("--speculative %q: want off, ngram, tree or mtp", *speculative)
 	}
 	if err := need(
 		check{*maxTokens >= 0, "max-tokens", *maxTokens, "want 0 (until a stop token) or more"},
@@ -90,6 +93,11 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 			return err
 		}
 		defer e.Close()
+		if *speculative == "mtp" {
+			if why := e.MTPStatus(); why != "" {
+				return fmt.Errorf("--speculative mtp: %s", why)
+			}
+		}
 		gen = e
 	}
 	req := engine.Request{

@@ -176,7 +176,13 @@ func (e *Engine) planDecode(req Request, history []int32) *decodePlan {
 	}
 	// Speculative decoding: greedy replies without a repetition penalty, and
 	// sampled ones with a top-k on the device.
-	if (greedy || topK) && switches.On(SwitchSpeculative) {
+	if (greedy || topK) && e.mtpWanted() && req.Drafter == nil {
+		spec := &speculator{e: e, mtp: true, draftLen: DefaultMTPDraftLength}
+		if req.DraftLength > 0 {
+			spec.draftLen = req.DraftLength
+		}
+		p.spec = spec
+	} else if (greedy || topK) && switches.On(SwitchSpeculative) {
 		spec := &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}, draftLen: DefaultDraftLength}
 		if req.TreeWidth > 1 && greedy {
 			spec.drafter = drafter.NGramTreeDrafter{MinN: 2, MaxN: 4, Width: req.TreeWidth}

@@ -323,6 +323,9 @@ func (g *generation) run(req Request) error {
 		return &PromptTooLongError{Tokens: len(prompt), ContextLength: e.ContextLength()}
 	}
 	st := Stats{Backend: e.BackendName, BackendReason: e.BackendReason, PromptTokens: len(prompt), ContextLength: e.ContextLength()}
+	if err := e.keepMTP(e.mtpWanted()); err != nil { // before the prompt's forwards
+		return err
+	}
 	start := time.Now()
 	prefillGPU0, _ := e.gpuTime()
 	reused, err := e.reuse(prompt)

@@ -61,8 +61,12 @@ func (e *Engine) reuse(prompt []int32) (int, error) {
 		return 0, e.resetCache()
 	}
 	best := -1
+	// A state taken while the MTP head was not kept in step cannot draft:
+	// with the head wanted, such a prefix is read again instead (once, the
+	// first turn after the switch went on).
+	mtp := e.mtpWanted()
 	for i, h := range e.held {
-		if len(h.tokens) < len(prompt) && slices.Equal(h.tokens, prompt[:len(h.tokens)]) &&
+		if len(h.tokens) < len(prompt) && slices.Equal(h.tokens, prompt[:len(h.tokens)]) && !(mtp && h.snap.MTPStale()) &&
 			(best < 0 || len(h.tokens) > len(e.held[best].tokens)) {
 			best = i
 		}

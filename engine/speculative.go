@@ -52,6 +52,7 @@ func init() {
 type speculator struct {
 	e        *Engine
 	drafter  drafter.Drafter
+	mtp      bool         // the model's MTP head drafts (mtp.go); drafter unused
 	draftLen int          // guesses per step at most
 	budget   *draftBudget // how many of them the next step makes; nil: always draftLen
 	// draftTime is the last step's time in the drafter.
@@ -165,6 +166,7 @@ func (s *speculator) rollback(before *qwen.Snapshot, last int32, kept []int32) e
 			_ = e.cache.Reset(e.ctx) // the state is unknown: start over rather than go on wrong
 			return err
 		}
+		e.model.RewindMTP(e.ctx, e.cache, n-1) // the verify's row of the last kept token
 		return nil
 	})
 	if err != nil || replayed {

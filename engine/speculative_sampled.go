@@ -82,7 +82,12 @@ func (s *speculator) validDrafts(context []int32, room int) []int32 {
 		return nil
 	}
 	start := time.Now()
-	drafts := s.drafter.Draft(context, n)
+	var drafts []int32
+	if s.mtp {
+		drafts = s.mtpDrafts(context[len(context)-1], n)
+	} else {
+		drafts = s.drafter.Draft(context, n)
+	}
 	s.draftTime = time.Since(start)
 	for _, d := range drafts {
 		if d < 0 || int(d) >= s.e.Config.VocabSize {

@@ -21,6 +21,15 @@ type Cache struct {
 	gdn      ops.Tensor
 	rollback *Snapshot    // SnapshotState's memory, reused
 	records  []*gdnRecord // per layer (nil for attention): ArmRecord's buffers
+	// The MTP head's state (mtp.go), when the model has one: its layer's
+	// keys and values (positions 0..Offset−2 while in step), the final
+	// hidden state of position Offset−1 (bf16 [1, hidden]), the last
+	// forward's final hidden rows (bf16 [mtpRows, hidden]), and whether a
+	// forward ran without keeping the head in step.
+	mtp       layerCache
+	mtpHidden ops.Tensor
+	mtpKept   ops.Tensor
+	mtpStale  bool
 }
 
 type layerCache struct {
@@ -114,7 +123,31 @@ func (m *Model) NewCache(c *ops.Ctx, capacity int) (*Cache, error) {
 			*fields[j] = t
 		}
 	}
+	if m.mtp != nil {
+		if err := k.allocMTP(c, cfg, capacity); err != nil {
+			k.Free(c)
+			return nil, err
+		}
+	}
 	return k, nil
+}
+
+// allocMTP allocates the MTP head's state.
+func (k *Cache) allocMTP(c *ops.Ctx, cfg *Config, capacity int) error {
+	kv := []int{cfg.NumKVHeads, capacity, cfg.HeadDim}
+	for _, dst := range []*ops.Tensor{&k.mtp.keys, &k.mtp.values} {
+		t, err := ops.Alloc(c, ops.BF16, kv...)
+		if err != nil {
+			return fmt.Errorf("MTP cache for %d tokens: %w", capacity, err)
+		}
+		*dst = t
+	}
+	var err error
+	if k.mtpHidden, err = ops.Alloc(c, ops.BF16, 1, cfg.HiddenSize); err != nil {
+		return err
+	}
+	k.mtpKept, err = ops.Alloc(c, ops.BF16, mtpRows, cfg.HiddenSize)
+	return err
 }
 
 // bytes is the buffer's size (a long context's keys may pass 2 GB).
@@ -133,7 +166,7 @@ func alignPiece(n int64) int64 { return (n + 255) &^ 255 }
 // Bytes is the device memory the cache holds (a verify record included).
 func (k *Cache) Bytes() int64 {
 	var n int64
-	for _, l := range k.layers {
+	for _, l := range append(k.layers, k.mtp) {
 		for _, t := range []ops.Tensor{l.keys, l.values, l.conv, l.state} {
 			if t.Buf != nil {
 				n += int64(t.Bytes())
@@ -151,7 +184,7 @@ func (k *Cache) Bytes() int64 {
 // Reset empties the cache for a new sequence (zeroes the GDN states on the
 // device; keys past Offset are never read, so they are left as they are).
 func (k *Cache) Reset(c *ops.Ctx) error {
-	k.Offset = 0
+	k.Offset, k.mtpStale = 0, false
 	if k.gdn.Buf != nil {
 		ops.Fill(c, k.gdn)
 	}
@@ -164,10 +197,13 @@ func (k *Cache) Free(c *ops.Ctx) {
 		k.rollback.Release(c)
 	}
 	k.freeRecords(c)
-	for _, l := range k.layers {
+	for _, l := range append(k.layers, k.mtp) {
 		ops.Free(c, l.keys)
 		ops.Free(c, l.values)
 	}
+	ops.Free(c, k.mtpHidden)
+	ops.Free(c, k.mtpKept)
+	k.mtp, k.mtpHidden, k.mtpKept = layerCache{}, ops.Tensor{}, ops.Tensor{}
 	ops.Free(c, k.gdn) // the layers' conv windows and states are views of it
 	k.gdn = ops.Tensor{}
 	k.layers = nil

@@ -24,6 +24,13 @@ type Model struct {
 	shared stepScratch
 	// tree is the draft tree of the ForwardTree under way, nil otherwise.
 	tree *treeStep
+	// mtp is the multi-token-prediction head (mtp.go), nil when the
+	// checkpoint has none usable; MTPProblem says why one that is there is
+	// not used. MTPOn keeps its cache in step with every forward (the
+	// engine's speculative-mtp switch): a forward costs one layer more.
+	mtp        *mtpHead
+	MTPProblem string
+	MTPOn      bool
 }
 
 // Load binds the checkpoint's weights for cfg (both from Open) on the context's
@@ -92,7 +99,7 @@ func (m *Model) bindAll() error {
 			}
 		}
 	}
-	return nil
+	return m.bindMTP()
 }
 
 // Forward runs tokens through the model at the cache's position, appending them to
@@ -171,6 +178,7 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 			}
 		}
 	}
+	pos0 := cache.Offset
 	cache.Offset += t
 	cache.Disarm()  // a record is of one forward
 	final := normed // rms(x) under the final norm
@@ -180,5 +188,12 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 	r := final.Shape[0]
 	logits := s.Get(ops.F32, r, cfg.VocabSize)
 	m.paths.gemv(c, final, m.lmHead, logits)
+	if m.mtp != nil {
+		if m.MTPOn && m.tree == nil && cache.mtp.keys.Buf != nil {
+			m.mtpUpdate(c, cache, ids, normed, pos0, t)
+		} else {
+			cache.mtpStale = true // a draft tree's rows are no sequence
+		}
+	}
 	return logits, nil
 }

@@ -24,6 +24,8 @@ type Snapshot struct {
 	kv     []ops.Tensor // per attention layer and kv head: keys, then values of Offset tokens
 	// stateOnly marks a SnapshotState: its keys and values were left in place.
 	stateOnly bool
+	// mtpStale is the cache's: whether the MTP head's state is out of step.
+	mtpStale bool
 }
 
 // Bytes is the device memory the snapshot holds.
@@ -33,6 +35,10 @@ func (s *Snapshot) Bytes() int64 {
 	}
 	return int64(s.mem.Buf.Len())
 }
+
+// MTPStale reports whether the MTP head's state in the snapshot is out of
+// step with the rest (taken while the head was not kept, qwen/mtp.go).
+func (s *Snapshot) MTPStale() bool { return s.mtpStale }
 
 // Release frees the snapshot's device memory; it cannot be restored after.
 func (s *Snapshot) Release(c *ops.Ctx) {
@@ -61,8 +67,18 @@ func (k *Cache) pieces(offset int, stateOnly bool) (kv, gdn []ops.Tensor) {
 			}
 		}
 	}
+	// The MTP head's keys of positions 0..offset−2 and its pending hidden
+	// state (mtp.go).
+	if l := k.mtp; l.keys.Buf != nil && offset > 1 && !stateOnly {
+		for h := range l.keys.Shape[0] {
+			kv = append(kv, headRows(l.keys, h, offset-1), headRows(l.values, h, offset-1))
+		}
+	}
 	if k.gdn.Buf != nil {
 		gdn = append(gdn, k.gdn)
+	}
+	if k.mtpHidden.Buf != nil {
+		gdn = append(gdn, k.mtpHidden)
 	}
 	return kv, gdn
 }
@@ -103,7 +119,7 @@ func (k *Cache) take(c *ops.Ctx, s *Snapshot, stateOnly bool) error {
 		}
 		s.mem = mem
 	}
-	s.Offset, s.stateOnly = k.Offset, stateOnly
+	s.Offset, s.stateOnly, s.mtpStale = k.Offset, stateOnly, k.mtpStale
 	s.kv, s.gdn = s.kv[:0], s.gdn[:0]
 	at := 0
 	for i, t := range append(append([]ops.Tensor(nil), kv...), gdn...) {
@@ -145,7 +161,7 @@ func (k *Cache) Restore(c *ops.Ctx, s *Snapshot) error {
 	for i := range gdn {
 		ops.CopyAligned(c, s.gdn[i], gdn[i])
 	}
-	k.Offset = s.Offset
+	k.Offset, k.mtpStale = s.Offset, s.mtpStale
 	return nil
 }
 

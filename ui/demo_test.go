@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"bagel/assets"
+	"bagel/engine"
 	"bagel/internal/testmodel"
 
 	"fyne.io/fyne/v2/canvas"
@@ -93,5 +94,33 @@ func TestModelsListsTheDemoFirst(t *testing.T) {
 	got := l.models()
 	if len(got) == 0 || got[0].Name != assets.DemoName || got[0].ModelType != "qwen3_5" || got[0].Repo != "" {
 		t.Fatalf("the dialog's first model: %+v", got)
+	}
+}
+
+// TestSettingsSayWhetherTheModelHasAnMTPHead: the speculative-mtp switch's
+// hint names the loaded model and says whether it has a head: the demo model
+// has; the tiny test model has not, and the hint says the switch does nothing.
+func TestSettingsSayWhetherTheModelHasAnMTPHead(t *testing.T) {
+	hint := func(h *harness) string {
+		h.a.showSettings()
+		defer h.a.win.Canvas().Overlays().Top().Hide()
+		for _, it := range h.a.settingsForm.switchForm.Items {
+			if it.Text == engine.SwitchSpeculativeMTP {
+				return it.HintText
+			}
+		}
+		return ""
+	}
+	useDemo(t)
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.a.Start()
+	h.waitFor("the demo to load", func() bool { return !h.a.loading && h.a.eng != nil })
+	if got := hint(h); !strings.Contains(got, "has an MTP head") {
+		t.Errorf("with the demo loaded the switch's hint says %q", got)
+	}
+	h.loadModel("tiny-moe")
+	if got := hint(h); !strings.Contains(got, "does nothing") {
+		t.Errorf("with the tiny model loaded the switch's hint says %q", got)
 	}
 }

@@ -164,6 +164,23 @@ func newSettingsForm(s Settings) *settingsForm {
 	return f
 }
 
+// sayMTP puts under the speculative-mtp switch whether the loaded model (name)
+// can draft with its MTP head (why: "" when it can), so that the switch is
+// never on for nothing.
+func (f *settingsForm) sayMTP(name, why string) {
+	for _, it := range f.switchForm.Items {
+		if it.Text != engine.SwitchSpeculativeMTP {
+			continue
+		}
+		if why == "" {
+			it.HintText += " · " + name + " has an MTP head"
+		} else {
+			it.HintText += " · " + name + ": " + why + " (the switch does nothing for it)"
+		}
+	}
+	f.switchForm.Refresh()
+}
+
 // content is the settings with the Advanced section under them, and a note
 // on top while a model is loaded.
 // presetNames are the sampling presets, the model's recommended first.
@@ -382,6 +399,7 @@ func (a *App) showSettings() {
 			verdict, _ := a.memoryBudget(backend).Verdict(eng.MemoryAt(n))
 			return name + " " + verdict
 		})
+		f.sayMTP(name, eng.MTPStatus())
 	}
 	var d dialog.Dialog
 	f.submit = func() {
