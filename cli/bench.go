@@ -43,6 +43,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	projections := fs.Int("projections", 10, "time the decode GEMV alone on each matrix shape, this many products each (0: not)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (host overhead)")
 	serverRows := fs.Bool("server", false, "also time a reply streamed through the local server against the engine alone (needs a tokenizer)")
+	draftersRows := fs.Bool("drafters", false, "also decode greedy replies to five questions plainly, with prompt lookup (lines, trees of 2) and with the model's MTP head: each drafter's acceptance and speed on text (needs a tokenizer)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -135,6 +136,13 @@ func runBench(args []string, out, errOut io.Writer) error {
 	if *lookup {
 		if _, err := b.lookup(); err != nil {
 			return err
+		}
+	}
+	if *draftersRows {
+		if ok, err := b.drafters(); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("--drafters: %s has no tokenizer or chat template to ask questions with", b.dir)
 		}
 	}
 	for _, n := range prefillLens {

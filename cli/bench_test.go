@@ -252,6 +252,36 @@ func TestBenchLookupRows(t *testing.T) {
 	}
 }
 
+// TestBenchDrafterRows: --drafters times the questions' replies plainly and
+// with each drafter; on the demo model, whose checkpoint has an MTP head, the
+// head's rows are there with guesses kept; on the tiny model, without one,
+// they are not.
+func TestBenchDrafterRows(t *testing.T) {
+	rows := func(dir string) map[string]benchResult {
+		r, _ := benchJSON(t, "-m", dir, "--backend", "cpu", "--runs", "1", "--tokens", "24", "--prefill", "", "--long", "",
+			"--drafts", "", "--switches=false", "--lookup=false", "--projections", "0", "--drafters")
+		got := map[string]benchResult{}
+		for _, x := range r.Results {
+			if name, ok := strings.CutPrefix(x.Name, "decode greedy, questions, "); ok {
+				got[strings.SplitN(name, " (", 2)[0]] = x
+			}
+		}
+		return got
+	}
+	demo := rows(filepath.Join(testmodel.Root(t), "assets", "demo-model"))
+	for _, name := range []string{"plain", "prompt lookup", "prompt lookup, trees of 2", "MTP head, 1 guess", "MTP head, 2 guesses"} {
+		if x, ok := demo[name]; !ok || x.DecodeTokPerSec <= 0 || x.Tokens == 0 {
+			t.Errorf("demo model, row %q: %+v (present %v)", name, x, ok)
+		}
+	}
+	if x := demo["MTP head, 1 guess"]; x.Verifies == 0 {
+		t.Errorf("the MTP row verified no guesses: %+v", x)
+	}
+	if tiny := rows(testmodel.Dir(t, "tiny-moe")); len(tiny) != 3 {
+		t.Errorf("tiny model without a head: rows %v, want the three without MTP", tiny)
+	}
+}
+
 // benchJSON runs bagel bench with args and --json, and returns the report it
 // wrote and what it printed; a failed run fails the test.
 func benchJSON(t *testing.T, args ...string) (benchReport, string) {
