@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"metal":     {"backend", "kernels", "metal/mtl", "switches"},
 	"metal/mtl": {"backend", "kernels"},
 	"ops":       {"backend", "kernels"},
-	"qwen":      {"internal/jsonmsg", "internal/regular", "ops", "safetensors", "switches"},
+	"qwen":      {"internal/jsonmsg", "internal/regular", "ops", "safetensors"}, // no switch: the kernel plan is ops.Plan
 	// The engine registers the backends (their init) and asks CUDA and Metal
 	// for the device's memory (budget_*.go).
 	"engine":      {"backend", "cpu", "cuda", "drafter", "metal", "ops", "qwen", "safetensors", "switches", "tokenizer"},

@@ -155,6 +155,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 		e.dev, e.Backend, e.BackendName, e.BackendReason = dev, kind, dev.Name(), reason
 		e.scratch = ops.NewArena(dev)
 		e.ctx = ops.NewCtx(dev, e.scratch)
+		e.ctx.Plan = currentPlan() // the switches, read once a load
 		if e.model, err = qwen.Load(e.ctx, ck, cfg, func(f float64) error {
 			progress(0.1+0.8*f, "binding weights")
 			return cancelled(opt.Cancel)

@@ -8,7 +8,6 @@ import (
 
 	"bagel/drafter"
 	"bagel/internal/testmodel"
-	"bagel/qwen"
 	"bagel/switches"
 )
 
@@ -107,11 +106,11 @@ var wideMoE = testmodel.Spec{ModelType: "qwen3_5_moe", Hidden: 2048, Layers: 2, 
 	Vocab: 512, Bits: 4, GroupSize: 64, RouterBits: 8}
 
 // withTiledGEMV runs f as subtests of name with the tiled-GEMV switch off and
-// on (qwen.SwitchTiledGEMV, read at model load: f loads its model).
+// on (SwitchTiledGEMV, read at model load: f loads its model).
 func withTiledGEMV(t *testing.T, name string, f func(t *testing.T)) {
-	defer switches.Reset(qwen.SwitchTiledGEMV)
+	defer switches.Reset(SwitchTiledGEMV)
 	for _, on := range []bool{false, true} {
-		if err := switches.Set(qwen.SwitchTiledGEMV, on); err != nil {
+		if err := switches.Set(SwitchTiledGEMV, on); err != nil {
 			t.Fatal(err)
 		}
 		t.Run(fmt.Sprintf("%s/tiled-gemv=%v", name, on), f)

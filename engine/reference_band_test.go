@@ -11,7 +11,6 @@ import (
 	"bagel/backend"
 	"bagel/internal/testmodel"
 	"bagel/ops"
-	"bagel/qwen"
 	"bagel/reference"
 	"bagel/switches"
 )
@@ -325,9 +324,9 @@ func TestPathsMatchTheReference(t *testing.T) {
 	exact, bf16 := referenceRuns(t, fixtures)
 	decodes, clearMargins := checkPaths(t, "cpu", fixtures, exact, bf16)
 	for i, f := range fixtures {
-		setSwitches(t, []string{qwen.SwitchPrefillExactWeights + "=off"})
+		setSwitches(t, []string{SwitchPrefillExactWeights + "=off"})
 		rounded := measure(exact[i], engineRun(t, f, "cpu", 2048), clearMargins[i])
-		switches.Reset(qwen.SwitchPrefillExactWeights)
+		switches.Reset(SwitchPrefillExactWeights)
 		mlxPrompt := measure(exact[i], referenceRun(t, f, reference.MLXPrompt), clearMargins[i])
 		t.Logf("%s: prompt with bf16 weights: %v (the reference rounding so: %v)", f.name, rounded, mlxPrompt)
 		if rounded.layer0 <= bandOfDecode*decodes[i].layer0 {

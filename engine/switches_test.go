@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"bagel/internal/testmodel"
-	"bagel/qwen"
 	"bagel/switches"
 )
 
@@ -40,8 +39,8 @@ func TestFusedPathsKeepTheBits(t *testing.T) {
 	switches.Reset()
 }
 
-var fusedSwitches = []string{qwen.SwitchFusedAddNorm, qwen.SwitchFusedProjections, qwen.SwitchFusedExpertSwiGLU,
-	qwen.SwitchFusedMoEDown, qwen.SwitchFusedGDNConv, qwen.SwitchFusedAttnPrep}
+var fusedSwitches = []string{SwitchFusedAddNorm, SwitchFusedProjections, SwitchFusedExpertSwiGLU,
+	SwitchFusedMoEDown, SwitchFusedGDNConv, SwitchFusedAttnPrep}
 
 // TestSplitKVAttentionAtLongContext decodes past 1024 tokens of context with
 // split-KV attention on and off: the sums run in another order, so logits may
@@ -51,7 +50,7 @@ func TestSplitKVAttentionAtLongContext(t *testing.T) {
 		t.Skip("short mode")
 	}
 	ids := spreadIDs(1030)
-	worst, on, off := switchedLogits(t, qwen.SwitchSplitKV, 1100, ids, 1020) // the last 10 positions decode one by one
+	worst, on, off := switchedLogits(t, SwitchSplitKV, 1100, ids, 1020) // the last 10 positions decode one by one
 	if on <= off {
 		t.Errorf("%d dispatches with split-KV, %d without: the split path did not run", on, off)
 	}
@@ -71,7 +70,7 @@ func TestSplitKVTiledAtLongContext(t *testing.T) {
 		t.Skip("short mode")
 	}
 	ids := spreadIDs(1030)
-	worst, on, off := switchedLogits(t, qwen.SwitchSplitKVTiled, 1100, ids, 1020) // the last 10 positions decode one by one
+	worst, on, off := switchedLogits(t, SwitchSplitKVTiled, 1100, ids, 1020) // the last 10 positions decode one by one
 	if on != off {
 		t.Errorf("%d dispatches with the tiled split, %d without: want the same", on, off)
 	}
@@ -92,10 +91,10 @@ func TestPrefillGEMMIsF32Noise(t *testing.T) {
 	for _, name := range testmodel.Names {
 		var dispatches [2]int64
 		logits := func(on bool) []float32 {
-			if err := switches.Set(qwen.SwitchPrefillGEMM, on); err != nil {
+			if err := switches.Set(SwitchPrefillGEMM, on); err != nil {
 				t.Fatal(err)
 			}
-			defer switches.Reset(qwen.SwitchPrefillGEMM)
+			defer switches.Reset(SwitchPrefillGEMM)
 			e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128})
 			if err != nil {
 				t.Fatal(err)
@@ -136,10 +135,10 @@ func TestPrefillSplitAttention(t *testing.T) {
 	for _, capacity := range []int{128, 8192} {
 		// Flash attention, on by default where the device has matrix units
 		// (the CPU does), comes before the split path.
-		if err := switches.Set(qwen.SwitchPrefillFlashAttention, false); err != nil {
+		if err := switches.Set(SwitchPrefillFlashAttention, false); err != nil {
 			t.Fatal(err)
 		}
-		worst, on, off := switchedLogits(t, qwen.SwitchPrefillSplitAttention, capacity, ids, len(ids))
+		worst, on, off := switchedLogits(t, SwitchPrefillSplitAttention, capacity, ids, len(ids))
 		if on <= off {
 			t.Errorf("capacity %d: %d dispatches with the split path, %d without: it did not run", capacity, on, off)
 		}
@@ -156,7 +155,7 @@ func TestPrefillSplitAttention(t *testing.T) {
 // weights are its kernel cases' business).
 func TestPrefillFlashAttention(t *testing.T) {
 	ids := spreadIDs(100)
-	worst, on, off := switchedLogits(t, qwen.SwitchPrefillFlashAttention, 8192, ids, len(ids))
+	worst, on, off := switchedLogits(t, SwitchPrefillFlashAttention, 8192, ids, len(ids))
 	if on >= off {
 		t.Errorf("%d dispatches with flash attention, %d without: it did not run", on, off)
 	}
@@ -203,7 +202,7 @@ func switchedLogits(t *testing.T, sw string, capacity int, ids []int32, prefill 
 // GDN in-projection has two matrices large enough for a GEMM, qkv and z).
 func TestPrefillMultiGEMMKeepsTheBits(t *testing.T) {
 	ids := spreadIDs(64)
-	worst, on, off := switchedLogits(t, qwen.SwitchPrefillMultiGEMM, 128, ids, len(ids))
+	worst, on, off := switchedLogits(t, SwitchPrefillMultiGEMM, 128, ids, len(ids))
 	if on >= off {
 		t.Errorf("%d dispatches with one launch for the GEMMs, %d without: it did not run", on, off)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"bagel/backend"
 	"bagel/internal/testmodel"
-	"bagel/qwen"
 	"bagel/switches"
 )
 
@@ -57,7 +56,7 @@ func TestVerifyTakesTheStepsMatrixUnitKernels(t *testing.T) {
 			if !maps.Equal(step, verify) {
 				t.Errorf("a step runs matrix-unit kernels %v, a verify %v", slices.Sorted(maps.Keys(step)), slices.Sorted(maps.Keys(verify)))
 			}
-			on := switches.On(qwen.SwitchTiledGEMV)
+			on := switches.On(SwitchTiledGEMV)
 			if !on && len(step) > 0 {
 				t.Errorf("tiled-gemv off, yet a step runs %v", slices.Sorted(maps.Keys(step)))
 			}

@@ -14,6 +14,9 @@ type Ctx struct {
 	Enc backend.Encoder
 	// Scratch hands out temporary tensors for the current forward pass.
 	Scratch *Arena
+	// Plan is the kernel plan of the model this context runs (plan.go), set
+	// before the model loads.
+	Plan Plan
 	// argStore holds the argument list of the dispatch being built: a
 	// decode step makes hundreds of dispatches of up to 31 arguments, and
 	// building each list afresh was most of the host's time per dispatch

@@ -58,7 +58,7 @@ const promptPartialBytes = 64 << 20
 func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
 	s := stepScratch{tree: m.tree} // ForwardTree's tree
 	cfg := m.Cfg
-	if m.paths.splitKV && cfg.FullAttentionInterval <= cfg.NumLayers {
+	if c.Plan.SplitKV && cfg.FullAttentionInterval <= cfg.NumLayers {
 		full := c.Scratch.Get(ops.F32, splitKVMaxQueries, cfg.NumHeads, ops.SplitKVSplits(capacity), cfg.HeadDim+2)
 		if t <= splitKVMaxQueries {
 			s.partial = full
@@ -67,9 +67,9 @@ func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
 	if cfg.FullAttentionInterval > 1 {
 		s.gdnPrep = c.Scratch.Get(ops.F32, ops.GDNPrepShape(t, cfg.LinearValueHeads)...)
 	}
-	if m.paths.prefillSplit && !m.flashPrompt(c) && cfg.FullAttentionInterval <= cfg.NumLayers {
+	if c.Plan.PrefillSplit && !m.flashPrompt(c) && cfg.FullAttentionInterval <= cfg.NumLayers {
 		p := c.Scratch.Get(ops.F32, t, cfg.NumHeads, prefillSplits(capacity, t, cfg.NumHeads, cfg.HeadDim), cfg.HeadDim+2)
-		if m.paths.gemm(t) {
+		if ops.Prompt(c, t) {
 			s.promptPartial = p
 		}
 	}
@@ -79,14 +79,13 @@ func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
 // flashPrompt reports whether a prompt's attention takes AttentionFlash (and
 // so no split-KV partials).
 func (m *Model) flashPrompt(c *ops.Ctx) bool {
-	return m.paths.prefillFlash && ops.FlashAttention(c, m.Cfg.HeadDim)
+	return c.Plan.PrefillFlash && ops.FlashAttention(c, m.Cfg.HeadDim)
 }
 
 // attention is a gated full-attention layer (MLX_QWEN35.md §3, "Gated full attention").
 type attention struct {
 	qProj, kProj, vProj, oProj ops.QLinear // q_proj out = heads·2·headDim, per head [q | gate]
 	qNorm, kNorm               ops.Tensor  // bf16 [headDim]
-	paths                      paths
 	shared                     *stepScratch
 }
 
@@ -109,13 +108,13 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	s := c.Scratch
 	qp := s.Get(ops.BF16, t, hq, 2*d)
 	k, v := s.Get(ops.BF16, t, hkv, d), s.Get(ops.BF16, t, hkv, d)
-	a.paths.project(c, x, []ops.QLinear{a.qProj, a.kProj, a.vProj}, []ops.Tensor{qp, k, v})
+	ops.Project(c, x, []ops.QLinear{a.qProj, a.kProj, a.vProj}, []ops.Tensor{qp, k, v})
 	q, gate := s.Get(ops.BF16, t, hq, d), s.Get(ops.BF16, t, hq, d)
 	theta := float32(cfg.RopeTheta)
 	if tr := a.shared.tree; tr != nil {
 		// A draft tree (ForwardTree checked the head fits attn_prep).
 		ops.AttnPrepTree(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, tr.pos, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
-	} else if a.paths.attnPrep && d <= ops.AttnPrepMaxD {
+	} else if c.Plan.AttnPrep && d <= ops.AttnPrepMaxD {
 		ops.AttnPrep(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
 	} else {
 		ops.SplitQGate(c, qp, q, gate)
@@ -130,7 +129,7 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	if tr := a.shared.tree; tr != nil {
 		ops.AttentionTree(c, q, kv.keys, kv.values, tr.mask, attn, pos0+t, scale)
 	} else if p := a.shared.partial; p.Buf != nil && pos0+t >= splitKVMinContext && ops.SplitKVFits(hq, hkv) {
-		if a.paths.splitKVTiled && ops.SplitKVTiledFits(c, t, hq, hkv, d) {
+		if c.Plan.SplitKVTiled && ops.SplitKVTiledFits(c, t, hq, hkv, d) {
 			splits := ops.SplitKVTiledSplits(kv.keys.Shape[1])
 			partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
 			ops.AttentionSplitKVTiled(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
@@ -139,7 +138,7 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 			partial := ops.View(p, 0, ops.F32, []int{t, hq, splits, d + 2})
 			ops.AttentionSplitKV(c, q, kv.keys, kv.values, attn, partial, pos0+t, scale, splits)
 		}
-	} else if a.paths.prefillFlash && a.paths.gemm(t) && ops.FlashAttention(c, d) {
+	} else if c.Plan.PrefillFlash && ops.Prompt(c, t) && ops.FlashAttention(c, d) {
 		// A prompt on the matrix units: a tile of queries reads a key once.
 		ops.AttentionFlash(c, q, kv.keys, kv.values, attn, pos0+t, scale)
 	} else if p := a.shared.promptPartial; p.Buf != nil && ops.SplitKVFits(hq, hkv) {
@@ -150,5 +149,5 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 		ops.Attention(c, q, kv.keys, kv.values, attn, pos0+t, scale)
 	}
 	ops.SigmoidMul(c, attn, gate, attn)
-	a.paths.matmul(c, attn.Reshape(t, hq*d), a.oProj, out)
+	ops.Linear(c, attn.Reshape(t, hq*d), a.oProj, out)
 }

@@ -9,7 +9,6 @@ type gatedDeltaNet struct {
 	aLog                                          ops.Tensor // f32 [Hv]
 	dtBias                                        ops.Tensor // bf16 [Hv]
 	norm                                          ops.Tensor // bf16 [Dv], not shifted
-	paths                                         paths
 	shared                                        *stepScratch
 }
 
@@ -42,7 +41,7 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 	z := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
 	bLogits, aLogits := s.Get(ops.BF16, t, shape.Hv), s.Get(ops.BF16, t, shape.Hv)
 	recording := false
-	if r := st.record; r != nil && t <= r.qkv.Shape[0] && !g.paths.gemm(t) {
+	if r := st.record; r != nil && t <= r.qkv.Shape[0] && !ops.Prompt(c, t) {
 		qkv, z, bLogits, aLogits = r.qkv.Rows(0, t), r.z.Rows(0, t), r.b.Rows(0, t), r.a.Rows(0, t)
 		r.tokens = t
 		recording = true
@@ -52,7 +51,7 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 	if tr := g.shared.tree; tr != nil {
 		// A draft tree: each node from the window and state as they are,
 		// along its path; neither moves (the accepted path is replayed).
-		g.paths.project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})
+		ops.Project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})
 		// The scratch taken in rule's order (ops.Arena), decay and beta unused.
 		conv := s.Get(ops.BF16, t, shape.ConvDim())
 		s.Get(ops.F32, t, shape.Hv)
@@ -61,19 +60,19 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 		ops.Conv1dSiLUTree(c, qkv, st.conv, g.conv, tr.parent, conv, cfg.ConvKernel)
 		ops.GDNRecurrenceTree(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, tr.parent, o, shape)
 		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
-	} else if g.paths.fusesConv(c, ws, t, recording, cfg.ConvKernel) {
+	} else if ops.ProjectConvFuses(c, ws, t, recording, cfg.ConvKernel) {
 		// A decode step (or a verify, on the matrix units): the in-projection
 		// and the conv in one launch (qmatmul_multi_conv_bf16), the projection
 		// itself kept in qkv (the record while armed). conv is taken where rule
 		// takes it, so the scratch is laid out as on the other path.
 		conv := s.Get(ops.BF16, t, shape.ConvDim())
-		g.paths.multiConv(c, x, ws, []ops.Tensor{conv, z, bLogits, aLogits}, qkv, st.conv, g.conv, cfg.ConvKernel)
+		ops.ProjectConv(c, x, ws, []ops.Tensor{conv, z, bLogits, aLogits}, qkv, st.conv, g.conv, cfg.ConvKernel)
 		o = g.ruleOnConv(c, cfg, st, conv, z, aLogits, bLogits)
 	} else {
-		g.paths.project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})
+		ops.Project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})
 		o = g.rule(c, cfg, st, qkv, z, aLogits, bLogits)
 	}
-	g.paths.matmul(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
+	ops.Linear(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
 }
 
 func (g *gatedDeltaNet) shape(cfg *Config) ops.GDNShape {
@@ -97,7 +96,7 @@ func (g *gatedDeltaNet) ruleOnConv(c *ops.Ctx, cfg *Config, st *layerCache, conv
 	decay, beta := s.Get(ops.F32, t, shape.Hv), s.Get(ops.F32, t, shape.Hv)
 	o := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
 	switch {
-	case g.paths.gemm(t) && shape.Dk <= ops.GDNChunkMaxDk: // a prompt: chunk by chunk
+	case ops.Prompt(c, t) && shape.Dk <= ops.GDNChunkMaxDk: // a prompt: chunk by chunk
 		ops.GDNGates(c, aLogits, bLogits, g.aLog, g.dtBias, decay, beta)
 		ops.GDNChunked(c, conv, decay, beta, g.shared.gdnPrep, st.state, o, shape)
 		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)

@@ -28,21 +28,20 @@ type layer struct {
 	inputNorm, postNorm ops.Tensor // bf16 [hidden], 1+w folded in
 	mixer               mixer
 	ffn                 ffn
-	paths               paths
 }
 
 // newLayer makes layer i of the kinds the config gives it, unbound.
-func newLayer(cfg *Config, i int, p paths, shared *stepScratch) *layer {
-	l := &layer{paths: p}
+func newLayer(cfg *Config, i int, shared *stepScratch) *layer {
+	l := &layer{}
 	if cfg.IsAttention(i) {
-		l.mixer = &attention{paths: p, shared: shared}
+		l.mixer = &attention{shared: shared}
 	} else {
-		l.mixer = &gatedDeltaNet{paths: p, shared: shared}
+		l.mixer = &gatedDeltaNet{shared: shared}
 	}
 	if cfg.IsMoE() {
-		l.ffn = &sparseMoE{paths: p}
+		l.ffn = &sparseMoE{}
 	} else {
-		l.ffn = &denseMLP{paths: p}
+		l.ffn = &denseMLP{}
 	}
 	return l
 }
@@ -62,19 +61,10 @@ func (l *layer) weights(cfg *Config, i int) []weight {
 // forward runs the layer on the residual stream x bf16 [T, hidden] in place.
 // normed holds the layer's input, rms(x) under inputNorm, and on return the
 // next one's: rms(x) under next (the next layer's input norm, or the final
-// norm). branch is scratch of the same shape. The fused path joins each
-// residual add with the norm after it (one dispatch, same bits).
+// norm). branch is scratch of the same shape.
 func (l *layer) forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, normed, branch, next ops.Tensor) {
-	addNorm := func(w ops.Tensor) {
-		if l.paths.addNorm {
-			ops.AddRMSNorm(c, x, branch, w, x, normed, cfg.RMSNormEps)
-			return
-		}
-		ops.Add(c, x, branch, x)
-		ops.RMSNorm(c, x, w, normed, cfg.RMSNormEps)
-	}
 	l.mixer.forward(c, cfg, st, pos0, normed, branch)
-	addNorm(l.postNorm)
+	ops.AddNorm(c, x, branch, l.postNorm, normed, cfg.RMSNormEps)
 	l.ffn.forward(c, cfg, normed, branch)
-	addNorm(next)
+	ops.AddNorm(c, x, branch, next, normed, cfg.RMSNormEps)
 }

@@ -5,7 +5,6 @@ import "bagel/ops"
 // denseMLP is down(silu(gate(x)) ⊙ up(x)).
 type denseMLP struct {
 	gate, up, down ops.QLinear
-	paths          paths
 }
 
 func (d *denseMLP) weights(cfg *Config) []weight {
@@ -22,9 +21,9 @@ func (d *denseMLP) forward(c *ops.Ctx, _ *Config, x, out ops.Tensor) {
 	t := x.Shape[0]
 	s := c.Scratch
 	gate, up := s.Get(ops.BF16, t, d.gate.Out), s.Get(ops.BF16, t, d.up.Out)
-	d.paths.project(c, x, []ops.QLinear{d.gate, d.up}, []ops.Tensor{gate, up})
+	ops.Project(c, x, []ops.QLinear{d.gate, d.up}, []ops.Tensor{gate, up})
 	ops.SwiGLU(c, gate, up, gate)
-	d.paths.matmul(c, gate, d.down, out)
+	ops.Linear(c, gate, d.down, out)
 }
 
 // sparseMoE routes each token to top-k experts plus a sigmoid-gated shared expert.
@@ -33,7 +32,6 @@ type sparseMoE struct {
 	gate, up, down                   ops.QLinear // stacked [E, ...]
 	sharedGate, sharedUp, sharedDown ops.QLinear
 	sharedExpertGate                 ops.QLinear // [1, hidden]
-	paths                            paths
 }
 
 func (e *sparseMoE) weights(cfg *Config) []weight {
@@ -65,18 +63,18 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	y := s.Get(ops.BF16, t, k, hidden)
 	perm, tiles := s.Get(ops.I32, t*k), s.Get(ops.I32, ops.ExpertTileRows(t, k, cfg.NumExperts), 3)
 	routed, sharedOut := s.Get(ops.BF16, t, hidden), s.Get(ops.BF16, t, hidden)
-	grouped := e.paths.gemm(t) && cfg.NumExperts <= moeSortMaxExperts && inter%32 == 0 && hidden%32 == 0 &&
+	grouped := ops.Prompt(c, t) && cfg.NumExperts <= moeSortMaxExperts && inter%32 == 0 && hidden%32 == 0 &&
 		x.Off%16 == 0 && gate.Off%16 == 0
 	// The decode path's experts and shared expert in one launch (moe_up_bf16):
 	// then only the router and the scalar gate are projected here.
-	fusedUp := !grouped && e.paths.expertSwiGLU && ops.MoEUpFits(e.gate, e.sharedGate, e.sharedUp)
+	fusedUp := !grouped && c.Plan.ExpertSwiGLU && ops.MoEUpFits(e.gate, e.sharedGate, e.sharedUp)
 	// Switch tiled-gemv: the experts on the matrix units (moe_up_mma_bf16),
 	// for a step and a verify alike, so that their bits agree.
-	tiledUp := fusedUp && e.paths.tiledGEMV && ops.MoEUpTiledFits(c, e.gate, e.sharedGate, e.sharedUp)
+	tiledUp := fusedUp && c.Plan.TiledGEMV && ops.MoEUpTiledFits(c, e.gate, e.sharedGate, e.sharedUp)
 	if fusedUp {
-		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedExpertGate}, []ops.Tensor{routerLogits, gateLogit})
+		ops.Project(c, x, []ops.QLinear{e.router, e.sharedExpertGate}, []ops.Tensor{routerLogits, gateLogit})
 	} else {
-		e.paths.project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
+		ops.Project(c, x, []ops.QLinear{e.router, e.sharedGate, e.sharedUp, e.sharedExpertGate},
 			[]ops.Tensor{routerLogits, sg, su, gateLogit})
 	}
 	ops.RouterTopK(c, routerLogits, ids, weights, cfg.NormTopKProb)
@@ -89,10 +87,10 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 		// A prompt: the pairs sorted by expert, each expert's weights read once
 		// per 64 of its pairs.
 		sorted := ops.SortByExpert(c, ids, cfg.NumExperts, perm, tiles)
-		ops.QGemmGather(c, x, sorted, e.gate, gate, false, e.paths.exactGEMM)
-		ops.QGemmGather(c, x, sorted, e.up, up, false, e.paths.exactGEMM)
+		ops.QGemmGather(c, x, sorted, e.gate, gate, false, c.Plan.ExactGEMM)
+		ops.QGemmGather(c, x, sorted, e.up, up, false, c.Plan.ExactGEMM)
 		ops.SwiGLU(c, gate, up, gate)
-	case e.paths.expertSwiGLU:
+	case c.Plan.ExpertSwiGLU:
 		ops.QMatmulGatherSwiGLU(c, x, ids, e.gate, e.up, gate)
 	default:
 		ops.QMatmulGather(c, x, ids, e.gate, gate, false)
@@ -104,12 +102,12 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 	}
 	switch {
 	case grouped:
-		ops.QGemmGather(c, gate, ops.ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: cfg.NumExperts}, e.down, y, true, e.paths.exactGEMM)
+		ops.QGemmGather(c, gate, ops.ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: cfg.NumExperts}, e.down, y, true, c.Plan.ExactGEMM)
 	case tiledUp && t <= ops.MoEDownTiledTokens && ops.MoEDownTiledFits(c, e.down, e.sharedDown, k):
 		// With moe_up_mma_bf16, a step's and a verify's (at most 16 tokens) alike.
 		ops.MoEDownTiled(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, true)
 		return
-	case e.paths.moeDown && k+1 <= moeDownMaxSlots:
+	case c.Plan.MoEDown && k+1 <= moeDownMaxSlots:
 		// The router's top-k ran two dispatches back.
 		ops.MoEDown(c, gate, ids, weights, e.down, sg, e.sharedDown, gateLogit, out, true)
 		return
@@ -117,7 +115,7 @@ func (e *sparseMoE) forward(c *ops.Ctx, cfg *Config, x, out ops.Tensor) {
 		ops.QMatmulGather(c, gate, ids, e.down, y, true)
 	}
 	ops.MoECombine(c, y, weights, routed)
-	e.paths.matmul(c, sg, e.sharedDown, sharedOut)
+	ops.Linear(c, sg, e.sharedDown, sharedOut)
 	ops.AddSigmoidScaled(c, routed, sharedOut, gateLogit, out)
 }
 

@@ -18,8 +18,6 @@ type Model struct {
 	progress  func(float64) error
 	// WeightBytes is the size of the checkpoint tensors the model uses.
 	WeightBytes int64
-	// paths are the fused-path switches at load (switches.go).
-	paths paths
 	// shared is scratch that the layers of one forward take turns using.
 	shared stepScratch
 	// tree is the draft tree of the ForwardTree under way, nil otherwise.
@@ -43,7 +41,7 @@ func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, progress func(flo
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: cfg, bind: b, progress: progress, paths: currentPaths()}
+	m := &Model{Cfg: cfg, bind: b, progress: progress}
 	if err := m.bindAll(); err != nil {
 		b.release()
 		return nil, err
@@ -89,7 +87,7 @@ func (m *Model) bindAll() error {
 	}
 	m.layers = make([]*layer, m.Cfg.NumLayers)
 	for i := range m.layers {
-		m.layers[i] = newLayer(m.Cfg, i, m.paths, &m.shared)
+		m.layers[i] = newLayer(m.Cfg, i, &m.shared)
 		if err := m.bind.bind(m.layers[i].weights(m.Cfg, i)); err != nil {
 			return err
 		}
@@ -187,7 +185,7 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 	}
 	r := final.Shape[0]
 	logits := s.Get(ops.F32, r, cfg.VocabSize)
-	m.paths.gemv(c, final, m.lmHead, logits)
+	ops.LinearStep(c, final, m.lmHead, logits)
 	if m.mtp != nil {
 		if m.MTPOn && m.tree == nil && cache.mtp.keys.Buf != nil {
 			m.mtpUpdate(c, cache, ids, normed, pos0, t)

@@ -67,7 +67,7 @@ func (m *Model) bindMTP() error {
 		return nil
 	}
 	h := &mtpHead{}
-	h.layer = &layer{paths: m.paths, mixer: &attention{paths: m.paths, shared: &h.shared}, ffn: &denseMLP{paths: m.paths}}
+	h.layer = &layer{mixer: &attention{shared: &h.shared}, ffn: &denseMLP{}}
 	hid := cfg.HiddenSize
 	ws := []weight{
 		norm(&h.embedNorm, "mtp.pre_fc_norm_embedding.weight", hid),
@@ -154,8 +154,8 @@ func (m *Model) mtpForward(c *ops.Ctx, cache *Cache, hidden, ids ops.Tensor, pos
 	ops.RMSNorm(c, emb, h.embedNorm, en, cfg.RMSNormEps)
 	ops.RMSNorm(c, hidden, h.hiddenNorm, hn, cfg.RMSNormEps)
 	x, other := s.Get(ops.BF16, n, hid), s.Get(ops.BF16, n, hid)
-	m.paths.matmul(c, en, h.fcEmbed, x)
-	m.paths.matmul(c, hn, h.fcHidden, other)
+	ops.Linear(c, en, h.fcEmbed, x)
+	ops.Linear(c, hn, h.fcHidden, other)
 	ops.Add(c, x, other, x)
 	normed, branch := s.Get(ops.BF16, n, hid), s.Get(ops.BF16, n, hid)
 	ops.RMSNorm(c, x, h.layer.inputNorm, normed, cfg.RMSNormEps)
@@ -215,7 +215,7 @@ func (m *Model) MTPDraft(c *ops.Ctx, cache *Cache, last int32, k int, pick func(
 		}
 		out := m.mtpForward(c, cache, hidden, ids, cache.Offset-1+i)
 		logits := s.Get(ops.F32, 1, m.Cfg.VocabSize)
-		m.paths.gemv(c, out, m.lmHead, logits)
+		ops.LinearStep(c, out, m.lmHead, logits)
 		next, err := pick(logits)
 		if err != nil {
 			return nil, err

@@ -1,15 +1,15 @@
-package qwen
+package engine
 
 import (
-	"slices"
-
 	"bagel/ops"
 	"bagel/switches"
 )
 
-// The fused paths of the forward pass. Each has a switch (default on) read at
-// model load; off runs the unfused ops, which stay as the reference: fused and
-// unfused give the same bits on the CPU backend (engine tests hold them to it).
+// The kernel plan's switches (ops.Plan): the fused and matrix-unit paths of
+// the forward pass. Each is read at model load into the model's plan
+// (currentPlan), which the semantic ops consult; off runs the unfused ops,
+// which stay as the reference: fused and unfused give the same bits on the
+// CPU backend (the engine's tests hold them to it).
 const (
 	// SwitchFusedAddNorm joins each residual add with the RMSNorm after it
 	// (add_rms_norm_bf16): two dispatches fewer per layer.
@@ -92,12 +92,6 @@ const (
 	SwitchTiledGEMV = "tiled-gemv"
 )
 
-// gemmMinTokens is the fewest tokens a forward runs as GEMMs on the prefill
-// path. Below it (decode, a speculative verify of a few drafts) every token
-// keeps the GEMV's bits: the GEMM sums in another order (and without
-// prefill-exact-weights rounds the weights to bf16 first).
-const gemmMinTokens = 32
-
 func init() {
 	for _, s := range []switches.Switch{
 		{Name: SwitchFusedAddNorm, Env: "BAGEL_NO_FUSED_ADD_NORM",
@@ -134,142 +128,23 @@ func init() {
 	}
 }
 
-// paths are the fused paths in effect for one loaded model.
-type paths struct {
-	addNorm, projections, expertSwiGLU, moeDown, gdnConv, attnPrep, splitKV, prefillGEMM, prefillSplit,
-	prefillFlash, splitKVTiled, multiGEMM, exactGEMM, tiledGEMV bool
-}
-
-func currentPaths() paths {
-	return paths{
-		addNorm:      switches.On(SwitchFusedAddNorm),
-		projections:  switches.On(SwitchFusedProjections),
-		expertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
-		gdnConv:      switches.On(SwitchFusedGDNConv),
-		moeDown:      switches.On(SwitchFusedMoEDown),
-		attnPrep:     switches.On(SwitchFusedAttnPrep),
-		splitKV:      switches.On(SwitchSplitKV),
-		prefillGEMM:  switches.On(SwitchPrefillGEMM),
-		prefillSplit: switches.On(SwitchPrefillSplitAttention),
-		prefillFlash: switches.On(SwitchPrefillFlashAttention),
-		splitKVTiled: switches.On(SwitchSplitKVTiled),
-		multiGEMM:    switches.On(SwitchPrefillMultiGEMM),
-		exactGEMM:    switches.On(SwitchPrefillExactWeights),
-		tiledGEMV:    switches.On(SwitchTiledGEMV),
+// currentPlan is the kernel plan the switches give now, for a model about to
+// load.
+func currentPlan() ops.Plan {
+	return ops.Plan{
+		AddNorm:      switches.On(SwitchFusedAddNorm),
+		Projections:  switches.On(SwitchFusedProjections),
+		ExpertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
+		GDNConv:      switches.On(SwitchFusedGDNConv),
+		MoEDown:      switches.On(SwitchFusedMoEDown),
+		AttnPrep:     switches.On(SwitchFusedAttnPrep),
+		SplitKV:      switches.On(SwitchSplitKV),
+		PrefillGEMM:  switches.On(SwitchPrefillGEMM),
+		PrefillSplit: switches.On(SwitchPrefillSplitAttention),
+		PrefillFlash: switches.On(SwitchPrefillFlashAttention),
+		SplitKVTiled: switches.On(SwitchSplitKVTiled),
+		MultiGEMM:    switches.On(SwitchPrefillMultiGEMM),
+		ExactGEMM:    switches.On(SwitchPrefillExactWeights),
+		TiledGEMV:    switches.On(SwitchTiledGEMV),
 	}
-}
-
-// gemm reports whether a forward over t tokens takes the prefill GEMMs.
-func (p paths) gemm(t int) bool { return p.prefillGEMM && t >= gemmMinTokens }
-
-// gemmMinRows is the fewest output rows a prompt runs as a GEMM. A smaller
-// matrix (the GDN b and a projections, a router of few experts, the shared
-// expert's scalar gate) gives the GEMM too few threadgroups to fill the GPU,
-// while the GEMV's T·Out/4 of them re-read a matrix that stays in cache.
-const gemmMinRows = 128
-
-// useGEMM reports whether out = x·wᵀ over t tokens runs as a GEMM (which reads
-// x in 16-byte pieces).
-func (p paths) useGEMM(t int, x ops.Tensor, w ops.QLinear, out ops.Tensor) bool {
-	return p.gemm(t) && w.Out >= gemmMinRows && w.In%32 == 0 && out.DType == ops.BF16 && x.Off%16 == 0
-}
-
-// matmul computes out = x·wᵀ for x bf16 [T, w.In]: a GEMM for a prompt, the
-// GEMV otherwise.
-func (p paths) matmul(c *ops.Ctx, x ops.Tensor, w ops.QLinear, out ops.Tensor) {
-	if p.useGEMM(x.Elements()/w.In, x, w, out) {
-		ops.QGemm(c, x, w, out, p.exactGEMM)
-		return
-	}
-	p.gemv(c, x, w, out)
-}
-
-// fusesConv says whether the GDN in-projection of t tokens runs with its
-// conv in one launch (multiConv): a decode step's (not recorded: the plain
-// launch keeps no projection for a replay) where the switches are on, and on
-// the matrix units up to ops.MultiConvTiledTokens tokens, a verify's too, so
-// that a verify takes the step's launch and gives its bits.
-func (p paths) fusesConv(c *ops.Ctx, ws []ops.QLinear, t int, recording bool, kernelSize int) bool {
-	if !p.gdnConv || !p.projections || kernelSize > ops.ConvMaxKernel {
-		return false
-	}
-	if p.tiledMulti(c, ws) {
-		return t <= ops.MultiConvTiledTokens
-	}
-	return t == 1 && !recording
-}
-
-// multiConv is the GDN in-projection and conv in one launch
-// (ops.QMatmulMultiConv), its projections as project computes them; raw gets
-// the first projection on the matrix units' launch (unused by the other).
-func (p paths) multiConv(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Tensor, raw, state, w ops.Tensor, kernelSize int) {
-	if p.tiledMulti(c, ws) {
-		ops.QMatmulMultiConvTiled(c, x, ws, outs, raw, state, w, kernelSize)
-		return
-	}
-	ops.QMatmulMultiConv(c, x, ws, outs, state, w, kernelSize)
-}
-
-// tiledMulti says whether the projections ws over one x take the matrix-unit
-// launch (ops.QMatmulMultiTiled, or its conv twin on a decode step): where the
-// switch is on and one of them is a weight the matrix units take. A step's
-// fused in-projection and conv and a verify's projections must decide alike,
-// or a verify would not give a step's bits.
-func (p paths) tiledMulti(c *ops.Ctx, ws []ops.QLinear) bool {
-	return p.tiledGEMV && slices.ContainsFunc(ws, func(w ops.QLinear) bool { return ops.TiledGEMV(c, w) })
-}
-
-// gemv computes out = x·wᵀ for x bf16 [T, w.In] token by token: on the
-// matrix units where the switch is on and the device and weight allow, the
-// plain GEMV otherwise. The choice never depends on T, so a decode step and a
-// speculative verify take the same kernel.
-func (p paths) gemv(c *ops.Ctx, x ops.Tensor, w ops.QLinear, out ops.Tensor) {
-	if p.tiledGEMV && ops.TiledGEMV(c, w) {
-		ops.QMatmulTiled(c, x, w, out)
-		return
-	}
-	ops.QMatmul(c, x, w, out)
-}
-
-// project computes outs[i] = x·ws[i]ᵀ: for a prompt, a GEMM for each large
-// matrix; the rest in one launch on the fused path, one QMatmul each otherwise.
-func (p paths) project(c *ops.Ctx, x ops.Tensor, ws []ops.QLinear, outs []ops.Tensor) {
-	if t := x.Elements() / ws[0].In; p.gemm(t) {
-		ws, outs = p.projectGEMMs(c, x, t, ws, outs)
-	}
-	if len(ws) == 0 {
-		return
-	}
-	if p.projections {
-		if p.tiledMulti(c, ws) {
-			ops.QMatmulMultiTiled(c, x, ws, outs)
-			return
-		}
-		ops.QMatmulMulti(c, x, ws, outs)
-		return
-	}
-	for i := range ws {
-		p.gemv(c, x, ws[i], outs[i])
-	}
-}
-
-// projectGEMMs runs the projections that take a GEMM and returns the others.
-func (p paths) projectGEMMs(c *ops.Ctx, x ops.Tensor, t int, ws []ops.QLinear, outs []ops.Tensor) ([]ops.QLinear, []ops.Tensor) {
-	var gemmW, restW []ops.QLinear
-	var gemmOut, restOut []ops.Tensor
-	for i := range ws {
-		if p.useGEMM(t, x, ws[i], outs[i]) {
-			gemmW, gemmOut = append(gemmW, ws[i]), append(gemmOut, outs[i])
-		} else {
-			restW, restOut = append(restW, ws[i]), append(restOut, outs[i])
-		}
-	}
-	if p.multiGEMM && len(gemmW) > 1 {
-		ops.QGemmMulti(c, x, gemmW, gemmOut, p.exactGEMM)
-	} else {
-		for i := range gemmW {
-			ops.QGemm(c, x, gemmW[i], gemmOut[i], p.exactGEMM)
-		}
-	}
-	return restW, restOut
 }

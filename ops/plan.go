@@ -1,0 +1,162 @@
+package ops
+
+import "slices"
+
+// Plan is the kernel plan of a loaded model: which launches serve the
+// semantic ops below (Linear, Project, AddNorm, ProjectConv, and the
+// choices of the experts', attention's and the GDN rule's ops), chosen once at
+// load from the engine's switches (engine/paths.go fills it, each field one
+// switch) and carried in Ctx. The model states the math; the plan and the
+// device's capabilities, asked here, pick GEMV or GEMM, matrix units or not,
+// fused or not. The zero Plan is every path unfused, on the GEMV: the
+// reference the fused paths are held to.
+type Plan struct {
+	AddNorm      bool // each residual add with the norm after it (add_rms_norm_bf16)
+	Projections  bool // the projections of one input in one launch (qmatmul_multi_bf16)
+	ExpertSwiGLU bool // the experts' gate, up and SwiGLU in one launch
+	MoEDown      bool // the experts' down, their sum and the shared expert's down in one launch
+	GDNConv      bool // a decode step's GDN in-projection and conv in one launch
+	AttnPrep     bool // attention's preamble in one launch (attn_prep_bf16)
+	SplitKV      bool // decode attention over a long context split across threadgroups
+	SplitKVTiled bool // its first half on the matrix units (attention_split_mma_f32)
+	PrefillGEMM  bool // a prompt's projections as GEMMs, experts grouped, the GDN rule chunked
+	ExactGEMM    bool // the prompt GEMMs with every weight exact (docs/numerics.md)
+	MultiGEMM    bool // a prompt's GEMMs of one input in one launch
+	PrefillSplit bool // a prompt's attention on the split-KV kernels
+	PrefillFlash bool // a prompt's attention as flash attention on the matrix units
+	TiledGEMV    bool // decode and verify GEMVs on the matrix units (qmatmul_mma_bf16 and kin)
+}
+
+// PromptMinTokens is the fewest tokens a forward runs on the prompt path
+// (GEMMs, grouped experts, the chunked GDN rule). Below it (decode, a
+// speculative verify of a few drafts) every token keeps the GEMV's bits: the
+// GEMM sums in another order (and without ExactGEMM rounds the weights to
+// bf16 first).
+const PromptMinTokens = 32
+
+// gemmMinRows is the fewest output rows a prompt runs as a GEMM. A smaller
+// matrix (the GDN b and a projections, a router of few experts, the shared
+// expert's scalar gate) gives the GEMM too few threadgroups to fill the GPU,
+// while the GEMV's T·Out/4 of them re-read a matrix that stays in cache.
+const gemmMinRows = 128
+
+// Prompt reports whether a forward over t tokens takes the prompt path.
+func Prompt(c *Ctx, t int) bool { return c.Plan.PrefillGEMM && t >= PromptMinTokens }
+
+// useGEMM reports whether out = x·wᵀ over t tokens runs as a GEMM (which
+// reads x in 16-byte pieces).
+func useGEMM(c *Ctx, t int, x Tensor, w QLinear, out Tensor) bool {
+	return Prompt(c, t) && w.Out >= gemmMinRows && w.In%32 == 0 && out.DType == BF16 && x.Off%16 == 0
+}
+
+// Linear computes out = x·wᵀ for x bf16 [T, w.In]: a GEMM for a prompt, the
+// GEMV otherwise (LinearStep).
+func Linear(c *Ctx, x Tensor, w QLinear, out Tensor) {
+	if useGEMM(c, x.Elements()/w.In, x, w, out) {
+		QGemm(c, x, w, out, c.Plan.ExactGEMM)
+		return
+	}
+	LinearStep(c, x, w, out)
+}
+
+// LinearStep computes out = x·wᵀ token by token: on the matrix units where the
+// plan has them and the device and weight allow, the plain GEMV otherwise. The
+// choice never depends on T, so a decode step and a speculative verify take
+// the same kernel (and give the same bits).
+func LinearStep(c *Ctx, x Tensor, w QLinear, out Tensor) {
+	if c.Plan.TiledGEMV && TiledGEMV(c, w) {
+		QMatmulTiled(c, x, w, out)
+		return
+	}
+	QMatmul(c, x, w, out)
+}
+
+// Project computes outs[i] = x·ws[i]ᵀ for the projections of one input: for a
+// prompt, a GEMM for each large matrix (in one launch with MultiGEMM); the
+// rest in one launch with Projections, one LinearStep each otherwise.
+func Project(c *Ctx, x Tensor, ws []QLinear, outs []Tensor) {
+	if t := x.Elements() / ws[0].In; Prompt(c, t) {
+		ws, outs = projectGEMMs(c, x, t, ws, outs)
+	}
+	if len(ws) == 0 {
+		return
+	}
+	if c.Plan.Projections {
+		if tiledMulti(c, ws) {
+			QMatmulMultiTiled(c, x, ws, outs)
+			return
+		}
+		QMatmulMulti(c, x, ws, outs)
+		return
+	}
+	for i := range ws {
+		LinearStep(c, x, ws[i], outs[i])
+	}
+}
+
+// projectGEMMs runs the projections that take a GEMM and returns the others.
+func projectGEMMs(c *Ctx, x Tensor, t int, ws []QLinear, outs []Tensor) ([]QLinear, []Tensor) {
+	var gemmW, restW []QLinear
+	var gemmOut, restOut []Tensor
+	for i := range ws {
+		if useGEMM(c, t, x, ws[i], outs[i]) {
+			gemmW, gemmOut = append(gemmW, ws[i]), append(gemmOut, outs[i])
+		} else {
+			restW, restOut = append(restW, ws[i]), append(restOut, outs[i])
+		}
+	}
+	if c.Plan.MultiGEMM && len(gemmW) > 1 {
+		QGemmMulti(c, x, gemmW, gemmOut, c.Plan.ExactGEMM)
+	} else {
+		for i := range gemmW {
+			QGemm(c, x, gemmW[i], gemmOut[i], c.Plan.ExactGEMM)
+		}
+	}
+	return restW, restOut
+}
+
+// tiledMulti says whether the projections ws over one x take the
+// matrix-unit launch (QMatmulMultiTiled, or its conv twin on a decode step):
+// where the plan has it and one of them is a weight the matrix units take. A
+// step's fused in-projection and conv and a verify's projections must decide
+// alike, or a verify would not give a step's bits.
+func tiledMulti(c *Ctx, ws []QLinear) bool {
+	return c.Plan.TiledGEMV && slices.ContainsFunc(ws, func(w QLinear) bool { return TiledGEMV(c, w) })
+}
+
+// AddNorm is the residual add x += branch and normed = rms(x) under w, in
+// one launch where the plan fuses them (the same bits).
+func AddNorm(c *Ctx, x, branch, w, normed Tensor, eps float32) {
+	if c.Plan.AddNorm {
+		AddRMSNorm(c, x, branch, w, x, normed, eps)
+		return
+	}
+	Add(c, x, branch, x)
+	RMSNorm(c, x, w, normed, eps)
+}
+
+// ProjectConvFuses says whether the GDN in-projection ws of t tokens runs
+// with its conv in one launch (ProjectConv): a decode step's (not while
+// recording: the plain launch keeps no projection for a replay) where the
+// plan fuses both, and on the matrix units up to MultiConvTiledTokens tokens,
+// a verify's too, so that a verify takes the step's launch and its bits.
+func ProjectConvFuses(c *Ctx, ws []QLinear, t int, recording bool, kernelSize int) bool {
+	if !c.Plan.GDNConv || !c.Plan.Projections || kernelSize > ConvMaxKernel {
+		return false
+	}
+	if tiledMulti(c, ws) {
+		return t <= MultiConvTiledTokens
+	}
+	return t == 1 && !recording
+}
+
+// ProjectConv is the GDN in-projection and conv in one launch, the
+// projections as Project computes them; raw gets the first projection on the
+// matrix units' launch (unused by the other). Call it where ProjectConvFuses.
+func ProjectConv(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, raw, state, w Tensor, kernelSize int) {
+	if tiledMulti(c, ws) {
+		QMatmulMultiConvTiled(c, x, ws, outs, raw, state, w, kernelSize)
+		return
+	}
+	QMatmulMultiConv(c, x, ws, outs, state, w, kernelSize)
+}
