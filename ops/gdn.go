@@ -111,3 +111,18 @@ func GDNChunked(c *Ctx, conv, g, beta, prep, state, out Tensor, s GDNShape) {
 	c.dispatch("gdn_chunk_prep_f32", append(c.args(conv.Arg(), g.Arg(), beta.Arg(), prep.Arg()), dims[:]...)...)
 	c.dispatch("gdn_chunk_bf16", append(c.args(conv.Arg(), beta.Arg(), prep.Arg(), state.Arg(), out.Arg()), dims[:]...)...)
 }
+
+// GDNRule runs the gated delta rule over T tokens' convolved [q | k | v]
+// rows (conv bf16 [T, ConvDim]) and gate logits (a, b bf16 [T, Hv]),
+// advancing state f32 [Hv, Dv, Dk], into o bf16 [T, Hv, Dv]. A prompt goes
+// chunk by chunk (GDNGates into decay and beta f32 [T, Hv], then GDNChunked
+// with prep, GDNPrepShape's table); otherwise token by token, the gates
+// computed inside the recurrence (decay and beta unused).
+func GDNRule(c *Ctx, conv, aLogits, bLogits, aLog, dtBias, decay, beta, prep, state, o Tensor, shape GDNShape) {
+	if Prompt(c, conv.Shape[0]) && shape.Dk <= GDNChunkMaxDk {
+		GDNGates(c, aLogits, bLogits, aLog, dtBias, decay, beta)
+		GDNChunked(c, conv, decay, beta, prep, state, o, shape)
+		return
+	}
+	GDNRecurrence(c, conv, aLogits, bLogits, aLog, dtBias, state, o, shape)
+}

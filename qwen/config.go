@@ -196,6 +196,15 @@ func supported(t string) bool {
 }
 
 func (c *Config) validate() error {
+	if err := c.validateSizes(); err != nil {
+		return err
+	}
+	return c.validateShapes()
+}
+
+// validateSizes checks each size: positive where it must be, and below a
+// bound far above any released model.
+func (c *Config) validateSizes() error {
 	positive := []struct {
 		name string
 		v    int
@@ -236,6 +245,12 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s is %d: more than Bagel supports (%d); the config is broken", p.name, p.v, p.limit)
 		}
 	}
+	return nil
+}
+
+// validateShapes checks what the sizes must satisfy together: head counts
+// that divide, a routing the router kernels take, finite positive reals.
+func (c *Config) validateShapes() error {
 	if c.NumHeads%c.NumKVHeads != 0 {
 		return fmt.Errorf("num_attention_heads %d is not a multiple of num_key_value_heads %d", c.NumHeads, c.NumKVHeads)
 	}

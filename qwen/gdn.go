@@ -95,14 +95,7 @@ func (g *gatedDeltaNet) ruleOnConv(c *ops.Ctx, cfg *Config, st *layerCache, conv
 	t, shape, s := conv.Shape[0], g.shape(cfg), c.Scratch
 	decay, beta := s.Get(ops.F32, t, shape.Hv), s.Get(ops.F32, t, shape.Hv)
 	o := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
-	switch {
-	case ops.Prompt(c, t) && shape.Dk <= ops.GDNChunkMaxDk: // a prompt: chunk by chunk
-		ops.GDNGates(c, aLogits, bLogits, g.aLog, g.dtBias, decay, beta)
-		ops.GDNChunked(c, conv, decay, beta, g.shared.gdnPrep, st.state, o, shape)
-		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
-	default: // the gates are computed inside the recurrence
-		ops.GDNRecurrence(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, o, shape)
-		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
-	}
+	ops.GDNRule(c, conv, aLogits, bLogits, g.aLog, g.dtBias, decay, beta, g.shared.gdnPrep, st.state, o, shape)
+	ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	return o
 }

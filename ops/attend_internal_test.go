@@ -1,4 +1,4 @@
-package qwen
+package ops
 
 import "testing"
 

@@ -1,0 +1,114 @@
+package ops
+
+// The choice of attention launches (Attend) and the scratch its split paths
+// take (SplitPartial, PromptPartial).
+
+// Split-KV attention serves decode (and the few queries of a speculative
+// verify) once the context is long enough that one threadgroup per head would
+// idle the GPU; below splitKVMinContext keys, and for prefill, the one-kernel
+// attention keeps prefill and decode bit-identical. That happens early: at
+// the 35B-A3B's shapes (16 q-heads) attention_bf16 took 15 µs a layer at 155
+// keys, and with a threshold of 1024 decode after 512 tokens ran at 359.6
+// tok/s (GPU 2.77 ms a token) against 472 (2.10) from 128 keys on (H200,
+// `bagel bench --long 128,256,512,1000,2000`); 256 left 128–255 keys slow.
+// Measured on CUDA only: on a Mac, whose GPU has fewer cores for the 16
+// threadgroups to fill, the best threshold may be higher (never run there).
+const (
+	splitKVMaxQueries = 16
+	splitKVMinContext = 128
+)
+
+// promptPartialBytes bounds the prompt path's split-KV partials.
+const promptPartialBytes = 64 << 20
+
+// prefillSplits is how many ranges a prompt of t tokens cuts each query's keys
+// into on the split-KV path: one per 4096 keys of capacity, 1 to 4, and fewer
+// where the partials (t·hq·splits·(d+2) floats: 34 MB for a chunk of 512 at the
+// 35B-A3B's heads and 4 ranges) would pass promptPartialBytes. A prompt has
+// many queries already, so few ranges fill the GPU.
+func prefillSplits(capacity, t, hq, d int) int {
+	per := max(1, t*hq*(d+2)*4)
+	return max(1, min(4, capacity/4096, promptPartialBytes/per))
+}
+
+// SplitPartial takes, from a forward's scratch, split-KV decode attention's
+// f32 partials [splitKVMaxQueries, hq, splits, d+2] where the plan splits
+// decode attention: taken at a fixed size whatever t and the context length,
+// so that a step's scratch layout never depends on either (Arena serves
+// requests by their order), and returned (cut to t by Attend) only for a
+// forward of at most splitKVMaxQueries tokens; a zero Tensor otherwise.
+func SplitPartial(c *Ctx, t, capacity, hq, d int) Tensor {
+	if !c.Plan.SplitKV {
+		return Tensor{}
+	}
+	full := c.Scratch.Get(F32, splitKVMaxQueries, hq, SplitKVSplits(capacity), d+2)
+	if t > splitKVMaxQueries {
+		return Tensor{}
+	}
+	return full
+}
+
+// PromptPartial takes the prompt path's split-KV partials, f32 [t, hq,
+// splits, d+2], where the plan runs a prompt's attention on the split-KV
+// kernels (not as flash attention): taken by every forward (sized by t),
+// returned only for a prompt.
+func PromptPartial(c *Ctx, t, capacity, hq, d int) Tensor {
+	if !c.Plan.PrefillSplit || promptFlash(c, d) {
+		return Tensor{}
+	}
+	p := c.Scratch.Get(F32, t, hq, prefillSplits(capacity, t, hq, d), d+2)
+	if !Prompt(c, t) {
+		return Tensor{}
+	}
+	return p
+}
+
+// promptFlash reports whether a prompt's attention runs as AttentionFlash.
+func promptFlash(c *Ctx, d int) bool { return c.Plan.PrefillFlash && FlashAttention(c, d) }
+
+// Attend computes causal attention of q bf16 [T, Hq, D] (at positions kvLen−T..)
+// over the cache's first kvLen keys and values [Hkv, capacity, D] into out
+// [T, Hq, D], scaled by scale. The plan picks: decode past splitKVMinContext
+// keys split across threadgroups (on the matrix units with SplitKVTiled); a
+// prompt as flash attention on the matrix units, else on the split-KV kernels
+// (each kv-head's keys read once for its q-heads); else one threadgroup a
+// head. partial and promptPartial are SplitPartial's and PromptPartial's.
+func Attend(c *Ctx, q, keys, values, out Tensor, kvLen int, scale float32, partial, promptPartial Tensor) {
+	t, hq, hkv, d := q.Shape[0], q.Shape[1], keys.Shape[0], q.Shape[2]
+	switch {
+	case partial.Buf != nil && kvLen >= splitKVMinContext && SplitKVFits(hq, hkv):
+		if c.Plan.SplitKVTiled && SplitKVTiledFits(c, t, hq, hkv, d) {
+			splits := SplitKVTiledSplits(keys.Shape[1])
+			AttentionSplitKVTiled(c, q, keys, values, out, View(partial, 0, F32, []int{t, hq, splits, d + 2}), kvLen, scale, splits)
+			return
+		}
+		splits := SplitKVSplits(keys.Shape[1])
+		AttentionSplitKV(c, q, keys, values, out, View(partial, 0, F32, []int{t, hq, splits, d + 2}), kvLen, scale, splits)
+	case c.Plan.PrefillFlash && Prompt(c, t) && FlashAttention(c, d):
+		// A prompt on the matrix units: a tile of queries reads a key once.
+		AttentionFlash(c, q, keys, values, out, kvLen, scale)
+	case promptPartial.Buf != nil && SplitKVFits(hq, hkv):
+		// A prompt: each kv-head's keys and values are read once for all its
+		// q-heads, where attention_bf16 reads them once per q-head and query.
+		AttentionSplitKV(c, q, keys, values, out, promptPartial, kvLen, scale, promptPartial.Shape[2])
+	default:
+		Attention(c, q, keys, values, out, kvLen, scale)
+	}
+}
+
+// AttnPreamble is attention's preamble for T tokens at positions pos0..: qp
+// bf16 [T, Hq, 2D] split into the query (normed by qNorm, rotated) and its
+// gate, k normed by kNorm and rotated, and k and v appended to the cache at
+// pos0. One launch where the plan fuses it (attn_prep_bf16).
+func AttnPreamble(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, keys, values Tensor, rotaryDims, pos0 int, theta, eps float32) {
+	if c.Plan.AttnPrep && q.Shape[2] <= AttnPrepMaxD {
+		AttnPrep(c, qp, k, v, qNorm, kNorm, q, gate, keys, values, rotaryDims, pos0, theta, eps)
+		return
+	}
+	SplitQGate(c, qp, q, gate)
+	RMSNorm(c, q, qNorm, q, eps)
+	RMSNorm(c, k, kNorm, k, eps)
+	RoPE(c, q, rotaryDims, pos0, theta)
+	RoPE(c, k, rotaryDims, pos0, theta)
+	KVAppend(c, k, v, keys, values, pos0)
+}

@@ -1,0 +1,102 @@
+package ops
+
+// Experts is a mixture-of-experts block: a router, E experts of SwiGLU MLPs
+// (stacked [E, ...]) of which each token takes the top K, weighted by the
+// router's softmax (renormalised over the K when NormTopK), and a shared
+// expert gated by sigmoid(x·SharedExpertGate). Qwen3.5-MoE's block
+// (MLX_QWEN35.md §3).
+type Experts struct {
+	Router                           QLinear // [E, hidden]
+	Gate, Up, Down                   QLinear // stacked experts
+	SharedGate, SharedUp, SharedDown QLinear
+	SharedExpertGate                 QLinear // [1, hidden]
+	K                                int
+	NormTopK                         bool
+}
+
+// moeDownMaxSlots is the fused down's limit on the routed experts plus the
+// shared one (kernels' MOE_MAX_SLOTS); a model routing to more takes the
+// unfused path.
+const moeDownMaxSlots = 32
+
+// moeSortMaxExperts is moe_sort_i32's limit on the experts (kernels'
+// MOE_SORT_MAX_EXPERTS); a model with more takes the GEMV path for its experts.
+const moeSortMaxExperts = 1024
+
+// MoE computes the block for x bf16 [T, hidden] (normed) into out bf16 [T,
+// hidden]: out = Σ_k w_k·expert_k(x) + sigmoid(x·g)·shared(x). The plan picks
+// how: a prompt sorts the (token, expert) pairs and runs each expert's
+// weights once over its tokens as grouped GEMMs; a step runs the experts'
+// gate and up with the shared expert's in one launch (on the matrix units
+// with TiledGEMV, a step's and a verify's alike), and the down projections
+// with their weighted sum and the shared expert's down and gate in another;
+// the unfused ops are the reference.
+func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
+	t, k, hidden, inter, ne := x.Shape[0], m.K, m.Down.Out, m.Gate.Out, m.Gate.Experts
+	s := c.Scratch
+	// What reads x: the router, the shared expert's gate and up, its scalar gate.
+	routerLogits := s.Get(BF16, t, ne)
+	sg, su := s.Get(BF16, t, m.SharedGate.Out), s.Get(BF16, t, m.SharedUp.Out)
+	gateLogit := s.Get(BF16, t)
+	// Every forward asks for the same scratch in the same order whatever its
+	// path (Arena): the prompt path's tensors are taken on the decode path too.
+	ids, weights := s.Get(I32, t, k), s.Get(BF16, t, k)
+	gate, up := s.Get(BF16, t, k, inter), s.Get(BF16, t, k, inter)
+	y := s.Get(BF16, t, k, hidden)
+	perm, tiles := s.Get(I32, t*k), s.Get(I32, ExpertTileRows(t, k, ne), 3)
+	routed, sharedOut := s.Get(BF16, t, hidden), s.Get(BF16, t, hidden)
+	grouped := Prompt(c, t) && ne <= moeSortMaxExperts && inter%32 == 0 && hidden%32 == 0 &&
+		x.Off%16 == 0 && gate.Off%16 == 0
+	// The decode path's experts and shared expert in one launch (moe_up_bf16):
+	// then only the router and the scalar gate are projected here.
+	fusedUp := !grouped && c.Plan.ExpertSwiGLU && MoEUpFits(m.Gate, m.SharedGate, m.SharedUp)
+	// TiledGEMV: the experts on the matrix units (moe_up_mma_bf16), for a
+	// step and a verify alike, so that their bits agree.
+	tiledUp := fusedUp && c.Plan.TiledGEMV && MoEUpTiledFits(c, m.Gate, m.SharedGate, m.SharedUp)
+	if fusedUp {
+		Project(c, x, []QLinear{m.Router, m.SharedExpertGate}, []Tensor{routerLogits, gateLogit})
+	} else {
+		Project(c, x, []QLinear{m.Router, m.SharedGate, m.SharedUp, m.SharedExpertGate},
+			[]Tensor{routerLogits, sg, su, gateLogit})
+	}
+	RouterTopK(c, routerLogits, ids, weights, m.NormTopK)
+	switch {
+	case tiledUp:
+		MoEUpTiled(c, x, ids, m.Gate, m.Up, gate, m.SharedGate, m.SharedUp, sg)
+	case fusedUp:
+		MoEUp(c, x, ids, m.Gate, m.Up, gate, m.SharedGate, m.SharedUp, sg)
+	case grouped:
+		// A prompt: the pairs sorted by expert, each expert's weights read once
+		// per tile of its pairs.
+		sorted := SortByExpert(c, ids, ne, perm, tiles)
+		QGemmGather(c, x, sorted, m.Gate, gate, false, c.Plan.ExactGEMM)
+		QGemmGather(c, x, sorted, m.Up, up, false, c.Plan.ExactGEMM)
+		SwiGLU(c, gate, up, gate)
+	case c.Plan.ExpertSwiGLU:
+		QMatmulGatherSwiGLU(c, x, ids, m.Gate, m.Up, gate)
+	default:
+		QMatmulGather(c, x, ids, m.Gate, gate, false)
+		QMatmulGather(c, x, ids, m.Up, up, false)
+		SwiGLU(c, gate, up, gate)
+	}
+	if !fusedUp {
+		SwiGLU(c, sg, su, sg)
+	}
+	switch {
+	case grouped:
+		QGemmGather(c, gate, ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: ne}, m.Down, y, true, c.Plan.ExactGEMM)
+	case tiledUp && t <= MoEDownTiledTokens && MoEDownTiledFits(c, m.Down, m.SharedDown, k):
+		// With moe_up_mma_bf16, a step's and a verify's (at most 16 tokens) alike.
+		MoEDownTiled(c, gate, ids, weights, m.Down, sg, m.SharedDown, gateLogit, out, true)
+		return
+	case c.Plan.MoEDown && k+1 <= moeDownMaxSlots:
+		// The router's top-k ran two dispatches back.
+		MoEDown(c, gate, ids, weights, m.Down, sg, m.SharedDown, gateLogit, out, true)
+		return
+	default:
+		QMatmulGather(c, gate, ids, m.Down, y, true)
+	}
+	MoECombine(c, y, weights, routed)
+	Linear(c, sg, m.SharedDown, sharedOut)
+	AddSigmoidScaled(c, routed, sharedOut, gateLogit, out)
+}
