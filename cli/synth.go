@@ -25,6 +25,7 @@ func runSynth(args []string, out, errOut io.Writer) error {
 	groupSize := fs.Int("group-size", 0, "override the quantization group size (32, 64 or 128)")
 	vocab := fs.Int("vocab", 0, "override the vocabulary size (to match a tokenizer given with --tokenizer)")
 	seed := fs.Uint64("seed", 1, "random seed")
+	mtp := fs.Bool("mtp", false, "add a multi-token-prediction head (mtp.*, quantized as the rest) for --speculative mtp")
 	tokenizerDir := fs.String("tokenizer", "", "copy tokenizer.json, tokenizer_config.json and chat_template.jinja from this model folder")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -60,6 +61,7 @@ func runSynth(args []string, out, errOut io.Writer) error {
 			*o.dst = o.v
 		}
 	}
+	shape.MTP = *mtp
 	if shape.TopK > shape.Experts && shape.Experts > 0 {
 		return fmt.Errorf("--experts %d is fewer than the %d experts each token uses", shape.Experts, shape.TopK)
 	}

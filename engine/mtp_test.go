@@ -139,3 +139,32 @@ func TestMTPMissingIsSaid(t *testing.T) {
 		t.Errorf("with the switch on and no head: %v (%d drafts), plain %v", got, done.Stats.DraftProposed, plain)
 	}
 }
+
+// TestMTPMixtureOfExperts: a mixture-of-experts model's MTP head (its layer's
+// experts block under mtp.layers.0.mlp, as bagel synth --mtp writes it) loads
+// and drafts, and greedy replies drafted by it are the plain ones (random
+// weights: its guesses are rarely kept, every rollback path runs).
+func TestMTPMixtureOfExperts(t *testing.T) {
+	defer switches.Reset(SwitchSpeculativeMTP)
+	dir := t.TempDir()
+	testmodel.WriteRandom(t, dir, testmodel.Spec{ModelType: "qwen3_5_moe", Hidden: 128, Layers: 4, Interval: 2,
+		Heads: 2, KVHeads: 1, HeadDim: 256, Hk: 2, Hv: 4, Dk: 64, Dv: 64, ConvKernel: 4,
+		Experts: 8, TopK: 2, MoEInter: 64, Share: 64, Vocab: 1024, Bits: 4, GroupSize: 64, RouterBits: 8, MTP: true})
+	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if why := e.MTPStatus(); why != "" {
+		t.Fatalf("MTPStatus() = %q", why)
+	}
+	req := Request{PromptIDs: []int32{5, 77, 301, 9, 640, 12, 88, 3}, MaxTokens: 30, IgnoreStop: true, DraftLength: 2}
+	plain, _ := generateWith(t, e, SwitchSpeculativeMTP, false, req)
+	spec, done := generateWith(t, e, SwitchSpeculativeMTP, true, req)
+	if !slices.Equal(plain, spec) {
+		t.Errorf("MTP %v\nplain %v", spec, plain)
+	}
+	if done.Stats.DraftProposed == 0 {
+		t.Error("the MoE model's head proposed no guess")
+	}
+}

@@ -28,9 +28,9 @@ import (
 // Checkpoints: the tensors mtp.* (transformers' names) in the model's files,
 // or in mtp.safetensors beside them (Qwen's releases ship it; mlx-lm
 // conversions drop the head). Bagel takes them quantized, with the norms'
-// +1 folded in as in the rest of an MLX checkpoint (the demo model's form);
-// Qwen's bf16 release form, and the MoE models' MTP layer, are not read yet
-// (Model.MTPProblem says so).
+// +1 folded in and a MoE layer's experts as switch_mlp, as in the rest of an
+// MLX checkpoint (the demo model's form, and bagel synth --mtp's); Qwen's bf16
+// release form is not read yet (Model.MTPProblem says so).
 
 // mtpHead is the bound MTP head.
 type mtpHead struct {
@@ -59,15 +59,15 @@ func (m *Model) bindMTP() error {
 		return nil
 	}
 	switch {
-	case cfg.IsMoE():
-		m.MTPProblem = "the checkpoint has an MTP head, but Bagel does not run the MTP layer of a mixture-of-experts model yet"
-		return nil
 	case w.DType != "U32":
 		m.MTPProblem = fmt.Sprintf("the checkpoint's MTP head is %s, but Bagel reads it quantized only (as mtp.safetensors of an MLX conversion)", w.DType)
 		return nil
 	}
 	h := &mtpHead{}
 	h.layer = &layer{mixer: &attention{shared: &h.shared}, ffn: &denseMLP{}}
+	if cfg.IsMoE() { // the model's experts block, under mtp.layers.0.mlp (MLX names: switch_mlp)
+		h.layer.ffn = &sparseMoE{}
+	}
 	hid := cfg.HiddenSize
 	ws := []weight{
 		norm(&h.embedNorm, "mtp.pre_fc_norm_embedding.weight", hid),

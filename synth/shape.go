@@ -30,6 +30,9 @@ type Shape struct {
 	Tied                       bool
 	RopeTheta, PartialRotary   float64
 	MaxPosition                int
+	// MTP adds a multi-token-prediction head (mtp.*: fc, its norms and one
+	// full-attention layer with the model's MLP or MoE), quantized as the rest.
+	MTP bool
 }
 
 // Quant is the MLX affine quantization of the checkpoint.

@@ -95,18 +95,46 @@ func plan(s Shape, q Quant) (tensors []tensor, overrides map[string]any) {
 	if router == 0 {
 		router = q.Bits
 	}
+	attention := func(a string) {
+		qlin(a+"q_proj", s.Heads*s.HeadDim*2, s.Hidden, 0, q.Bits) // per head [query | gate]
+		qlin(a+"k_proj", s.KVHeads*s.HeadDim, s.Hidden, 0, q.Bits)
+		qlin(a+"v_proj", s.KVHeads*s.HeadDim, s.Hidden, 0, q.Bits)
+		qlin(a+"o_proj", s.Hidden, s.Heads*s.HeadDim, 0, q.Bits)
+		norm(a+"q_norm.weight", s.HeadDim)
+		norm(a+"k_norm.weight", s.HeadDim)
+	}
+	mlp := func(m string) {
+		if s.ModelType == "qwen3_5_moe" {
+			qlin(m+"gate", s.Experts, s.Hidden, 0, router)
+			qlin(m+"switch_mlp.gate_proj", s.MoEInter, s.Hidden, s.Experts, q.Bits)
+			qlin(m+"switch_mlp.up_proj", s.MoEInter, s.Hidden, s.Experts, q.Bits)
+			qlin(m+"switch_mlp.down_proj", s.Hidden, s.MoEInter, s.Experts, q.Bits)
+			qlin(m+"shared_expert.gate_proj", s.SharedInter, s.Hidden, 0, q.Bits)
+			qlin(m+"shared_expert.up_proj", s.SharedInter, s.Hidden, 0, q.Bits)
+			qlin(m+"shared_expert.down_proj", s.Hidden, s.SharedInter, 0, q.Bits)
+			qlin(m+"shared_expert_gate", 1, s.Hidden, 0, router)
+			return
+		}
+		qlin(m+"gate_proj", s.Intermediate, s.Hidden, 0, q.Bits)
+		qlin(m+"up_proj", s.Intermediate, s.Hidden, 0, q.Bits)
+		qlin(m+"down_proj", s.Hidden, s.Intermediate, 0, q.Bits)
+	}
+	if s.MTP { // the demo model's form: quantized, norms with the +1 folded in
+		norm("mtp.pre_fc_norm_embedding.weight", s.Hidden)
+		norm("mtp.pre_fc_norm_hidden.weight", s.Hidden)
+		norm("mtp.norm.weight", s.Hidden)
+		qlin("mtp.fc", s.Hidden, 2*s.Hidden, 0, q.Bits)
+		norm("mtp.layers.0.input_layernorm.weight", s.Hidden)
+		norm("mtp.layers.0.post_attention_layernorm.weight", s.Hidden)
+		attention("mtp.layers.0.self_attn.")
+		mlp("mtp.layers.0.mlp.")
+	}
 	for i := range s.Layers {
 		l := p + "layers." + strconv.Itoa(i) + "."
 		norm(l+"input_layernorm.weight", s.Hidden)
 		norm(l+"post_attention_layernorm.weight", s.Hidden)
 		if (i+1)%s.Interval == 0 {
-			a := l + "self_attn."
-			qlin(a+"q_proj", s.Heads*s.HeadDim*2, s.Hidden, 0, q.Bits) // per head [query | gate]
-			qlin(a+"k_proj", s.KVHeads*s.HeadDim, s.Hidden, 0, q.Bits)
-			qlin(a+"v_proj", s.KVHeads*s.HeadDim, s.Hidden, 0, q.Bits)
-			qlin(a+"o_proj", s.Hidden, s.Heads*s.HeadDim, 0, q.Bits)
-			norm(a+"q_norm.weight", s.HeadDim)
-			norm(a+"k_norm.weight", s.HeadDim)
+			attention(l + "self_attn.")
 		} else {
 			g := l + "linear_attn."
 			qlin(g+"in_proj_qkv", convDim, s.Hidden, 0, q.Bits)
@@ -120,21 +148,7 @@ func plan(s Shape, q Quant) (tensors []tensor, overrides map[string]any) {
 			add(g+"dt_bias", "BF16", []int{s.Hv}, fill{kind: 'n', std: 0.3})
 			norm(g+"norm.weight", s.Dv)
 		}
-		m := l + "mlp."
-		if s.ModelType == "qwen3_5_moe" {
-			qlin(m+"gate", s.Experts, s.Hidden, 0, router)
-			qlin(m+"switch_mlp.gate_proj", s.MoEInter, s.Hidden, s.Experts, q.Bits)
-			qlin(m+"switch_mlp.up_proj", s.MoEInter, s.Hidden, s.Experts, q.Bits)
-			qlin(m+"switch_mlp.down_proj", s.Hidden, s.MoEInter, s.Experts, q.Bits)
-			qlin(m+"shared_expert.gate_proj", s.SharedInter, s.Hidden, 0, q.Bits)
-			qlin(m+"shared_expert.up_proj", s.SharedInter, s.Hidden, 0, q.Bits)
-			qlin(m+"shared_expert.down_proj", s.Hidden, s.SharedInter, 0, q.Bits)
-			qlin(m+"shared_expert_gate", 1, s.Hidden, 0, router)
-		} else {
-			qlin(m+"gate_proj", s.Intermediate, s.Hidden, 0, q.Bits)
-			qlin(m+"up_proj", s.Intermediate, s.Hidden, 0, q.Bits)
-			qlin(m+"down_proj", s.Hidden, s.Intermediate, 0, q.Bits)
-		}
+		mlp(l + "mlp.")
 	}
 	sort.Slice(tensors, func(i, j int) bool { return tensors[i].name < tensors[j].name })
 	return tensors, overrides

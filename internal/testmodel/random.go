@@ -18,6 +18,7 @@ type Spec struct {
 	Bits, GroupSize                int // global quantization
 	RouterBits                     int // per-layer override of mlp.gate / shared_expert_gate (MoE)
 	Tied                           bool
+	MTP                            bool // a multi-token-prediction head (synth.Shape.MTP)
 }
 
 // WriteRandom writes a random checkpoint of spec into dir with package synth (one
@@ -31,7 +32,7 @@ func WriteRandom(t testing.TB, dir string, s Spec) {
 		Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, Hk: s.Hk, Hv: s.Hv, Dk: s.Dk, Dv: s.Dv,
 		ConvKernel: s.ConvKernel, Intermediate: s.Intermediate, Experts: s.Experts, TopK: s.TopK,
 		MoEInter: s.MoEInter, SharedInter: s.Share, Vocab: s.Vocab, Tied: s.Tied,
-		RopeTheta: 1e6, PartialRotary: 0.5,
+		RopeTheta: 1e6, PartialRotary: 0.5, MTP: s.MTP,
 	}
 	quant := synth.Quant{Bits: s.Bits, GroupSize: s.GroupSize, RouterBits: s.RouterBits}
 	if err := synth.Write(dir, synth.Options{Shape: shape, Quant: quant, Seed: uint64(s.Hidden)}); err != nil {
