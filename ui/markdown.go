@@ -8,12 +8,16 @@ import (
 
 // Fyne's Markdown renderer knows no tables: a GitHub-style table would show as
 // one line of pipes. tablesAsText turns each table outside a code block into
-// a fenced block of aligned columns, which the renderer shows monospaced.
+// a fenced block drawn as a grid (box-drawing rules between the cells, each
+// column aligned as its delimiter row says: ---: right, :---: centred), which
+// the renderer shows monospaced. It also keeps math untouched (mathAsCode).
 
 var tableDelimiter = regexp.MustCompile(`^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$`)
 
-// tablesAsText rewrites the tables of md as aligned plain-text blocks.
+// tablesAsText rewrites the tables of md as aligned plain-text grids, and
+// its math as code (mathAsCode).
 func tablesAsText(md string) string {
+	md = mathAsCode(md)
 	if !strings.Contains(md, "|") {
 		return md
 	}
@@ -30,11 +34,12 @@ func tablesAsText(md string) string {
 			continue
 		}
 		rows := [][]string{tableCells(line)}
+		align := tableAlignment(lines[i+1])
 		j := i + 2
 		for ; j < len(lines) && strings.Contains(lines[j], "|") && strings.TrimSpace(lines[j]) != ""; j++ {
 			rows = append(rows, tableCells(lines[j]))
 		}
-		out = append(out, alignedTable(rows)...)
+		out = append(out, alignedTable(rows, align)...)
 		i = j - 1
 	}
 	return strings.Join(out, "\n")
@@ -52,9 +57,28 @@ func tableCells(line string) []string {
 	return cells
 }
 
-// alignedTable lays rows out in padded columns, a rule under the header, in
-// a fenced block.
-func alignedTable(rows [][]string) []string {
+// tableAlignment reads a delimiter row's alignment per column: 'l' (---
+// or :---), 'r' (---:) or 'c' (:---:).
+func tableAlignment(delimiter string) []byte {
+	var align []byte
+	for _, c := range tableCells(delimiter) {
+		left, right := strings.HasPrefix(c, ":"), strings.HasSuffix(c, ":")
+		switch {
+		case left && right:
+			align = append(align, 'c')
+		case right:
+			align = append(align, 'r')
+		default:
+			align = append(align, 'l')
+		}
+	}
+	return align
+}
+
+// alignedTable lays rows out as a grid in a fenced block: cells padded to
+// their column's width as align says (a missing entry is 'l'), "│" between
+// them, and a rule of "─" crossed by "┼" under the header.
+func alignedTable(rows [][]string, align []byte) []string {
 	var widths []int
 	for _, r := range rows {
 		for i, c := range r {
@@ -64,30 +88,97 @@ func alignedTable(rows [][]string) []string {
 			widths[i] = max(widths[i], utf8.RuneCountInString(c))
 		}
 	}
+	pad := func(c string, w int, a byte) string {
+		gap := w - utf8.RuneCountInString(c)
+		switch a {
+		case 'r':
+			return strings.Repeat(" ", gap) + c
+		case 'c':
+			return strings.Repeat(" ", gap/2) + c + strings.Repeat(" ", gap-gap/2)
+		}
+		return c + strings.Repeat(" ", gap)
+	}
 	format := func(r []string) string {
 		var b strings.Builder
 		for i, w := range widths {
-			c := ""
+			c, a := "", byte('l')
 			if i < len(r) {
 				c = r[i]
 			}
-			if i > 0 {
-				b.WriteString("  ")
+			if i < len(align) {
+				a = align[i]
 			}
-			b.WriteString(c + strings.Repeat(" ", w-utf8.RuneCountInString(c)))
+			if i > 0 {
+				b.WriteString(" │ ")
+			}
+			b.WriteString(pad(c, w, a))
 		}
 		return strings.TrimRight(b.String(), " ")
 	}
-	out := []string{"```", format(rows[0])}
 	rule := make([]string, len(widths))
 	for i, w := range widths {
-		rule[i] = strings.Repeat("-", w)
+		rule[i] = strings.Repeat("─", w)
 	}
-	out = append(out, format(rule))
+	out := []string{"```", format(rows[0]), strings.Join(rule, "─┼─")}
 	for _, r := range rows[1:] {
 		out = append(out, format(r))
 	}
 	return append(out, "```")
+}
+
+// Math: a model writes $…$ and $$…$$ (TeX), which the Markdown renderer would
+// alter (a*b*c loses its stars to italics, x_1 + y_2 its underscores) and
+// Bagel does not typeset. mathAsCode shows it as written, as code: display
+// math ($$ on lines of its own, or a whole line $$…$$) as a fenced block,
+// inline math as a code span. Inline math follows pandoc's rule, so prices
+// stay text: the opening $ is followed by a non-space, the closing $ is
+// preceded by a non-space and not followed by a digit.
+var inlineMath = regexp.MustCompile(`(^|[^$\\])\$([^\s$](?:[^$\n]*[^\s$\\])?)\$([^0-9$]|$)`)
+
+// mathAsCode rewrites md's math, outside code blocks and spans, as code.
+func mathAsCode(md string) string {
+	if !strings.Contains(md, "$") {
+		return md
+	}
+	lines := strings.Split(md, "\n")
+	var out []string
+	inCode, inMath := false, false
+	for _, line := range lines {
+		t := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(t, "```") && !inMath:
+			inCode = !inCode
+			out = append(out, line)
+		case inCode:
+			out = append(out, line)
+		case t == "$$":
+			inMath = !inMath
+			out = append(out, "```")
+		case inMath:
+			out = append(out, line)
+		case len(t) > 4 && strings.HasPrefix(t, "$$") && strings.HasSuffix(t, "$$"):
+			out = append(out, "```", strings.TrimSpace(t[2:len(t)-2]), "```")
+		default:
+			out = append(out, inlineMathAsCode(line))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// inlineMathAsCode turns a line's inline math into code spans, leaving its
+// code spans alone.
+func inlineMathAsCode(line string) string {
+	if !strings.Contains(line, "$") {
+		return line
+	}
+	parts := strings.Split(line, "`")
+	for i := 0; i < len(parts); i += 2 { // even parts lie outside code spans
+		parts[i] = inlineMath.ReplaceAllStringFunc(parts[i], func(m string) string {
+			sub := inlineMath.FindStringSubmatch(m)
+			return sub[1] + "`$" + sub[2] + "$`" + sub[3]
+		})
+	}
+	return strings.Join(parts, "`")
 }
 
 // codeBlocks returns the contents of md's fenced code blocks, in order; an

@@ -12,9 +12,17 @@ import (
 	"bagel/store"
 )
 
+// TestTablesAsText: a table becomes a grid whose columns keep their
+// delimiter row's alignment (left, centred, right); a table in a code block
+// and pipes without a delimiter row stay as they are.
 func TestTablesAsText(t *testing.T) {
-	in := "Toppings:\n\n| Bagel | Topping |\n|---|:---:|\n| plain | cream cheese |\n| sesame | lox |\n\nEnjoy.\n```\n| not | a table |\n|---|---|\n```"
-	want := "Toppings:\n\n```\nBagel   Topping\n------  ------------\nplain   cream cheese\nsesame  lox\n```\n\nEnjoy.\n```\n| not | a table |\n|---|---|\n```"
+	in := "Toppings:\n\n| Bagel | Topping | Price |\n|---|:---:|---:|\n| plain | cream cheese | 2.50 |\n| sesame | lox | 11 |\n\nEnjoy.\n```\n| not | a table |\n|---|---|\n```"
+	want := "Toppings:\n\n```\n" +
+		"Bagel  │   Topping    │ Price\n" +
+		"───────┼──────────────┼──────\n" +
+		"plain  │ cream cheese │  2.50\n" +
+		"sesame │     lox      │    11\n" +
+		"```\n\nEnjoy.\n```\n| not | a table |\n|---|---|\n```"
 	if got := tablesAsText(in); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
@@ -60,7 +68,7 @@ func TestCopyCode(t *testing.T) {
 	if got := h.a.fyne.Clipboard().Content(); got != "make test" {
 		t.Errorf("clipboard %q, want the code", got)
 	}
-	if text := v.text(); strings.Contains(text, "|---|") || !strings.Contains(text, "a  b") {
+	if text := v.text(); strings.Contains(text, "|---|") || !strings.Contains(text, "a │ b") {
 		t.Errorf("the table shows as %q", text)
 	}
 }
@@ -163,5 +171,29 @@ func TestLongParagraphCut(t *testing.T) {
 		if got := longParagraphCut(md); got != 0 {
 			t.Errorf("%s: cut at %d, want none", name, got)
 		}
+	}
+}
+
+// TestMathShownAsWritten: TeX math is shown as written (as code), not given to
+// the Markdown renderer, which would eat its stars and underscores; prices,
+// code spans and code blocks are left alone.
+func TestMathShownAsWritten(t *testing.T) {
+	for in, want := range map[string]string{
+		"The area is $\\pi r^2$ and $a*b*c$.":     "The area is `$\\pi r^2$` and `$a*b*c$`.",
+		"It costs $5 and $10, or $ 3 $.":          "It costs $5 and $10, or $ 3 $.",
+		"Sum:\n$$\nx_1 + y_2\n$$\ndone":           "Sum:\n```\nx_1 + y_2\n```\ndone",
+		"  $$e^{i\\pi} + 1 = 0$$":                  "```\ne^{i\\pi} + 1 = 0\n```",
+		"Code `$x_1$` stays; so does $$ alone?":   "Code `$x_1$` stays; so does $$ alone?",
+		"```\n$a*b$\n```\nthen $x_i$ here":        "```\n$a*b$\n```\nthen `$x_i$` here",
+		"no dollars here":                         "no dollars here",
+	} {
+		if got := tablesAsText(in); got != want {
+			t.Errorf("%q\ngave %q\nwant %q", in, got, want)
+		}
+	}
+	// Through the renderer: the stars and underscores survive.
+	rt := widget.NewRichTextFromMarkdown(tablesAsText("Let $a*b*c = x_1 + y_2$ hold."))
+	if got := rt.String(); !strings.Contains(got, "a*b*c = x_1 + y_2") {
+		t.Errorf("rendered: %q", got)
 	}
 }
