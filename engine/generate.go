@@ -428,7 +428,7 @@ func (g *generation) decode(req Request, plan *decodePlan, prompt []int32, id in
 			reason = ReasonCancelled
 			break
 		}
-		if reason = g.ended(req, st); reason != "" {
+		if reason = g.ended(req, st, len(pending)); reason != "" {
 			break
 		}
 		if len(pending) == 0 {
@@ -459,12 +459,15 @@ func (g *generation) decode(req Request, plan *decodePlan, prompt []int32, id in
 	return nil
 }
 
-// ended is why the reply ends after the token just sent ("" : it goes on).
-func (g *generation) ended(req Request, st *Stats) string {
+// ended is why the reply ends after the token just sent ("" : it goes on);
+// pending are the tokens a speculative step already made after it, which
+// are sent before the context counts as full (the step that made them filled
+// it: KVLength counts them).
+func (g *generation) ended(req Request, st *Stats, pending int) string {
 	switch {
 	case req.MaxTokens > 0 && st.GeneratedTokens >= req.MaxTokens:
 		return ReasonLength
-	case st.KVLength >= g.e.ContextLength():
+	case st.KVLength >= g.e.ContextLength() && pending == 0:
 		return ReasonContext
 	case g.ctx.Err() != nil:
 		return ReasonCancelled

@@ -1,10 +1,19 @@
 package engine
 
 import (
+	"encoding/binary"
+	"encoding/json"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"bagel/backend"
+	"bagel/drafter"
 	"bagel/internal/testmodel"
 	"bagel/switches"
 	"bagel/tokenizer"
@@ -166,5 +175,138 @@ func TestMTPMixtureOfExperts(t *testing.T) {
 	}
 	if done.Stats.DraftProposed == 0 {
 		t.Error("the MoE model's head proposed no guess")
+	}
+}
+
+// TestSpeculativeFillsTheContextAsPlain: a greedy reply that runs to the end
+// of the context gives the plain reply's tokens with any drafter. A
+// speculative step's tokens used to stop at the first one sent after the
+// step that filled the cache (its later tokens, already made, were dropped:
+// 26 of 30 tokens with oracle drafts of 2, 29 with the MTP head).
+func TestSpeculativeFillsTheContextAsPlain(t *testing.T) {
+	defer switches.Reset(SwitchSpeculative, SwitchSpeculativeMTP)
+	dir, req := mtpCase(t, 0)
+	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	req.MaxTokens = 0 // until the context is full
+	plain, done := generateWith(t, e, SwitchSpeculative, false, req)
+	if done.Reason != ReasonContext || len(plain) != 48-len(req.PromptIDs)+1 {
+		t.Fatalf("plain: %d tokens, %s", len(plain), done.Reason)
+	}
+	for _, n := range []int{1, 2, 3} {
+		r := req
+		r.Drafter = drafter.OracleDrafter{Continuation: plain, PromptLen: len(req.PromptIDs)}
+		r.DraftLength = n
+		if got, _ := generateWith(t, e, SwitchSpeculative, true, r); !slices.Equal(got, plain) {
+			t.Errorf("oracle drafts of %d: %d tokens %v\nplain %d %v", n, len(got), got, len(plain), plain)
+		}
+	}
+	switches.Reset(SwitchSpeculative)
+	for _, n := range []int{1, 3} {
+		r := req
+		r.DraftLength = n
+		if got, _ := generateWith(t, e, SwitchSpeculativeMTP, true, r); !slices.Equal(got, plain) {
+			t.Errorf("MTP drafts of %d: %d tokens, plain %d", n, len(got), len(plain))
+		}
+	}
+}
+
+// writeHFMTP writes, beside the checkpoint in dir, an MTP head in Qwen's
+// release form (mtp.safetensors: bf16, transformers' names, zero-centred
+// norms) for a model of the given shape, with random weights; moe writes the
+// experts fused (experts.gate_up_proj, experts.down_proj).
+func writeHFMTP(t *testing.T, dir string, hidden, heads, kvHeads, headDim, inter, experts, moeInter int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(7, 8))
+	tensors := map[string][]int{
+		"mtp.fc.weight": {hidden, 2 * hidden}, "mtp.pre_fc_norm_embedding.weight": {hidden},
+		"mtp.pre_fc_norm_hidden.weight": {hidden}, "mtp.norm.weight": {hidden},
+		"mtp.layers.0.input_layernorm.weight": {hidden}, "mtp.layers.0.post_attention_layernorm.weight": {hidden},
+		"mtp.layers.0.self_attn.q_proj.weight": {heads * headDim * 2, hidden},
+		"mtp.layers.0.self_attn.k_proj.weight": {kvHeads * headDim, hidden},
+		"mtp.layers.0.self_attn.v_proj.weight": {kvHeads * headDim, hidden},
+		"mtp.layers.0.self_attn.o_proj.weight": {hidden, heads * headDim},
+		"mtp.layers.0.self_attn.q_norm.weight": {headDim}, "mtp.layers.0.self_attn.k_norm.weight": {headDim},
+	}
+	m := "mtp.layers.0.mlp."
+	if experts == 0 {
+		tensors[m+"gate_proj.weight"], tensors[m+"up_proj.weight"] = []int{inter, hidden}, []int{inter, hidden}
+		tensors[m+"down_proj.weight"] = []int{hidden, inter}
+	} else {
+		tensors[m+"gate.weight"] = []int{experts, hidden}
+		tensors[m+"experts.gate_up_proj"] = []int{experts, 2 * moeInter, hidden}
+		tensors[m+"experts.down_proj"] = []int{experts, hidden, moeInter}
+		tensors[m+"shared_expert.gate_proj.weight"] = []int{moeInter, hidden}
+		tensors[m+"shared_expert.up_proj.weight"] = []int{moeInter, hidden}
+		tensors[m+"shared_expert.down_proj.weight"] = []int{hidden, moeInter}
+		tensors[m+"shared_expert_gate.weight"] = []int{1, hidden}
+	}
+	names := slices.Sorted(maps.Keys(tensors))
+	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var data []byte
+	for _, name := range names {
+		shape := tensors[name]
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		std := 1 / math.Sqrt(float64(shape[len(shape)-1]))
+		if len(shape) == 1 {
+			std = 0.05 // a zero-centred norm: 1 + w ≈ 1
+		}
+		start := len(data)
+		for range n {
+			data = binary.LittleEndian.AppendUint16(data, backend.F32ToBF16(float32(r.NormFloat64()*std)))
+		}
+		header[name] = map[string]any{"dtype": "BF16", "shape": shape, "data_offsets": []int{start, len(data)}}
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(h)%8 != 0 {
+		h = append(h, ' ')
+	}
+	file := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	file = append(append(file, h...), data...)
+	if err := os.WriteFile(filepath.Join(dir, "mtp.safetensors"), file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMTPReleaseForm: an MTP head in Qwen's release form beside a checkpoint
+// (bf16, quantized to 8 bits at load, zero-centred norms; a dense model's and
+// a MoE model's with its experts fused) loads and drafts, and greedy replies
+// drafted by it are the plain ones.
+func TestMTPReleaseForm(t *testing.T) {
+	defer switches.Reset(SwitchSpeculativeMTP)
+	for _, moe := range []bool{false, true} {
+		dir := t.TempDir()
+		spec := testmodel.Spec{ModelType: "qwen3_5", Hidden: 128, Layers: 4, Interval: 2, Heads: 2, KVHeads: 1, HeadDim: 256,
+			Hk: 2, Hv: 4, Dk: 64, Dv: 64, ConvKernel: 4, Intermediate: 256, Vocab: 1024, Bits: 4, GroupSize: 64}
+		experts := 0
+		if moe {
+			spec.ModelType, spec.Intermediate, spec.Experts, spec.TopK, spec.MoEInter, spec.Share, spec.RouterBits = "qwen3_5_moe", 0, 8, 2, 64, 64, 8
+			experts = 8
+		}
+		testmodel.WriteRandom(t, dir, spec)
+		writeHFMTP(t, dir, 128, 2, 1, 256, 256, experts, 64)
+		e, err := Load(dir, Options{Backend: "cpu", ContextLength: 256})
+		if err != nil {
+			t.Fatalf("moe %v: %v", moe, err)
+		}
+		if why := e.MTPStatus(); why != "" {
+			t.Fatalf("moe %v: MTPStatus() = %q", moe, why)
+		}
+		req := Request{PromptIDs: []int32{5, 77, 301, 9, 640, 12, 88, 3}, MaxTokens: 24, IgnoreStop: true, DraftLength: 2}
+		plain, _ := generateWith(t, e, SwitchSpeculativeMTP, false, req)
+		got, done := generateWith(t, e, SwitchSpeculativeMTP, true, req)
+		if !slices.Equal(plain, got) || done.Stats.DraftProposed == 0 {
+			t.Errorf("moe %v: MTP %v (%d guesses)\nplain %v", moe, got, done.Stats.DraftProposed, plain)
+		}
+		e.Close()
 	}
 }

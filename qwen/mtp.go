@@ -2,6 +2,7 @@ package qwen
 
 import (
 	"fmt"
+	"strings"
 
 	"bagel/ops"
 	"bagel/safetensors"
@@ -29,8 +30,12 @@ import (
 // or in mtp.safetensors beside them (Qwen's releases ship it; mlx-lm
 // conversions drop the head). Bagel takes them quantized, with the norms'
 // +1 folded in and a MoE layer's experts as switch_mlp, as in the rest of an
-// MLX checkpoint (the demo model's form, and bagel synth --mtp's); Qwen's bf16
-// release form is not read yet (Model.MTPProblem says so).
+// MLX checkpoint (the demo model's form, and bagel synth --mtp's), or in
+// Qwen's release form: bf16 linears, quantized at load to 8 bits
+// (quantize.go), zero-centred norms, a MoE layer's experts as
+// experts.gate_up_proj and experts.down_proj or one module per expert
+// (written from transformers' and vLLM's names; no released file has been
+// read here).
 
 // mtpHead is the bound MTP head.
 type mtpHead struct {
@@ -58,9 +63,13 @@ func (m *Model) bindMTP() error {
 	if !ok {
 		return nil
 	}
-	switch {
-	case w.DType != "U32":
-		m.MTPProblem = fmt.Sprintf("the checkpoint's MTP head is %s, but Bagel reads it quantized only (as mtp.safetensors of an MLX conversion)", w.DType)
+	switch w.DType {
+	case "U32":
+	case "BF16": // Qwen's release form: quantized here, norms shifted
+		b.rawMTP = true
+		defer func() { b.rawMTP = false }()
+	default:
+		m.MTPProblem = fmt.Sprintf("the checkpoint's MTP head is %s, which Bagel does not read (quantized or bf16 only)", w.DType)
 		return nil
 	}
 	h := &mtpHead{}
@@ -84,7 +93,12 @@ func (m *Model) bindMTP() error {
 		return fmt.Errorf("MTP head: %w", err)
 	}
 	var err error
-	if h.fcEmbed, h.fcHidden, err = b.splitInput("mtp.fc", hid, 2*hid); err != nil {
+	if b.rawMTP {
+		h.fcEmbed, h.fcHidden, err = b.splitInputBF16("mtp.fc", hid, 2*hid)
+	} else {
+		h.fcEmbed, h.fcHidden, err = b.splitInput("mtp.fc", hid, 2*hid)
+	}
+	if err != nil {
 		return fmt.Errorf("MTP head: %w", err)
 	}
 	m.mtp = h
@@ -234,4 +248,130 @@ func (m *Model) RewindMTP(c *ops.Ctx, cache *Cache, row int) {
 		return
 	}
 	ops.Copy(c, cache.mtpKept.Rows(row, row+1), cache.mtpHidden)
+}
+
+// linearBF16 binds the bf16 linear at path, [out, in] (or experts stacked
+// [experts, out, in]), quantized to 8 bits at load (quantize8). A MoE
+// layer's experts, declared under MLX's switch_mlp names, are read from the
+// release form: experts.gate_up_proj [E, 2·out, in] (gate first, then up),
+// experts.down_proj [E, out, in], or one module per expert
+// (experts.{e}.gate_proj.weight, ...).
+func (b *binder) linearBF16(path string, out, in, experts int) (ops.QLinear, error) {
+	if in%64 != 0 {
+		return ops.QLinear{}, fmt.Errorf("%s: an input of %d is not a whole number of groups of 64", path, in)
+	}
+	data, err := b.bf16Rows(path, out, in, experts)
+	if err != nil {
+		return ops.QLinear{}, err
+	}
+	return b.uploadQuantized(path, data, out, in, experts)
+}
+
+// bf16Rows reads the bf16 weight of path as max(experts, 1)·out rows of in.
+func (b *binder) bf16Rows(path string, out, in, experts int) ([]byte, error) {
+	if experts == 0 {
+		return b.bf16Tensor(path+".weight", out*in)
+	}
+	base, proj, ok := strings.Cut(path, ".switch_mlp.")
+	if !ok {
+		return nil, fmt.Errorf("%s: stacked experts outside a MoE block", path)
+	}
+	rows := make([]byte, 0, 2*experts*out*in)
+	fused, half := base+".experts.gate_up_proj", 0
+	switch proj {
+	case "gate_proj":
+	case "up_proj":
+		half = 1
+	case "down_proj":
+		fused = base + ".experts.down_proj"
+	default:
+		return nil, fmt.Errorf("%s: no expert projection of that name", path)
+	}
+	if _, ok := b.ck.Tensor(fused); ok {
+		values := experts * out * in
+		if proj != "down_proj" {
+			values *= 2 // gate and up, one after the other for each expert
+		}
+		all, err := b.bf16Tensor(fused, values)
+		if err != nil {
+			return nil, err
+		}
+		per := len(all) / experts
+		for e := range experts {
+			part := all[e*per : (e+1)*per]
+			if proj != "down_proj" {
+				part = part[half*per/2 : (half+1)*per/2]
+			}
+			rows = append(rows, part...)
+		}
+		return rows, nil
+	}
+	for e := range experts {
+		one, err := b.bf16Tensor(fmt.Sprintf("%s.experts.%d.%s.weight", base, e, proj), out*in)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, one...)
+	}
+	return rows, nil
+}
+
+// bf16Tensor is the bytes of the bf16 tensor name, which must hold n values.
+func (b *binder) bf16Tensor(name string, n int) ([]byte, error) {
+	t, ok := b.ck.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("missing tensor %s", name)
+	}
+	if t.DType != "BF16" || t.Elements() != n {
+		return nil, fmt.Errorf("tensor %s (%s): %s %v, want bf16 of %d values", name, baseName(t.File), t.DType, t.Shape, n)
+	}
+	b.checked(t)
+	return t.Data, nil
+}
+
+// uploadQuantized quantizes rows (bf16, max(experts, 1)·out rows of in) to 8
+// bits and uploads them as the linear of path.
+func (b *binder) uploadQuantized(path string, rows []byte, out, in, experts int) (ops.QLinear, error) {
+	codes, scales, biases := quantize8(rows, max(experts, 1)*out, in)
+	l := ops.QLinear{Name: path, Bits: 8, GroupSize: 64, Out: out, In: in, Experts: experts}
+	lead := []int{out}
+	if experts > 0 {
+		lead = []int{experts, out}
+	}
+	var err error
+	for _, p := range []struct {
+		dst   *ops.Tensor
+		dtype ops.DType
+		cols  int
+		data  []byte
+	}{{&l.W, ops.U32, in / 4, codes}, {&l.Scales, ops.BF16, in / 64, scales}, {&l.Bias, ops.BF16, in / 64, biases}} {
+		if *p.dst, err = ops.Upload(b.c, p.dtype, append(append([]int{}, lead...), p.cols), p.data); err != nil {
+			return l, err
+		}
+		b.owned = append(b.owned, *p.dst)
+	}
+	return l, nil
+}
+
+// splitInputBF16 is splitInput for a bf16 linear: each half of its input
+// quantized as a linear of its own.
+func (b *binder) splitInputBF16(path string, out, in int) (lo, hi ops.QLinear, err error) {
+	data, err := b.bf16Tensor(path+".weight", out*in)
+	if err != nil {
+		return lo, hi, err
+	}
+	half := in / 2
+	if in%2 != 0 || half%64 != 0 {
+		return lo, hi, fmt.Errorf("%s: an input of %d does not cut in two whole halves of groups of 64", path, in)
+	}
+	first, second := make([]byte, 0, len(data)/2), make([]byte, 0, len(data)/2)
+	for r := range out {
+		row := data[2*r*in : 2*(r+1)*in]
+		first, second = append(first, row[:2*half]...), append(second, row[2*half:]...)
+	}
+	if lo, err = b.uploadQuantized(path, first, out, half, 0); err != nil {
+		return lo, hi, err
+	}
+	hi, err = b.uploadQuantized(path, second, out, half, 0)
+	return lo, hi, err
 }

@@ -35,6 +35,9 @@ type binder struct {
 	prefix string                // what "model." is in this checkpoint
 	head   string                // what "lm_head" is in this checkpoint
 	rawHF  bool                  // the unconverted Hugging Face layout: shift the norms
+	// rawMTP binds an MTP head in Qwen's release form (mtp.go): bf16 linears
+	// quantized at load, norms shifted.
+	rawMTP bool
 	// toCheck are the float tensors bound so far, for the numeric check (finite.go).
 	toCheck []*safetensors.Tensor
 }

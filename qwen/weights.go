@@ -81,6 +81,11 @@ func (b *binder) bindOne(w weight) error {
 		if len(w.shape) == 3 {
 			n = w.shape[0]
 		}
+		if b.rawMTP {
+			l, err := b.linearBF16(key, out, in, n)
+			*w.lin = l
+			return err
+		}
 		l, err := b.linear(key, out, in, n)
 		*w.lin = l
 		return err
@@ -105,7 +110,7 @@ func (b *binder) bindOne(w weight) error {
 		return fmt.Errorf("tensor %s (%s): dtype %v, want %v", key, baseName(t.File), v.DType, w.dtype)
 	}
 	*w.dst = v.Reshape(w.shape...)
-	if w.kind == kindNorm && b.rawHF {
+	if w.kind == kindNorm && (b.rawHF || b.rawMTP) {
 		*w.dst, err = b.shiftNorm(t.Data, w.shape[0])
 	}
 	return err

@@ -106,6 +106,12 @@ func findShards(dir string) ([]string, map[string]string, error) {
 		}
 		shards = append(shards, shard)
 	}
+	// A multi-token-prediction head shipped beside the checkpoint (Qwen's
+	// releases: mtp.safetensors, which an MLX conversion's index does not
+	// name) is read with it, unless the index already holds an MTP head.
+	if _, err := regular.Check(filepath.Join(dir, MTPName)); err == nil && !seen[MTPName] && !namesMTP(index.WeightMap) {
+		shards = append(shards, MTPName)
+	}
 	sort.Strings(shards)
 	for i, shard := range shards {
 		path := filepath.Join(dir, shard)
@@ -118,6 +124,19 @@ func findShards(dir string) ([]string, map[string]string, error) {
 		shards[i] = path
 	}
 	return shards, index.WeightMap, nil
+}
+
+// MTPName is the file of a multi-token-prediction head beside a checkpoint.
+const MTPName = "mtp.safetensors"
+
+// namesMTP reports whether an index's weight map holds mtp.* tensors.
+func namesMTP(weightMap map[string]string) bool {
+	for name := range weightMap {
+		if strings.HasPrefix(name, "mtp.") {
+			return true
+		}
+	}
+	return false
 }
 
 // listShards is every regular *.safetensors file in dir, sorted. Dot files are

@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -169,4 +170,38 @@ func TestOpenMissingFolder(t *testing.T) {
 		t.Errorf("error %v is not a not-exist error", err)
 	}
 	checkMappings(t, before)
+}
+
+// TestOpenReadsTheMTPFileBesideAnIndex: an mtp.safetensors beside an indexed
+// checkpoint that does not name it (an MLX conversion with Qwen's head
+// dropped in) is read with it; one the index already covers is not read twice.
+func TestOpenReadsTheMTPFileBesideAnIndex(t *testing.T) {
+	dir := t.TempDir()
+	twoShards(t, dir)
+	writeIndex(t, dir, twoShardsMap)
+	writeFile(t, dir, MTPName, spec{name: "mtp.fc.weight", dtype: "BF16", shape: []int{2, 4}})
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Tensor("mtp.fc.weight"); !ok {
+		t.Error("the MTP head beside the index was not read")
+	}
+	c.Close()
+
+	covered := maps.Clone(twoShardsMap)
+	covered["mtp.fc.weight"] = "model-00002-of-00002.safetensors"
+	dir2 := t.TempDir()
+	writeFile(t, dir2, "model-00001-of-00002.safetensors",
+		spec{name: "layers.0.w", dtype: "BF16", shape: []int{2, 2}}, spec{name: "embed.w", dtype: "U32", shape: []int{4, 1}})
+	writeFile(t, dir2, "model-00002-of-00002.safetensors",
+		spec{name: "layers.1.w", dtype: "BF16", shape: []int{2, 2}}, spec{name: "norm.w", dtype: "F32", shape: []int{2}},
+		spec{name: "mtp.fc.weight", dtype: "BF16", shape: []int{2, 4}})
+	writeIndex(t, dir2, covered)
+	writeFile(t, dir2, MTPName, spec{name: "mtp.fc.weight", dtype: "BF16", shape: []int{2, 4}})
+	c, err = Open(dir2)
+	if err != nil {
+		t.Fatalf("an index with its own MTP head and a stray mtp.safetensors: %v", err)
+	}
+	c.Close()
 }

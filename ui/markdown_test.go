@@ -179,13 +179,13 @@ func TestLongParagraphCut(t *testing.T) {
 // code spans and code blocks are left alone.
 func TestMathShownAsWritten(t *testing.T) {
 	for in, want := range map[string]string{
-		"The area is $\\pi r^2$ and $a*b*c$.":     "The area is `$\\pi r^2$` and `$a*b*c$`.",
-		"It costs $5 and $10, or $ 3 $.":          "It costs $5 and $10, or $ 3 $.",
-		"Sum:\n$$\nx_1 + y_2\n$$\ndone":           "Sum:\n```\nx_1 + y_2\n```\ndone",
-		"  $$e^{i\\pi} + 1 = 0$$":                  "```\ne^{i\\pi} + 1 = 0\n```",
-		"Code `$x_1$` stays; so does $$ alone?":   "Code `$x_1$` stays; so does $$ alone?",
-		"```\n$a*b$\n```\nthen $x_i$ here":        "```\n$a*b$\n```\nthen `$x_i$` here",
-		"no dollars here":                         "no dollars here",
+		"The area is $\\pi r^2$ and $a*b*c$.":   "The area is `$\\pi r^2$` and `$a*b*c$`.",
+		"It costs $5 and $10, or $ 3 $.":        "It costs $5 and $10, or $ 3 $.",
+		"Sum:\n$$\nx_1 + y_2\n$$\ndone":         "Sum:\n```\nx_1 + y_2\n```\ndone",
+		"  $$e^{i\\pi} + 1 = 0$$":               "```\ne^{i\\pi} + 1 = 0\n```",
+		"Code `$x_1$` stays; so does $$ alone?": "Code `$x_1$` stays; so does $$ alone?",
+		"```\n$a*b$\n```\nthen $x_i$ here":      "```\n$a*b$\n```\nthen `$x_i$` here",
+		"no dollars here":                       "no dollars here",
 	} {
 		if got := tablesAsText(in); got != want {
 			t.Errorf("%q\ngave %q\nwant %q", in, got, want)
