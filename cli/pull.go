@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -21,13 +22,22 @@ func runPull(args []string, out, errOut io.Writer) error {
 	fs := newFlags("pull", errOut)
 	fs.args = "ORG/NAME[@REVISION]"
 	anyRepo := fs.Bool("any", false, "download the repository even when it is not a model Bagel runs")
+	mtpFrom := fs.String("mtp-from", "", "also fetch mtp.safetensors, the multi-token-prediction head, from this repository (ORG/NAME[@REVISION], the model's original release) and put it beside the model, for --speculative mtp")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	name := fs.Arg(0)
+	if fs.NArg() > 1 { // flags after the name: bagel pull ORG/NAME --mtp-from …
+		if err := fs.parse(fs.Args()[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() != 0 {
+			return fmt.Errorf("want one model name: bagel pull ORG/NAME[@REVISION]")
+		}
+	} else if fs.NArg() != 1 {
 		return fmt.Errorf("want one model name: bagel pull ORG/NAME[@REVISION]")
 	}
-	repo, rev, _ := strings.Cut(fs.Arg(0), "@")
+	repo, rev, _ := strings.Cut(name, "@")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var mu sync.Mutex
@@ -61,13 +71,40 @@ func runPull(args []string, out, errOut io.Writer) error {
 	dir, err := hub.New().Download(ctx, hub.CacheDir(), repo, opt)
 	fmt.Fprintln(errOut)
 	if ctx.Err() != nil {
-		fmt.Fprintf(errOut, "pull %s: stopped; what was fetched is kept in %s, and `bagel pull %s` resumes it\n", repo, hub.CacheDir(), fs.Arg(0))
+		fmt.Fprintf(errOut, "pull %s: stopped; what was fetched is kept in %s, and `bagel pull %s` resumes it\n", repo, hub.CacheDir(), name)
 		return errInterrupted
 	}
 	if err != nil {
 		return err
 	}
+	if err := pullMTP(ctx, dir, repo, *mtpFrom, errOut); err != nil {
+		return err
+	}
 	fmt.Fprintln(out, dir)
+	return nil
+}
+
+// pullMTP fetches the MTP head from the repository from (none: it only says
+// when the model's config declares a head its files lack) into the cache and
+// puts it beside the model in dir.
+func pullMTP(ctx context.Context, dir, repo, from string, errOut io.Writer) error {
+	if from == "" {
+		if declared, present := engine.MTPFiles(dir); declared && !present {
+			fmt.Fprintf(errOut, "pull %s: its config declares a multi-token-prediction head, but this conversion dropped it; "+
+				"bagel pull %s --mtp-from ORIGINAL (the release it was converted from) fetches it for --speculative mtp\n", repo, repo)
+		}
+		return nil
+	}
+	mrepo, mrev, _ := strings.Cut(from, "@")
+	mdir, err := hub.New().Download(ctx, hub.CacheDir(), mrepo, hub.DownloadOptions{Revision: mrev,
+		Only: func(p string) bool { return p == "mtp.safetensors" }, Paused: func() bool { return true }})
+	if err != nil {
+		return fmt.Errorf("--mtp-from %s: %w (a release that ships its head has mtp.safetensors)", from, err)
+	}
+	if err := hub.Attach(dir, filepath.Join(mdir, "mtp.safetensors")); err != nil {
+		return fmt.Errorf("--mtp-from %s: %w", from, err)
+	}
+	fmt.Fprintf(errOut, "pull %s: the MTP head of %s is beside it (mtp.safetensors); --speculative mtp drafts with it\n", repo, from)
 	return nil
 }
 

@@ -1,7 +1,12 @@
 package engine
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+
 	"bagel/ops"
+	"bagel/safetensors"
 	"bagel/switches"
 )
 
@@ -86,4 +91,27 @@ func (s *speculator) mtpDrafts(last int32, n int) []int32 {
 		return nil // the plain step that follows meets the device's error itself
 	}
 	return drafts
+}
+
+// MTPFiles says whether the model folder dir's config.json declares an MTP
+// head (text_config's or its own mtp_num_hidden_layers above 0) and whether
+// its files hold one (mtp.* tensors, or mtp.safetensors beside them): a pull
+// tells a conversion that dropped the head this way.
+func MTPFiles(dir string) (declared, present bool) {
+	var cfg struct {
+		MTPLayers  int `json:"mtp_num_hidden_layers"`
+		TextConfig struct {
+			MTPLayers int `json:"mtp_num_hidden_layers"`
+		} `json:"text_config"`
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil && json.Unmarshal(data, &cfg) == nil {
+		declared = cfg.MTPLayers > 0 || cfg.TextConfig.MTPLayers > 0
+	}
+	ck, err := safetensors.Open(dir)
+	if err != nil {
+		return declared, false
+	}
+	defer ck.Close()
+	_, present = ck.Tensor("mtp.fc.weight")
+	return declared, present
 }

@@ -151,3 +151,20 @@ func Delete(cache, repo string) error {
 	os.RemoveAll(filepath.Join(cache, ".locks", filepath.Base(dir))) // its download locks (lockBlob)
 	return nil
 }
+
+// Attach puts the file src (in the cache: a snapshot's link, followed to its
+// blob) into the snapshot folder snapDir under its own name, as a link to
+// that blob: a model's multi-token-prediction head, mtp.safetensors, fetched
+// from the repository it was released in, beside a conversion that dropped
+// it. A regular file of that name in snapDir is left alone (an error).
+func Attach(snapDir, src string) error {
+	blob, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	name := filepath.Base(src)
+	if st, err := os.Lstat(filepath.Join(snapDir, name)); err == nil && st.Mode()&os.ModeSymlink == 0 {
+		return fmt.Errorf("%s already holds a file %s; not replaced", snapDir, name)
+	}
+	return link(snapDir, name, blob)
+}
