@@ -81,12 +81,24 @@ func TestMTPGreedyEqualsPlain(t *testing.T) {
 }
 
 // TestGPUMTPVerifyEqualsPlain is TestMTPGreedyEqualsPlain on each GPU backend
-// (the Metal simulator under make test).
+// (the Metal simulator under make test), and the same for a random
+// mixture-of-experts model's head (as bagel synth --mtp writes it).
 func TestGPUMTPVerifyEqualsPlain(t *testing.T) {
+	defer switches.Reset(SwitchSpeculativeMTP)
+	moe := t.TempDir()
+	testmodel.WriteRandom(t, moe, testmodel.Spec{ModelType: "qwen3_5_moe", Hidden: 128, Layers: 4, Interval: 2,
+		Heads: 2, KVHeads: 1, HeadDim: 256, Hk: 2, Hv: 4, Dk: 64, Dv: 64, ConvKernel: 4,
+		Experts: 8, TopK: 2, MoEInter: 64, Share: 64, Vocab: 1024, Bits: 4, GroupSize: 64, RouterBits: 8, MTP: true})
 	for _, backendName := range gpuBackends() {
 		t.Run(backendName, func(t *testing.T) {
 			dir, _ := mtpCase(t, 0)
 			checkMTPEqualsPlain(t, loadGPU(t, dir, backendName, 512))
+			e := loadGPU(t, moe, backendName, 256)
+			req := Request{PromptIDs: []int32{5, 77, 301, 9, 640, 12, 88, 3}, MaxTokens: 30, IgnoreStop: true, DraftLength: 2}
+			plain, _ := generateWith(t, e, SwitchSpeculativeMTP, false, req)
+			if got, done := generateWith(t, e, SwitchSpeculativeMTP, true, req); !slices.Equal(plain, got) || done.Stats.DraftProposed == 0 {
+				t.Errorf("random MoE head: MTP %v (%d guesses)\nplain %v", got, done.Stats.DraftProposed, plain)
+			}
 		})
 	}
 }
@@ -308,5 +320,34 @@ func TestMTPReleaseForm(t *testing.T) {
 			t.Errorf("moe %v: MTP %v (%d guesses)\nplain %v", moe, got, done.Stats.DraftProposed, plain)
 		}
 		e.Close()
+	}
+}
+
+// TestMTPSampled: a sampled reply (a top-k on the device) drafted by the demo
+// model's head keeps guesses by the rejection rule (TestRejectionRule* hold
+// that rule to the plain distribution) and repeats itself for a seed; at a
+// temperature low enough that each position's distribution is one token it is
+// the plain sampled reply.
+func TestMTPSampled(t *testing.T) {
+	defer switches.Reset(SwitchSpeculativeMTP)
+	dir, req := mtpCase(t, 4) // "What is a bug?": a recited entry
+	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	req.MaxTokens, req.DraftLength = 40, 2
+	req.Sampling = Sampling{Temperature: 0.01, TopK: 20, TopP: 0.95, RepetitionPenalty: 1, Seed: 7}
+	plain, _ := generateWith(t, e, SwitchSpeculativeMTP, false, req)
+	a, done := generateWith(t, e, SwitchSpeculativeMTP, true, req)
+	b, _ := generateWith(t, e, SwitchSpeculativeMTP, true, req)
+	if st := done.Stats; st.DraftAccepted == 0 || st.Verifies == 0 {
+		t.Fatalf("sampled with MTP drafts: %d of %d guesses kept, %d verifies", st.DraftAccepted, st.DraftProposed, st.Verifies)
+	}
+	if !slices.Equal(a, b) {
+		t.Error("the same seed gave two replies")
+	}
+	if !slices.Equal(a, plain) {
+		t.Errorf("at temperature 0.01: MTP %v\nplain %v", a, plain)
 	}
 }
