@@ -15,15 +15,17 @@ type Conversation struct {
 	SystemPrompt string
 	Created      time.Time
 	Updated      time.Time // the last change to it or its messages
+	Pinned       bool      // listed first (SetPinned)
 }
 
 // ErrNotFound is returned for an id that is not (or no longer) in the database.
 var ErrNotFound = errors.New("not found")
 
-// Conversations lists every conversation, the most recently changed first.
+// Conversations lists every conversation, the pinned ones first, each part
+// the most recently changed first.
 func (s *Store) Conversations() ([]Conversation, error) {
-	rows, err := s.db.Query(`SELECT id, title, system_prompt, created_at, updated_at
-		FROM conversations ORDER BY updated_at DESC, id DESC`)
+	rows, err := s.db.Query(`SELECT id, title, system_prompt, created_at, updated_at, pinned
+		FROM conversations ORDER BY pinned DESC, updated_at DESC, id DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("listing chats: %w", err)
 	}
@@ -37,11 +39,11 @@ func (s *Store) Conversations() ([]Conversation, error) {
 // the triggers and migration it needs, would not improve on.
 func (s *Store) Search(text string) ([]Conversation, error) {
 	pattern := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(text) + "%"
-	rows, err := s.db.Query(`SELECT id, title, system_prompt, created_at, updated_at FROM conversations c
+	rows, err := s.db.Query(`SELECT id, title, system_prompt, created_at, updated_at, pinned FROM conversations c
 		WHERE title LIKE ?1 ESCAPE '\'
 		   OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.superseded = 0
 		              AND (m.content LIKE ?1 ESCAPE '\' OR m.reasoning LIKE ?1 ESCAPE '\'))
-		ORDER BY updated_at DESC, id DESC`, pattern)
+		ORDER BY pinned DESC, updated_at DESC, id DESC`, pattern)
 	if err != nil {
 		return nil, fmt.Errorf("searching chats: %w", err)
 	}
@@ -54,7 +56,7 @@ func scanConversations(rows *sql.Rows) ([]Conversation, error) {
 	for rows.Next() {
 		var c Conversation
 		var created, updated int64
-		if err := rows.Scan(&c.ID, &c.Title, &c.SystemPrompt, &created, &updated); err != nil {
+		if err := rows.Scan(&c.ID, &c.Title, &c.SystemPrompt, &created, &updated, &c.Pinned); err != nil {
 			return nil, fmt.Errorf("listing chats: %w", err)
 		}
 		c.Created, c.Updated = fromMillis(created), fromMillis(updated)
@@ -67,8 +69,8 @@ func scanConversations(rows *sql.Rows) ([]Conversation, error) {
 func (s *Store) Conversation(id int64) (Conversation, error) {
 	c := Conversation{ID: id}
 	var created, updated int64
-	err := s.db.QueryRow(`SELECT title, system_prompt, created_at, updated_at FROM conversations WHERE id = ?`, id).
-		Scan(&c.Title, &c.SystemPrompt, &created, &updated)
+	err := s.db.QueryRow(`SELECT title, system_prompt, created_at, updated_at, pinned FROM conversations WHERE id = ?`, id).
+		Scan(&c.Title, &c.SystemPrompt, &created, &updated, &c.Pinned)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, fmt.Errorf("chat %d: %w", id, ErrNotFound)
 	}
@@ -119,6 +121,23 @@ func (s *Store) DuplicateConversation(id int64) (Conversation, error) {
 		}
 	}
 	return s.Conversation(c.ID)
+}
+
+// SetPinned pins a conversation to the top of the list, or unpins it; its
+// place among the others (when it was last changed) does not move.
+func (s *Store) SetPinned(id int64, pinned bool) error {
+	v := 0
+	if pinned {
+		v = 1
+	}
+	res, err := s.db.Exec(`UPDATE conversations SET pinned = ? WHERE id = ?`, v, id)
+	if err != nil {
+		return fmt.Errorf("pinning chat %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("chat %d: %w", id, ErrNotFound)
+	}
+	return nil
 }
 
 // RenameConversation changes a conversation's title.

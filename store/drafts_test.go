@@ -48,7 +48,7 @@ func TestDrafts(t *testing.T) {
 }
 
 // TestSchemaOneGainsDrafts: a database of schema 1 (before drafts) opens,
-// keeps its chats and takes drafts.
+// keeps its chats and takes drafts and pins.
 func TestSchemaOneGainsDrafts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chats.db")
 	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path))
@@ -74,5 +74,12 @@ func TestSchemaOneGainsDrafts(t *testing.T) {
 	}
 	if err := s.SetDraft(list[0].ID, "kept"); err != nil {
 		t.Fatal(err)
+	}
+	// Schema 5's pin, on a chat from before it.
+	if err := s.SetPinned(list[0].ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.Conversation(list[0].ID); err != nil || !c.Pinned {
+		t.Errorf("pinned after the migration: %+v, %v", c, err)
 	}
 }

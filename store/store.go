@@ -24,7 +24,7 @@ type Store struct {
 }
 
 // schemaVersion is PRAGMA user_version for the schema below.
-const schemaVersion = 4
+const schemaVersion = 5
 
 const schema = `
 CREATE TABLE IF NOT EXISTS conversations (
@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS conversations (
 	title         TEXT    NOT NULL,
 	system_prompt TEXT    NOT NULL DEFAULT '',
 	created_at    INTEGER NOT NULL, -- unix milliseconds
-	updated_at    INTEGER NOT NULL
+	updated_at    INTEGER NOT NULL,
+	pinned        INTEGER NOT NULL DEFAULT 0 -- schema 5: 1 keeps the chat at the top of the list
 );
 CREATE TABLE IF NOT EXISTS messages (
 	id              INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: the order within a conversation, and the UI's key
@@ -105,6 +106,11 @@ func (s *Store) migrate() error {
 		}
 		for _, col := range added {
 			if _, err := tx.Exec(`ALTER TABLE messages ADD COLUMN ` + col + ` INTEGER NOT NULL DEFAULT 0`); err != nil {
+				return err
+			}
+		}
+		if version > 0 && version < 5 { // pinned chats
+			if _, err := tx.Exec(`ALTER TABLE conversations ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0`); err != nil {
 				return err
 			}
 		}

@@ -46,7 +46,11 @@ func newChatList(a *App) *chatList {
 			row := o.(*chatRow)
 			row.id = conv.ID
 			box := row.box
-			box.Objects[0].(*widget.Label).SetText(conv.Title)
+			title := conv.Title
+			if conv.Pinned {
+				title = "📌 " + title
+			}
+			box.Objects[0].(*widget.Label).SetText(title)
 			when := humanize.Time(conv.Updated)
 			if a.gen != nil && a.gen.convID == conv.ID {
 				when = "answering…"
@@ -91,7 +95,7 @@ func (c *chatList) refresh() {
 }
 
 // chatRow is a chat list entry; a right click (or a two-finger tap) opens
-// its menu: Rename, Duplicate, Export, Delete — acting on that chat, which
+// its menu: Pin (or Unpin), Rename, Duplicate, Export, Delete — acting on that chat, which
 // is shown first.
 type chatRow struct {
 	widget.BaseWidget
@@ -114,7 +118,12 @@ func (r *chatRow) TappedSecondary(ev *fyne.PointEvent) {
 	if a.conv == nil || a.conv.ID != r.id {
 		a.selectConversation(r.id)
 	}
+	pin := fyne.NewMenuItem("Pin to top", func() { a.pinConversation(true) })
+	if a.conv != nil && a.conv.Pinned {
+		pin = fyne.NewMenuItem("Unpin", func() { a.pinConversation(false) })
+	}
 	menu := fyne.NewMenu("",
+		pin,
 		fyne.NewMenuItem("Rename…", a.renameConversation),
 		fyne.NewMenuItem("Duplicate", a.duplicateConversation),
 		fyne.NewMenuItem("Export as Markdown…", a.exportConversation),

@@ -88,7 +88,10 @@ func (c *chatView) show() {
 		}
 		actions := []messageAction{{"Copy", theme.ContentCopyIcon(), func() { a.copyMessage(m.ID) }, false}}
 		if m.Role == store.RoleAssistant && displayText(m) != "" {
-			actions = append(actions, messageAction{"Select", theme.VisibilityIcon(), func() { a.selectText(m.ID) }, true})
+			// A word, no icon: an eye alone did not say that it makes the text
+			// selectable, and an icon beside the word would widen the header
+			// past a half-screen window (TestNarrowWindow).
+			actions = append(actions, messageAction{"Select", nil, func() { a.selectText(m.ID) }, false})
 		}
 		if m.Role == store.RoleAssistant && len(codeBlocks(displayText(m))) > 0 {
 			actions = append(actions, messageAction{"Copy code", theme.FileTextIcon(), func() { a.copyCode(m.ID) }, true})

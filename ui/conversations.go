@@ -163,6 +163,19 @@ func (a *App) duplicateConversation() {
 	a.selectConversation(c.ID)
 }
 
+// pinConversation pins the chat on screen to the top of the list, or unpins it.
+func (a *App) pinConversation(pinned bool) {
+	if a.conv == nil {
+		return
+	}
+	if err := a.store.SetPinned(a.conv.ID, pinned); err != nil {
+		a.showError("The chat could not be pinned", err)
+		return
+	}
+	a.conv.Pinned = pinned
+	a.reloadConversations()
+}
+
 func (a *App) renameConversation() {
 	if a.conv == nil {
 		return

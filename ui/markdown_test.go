@@ -126,8 +126,9 @@ func TestStreamingReplyRendersBlocksOnce(t *testing.T) {
 	}
 }
 
-// TestSelectText: a reply's Select shows its text as written, selectable, in
-// place of the rendered Markdown, and a second Select brings the Markdown back.
+// TestSelectText: a reply's Select (a word, where an eye alone said nothing)
+// shows its text as written, selectable, in place of the rendered Markdown,
+// and its Formatted brings the Markdown back.
 func TestSelectText(t *testing.T) {
 	s := testSettings()
 	h := newHarness(t, &s, "", "")
@@ -139,7 +140,13 @@ func TestSelectText(t *testing.T) {
 	h.a.reloadConversations()
 	h.a.selectConversation(conv.ID)
 	v := h.lastView()
+	if b := v.buttons["Select"]; b == nil || b.Text != "Select" {
+		t.Fatalf("the reply's select control is not labelled: %v", v.buttons)
+	}
 	test.Tap(v.buttons["Select"])
+	if v.buttons["Select"].Text != "Formatted" {
+		t.Errorf("while selecting, the control says %q", v.buttons["Select"].Text)
+	}
 	if !v.plain.Visible() || !v.plain.Selectable || v.plain.Text != "**Bold** words to copy in part." || v.body.Visible() || v.done.Visible() {
 		t.Errorf("selecting: plain %v %q (selectable %v), Markdown shown %v/%v", v.plain.Visible(), v.plain.Text, v.plain.Selectable, v.body.Visible(), v.done.Visible())
 	}

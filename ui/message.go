@@ -214,11 +214,15 @@ func (v *messageView) renderReply(text string) {
 // the rendered Markdown, or, when it is shown, the Markdown again. It reports
 // whether the text is now shown.
 func (v *messageView) toggleSelect(text string) bool {
+	b := v.buttons["Select"]
 	if v.plain.Visible() {
 		v.plain.Hide()
 		v.done.Show()
 		if v.renderedContent != v.doneText {
 			v.body.Show()
+		}
+		if b != nil {
+			b.SetText("Select")
 		}
 		return false
 	}
@@ -226,6 +230,9 @@ func (v *messageView) toggleSelect(text string) bool {
 	v.plain.Show()
 	v.done.Hide()
 	v.body.Hide()
+	if b != nil {
+		b.SetText("Formatted") // the way back, said as plainly
+	}
 	return true
 }
 

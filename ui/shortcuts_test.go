@@ -160,12 +160,52 @@ func TestChatRowMenu(t *testing.T) {
 	for _, it := range h.a.chats.menu.Items {
 		labels = append(labels, it.Label)
 	}
-	if got := strings.Join(labels, ","); got != "Rename…,Duplicate,Export as Markdown…,,Delete…" {
+	if got := strings.Join(labels, ","); got != "Pin to top,Rename…,Duplicate,Export as Markdown…,,Delete…" {
 		t.Errorf("menu %q", got)
 	}
-	h.a.chats.menu.Items[1].Action()
+	h.a.chats.menu.Items[2].Action()
 	if h.a.conv.Title != "Sourdough (copy)" || len(h.a.msgs) != 2 || h.a.msgs[1].Content != "Flour and water." {
 		t.Errorf("after Duplicate: showing %q with %d messages", h.a.conv.Title, len(h.a.msgs))
+	}
+}
+
+// TestPinChat: Pin to top keeps a chat first in the list, marked, whatever
+// changes later; its menu then offers Unpin, which puts it back in order of
+// change; the pin survives a restart (the store keeps it).
+func TestPinChat(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	st := h.a.store
+	old, _ := st.CreateConversation("Old", "")
+	st.CreateConversation("Newer", "")
+	h.a.reloadConversations()
+	h.a.selectConversation(old.ID)
+	h.a.pinConversation(true)
+	st.CreateConversation("Newest", "")
+	h.a.reloadConversations()
+	if h.a.convs[0].ID != old.ID || !h.a.convs[0].Pinned {
+		t.Fatalf("after pinning: first %q (pinned %v)", h.a.convs[0].Title, h.a.convs[0].Pinned)
+	}
+	h.a.win.Resize(fyne.NewSize(1000, 700))
+	var row *chatRow
+	for _, o := range test.LaidOutObjects(h.a.chats.list) {
+		if r, ok := o.(*chatRow); ok && r.id == old.ID {
+			row = r
+		}
+	}
+	if row == nil || !strings.HasPrefix(row.box.Objects[0].(*widget.Label).Text, "📌") {
+		t.Fatal("the pinned chat's row is not marked")
+	}
+	test.TapSecondary(row)
+	if got := h.a.chats.menu.Items[0].Label; got != "Unpin" {
+		t.Fatalf("a pinned chat's menu offers %q", got)
+	}
+	h.a.chats.menu.Items[0].Action()
+	if h.a.convs[0].Title != "Newest" {
+		t.Errorf("after Unpin: first %q", h.a.convs[0].Title)
+	}
+	if c, err := st.Conversation(old.ID); err != nil || c.Pinned {
+		t.Errorf("unpinned in the store: %+v %v", c, err)
 	}
 }
 
