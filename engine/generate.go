@@ -41,6 +41,10 @@ type Request struct {
 	// IgnoreStop decodes on past end-of-sequence tokens until MaxTokens or the
 	// context is full (bench on random weights, which may emit one anywhere).
 	IgnoreStop bool
+	// NoPromptCache keeps no state of this request's conversation for later
+	// turns (a one-off request, such as the app's naming of a chat), so that
+	// it does not push a conversation out of the prompt cache.
+	NoPromptCache bool
 	// Drafter proposes the guesses when speculative decoding is on (the
 	// speculative-ngram switch, greedy replies); nil: prompt lookup. Bench
 	// passes an OracleDrafter to measure the speed-up when every guess is right.
@@ -319,6 +323,9 @@ func (g *generation) run(req Request) error {
 		return err
 	}
 	keepAt := e.conversationEnd(req, prompt)
+	if req.NoPromptCache {
+		keepAt = 0 // prefill's first span then keeps nothing
+	}
 	if len(prompt) >= e.ContextLength() {
 		return &PromptTooLongError{Tokens: len(prompt), ContextLength: e.ContextLength()}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"bagel/internal/testmodel"
 	"bagel/switches"
+	"bagel/tokenizer"
 )
 
 // TestPromptReuseAcrossTurns plays a chat whose every prompt extends the last
@@ -136,5 +137,27 @@ func TestLongChatHoldsTwoStates(t *testing.T) {
 	}
 	if _, st := gen([]int32{5, 6, 7, 8}); st.ReusedPromptTokens != 3 {
 		t.Errorf("the other chat reused %d tokens, want 3", st.ReusedPromptTokens)
+	}
+}
+
+// TestNoPromptCacheKeepsNothing: a request with NoPromptCache (the app's
+// naming of a chat) leaves the prompt cache as it was, where the same chat
+// request keeps its conversation's state.
+func TestNoPromptCacheKeepsNothing(t *testing.T) {
+	defer switches.Reset(SwitchPromptReuse)
+	e, err := Load(testmodel.Dir(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	req := Request{Messages: []tokenizer.Message{{Role: "user", Content: "Name this chat."}}, MaxTokens: 3, NoPromptCache: true}
+	collect(t, e.Generate(context.Background(), req))
+	if n, bytes := e.PromptCache(); n != 0 || bytes != 0 {
+		t.Errorf("after a NoPromptCache request the cache holds %d conversations (%d bytes)", n, bytes)
+	}
+	req.NoPromptCache = false
+	collect(t, e.Generate(context.Background(), req))
+	if n, _ := e.PromptCache(); n != 1 {
+		t.Errorf("after a chat request the cache holds %d conversations, want 1", n)
 	}
 }

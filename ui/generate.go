@@ -261,6 +261,9 @@ func (a *App) finishGeneration(g *generation, final store.Message, v perfView, g
 	a.chats.refresh()
 	a.composer.refresh()
 	a.countTokensSoon()
+	if genErr == nil && final.Status == store.StatusDone {
+		a.nameChatSoon(g.convID)
+	}
 	if genErr != nil {
 		a.showError("The model failed while answering", genErr)
 	}

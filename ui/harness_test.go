@@ -47,6 +47,7 @@ func testSettings() Settings {
 	s.ContextLength = 512
 	s.Thinking = false
 	s.Seed = 1
+	s.ManualTitles = true // the tests that want a model's title turn it on
 	return s
 }
 

@@ -35,6 +35,9 @@ type Settings struct {
 	DraftTreeWidth int    `json:"draft_tree_width,omitempty"`
 	ContextLength  int    `json:"context_length"` // 0: the model's default (engine.DefaultContextLength at most)
 	Thinking       bool   `json:"thinking"`
+	// ManualTitles keeps a new chat's title to its first words; off (the
+	// default), the model names the chat after its first reply (titles.go).
+	ManualTitles bool `json:"manual_titles,omitempty"`
 	Backend        string `json:"backend"` // one of engine.BackendNames
 	// PromptCacheMB is the memory for the conversations whose state the
 	// engine keeps between turns (prompt reuse), least recently used evicted;

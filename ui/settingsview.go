@@ -31,6 +31,7 @@ type settingsForm struct {
 	onEsc      func()
 	onValidity func(ok bool)
 	thinking   *widget.Check
+	autoTitles *widget.Check
 	backend    *widget.Select
 	memory     *widget.Label // what the loaded model needs at the context length typed
 	switches   map[string]*widget.Check
@@ -95,6 +96,8 @@ func newSettingsForm(s Settings) *settingsForm {
 	f.promptChunk = num(strconv.Itoa(s.PrefillChunk), intUpTo("prompt chunk", engine.MaxPrefillChunk, "tokens"))
 	f.thinking = widget.NewCheck("let the model think before it answers", nil)
 	f.thinking.SetChecked(s.Thinking)
+	f.autoTitles = widget.NewCheck("the model names each new chat after its first reply", nil)
+	f.autoTitles.SetChecked(!s.ManualTitles)
 	f.backend = widget.NewSelect(engine.BackendsHere(), nil)
 	f.backend.SetSelected(s.Backend)
 	f.note = widget.NewLabel("")
@@ -126,6 +129,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		item("Seed", f.seed, "a number for repeatable replies, or random"),
 		item("Max tokens", f.maxTokens, "per reply; 0: until the model stops or the context is full"),
 		item("Thinking", f.thinking, ""),
+		item("Chat titles", f.autoTitles, "off: a chat keeps the first words of its first message as its title"),
 		item("Prompt chunk", f.promptChunk, fmt.Sprintf("prompt tokens read per step: more reads a long prompt faster and takes more memory; 0: the default, %d; at most %d", engine.DefaultPrefillChunk, engine.MaxPrefillChunk)),
 		header("Model (applies when a model is loaded)"),
 		item("Context length", f.ctxLen, "tokens of KV cache; 0: the model's default (at most 8,192)"),
@@ -226,6 +230,7 @@ func (f *settingsForm) fill(s Settings) {
 	f.promptCache.SetText(strconv.Itoa(s.PromptCacheMB))
 	f.promptChunk.SetText(strconv.Itoa(s.PrefillChunk))
 	f.thinking.SetChecked(s.Thinking)
+	f.autoTitles.SetChecked(!s.ManualTitles)
 	f.backend.SetSelected(s.Backend)
 	for _, sw := range engine.Switches() {
 		if c := f.switches[sw.Name]; c != nil {
@@ -370,6 +375,7 @@ func (f *settingsForm) read(base Settings) (Settings, error) {
 		s.Seed, _ = strconv.ParseInt(t, 10, 64)
 	}
 	s.Thinking = f.thinking.Checked
+	s.ManualTitles = !f.autoTitles.Checked
 	s.Backend = f.backend.Selected
 	s.Switches = map[string]bool{}
 	for name, on := range base.Switches {
