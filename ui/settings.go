@@ -32,13 +32,13 @@ type Settings struct {
 	DraftLength int `json:"draft_length"` // speculative guesses per step; 0: the engine's default
 	// DraftTreeWidth, 2 or more, guesses draft trees of that many branches
 	// (greedy replies; engine.Request.TreeWidth); 0 or 1: one line of guesses.
-	DraftTreeWidth int    `json:"draft_tree_width,omitempty"`
-	ContextLength  int    `json:"context_length"` // 0: the model's default (engine.DefaultContextLength at most)
-	Thinking       bool   `json:"thinking"`
+	DraftTreeWidth int  `json:"draft_tree_width,omitempty"`
+	ContextLength  int  `json:"context_length"` // 0: the model's default (engine.DefaultContextLength at most)
+	Thinking       bool `json:"thinking"`
 	// ManualTitles keeps a new chat's title to its first words; off (the
 	// default), the model names the chat after its first reply (titles.go).
-	ManualTitles bool `json:"manual_titles,omitempty"`
-	Backend        string `json:"backend"` // one of engine.BackendNames
+	ManualTitles bool   `json:"manual_titles,omitempty"`
+	Backend      string `json:"backend"` // one of engine.BackendNames
 	// PromptCacheMB is the memory for the conversations whose state the
 	// engine keeps between turns (prompt reuse), least recently used evicted;
 	// 0: the engine's default.
