@@ -161,6 +161,11 @@ func TestCommandsOnTinyModel(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "proposed") {
 		t.Errorf("generate --speculative tree: exit %d, %q, %s", code, out, stderr)
 	}
+	// A token limit past the context says where the reply will end.
+	code, _, stderr = runCLI("generate", "-m", dir, "-p", "Hi", "--max-tokens", "99999999", "--backend", "cpu", "--no-think", "--context", "64")
+	if code != 0 || !strings.Contains(stderr, "--max-tokens 99999999 is more than the context holds (64 tokens") || !strings.Contains(stderr, "[context]") {
+		t.Errorf("generate --max-tokens past the context: exit %d, %s", code, stderr)
+	}
 	// MTP drafts: refused with the reason on a checkpoint without a head; the
 	// demo model's head drafts.
 	code, _, stderr = runCLI("generate", "-m", dir, "-p", "Hi", "--max-tokens", "4", "--backend", "cpu", "--speculative", "mtp")

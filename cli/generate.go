@@ -24,7 +24,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	prompt := fs.String("p", "Hello! Who are you?", "the user message (or give it after the flags)")
 	system := fs.String("system", "", "system prompt")
 	raw := fs.Bool("raw", false, "use -p as the prompt text without the chat template")
-	maxTokens := fs.Int("max-tokens", 256, "tokens to generate at most (0: until a stop token)")
+	maxTokens := fs.Int("max-tokens", 256, "tokens to generate at most (0: until a stop token or the context is full)")
 	temp := fs.Float64("temp", 0, "temperature (0: greedy)")
 	topP := fs.Float64("top-p", 1, "nucleus sampling mass (1: off)")
 	topK := fs.Int("top-k", 0, "keep the k most likely tokens (0: off)")
@@ -97,6 +97,10 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 			if why := e.MTPStatus(); why != "" {
 				return fmt.Errorf("--speculative mtp: %s", why)
 			}
+		}
+		if *maxTokens > e.ContextLength() {
+			fmt.Fprintf(errOut, "bagel generate: --max-tokens %d is more than the context holds (%d tokens with the prompt): the reply ends at a stop token or when the context is full (--context sets it)\n",
+				*maxTokens, e.ContextLength())
 		}
 		gen = e
 	}
