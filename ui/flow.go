@@ -146,17 +146,93 @@ func breakList(s widget.RichTextSegment, width float32) widget.RichTextSegment {
 		indent := fyne.MeasureText(bullet, theme.TextSize(), fyne.TextStyle{Bold: true}).Width
 		switch it := item.(type) {
 		case *widget.ParagraphSegment:
-			texts := it.Texts
-			if len(texts) > 1 && isPlainText(texts) { // an item's runs are all inline: the item ends them
-				texts = breakParagraph(texts, width, indent)
-			}
-			c.Items[i] = &widget.ParagraphSegment{Texts: texts}
+			c.Items[i] = &widget.ParagraphSegment{Texts: breakItem(it.Texts, width, indent, 1)}
 		default:
 			c.Items[i] = breakList(item, width)
 		}
 	}
 	return &c
 }
+
+// breakItem breaks a list item's segments as a paragraph that starts indent
+// in, and draws the lists nested in it indented by their depth (nestedList).
+func breakItem(texts []widget.RichTextSegment, width, indent float32, depth int) []widget.RichTextSegment {
+	if len(texts) > 1 && isPlainText(texts) { // an item's runs are all inline: the item ends them
+		return breakParagraph(texts, width, indent)
+	}
+	// The runs before a nested list become a paragraph of their own, so that
+	// the row ends before the list's first bullet.
+	var out, run []widget.RichTextSegment
+	flush := func() {
+		if len(run) > 0 {
+			// The last run a block: the row ends with it (a list item's text
+			// runs are inline, the item's block ending them).
+			if t, ok := run[len(run)-1].(*widget.TextSegment); ok && t.Inline() {
+				c := *t
+				c.Style.Inline = false
+				run[len(run)-1] = &c
+			} else if !ok {
+				run = append(run, &widget.TextSegment{Style: widget.RichTextStyleParagraph})
+			}
+			if len(run) > 1 && isPlainText(run) {
+				run = breakParagraph(run, width, indent)
+			}
+			out = append(out, &widget.ParagraphSegment{Texts: run})
+			run, indent = nil, 0
+		}
+	}
+	for _, s := range texts {
+		if l, ok := s.(*widget.ListSegment); ok {
+			flush()
+			out = append(out, newNestedList(l, width, depth))
+			continue
+		}
+		run = append(run, s)
+	}
+	if len(out) == 0 { // no nested list: the item as it was
+		return texts
+	}
+	flush()
+	return out
+}
+
+// nestedIndent is the run before a nested list's bullet, per level of depth.
+const nestedIndent = "\u2003\u2003"
+
+// nestedList draws a list inside a list item, each item a paragraph whose
+// bullet (◦, or the item's number) is indented by the list's depth: Fyne
+// draws a sub-list's bullets at the margin, under its parent's, so the
+// nesting did not show.
+type nestedList struct{ rows []widget.RichTextSegment }
+
+func newNestedList(l *widget.ListSegment, width float32, depth int) *nestedList {
+	n := &nestedList{}
+	for i, item := range l.Items {
+		bullet := strings.Repeat(nestedIndent, depth) + "◦  "
+		if l.Ordered {
+			bullet = strings.Repeat(nestedIndent, depth) + strconv.Itoa(l.StartNumber()+i) + ". "
+		}
+		lead := &widget.TextSegment{Text: bullet, Style: widget.RichTextStyleStrong}
+		indent := fyne.MeasureText(bullet, theme.TextSize(), fyne.TextStyle{Bold: true}).Width
+		if p, ok := item.(*widget.ParagraphSegment); ok {
+			item = &widget.ParagraphSegment{Texts: breakItem(p.Texts, width, indent, depth+1)}
+		}
+		// The item a block after its bullet, as Fyne lays a list's rows: the
+		// row ends with it.
+		n.rows = append(n.rows, &widget.ParagraphSegment{Texts: []widget.RichTextSegment{lead, item}})
+	}
+	return n
+}
+
+// The RichTextBlock of a nested list: its rows; nothing of its own to draw.
+func (n *nestedList) Segments() []widget.RichTextSegment { return n.rows }
+func (n *nestedList) Inline() bool                       { return false }
+func (n *nestedList) Textual() string                    { return "" }
+func (n *nestedList) Visual() fyne.CanvasObject          { return nil }
+func (n *nestedList) Update(fyne.CanvasObject)           {}
+func (n *nestedList) Select(_, _ fyne.Position)          {}
+func (n *nestedList) SelectedText() string               { return "" }
+func (n *nestedList) Unselect()                          {}
 
 // isPlainText reports segments of text and links only.
 func isPlainText(segs []widget.RichTextSegment) bool {

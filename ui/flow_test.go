@@ -152,3 +152,35 @@ func TestListItemsWrapByWords(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedListsKeepTheirNesting: a list inside a list item shows its
+// bullets indented by its depth (◦, or its numbers), its items' words after
+// them; the top level keeps its bullets at the margin.
+func TestNestedListsKeepTheirNesting(t *testing.T) {
+	test.NewTempApp(t)
+	md := "- top one\n  - nested two\n  - nested three\n    1. deep four\n- top five\n"
+	v := newMessageView(store.Message{Role: store.RoleAssistant, Content: md, Status: store.StatusDone}, "Bagel", nil)
+	v.root.Resize(fyne.NewSize(600, v.root.MinSize().Height))
+	v.root.Resize(fyne.NewSize(600, v.root.MinSize().Height))
+	got := rows(v.root)
+	find := func(word string) string {
+		for _, r := range got {
+			if strings.Contains(r, word) {
+				return r
+			}
+		}
+		t.Fatalf("no row holds %q:\n%s", word, strings.Join(got, "\n"))
+		return ""
+	}
+	lead := func(r string) int { return len([]rune(r)) - len([]rune(strings.TrimLeft(r, "\u2003 "))) }
+	top, nested, deep := find("top one"), find("nested two"), find("deep four")
+	if !strings.HasPrefix(strings.TrimLeft(nested, "\u2003 "), "◦") || !strings.HasPrefix(strings.TrimLeft(deep, "\u2003 "), "1.") {
+		t.Errorf("nested bullets: %q, %q", nested, deep)
+	}
+	if !(lead(top) < lead(nested) && lead(nested) < lead(deep)) {
+		t.Errorf("indents %d, %d, %d: the nesting does not show\n%s", lead(top), lead(nested), lead(deep), strings.Join(got, "\n"))
+	}
+	if r := find("top five"); !strings.HasPrefix(r, "•") {
+		t.Errorf("the top level's second item: %q", r)
+	}
+}
