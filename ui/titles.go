@@ -7,7 +7,6 @@ import (
 
 	"bagel/engine"
 	"bagel/store"
-	"bagel/tokenizer"
 )
 
 // A new chat is named after its first message's first words at once
@@ -41,7 +40,7 @@ func (a *App) nameChatSoon(id int64) {
 		reply = string(r[:1500]) + "…"
 	}
 	req := engine.Request{
-		Messages:      []tokenizer.Message{{Role: "user", Content: titlePrompt + "User: " + msgs[0].Content + "\n\nAssistant: " + reply}},
+		Messages:      []engine.Message{{Role: "user", Content: titlePrompt + "User: " + msgs[0].Content + "\n\nAssistant: " + reply}},
 		MaxTokens:     24,
 		NoPromptCache: true,
 	}
