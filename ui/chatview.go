@@ -271,6 +271,7 @@ func (c *chatView) refreshEmpty() {
 			}
 		}
 	}
+	items = append(items, a.pausedDownloadItems()...)
 	// At most welcomeWidth wide, narrower in a narrow window: the labels wrap.
 	c.welcome.Objects = []fyne.CanvasObject{container.NewVBox(items...)}
 	c.welcome.Show()

@@ -513,6 +513,7 @@ func (l *library) download() {
 				a.settings.PendingDownload = ""
 				a.saveSettings()
 			}
+			a.chat.refreshEmpty() // a paused download shows there (pausedDownloadItems)
 			switch {
 			case errors.Is(err, errNotDownloaded):
 				l.progress.Hide()
@@ -554,4 +555,25 @@ func effectiveContext(n int) int {
 		return engine.DefaultContextLength
 	}
 	return n
+}
+
+// pausedDownloadItems are what the empty chat says of a download that was
+// paused or cut short (its partial files kept in the Hub cache): its name and
+// a Resume button, which opens the Models dialog and goes on with it. None
+// while the dialog is open or nothing is pending.
+func (a *App) pausedDownloadItems() []fyne.CanvasObject {
+	p := a.settings.PendingDownload
+	if p == "" || (a.lib != nil && !a.lib.closed) {
+		return nil
+	}
+	note := widget.NewLabel("The download of " + p + " is paused; what was fetched is kept.")
+	note.Alignment = fyne.TextAlignCenter
+	note.Wrapping = fyne.TextWrapWord
+	resume := widget.NewButtonWithIcon("Resume the download", theme.DownloadIcon(), func() {
+		a.showLibrary()
+		if l := a.lib; l != nil && strings.TrimSpace(l.name.Text) == p {
+			l.download()
+		}
+	})
+	return []fyne.CanvasObject{note, container.NewCenter(resume)}
 }

@@ -244,8 +244,9 @@ func TestLibraryAsksBeforeADownloadThatDoesNotFit(t *testing.T) {
 }
 
 // TestLibraryPausesAndResumes: Pause stops a download and keeps its partial
-// files; the Models dialog opened later (as after a restart) offers to resume
-// it, and Download finishes and loads it.
+// files; the main window then shows it paused, and the Models dialog opened
+// later (as after a restart) offers to resume it; the main window's Resume
+// finishes and loads it.
 func TestLibraryPausesAndResumes(t *testing.T) {
 	h, cache := libraryHarness(t)
 	upstream := os.Getenv("HF_ENDPOINT")
@@ -297,6 +298,11 @@ func TestLibraryPausesAndResumes(t *testing.T) {
 		t.Fatal("the pause kept no partial file")
 	}
 	l.dlg.Hide()
+	h.pump()
+	// The main window says so, with a Resume button.
+	if b := welcomeButton(h, "Resume the download"); b == nil {
+		t.Fatal("the empty chat does not show the paused download")
+	}
 
 	stalling.Store(false)
 	h.a.showLibrary() // as after a restart: the pending download is offered
@@ -309,10 +315,15 @@ func TestLibraryPausesAndResumes(t *testing.T) {
 		t.Errorf("another name: the button says %q", l.start.Text)
 	}
 	l.name.SetText(hubRepo)
-	test.Tap(l.start)
+	l.dlg.Hide()
+	h.pump()
+	test.Tap(welcomeButton(h, "Resume the download")) // the main window's Resume goes on with it
 	h.waitFor("the model to load", func() bool { return !h.a.loading && h.a.eng != nil })
 	if h.a.settings.PendingDownload != "" {
 		t.Errorf("pending download %q after it finished", h.a.settings.PendingDownload)
+	}
+	if h.a.chat.refreshEmpty(); welcomeButton(h, "Resume the download") != nil {
+		t.Error("the finished download still shows as paused")
 	}
 	// The model in use is marked, its Load spent.
 	h.a.showLibrary()
@@ -359,4 +370,15 @@ func TestLibraryAsksBeforeReplacingTheModel(t *testing.T) {
 	if h.a.modelDir != loaded || h.a.loading {
 		t.Errorf("after No: model %q (loading %v), want %q kept", h.a.modelDir, h.a.loading, loaded)
 	}
+}
+
+// welcomeButton is the empty chat's button whose text is text, nil if none.
+func welcomeButton(h *harness, text string) *widget.Button {
+	h.a.chat.refreshEmpty()
+	for _, o := range test.LaidOutObjects(h.a.chat.welcome) {
+		if b, ok := o.(*widget.Button); ok && b.Text == text {
+			return b
+		}
+	}
+	return nil
 }
