@@ -10,6 +10,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
 	"bagel/engine"
@@ -395,5 +396,21 @@ func TestSettingsFollowTheModel(t *testing.T) {
 	h.waitFor("the second model", func() bool { return !h.a.loading && h.a.modelDir == b })
 	if h.a.settings.Temperature != 0.9 {
 		t.Errorf("back to %s: temperature %g, want 0.9", b, h.a.settings.Temperature)
+	}
+}
+
+// TestWheelScrollsTheSettingsOverFields: the mouse wheel over a settings
+// field scrolls the form (a field's own scroller used to take the wheel).
+func TestWheelScrollsTheSettingsOverFields(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.a.win.Resize(fyne.NewSize(1000, 700))
+	h.a.showSettings()
+	f := h.a.settingsForm
+	at := fyne.CurrentApp().Driver().AbsolutePositionForObject(f.topP).Add(fyne.NewPos(10, 10))
+	before := f.scroll.Offset.Y
+	test.Scroll(h.a.win.Canvas(), at, 0, -120)
+	if f.scroll.Offset.Y <= before {
+		t.Errorf("the wheel over the Top-p field left the form at %.0f (was %.0f)", f.scroll.Offset.Y, before)
 	}
 }

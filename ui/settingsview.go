@@ -40,6 +40,7 @@ type settingsForm struct {
 	advanced   *widget.Accordion // folded by default
 	submit     func()            // Save: validate, apply, close
 	save       *widget.Button
+	scroll     *container.Scroll // the form, under the dialog's title
 }
 
 func newSettingsForm(s Settings) *settingsForm {
@@ -258,6 +259,9 @@ type formEntry struct {
 
 func newFormEntry(onEsc func()) *formEntry {
 	e := &formEntry{onEsc: onEsc}
+	// No scroller of its own (a number never needs one): the wheel over a
+	// field then scrolls the form, where the field's own scroller took it.
+	e.Scroll = container.ScrollNone
 	e.ExtendBaseWidget(e)
 	return e
 }
@@ -431,6 +435,7 @@ func (a *App) showSettings() {
 	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { d.Hide() })
 	scroll := container.NewVScroll(f.content())
 	scroll.SetMinSize(fyne.NewSize(640, 500))
+	f.scroll = scroll
 	buttons := container.NewHBox(layout.NewSpacer(), cancel, save)
 	d = dialog.NewCustomWithoutButtons("Settings", container.NewBorder(nil, buttons, nil, nil, scroll), a.win)
 	a.showDialog(d, nil)
