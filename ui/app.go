@@ -58,6 +58,9 @@ type App struct {
 	lib     *library         // the Models dialog, while it is open (tests reach it)
 	split   *container.Split // the chat list | the chat and the performance panel
 	dialogs []dialog.Dialog  // open dialogs, the last on top (dialogs.go)
+	// danger marks the open confirmations whose Yes destroys or costs
+	// (confirmDanger): Enter answers them no.
+	danger map[*dialog.ConfirmDialog]bool
 	// restoreOnFailure, set while a model reloads for new model settings, is
 	// what the settings were: a failed reload puts them back and loads again.
 	restoreOnFailure *Settings

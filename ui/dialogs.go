@@ -24,9 +24,30 @@ func (a *App) showDialog(d dialog.Dialog, onClosed func()) {
 	d.Show()
 }
 
-// confirm asks a yes/no question in a tracked dialog; Esc answers no.
+// confirm asks a yes/no question in a tracked dialog; Esc answers no, Enter
+// yes (enterOnTop).
 func (a *App) confirm(title, message string, answer func(bool)) {
 	a.showDialog(dialog.NewConfirm(title, message, answer, a.win), nil)
+}
+
+// enterOnTop answers the dialog on top as Enter should: a plain question
+// yes, a danger one (confirmDanger) no — its Yes takes a click. It reports
+// whether a confirmation was on top.
+func (a *App) enterOnTop() bool {
+	n := len(a.dialogs)
+	if n == 0 {
+		return false
+	}
+	c, ok := a.dialogs[n-1].(*dialog.ConfirmDialog)
+	if !ok {
+		return false
+	}
+	if a.danger[c] {
+		c.Dismiss()
+	} else {
+		c.Confirm()
+	}
+	return true
 }
 
 // confirmDanger asks before something that cannot be undone or costs much:
@@ -34,9 +55,19 @@ func (a *App) confirm(title, message string, answer func(bool)) {
 // no).
 func (a *App) confirmDanger(title, message string, answer func(bool)) *dialog.ConfirmDialog {
 	d := dialog.NewConfirm(title, message, answer, a.win)
-	d.SetConfirmImportance(widget.DangerImportance)
-	a.showDialog(d, nil)
+	a.showDanger(d)
 	return d
+}
+
+// showDanger shows the confirmation d with its Yes marked as danger, so that
+// No is the plain choice: Esc and Enter answer no.
+func (a *App) showDanger(d *dialog.ConfirmDialog) {
+	d.SetConfirmImportance(widget.DangerImportance)
+	if a.danger == nil {
+		a.danger = map[*dialog.ConfirmDialog]bool{}
+	}
+	a.danger[d] = true
+	a.showDialog(d, func() { delete(a.danger, d) })
 }
 
 // closeTopDialog closes the dialog on top as Cancel would (a confirmation

@@ -201,8 +201,7 @@ func (l *library) checkFit(ctx context.Context, name string, ctxLen int, backend
 			l.confirm = dialog.NewConfirm("This model does not fit in memory",
 				fmt.Sprintf("%s %s at a context length of %d tokens.\n\nDownload it anyway?", name, strings.TrimPrefix(verdict, "does not fit: "), effectiveContext(ctxLen)),
 				func(ok bool) { answer <- ok }, a.win)
-			l.confirm.SetConfirmImportance(widget.DangerImportance) // costly: No is the plain choice
-			a.showDialog(l.confirm, nil)
+			a.showDanger(l.confirm) // costly: No is the plain choice
 		})
 		select {
 		case ok := <-answer:

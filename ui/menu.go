@@ -176,8 +176,13 @@ func (a *App) addShortcuts() {
 		c.AddShortcut(sc, func(fyne.Shortcut) { run() })
 	}
 	c.SetOnTypedKey(func(k *fyne.KeyEvent) {
-		if k.Name == fyne.KeyEscape && !a.closeTopDialog() {
-			a.stopOrCancelEdit()
+		switch k.Name {
+		case fyne.KeyEscape:
+			if !a.closeTopDialog() {
+				a.stopOrCancelEdit()
+			}
+		case fyne.KeyReturn, fyne.KeyEnter:
+			a.enterOnTop()
 		}
 	})
 }

@@ -245,7 +245,8 @@ func TestSettingsForPeople(t *testing.T) {
 }
 
 // TestDeleteAsksWithNoAsThePlainChoice: Delete chat asks with its Yes
-// marked as danger, and Esc answers no.
+// marked as danger, and Esc and Enter answer no; Enter answers a plain
+// question yes.
 func TestDeleteAsksWithNoAsThePlainChoice(t *testing.T) {
 	s := testSettings()
 	h := newHarness(t, &s, "", "")
@@ -267,5 +268,19 @@ func TestDeleteAsksWithNoAsThePlainChoice(t *testing.T) {
 	h.pump()
 	if _, err := h.a.store.Conversation(c.ID); err != nil {
 		t.Errorf("Esc deleted the chat: %v", err)
+	}
+	// Enter answers a danger question no, a plain one yes.
+	h.a.deleteConversation()
+	h.a.win.Canvas().OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	h.pump()
+	if _, err := h.a.store.Conversation(c.ID); err != nil || len(h.a.dialogs) != 0 {
+		t.Errorf("Enter on Delete chat: %v, %d dialogs open", err, len(h.a.dialogs))
+	}
+	yesToPlain := false
+	h.a.confirm("Reload?", "Reload the model?", func(ok bool) { yesToPlain = ok })
+	h.a.win.Canvas().OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	h.pump()
+	if !yesToPlain || len(h.a.dialogs) != 0 {
+		t.Errorf("Enter on a plain question: answered %v, %d dialogs open", yesToPlain, len(h.a.dialogs))
 	}
 }
