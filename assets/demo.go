@@ -53,13 +53,3 @@ func DemoDir() string {
 	}
 	return ""
 }
-
-// IsDemo is whether dir is the demo model's folder DemoDir finds.
-func IsDemo(dir string) bool {
-	demo := DemoDir()
-	if demo == "" || dir == "" {
-		return false
-	}
-	abs, err := filepath.Abs(dir)
-	return err == nil && filepath.Clean(abs) == demo
-}

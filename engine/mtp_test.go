@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -86,20 +87,40 @@ func TestMTPGreedyEqualsPlain(t *testing.T) {
 func TestGPUMTPVerifyEqualsPlain(t *testing.T) {
 	defer switches.Reset(SwitchSpeculativeMTP)
 	moe := t.TempDir()
-	testmodel.WriteRandom(t, moe, testmodel.Spec{ModelType: "qwen3_5_moe", Hidden: 128, Layers: 4, Interval: 2,
-		Heads: 2, KVHeads: 1, HeadDim: 256, Hk: 2, Hv: 4, Dk: 64, Dv: 64, ConvKernel: 4,
-		Experts: 8, TopK: 2, MoEInter: 64, Share: 64, Vocab: 1024, Bits: 4, GroupSize: 64, RouterBits: 8, MTP: true})
+	testmodel.WriteRandom(t, moe, randomMTPSpec(true))
 	for _, backendName := range gpuBackends() {
 		t.Run(backendName, func(t *testing.T) {
 			dir, _ := mtpCase(t, 0)
 			checkMTPEqualsPlain(t, loadGPU(t, dir, backendName, 512))
-			e := loadGPU(t, moe, backendName, 256)
-			req := Request{PromptIDs: []int32{5, 77, 301, 9, 640, 12, 88, 3}, MaxTokens: 30, IgnoreStop: true, DraftLength: 2}
-			plain, _ := generateWith(t, e, SwitchSpeculativeMTP, false, req)
-			if got, done := generateWith(t, e, SwitchSpeculativeMTP, true, req); !slices.Equal(plain, got) || done.Stats.DraftProposed == 0 {
-				t.Errorf("random MoE head: MTP %v (%d guesses)\nplain %v", got, done.Stats.DraftProposed, plain)
-			}
+			checkRandomMTPEqualsPlain(t, loadGPU(t, moe, backendName, 256), "random MoE head")
 		})
+	}
+}
+
+// randomMTPSpec is a small random checkpoint's shape, a mixture of experts
+// or dense, with an MTP head in the checkpoint's own form (synth --mtp).
+func randomMTPSpec(moe bool) testmodel.Spec {
+	s := testmodel.Spec{ModelType: "qwen3_5", Hidden: 128, Layers: 4, Interval: 2, Heads: 2, KVHeads: 1, HeadDim: 256,
+		Hk: 2, Hv: 4, Dk: 64, Dv: 64, ConvKernel: 4, Intermediate: 256, Vocab: 1024, Bits: 4, GroupSize: 64, MTP: true}
+	if moe {
+		s.ModelType, s.Intermediate, s.Experts, s.TopK, s.MoEInter, s.Share, s.RouterBits = "qwen3_5_moe", 0, 8, 2, 64, 64, 8
+	}
+	return s
+}
+
+// checkRandomMTPEqualsPlain requires e (a random checkpoint's, whose head can
+// draft) to give its plain greedy reply with drafts of 2 from the head, and
+// the head to have guessed (random weights: few guesses kept, every rollback
+// path runs).
+func checkRandomMTPEqualsPlain(t *testing.T, e *Engine, what string) {
+	t.Helper()
+	if why := e.MTPStatus(); why != "" {
+		t.Fatalf("%s: MTPStatus() = %q", what, why)
+	}
+	req := Request{PromptIDs: []int32{5, 77, 301, 9, 640, 12, 88, 3}, MaxTokens: 30, IgnoreStop: true, DraftLength: 2}
+	plain, _ := generateWith(t, e, SwitchSpeculativeMTP, false, req)
+	if got, done := generateWith(t, e, SwitchSpeculativeMTP, true, req); !slices.Equal(plain, got) || done.Stats.DraftProposed == 0 {
+		t.Errorf("%s: MTP %v (%d guesses)\nplain %v", what, got, done.Stats.DraftProposed, plain)
 	}
 }
 
@@ -168,26 +189,13 @@ func TestMTPMissingIsSaid(t *testing.T) {
 func TestMTPMixtureOfExperts(t *testing.T) {
 	defer switches.Reset(SwitchSpeculativeMTP)
 	dir := t.TempDir()
-	testmodel.WriteRandom(t, dir, testmodel.Spec{ModelType: "qwen3_5_moe", Hidden: 128, Layers: 4, Interval: 2,
-		Heads: 2, KVHeads: 1, HeadDim: 256, Hk: 2, Hv: 4, Dk: 64, Dv: 64, ConvKernel: 4,
-		Experts: 8, TopK: 2, MoEInter: 64, Share: 64, Vocab: 1024, Bits: 4, GroupSize: 64, RouterBits: 8, MTP: true})
+	testmodel.WriteRandom(t, dir, randomMTPSpec(true))
 	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if why := e.MTPStatus(); why != "" {
-		t.Fatalf("MTPStatus() = %q", why)
-	}
-	req := Request{PromptIDs: []int32{5, 77, 301, 9, 640, 12, 88, 3}, MaxTokens: 30, IgnoreStop: true, DraftLength: 2}
-	plain, _ := generateWith(t, e, SwitchSpeculativeMTP, false, req)
-	spec, done := generateWith(t, e, SwitchSpeculativeMTP, true, req)
-	if !slices.Equal(plain, spec) {
-		t.Errorf("MTP %v\nplain %v", spec, plain)
-	}
-	if done.Stats.DraftProposed == 0 {
-		t.Error("the MoE model's head proposed no guess")
-	}
+	checkRandomMTPEqualsPlain(t, e, "MoE head")
 }
 
 // TestSpeculativeFillsTheContextAsPlain: a greedy reply that runs to the end
@@ -297,28 +305,15 @@ func TestMTPReleaseForm(t *testing.T) {
 	defer switches.Reset(SwitchSpeculativeMTP)
 	for _, moe := range []bool{false, true} {
 		dir := t.TempDir()
-		spec := testmodel.Spec{ModelType: "qwen3_5", Hidden: 128, Layers: 4, Interval: 2, Heads: 2, KVHeads: 1, HeadDim: 256,
-			Hk: 2, Hv: 4, Dk: 64, Dv: 64, ConvKernel: 4, Intermediate: 256, Vocab: 1024, Bits: 4, GroupSize: 64}
-		experts := 0
-		if moe {
-			spec.ModelType, spec.Intermediate, spec.Experts, spec.TopK, spec.MoEInter, spec.Share, spec.RouterBits = "qwen3_5_moe", 0, 8, 2, 64, 64, 8
-			experts = 8
-		}
+		spec := randomMTPSpec(moe)
+		spec.MTP = false // the head comes beside the checkpoint instead
 		testmodel.WriteRandom(t, dir, spec)
-		writeHFMTP(t, dir, 128, 2, 1, 256, 256, experts, 64)
+		writeHFMTP(t, dir, 128, 2, 1, 256, 256, spec.Experts, 64)
 		e, err := Load(dir, Options{Backend: "cpu", ContextLength: 256})
 		if err != nil {
 			t.Fatalf("moe %v: %v", moe, err)
 		}
-		if why := e.MTPStatus(); why != "" {
-			t.Fatalf("moe %v: MTPStatus() = %q", moe, why)
-		}
-		req := Request{PromptIDs: []int32{5, 77, 301, 9, 640, 12, 88, 3}, MaxTokens: 24, IgnoreStop: true, DraftLength: 2}
-		plain, _ := generateWith(t, e, SwitchSpeculativeMTP, false, req)
-		got, done := generateWith(t, e, SwitchSpeculativeMTP, true, req)
-		if !slices.Equal(plain, got) || done.Stats.DraftProposed == 0 {
-			t.Errorf("moe %v: MTP %v (%d guesses)\nplain %v", moe, got, done.Stats.DraftProposed, plain)
-		}
+		checkRandomMTPEqualsPlain(t, e, fmt.Sprintf("release form, moe %v", moe))
 		e.Close()
 	}
 }

@@ -56,7 +56,7 @@ func Library(cache, lmstudio string, folders []string) []LocalModel {
 			if rev := filepath.Base(ref); rev != "main" {
 				label += "@" + rev
 			}
-			m := describe(label, snap, "Hub cache")
+			m := Describe(label, snap, "Hub cache")
 			m.Repo = name
 			add(m)
 		}
@@ -65,12 +65,12 @@ func Library(cache, lmstudio string, folders []string) []LocalModel {
 		dirs, _ := filepath.Glob(filepath.Join(lmstudio, "*", "*"))
 		for _, d := range dirs {
 			if st, err := os.Stat(d); err == nil && st.IsDir() {
-				add(describe(filepath.Base(filepath.Dir(d))+"/"+filepath.Base(d), d, "LM Studio"))
+				add(Describe(filepath.Base(filepath.Dir(d))+"/"+filepath.Base(d), d, "LM Studio"))
 			}
 		}
 	}
 	for _, d := range folders {
-		add(describe(filepath.Base(d), d, "folder"))
+		add(Describe(filepath.Base(d), d, "folder"))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -78,9 +78,7 @@ func Library(cache, lmstudio string, folders []string) []LocalModel {
 
 // describe reads what a listing shows of one folder.
 // Describe is the LocalModel of folder dir, listed as name from source.
-func Describe(name, dir, source string) LocalModel { return describe(name, dir, source) }
-
-func describe(name, dir, source string) LocalModel {
+func Describe(name, dir, source string) LocalModel {
 	m := LocalModel{Name: name, Dir: dir, Source: source}
 	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {

@@ -121,21 +121,12 @@ func (b *binder) splitInput(path string, out, in int) (lo, hi ops.QLinear, err e
 	b.checked(q.Scales)
 	b.checked(q.Biases)
 	cut := func(t *safetensors.Tensor, rowBytes int, dtype ops.DType, cols int) (ops.Tensor, ops.Tensor, error) {
-		first, second := make([]byte, 0, out*rowBytes/2), make([]byte, 0, out*rowBytes/2)
-		for r := range out {
-			row := t.Data[r*rowBytes : (r+1)*rowBytes]
-			first = append(first, row[:rowBytes/2]...)
-			second = append(second, row[rowBytes/2:]...)
-		}
-		a, err := ops.Upload(b.c, dtype, []int{out, cols}, first)
+		first, second := halveRows(t.Data, out, rowBytes)
+		a, err := b.upload(dtype, []int{out, cols}, first)
 		if err != nil {
 			return a, a, err
 		}
-		b.owned = append(b.owned, a)
-		c, err := ops.Upload(b.c, dtype, []int{out, cols}, second)
-		if err == nil {
-			b.owned = append(b.owned, c)
-		}
+		c, err := b.upload(dtype, []int{out, cols}, second)
 		return a, c, err
 	}
 	mk := func() ops.QLinear {
@@ -345,10 +336,9 @@ func (b *binder) uploadQuantized(path string, rows []byte, out, in, experts int)
 		cols  int
 		data  []byte
 	}{{&l.W, ops.U32, in / 4, codes}, {&l.Scales, ops.BF16, in / 64, scales}, {&l.Bias, ops.BF16, in / 64, biases}} {
-		if *p.dst, err = ops.Upload(b.c, p.dtype, append(append([]int{}, lead...), p.cols), p.data); err != nil {
+		if *p.dst, err = b.upload(p.dtype, append(append([]int{}, lead...), p.cols), p.data); err != nil {
 			return l, err
 		}
-		b.owned = append(b.owned, *p.dst)
 	}
 	return l, nil
 }
@@ -364,14 +354,31 @@ func (b *binder) splitInputBF16(path string, out, in int) (lo, hi ops.QLinear, e
 	if in%2 != 0 || half%64 != 0 {
 		return lo, hi, fmt.Errorf("%s: an input of %d does not cut in two whole halves of groups of 64", path, in)
 	}
-	first, second := make([]byte, 0, len(data)/2), make([]byte, 0, len(data)/2)
-	for r := range out {
-		row := data[2*r*in : 2*(r+1)*in]
-		first, second = append(first, row[:2*half]...), append(second, row[2*half:]...)
-	}
+	first, second := halveRows(data, out, 2*in)
 	if lo, err = b.uploadQuantized(path, first, out, half, 0); err != nil {
 		return lo, hi, err
 	}
 	hi, err = b.uploadQuantized(path, second, out, half, 0)
 	return lo, hi, err
+}
+
+// halveRows cuts each of rows rows of rowBytes bytes in two halves: the
+// first halves in order, and the second.
+func halveRows(data []byte, rows, rowBytes int) (first, second []byte) {
+	first, second = make([]byte, 0, len(data)/2), make([]byte, 0, len(data)/2)
+	for r := range rows {
+		row := data[r*rowBytes : (r+1)*rowBytes]
+		first, second = append(first, row[:rowBytes/2]...), append(second, row[rowBytes/2:]...)
+	}
+	return first, second
+}
+
+// upload makes a device tensor of host bytes, owned by the binder (freed
+// with the model).
+func (b *binder) upload(dtype ops.DType, shape []int, data []byte) (ops.Tensor, error) {
+	t, err := ops.Upload(b.c, dtype, shape, data)
+	if err == nil {
+		b.owned = append(b.owned, t)
+	}
+	return t, err
 }

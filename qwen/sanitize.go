@@ -154,12 +154,7 @@ func (b *binder) shiftNorm(data []byte, n int) (ops.Tensor, error) {
 		w := ops.BF16ToF32(binary.LittleEndian.Uint16(data[2*i:]))
 		binary.LittleEndian.PutUint16(out[2*i:], ops.F32ToBF16(w+1))
 	}
-	t, err := ops.Upload(b.c, ops.BF16, []int{n}, out)
-	if err != nil {
-		return t, err
-	}
-	b.owned = append(b.owned, t)
-	return t, nil
+	return b.upload(ops.BF16, []int{n}, out)
 }
 
 func (b *binder) view(t *safetensors.Tensor) (ops.Tensor, error) {
