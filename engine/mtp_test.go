@@ -346,3 +346,25 @@ func TestMTPSampled(t *testing.T) {
 		t.Errorf("at temperature 0.01: MTP %v\nplain %v", a, plain)
 	}
 }
+
+// TestBrokenMTPHeadIsSaid: an mtp.safetensors whose tensors do not fit the
+// model (here the fc of another width) leaves the model loading and
+// decoding, and MTPStatus names the tensor at fault.
+func TestBrokenMTPHeadIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	spec := randomMTPSpec(false)
+	spec.MTP = false
+	testmodel.WriteRandom(t, dir, spec)
+	writeHFMTP(t, dir, 64, 2, 1, 256, 256, 0, 64) // a head for hidden 64, beside a model of 128
+	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatalf("a broken MTP head stopped the load: %v", err)
+	}
+	defer e.Close()
+	if why := e.MTPStatus(); !strings.Contains(why, "cannot be read") || !strings.Contains(why, "mtp.") {
+		t.Errorf("MTPStatus() = %q, want it to name the broken tensor", why)
+	}
+	if ids, _, _ := collect(t, e.Generate(t.Context(), Request{PromptIDs: []int32{5, 6, 7}, MaxTokens: 4, IgnoreStop: true})); len(ids) != 4 {
+		t.Errorf("the model decoded %d tokens", len(ids))
+	}
+}

@@ -56,7 +56,8 @@ const mtpRows = 16
 func (m *Model) HasMTP() bool { return m.mtp != nil }
 
 // bindMTP binds the MTP head when the checkpoint holds one (mtp.fc), or
-// records in MTPProblem why a head that is there cannot be used.
+// records in MTPProblem why a head that is there cannot be used (a broken
+// head does not stop the model from loading).
 func (m *Model) bindMTP() error {
 	cfg, b := m.Cfg, m.bind
 	w, ok := b.ck.Tensor("mtp.fc.weight")
@@ -90,7 +91,8 @@ func (m *Model) bindMTP() error {
 	layer = append(layer, h.layer.mixer.weights(cfg)...)
 	layer = append(layer, h.layer.ffn.weights(cfg)...)
 	if err := b.bind(append(ws, under("mtp.layers.0.", layer)...)); err != nil {
-		return fmt.Errorf("MTP head: %w", err)
+		m.MTPProblem = "the checkpoint's MTP head cannot be read: " + err.Error()
+		return nil // the model itself is fine: it decodes without drafts
 	}
 	var err error
 	if b.rawMTP {
@@ -99,7 +101,8 @@ func (m *Model) bindMTP() error {
 		h.fcEmbed, h.fcHidden, err = b.splitInput("mtp.fc", hid, 2*hid)
 	}
 	if err != nil {
-		return fmt.Errorf("MTP head: %w", err)
+		m.MTPProblem = "the checkpoint's MTP head cannot be read: " + err.Error()
+		return nil // the model itself is fine: it decodes without drafts
 	}
 	m.mtp = h
 	return nil
