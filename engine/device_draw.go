@@ -33,7 +33,7 @@ func init() {
 func (e *Engine) drawOnDevice(logits ops.Tensor, s Sampling, u float32) ops.Tensor {
 	k := s.TopK
 	both := e.topK(logits, 1, k)
-	out := e.scratch.Get(ops.I32, 1)
+	out := e.scratch.Get("sample.drawn", ops.I32, 1)
 	ops.SampleTop(e.ctx, ops.View(both, 0, ops.I32, []int{k}), ops.View(both, 4*k, ops.F32, []int{k}),
 		ops.View(both, 8*k, ops.F32, []int{1}), out, float32(s.Temperature), float32(s.TopP), float32(s.MinP), u)
 	return out

@@ -26,7 +26,7 @@ func (e *Engine) forwardTopK(tokens []int32, k int, penalized []int32, penalty f
 		if len(penalized) == 0 {
 			return nil
 		}
-		pen = e.scratch.Get(ops.I32, len(penalized))
+		pen = e.scratch.Get("sample.penalized", ops.I32, len(penalized))
 		return ops.WriteInt32(e.ctx, pen, penalized)
 	}
 	err := e.step(tokens, false, prepare, func(logits ops.Tensor) error {
@@ -56,7 +56,7 @@ func (e *Engine) forwardFiltered(tokens []int32, s Sampling, penalized []int32, 
 		if len(penalized) == 0 {
 			return nil
 		}
-		pen = e.scratch.Get(ops.I32, len(penalized))
+		pen = e.scratch.Get("sample.penalized", ops.I32, len(penalized))
 		return ops.WriteInt32(e.ctx, pen, penalized)
 	}
 	k := min(ops.TopKMax, e.Config.VocabSize)
@@ -119,11 +119,11 @@ func (e *Engine) readTopK(logits ops.Tensor, r, k int) ([]candidates, error) {
 // topK dispatches the top k of each of the r rows of logits into one scratch
 // buffer [ids r·k | vals r·k | lse r], which it returns.
 func (e *Engine) topK(logits ops.Tensor, r, k int) ops.Tensor {
-	both := e.scratch.Get(ops.I32, r*(2*k+1))
+	both := e.scratch.Get("sample.topk", ops.I32, r*(2*k+1))
 	ids := ops.View(both, 0, ops.I32, []int{r, k})
 	vals := ops.View(both, 4*r*k, ops.F32, []int{r, k})
 	lse := ops.View(both, 8*r*k, ops.F32, []int{r})
-	part := e.scratch.Get(ops.I32, ops.TopKPartSize(r, logits.Elements()/r, k))
+	part := e.scratch.Get("sample.topk_part", ops.I32, ops.TopKPartSize(r, logits.Elements()/r, k))
 	ops.TopK(e.ctx, logits, ids, vals, lse, part)
 	return both
 }

@@ -40,18 +40,19 @@ func (e *Engine) TimeProjections(reps int) ([]ProjectionTiming, error) {
 	err := e.loop.do(func() error {
 		defer e.scratch.Reset()
 		for _, p := range e.model.Projections() {
+			e.scratch.Rewind(0) // the last projection's tensors: it was timed
 			w := p.W
 			k := 1
 			if w.Experts > 0 {
 				k = min(e.Config.ExpertsPerToken, w.Experts)
 			}
-			x, y := e.scratch.Get(ops.BF16, 1, w.In), e.scratch.Get(ops.BF16, 1, k, w.Out)
+			x, y := e.scratch.Get("timing.x", ops.BF16, 1, w.In), e.scratch.Get("timing.y", ops.BF16, 1, k, w.Out)
 			if err := ops.Zero(e.ctx, x); err != nil {
 				return err
 			}
 			var ids ops.Tensor
 			if w.Experts > 0 {
-				ids = e.scratch.Get(ops.I32, 1, k)
+				ids = e.scratch.Get("timing.ids", ops.I32, 1, k)
 				first := make([]int32, k) // the first K experts: distinct, as the router's are
 				for i := range first {
 					first[i] = int32(i)

@@ -161,7 +161,7 @@ func (e *Engine) forwardTopKAll(tokens []int32, k int, penalized [][]int32, pena
 			return nil
 		}
 		flat := slices.Concat(penalized...)
-		pen = e.scratch.Get(ops.I32, len(penalized), len(penalized[0]))
+		pen = e.scratch.Get("sample.penalized", ops.I32, len(penalized), len(penalized[0]))
 		return ops.WriteInt32(e.ctx, pen, flat)
 	}
 	err := e.step(tokens, true, prepare, func(logits ops.Tensor) (err error) {

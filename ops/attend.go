@@ -33,34 +33,25 @@ func prefillSplits(capacity, t, hq, d int) int {
 
 // SplitPartial takes, from a forward's scratch, split-KV decode attention's
 // f32 partials [splitKVMaxQueries, hq, splits, d+2] where the plan splits
-// decode attention: taken at a fixed size whatever t and the context length,
-// so that a step's scratch layout never depends on either (Arena serves
-// requests by their order), and returned (cut to t by Attend) only for a
-// forward of at most splitKVMaxQueries tokens; a zero Tensor otherwise.
+// decode attention and the forward has at most splitKVMaxQueries tokens (cut
+// to t by Attend); a zero Tensor otherwise. It is taken at its full size
+// whatever t, so that a verify after decode steps does not grow the buffer
+// and move the steps' addresses (the CUDA graph would be captured again).
 func SplitPartial(c *Ctx, t, capacity, hq, d int) Tensor {
-	if !c.Plan.SplitKV {
+	if !c.Plan.SplitKV || t > splitKVMaxQueries {
 		return Tensor{}
 	}
-	full := c.Scratch.Get(F32, splitKVMaxQueries, hq, SplitKVSplits(capacity), d+2)
-	if t > splitKVMaxQueries {
-		return Tensor{}
-	}
-	return full
+	return c.Scratch.Get("forward.split_partial", F32, splitKVMaxQueries, hq, SplitKVSplits(capacity), d+2)
 }
 
 // PromptPartial takes the prompt path's split-KV partials, f32 [t, hq,
 // splits, d+2], where the plan runs a prompt's attention on the split-KV
-// kernels (not as flash attention): taken by every forward (sized by t),
-// returned only for a prompt.
+// kernels (not as flash attention); a zero Tensor for any other forward.
 func PromptPartial(c *Ctx, t, capacity, hq, d int) Tensor {
-	if !c.Plan.PrefillSplit || promptFlash(c, d) {
+	if !c.Plan.PrefillSplit || promptFlash(c, d) || !Prompt(c, t) {
 		return Tensor{}
 	}
-	p := c.Scratch.Get(F32, t, hq, prefillSplits(capacity, t, hq, d), d+2)
-	if !Prompt(c, t) {
-		return Tensor{}
-	}
-	return p
+	return c.Scratch.Get("forward.prompt_partial", F32, t, hq, prefillSplits(capacity, t, hq, d), d+2)
 }
 
 // promptFlash reports whether a prompt's attention runs as AttentionFlash.

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"bagel/backend"
@@ -45,17 +46,20 @@ func (c *Ctx) dispatch(name string, args ...backend.Arg) {
 	c.Enc.Dispatch(name, grid, group, c.argStore...)
 }
 
-// Arena hands out scratch tensors from pooled device buffers. Buffers handed out
-// since the last Reset stay reserved; Reset returns them all (call it only after
-// the work that used them has completed: after a Read of its result).
+// Arena hands out scratch tensors from pooled device buffers, each by its
+// name: every Get of a name gets that name's buffer, grown when the request
+// is larger. A forward asks for its tensors by name whatever its path and
+// token count, so a name serves the same tensor in every step; once the
+// largest step has run (a full prefill chunk) the pool is laid out for good.
+// Shorter prompts and decode steps reuse it, a long chat adds nothing turn
+// after turn, and a decode step gets the same addresses every token (a CUDA
+// graph replays it unchanged). A path that takes fewer tensors leaves the
+// others' buffers as they are: no name depends on what was taken before it.
 //
-// The k-th request after a Reset gets the k-th buffer of the pool, grown when
-// the request is larger. A forward pass asks for the same tensors in the same
-// order whatever its token count, so slot k serves the same tensor in every
-// step: once the largest step has run (a full prefill chunk) the pool is laid
-// out for good. Shorter prompts and decode steps reuse it, a long chat adds
-// nothing turn after turn, and a decode step gets the same addresses every
-// token (a CUDA graph replays it unchanged).
+// A name is live from its Get until a Rewind past it or Reset: a Get of a
+// live name panics, since both would share one buffer. Buffers handed out
+// since the last Reset stay reserved; call Reset only after the work that
+// used them has completed (after a Read of its result).
 //
 // A slot that grows keeps its old buffer until the next Reset: the work
 // recorded before the Get may still use it, and on a GPU freeing it would
@@ -64,40 +68,44 @@ func (c *Ctx) dispatch(name string, args ...backend.Arg) {
 // long prompt once for every slot it grows.
 type Arena struct {
 	dev     backend.Device
-	slots   []backend.Buffer
+	slots   map[string]backend.Buffer
 	retired []backend.Buffer // outgrown this step, freed at Reset
-	next    int              // the slot of the next Get
-	allocs  int              // buffers allocated, ever
-	held    atomic.Int64     // bytes of the buffers held (Held), read from any goroutine
+	live    []string         // the names taken and not rewound, in order
+	isLive  map[string]bool
+	since   []string     // every name taken since Reset (Taken)
+	allocs  int          // buffers allocated, ever
+	held    atomic.Int64 // bytes of the buffers held (Held), read from any goroutine
 }
 
 // NewArena makes an empty arena on dev.
 func NewArena(dev backend.Device) *Arena {
-	return &Arena{dev: dev}
+	return &Arena{dev: dev, slots: map[string]backend.Buffer{}, isLive: map[string]bool{}}
 }
 
-// Get returns a tensor of dtype and shape whose contents are unspecified.
-func (a *Arena) Get(dtype backend.DType, shape ...int) Tensor {
+// Get returns the tensor named name, of dtype and shape, whose contents are
+// unspecified. It panics when name is live (taken and not rewound).
+func (a *Arena) Get(name string, dtype backend.DType, shape ...int) Tensor {
+	if a.isLive[name] {
+		panic(fmt.Sprintf("ops: scratch %q taken twice while in use", name))
+	}
 	t := Tensor{DType: dtype, Shape: append([]int(nil), shape...)}
 	n := max(t.Bytes(), 4)
-	k := a.next
-	a.next++
-	if k == len(a.slots) {
-		a.slots = append(a.slots, nil)
-	}
-	if b := a.slots[k]; b == nil || b.Len() < n {
+	if b := a.slots[name]; b == nil || b.Len() < n {
 		if b != nil {
 			a.retired = append(a.retired, b)
 		}
 		b, err := a.dev.Alloc(sizeClass(n))
 		if err != nil {
-			panic(fmt.Sprintf("ops: scratch allocation of %d bytes: %v", n, err))
+			panic(fmt.Sprintf("ops: scratch allocation of %d bytes for %q: %v", n, name, err))
 		}
 		a.allocs++
 		a.held.Add(int64(b.Len()))
-		a.slots[k] = b
+		a.slots[name] = b
 	}
-	t.Buf = a.slots[k]
+	a.isLive[name] = true
+	a.live = append(a.live, name)
+	a.since = append(a.since, name)
+	t.Buf = a.slots[name]
 	return t
 }
 
@@ -116,10 +124,10 @@ func sizeClass(n int) int {
 	return (n + step - 1) / step * step
 }
 
-// Reset makes every buffer handed out available again and frees the
-// outgrown ones.
+// Reset makes every name available again and frees the outgrown buffers.
 func (a *Arena) Reset() {
-	a.next = 0
+	a.Rewind(0)
+	a.since = a.since[:0]
 	for _, b := range a.retired {
 		a.held.Add(-int64(b.Len()))
 		a.dev.Free(b)
@@ -127,24 +135,47 @@ func (a *Arena) Reset() {
 	a.retired = a.retired[:0]
 }
 
-// Mark is the arena's place: a later Rewind to it hands the slots after it
-// out again.
-func (a *Arena) Mark() int { return a.next }
+// Mark is the arena's place: a later Rewind to it makes the names taken after
+// it available again.
+func (a *Arena) Mark() int { return len(a.live) }
 
-// Rewind hands the slots from mark on out again: the tensors taken since
-// Mark are dead. A forward rewinds before each layer, so every layer takes
-// the slots of the one before it (a layer's tensors are read only by its own
-// kernels, which run before the next layer's in stream order; a kernel writes
-// only after it waited for the ones before it, GRID_WAIT): the scratch is one
-// layer's, not forty (35B-A3B shapes, a 2048-token prompt chunk: 0.42 GB
-// against 8.86 GB, engine's BenchmarkScratchOfAModel). A request after a Rewind
-// that is larger than its slot grows the slot as in any step.
-func (a *Arena) Rewind(mark int) {
-	if mark < 0 || mark > a.next {
-		panic(fmt.Sprintf("ops: arena rewound to %d, %d slots taken", mark, a.next))
+// Scope opens a scope named name and returns its mark: when name's scope is
+// already open (a forward after a forward, a layer after a layer), its
+// tensors and those taken after it are dead first (Rewind to it). A forward
+// opens one per layer, so every layer takes the buffers of the one before it
+// (a layer's tensors are read only by its own kernels, which run before the
+// next layer's in stream order; a kernel writes only after it waited for the
+// ones before it, GRID_WAIT): the scratch is one layer's, not forty (35B-A3B
+// shapes, a 2048-token prompt chunk: 0.42 GB against 8.86 GB).
+// Scope names share the tensors' namespace.
+func (a *Arena) Scope(name string) int {
+	if a.isLive[name] {
+		a.Rewind(slices.Index(a.live, name))
 	}
-	a.next = mark
+	mark := a.Mark()
+	a.isLive[name] = true
+	a.live = append(a.live, name)
+	return mark
 }
+
+// Rewind makes the names taken from mark on available again: their tensors
+// are dead. Their buffers stay, for the next Get of each name.
+func (a *Arena) Rewind(mark int) {
+	if mark < 0 || mark > len(a.live) {
+		panic(fmt.Sprintf("ops: arena rewound to %d, %d names live", mark, len(a.live)))
+	}
+	for _, name := range a.live[mark:] {
+		delete(a.isLive, name)
+	}
+	a.live = a.live[:mark]
+}
+
+// Taken is the names taken since the last Reset, in order (a name rewound
+// and taken again appears again): what a step used.
+func (a *Arena) Taken() []string { return slices.Clone(a.since) }
+
+// Buffer is name's buffer, nil when it was never taken.
+func (a *Arena) Buffer(name string) backend.Buffer { return a.slots[name] }
 
 // Allocations is how many buffers the arena has allocated, ever, and the bytes
 // it holds now.
@@ -167,5 +198,5 @@ func (a *Arena) Release() {
 		a.held.Add(-int64(b.Len()))
 		a.dev.Free(b)
 	}
-	a.slots = nil
+	clear(a.slots)
 }

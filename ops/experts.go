@@ -35,16 +35,12 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 	t, k, hidden, inter, ne := x.Shape[0], m.K, m.Down.Out, m.Gate.Out, m.Gate.Experts
 	s := c.Scratch
 	// What reads x: the router, the shared expert's gate and up, its scalar gate.
-	routerLogits := s.Get(BF16, t, ne)
-	sg, su := s.Get(BF16, t, m.SharedGate.Out), s.Get(BF16, t, m.SharedUp.Out)
-	gateLogit := s.Get(BF16, t)
-	// Every forward asks for the same scratch in the same order whatever its
-	// path (Arena): the prompt path's tensors are taken on the decode path too.
-	ids, weights := s.Get(I32, t, k), s.Get(BF16, t, k)
-	gate, up := s.Get(BF16, t, k, inter), s.Get(BF16, t, k, inter)
-	y := s.Get(BF16, t, k, hidden)
-	perm, tiles := s.Get(I32, t*k), s.Get(I32, ExpertTileRows(t, k, ne), 3)
-	routed, sharedOut := s.Get(BF16, t, hidden), s.Get(BF16, t, hidden)
+	routerLogits := s.Get("moe.router", BF16, t, ne)
+	gateLogit := s.Get("moe.shared_gate_logit", BF16, t)
+	sg := s.Get("moe.shared_gate", BF16, t, m.SharedGate.Out) // then silu(gate)·up
+	ids, weights := s.Get("moe.ids", I32, t, k), s.Get("moe.weights", BF16, t, k)
+	gate := s.Get("moe.gate", BF16, t, k, inter) // then silu(gate)·up
+	up := func() Tensor { return s.Get("moe.up", BF16, t, k, inter) }
 	grouped := Prompt(c, t) && ne <= moeSortMaxExperts && inter%32 == 0 && hidden%32 == 0 &&
 		x.Off%16 == 0 && gate.Off%16 == 0
 	// The decode path's experts and shared expert in one launch (moe_up_bf16):
@@ -53,12 +49,15 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 	// TiledGEMV: the experts on the matrix units (moe_up_mma_bf16), for a
 	// step and a verify alike, so that their bits agree.
 	tiledUp := fusedUp && c.Plan.TiledGEMV && MoEUpTiledFits(c, m.Gate, m.SharedGate, m.SharedUp)
+	var su Tensor
 	if fusedUp {
 		Project(c, x, []QLinear{m.Router, m.SharedExpertGate}, []Tensor{routerLogits, gateLogit})
 	} else {
+		su = s.Get("moe.shared_up", BF16, t, m.SharedUp.Out)
 		Project(c, x, []QLinear{m.Router, m.SharedGate, m.SharedUp, m.SharedExpertGate},
 			[]Tensor{routerLogits, sg, su, gateLogit})
 	}
+	var perm, tiles, y Tensor
 	RouterTopK(c, routerLogits, ids, weights, m.NormTopK)
 	switch {
 	case tiledUp:
@@ -68,13 +67,16 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 	case grouped:
 		// A prompt: the pairs sorted by expert, each expert's weights read once
 		// per tile of its pairs.
+		perm, tiles = s.Get("moe.perm", I32, t*k), s.Get("moe.tiles", I32, ExpertTileRows(t, k, ne), 3)
 		sorted := SortByExpert(c, ids, ne, perm, tiles)
+		up := up()
 		QGemmGather(c, x, sorted, m.Gate, gate, false, c.Plan.ExactGEMM)
 		QGemmGather(c, x, sorted, m.Up, up, false, c.Plan.ExactGEMM)
 		SwiGLU(c, gate, up, gate)
 	case c.Plan.ExpertSwiGLU:
 		QMatmulGatherSwiGLU(c, x, ids, m.Gate, m.Up, gate)
 	default:
+		up := up()
 		QMatmulGather(c, x, ids, m.Gate, gate, false)
 		QMatmulGather(c, x, ids, m.Up, up, false)
 		SwiGLU(c, gate, up, gate)
@@ -84,6 +86,7 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 	}
 	switch {
 	case grouped:
+		y = s.Get("moe.y", BF16, t, k, hidden)
 		QGemmGather(c, gate, ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: ne}, m.Down, y, true, c.Plan.ExactGEMM)
 	case tiledUp && t <= MoEDownTiledTokens && MoEDownTiledFits(c, m.Down, m.SharedDown, k):
 		// With moe_up_mma_bf16, a step's and a verify's (at most 16 tokens) alike.
@@ -94,8 +97,10 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 		MoEDown(c, gate, ids, weights, m.Down, sg, m.SharedDown, gateLogit, out, true)
 		return
 	default:
+		y = s.Get("moe.y", BF16, t, k, hidden)
 		QMatmulGather(c, gate, ids, m.Down, y, true)
 	}
+	routed, sharedOut := s.Get("moe.routed", BF16, t, hidden), s.Get("moe.shared_out", BF16, t, hidden)
 	MoECombine(c, y, weights, routed)
 	Linear(c, sg, m.SharedDown, sharedOut)
 	AddSigmoidScaled(c, routed, sharedOut, gateLogit, out)

@@ -116,10 +116,13 @@ func GDNChunked(c *Ctx, conv, g, beta, prep, state, out Tensor, s GDNShape) {
 // rows (conv bf16 [T, ConvDim]) and gate logits (a, b bf16 [T, Hv]),
 // advancing state f32 [Hv, Dv, Dk], into o bf16 [T, Hv, Dv]. A prompt goes
 // chunk by chunk (GDNGates into decay and beta f32 [T, Hv], then GDNChunked
-// with prep, GDNPrepShape's table); otherwise token by token, the gates
-// computed inside the recurrence (decay and beta unused).
-func GDNRule(c *Ctx, conv, aLogits, bLogits, aLog, dtBias, decay, beta, prep, state, o Tensor, shape GDNShape) {
-	if Prompt(c, conv.Shape[0]) && shape.Dk <= GDNChunkMaxDk {
+// with prep, GDNPrepShape's table), those three taken from the scratch;
+// otherwise token by token, the gates computed inside the recurrence.
+func GDNRule(c *Ctx, conv, aLogits, bLogits, aLog, dtBias, state, o Tensor, shape GDNShape) {
+	if t := conv.Shape[0]; Prompt(c, t) && shape.Dk <= GDNChunkMaxDk {
+		s := c.Scratch
+		decay, beta := s.Get("gdn.decay", F32, t, shape.Hv), s.Get("gdn.beta", F32, t, shape.Hv)
+		prep := s.Get("gdn.prep", F32, GDNPrepShape(t, shape.Hv)...)
 		GDNGates(c, aLogits, bLogits, aLog, dtBias, decay, beta)
 		GDNChunked(c, conv, decay, beta, prep, state, o, shape)
 		return

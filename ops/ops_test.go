@@ -3,6 +3,7 @@ package ops_test
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,13 +29,13 @@ func mustPanic(t *testing.T, want string, f func()) {
 func TestShapeChecksPanic(t *testing.T) {
 	dev := cpu.New(1)
 	c := ops.NewCtx(dev, ops.NewArena(dev))
-	x := c.Scratch.Get(ops.BF16, 2, 64)
-	w := c.Scratch.Get(ops.BF16, 32)
-	mustPanic(t, "rms_norm", func() { ops.RMSNorm(c, x, w, c.Scratch.Get(ops.BF16, 3, 64), 1e-6) })
+	x := c.Scratch.Get("x", ops.BF16, 2, 64)
+	w := c.Scratch.Get("w", ops.BF16, 32)
+	mustPanic(t, "rms_norm", func() { ops.RMSNorm(c, x, w, c.Scratch.Get("out", ops.BF16, 3, 64), 1e-6) })
 	mustPanic(t, "add_bf16", func() { ops.Add(c, x, w, x) })
 	mustPanic(t, "kv_append", func() {
-		k := c.Scratch.Get(ops.BF16, 4, 1, 8)
-		cache := c.Scratch.Get(ops.BF16, 1, 2, 8)
+		k := c.Scratch.Get("k", ops.BF16, 4, 1, 8)
+		cache := c.Scratch.Get("cache", ops.BF16, 1, 2, 8)
 		ops.KVAppend(c, k, k, cache, cache, 0)
 	})
 	mustPanic(t, "reshape", func() { x.Reshape(3, 5) })
@@ -43,18 +44,27 @@ func TestShapeChecksPanic(t *testing.T) {
 	}
 }
 
-func TestArenaReusesBuffers(t *testing.T) {
+// TestArenaServesByName: two names are two buffers; after a Reset each name
+// gets its own buffer again whatever the order of the requests, and a name
+// taken twice while live panics (both would share one buffer).
+func TestArenaServesByName(t *testing.T) {
 	dev := cpu.New(1)
 	a := ops.NewArena(dev)
-	first := a.Get(ops.F32, 16)
-	second := a.Get(ops.F32, 16)
+	first := a.Get("first", ops.F32, 16)
+	second := a.Get("second", ops.F32, 16)
 	if first.Buf == second.Buf {
 		t.Fatal("two live scratch tensors share a buffer")
 	}
+	mustPanic(t, `scratch "first" taken twice`, func() { a.Get("first", ops.F32, 8) })
 	a.Reset()
-	again := a.Get(ops.F32, 4, 4)
-	if again.Buf != first.Buf && again.Buf != second.Buf {
-		t.Error("a buffer of the same size was not reused after Reset")
+	if again := a.Get("second", ops.F32, 4, 4); again.Buf != second.Buf {
+		t.Error("a name did not get its buffer back after Reset")
+	}
+	if again := a.Get("first", ops.F32, 8); again.Buf != first.Buf {
+		t.Error("a name taken after another did not get its own buffer")
+	}
+	if got := a.Taken(); !slices.Equal(got, []string{"second", "first"}) {
+		t.Errorf("Taken = %q, want second, first", got)
 	}
 }
 
@@ -75,11 +85,11 @@ func (d *freeCounter) Free(b backend.Buffer) {
 func TestArenaFreesOutgrownBuffersAtReset(t *testing.T) {
 	dev := &freeCounter{Device: cpu.New(1)}
 	a := ops.NewArena(dev)
-	a.Get(ops.F32, 16)
-	a.Get(ops.F32, 16)
+	a.Get("a", ops.F32, 16)
+	a.Get("b", ops.F32, 16)
 	a.Reset()
-	a.Get(ops.F32, 1<<20) // both slots outgrown within one step
-	a.Get(ops.F32, 1<<20)
+	a.Get("a", ops.F32, 1<<20) // both slots outgrown within one step
+	a.Get("b", ops.F32, 1<<20)
 	if dev.frees != 0 {
 		t.Fatalf("%d buffers freed while the step that outgrew them was being recorded", dev.frees)
 	}
@@ -87,7 +97,7 @@ func TestArenaFreesOutgrownBuffersAtReset(t *testing.T) {
 	if dev.frees != 2 {
 		t.Fatalf("Reset freed %d outgrown buffers, want 2", dev.frees)
 	}
-	a.Get(ops.F32, 1<<20)
+	a.Get("a", ops.F32, 1<<20)
 	a.Reset()
 	if dev.frees != 2 {
 		t.Errorf("%d frees after a step that grew nothing, want still 2", dev.frees)
@@ -98,23 +108,26 @@ func TestArenaFreesOutgrownBuffersAtReset(t *testing.T) {
 	}
 }
 
-// TestArenaRepeatsItsAssignment checks that the same sequence of Gets after a
-// Reset gets the same buffers in the same order (a replayed decode step).
+// TestArenaRepeatsItsAssignment checks that a step that takes fewer names,
+// or the same names in another order, leaves every other name's buffer as it
+// was (a replayed decode step after a verify or a prompt).
 func TestArenaRepeatsItsAssignment(t *testing.T) {
 	dev := cpu.New(1)
 	a := ops.NewArena(dev)
-	step := func() []any {
-		var bufs []any
-		for _, n := range []int{16, 16, 8, 16, 8} {
-			bufs = append(bufs, a.Get(ops.F32, n).Buf)
+	step := func(names ...string) map[string]any {
+		bufs := map[string]any{}
+		for i, n := range names {
+			bufs[n] = a.Get(n, ops.F32, 8+8*i).Buf
 		}
 		a.Reset()
 		return bufs
 	}
-	first, second, third := step(), step(), step()
-	for i := range first {
-		if first[i] != second[i] || second[i] != third[i] {
-			t.Fatalf("Get %d got another buffer after Reset", i)
+	first := step("x", "y", "z", "w")
+	step("w", "x") // another path: fewer names, another order
+	third := step("x", "y", "z", "w")
+	for n, b := range first {
+		if third[n] != b {
+			t.Errorf("%q got another buffer after a step of another path", n)
 		}
 	}
 }
@@ -169,7 +182,7 @@ func TestAddRMSNormIsAddThenNorm(t *testing.T) {
 	}
 	aData, bData, wData := bf16s(R*N, 1.3), bf16s(R*N, 0.7), bf16s(N, 2.9)
 	a1, a2, b, w := upload(aData, R, N), upload(aData, R, N), upload(bData, R, N), upload(wData, N)
-	out1, out2 := c.Scratch.Get(ops.BF16, R, N), c.Scratch.Get(ops.BF16, R, N)
+	out1, out2 := c.Scratch.Get("out1", ops.BF16, R, N), c.Scratch.Get("out2", ops.BF16, R, N)
 	ops.Add(c, a1, b, a1)
 	ops.RMSNorm(c, a1, w, out1, 1e-6)
 	ops.AddRMSNorm(c, a2, b, w, a2, out2, 1e-6)
@@ -192,26 +205,35 @@ func TestAddRMSNormIsAddThenNorm(t *testing.T) {
 	mustPanic(t, "add_rms_norm", func() { ops.AddRMSNorm(c, a1, w, w, a1, out1, 1e-6) })
 }
 
-// TestArenaRewind: after Rewind the slots from the mark are handed out again
-// (the same buffers, grown where a request is larger), the ones before it are
-// kept, and a mark past the slots taken panics.
-func TestArenaRewind(t *testing.T) {
+// TestArenaScopes: Rewind makes the names taken after the mark free to take
+// again (the same buffers, grown where a request is larger) and keeps the
+// ones before it; a scope opened again rewinds to itself (a layer after a
+// layer); a mark past the names live panics.
+func TestArenaScopes(t *testing.T) {
 	dev := cpu.New(1)
 	a := ops.NewArena(dev)
-	keep := a.Get(ops.BF16, 16)
+	keep := a.Get("keep", ops.BF16, 16)
 	mark := a.Mark()
-	first := a.Get(ops.F32, 64)
+	first := a.Get("first", ops.F32, 64)
 	a.Rewind(mark)
-	again := a.Get(ops.F32, 32)
+	again := a.Get("first", ops.F32, 32)
 	if again.Buf != first.Buf || again.Buf == keep.Buf {
-		t.Errorf("after Rewind a request got another slot than the one after the mark")
+		t.Errorf("after Rewind a name got another buffer")
 	}
+	mustPanic(t, `scratch "keep" taken twice`, func() { a.Get("keep", ops.BF16, 16) })
 	a.Rewind(mark)
-	if bigger := a.Get(ops.F32, 1<<16); bigger.Buf == first.Buf || bigger.Buf.Len() < 4<<16 {
-		t.Errorf("a larger request after Rewind did not grow its slot")
+	if bigger := a.Get("first", ops.F32, 1<<16); bigger.Buf == first.Buf || bigger.Buf.Len() < 4<<16 {
+		t.Errorf("a larger request after Rewind did not grow its buffer")
 	}
 	if n, _ := a.Allocations(); n != 3 {
-		t.Errorf("%d buffers allocated, want 3 (two slots, one grown)", n)
+		t.Errorf("%d buffers allocated, want 3 (two names, one grown)", n)
+	}
+	for range 3 { // three layers: each frees the one before
+		a.Scope("layer")
+		a.Get("layer.x", ops.F32, 16)
+	}
+	if !slices.Contains(a.Taken(), "keep") || a.Mark() != 4 { // keep, first, the scope, layer.x
+		t.Errorf("after three scopes %d names live, want 4", a.Mark())
 	}
 	before := a.Held() // the outgrown buffer too, until Reset frees it
 	a.Reset()

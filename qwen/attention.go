@@ -13,26 +13,15 @@ type stepScratch struct {
 	// partial and promptPartial are attention's split paths' f32 partials
 	// (ops.SplitPartial, ops.PromptPartial), zero where a forward takes none.
 	partial, promptPartial ops.Tensor
-	// gdnPrep is the chunked GDN rule's f32 table for the step's chunks
-	// (ops.GDNPrepShape), shared by the GDN layers one after another; taken by
-	// every forward of a model with GDN layers, used by prompts.
-	gdnPrep ops.Tensor
 }
 
 // newStepScratch takes the shared scratch of a forward of t tokens over a
-// cache of capacity tokens, in a fixed order (ops.Arena serves requests by
-// their order).
+// cache of capacity tokens: what its path uses, nothing else.
 func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
 	s := stepScratch{tree: m.tree} // ForwardTree's tree
 	cfg := m.Cfg
-	attention := cfg.FullAttentionInterval <= cfg.NumLayers
-	if attention {
+	if cfg.FullAttentionInterval <= cfg.NumLayers { // attention layers
 		s.partial = ops.SplitPartial(c, t, capacity, cfg.NumHeads, cfg.HeadDim)
-	}
-	if cfg.FullAttentionInterval > 1 {
-		s.gdnPrep = c.Scratch.Get(ops.F32, ops.GDNPrepShape(t, cfg.LinearValueHeads)...)
-	}
-	if attention {
 		s.promptPartial = ops.PromptPartial(c, t, capacity, cfg.NumHeads, cfg.HeadDim)
 	}
 	return s
@@ -62,10 +51,10 @@ func (a *attention) weights(cfg *Config) []weight {
 func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x, out ops.Tensor) {
 	t, hq, hkv, d := x.Shape[0], cfg.NumHeads, cfg.NumKVHeads, cfg.HeadDim
 	s := c.Scratch
-	qp := s.Get(ops.BF16, t, hq, 2*d)
-	k, v := s.Get(ops.BF16, t, hkv, d), s.Get(ops.BF16, t, hkv, d)
+	qp := s.Get("attn.qp", ops.BF16, t, hq, 2*d)
+	k, v := s.Get("attn.k", ops.BF16, t, hkv, d), s.Get("attn.v", ops.BF16, t, hkv, d)
 	ops.Project(c, x, []ops.QLinear{a.qProj, a.kProj, a.vProj}, []ops.Tensor{qp, k, v})
-	q, gate := s.Get(ops.BF16, t, hq, d), s.Get(ops.BF16, t, hq, d)
+	q, gate := s.Get("attn.q", ops.BF16, t, hq, d), s.Get("attn.gate", ops.BF16, t, hq, d)
 	theta := float32(cfg.RopeTheta)
 	tr := a.shared.tree
 	if tr != nil { // a draft tree (ForwardTree checked the head fits attn_prep)
@@ -73,7 +62,7 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x
 	} else {
 		ops.AttnPreamble(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
 	}
-	attn := s.Get(ops.BF16, t, hq, d)
+	attn := s.Get("attn.out", ops.BF16, t, hq, d)
 	scale := float32(1 / math.Sqrt(float64(d)))
 	if tr != nil {
 		ops.AttentionTree(c, q, kv.keys, kv.values, tr.mask, attn, pos0+t, scale)

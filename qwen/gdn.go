@@ -37,14 +37,16 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 	t := x.Shape[0]
 	shape := g.shape(cfg)
 	s := c.Scratch
-	qkv := s.Get(ops.BF16, t, shape.ConvDim())
-	z := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
-	bLogits, aLogits := s.Get(ops.BF16, t, shape.Hv), s.Get(ops.BF16, t, shape.Hv)
+	var qkv, z, bLogits, aLogits ops.Tensor
 	recording := false
 	if r := st.record; r != nil && t <= r.qkv.Shape[0] && !ops.Prompt(c, t) {
 		qkv, z, bLogits, aLogits = r.qkv.Rows(0, t), r.z.Rows(0, t), r.b.Rows(0, t), r.a.Rows(0, t)
 		r.tokens = t
 		recording = true
+	} else {
+		qkv = s.Get("gdn.qkv", ops.BF16, t, shape.ConvDim())
+		z = s.Get("gdn.z", ops.BF16, t, shape.Hv, shape.Dv)
+		bLogits, aLogits = s.Get("gdn.b", ops.BF16, t, shape.Hv), s.Get("gdn.a", ops.BF16, t, shape.Hv)
 	}
 	ws := []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA}
 	var o ops.Tensor
@@ -52,20 +54,16 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 		// A draft tree: each node from the window and state as they are,
 		// along its path; neither moves (the accepted path is replayed).
 		ops.Project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})
-		// The scratch taken in rule's order (ops.Arena), decay and beta unused.
-		conv := s.Get(ops.BF16, t, shape.ConvDim())
-		s.Get(ops.F32, t, shape.Hv)
-		s.Get(ops.F32, t, shape.Hv)
-		o = s.Get(ops.BF16, t, shape.Hv, shape.Dv)
+		conv := s.Get("gdn.conv", ops.BF16, t, shape.ConvDim())
+		o = s.Get("gdn.out", ops.BF16, t, shape.Hv, shape.Dv)
 		ops.Conv1dSiLUTree(c, qkv, st.conv, g.conv, tr.parent, conv, cfg.ConvKernel)
 		ops.GDNRecurrenceTree(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, tr.parent, o, shape)
 		ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	} else if ops.ProjectConvFuses(c, ws, t, recording, cfg.ConvKernel) {
 		// A decode step (or a verify, on the matrix units): the in-projection
 		// and the conv in one launch (qmatmul_multi_conv_bf16), the projection
-		// itself kept in qkv (the record while armed). conv is taken where rule
-		// takes it, so the scratch is laid out as on the other path.
-		conv := s.Get(ops.BF16, t, shape.ConvDim())
+		// itself kept in qkv (the record while armed).
+		conv := s.Get("gdn.conv", ops.BF16, t, shape.ConvDim())
 		ops.ProjectConv(c, x, ws, []ops.Tensor{conv, z, bLogits, aLogits}, qkv, st.conv, g.conv, cfg.ConvKernel)
 		o = g.ruleOnConv(c, cfg, st, conv, z, aLogits, bLogits)
 	} else {
@@ -84,7 +82,7 @@ func (g *gatedDeltaNet) shape(cfg *Config) ops.GDNShape {
 // advancing st's conv window and state, and returns the gated-norm output
 // bf16 [T, Hv, Dv] in scratch.
 func (g *gatedDeltaNet) rule(c *ops.Ctx, cfg *Config, st *layerCache, qkv, z, aLogits, bLogits ops.Tensor) ops.Tensor {
-	conv := c.Scratch.Get(ops.BF16, qkv.Shape[0], g.shape(cfg).ConvDim())
+	conv := c.Scratch.Get("gdn.conv", ops.BF16, qkv.Shape[0], g.shape(cfg).ConvDim())
 	ops.Conv1dSiLU(c, qkv, st.conv, g.conv, conv, cfg.ConvKernel)
 	return g.ruleOnConv(c, cfg, st, conv, z, aLogits, bLogits)
 }
@@ -92,10 +90,9 @@ func (g *gatedDeltaNet) rule(c *ops.Ctx, cfg *Config, st *layerCache, qkv, z, aL
 // ruleOnConv is rule after the conv: conv bf16 [T, ConvDim] holds the
 // convolved [q | k | v] rows.
 func (g *gatedDeltaNet) ruleOnConv(c *ops.Ctx, cfg *Config, st *layerCache, conv, z, aLogits, bLogits ops.Tensor) ops.Tensor {
-	t, shape, s := conv.Shape[0], g.shape(cfg), c.Scratch
-	decay, beta := s.Get(ops.F32, t, shape.Hv), s.Get(ops.F32, t, shape.Hv)
-	o := s.Get(ops.BF16, t, shape.Hv, shape.Dv)
-	ops.GDNRule(c, conv, aLogits, bLogits, g.aLog, g.dtBias, decay, beta, g.shared.gdnPrep, st.state, o, shape)
+	t, shape := conv.Shape[0], g.shape(cfg)
+	o := c.Scratch.Get("gdn.out", ops.BF16, t, shape.Hv, shape.Dv)
+	ops.GDNRule(c, conv, aLogits, bLogits, g.aLog, g.dtBias, st.state, o, shape)
 	ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	return o
 }

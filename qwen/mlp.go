@@ -20,7 +20,7 @@ func (d *denseMLP) weights(cfg *Config) []weight {
 func (d *denseMLP) forward(c *ops.Ctx, _ *Config, x, out ops.Tensor) {
 	t := x.Shape[0]
 	s := c.Scratch
-	gate, up := s.Get(ops.BF16, t, d.gate.Out), s.Get(ops.BF16, t, d.up.Out)
+	gate, up := s.Get("mlp.gate", ops.BF16, t, d.gate.Out), s.Get("mlp.up", ops.BF16, t, d.up.Out)
 	ops.Project(c, x, []ops.QLinear{d.gate, d.up}, []ops.Tensor{gate, up})
 	ops.SwiGLU(c, gate, up, gate)
 	ops.Linear(c, gate, d.down, out)

@@ -145,31 +145,33 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 		}
 	}
 	cfg, s := m.Cfg, c.Scratch
-	ids := s.Get(ops.I32, t) // taken either way: the scratch layout is the same
-	if devIDs.Buf != nil {
-		ids = devIDs
-	} else if err := ops.WriteInt32(c, ids, tokens); err != nil {
-		return ops.Tensor{}, err
+	s.Scope("forward") // the last forward's tensors are dead: its logits were read
+	ids := devIDs
+	if ids.Buf == nil {
+		ids = s.Get("forward.ids", ops.I32, t)
+		if err := ops.WriteInt32(c, ids, tokens); err != nil {
+			return ops.Tensor{}, err
+		}
 	}
-	x := s.Get(ops.BF16, t, cfg.HiddenSize) // the residual stream
+	x := s.Get("forward.x", ops.BF16, t, cfg.HiddenSize) // the residual stream
 	ops.Embed(c, ids, m.embed, x)
 	if inspect != nil {
 		if err := inspect(-1, x); err != nil {
 			return ops.Tensor{}, err
 		}
 	}
-	normed := s.Get(ops.BF16, t, cfg.HiddenSize)
-	branch := s.Get(ops.BF16, t, cfg.HiddenSize)
+	normed := s.Get("forward.normed", ops.BF16, t, cfg.HiddenSize)
+	branch := s.Get("forward.branch", ops.BF16, t, cfg.HiddenSize)
 	m.shared = m.newStepScratch(c, t, cache.Capacity)
 	ops.RMSNorm(c, x, m.layers[0].inputNorm, normed, cfg.RMSNormEps)
-	layerScratch := s.Mark() // every layer takes the same slots after it (ops.Arena.Rewind)
 	for i, l := range m.layers {
-		s.Rewind(layerScratch)
+		layer := s.Scope("layer") // every layer takes the buffers of the one before it
 		next := m.finalNorm
 		if i+1 < len(m.layers) {
 			next = m.layers[i+1].inputNorm
 		}
 		l.forward(c, cfg, &cache.layers[i], cache.Offset, x, normed, branch, next)
+		s.Rewind(layer)
 		if inspect != nil {
 			if err := inspect(i, x); err != nil {
 				return ops.Tensor{}, err
@@ -184,7 +186,7 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 		final = normed.Rows(t-1, t)
 	}
 	r := final.Shape[0]
-	logits := s.Get(ops.F32, r, cfg.VocabSize)
+	logits := s.Get("forward.logits", ops.F32, r, cfg.VocabSize)
 	ops.LinearStep(c, final, m.lmHead, logits)
 	if m.mtp != nil {
 		if m.MTPOn && m.tree == nil && cache.mtp.keys.Buf != nil {

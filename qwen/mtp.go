@@ -156,18 +156,23 @@ func (b *binder) splitInput(path string, out, in int) (lo, hi ops.QLinear, err e
 func (m *Model) mtpForward(c *ops.Ctx, cache *Cache, hidden, ids ops.Tensor, pos0 int) ops.Tensor {
 	cfg, h, s := m.Cfg, m.mtp, c.Scratch
 	n, hid := ids.Elements(), cfg.HiddenSize
-	emb := s.Get(ops.BF16, n, hid)
+	s.Scope("mtp") // the head's last run is dead: its output was read
+	emb := s.Get("mtp.emb", ops.BF16, n, hid)
 	ops.Embed(c, ids, m.embed, emb)
-	en, hn := s.Get(ops.BF16, n, hid), s.Get(ops.BF16, n, hid)
+	en, hn := s.Get("mtp.embed_normed", ops.BF16, n, hid), s.Get("mtp.hidden_normed", ops.BF16, n, hid)
 	ops.RMSNorm(c, emb, h.embedNorm, en, cfg.RMSNormEps)
 	ops.RMSNorm(c, hidden, h.hiddenNorm, hn, cfg.RMSNormEps)
-	x, other := s.Get(ops.BF16, n, hid), s.Get(ops.BF16, n, hid)
+	x, other := s.Get("mtp.x", ops.BF16, n, hid), s.Get("mtp.fc_hidden", ops.BF16, n, hid)
 	ops.Linear(c, en, h.fcEmbed, x)
 	ops.Linear(c, hn, h.fcHidden, other)
 	ops.Add(c, x, other, x)
-	normed, branch := s.Get(ops.BF16, n, hid), s.Get(ops.BF16, n, hid)
+	// normed may be the hidden state this run started from (MTPDraft's
+	// chain): hn read it above, in stream order before this overwrites it.
+	normed, branch := s.Get("mtp.normed", ops.BF16, n, hid), s.Get("mtp.branch", ops.BF16, n, hid)
 	ops.RMSNorm(c, x, h.layer.inputNorm, normed, cfg.RMSNormEps)
+	layer := s.Scope("layer")
 	h.layer.forward(c, cfg, &cache.mtp, pos0, x, normed, branch, h.norm)
+	s.Rewind(layer)
 	return normed
 }
 
@@ -182,7 +187,7 @@ func (m *Model) mtpUpdate(c *ops.Ctx, cache *Cache, ids, final ops.Tensor, pos0,
 	case pos0 == 0 && t > 1:
 		m.mtpForward(c, cache, final.Rows(0, t-1), ops.View(ids, 4, ops.I32, []int{t - 1}), 0)
 	case pos0 > 0:
-		rows := s.Get(ops.BF16, t, hid)
+		rows := s.Get("mtp.rows", ops.BF16, t, hid)
 		ops.Copy(c, cache.mtpHidden, rows.Rows(0, 1))
 		if t > 1 {
 			ops.Copy(c, final.Rows(0, t-1), rows.Rows(1, t))
@@ -217,12 +222,13 @@ func (m *Model) MTPDraft(c *ops.Ctx, cache *Cache, last int32, k int, pick func(
 		if id < 0 || int(id) >= m.Cfg.VocabSize {
 			return drafts, nil
 		}
-		ids := s.Get(ops.I32, 1)
+		s.Scope("mtp.draft") // the last guess's tensors are dead: it was picked
+		ids := s.Get("mtp.ids", ops.I32, 1)
 		if err := ops.WriteInt32(c, ids, []int32{id}); err != nil {
 			return nil, err
 		}
 		out := m.mtpForward(c, cache, hidden, ids, cache.Offset-1+i)
-		logits := s.Get(ops.F32, 1, m.Cfg.VocabSize)
+		logits := s.Get("mtp.logits", ops.F32, 1, m.Cfg.VocabSize)
 		ops.LinearStep(c, out, m.lmHead, logits)
 		next, err := pick(logits)
 		if err != nil {

@@ -96,7 +96,9 @@ func (k *Cache) ReplayGDN(c *ops.Ctx, m *Model, n int) error {
 		if !ok {
 			return fmt.Errorf("replay: layer %d is not a GDN layer", i)
 		}
+		layer := c.Scratch.Scope("layer") // as a forward's layers take turns
 		g.rule(c, m.Cfg, &k.layers[i], r.qkv.Rows(0, n), r.z.Rows(0, n), r.a.Rows(0, n), r.b.Rows(0, n))
+		c.Scratch.Rewind(layer)
 	}
 	k.Offset += n
 	return nil

@@ -73,7 +73,8 @@ func (m *Model) ForwardTree(c *ops.Ctx, cache *Cache, tokens []int32, parent []i
 	}
 	par, pos, mask := treeLayout(parent, cache.Offset)
 	t := len(tokens)
-	tr := &treeStep{parent: c.Scratch.Get(ops.I32, t), pos: c.Scratch.Get(ops.I32, t), mask: c.Scratch.Get(ops.I32, t)}
+	s := c.Scratch
+	tr := &treeStep{parent: s.Get("tree.parent", ops.I32, t), pos: s.Get("tree.pos", ops.I32, t), mask: s.Get("tree.mask", ops.I32, t)}
 	for _, w := range []struct {
 		dst ops.Tensor
 		v   []int32
