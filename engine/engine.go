@@ -54,13 +54,16 @@ type Engine struct {
 	BackendName   string // the device's description
 	BackendReason string // why this backend was chosen
 
-	loop    *deviceLoop
-	dev     backend.Device
-	ck      *safetensors.Checkpoint
-	model   *qwen.Model
-	cache   *qwen.Cache
-	scratch *ops.Arena
-	ctx     *ops.Ctx
+	loop  *deviceLoop
+	dev   backend.Device
+	ck    *safetensors.Checkpoint
+	model *qwen.Model
+	cache *qwen.Cache
+	slots []*qwen.Cache // GenerateBatch's caches, one a sequence, reused (batch.go)
+	// slotHeld is the slots' bytes, for a check from any goroutine.
+	slotHeld atomic.Int64
+	scratch  *ops.Arena
+	ctx      *ops.Ctx
 
 	closeOnce sync.Once
 	// turn admits one user of the cache at a time (a generation, a scoring):
@@ -241,6 +244,11 @@ func (e *Engine) Close() {
 				e.setHeld(nil)
 				if e.cache != nil {
 					e.cache.Free(e.ctx)
+				}
+				for _, k := range e.slots {
+					if k != nil {
+						k.Free(e.ctx)
+					}
 				}
 				if e.scratch != nil {
 					e.scratch.Release()

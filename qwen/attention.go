@@ -46,29 +46,42 @@ func (a *attention) weights(cfg *Config) []weight {
 	}
 }
 
-// forward: x bf16 [T, hidden] (normed) at positions pos0.. → out bf16 [T, hidden];
-// appends the keys and values to kv.
-func (a *attention) forward(c *ops.Ctx, cfg *Config, kv *layerCache, pos0 int, x, out ops.Tensor) {
+// forward: x bf16 [T, hidden] (normed) → out bf16 [T, hidden]; each
+// sequence's rows attend over its own cache, to which they append their
+// keys and values. The projections read the weights once for every row.
+func (a *attention) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor) {
 	t, hq, hkv, d := x.Shape[0], cfg.NumHeads, cfg.NumKVHeads, cfg.HeadDim
 	s := c.Scratch
 	qp := s.Get("attn.qp", ops.BF16, t, hq, 2*d)
 	k, v := s.Get("attn.k", ops.BF16, t, hkv, d), s.Get("attn.v", ops.BF16, t, hkv, d)
 	ops.Project(c, x, []ops.QLinear{a.qProj, a.kProj, a.vProj}, []ops.Tensor{qp, k, v})
 	q, gate := s.Get("attn.q", ops.BF16, t, hq, d), s.Get("attn.gate", ops.BF16, t, hq, d)
-	theta := float32(cfg.RopeTheta)
-	tr := a.shared.tree
-	if tr != nil { // a draft tree (ForwardTree checked the head fits attn_prep)
-		ops.AttnPrepTree(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, tr.pos, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
-	} else {
-		ops.AttnPreamble(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
-	}
 	attn := s.Get("attn.out", ops.BF16, t, hq, d)
-	scale := float32(1 / math.Sqrt(float64(d)))
-	if tr != nil {
-		ops.AttentionTree(c, q, kv.keys, kv.values, tr.mask, attn, pos0+t, scale)
+	if len(seqs) == 1 {
+		a.attend(c, cfg, seqs[0], qp, k, v, q, gate, attn)
 	} else {
-		ops.Attend(c, q, kv.keys, kv.values, attn, pos0+t, scale, a.shared.partial, a.shared.promptPartial)
+		from := 0
+		for _, sq := range seqs {
+			to := from + sq.rows
+			a.attend(c, cfg, sq, qp.Rows(from, to), k.Rows(from, to), v.Rows(from, to), q.Rows(from, to), gate.Rows(from, to), attn.Rows(from, to))
+			from = to
+		}
 	}
 	ops.SigmoidMul(c, attn, gate, attn)
 	ops.Linear(c, attn.Reshape(t, hq*d), a.oProj, out)
+}
+
+// attend is one sequence's attention: its rows' preamble (the query and its
+// gate split, the norms, RoPE, the keys and values appended to its cache),
+// then its queries over its cache's keys into attn.
+func (a *attention) attend(c *ops.Ctx, cfg *Config, sq seq, qp, k, v, q, gate, attn ops.Tensor) {
+	kv, pos0, t := sq.st, sq.pos0, sq.rows
+	theta, scale := float32(cfg.RopeTheta), float32(1/math.Sqrt(float64(cfg.HeadDim)))
+	if tr := a.shared.tree; tr != nil { // a draft tree (ForwardTree checked the head fits attn_prep)
+		ops.AttnPrepTree(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, tr.pos, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
+		ops.AttentionTree(c, q, kv.keys, kv.values, tr.mask, attn, pos0+t, scale)
+		return
+	}
+	ops.AttnPreamble(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
+	ops.Attend(c, q, kv.keys, kv.values, attn, pos0+t, scale, a.shared.partial, a.shared.promptPartial)
 }

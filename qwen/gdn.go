@@ -29,12 +29,16 @@ func (g *gatedDeltaNet) weights(cfg *Config) []weight {
 }
 
 // forward: x bf16 [T, hidden] (normed) → out bf16 [T, hidden]; advances the conv
-// window and recurrent state in st. The position is implicit in the state.
-// While st.record is armed (a speculative verify), the input projections are
-// written into it, so that the rule can later be replayed over a prefix of
-// the tokens (Cache.ReplayGDN).
-func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, x, out ops.Tensor) {
-	t := x.Shape[0]
+// window and recurrent state of each sequence. The position is implicit in
+// the state. While a sequence's record is armed (a speculative verify), the
+// input projections are written into it, so that the rule can later be
+// replayed over a prefix of the tokens (Cache.ReplayGDN).
+func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor) {
+	if len(seqs) > 1 {
+		g.forwardBatch(c, cfg, seqs, x, out)
+		return
+	}
+	st, t := seqs[0].st, x.Shape[0]
 	shape := g.shape(cfg)
 	s := c.Scratch
 	var qkv, z, bLogits, aLogits ops.Tensor
@@ -70,6 +74,28 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, st *layerCache, _ int, 
 		ops.Project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})
 		o = g.rule(c, cfg, st, qkv, z, aLogits, bLogits)
 	}
+	ops.Linear(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
+}
+
+// forwardBatch is forward over several sequences' rows (a batched decode
+// step): the projections read the weights once for all rows, then each
+// sequence's conv and rule run on its own window and state.
+func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor) {
+	t, shape, s := x.Shape[0], g.shape(cfg), c.Scratch
+	qkv := s.Get("gdn.qkv", ops.BF16, t, shape.ConvDim())
+	z := s.Get("gdn.z", ops.BF16, t, shape.Hv, shape.Dv)
+	bLogits, aLogits := s.Get("gdn.b", ops.BF16, t, shape.Hv), s.Get("gdn.a", ops.BF16, t, shape.Hv)
+	ops.Project(c, x, []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA}, []ops.Tensor{qkv, z, bLogits, aLogits})
+	conv := s.Get("gdn.conv", ops.BF16, t, shape.ConvDim())
+	o := s.Get("gdn.out", ops.BF16, t, shape.Hv, shape.Dv)
+	from := 0
+	for _, sq := range seqs {
+		to := from + sq.rows
+		ops.Conv1dSiLU(c, qkv.Rows(from, to), sq.st.conv, g.conv, conv.Rows(from, to), cfg.ConvKernel)
+		ops.GDNRule(c, conv.Rows(from, to), aLogits.Rows(from, to), bLogits.Rows(from, to), g.aLog, g.dtBias, sq.st.state, o.Rows(from, to), shape)
+		from = to
+	}
+	ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	ops.Linear(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)
 }
 

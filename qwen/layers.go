@@ -10,10 +10,23 @@ import (
 type mixer interface {
 	// weights declares its tensors, named relative to the layer.
 	weights(cfg *Config) []weight
-	// forward: x bf16 [T, hidden] (normed) at positions pos0.. → out bf16 [T, hidden],
-	// reading and advancing the layer's cache.
-	forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, out ops.Tensor)
+	// forward: x bf16 [T, hidden] (normed) → out bf16 [T, hidden], the rows
+	// of one sequence or of several (seqs, in row order), each reading and
+	// advancing its own cache of the layer.
+	forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor)
 }
+
+// seq is one sequence's rows of a forward: rows consecutive rows of the
+// residual stream at positions pos0.., whose state in this layer is st. A
+// forward of one sequence has one; a batched decode step one per sequence.
+type seq struct {
+	st   *layerCache
+	pos0 int
+	rows int
+}
+
+// one is the seqs of a forward of one sequence.
+func one(st *layerCache, pos0, rows int) []seq { return []seq{{st: st, pos0: pos0, rows: rows}} }
 
 // ffn is a decoder layer's feed-forward block: a dense MLP or a sparse MoE.
 type ffn interface {
@@ -62,8 +75,8 @@ func (l *layer) weights(cfg *Config, i int) []weight {
 // normed holds the layer's input, rms(x) under inputNorm, and on return the
 // next one's: rms(x) under next (the next layer's input norm, or the final
 // norm). branch is scratch of the same shape.
-func (l *layer) forward(c *ops.Ctx, cfg *Config, st *layerCache, pos0 int, x, normed, branch, next ops.Tensor) {
-	l.mixer.forward(c, cfg, st, pos0, normed, branch)
+func (l *layer) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, normed, branch, next ops.Tensor) {
+	l.mixer.forward(c, cfg, seqs, normed, branch)
 	ops.AddNorm(c, x, branch, l.postNorm, normed, cfg.RMSNormEps)
 	l.ffn.forward(c, cfg, normed, branch)
 	ops.AddNorm(c, x, branch, next, normed, cfg.RMSNormEps)

@@ -139,20 +139,67 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 	if cache.Offset+t > cache.Capacity {
 		return ops.Tensor{}, fmt.Errorf("context full: %d tokens at position %d exceed the context length %d", t, cache.Offset, cache.Capacity)
 	}
+	if err := m.checkIDs(tokens); err != nil {
+		return ops.Tensor{}, err
+	}
+	ids, err := m.takeIDs(c, tokens, devIDs)
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	pos0 := cache.Offset
+	seqs := one(nil, pos0, t)
+	normed, err := m.run(c, ids, cache.Capacity, func(i int) []seq {
+		seqs[0].st = &cache.layers[i]
+		return seqs
+	}, inspect)
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	cache.Offset += t
+	cache.Disarm()  // a record is of one forward
+	final := normed // rms(x) under the final norm
+	if !allPositions {
+		final = normed.Rows(t-1, t)
+	}
+	logits := m.logits(c, final)
+	if m.mtp != nil {
+		if m.MTPOn && m.tree == nil && cache.mtp.keys.Buf != nil {
+			m.mtpUpdate(c, cache, ids, normed, pos0, t)
+		} else {
+			cache.mtpStale = true // a draft tree's rows are no sequence
+		}
+	}
+	return logits, nil
+}
+
+// checkIDs refuses a token outside the vocabulary.
+func (m *Model) checkIDs(tokens []int32) error {
 	for _, id := range tokens {
 		if id < 0 || int(id) >= m.Cfg.VocabSize {
-			return ops.Tensor{}, fmt.Errorf("token id %d is outside the vocabulary (0..%d)", id, m.Cfg.VocabSize-1)
+			return fmt.Errorf("token id %d is outside the vocabulary (0..%d)", id, m.Cfg.VocabSize-1)
 		}
 	}
-	cfg, s := m.Cfg, c.Scratch
-	s.Scope("forward") // the last forward's tensors are dead: its logits were read
-	ids := devIDs
-	if ids.Buf == nil {
-		ids = s.Get("forward.ids", ops.I32, t)
-		if err := ops.WriteInt32(c, ids, tokens); err != nil {
-			return ops.Tensor{}, err
-		}
+	return nil
+}
+
+// takeIDs opens the forward's scratch and returns its ids i32 [T]: devIDs
+// when set, else tokens written to the device.
+func (m *Model) takeIDs(c *ops.Ctx, tokens []int32, devIDs ops.Tensor) (ops.Tensor, error) {
+	c.Scratch.Scope("forward") // the last forward's tensors are dead: its logits were read
+	if devIDs.Buf != nil {
+		return devIDs, nil
 	}
+	ids := c.Scratch.Get("forward.ids", ops.I32, len(tokens))
+	return ids, ops.WriteInt32(c, ids, tokens)
+}
+
+// run embeds ids i32 [T] and runs every layer, layer i over the sequences
+// seqsOf(i) (their rows in order, T in all, caches of at most capacity
+// tokens), and returns the final hidden rows under the final norm, bf16 [T,
+// hidden]. inspect, when set, sees the residual stream after the embedding
+// and each layer (ForwardInspect).
+func (m *Model) run(c *ops.Ctx, ids ops.Tensor, capacity int, seqsOf func(layer int) []seq, inspect func(int, ops.Tensor) error) (ops.Tensor, error) {
+	cfg, s, t := m.Cfg, c.Scratch, ids.Elements()
 	x := s.Get("forward.x", ops.BF16, t, cfg.HiddenSize) // the residual stream
 	ops.Embed(c, ids, m.embed, x)
 	if inspect != nil {
@@ -162,7 +209,7 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 	}
 	normed := s.Get("forward.normed", ops.BF16, t, cfg.HiddenSize)
 	branch := s.Get("forward.branch", ops.BF16, t, cfg.HiddenSize)
-	m.shared = m.newStepScratch(c, t, cache.Capacity)
+	m.shared = m.newStepScratch(c, t, capacity)
 	ops.RMSNorm(c, x, m.layers[0].inputNorm, normed, cfg.RMSNormEps)
 	for i, l := range m.layers {
 		layer := s.Scope("layer") // every layer takes the buffers of the one before it
@@ -170,7 +217,7 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 		if i+1 < len(m.layers) {
 			next = m.layers[i+1].inputNorm
 		}
-		l.forward(c, cfg, &cache.layers[i], cache.Offset, x, normed, branch, next)
+		l.forward(c, cfg, seqsOf(i), x, normed, branch, next)
 		s.Rewind(layer)
 		if inspect != nil {
 			if err := inspect(i, x); err != nil {
@@ -178,22 +225,12 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 			}
 		}
 	}
-	pos0 := cache.Offset
-	cache.Offset += t
-	cache.Disarm()  // a record is of one forward
-	final := normed // rms(x) under the final norm
-	if !allPositions {
-		final = normed.Rows(t-1, t)
-	}
-	r := final.Shape[0]
-	logits := s.Get("forward.logits", ops.F32, r, cfg.VocabSize)
+	return normed, nil
+}
+
+// logits is the head over final bf16 [R, hidden]: f32 [R, vocab] in scratch.
+func (m *Model) logits(c *ops.Ctx, final ops.Tensor) ops.Tensor {
+	logits := c.Scratch.Get("forward.logits", ops.F32, final.Shape[0], m.Cfg.VocabSize)
 	ops.LinearStep(c, final, m.lmHead, logits)
-	if m.mtp != nil {
-		if m.MTPOn && m.tree == nil && cache.mtp.keys.Buf != nil {
-			m.mtpUpdate(c, cache, ids, normed, pos0, t)
-		} else {
-			cache.mtpStale = true // a draft tree's rows are no sequence
-		}
-	}
-	return logits, nil
+	return logits
 }

@@ -171,7 +171,7 @@ func (m *Model) mtpForward(c *ops.Ctx, cache *Cache, hidden, ids ops.Tensor, pos
 	normed, branch := s.Get("mtp.normed", ops.BF16, n, hid), s.Get("mtp.branch", ops.BF16, n, hid)
 	ops.RMSNorm(c, x, h.layer.inputNorm, normed, cfg.RMSNormEps)
 	layer := s.Scope("layer")
-	h.layer.forward(c, cfg, &cache.mtp, pos0, x, normed, branch, h.norm)
+	h.layer.forward(c, cfg, one(&cache.mtp, pos0, n), x, normed, branch, h.norm)
 	s.Rewind(layer)
 	return normed
 }

@@ -1,0 +1,468 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"bagel/ops"
+	"bagel/qwen"
+	"bagel/tokenizer"
+
+	"github.com/dustin/go-humanize"
+)
+
+// Batched generation: several replies decode together, one token of each
+// per step (qwen.Model.ForwardBatch), so a step reads the weights once for
+// all of them. Each sequence has its own cache (a slot), sampler, stops and
+// limits; a sequence that ends or is cancelled leaves the batch between
+// steps and the others go on. A prompt is prefilled in chunks, one chunk
+// between two decode steps of the others, so a long prompt delays them by a
+// chunk at a time, not by the whole prompt. Speculative drafts do not ride
+// in a batch yet: each sequence takes one token a step.
+
+// MaxBatch is the most replies GenerateBatch runs together.
+const MaxBatch = qwen.MaxBatch
+
+// streamBacklog is the events a stream holds for a reader that lags: the
+// batch waits only for a reader this far behind, so a slow reader of one
+// reply does not stall the others at every token. A cancel still drops
+// the backlog (generation.send).
+const streamBacklog = 64
+
+// Stream is one reply of a batched generation: its events, as Generate's,
+// and Cancel, which stops it alone.
+type Stream struct {
+	Events <-chan Event
+	Cancel context.CancelFunc
+}
+
+// batchSeq is one sequence of a batch.
+type batchSeq struct {
+	g        *generation
+	cancel   context.CancelFunc
+	req      Request
+	prompt   []int32
+	cache    *qwen.Cache
+	smp      *sampler
+	history  []int32 // the prompt's last token, then the reply's (the penalty's window)
+	prefill  int     // prompt tokens in the cache
+	next     int32   // the token the next step runs (from the prompt's last on)
+	ended    bool
+	st       Stats
+	dec      *tokenizer.StreamDecoder
+	thinking bool
+	start    time.Time // the request's
+	first    time.Time // the first token's
+}
+
+// GenerateBatch generates the replies to reqs together, each in a cache of
+// contextLength tokens (0: the engine's context length), and returns their
+// streams in order. It waits for the engine's turn, as Generate does, and
+// holds it until every reply has ended. A request that is wrong (its
+// sampling, its prompt) ends its own stream with EventError; the others run.
+// It refuses, before any work, more than MaxBatch requests or caches that
+// do not fit the device's memory.
+func (e *Engine) GenerateBatch(ctx context.Context, reqs []Request, contextLength int) ([]Stream, error) {
+	if len(reqs) == 0 || len(reqs) > MaxBatch {
+		return nil, fmt.Errorf("a batch runs 1 to %d replies, got %d", MaxBatch, len(reqs))
+	}
+	n := cmp.Or(contextLength, e.ContextLength())
+	if n < 2 {
+		return nil, fmt.Errorf("a batch's context length must be at least 2 tokens, got %d", n)
+	}
+	if err := e.checkSlots(len(reqs), n); err != nil {
+		return nil, err
+	}
+	streams := make([]Stream, len(reqs))
+	seqs := make([]*batchSeq, len(reqs))
+	for i, req := range reqs {
+		sctx, cancel := context.WithCancel(ctx)
+		out := make(chan Event, streamBacklog)
+		seqs[i] = &batchSeq{g: &generation{e: e, ctx: sctx, out: out}, cancel: cancel, req: req, start: time.Now()}
+		streams[i] = Stream{Events: out, Cancel: cancel}
+	}
+	go e.runBatch(ctx, seqs, n)
+	return streams, nil
+}
+
+// checkSlots refuses a batch whose caches would not fit beside what the
+// engine holds, with the figures.
+func (e *Engine) checkSlots(count, n int) error {
+	budget := DeviceMemory(e.Backend)
+	if budget.Total == 0 {
+		return nil
+	}
+	mem := e.Memory()
+	held := uint64(mem.Weights + mem.Cache + mem.Scratch + mem.PromptCache + e.slotBytes())
+	need := uint64(count) * uint64(qwen.CacheBytes(e.Config, n))
+	if held+need > budget.Total {
+		return fmt.Errorf("%d replies of %d tokens need %s of caches; %s of %s of %s are taken: run fewer at once or with a shorter context",
+			count, n, humanize.IBytes(need), humanize.IBytes(held), humanize.IBytes(budget.Total), budget.Source)
+	}
+	return nil
+}
+
+// runBatch is the batch's goroutine: it takes the engine's turn, gives each
+// sequence a slot, and steps until every sequence has ended.
+func (e *Engine) runBatch(ctx context.Context, seqs []*batchSeq, n int) {
+	defer func() {
+		for _, s := range seqs {
+			s.cancel()
+			close(s.g.out)
+		}
+	}()
+	if !e.take(ctx) {
+		for _, s := range seqs {
+			s.g.send(Event{Kind: EventDone, Reason: ReasonCancelled})
+		}
+		return
+	}
+	defer e.give()
+	caches, err := e.takeSlots(len(seqs), n)
+	if err != nil {
+		for _, s := range seqs {
+			s.g.send(Event{Kind: EventError, Err: err})
+		}
+		return
+	}
+	for i, s := range seqs {
+		s.cache = caches[i]
+		if err := e.startSeq(s); err != nil {
+			s.fail(err)
+		}
+	}
+	for {
+		if err := e.prefillOne(seqs); err != nil {
+			return
+		}
+		step := e.decoding(seqs)
+		if step == nil && !prefilling(seqs) {
+			return
+		}
+		if step != nil {
+			if err := e.batchStep(step); err != nil {
+				for _, s := range step {
+					s.fail(err)
+				}
+			}
+		}
+	}
+}
+
+// startSeq checks a sequence's request and readies its prompt and sampler.
+func (e *Engine) startSeq(s *batchSeq) error {
+	if err := e.check(s.req); err != nil {
+		return err
+	}
+	prompt, err := e.PromptTokens(s.req)
+	if err != nil {
+		return err
+	}
+	if len(prompt) >= s.cache.Capacity {
+		return &PromptTooLongError{Tokens: len(prompt), ContextLength: s.cache.Capacity}
+	}
+	if err := e.loop.do(func() error { return s.cache.Reset(e.ctx) }); err != nil {
+		return err
+	}
+	s.prompt, s.next = prompt, prompt[len(prompt)-1]
+	s.smp, s.history = newSampler(s.req.Sampling), []int32{s.next}
+	s.thinking = startsThinking(e, prompt)
+	if e.tok != nil {
+		s.dec = e.tok.NewStreamDecoder()
+	}
+	s.st = Stats{Backend: e.BackendName, BackendReason: e.BackendReason, PromptTokens: len(prompt), ContextLength: s.cache.Capacity}
+	return nil
+}
+
+// fail ends s with err.
+func (s *batchSeq) fail(err error) {
+	if !s.ended {
+		s.ended = true
+		s.g.send(Event{Kind: EventError, Err: err})
+	}
+}
+
+// finish ends s with reason and its final stats.
+func (s *batchSeq) finish(reason string) {
+	s.ended = true
+	if s.dec != nil {
+		if rest := s.dec.Flush(); rest != "" {
+			s.g.send(Event{Kind: EventToken, Text: rest, Thinking: s.thinking, Token: -1})
+		}
+	}
+	s.stats()
+	s.g.send(Event{Kind: EventDone, Reason: reason, Stats: s.st})
+}
+
+// stats fills s's decode rate: its tokens after the first over the time since it.
+func (s *batchSeq) stats() {
+	if steps := s.st.GeneratedTokens - 1; steps > 0 {
+		s.st.DecodeTokensPerSec = float64(steps) / time.Since(s.first).Seconds()
+	}
+}
+
+// prefilling reports whether a sequence still has prompt to prefill.
+func prefilling(seqs []*batchSeq) bool {
+	for _, s := range seqs {
+		if !s.ended && s.prefill < len(s.prompt)-1 {
+			return true
+		}
+	}
+	return false
+}
+
+// prefillOne runs one chunk of the first sequence with prompt left (all of
+// it but its last token, which its first decode step runs). An error ends
+// that sequence only; the error returned stops the batch (the device is gone).
+func (e *Engine) prefillOne(seqs []*batchSeq) error {
+	for _, s := range seqs {
+		if s.ended || s.prefill >= len(s.prompt)-1 {
+			continue
+		}
+		if s.g.ctx.Err() != nil {
+			s.finish(ReasonCancelled)
+			return nil
+		}
+		end := min(s.prefill+cmp.Or(s.req.PrefillChunk, e.prefillChunk), len(s.prompt)-1)
+		chunk := s.prompt[s.prefill:end]
+		err := e.loop.do(func() error {
+			defer e.scratch.Reset()
+			logits, err := e.model.Forward(e.ctx, s.cache, chunk, false)
+			if err == nil {
+				_, err = ops.ReadBytes(e.ctx, logits.Rows(0, 0)) // waits for the chunk
+			}
+			return err
+		})
+		if err == ErrClosed {
+			return err
+		}
+		if err != nil {
+			s.fail(err)
+			return nil
+		}
+		s.prefill = end
+		s.st.PrefilledTokens = end
+		return nil
+	}
+	return nil
+}
+
+// decoding is the sequences whose prompt is in and that have not ended: the
+// next step's.
+func (e *Engine) decoding(seqs []*batchSeq) []*batchSeq {
+	var step []*batchSeq
+	for _, s := range seqs {
+		if s.ended || s.prefill < len(s.prompt)-1 {
+			continue
+		}
+		if s.g.ctx.Err() != nil {
+			s.finish(ReasonCancelled)
+			continue
+		}
+		step = append(step, s)
+	}
+	return step
+}
+
+// batchStep runs one token of each sequence of step and hands each its next.
+func (e *Engine) batchStep(step []*batchSeq) error {
+	picks, err := e.forwardBatch(step)
+	if err != nil {
+		return err
+	}
+	for i, s := range step {
+		s.take(picks[i])
+	}
+	return nil
+}
+
+// take sends id, s's next token, and ends s when the reply is over.
+func (s *batchSeq) take(id int32) {
+	e := s.g.e
+	if s.st.GeneratedTokens == 0 {
+		s.first = time.Now()
+		s.st.TimeToFirstToken = s.first.Sub(s.start)
+		s.st.PrefilledTokens = len(s.prompt)
+	}
+	s.st.GeneratedTokens++
+	s.st.KVLength = s.cache.Offset
+	s.history = append(s.history, id)
+	if e.isEOS(id) && !s.req.IgnoreStop {
+		s.finish(ReasonStop)
+		return
+	}
+	text := ""
+	switch {
+	case id == e.thinkOpen:
+		s.thinking = true
+	case id == e.thinkClose:
+		s.thinking = false
+	case s.dec != nil:
+		text = s.dec.Add(id)
+	}
+	if !s.g.send(Event{Kind: EventToken, Text: text, Thinking: s.thinking, Token: id}) {
+		s.finish(ReasonCancelled)
+		return
+	}
+	switch {
+	case s.req.MaxTokens > 0 && s.st.GeneratedTokens >= s.req.MaxTokens:
+		s.finish(ReasonLength)
+	case s.cache.Offset >= s.cache.Capacity:
+		s.finish(ReasonContext)
+	default:
+		s.next = id
+	}
+}
+
+// forwardBatch runs the step's tokens and picks each sequence's next token
+// from its row: on the device the repetition penalty and the k best (one read
+// for every row), then on the host each sequence's sampler; a row whose
+// sampler needs the logits themselves (additive penalties, or a top-p or
+// min-p cut past the candidates) reads its row.
+func (e *Engine) forwardBatch(step []*batchSeq) ([]int32, error) {
+	caches, tokens := make([]*qwen.Cache, len(step)), make([]int32, len(step))
+	k := 1
+	for i, s := range step {
+		caches[i], tokens[i] = s.cache, s.next
+		k = max(k, s.candidates())
+	}
+	picks := make([]int32, len(step))
+	err := e.loop.do(func() error {
+		defer e.scratch.Reset()
+		logits, err := e.model.ForwardBatch(e.ctx, caches, tokens)
+		if err != nil {
+			return err
+		}
+		for i, s := range step {
+			if err := s.penalize(logits.Rows(i, i+1), i); err != nil {
+				return err
+			}
+		}
+		rows, err := e.readTopK(logits, len(step), k)
+		if err != nil {
+			return err
+		}
+		for i, s := range step {
+			if picks[i], err = s.pick(logits.Rows(i, i+1), rows[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return picks, err
+}
+
+// candidates is how many best logits s's sampler needs from the device.
+func (s *batchSeq) candidates() int {
+	sm := s.smp.s
+	switch {
+	case sm.Temperature == 0 || sm.additive():
+		return 1
+	case sm.TopK > 0 && sm.TopK <= ops.TopKMax:
+		return sm.TopK
+	}
+	return ops.TopKMax
+}
+
+// penaltyNames are the scratch names of the batch's rows' penalized ids.
+var penaltyNames = func() (names [MaxBatch]string) {
+	for i := range names {
+		names[i] = fmt.Sprintf("batch.penalized.%d", i)
+	}
+	return names
+}()
+
+// penalize applies s's repetition penalty to its row of logits on the device.
+func (s *batchSeq) penalize(row ops.Tensor, i int) error {
+	r := s.smp.s.RepetitionPenalty
+	if r == 0 || r == 1 || s.smp.s.additive() {
+		return nil
+	}
+	e := s.g.e
+	ids := s.smp.penalizedIDs(s.history)
+	pen := e.scratch.Get(penaltyNames[i], ops.I32, len(ids))
+	if err := ops.WriteInt32(e.ctx, pen, ids); err != nil {
+		return err
+	}
+	ops.RepetitionPenalty(e.ctx, row, pen, float32(r))
+	return nil
+}
+
+// pick chooses s's next token from c, its row's best logits (penalized), or
+// from row itself where its sampler needs them all.
+func (s *batchSeq) pick(row ops.Tensor, c candidates) (int32, error) {
+	e, sm := s.g.e, s.smp.s
+	if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
+		return 0, errNonFinite
+	}
+	if sm.Temperature == 0 && !sm.additive() {
+		return c.greedy()
+	}
+	if sm.additive() || !(sm.TopK > 0 && sm.TopK <= ops.TopKMax) && !c.coversFilters(sm, e.Config.VocabSize) {
+		logits, err := ops.ReadF32(e.ctx, row)
+		if err != nil {
+			return 0, err
+		}
+		if !finiteLogits(logits) {
+			return 0, errNonFinite
+		}
+		if sm.additive() {
+			return s.smp.sample(logits, s.history), nil
+		}
+		return int32(s.smp.draw(logits)), nil // penalized on the device already
+	}
+	if sm.TopK > 0 && len(c.ids) > sm.TopK {
+		c = c.first(sm.TopK)
+	}
+	return s.smp.sampleTop(c), nil
+}
+
+// first is c cut to its k best.
+func (c candidates) first(k int) candidates {
+	return candidates{ids: c.ids[:k], logits: c.logits[:k], lse: c.lse}
+}
+
+// slotBytes is the memory of the batch slots held (from any goroutine).
+func (e *Engine) slotBytes() int64 { return e.slotHeld.Load() }
+
+// takeSlots returns count caches of n tokens: the slots held, reused, and
+// new ones where there are too few (a slot of another length is freed).
+func (e *Engine) takeSlots(count, n int) ([]*qwen.Cache, error) {
+	err := e.loop.do(func() error {
+		for i, k := range e.slots {
+			if k.Capacity != n {
+				k.Free(e.ctx)
+				e.slots[i] = nil
+			}
+		}
+		for i := range count {
+			if i < len(e.slots) && e.slots[i] != nil {
+				continue
+			}
+			k, err := e.model.NewCache(e.ctx, n)
+			if err != nil {
+				return err
+			}
+			if i < len(e.slots) {
+				e.slots[i] = k
+			} else {
+				e.slots = append(e.slots, k)
+			}
+		}
+		return nil
+	})
+	var held int64
+	for _, k := range e.slots {
+		if k != nil {
+			held += k.Bytes()
+		}
+	}
+	e.slotHeld.Store(held)
+	if err != nil {
+		return nil, err
+	}
+	return e.slots[:count], nil
+}

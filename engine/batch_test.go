@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"bagel/internal/testmodel"
+	"bagel/switches"
+)
+
+// batchPrompt is prompt i of a batch test: lengths 9 to 60, so that with a
+// chunk of 16 tokens the sequences join the decode steps at different steps.
+func batchPrompt(i int) []int32 {
+	ids := make([]int32, 9+17*i)
+	for j := range ids {
+		ids[j] = int32((j*131 + 7*i + 3) % 150000)
+	}
+	return ids
+}
+
+// runBatch runs reqs as one batch and returns each stream's tokens and final event.
+func runBatch(t *testing.T, e *Engine, reqs []Request, contextLength int) ([][]int32, []Event) {
+	t.Helper()
+	streams, err := e.GenerateBatch(context.Background(), reqs, contextLength)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return drain(t, streams)
+}
+
+// drain reads the streams together (a reader that waits for one stream while
+// another's slot is full would stall the batch) and returns their tokens and
+// final events.
+func drain(t *testing.T, streams []Stream) ([][]int32, []Event) {
+	t.Helper()
+	ids, done := make([][]int32, len(streams)), make([]Event, len(streams))
+	type got struct {
+		i  int
+		ev Event
+	}
+	ch := make(chan got)
+	for i, s := range streams {
+		go func() {
+			for ev := range s.Events {
+				ch <- got{i, ev}
+			}
+			ch <- got{i, Event{Kind: -1}}
+		}()
+	}
+	for open := len(streams); open > 0; {
+		g := <-ch
+		switch g.ev.Kind {
+		case -1:
+			open--
+		case EventToken:
+			if g.ev.Token >= 0 {
+				ids[g.i] = append(ids[g.i], g.ev.Token)
+			}
+		case EventDone, EventError:
+			done[g.i] = g.ev
+		}
+	}
+	return ids, done
+}
+
+// solo is req's reply generated alone.
+func solo(t *testing.T, e *Engine, req Request) []int32 {
+	t.Helper()
+	req.NoPromptCache = true
+	ids, _, _ := collect(t, e.Generate(context.Background(), req))
+	return ids
+}
+
+// TestBatchEqualsSolo: each greedy reply of a batch of four is its reply
+// generated alone, token for token, on both test models and with the step
+// GEMVs on the matrix units and not: the sequences join the steps at
+// different steps (prompts of 9 to 60 tokens in chunks of 16) and leave at
+// different ones (token limits of 5 to 14). And the batch's four sampled
+// replies (top-k, top-p, a repetition penalty, temperature alone) are each
+// the one its seed gives alone.
+func TestBatchEqualsSolo(t *testing.T) {
+	withTiledGEMV(t, "batch", testBatchEqualsSolo)
+}
+
+func testBatchEqualsSolo(t *testing.T) {
+	defer switches.Reset(SwitchDeviceSampling)
+	// Alone, a top-k reply would be drawn on the device (another generator's
+	// use): the batch's host draw is the top-k picker's.
+	if err := switches.Set(SwitchDeviceSampling, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tiny-moe", "tiny-dense"} {
+		e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sampled := []Sampling{
+			{Temperature: 0.8, TopK: 20, TopP: 1, Seed: 7},
+			{Temperature: 1, TopP: 0.9, Seed: 8},
+			{Temperature: 0.7, TopK: 5, TopP: 1, RepetitionPenalty: 1.3, Seed: 9},
+			{Temperature: 1.2, TopP: 1, Seed: 10},
+		}
+		for _, mode := range []string{"greedy", "sampled"} {
+			var reqs []Request
+			for i := range 4 {
+				req := Request{PromptIDs: batchPrompt(i), MaxTokens: 5 + 3*i, IgnoreStop: true, PrefillChunk: 16}
+				if mode == "sampled" {
+					req.Sampling = sampled[i]
+				}
+				reqs = append(reqs, req)
+			}
+			got, done := runBatch(t, e, reqs, 96)
+			for i, req := range reqs {
+				if done[i].Kind != EventDone || done[i].Reason != ReasonLength {
+					t.Fatalf("%s %s: sequence %d ended %v %q %v", name, mode, i, done[i].Kind, done[i].Reason, done[i].Err)
+				}
+				if want := solo(t, e, req); !slices.Equal(got[i], want) {
+					t.Errorf("%s %s: sequence %d batched %v, alone %v", name, mode, i, got[i], want)
+				}
+			}
+			again, _ := runBatch(t, e, reqs, 96)
+			if !slices.EqualFunc(got, again, slices.Equal) {
+				t.Errorf("%s %s: the same batch gave other tokens the second time", name, mode)
+			}
+		}
+		e.Close()
+	}
+}
+
+// TestBatchCancelOneLeavesTheOthers: a sequence cancelled after its third
+// token ends "cancelled" within a step, and the others' replies are theirs
+// alone; the slots are reused by the next batch without a byte more.
+func TestBatchCancelOneLeavesTheOthers(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var reqs []Request
+	for i := range 3 {
+		reqs = append(reqs, Request{PromptIDs: batchPrompt(i), MaxTokens: 12, IgnoreStop: true})
+	}
+	streams, err := e.GenerateBatch(context.Background(), reqs, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []int32
+	for ev := range streams[1].Events { // the others' backlogs hold their 13 events meanwhile
+		if ev.Kind == EventToken {
+			if first = append(first, ev.Token); len(first) == 3 {
+				streams[1].Cancel()
+			}
+		}
+		if ev.Kind == EventDone && ev.Reason != ReasonCancelled {
+			t.Errorf("the cancelled sequence ended %q", ev.Reason)
+		}
+	}
+	others := []Stream{streams[0], streams[2]}
+	got, done := drain(t, others)
+	for j, i := range []int{0, 2} {
+		if done[j].Reason != ReasonLength {
+			t.Fatalf("sequence %d ended %q %v", i, done[j].Reason, done[j].Err)
+		}
+		if want := solo(t, e, reqs[i]); !slices.Equal(got[j], want) {
+			t.Errorf("sequence %d beside a cancelled one: %v, alone %v", i, got[j], want)
+		}
+	}
+	if len(first) > 4 {
+		t.Errorf("the cancelled sequence sent %d tokens after its third", len(first)-3)
+	}
+	held := e.slotBytes()
+	runBatch(t, e, reqs, 64)
+	if held == 0 || e.slotBytes() != held || len(e.slots) != 3 {
+		t.Errorf("a second batch of three: %d slots, %d bytes; the first held %d", len(e.slots), e.slotBytes(), held)
+	}
+}
+
+// TestBatchRefusals: an empty batch, one over MaxBatch and one whose caches
+// do not fit are refused with what is wrong; a bad request ends its own
+// stream with an error and the others run.
+func TestBatchRefusals(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	many := make([]Request, MaxBatch+1)
+	for _, c := range []struct {
+		reqs []Request
+		n    int
+		want string
+	}{
+		{nil, 0, "1 to 16 replies, got 0"},
+		{many, 0, "got 17"},
+		{[]Request{{PromptIDs: []int32{1, 2}}}, 1 << 40, "run fewer at once or with a shorter context"},
+	} {
+		_, err := e.GenerateBatch(context.Background(), c.reqs, c.n)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("batch of %d at %d tokens: error %v, want %q", len(c.reqs), c.n, err, c.want)
+		}
+	}
+	reqs := []Request{
+		{PromptIDs: batchPrompt(0), MaxTokens: 4},
+		{PromptIDs: batchPrompt(3), MaxTokens: 4}, // 60 tokens: too long for 32
+		{PromptIDs: batchPrompt(1), MaxTokens: 4, Sampling: Sampling{Temperature: -1}},
+	}
+	got, done := runBatch(t, e, reqs, 32)
+	if done[0].Kind != EventDone || len(got[0]) != 4 {
+		t.Errorf("the good request beside two bad ones: %d tokens, %v %q", len(got[0]), done[0].Err, done[0].Reason)
+	}
+	for i, want := range map[int]string{1: "context", 2: "temperature"} {
+		if done[i].Kind != EventError || !strings.Contains(fmt.Sprint(done[i].Err), want) {
+			t.Errorf("request %d: %v %v, want an error about %s", i, done[i].Kind, done[i].Err, want)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package qwen
+
+import (
+	"fmt"
+
+	"bagel/ops"
+)
+
+// MaxBatch is the most sequences one batched decode step runs: the step
+// path's matrix-unit launches serve up to 16 rows (ops.MoEDownTiledTokens,
+// the split-KV partials' queries), and a batch stays on them.
+const MaxBatch = 16
+
+// ForwardBatch is one decode step of several sequences: tokens[b] runs at
+// caches[b]'s position and enters that cache. It returns logits f32 [B,
+// vocab], row b sequence b's, in scratch (read them before the next forward).
+// The projections, the experts and the head read each weight once for every
+// row; each sequence's attention and GDN rule run on its own state. A row
+// takes the kernels a plain step of its sequence takes, so it gets that
+// step's bits (the engine's tests hold it to Forward token for token).
+func (m *Model) ForwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32) (ops.Tensor, error) {
+	b := len(tokens)
+	if b == 0 || b != len(caches) {
+		return ops.Tensor{}, fmt.Errorf("batched step: %d tokens for %d sequences", b, len(caches))
+	}
+	if b > MaxBatch {
+		return ops.Tensor{}, fmt.Errorf("batched step: %d sequences, at most %d", b, MaxBatch)
+	}
+	capacity := 0
+	for i, k := range caches {
+		if k.Offset+1 > k.Capacity {
+			return ops.Tensor{}, fmt.Errorf("context full: sequence %d is at %d of its %d tokens", i, k.Offset, k.Capacity)
+		}
+		for _, other := range caches[:i] {
+			if other == k {
+				return ops.Tensor{}, fmt.Errorf("batched step: sequence %d shares its cache with another", i)
+			}
+		}
+		capacity = max(capacity, k.Capacity)
+	}
+	if err := m.checkIDs(tokens); err != nil {
+		return ops.Tensor{}, err
+	}
+	ids, err := m.takeIDs(c, tokens, ops.Tensor{})
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	seqs := make([]seq, b)
+	normed, err := m.run(c, ids, capacity, func(i int) []seq {
+		for j, k := range caches {
+			seqs[j] = seq{st: &k.layers[i], pos0: k.Offset, rows: 1}
+		}
+		return seqs
+	}, nil)
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	for _, k := range caches {
+		k.Offset++
+		k.Disarm()
+		k.mtpStale = true // the MTP head is kept in step by plain forwards only
+	}
+	return m.logits(c, normed), nil
+}
