@@ -43,6 +43,8 @@ func runBench(args []string, out, errOut io.Writer) error {
 	projections := fs.Int("projections", 10, "time the decode GEMV alone on each matrix shape, this many products each (0: not)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (host overhead)")
 	serverRows := fs.Bool("server", false, "also time a reply streamed through the local server against the engine alone (needs a tokenizer)")
+	streamCounts := fs.String("streams", "", fmt.Sprintf("also decode greedy replies this many at once, 1 to %d each (e.g. 1,2,4,8; empty: none): the summed and each reply's rate", engine.MaxBatch))
+	stallPrompt := fs.Int("stall-prompt", 8192, "with --streams, the prompt that joins the most replies but one, to time the stall its prefill causes (0: none)")
 	draftersRows := fs.Bool("drafters", false, "also decode greedy replies to five questions plainly, with prompt lookup (lines, trees of 2) and with the model's MTP head: each drafter's acceptance and speed on text (needs a tokenizer)")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -83,6 +85,18 @@ func runBench(args []string, out, errOut io.Writer) error {
 		if n > engine.MaxDraftLength {
 			return fmt.Errorf("--drafts %d: want 1 to %d", n, engine.MaxDraftLength)
 		}
+	}
+	counts, err := parseLengths("--streams", *streamCounts)
+	if err != nil {
+		return err
+	}
+	for _, n := range counts {
+		if n > engine.MaxBatch {
+			return fmt.Errorf("--streams %d: want 1 to %d", n, engine.MaxBatch)
+		}
+	}
+	if *stallPrompt < 0 {
+		return fmt.Errorf("--stall-prompt %d: want 0 (none) or a prompt length", *stallPrompt)
 	}
 	if *runs < 1 || *tokens < 2 {
 		return fmt.Errorf("--runs must be ≥ 1 and --tokens ≥ 2")
@@ -169,6 +183,9 @@ func runBench(args []string, out, errOut io.Writer) error {
 			return err
 		}
 	}
+	if len(counts) > 0 {
+		b.report.Streams = b.streams(counts, *stallPrompt)
+	}
 	if *projections > 0 {
 		b.progress("the decode GEMV on each matrix shape")
 		ps, err := b.e.TimeProjections(*projections)
@@ -181,6 +198,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	fmt.Fprintln(errOut)
 	writeBenchTable(out, &b.report)
 	writeServerBench(out, b.report.Server)
+	writeStreamsBench(out, b.report.Streams)
 	if *jsonFile != "" {
 		data, err := json.MarshalIndent(b.report, "", "  ")
 		if err != nil {

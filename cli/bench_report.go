@@ -32,6 +32,8 @@ type benchReport struct {
 	Projections []engine.ProjectionTiming `json:"projections,omitempty"`
 	// Server is the local server against the engine (--server).
 	Server *serverBench `json:"server,omitempty"`
+	// Streams is replies decoded together (--streams).
+	Streams *streamsBench `json:"streams,omitempty"`
 }
 
 // benchResult is one measured figure (the median run).

@@ -347,3 +347,33 @@ func TestSynthWithATokenizer(t *testing.T) {
 		t.Errorf("generate on it: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// TestBenchStreamsRows: --streams decodes replies together and reports, for
+// each count, the summed rate and each reply's, their first tokens' wait,
+// and the gaps a long prompt's prefill leaves between the others' tokens
+// (the CPU's figures mean nothing, only that they are measured).
+func TestBenchStreamsRows(t *testing.T) {
+	r, stdout := benchJSON(t, "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--runs", "1", "--tokens", "12",
+		"--prefill", "", "--long", "", "--drafts", "", "--switches=false", "--lookup=false", "--projections", "0",
+		"--streams", "1,3", "--stall-prompt", "300", "--prefill-chunk", "64")
+	s := r.Streams
+	if s == nil || s.Error != "" || s.SoloTokPerS <= 0 || len(s.Rows) != 2 {
+		t.Fatalf("streams rows: %+v", s)
+	}
+	for i, want := range []int{1, 3} {
+		row := s.Rows[i]
+		if row.Streams != want || row.AggregateTPS <= 0 || row.PerStreamTPS <= 0 || row.SlowestTPS > row.PerStreamTPS || row.TTFTms <= 0 {
+			t.Errorf("row %d: %+v", i, row)
+		}
+	}
+	if st := s.Stall; st == nil || st.Streams != 2 || st.PromptTokens != 300 || st.Chunk != 64 || st.MaxGapMs < st.MedianGapMs || st.MedianGapMs <= 0 {
+		t.Errorf("stall row: %+v", s.Stall)
+	}
+	if !strings.Contains(stdout, "replies decoded together") || !strings.Contains(stdout, "joining 2 replies") {
+		t.Errorf("the table has no streams rows:\n%s", stdout)
+	}
+	_, _, stderr := runCLI("bench", "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--streams", "17")
+	if !strings.Contains(stderr, "--streams 17: want 1 to 16") {
+		t.Errorf("--streams 17: %s", stderr)
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -214,39 +215,44 @@ func prefilling(seqs []*batchSeq) bool {
 	return false
 }
 
-// prefillOne runs one chunk of the first sequence with prompt left (all of
-// it but its last token, which its first decode step runs). An error ends
-// that sequence only; the error returned stops the batch (the device is gone).
+// prefillOne runs one chunk of the sequence with the least prompt left (all
+// of it but its last token, which its first decode step runs): a short
+// prompt joins the decode steps before a long one's prefill ends. An error
+// ends that sequence only; the error returned stops the batch (the device is
+// gone).
 func (e *Engine) prefillOne(seqs []*batchSeq) error {
-	for _, s := range seqs {
-		if s.ended || s.prefill >= len(s.prompt)-1 {
-			continue
+	var s *batchSeq
+	for _, c := range seqs {
+		if !c.ended && c.prefill < len(c.prompt)-1 && (s == nil || len(c.prompt)-c.prefill < len(s.prompt)-s.prefill) {
+			s = c
 		}
-		if s.g.ctx.Err() != nil {
-			s.finish(ReasonCancelled)
-			return nil
-		}
-		end := min(s.prefill+cmp.Or(s.req.PrefillChunk, e.prefillChunk), len(s.prompt)-1)
-		chunk := s.prompt[s.prefill:end]
-		err := e.loop.do(func() error {
-			defer e.scratch.Reset()
-			logits, err := e.model.Forward(e.ctx, s.cache, chunk, false)
-			if err == nil {
-				_, err = ops.ReadBytes(e.ctx, logits.Rows(0, 0)) // waits for the chunk
-			}
-			return err
-		})
-		if err == ErrClosed {
-			return err
-		}
-		if err != nil {
-			s.fail(err)
-			return nil
-		}
-		s.prefill = end
-		s.st.PrefilledTokens = end
+	}
+	if s == nil {
 		return nil
 	}
+	if s.g.ctx.Err() != nil {
+		s.finish(ReasonCancelled)
+		return nil
+	}
+	end := min(s.prefill+cmp.Or(s.req.PrefillChunk, e.prefillChunk), len(s.prompt)-1)
+	chunk := s.prompt[s.prefill:end]
+	err := e.loop.do(func() error {
+		defer e.scratch.Reset()
+		logits, err := e.model.Forward(e.ctx, s.cache, chunk, false)
+		if err == nil {
+			_, err = ops.ReadBytes(e.ctx, ops.View(logits, 0, ops.F32, []int{1})) // waits for the chunk
+		}
+		return err
+	})
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	if err != nil {
+		s.fail(err)
+		return nil
+	}
+	s.prefill = end
+	s.st.PrefilledTokens = end
 	return nil
 }
 

@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"bagel/engine"
+)
+
+// streamsBench is several greedy replies decoded together (bench --streams,
+// engine.GenerateBatch): for each count, the replies' summed rate, each
+// reply's own, and their first tokens' wait; then the stall one long prompt
+// prefilled beside the other replies puts between their tokens.
+type streamsBench struct {
+	PromptTokens int          `json:"prompt_tokens"`
+	Tokens       int          `json:"tokens"` // per reply
+	Runs         int          `json:"runs"`
+	SoloTokPerS  float64      `json:"solo_tok_per_s"` // one reply through Generate (its decode plan: device pick, pipeline)
+	Rows         []streamsRow `json:"rows"`
+	Stall        *stallRow    `json:"stall,omitempty"`
+	Error        string       `json:"error,omitempty"`
+}
+
+// streamsRow is one count of replies (the median run by aggregate rate).
+type streamsRow struct {
+	Streams      int     `json:"streams"`
+	AggregateTPS float64 `json:"aggregate_tok_per_s"` // every reply's tokens over the span all decoded
+	PerStreamTPS float64 `json:"per_stream_tok_per_s"`
+	SlowestTPS   float64 `json:"slowest_stream_tok_per_s"`
+	TTFTms       float64 `json:"ttft_ms"` // the median reply's first token, all prompts sent at once
+}
+
+// stallRow is a long prompt joining replies that decode.
+type stallRow struct {
+	Streams      int     `json:"streams"` // the decoding replies beside the long prompt
+	PromptTokens int     `json:"prompt_tokens"`
+	Chunk        int     `json:"chunk"`
+	MedianGapMs  float64 `json:"median_gap_ms"` // between a decoding reply's tokens, before the long prompt's first token
+	MaxGapMs     float64 `json:"max_gap_ms"`
+}
+
+// streamRun is what one reply of a batch did, as its reader saw it.
+type streamRun struct {
+	arrivals []time.Time
+	stats    engine.Stats
+}
+
+// streams measures counts of replies of b.tokens tokens after 32-token prompts.
+func (b *bench) streams(counts []int, stallPrompt int) *streamsBench {
+	const promptLen = 32
+	r := &streamsBench{PromptTokens: promptLen, Tokens: b.tokens, Runs: b.runs}
+	solo := make([]float64, b.runs)
+	for i := range solo {
+		st, err := b.once(promptLen, b.tokens, engine.Sampling{})
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		solo[i] = st.DecodeTokensPerSec
+	}
+	slices.Sort(solo)
+	r.SoloTokPerS = solo[len(solo)/2]
+	for _, n := range counts {
+		b.progress(fmt.Sprintf("%d replies decoded together", n))
+		var rows []streamsRow
+		for range b.runs {
+			prompts := make([][]int32, n)
+			for i := range prompts {
+				prompts[i] = b.randomPrompt(promptLen)
+			}
+			runs, err := b.batch(prompts, b.tokens, promptLen+b.tokens+8)
+			if err != nil {
+				r.Error = err.Error()
+				return r
+			}
+			rows = append(rows, streamsRowOf(runs))
+		}
+		slices.SortFunc(rows, func(x, y streamsRow) int { return cmp.Compare(x.AggregateTPS, y.AggregateTPS) })
+		r.Rows = append(r.Rows, rows[len(rows)/2])
+	}
+	if stallPrompt > 0 && len(counts) > 0 {
+		b.progress(fmt.Sprintf("a %d-token prompt joining %d replies", stallPrompt, slices.Max(counts)-1))
+		stall, err := b.stall(max(1, slices.Max(counts)-1), stallPrompt)
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		r.Stall = stall
+	}
+	return r
+}
+
+// batch runs greedy replies of maxTokens to prompts together in caches of n
+// tokens and returns what each reader saw.
+func (b *bench) batch(prompts [][]int32, maxTokens, n int) ([]streamRun, error) {
+	reqs := make([]engine.Request, len(prompts))
+	for i, p := range prompts {
+		reqs[i] = engine.Request{PromptIDs: p, MaxTokens: maxTokens, IgnoreStop: true}
+	}
+	streams, err := b.e.GenerateBatch(context.Background(), reqs, n)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]streamRun, len(streams))
+	errs := make(chan error, len(streams))
+	for i, s := range streams {
+		go func() {
+			var err error
+			for ev := range s.Events {
+				switch ev.Kind {
+				case engine.EventToken:
+					runs[i].arrivals = append(runs[i].arrivals, time.Now())
+				case engine.EventDone:
+					runs[i].stats = ev.Stats
+				case engine.EventError:
+					err = ev.Err
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range streams {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
+	return runs, err
+}
+
+// streamsRowOf sums one batch: its tokens after each reply's first over the
+// span from the first reply's first token to the last reply's last.
+func streamsRowOf(runs []streamRun) streamsRow {
+	row := streamsRow{Streams: len(runs)}
+	var from, to time.Time
+	tokens := 0
+	var rates, ttfts []float64
+	for _, r := range runs {
+		if len(r.arrivals) == 0 {
+			continue
+		}
+		if first := r.arrivals[0]; from.IsZero() || first.Before(from) {
+			from = first
+		}
+		if last := r.arrivals[len(r.arrivals)-1]; last.After(to) {
+			to = last
+		}
+		tokens += len(r.arrivals) - 1
+		rates = append(rates, r.stats.DecodeTokensPerSec)
+		ttfts = append(ttfts, float64(r.stats.TimeToFirstToken.Microseconds())/1e3)
+	}
+	if len(rates) == 0 {
+		return row
+	}
+	if span := to.Sub(from).Seconds(); span > 0 {
+		row.AggregateTPS = float64(tokens) / span
+	}
+	slices.Sort(rates)
+	slices.Sort(ttfts)
+	row.PerStreamTPS, row.SlowestTPS, row.TTFTms = rates[len(rates)/2], rates[0], ttfts[len(ttfts)/2]
+	return row
+}
+
+// stall runs n short-prompt replies beside one of promptLen tokens and
+// measures the gaps between the short ones' tokens while the long one
+// prefills (before its first token).
+func (b *bench) stall(n, promptLen int) (*stallRow, error) {
+	prompts := [][]int32{b.randomPrompt(promptLen)}
+	for range n {
+		prompts = append(prompts, b.randomPrompt(32))
+	}
+	// The short replies go on past the long prompt's prefill.
+	runs, err := b.batch(prompts, b.tokens, promptLen+b.tokens+8)
+	if err != nil {
+		return nil, err
+	}
+	if len(runs[0].arrivals) == 0 {
+		return nil, fmt.Errorf("the %d-token prompt gave no token", promptLen)
+	}
+	joined := runs[0].arrivals[0]
+	var gaps []float64
+	for _, r := range runs[1:] {
+		for i := 1; i < len(r.arrivals) && r.arrivals[i].Before(joined); i++ {
+			gaps = append(gaps, float64(r.arrivals[i].Sub(r.arrivals[i-1]).Microseconds())/1e3)
+		}
+	}
+	row := &stallRow{Streams: n, PromptTokens: promptLen, Chunk: b.e.PrefillChunk()}
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		row.MedianGapMs, row.MaxGapMs = gaps[len(gaps)/2], gaps[len(gaps)-1]
+	}
+	return row, nil
+}
+
+func writeStreamsBench(w io.Writer, s *streamsBench) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nreplies decoded together (greedy, %d-token prompts, %d tokens each, median of %d):\n", s.PromptTokens, s.Tokens, s.Runs)
+	if s.Error != "" {
+		fmt.Fprintf(w, "  failed: %s\n", s.Error)
+		return
+	}
+	fmt.Fprintf(w, "  one reply alone (Generate): %.1f tok/s\n", s.SoloTokPerS)
+	fmt.Fprintf(w, "  %7s  %13s  %8s  %10s  %11s  %9s\n", "streams", "aggregate t/s", "× alone", "per stream", "slowest t/s", "TTFT ms")
+	for _, r := range s.Rows {
+		fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %11.1f  %9.1f\n", r.Streams, r.AggregateTPS, r.AggregateTPS/s.SoloTokPerS, r.PerStreamTPS, r.SlowestTPS, r.TTFTms)
+	}
+	if st := s.Stall; st != nil {
+		fmt.Fprintf(w, "  a %d-token prompt (chunks of %d) joining %d replies: their tokens %.1f ms apart (median), at most %.1f ms, until its first token\n",
+			st.PromptTokens, st.Chunk, st.Streams, st.MedianGapMs, st.MaxGapMs)
+	}
+}
