@@ -82,10 +82,18 @@ func solo(t *testing.T, e *Engine, req Request) []int32 {
 // replies (top-k, top-p, a repetition penalty, temperature alone) are each
 // the one its seed gives alone.
 func TestBatchEqualsSolo(t *testing.T) {
-	withTiledGEMV(t, "batch", testBatchEqualsSolo)
+	withTiledGEMV(t, "batch", func(t *testing.T) { testBatchEqualsSolo(t, "cpu") })
 }
 
-func testBatchEqualsSolo(t *testing.T) {
+// TestGPUBatchEqualsSolo is TestBatchEqualsSolo on each GPU backend: a
+// batched step's rows take a plain step's kernels there too.
+func TestGPUBatchEqualsSolo(t *testing.T) {
+	for _, name := range gpuBackends() {
+		withTiledGEMV(t, name, func(t *testing.T) { testBatchEqualsSolo(t, name) })
+	}
+}
+
+func testBatchEqualsSolo(t *testing.T, backendName string) {
 	defer switches.Reset(SwitchDeviceSampling)
 	// Alone, a top-k reply would be drawn on the device (another generator's
 	// use): the batch's host draw is the top-k picker's.
@@ -93,9 +101,14 @@ func testBatchEqualsSolo(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
-		e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
-		if err != nil {
-			t.Fatal(err)
+		var e *Engine
+		if backendName == "cpu" {
+			var err error
+			if e, err = Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			e = loadGPU(t, testmodel.Weights(t, name), backendName, 128) // skips without a driver
 		}
 		sampled := []Sampling{
 			{Temperature: 0.8, TopK: 20, TopP: 1, Seed: 7},
