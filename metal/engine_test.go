@@ -238,3 +238,53 @@ func TestChatTurnsMatchCPU(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchMatchesCPU decodes three greedy replies together (GenerateBatch:
+// each step one forward of three sequences, each on its own cache) with the
+// Metal and CPU backends. On the simulator each reply must be the CPU's token
+// for token; on a Mac, that every reply runs whole.
+func TestBatchMatchesCPU(t *testing.T) {
+	if mtl.Simulated {
+		t.Setenv(mtl.SimulatorEnv, "1")
+		metal.Register()
+	}
+	for _, name := range testmodel.Names {
+		t.Run(name, func(t *testing.T) {
+			dir := testmodel.Weights(t, name)
+			var reqs []engine.Request
+			for i := range 3 {
+				prompt := make([]int32, 5+9*i)
+				for j := range prompt {
+					prompt[j] = int32((j*7919 + 31*i + 13) % 150000)
+				}
+				reqs = append(reqs, engine.Request{PromptIDs: prompt, MaxTokens: 6 + 3*i, IgnoreStop: true})
+			}
+			replies := func(backend string) [][]int32 {
+				e := loadOrSkip(t, dir, backend, 128)
+				defer e.Close()
+				streams, err := e.GenerateBatch(context.Background(), reqs, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := make([][]int32, len(streams))
+				for i, s := range streams { // each stream holds its whole reply: read them in turn
+					for ev := range s.Events {
+						switch ev.Kind {
+						case engine.EventToken:
+							out[i] = append(out[i], ev.Token)
+						case engine.EventError:
+							t.Fatalf("%s: reply %d: %v", backend, i, ev.Err)
+						}
+					}
+				}
+				return out
+			}
+			want, got := replies("cpu"), replies("metal")
+			for i := range want {
+				if len(got[i]) != reqs[i].MaxTokens || mtl.Simulated && !slices.Equal(got[i], want[i]) {
+					t.Errorf("reply %d: metal %v, cpu %v", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
