@@ -27,7 +27,9 @@ func runServe(args []string, out, errOut io.Writer) error {
 	key := fs.String("api-key", "", "the key clients must send (Authorization: Bearer KEY); default: $BAGEL_API_KEY, or none on loopback")
 	name := fs.String("name", "", "the model id clients ask for (default: ORG/NAME from -m, or the folder's name)")
 	origins := fs.String("allow-origin", "", "comma-separated web origins allowed to call the server from a browser (none by default)")
-	queue := fs.Int("queue", 16, "requests that may wait behind the one generating (more get 429)")
+	queue := fs.Int("queue", 16, "requests that may wait behind those generating (more get 429)")
+	parallel := fs.Int("parallel", 1, fmt.Sprintf("requests generated together, 1 to %d: above 1 their decode steps are batched (each reply in a cache of --parallel-context tokens; no prompt reuse or speculative decoding for them)", engine.MaxBatch))
+	parallelCtx := fs.Int("parallel-context", 0, "with --parallel, each reply's context in tokens (0: the model's context length)")
 	backendName := fs.backend()
 	fs.engineSwitches()
 	ctxLen := fs.contextLength()
@@ -57,6 +59,12 @@ func runServe(args []string, out, errOut io.Writer) error {
 	if id == "" {
 		id = modelID(fs.modelArg, *dir)
 	}
+	if *parallel < 1 || *parallel > engine.MaxBatch {
+		return fmt.Errorf("--parallel %d: want 1 to %d", *parallel, engine.MaxBatch)
+	}
+	if *parallelCtx < 0 {
+		return fmt.Errorf("--parallel-context %d: want 0 (the model's) or a length in tokens", *parallelCtx)
+	}
 	// Refuse a bad --host or a missing key before loading gigabytes.
 	if err := (server.Options{Host: *host, APIKey: *key}).Check(); err != nil {
 		return err
@@ -71,7 +79,15 @@ func runServe(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer e.Close()
-	s, err := server.New(e, id, server.Options{Host: *host, APIKey: *key, AllowOrigins: allow, Queue: *queue,
+	var eng server.Engine = e
+	if *parallel > 1 {
+		p, err := e.Parallel(*parallel, *parallelCtx)
+		if err != nil {
+			return fmt.Errorf("--parallel %d: %w", *parallel, err)
+		}
+		eng = p
+	}
+	s, err := server.New(eng, id, server.Options{Host: *host, APIKey: *key, AllowOrigins: allow, Queue: *queue, Parallel: *parallel,
 		Log: func(en server.Entry) {
 			fmt.Fprintf(errOut, "%s %s %s %d prompt %d (reused %d) reply %d %.1f tok/s\n", en.Time.Format("15:04:05"), en.Client,
 				en.Endpoint, en.Status, en.PromptTokens, en.ReusedTokens, en.GeneratedTokens, en.TokensPerSecond)
@@ -81,7 +97,11 @@ func runServe(args []string, out, errOut io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(out, "serving %s at http://%s/v1 (%s, context %d tokens); Ctrl-C stops\n", id, ln.Addr(), e.BackendName, e.ContextLength())
+	fmt.Fprintf(out, "serving %s at http://%s/v1 (%s, context %d tokens", id, ln.Addr(), e.BackendName, eng.ContextLength())
+	if *parallel > 1 {
+		fmt.Fprintf(out, ", %d replies at once", *parallel)
+	}
+	fmt.Fprintln(out, "); Ctrl-C stops")
 	return s.Serve(ctx, ln)
 }
 

@@ -70,23 +70,36 @@ func (e *Engine) GenerateBatch(ctx context.Context, reqs []Request, contextLengt
 	if len(reqs) == 0 || len(reqs) > MaxBatch {
 		return nil, fmt.Errorf("a batch runs 1 to %d replies, got %d", MaxBatch, len(reqs))
 	}
-	n := cmp.Or(contextLength, e.ContextLength())
-	if n < 2 {
-		return nil, fmt.Errorf("a batch's context length must be at least 2 tokens, got %d", n)
-	}
-	if err := e.checkSlots(len(reqs), n); err != nil {
+	n, err := e.batchContext(len(reqs), contextLength)
+	if err != nil {
 		return nil, err
 	}
+	r := newBatchRunner(e, n, len(reqs))
 	streams := make([]Stream, len(reqs))
-	seqs := make([]*batchSeq, len(reqs))
 	for i, req := range reqs {
-		sctx, cancel := context.WithCancel(ctx)
-		out := make(chan Event, streamBacklog)
-		seqs[i] = &batchSeq{g: &generation{e: e, ctx: sctx, out: out}, cancel: cancel, req: req, start: time.Now()}
-		streams[i] = Stream{Events: out, Cancel: cancel}
+		s := newBatchSeq(ctx, e, req)
+		r.add(s)
+		streams[i] = Stream{Events: s.g.out, Cancel: s.cancel}
 	}
-	go e.runBatch(ctx, seqs, n)
+	go r.run()
 	return streams, nil
+}
+
+// newBatchSeq is req's sequence, its stream cancelled with ctx.
+func newBatchSeq(ctx context.Context, e *Engine, req Request) *batchSeq {
+	sctx, cancel := context.WithCancel(ctx)
+	return &batchSeq{g: &generation{e: e, ctx: sctx, out: make(chan Event, streamBacklog)}, cancel: cancel, req: req, start: time.Now()}
+}
+
+// batchContext is the cache length of count sequences asking for n tokens
+// (0: the engine's context length), refused where it is too short or the
+// caches would not fit.
+func (e *Engine) batchContext(count, n int) (int, error) {
+	n = cmp.Or(n, e.ContextLength())
+	if n < 2 {
+		return 0, fmt.Errorf("a batch's context length must be at least 2 tokens, got %d", n)
+	}
+	return n, e.checkSlots(count, n)
 }
 
 // checkSlots refuses a batch whose caches would not fit beside what the
@@ -104,53 +117,6 @@ func (e *Engine) checkSlots(count, n int) error {
 			count, n, humanize.IBytes(need), humanize.IBytes(held), humanize.IBytes(budget.Total), budget.Source)
 	}
 	return nil
-}
-
-// runBatch is the batch's goroutine: it takes the engine's turn, gives each
-// sequence a slot, and steps until every sequence has ended.
-func (e *Engine) runBatch(ctx context.Context, seqs []*batchSeq, n int) {
-	defer func() {
-		for _, s := range seqs {
-			s.cancel()
-			close(s.g.out)
-		}
-	}()
-	if !e.take(ctx) {
-		for _, s := range seqs {
-			s.g.send(Event{Kind: EventDone, Reason: ReasonCancelled})
-		}
-		return
-	}
-	defer e.give()
-	caches, err := e.takeSlots(len(seqs), n)
-	if err != nil {
-		for _, s := range seqs {
-			s.g.send(Event{Kind: EventError, Err: err})
-		}
-		return
-	}
-	for i, s := range seqs {
-		s.cache = caches[i]
-		if err := e.startSeq(s); err != nil {
-			s.fail(err)
-		}
-	}
-	for {
-		if err := e.prefillOne(seqs); err != nil {
-			return
-		}
-		step := e.decoding(seqs)
-		if step == nil && !prefilling(seqs) {
-			return
-		}
-		if step != nil {
-			if err := e.batchStep(step); err != nil {
-				for _, s := range step {
-					s.fail(err)
-				}
-			}
-		}
-	}
 }
 
 // startSeq checks a sequence's request and readies its prompt and sampler.
@@ -433,42 +399,3 @@ func (c candidates) first(k int) candidates {
 
 // slotBytes is the memory of the batch slots held (from any goroutine).
 func (e *Engine) slotBytes() int64 { return e.slotHeld.Load() }
-
-// takeSlots returns count caches of n tokens: the slots held, reused, and
-// new ones where there are too few (a slot of another length is freed).
-func (e *Engine) takeSlots(count, n int) ([]*qwen.Cache, error) {
-	err := e.loop.do(func() error {
-		for i, k := range e.slots {
-			if k.Capacity != n {
-				k.Free(e.ctx)
-				e.slots[i] = nil
-			}
-		}
-		for i := range count {
-			if i < len(e.slots) && e.slots[i] != nil {
-				continue
-			}
-			k, err := e.model.NewCache(e.ctx, n)
-			if err != nil {
-				return err
-			}
-			if i < len(e.slots) {
-				e.slots[i] = k
-			} else {
-				e.slots = append(e.slots, k)
-			}
-		}
-		return nil
-	})
-	var held int64
-	for _, k := range e.slots {
-		if k != nil {
-			held += k.Bytes()
-		}
-	}
-	e.slotHeld.Store(held)
-	if err != nil {
-		return nil, err
-	}
-	return e.slots[:count], nil
-}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"bagel/internal/testmodel"
 	"bagel/switches"
@@ -228,5 +229,102 @@ func TestBatchRefusals(t *testing.T) {
 		if done[i].Kind != EventError || !strings.Contains(fmt.Sprint(done[i].Err), want) {
 			t.Errorf("request %d: %v %v, want an error about %s", i, done[i].Kind, done[i].Err, want)
 		}
+	}
+}
+
+// TestParallelJoinsARunningReply: a request made while another streams joins
+// its steps (Parallel): the short second reply ends before the long first
+// one, which a turn after the other would not allow, and each is its reply
+// alone; a third request past the limit of two waits for a place, and the
+// batch never holds more than two slots.
+func TestParallelJoinsARunningReply(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	p, err := e.Parallel(2, 96)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := []Request{
+		{PromptIDs: batchPrompt(0), MaxTokens: 40, IgnoreStop: true},
+		{PromptIDs: batchPrompt(1), MaxTokens: 6, IgnoreStop: true},
+		{PromptIDs: batchPrompt(2), MaxTokens: 6, IgnoreStop: true},
+	}
+	type reply struct {
+		ids []int32
+		end time.Time
+	}
+	replies := make([]chan reply, len(reqs))
+	read := func(i int, events <-chan Event, started chan<- struct{}) {
+		var r reply
+		for ev := range events {
+			if ev.Kind == EventToken {
+				if r.ids = append(r.ids, ev.Token); len(r.ids) == 3 && started != nil {
+					close(started)
+				}
+			}
+			if ev.Kind == EventError {
+				t.Errorf("reply %d: %v", i, ev.Err)
+			}
+		}
+		r.end = time.Now()
+		replies[i] <- r
+	}
+	for i := range replies {
+		replies[i] = make(chan reply, 1)
+	}
+	started := make(chan struct{})
+	go read(0, p.Generate(context.Background(), reqs[0]), started)
+	<-started
+	go read(1, p.Generate(context.Background(), reqs[1]), nil)
+	go read(2, p.Generate(context.Background(), reqs[2]), nil)
+	got := []reply{<-replies[0], <-replies[1], <-replies[2]}
+	if !got[1].end.Before(got[0].end) {
+		t.Errorf("the reply that joined ended after the long one: it did not step beside it")
+	}
+	for i, req := range reqs {
+		if want := solo(t, e, req); !slices.Equal(got[i].ids, want) {
+			t.Errorf("reply %d: %v, alone %v", i, got[i].ids, want)
+		}
+	}
+	if len(e.slots) != 2 {
+		t.Errorf("%d slots for a limit of 2", len(e.slots))
+	}
+	if _, err := e.Parallel(1, 0); err == nil {
+		t.Error("Parallel(1) was not refused")
+	}
+}
+
+// TestParallelCancelWhileWaiting: a request cancelled while its batch waits
+// for the engine's turn (another caller holds it) ends "cancelled" at once.
+func TestParallelCancelWhileWaiting(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	p, err := e.Parallel(2, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.take(context.Background()) {
+		t.Fatal("no turn")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	events := p.Generate(ctx, Request{PromptIDs: batchPrompt(0), MaxTokens: 4})
+	cancel()
+	select {
+	case ev := <-events:
+		if ev.Kind != EventDone || ev.Reason != ReasonCancelled {
+			t.Errorf("first event %v %q, want done: cancelled", ev.Kind, ev.Reason)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a cancelled request waited for the turn")
+	}
+	e.give()
+	if ids, _, done := collect(t, p.Generate(context.Background(), Request{PromptIDs: batchPrompt(0), MaxTokens: 4})); len(ids) != 4 || done.Reason != ReasonLength {
+		t.Errorf("the next request: %d tokens, %q", len(ids), done.Reason)
 	}
 }

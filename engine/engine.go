@@ -59,11 +59,13 @@ type Engine struct {
 	ck    *safetensors.Checkpoint
 	model *qwen.Model
 	cache *qwen.Cache
-	slots []*qwen.Cache // GenerateBatch's caches, one a sequence, reused (batch.go)
-	// slotHeld is the slots' bytes, for a check from any goroutine.
-	slotHeld atomic.Int64
-	scratch  *ops.Arena
-	ctx      *ops.Ctx
+	// slots are the batches' caches, one a sequence (batch_runner.go),
+	// freeSlots those no sequence holds now, reused by the next; slotHeld
+	// their bytes, for a check from any goroutine.
+	slots, freeSlots []*qwen.Cache
+	slotHeld         atomic.Int64
+	scratch          *ops.Arena
+	ctx              *ops.Ctx
 
 	closeOnce sync.Once
 	// turn admits one user of the cache at a time (a generation, a scoring):

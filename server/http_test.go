@@ -223,6 +223,30 @@ func TestQueue(t *testing.T) {
 	}
 }
 
+// TestParallelRunsThatManyAtOnce: with Parallel 2, two requests generate
+// at once (the engine sees both before either ends) and a third waits.
+func TestParallelRunsThatManyAtOnce(t *testing.T) {
+	eng := &fakeEngine{script: hello, ctxLen: 64, gate: make(chan struct{})}
+	ts, s := serveBoth(t, eng, Options{Queue: 4, Parallel: 2})
+	results := make(chan int, 3)
+	for range 3 {
+		go func() {
+			resp, _ := post(t, ts.URL, "/v1/chat/completions", `{`+hi+`}`)
+			results <- resp.StatusCode
+		}()
+	}
+	waitFor(t, func() bool { return len(eng.requests()) == 2 && s.waiting.Load() == 1 })
+	if running, waiting := s.Busy(); running != 2 || waiting != 1 {
+		t.Errorf("Busy = %d running, %d waiting; want 2, 1", running, waiting)
+	}
+	close(eng.gate)
+	for range 3 {
+		if code := <-results; code != 200 {
+			t.Errorf("a request got %d", code)
+		}
+	}
+}
+
 func TestClientGoneStopsTheGeneration(t *testing.T) {
 	eng := &fakeEngine{script: hello, ctxLen: 64, gate: make(chan struct{}, 1)}
 	ts := serve(t, eng, Options{})

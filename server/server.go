@@ -41,13 +41,17 @@ type Options struct {
 	// AllowOrigins are the browser origins allowed to call it (CORS); none by
 	// default: a web page cannot reach the model.
 	AllowOrigins []string
-	// Queue is how many requests may wait behind the one generating (0: 16).
+	// Queue is how many requests may wait behind those generating (0: 16).
 	Queue int
+	// Parallel is how many requests generate at once (0 or 1: one at a
+	// time). Above 1 the engine should step them together
+	// (engine.Engine.Parallel), or they only take turns inside it.
+	Parallel int
 	// MaxBody bounds a request's body in bytes (0: 8 MiB).
 	MaxBody int64
 	// Log, when set, gets one line per request (never the API key).
 	Log func(Entry)
-	// Busy, when set, is told how many requests generate (0 or 1) and wait
+	// Busy, when set, is told how many requests generate (up to Parallel) and wait
 	// whenever either changes (the app's server panel).
 	Busy func(running, waiting int)
 }
@@ -116,7 +120,9 @@ func New(eng Engine, model string, opt Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{eng: eng, model: model, opt: opt, jobs: make(chan *job, opt.Queue), stop: make(chan struct{})}
-	go s.work()
+	for range max(1, opt.Parallel) {
+		go s.work()
+	}
 	return s, nil
 }
 
@@ -136,7 +142,8 @@ func (s *Server) busyChanged() {
 // generating are stopped (their clients get what was written).
 func (s *Server) Close() { s.once.Do(func() { close(s.stop) }) }
 
-// work runs the queued generations one after another.
+// work runs queued generations one after another; Parallel workers run
+// that many at once.
 func (s *Server) work() {
 	for {
 		select {

@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"bagel/qwen"
+)
+
+// batchRunner steps one batch: the sequences stepping (active, at most
+// limit, each in a slot) and those waiting for a place (queued). A sequence
+// may join while the batch runs (Parallel); the runner leaves when none is
+// active or queued, and a later join starts another.
+type batchRunner struct {
+	e      *Engine
+	n      int           // each sequence's cache, in tokens
+	limit  int           // the most sequences stepping at once
+	wake   chan struct{} // a join or a cancel while the runner waits for the turn
+	mu     sync.Mutex
+	queued []*batchSeq
+	left   bool        // the runner has ended: a join must start another
+	active []*batchSeq // the runner's goroutine's alone
+}
+
+func newBatchRunner(e *Engine, n, limit int) *batchRunner {
+	return &batchRunner{e: e, n: n, limit: limit, wake: make(chan struct{}, 1)}
+}
+
+// add queues s; false when the runner has ended (s is not taken).
+func (r *batchRunner) add(s *batchSeq) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.left {
+		return false
+	}
+	r.queued = append(r.queued, s)
+	context.AfterFunc(s.g.ctx, r.poke) // a cancel wakes a runner waiting for the turn
+	r.poke()
+	return true
+}
+
+// poke wakes the runner where it waits for the engine's turn.
+func (r *batchRunner) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// leave ends the runner when nothing is queued: under the lock, so that a
+// join either is seen or finds the runner gone.
+func (r *batchRunner) leave() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.queued) > 0 {
+		return false
+	}
+	r.left = true
+	return true
+}
+
+// run is the runner's goroutine: it waits for the engine's turn (ending the
+// queued sequences cancelled meanwhile), then admits sequences into slots
+// and steps them until none is left.
+func (r *batchRunner) run() {
+	e := r.e
+	for waiting := true; waiting; {
+		select {
+		case e.turn <- struct{}{}:
+			waiting = false
+		case <-r.wake:
+			r.dropCancelled()
+			if r.leave() {
+				return
+			}
+		}
+	}
+	defer e.give()
+	for {
+		if err := r.admit(); err != nil {
+			r.failAll(err)
+			return
+		}
+		if err := e.prefillOne(r.active); err != nil {
+			r.failAll(err)
+			return
+		}
+		if step := e.decoding(r.active); step != nil {
+			if err := e.batchStep(step); err != nil {
+				for _, s := range step {
+					s.fail(err)
+				}
+			}
+		}
+		r.release()
+		if len(r.active) == 0 && r.leave() {
+			return
+		}
+	}
+}
+
+// dropCancelled ends the queued sequences whose caller has cancelled.
+func (r *batchRunner) dropCancelled() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	live := r.queued[:0]
+	for _, s := range r.queued {
+		if s.g.ctx.Err() != nil {
+			s.g.send(Event{Kind: EventDone, Reason: ReasonCancelled})
+			s.close()
+		} else {
+			live = append(live, s)
+		}
+	}
+	clear(r.queued[len(live):])
+	r.queued = live
+}
+
+// admit moves queued sequences into the batch while it has room, each into
+// a slot, its request checked (a wrong one ends its own stream).
+func (r *batchRunner) admit() error {
+	for len(r.active) < r.limit {
+		r.mu.Lock()
+		if len(r.queued) == 0 {
+			r.mu.Unlock()
+			return nil
+		}
+		s := r.queued[0]
+		r.queued = r.queued[1:]
+		r.mu.Unlock()
+		k, err := r.e.takeSlot(r.n)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				s.close()
+				return err
+			}
+			s.fail(err)
+			s.close()
+			continue
+		}
+		s.cache = k
+		r.active = append(r.active, s)
+		if err := r.e.startSeq(s); err != nil {
+			s.fail(err)
+		}
+	}
+	return nil
+}
+
+// release takes the ended sequences out of the batch, their slots freed.
+func (r *batchRunner) release() {
+	kept := r.active[:0]
+	for _, s := range r.active {
+		if s.ended {
+			r.e.giveSlot(s.cache)
+			s.close()
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	clear(r.active[len(kept):])
+	r.active = kept
+}
+
+// failAll ends every sequence with err (the device is gone).
+func (r *batchRunner) failAll(err error) {
+	r.mu.Lock()
+	all := append(r.active, r.queued...)
+	r.queued, r.active, r.left = nil, nil, true
+	r.mu.Unlock()
+	for _, s := range all {
+		s.fail(err)
+		s.close()
+	}
+}
+
+// close ends s's stream: its context released, its channel closed.
+func (s *batchSeq) close() {
+	s.cancel()
+	close(s.g.out)
+}
+
+// takeSlot returns a cache of n tokens for a sequence: a free slot of that
+// length, or a new one (the free slots of another length are freed first).
+func (e *Engine) takeSlot(n int) (*qwen.Cache, error) {
+	var k *qwen.Cache
+	err := e.loop.do(func() error {
+		for i, free := range e.freeSlots {
+			if free.Capacity == n {
+				k = free
+				e.freeSlots = slices.Delete(e.freeSlots, i, i+1)
+				return nil
+			}
+		}
+		for _, free := range e.freeSlots {
+			e.slots = slices.DeleteFunc(e.slots, func(x *qwen.Cache) bool { return x == free })
+			e.slotHeld.Add(-free.Bytes())
+			free.Free(e.ctx)
+		}
+		e.freeSlots = nil
+		var err error
+		if k, err = e.model.NewCache(e.ctx, n); err == nil {
+			e.slots = append(e.slots, k)
+			e.slotHeld.Add(k.Bytes())
+		}
+		return err
+	})
+	return k, err
+}
+
+// giveSlot returns k to the free slots, for the next sequence.
+func (e *Engine) giveSlot(k *qwen.Cache) {
+	_ = e.loop.do(func() error {
+		e.freeSlots = append(e.freeSlots, k)
+		return nil
+	})
+}
+
+// Parallel serves Generate's requests in batches: a request joins the batch
+// that runs (up to limit replies step together; the others wait for a
+// place), each in a cache of contextLength tokens. What a batch does not do
+// — logprobs, drafts the request brings — goes to the engine's Generate, one
+// at a time. It is the server's --parallel: prompt reuse and speculative
+// decoding do not serve its replies.
+type Parallel struct {
+	e     *Engine
+	n     int
+	limit int
+	mu    sync.Mutex
+	r     *batchRunner
+}
+
+// Parallel returns the engine's batched server of up to limit replies at
+// once (2 to MaxBatch) in caches of contextLength tokens (0: the engine's),
+// refused where the caches would not fit.
+func (e *Engine) Parallel(limit, contextLength int) (*Parallel, error) {
+	if limit < 2 || limit > MaxBatch {
+		return nil, errors.New("parallel replies: want 2 to 16 at once")
+	}
+	n, err := e.batchContext(limit, contextLength)
+	if err != nil {
+		return nil, err
+	}
+	return &Parallel{e: e, n: n, limit: limit}, nil
+}
+
+// Generate streams req's reply as Engine.Generate does, stepping it with the
+// other replies under way.
+func (p *Parallel) Generate(ctx context.Context, req Request) <-chan Event {
+	if req.Logprobs || req.Drafter != nil || req.TreeWidth > 0 {
+		return p.e.Generate(ctx, req)
+	}
+	s := newBatchSeq(ctx, p.e, req)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.r == nil || !p.r.add(s) {
+		p.r = newBatchRunner(p.e, p.n, p.limit)
+		p.r.add(s)
+		go p.r.run()
+	}
+	return s.g.out
+}
+
+// ContextLength is the context each reply has.
+func (p *Parallel) ContextLength() int { return p.n }
+
+// PromptTokens is the engine's.
+func (p *Parallel) PromptTokens(req Request) ([]int32, error) { return p.e.PromptTokens(req) }
+
+// ToolCallPrefix is the engine's.
+func (p *Parallel) ToolCallPrefix(name string) (string, error) { return p.e.ToolCallPrefix(name) }
