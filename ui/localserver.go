@@ -33,6 +33,7 @@ type localServer struct {
 	done             chan struct{} // closed once Serve returned
 	err              error         // why it is not serving though switched on
 	running, waiting int
+	parallel         int // replies generated at once
 	log              []server.Entry // newest last
 	view             *serverView    // the dialog, while open
 }
@@ -53,8 +54,21 @@ func (a *App) startServer() {
 		return
 	}
 	model := hub.DisplayName(a.modelDir)
+	var eng server.Engine = a.eng
+	parallel := max(1, a.settings.ServerParallel)
+	if parallel > 1 {
+		p, err := a.eng.Parallel(parallel, 0)
+		if err != nil {
+			ln.Close()
+			ls.err = fmt.Errorf("%d replies at once: %w", parallel, err)
+			a.refreshServer()
+			return
+		}
+		eng = p
+	}
 	var srv *server.Server
-	srv, err = server.New(a.eng, model, server.Options{
+	srv, err = server.New(eng, model, server.Options{
+		Parallel: parallel,
 		Log: func(e server.Entry) { a.do(func() { a.serverLogged(e) }) },
 		Busy: func(running, waiting int) {
 			a.do(func() {
@@ -77,7 +91,7 @@ func (a *App) startServer() {
 		defer close(done)
 		srv.Serve(ctx, ln)
 	}()
-	*ls = localServer{srv: srv, addr: ln.Addr().String(), model: model, stop: cancel, done: done, log: ls.log, view: ls.view}
+	*ls = localServer{srv: srv, addr: ln.Addr().String(), model: model, parallel: parallel, stop: cancel, done: done, log: ls.log, view: ls.view}
 	a.refreshServer()
 }
 
@@ -150,6 +164,9 @@ func (a *App) serverStatus() string {
 		return "Not serving: " + ls.err.Error()
 	case ls.srv == nil:
 		return "On: load a model to serve it."
+	}
+	if ls.parallel > 1 {
+		return fmt.Sprintf("Serving %s · %d generating (up to %d at once, stepped together) · %d waiting", ls.model, ls.running, ls.parallel, ls.waiting)
 	}
 	return fmt.Sprintf("Serving %s · %d generating · %d waiting", ls.model, ls.running, ls.waiting)
 }

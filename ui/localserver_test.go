@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -152,4 +153,46 @@ func TestLocalServerFollowsTheModel(t *testing.T) {
 	if h.a.server.srv != nil || !strings.Contains(status, "port "+strconv.Itoa(h.a.settings.ServerPort)+" cannot be used") || !h.a.settings.ServerOn {
 		t.Errorf("a port in use: status %q", status)
 	}
+}
+
+// TestLocalServerStepsRequestsTogether: with Requests at once set to 2 in
+// the dialog (while off), the server runs two clients' replies together
+// (engine.Parallel), says so in its status, and both get their replies; the
+// choice is kept in the settings and locked while the server runs.
+func TestLocalServerStepsRequestsTogether(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.a.showServer()
+	v := h.a.server.view
+	port := freePort(t)
+	v.port.SetText(strconv.Itoa(port))
+	v.parallel.SetSelected(parallelChoices[1])
+	test.Tap(v.on)
+	h.pump()
+	if h.a.settings.ServerParallel != 2 || !strings.Contains(v.status.Text, "up to 2 at once") || !v.parallel.Disabled() {
+		t.Fatalf("setting %d, status %q, locked %v", h.a.settings.ServerParallel, v.status.Text, v.parallel.Disabled())
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/v1/completions"
+	codes := make(chan string, 2)
+	for _, prompt := range []string{"Hello there", "The sky is"} {
+		go func() {
+			resp, err := http.Post(url, "application/json", strings.NewReader(`{"max_tokens":6,"temperature":0,"prompt":"`+prompt+`"}`))
+			if err != nil {
+				codes <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			var out struct{ Choices []struct{ Text string } }
+			json.NewDecoder(resp.Body).Decode(&out)
+			codes <- fmt.Sprintf("%d %d", resp.StatusCode, len(out.Choices))
+		}()
+	}
+	for range 2 {
+		if got := <-codes; got != "200 1" {
+			t.Errorf("a client got %q, want 200 with one choice", got)
+		}
+	}
+	test.Tap(v.on)
+	h.pump()
 }

@@ -19,6 +19,7 @@ import (
 type serverView struct {
 	on        *widget.Check
 	port      *widget.Entry
+	parallel  *widget.Select
 	addresses *widget.Label
 	copy      *widget.Button
 	status    *widget.Label
@@ -36,6 +37,14 @@ func (a *App) showServer() {
 		_, err := parsePort(s)
 		return err
 	}
+	v.parallel = widget.NewSelect(parallelChoices, func(s string) {
+		n := parallelOf(s)
+		if n != max(1, a.settings.ServerParallel) {
+			a.settings.ServerParallel = n
+			a.saveSettings()
+		}
+	})
+	v.parallel.SetSelected(parallelChoice(a.settings.ServerParallel))
 	v.on = widget.NewCheck("Serve the loaded model to other apps on this computer", nil)
 	v.on.SetChecked(a.settings.ServerOn)
 	v.on.OnChanged = func(on bool) {
@@ -70,6 +79,7 @@ func (a *App) showServer() {
 		func(i widget.ListItemID, o fyne.CanvasObject) { o.(*widget.Label).SetText(v.lines[i]) })
 	top := container.NewVBox(v.on,
 		container.NewBorder(nil, nil, widget.NewLabel("Port"), nil, v.port),
+		container.NewBorder(nil, nil, widget.NewLabel("Requests at once"), nil, v.parallel),
 		v.addresses, container.NewHBox(v.copy), v.status, widget.NewLabelWithStyle("Requests, newest first", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 	content := container.NewBorder(top, nil, nil, nil, v.log)
 	d := dialog.NewCustom("Local server", "Close", content, a.win)
@@ -80,6 +90,28 @@ func (a *App) showServer() {
 			a.server.view = nil
 		}
 	})
+}
+
+// parallelChoices are the Requests at once the dialog offers: one (each
+// reply with prompt reuse and speculative decoding, one after another) or
+// several stepped together (engine.Parallel).
+var parallelChoices = []string{"1 (one after another)", "2 (stepped together)", "4 (stepped together)", "8 (stepped together)"}
+
+// parallelOf is the count a choice names.
+func parallelOf(choice string) int {
+	n, _ := strconv.Atoi(strings.Fields(choice)[0])
+	return max(1, n)
+}
+
+// parallelChoice is the choice for a setting (the nearest offered below it).
+func parallelChoice(n int) string {
+	best := parallelChoices[0]
+	for _, c := range parallelChoices {
+		if parallelOf(c) <= max(1, n) {
+			best = c
+		}
+	}
+	return best
 }
 
 // parsePort reads the port entry.
@@ -99,9 +131,11 @@ func (a *App) refreshServer() {
 	}
 	v.on.SetChecked(a.settings.ServerOn)
 	if a.settings.ServerOn {
-		v.port.Disable() // the port is chosen while the server is off
+		v.port.Disable() // the port and the requests at once are chosen while the server is off
+		v.parallel.Disable()
 	} else {
 		v.port.Enable()
+		v.parallel.Enable()
 	}
 	url := a.serverURL()
 	v.addresses.SetText(fmt.Sprintf("OpenAI API (Codex, Continue, the openai SDKs): %s/v1\n"+

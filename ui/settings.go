@@ -75,6 +75,10 @@ type Settings struct {
 	// localserver.go) on 127.0.0.1:ServerPort (0: server.DefaultPort).
 	ServerOn   bool `json:"server_on,omitempty"`
 	ServerPort int  `json:"server_port,omitempty"`
+	// ServerParallel is how many of the other apps' requests the server
+	// generates at once (0 or 1: one at a time; 2 to 16: their decode steps
+	// batched, engine.Parallel, each in a cache of the model's context).
+	ServerParallel int `json:"server_parallel,omitempty"`
 
 	// Models remembers, by model folder, the settings last saved while that
 	// model was loaded; loading it brings them back.
@@ -180,6 +184,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("draft tree width must be 0 (one line of guesses) to %d, got %d", engine.MaxTreeWidth, s.DraftTreeWidth)
 	case s.ServerPort < 0 || s.ServerPort > 65535:
 		return fmt.Errorf("server port must be 0 (the default, %d) to 65535, got %d", server.DefaultPort, s.ServerPort)
+	case s.ServerParallel < 0 || s.ServerParallel > engine.MaxBatch:
+		return fmt.Errorf("server replies at once must be 0 or 1 (one at a time) to %d, got %d", engine.MaxBatch, s.ServerParallel)
 	case !slices.Contains(engine.BackendNames, s.Backend):
 		return fmt.Errorf("unknown backend %q (want one of %v)", s.Backend, engine.BackendNames)
 	}
