@@ -33,7 +33,7 @@ type localServer struct {
 	done             chan struct{} // closed once Serve returned
 	err              error         // why it is not serving though switched on
 	running, waiting int
-	parallel         int // replies generated at once
+	parallel         int            // replies generated at once
 	log              []server.Entry // newest last
 	view             *serverView    // the dialog, while open
 }
@@ -69,7 +69,7 @@ func (a *App) startServer() {
 	var srv *server.Server
 	srv, err = server.New(eng, model, server.Options{
 		Parallel: parallel,
-		Log: func(e server.Entry) { a.do(func() { a.serverLogged(e) }) },
+		Log:      func(e server.Entry) { a.do(func() { a.serverLogged(e) }) },
 		Busy: func(running, waiting int) {
 			a.do(func() {
 				if a.server.srv == srv {
