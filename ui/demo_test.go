@@ -104,10 +104,8 @@ func TestSettingsSayWhetherTheModelHasAnMTPHead(t *testing.T) {
 	hint := func(h *harness) string {
 		h.a.showSettings()
 		defer h.a.win.Canvas().Overlays().Top().Hide()
-		for _, it := range h.a.settingsForm.switchForm.Items {
-			if it.Text == engine.SwitchSpeculativeMTP {
-				return it.HintText
-			}
+		if help := h.a.settingsForm.help[engine.SwitchSpeculativeMTP]; help != nil {
+			return help.Text
 		}
 		return ""
 	}

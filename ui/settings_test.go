@@ -180,15 +180,18 @@ func TestSettingsKeepWhatIsValid(t *testing.T) {
 	}
 }
 
-// TestSettingsSwitches: the switches section lists the engine's registry, or
-// says there is none.
+// TestSettingsSwitches: the switches section lists the engine's registry
+// (each switch's effect in its wrapped help line), or says there is none; and
+// no help line widens the dialog: the form and the switches fit a window of
+// 700 points.
 func TestSettingsSwitches(t *testing.T) {
 	f := newSettingsForm(DefaultSettings())
 	if len(f.switches) != len(engine.Switches()) {
 		t.Fatalf("the form has %d switches, the engine %d", len(f.switches), len(engine.Switches()))
 	}
 	for _, sw := range engine.Switches() {
-		if c := f.switches[sw.Name]; c == nil || c.Text != sw.Description || c.Checked != engine.SwitchOn(sw.Name) {
+		c, help := f.switches[sw.Name], f.help[sw.Name]
+		if c == nil || help == nil || !strings.HasPrefix(help.Text, sw.Description) || c.Checked != engine.SwitchOn(sw.Name) {
 			t.Errorf("switch %s is not shown as registered", sw.Name)
 		}
 	}
@@ -204,6 +207,10 @@ func TestSettingsSwitches(t *testing.T) {
 	if none != (len(engine.Switches()) == 0) {
 		t.Errorf(`"none registered" shown: %v, with %d switches`, none, len(engine.Switches()))
 	}
+	f.advanced.Open(0)
+	if w := f.content().MinSize().Width; w > 700 {
+		t.Errorf("the settings need %.0f points of width, more than a window of 700", w)
+	}
 }
 
 // TestDefaultSettingsFollowTheEngine: the defaults are the engine's
@@ -216,10 +223,8 @@ func TestDefaultSettingsFollowTheEngine(t *testing.T) {
 		t.Errorf("default sampling %+v, want the engine's recommendation %+v", got, want)
 	}
 	f := newSettingsForm(s)
-	for _, it := range f.form.Items {
-		if it.Text == "Temperature" && !strings.Contains(it.HintText, "recommended 0.6 with thinking, 0.7 without") {
-			t.Errorf("the temperature hint reads %q", it.HintText)
-		}
+	if help := f.help["Temperature"]; help == nil || !strings.Contains(help.Text, "recommended 0.6 with thinking, 0.7 without") {
+		t.Errorf("the temperature hint reads %v", help)
 	}
 
 	path := filepath.Join(t.TempDir(), "settings.json")
@@ -412,5 +417,43 @@ func TestWheelScrollsTheSettingsOverFields(t *testing.T) {
 	test.Scroll(h.a.win.Canvas(), at, 0, -120)
 	if f.scroll.Offset.Y <= before {
 		t.Errorf("the wheel over the Top-p field left the form at %.0f (was %.0f)", f.scroll.Offset.Y, before)
+	}
+}
+
+// TestSamplingSliders: each sampling value has a slider over its range beside
+// its field: moving it writes the value into the field, a value typed moves
+// it (one past its end puts it at the end), a preset moves them all, and a
+// value out of range shows the field's error in its help line until fixed.
+func TestSamplingSliders(t *testing.T) {
+	test.NewTempApp(t)
+	f := newSettingsForm(testSettings())
+	temp := f.sliders[f.temperature]
+	if temp == nil || temp.Min != 0 || temp.Max != 2 || len(f.sliders) != 5 {
+		t.Fatalf("sliders: %d, temperature's %+v", len(f.sliders), temp)
+	}
+	temp.SetValue(1.25)
+	if f.temperature.Text != "1.25" {
+		t.Errorf("the slider at 1.25 wrote %q", f.temperature.Text)
+	}
+	f.temperature.SetText("0.4")
+	if temp.Value != 0.4 {
+		t.Errorf("0.4 typed put the slider at %g", temp.Value)
+	}
+	f.topK.SetText("500")
+	if v := f.sliders[f.topK].Value; v != 100 || f.topK.Text != "500" {
+		t.Errorf("top-k 500 typed: slider %g, field %q", v, f.topK.Text)
+	}
+	f.applyPreset("Creative")
+	if v := f.sliders[f.minP].Value; v != 0.05 {
+		t.Errorf("the Creative preset left min-p's slider at %g", v)
+	}
+	help := f.help["Temperature"]
+	f.temperature.SetText("-3")
+	if help.Importance != widget.DangerImportance || !strings.Contains(help.Text, "temperature") {
+		t.Errorf("temperature -3: help %q", help.Text)
+	}
+	f.temperature.SetText("0.7")
+	if help.Importance == widget.DangerImportance || help.Text != help.hint {
+		t.Errorf("temperature fixed: help %q", help.Text)
 	}
 }

@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,13 @@ type settingsForm struct {
 	backend    *widget.Select
 	memory     *widget.Label // what the loaded model needs at the context length typed
 	switches   map[string]*widget.Check
+	// help is each item's line of help under its field (by the item's
+	// label): a wrapped label, so a long one never widens the dialog past
+	// the window (a form's own hint is one line of canvas text), and where
+	// the field is a checked entry, its error instead while it is invalid.
+	help map[string]*helpLine
+	// sliders are the sampling fields' sliders, by field.
+	sliders map[*formEntry]*widget.Slider
 	note       *widget.Label     // what the loaded model remembers
 	switchForm *widget.Form      // the switches, inside advanced
 	advanced   *widget.Accordion // folded by default
@@ -44,7 +52,7 @@ type settingsForm struct {
 }
 
 func newSettingsForm(s Settings) *settingsForm {
-	f := &settingsForm{switches: map[string]*widget.Check{}}
+	f := &settingsForm{switches: map[string]*widget.Check{}, help: map[string]*helpLine{}, sliders: map[*formEntry]*widget.Slider{}}
 	num := func(v string, check func(string) error) *formEntry {
 		e := newFormEntry(func() {
 			if f.onEsc != nil {
@@ -112,9 +120,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		return widget.NewFormItem("", widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 	}
 	item := func(label string, w fyne.CanvasObject, hint string) *widget.FormItem {
-		it := widget.NewFormItem(label, w)
-		it.HintText = hint
-		return it
+		return widget.NewFormItem(label, f.withHelp(label, w, hint))
 	}
 	f.preset = widget.NewSelect(presetNames, func(name string) { f.applyPreset(name) })
 	f.preset.PlaceHolder = "choose to fill the fields below"
@@ -122,11 +128,11 @@ func newSettingsForm(s Settings) *settingsForm {
 	items := []*widget.FormItem{
 		header("Sampling (applies to the next reply)"),
 		item("Preset", container.NewBorder(nil, nil, nil, f.reset, f.preset), "Precise for code and facts, Creative for stories; Reset puts every field back to its default"),
-		item("Temperature", f.temperature, "0 is greedy; "+recommended(func(s engine.Sampling) string { return float(s.Temperature) })),
-		item("Top-p", f.topP, "0 or 1 turns it off; "+recommended(func(s engine.Sampling) string { return float(s.TopP) })),
-		item("Top-k", f.topK, "0 turns it off; "+recommended(func(s engine.Sampling) string { return strconv.Itoa(s.TopK) })),
-		item("Min-p", f.minP, "0 turns it off; "+recommended(func(s engine.Sampling) string { return float(s.MinP) })),
-		item("Repetition penalty", f.repetition, "1 turns it off"),
+		item("Temperature", f.withSlider(f.temperature, 0, 2, 0.05), "0 to 2 (more typed); 0 is greedy; "+recommended(func(s engine.Sampling) string { return float(s.Temperature) })),
+		item("Top-p", f.withSlider(f.topP, 0, 1, 0.01), "0 or 1 turns it off; "+recommended(func(s engine.Sampling) string { return float(s.TopP) })),
+		item("Top-k", f.withSlider(f.topK, 0, 100, 1), "0 turns it off (more than 100 typed); "+recommended(func(s engine.Sampling) string { return strconv.Itoa(s.TopK) })),
+		item("Min-p", f.withSlider(f.minP, 0, 1, 0.01), "0 turns it off; "+recommended(func(s engine.Sampling) string { return float(s.MinP) })),
+		item("Repetition penalty", f.withSlider(f.repetition, 1, 2, 0.01), "1 turns it off"),
 		item("Seed", f.seed, "a number for repeatable replies, or random"),
 		item("Max tokens", f.maxTokens, "per reply; 0: until the model stops or the context is full"),
 		item("Thinking", f.thinking, ""),
@@ -137,8 +143,8 @@ func newSettingsForm(s Settings) *settingsForm {
 		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
 		item("Prompt cache (MB)", f.promptCache, fmt.Sprintf("memory for the conversations kept between turns, so that a reply to a long chat reads only the new part; 0: the default, %d MB", engine.DefaultPromptCacheBytes>>20)),
 		item("Memory", f.memory, "the loaded model's weights and cache at this context length, against this backend's memory"),
-		header("Speculative decoding (the speculative-ngram switch below; greedy, or sampling with a top-k)"),
-		item("Draft length", f.draftLen, fmt.Sprintf("most tokens guessed per step (fewer while the model rejects them); 0: the default, %d; at most %d", engine.DefaultDraftLength, engine.MaxDraftLength)),
+		header("Speculative decoding"),
+		item("Draft length", f.draftLen, fmt.Sprintf("with the speculative-ngram switch under Advanced (greedy replies, or sampling with a top-k): most tokens guessed per step (fewer while the model rejects them); 0: the default, %d; at most %d", engine.DefaultDraftLength, engine.MaxDraftLength)),
 		item("Draft tree width", f.treeWidth, fmt.Sprintf("greedy replies: guess up to this many continuations per step as a tree, all checked at once (pays when single guesses often miss; each branch costs about a guess); 0: one line of guesses; at most %d", engine.MaxTreeWidth)),
 	}
 	f.form = widget.NewForm(items...)
@@ -152,10 +158,10 @@ func newSettingsForm(s Settings) *settingsForm {
 		switchItems = append(switchItems, widget.NewFormItem("", none))
 	}
 	for _, sw := range switches {
-		c := widget.NewCheck(sw.Description, nil)
+		c := widget.NewCheck("on", nil)
 		c.SetChecked(engine.SwitchOn(sw.Name))
 		f.switches[sw.Name] = c
-		hint := "default " + onOff(sw.Default)
+		hint := sw.Description + " · default " + onOff(sw.Default)
 		if sw.Env != "" {
 			hint += " · environment " + sw.Env
 		}
@@ -173,17 +179,16 @@ func newSettingsForm(s Settings) *settingsForm {
 // can draft with its MTP head (why: "" when it can), so that the switch is
 // never on for nothing.
 func (f *settingsForm) sayMTP(name, why string) {
-	for _, it := range f.switchForm.Items {
-		if it.Text != engine.SwitchSpeculativeMTP {
-			continue
-		}
-		if why == "" {
-			it.HintText += " · " + name + " has an MTP head"
-		} else {
-			it.HintText += " · " + name + ": " + why + " (the switch does nothing for it)"
-		}
+	help := f.help[engine.SwitchSpeculativeMTP]
+	if help == nil {
+		return
 	}
-	f.switchForm.Refresh()
+	if why == "" {
+		help.hint += " · " + name + " has an MTP head"
+	} else {
+		help.hint += " · " + name + ": " + why + " (the switch does nothing for it)"
+	}
+	help.SetText(help.hint)
 }
 
 // content is the settings with the Advanced section under them, and a note
@@ -466,4 +471,98 @@ func (a *App) applySettings(s Settings) {
 			}
 		})
 	}
+}
+
+// withSlider puts a slider over lo..hi (in steps of step) beside e: moving
+// it writes its value into e, and a number typed in e moves it (a number
+// past its ends puts it at the end; the field keeps what was typed, which
+// the field's own check judges).
+func (f *settingsForm) withSlider(e *formEntry, lo, hi, step float64) fyne.CanvasObject {
+	s := widget.NewSlider(lo, hi)
+	s.Step = step
+	f.sliders[e] = s
+	syncing := false // a change the other made
+	follow := func(text string) {
+		if x, err := strconv.ParseFloat(strings.TrimSpace(text), 64); err == nil {
+			syncing = true
+			s.SetValue(min(hi, max(lo, x)))
+			syncing = false
+		}
+	}
+	follow(e.Text)
+	s.OnChanged = func(x float64) {
+		if syncing {
+			return
+		}
+		syncing = true
+		e.SetText(strconv.FormatFloat(math.Round(x/step)*step, 'f', decimals(step), 64))
+		syncing = false
+	}
+	typed := e.OnChanged
+	e.OnChanged = func(text string) {
+		if typed != nil {
+			typed(text)
+		}
+		if !syncing {
+			follow(text)
+		}
+	}
+	field := container.New(layout.NewGridWrapLayout(fyne.NewSize(88, e.MinSize().Height)), e)
+	return container.NewBorder(nil, nil, nil, field, s)
+}
+
+// decimals is how many decimals a multiple of step needs (0.05: 2; 1: 0).
+func decimals(step float64) int {
+	n := 0
+	for x := step; n < 6 && math.Abs(x-math.Round(x)) > 1e-9; x *= 10 {
+		n++
+	}
+	return n
+}
+
+// helpLine is a field's help: hint, or the field's error while it has one.
+type helpLine struct {
+	*widget.Label
+	hint string
+}
+
+// withHelp puts hint under w in a wrapped line, kept in f.help[label]; when
+// w is a checked entry (alone, or with its slider) the line shows the
+// entry's error instead while its value is invalid.
+func (f *settingsForm) withHelp(label string, w fyne.CanvasObject, hint string) fyne.CanvasObject {
+	if hint == "" {
+		return w
+	}
+	help := &helpLine{Label: widget.NewLabel(hint), hint: hint}
+	help.Wrapping = fyne.TextWrapWord
+	help.Importance = widget.LowImportance
+	help.SizeName = theme.SizeNameCaptionText
+	f.help[label] = help
+	if e := entryIn(w); e != nil && e.Validator != nil {
+		e.SetOnValidationChanged(func(err error) {
+			if err != nil {
+				help.Importance = widget.DangerImportance
+				help.SetText(err.Error())
+				return
+			}
+			help.Importance = widget.LowImportance
+			help.SetText(help.hint)
+		})
+	}
+	return container.NewVBox(w, help)
+}
+
+// entryIn is the form entry w is, or holds (withSlider's field); nil if none.
+func entryIn(w fyne.CanvasObject) *formEntry {
+	switch w := w.(type) {
+	case *formEntry:
+		return w
+	case *fyne.Container:
+		for _, o := range w.Objects {
+			if e := entryIn(o); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
 }
