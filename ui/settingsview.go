@@ -42,7 +42,7 @@ type settingsForm struct {
 	// the field is a checked entry, its error instead while it is invalid.
 	help map[string]*helpLine
 	// sliders are the sampling fields' sliders, by field.
-	sliders map[*formEntry]*widget.Slider
+	sliders    map[*formEntry]*widget.Slider
 	note       *widget.Label     // what the loaded model remembers
 	switchForm *widget.Form      // the switches, inside advanced
 	advanced   *widget.Accordion // folded by default
