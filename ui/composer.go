@@ -49,6 +49,7 @@ func newComposer(a *App) *composer {
 	c.hint = widget.NewLabel("")
 	c.hint.Importance = widget.LowImportance
 	c.hint.SizeName = theme.SizeNameCaptionText
+	c.hint.Truncation = fyne.TextTruncateEllipsis // a narrow window cuts the hint, never widens for it
 	cancel := widget.NewButtonWithIcon("Cancel edit", theme.CancelIcon(), a.cancelEdit)
 	cancel.Importance = widget.LowImportance
 	c.editingNote = widget.NewLabel("")

@@ -67,7 +67,7 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 	v.header = widget.NewLabelWithStyle(author, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.status = widget.NewLabel("")
 	v.status.Importance = widget.WarningImportance
-	v.actions = container.NewHBox()
+	v.actions = newOverflowRow() // the actions that fit, the rest under its more button
 	v.setActions(actions)
 	v.body = widget.NewRichText()
 	v.body.Wrapping = fyne.TextWrapWord
@@ -88,7 +88,7 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 	v.plain.Selectable = true
 	v.plain.Hide()
 
-	top := container.NewBorder(nil, nil, container.NewHBox(v.header, v.status), v.actions)
+	top := container.NewBorder(nil, nil, container.NewHBox(v.header, v.status), nil, v.actions)
 	v.bodyFlow = newFlowText(v.body)
 	content := container.NewVBox(top, v.reasoning, v.done, v.bodyFlow, v.plain, v.footer)
 	if m.Role == store.RoleUser {
@@ -105,8 +105,9 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 // setActions puts the header's buttons for actions (a rebuilt chat reuses the
 // view of a message whose text has not changed and only changes these).
 func (v *messageView) setActions(actions []messageAction) {
-	v.actions.RemoveAll()
 	v.buttons = map[string]*widget.Button{}
+	var buttons []*widget.Button
+	var labels []string
 	for _, a := range actions {
 		text := a.label
 		if a.iconOnly && a.icon != nil {
@@ -118,8 +119,9 @@ func (v *messageView) setActions(actions []messageAction) {
 			b.Disable()
 		}
 		v.buttons[a.label] = b
-		v.actions.Add(b)
+		buttons, labels = append(buttons, b), append(labels, a.label)
 	}
+	setOverflowButtons(v.actions, buttons, labels)
 }
 
 // update shows m, re-rendering only what changed: the streaming reply calls it

@@ -315,13 +315,22 @@ func TestSettingsShowTheMemoryEstimate(t *testing.T) {
 	}
 }
 
-// TestNarrowWindow: with the performance panel hidden (View menu) the window
-// fits half a 1440-point laptop screen, and the choice is kept.
+// TestNarrowWindow: with a model loaded and the performance panel shown the
+// window fits half a 1470-point laptop screen (735; the composer's hint is
+// cut, not the window widened for it; a reply's actions that do not fit go
+// under a more button); with the panel hidden (View menu) it fits 720, and
+// the choice is kept.
 func TestNarrowWindow(t *testing.T) {
 	s := testSettings()
 	h := newHarness(t, &s, "", "")
 	if !h.a.perfPane.Visible() {
 		t.Fatal("the performance panel starts hidden")
+	}
+	h.loadModel("tiny-moe")
+	h.typeAndSend("Hi")
+	h.waitReplyDone()
+	if w := h.a.win.Content().MinSize().Width; w > 735 {
+		t.Errorf("with a model, a reply and the panel shown the minimum width is %g, want at most 735", w)
 	}
 	h.a.togglePerformance()
 	if w := h.a.win.Content().MinSize().Width; h.a.perfPane.Visible() || w > 720 {
@@ -337,6 +346,11 @@ func TestNarrowWindow(t *testing.T) {
 	if w := h.a.win.Content().MinSize().Width; w > 720 {
 		t.Errorf("with a reply showing every action the minimum width is %g, want at most 720", w)
 	}
+	h.a.togglePerformance() // the actions that do not fit go under their more button
+	if w := h.a.win.Content().MinSize().Width; !h.a.perfPane.Visible() || w > 735 {
+		t.Errorf("panel shown beside every action: minimum width %g, want at most 735", w)
+	}
+	h.a.togglePerformance()
 	h.close()
 	again := newHarness(t, nil, h.configDir, h.dataDir)
 	if again.a.perfPane.Visible() || !again.a.settings.HidePerformance {
