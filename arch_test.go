@@ -44,6 +44,7 @@ var allowed = map[string][]string{
 	"switches":    nil,
 	"synth":       nil,
 	"tokenizer":   {"internal/regular"},
+	"vision":      nil, // image files to the vision tower's patches: no model
 	"ui":          {"assets", "engine", "hub", "internal/jsonmsg", "internal/locale", "remote", "server", "store"},
 	// The yardstick of every path: a checkpoint reader and plain loops, nothing
 	// the kernels share.

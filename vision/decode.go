@@ -1,0 +1,193 @@
+package vision
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/gif"
+	_ "image/jpeg" // the formats Decode reads
+	_ "image/png"
+
+	_ "golang.org/x/image/webp"
+)
+
+// Image is 8-bit RGB, row by row: Pix[(y·W + x)·3 + c].
+type Image struct {
+	W, H int
+	Pix  []uint8
+}
+
+// MaxSide bounds an image's width and height before it is decoded: a larger
+// one (a decompression bomb, or a panorama no reply needs at full size) is
+// refused with its size.
+const MaxSide = 16384
+
+// Decode reads a PNG, JPEG, GIF (its first frame) or WebP image into RGB as
+// Pillow's convert("RGB") would: alpha dropped (not blended), 16-bit
+// channels cut to their high byte, gray and palettes spread to RGB; a JPEG's
+// EXIF orientation is applied first (transformers' load_image transposes
+// so). A file that is no such image, is cut short, or has a zero or too
+// large side is refused with what is wrong.
+func Decode(data []byte) (*Image, error) {
+	if len(data) == 0 {
+		return nil, errors.New("image: the file is empty")
+	}
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("image: not a PNG, JPEG, GIF or WebP image (%v)", err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return nil, fmt.Errorf("image: the %s is %d×%d pixels", format, cfg.Width, cfg.Height)
+	}
+	if cfg.Width > MaxSide || cfg.Height > MaxSide {
+		return nil, fmt.Errorf("image: the %s is %d×%d pixels; at most %d on a side", format, cfg.Width, cfg.Height, MaxSide)
+	}
+	var img image.Image
+	if format == "gif" {
+		var g *gif.GIF
+		if g, err = gif.DecodeAll(bytes.NewReader(data)); err == nil {
+			img = firstFrame(g)
+		}
+	} else {
+		img, _, err = image.Decode(bytes.NewReader(data))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("image: the %s cannot be read (%v)", format, err)
+	}
+	out := toRGB(img)
+	if format == "jpeg" {
+		out = orient(out, jpegOrientation(data))
+	}
+	return out, nil
+}
+
+// firstFrame is a GIF's first frame on its canvas (what Pillow shows first).
+func firstFrame(g *gif.GIF) image.Image {
+	frame := g.Image[0]
+	if frame.Rect == image.Rect(0, 0, g.Config.Width, g.Config.Height) || g.Config.Width == 0 {
+		return frame
+	}
+	canvas := image.NewPaletted(image.Rect(0, 0, g.Config.Width, g.Config.Height), frame.Palette)
+	for y := frame.Rect.Min.Y; y < frame.Rect.Max.Y; y++ {
+		for x := frame.Rect.Min.X; x < frame.Rect.Max.X; x++ {
+			canvas.SetColorIndex(x, y, frame.ColorIndexAt(x, y))
+		}
+	}
+	return canvas
+}
+
+// toRGB drops alpha without blending: a pixel's color as stored.
+func toRGB(img image.Image) *Image {
+	b := img.Bounds()
+	out := &Image{W: b.Dx(), H: b.Dy(), Pix: make([]uint8, b.Dx()*b.Dy()*3)}
+	i := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			var r, g, bl uint8
+			switch c := img.At(x, y).(type) {
+			case color.NRGBA:
+				r, g, bl = c.R, c.G, c.B
+			case color.NRGBA64:
+				r, g, bl = uint8(c.R>>8), uint8(c.G>>8), uint8(c.B>>8)
+			case color.Gray:
+				r, g, bl = c.Y, c.Y, c.Y
+			case color.Gray16:
+				r, g, bl = uint8(c.Y>>8), uint8(c.Y>>8), uint8(c.Y>>8)
+			default:
+				n := color.NRGBAModel.Convert(c).(color.NRGBA)
+				r, g, bl = n.R, n.G, n.B
+			}
+			out.Pix[i], out.Pix[i+1], out.Pix[i+2] = r, g, bl
+			i += 3
+		}
+	}
+	return out
+}
+
+// jpegOrientation is the EXIF orientation (1 to 8) of a JPEG's APP1
+// segment; 1 (as stored) when it has none or it cannot be read.
+func jpegOrientation(data []byte) int {
+	for i := 2; i+4 <= len(data) && data[i] == 0xff; {
+		marker, n := data[i+1], int(binary.BigEndian.Uint16(data[i+2:]))
+		if marker == 0xda || n < 2 || i+2+n > len(data) { // the image data: no EXIF before it
+			return 1
+		}
+		seg := data[i+4 : i+2+n]
+		if marker == 0xe1 && len(seg) > 14 && string(seg[:6]) == "Exif\x00\x00" {
+			return tiffOrientation(seg[6:])
+		}
+		i += 2 + n
+	}
+	return 1
+}
+
+// tiffOrientation reads tag 0x0112 of a TIFF header's first IFD.
+func tiffOrientation(t []byte) int {
+	var order binary.ByteOrder
+	switch string(t[:2]) {
+	case "II":
+		order = binary.LittleEndian
+	case "MM":
+		order = binary.BigEndian
+	default:
+		return 1
+	}
+	ifd := int(order.Uint32(t[4:]))
+	if ifd < 8 || ifd+2 > len(t) {
+		return 1
+	}
+	count := int(order.Uint16(t[ifd:]))
+	for e := 0; e < count; e++ {
+		at := ifd + 2 + 12*e
+		if at+12 > len(t) {
+			return 1
+		}
+		if order.Uint16(t[at:]) == 0x0112 && order.Uint16(t[at+2:]) == 3 { // SHORT
+			if v := int(order.Uint16(t[at+8:])); v >= 1 && v <= 8 {
+				return v
+			}
+			return 1
+		}
+	}
+	return 1
+}
+
+// orient turns img as EXIF orientation o asks (Pillow's exif_transpose):
+// 2 mirror, 3 half turn, 4 flip, 5 transpose, 6 quarter turn clockwise, 7
+// transverse, 8 quarter turn counterclockwise.
+func orient(img *Image, o int) *Image {
+	if o <= 1 || o > 8 {
+		return img
+	}
+	w, h := img.W, img.H
+	if o >= 5 {
+		w, h = h, w
+	}
+	out := &Image{W: w, H: h, Pix: make([]uint8, len(img.Pix))}
+	for y := range h {
+		for x := range w {
+			sx, sy := x, y // the source pixel of (x, y)
+			switch o {
+			case 2:
+				sx = img.W - 1 - x
+			case 3:
+				sx, sy = img.W-1-x, img.H-1-y
+			case 4:
+				sy = img.H - 1 - y
+			case 5:
+				sx, sy = y, x
+			case 6:
+				sx, sy = y, img.H-1-x
+			case 7:
+				sx, sy = img.W-1-y, img.H-1-x
+			case 8:
+				sx, sy = img.W-1-y, x
+			}
+			copy(out.Pix[(y*w+x)*3:(y*w+x)*3+3], img.Pix[(sy*img.W+sx)*3:])
+		}
+	}
+	return out
+}
