@@ -57,7 +57,12 @@ func Decode(data []byte) (*Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image: the %s cannot be read (%v)", format, err)
 	}
-	out := toRGB(img)
+	var out *Image
+	if m, ok := img.(*image.YCbCr); ok {
+		out = ycbcrToRGB(m)
+	} else {
+		out = toRGB(img)
+	}
 	if format == "jpeg" {
 		out = orient(out, jpegOrientation(data))
 	}
@@ -187,6 +192,79 @@ func orient(img *Image, o int) *Image {
 				sx, sy = img.W-1-y, x
 			}
 			copy(out.Pix[(y*w+x)*3:(y*w+x)*3+3], img.Pix[(sy*img.W+sx)*3:])
+		}
+	}
+	return out
+}
+
+// ycbcrToRGB converts a JPEG's planes as libjpeg does by default: chroma
+// upsampled with its "fancy" triangle filter (4:2:0 and 4:2:2; nearest
+// for other ratios), then its fixed-point YCbCr → RGB (jdcolor.c).
+func ycbcrToRGB(m *image.YCbCr) *Image {
+	b := m.Rect
+	w, h := b.Dx(), b.Dy()
+	cw, ch := (w+1)/2, h
+	switch m.SubsampleRatio {
+	case image.YCbCrSubsampleRatio420:
+		ch = (h + 1) / 2
+	case image.YCbCrSubsampleRatio422:
+	default:
+		return toRGB(m)
+	}
+	up := func(plane []uint8) []uint8 { // chroma [ch][cw] at stride m.CStride → [h][w]
+		out := make([]uint8, w*h)
+		at := func(x, y int) int { return int(plane[min(max(y, 0), ch-1)*m.CStride+min(max(x, 0), cw-1)]) }
+		for y := range h {
+			cy, near := y, y // a 4:2:2 row is its own
+			if ch != h {
+				cy = y / 2
+				near = cy - 1 // the row above for an even output row, below for an odd one
+				if y%2 == 1 {
+					near = cy + 1
+				}
+			}
+			// Column sums of three parts this chroma row, one the nearer other.
+			colsum := func(x int) int {
+				if ch == h {
+					return 4 * at(x, cy)
+				}
+				return 3*at(x, cy) + at(x, near)
+			}
+			for x := range w {
+				cx := x / 2
+				this := colsum(cx)
+				var v int
+				switch {
+				case cw == 1:
+					v = (this*4 + 8) >> 4
+				case x%2 == 0 && cx == 0:
+					v = (this*4 + 8) >> 4
+				case x%2 == 0:
+					v = (this*3 + colsum(cx-1) + 8) >> 4
+				case cx == cw-1:
+					v = (this*4 + 7) >> 4
+				default:
+					v = (this*3 + colsum(cx+1) + 7) >> 4
+				}
+				out[y*w+x] = uint8(v)
+			}
+		}
+		return out
+	}
+	cb, cr := up(m.Cb), up(m.Cr)
+	const scale = 16
+	fix := func(x float64) int { return int(x*(1<<scale) + 0.5) }
+	half := 1 << (scale - 1)
+	out := &Image{W: w, H: h, Pix: make([]uint8, w*h*3)}
+	clamp := func(v int) uint8 { return uint8(min(max(v, 0), 255)) }
+	for y := range h {
+		for x := range w {
+			yy := int(m.Y[y*m.YStride+x])
+			b, r := int(cb[y*w+x])-128, int(cr[y*w+x])-128
+			i := (y*w + x) * 3
+			out.Pix[i] = clamp(yy + (fix(1.40200)*r+half)>>scale)
+			out.Pix[i+1] = clamp(yy + (-fix(0.34414)*b+half-fix(0.71414)*r)>>scale)
+			out.Pix[i+2] = clamp(yy + (fix(1.77200)*b+half)>>scale)
 		}
 	}
 	return out
