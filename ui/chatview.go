@@ -23,12 +23,13 @@ type chatView struct {
 	box     *fyne.Container
 	scroll  *container.Scroll
 	views   map[int64]*messageView
+	lazy    map[int64]*lazyView // the messages waiting for the reader to come near (lazy.go)
 	welcome *fyne.Container
 	shown   int64 // the chat the view was last built for (0: none)
 }
 
 func newChatView(a *App) *chatView {
-	c := &chatView{a: a, views: map[int64]*messageView{}}
+	c := &chatView{a: a, views: map[int64]*messageView{}, lazy: map[int64]*lazyView{}}
 	c.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	c.title.Truncation = fyne.TextTruncateEllipsis
 	c.system = widget.NewLabel("")
@@ -52,6 +53,7 @@ func newChatView(a *App) *chatView {
 
 	c.box = container.NewVBox()
 	c.scroll = container.NewVScroll(c.box)
+	c.scroll.OnScrolled = func(fyne.Position) { c.materializeNear() }
 	c.welcome = container.New(maxWidth{welcomeWidth})
 	c.root = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil,
 		container.NewStack(c.scroll, c.welcome))
@@ -72,7 +74,8 @@ func (c *chatView) show() {
 	// section as the user left it); only its buttons change. A finished long
 	// reply is then not laid out again.
 	old := c.views
-	c.views = map[int64]*messageView{}
+	c.views, c.lazy = map[int64]*messageView{}, map[int64]*lazyView{}
+	eager := c.eagerFrom()
 	lastUser, lastReply := -1, -1
 	for i, m := range a.msgs {
 		if m.Role == store.RoleUser {
@@ -106,10 +109,16 @@ func (c *chatView) show() {
 				messageAction{"Regenerate", theme.ViewRefreshIcon(), a.regenerate, false})
 		}
 		v, ok := old[m.ID]
-		if ok {
+		switch {
+		case ok:
 			v.update(m)
 			v.setActions(actions)
-		} else {
+		case i < eager: // far above the end: rendered when the reader comes near
+			l := newLazyView(m, c.author(m), actions, c.width())
+			c.lazy[m.ID] = l
+			c.box.Add(l.slot)
+			continue
+		default:
 			v = newMessageView(m, c.author(m), actions)
 			v.post = c.a.do
 		}
@@ -122,6 +131,32 @@ func (c *chatView) show() {
 	} else {
 		c.scroll.ScrollToBottom()
 	}
+}
+
+// width is the messages' width (a guess before the first layout).
+func (c *chatView) width() float32 {
+	if w := c.scroll.Size().Width; w > 0 {
+		return w
+	}
+	return 700
+}
+
+// eagerFrom is the first of the app's messages rendered when the chat
+// opens: the last eagerMessages, and as many more as fill eagerScreens of
+// the view, estimated; those before it wait (lazy.go).
+func (c *chatView) eagerFrom() int {
+	msgs := c.a.msgs
+	screen := c.scroll.Size().Height
+	if screen <= 0 {
+		screen = 800
+	}
+	var height float32
+	i := len(msgs)
+	for i > 0 && (len(msgs)-i < eagerMessages || height < eagerScreens*screen) {
+		i--
+		height += estimateHeight(msgs[i], c.width())
+	}
+	return i
 }
 
 // versionActions are a message's ‹ n/N › switch when it has versions (the

@@ -189,7 +189,7 @@ func (a *App) stopOrCancelEdit() {
 // selectText shows a reply's text as written, selectable, in place of its
 // rendered Markdown (which cannot be selected), or the Markdown again.
 func (a *App) selectText(id int64) {
-	v := a.chat.views[id]
+	v := a.chat.view(id)
 	for _, m := range a.msgs {
 		if m.ID == id && v != nil {
 			v.toggleSelect(displayText(m))
@@ -224,7 +224,7 @@ func (a *App) copyMessage(id int64) {
 // copied shows on a message's button that its copy was taken: "Copied" for
 // two seconds, then the button as it was.
 func (a *App) copied(id int64, label string) {
-	v := a.chat.views[id]
+	v := a.chat.view(id)
 	if v == nil {
 		return
 	}
