@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -76,13 +77,23 @@ func Open(path string) (*Store, error) {
 	s := &Store{db: db, Path: path}
 	if err := s.migrate(); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("chat database %s: %w", path, err)
+		return nil, openError(path, err)
 	}
 	if _, err := db.Exec(`UPDATE messages SET status = ? WHERE status = ?`, StatusInterrupted, StatusGenerating); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("chat database %s: %w", path, err)
+		return nil, openError(path, err)
 	}
 	return s, nil
+}
+
+// openError says why the database at path could not be opened, in words
+// for a file that cannot be written (SQLite's "attempt to write a readonly
+// database": its permissions, an immutable file, a read-only disk).
+func openError(path string, err error) error {
+	if strings.Contains(err.Error(), "readonly database") {
+		return fmt.Errorf("chat database %s cannot be written: the file or its folder is read-only (%w)", path, err)
+	}
+	return fmt.Errorf("chat database %s: %w", path, err)
 }
 
 func (s *Store) migrate() error {

@@ -2,7 +2,9 @@ package ui
 
 import (
 	"bagel/internal/testmodel"
+	"bagel/store"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,5 +110,47 @@ func TestSecondAppOnOneDataFolder(t *testing.T) {
 	third.a.Start()
 	if text := third.dialogText(); strings.Contains(text, "already running") {
 		t.Errorf("after the first closed, a new app still asks: %s", text)
+	}
+}
+
+// TestReadOnlyChatDatabaseOpensTheWindow: a chats.db that cannot be written
+// (made immutable with chattr, which even root cannot write) opens the window
+// on a stand-in with the dialog saying the file is read-only and where it
+// is; moving it aside fails with a message, and the file is left as it was.
+func TestReadOnlyChatDatabaseOpensTheWindow(t *testing.T) {
+	dataDir := t.TempDir()
+	path := filepath.Join(dataDir, "chats.db")
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateConversation("kept", ""); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	before, _ := os.ReadFile(path)
+	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i is not possible here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", path).Run() })
+	s := testSettings()
+	h := newHarness(t, &s, "", dataDir)
+	h.a.Start()
+	text := h.dialogText()
+	for _, w := range []string{"could not open its saved chats", "read-only", path} {
+		if !strings.Contains(text, w) {
+			t.Errorf("the dialog does not say %q:\n%s", w, text)
+		}
+	}
+	for _, b := range findButtons(h.a.win.Canvas().Overlays().Top()) {
+		if b.Text == "Move aside and start fresh" {
+			test.Tap(b)
+		}
+	}
+	if h.a.dbProblem == nil || !strings.Contains(h.dialogText(), "could not be moved aside") {
+		t.Errorf("moving an immutable file aside: problem %v, dialog %q", h.a.dbProblem, h.dialogText())
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("the read-only file changed")
 	}
 }
