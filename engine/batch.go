@@ -258,6 +258,9 @@ func (s *batchSeq) take(id int32) {
 		s.first = time.Now()
 		s.st.TimeToFirstToken = s.first.Sub(s.start)
 		s.st.PrefilledTokens = len(s.prompt)
+		// Over the wait for the first token: in a batch the prompt's chunks
+		// take turns with the others' steps.
+		s.st.PrefillTokensPerSec = float64(len(s.prompt)) / s.st.TimeToFirstToken.Seconds()
 	}
 	s.st.GeneratedTokens++
 	s.st.KVLength = s.cache.Offset

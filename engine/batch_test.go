@@ -128,6 +128,9 @@ func testBatchEqualsSolo(t *testing.T, backendName string) {
 			}
 			got, done := runBatch(t, e, reqs, 96)
 			for i, req := range reqs {
+				if st := done[i].Stats; st.GeneratedTokens != req.MaxTokens || st.PromptTokens != len(req.PromptIDs) || st.PrefillTokensPerSec <= 0 || st.TimeToFirstToken <= 0 {
+					t.Errorf("%s %s: sequence %d's stats %+v", name, mode, i, st)
+				}
 				if done[i].Kind != EventDone || done[i].Reason != ReasonLength {
 					t.Fatalf("%s %s: sequence %d ended %v %q %v", name, mode, i, done[i].Kind, done[i].Reason, done[i].Err)
 				}
