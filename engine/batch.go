@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"bagel/ops"
@@ -57,6 +58,8 @@ type batchSeq struct {
 	thinking bool
 	start    time.Time // the request's
 	first    time.Time // the first token's
+	// counted, when set, counts the tokens sent (Parallel.Tokens).
+	counted *atomic.Int64
 }
 
 // GenerateBatch generates the replies to reqs together, each in a cache of
@@ -264,6 +267,9 @@ func (s *batchSeq) take(id int32) {
 	}
 	s.st.GeneratedTokens++
 	s.st.KVLength = s.cache.Offset
+	if s.counted != nil {
+		s.counted.Add(1)
+	}
 	s.history = append(s.history, id)
 	if e.isEOS(id) && !s.req.IgnoreStop {
 		s.finish(ReasonStop)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"bagel/qwen"
 )
@@ -225,11 +226,12 @@ func (e *Engine) giveSlot(k *qwen.Cache) {
 // at a time. It is the server's --parallel: prompt reuse and speculative
 // decoding do not serve its replies.
 type Parallel struct {
-	e     *Engine
-	n     int
-	limit int
-	mu    sync.Mutex
-	r     *batchRunner
+	e      *Engine
+	n      int
+	limit  int
+	mu     sync.Mutex
+	r      *batchRunner
+	tokens atomic.Int64 // sent by its batches, ever (Tokens)
 }
 
 // Parallel returns the engine's batched server of up to limit replies at
@@ -253,6 +255,7 @@ func (p *Parallel) Generate(ctx context.Context, req Request) <-chan Event {
 		return p.e.Generate(ctx, req)
 	}
 	s := newBatchSeq(ctx, p.e, req)
+	s.counted = &p.tokens
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.r == nil || !p.r.add(s) {
@@ -262,6 +265,10 @@ func (p *Parallel) Generate(ctx context.Context, req Request) <-chan Event {
 	}
 	return s.g.out
 }
+
+// Tokens is how many tokens its batches have sent, ever (read it twice for
+// the replies' rate together).
+func (p *Parallel) Tokens() int64 { return p.tokens.Load() }
 
 // ContextLength is the context each reply has.
 func (p *Parallel) ContextLength() int { return p.n }

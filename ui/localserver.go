@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"bagel/engine"
 	"bagel/hub"
 	"bagel/server"
 )
@@ -33,9 +34,11 @@ type localServer struct {
 	done             chan struct{} // closed once Serve returned
 	err              error         // why it is not serving though switched on
 	running, waiting int
-	parallel         int            // replies generated at once
-	log              []server.Entry // newest last
-	view             *serverView    // the dialog, while open
+	parallel         int              // replies generated at once
+	batch            *engine.Parallel // the engine's batches, when parallel > 1
+	rate             float64          // tokens a second, the replies together (rateEvery)
+	log              []server.Entry   // newest last
+	view             *serverView      // the dialog, while open
 }
 
 // startServer serves the loaded model when the switch is on; a port that
@@ -55,6 +58,7 @@ func (a *App) startServer() {
 	}
 	model := hub.DisplayName(a.modelDir)
 	var eng server.Engine = a.eng
+	var batch *engine.Parallel
 	parallel := max(1, a.settings.ServerParallel)
 	if parallel > 1 {
 		p, err := a.eng.Parallel(parallel, 0)
@@ -64,7 +68,7 @@ func (a *App) startServer() {
 			a.refreshServer()
 			return
 		}
-		eng = p
+		eng, batch = p, p
 	}
 	var srv *server.Server
 	srv, err = server.New(eng, model, server.Options{
@@ -91,7 +95,10 @@ func (a *App) startServer() {
 		defer close(done)
 		srv.Serve(ctx, ln)
 	}()
-	*ls = localServer{srv: srv, addr: ln.Addr().String(), model: model, parallel: parallel, stop: cancel, done: done, log: ls.log, view: ls.view}
+	*ls = localServer{srv: srv, addr: ln.Addr().String(), model: model, parallel: parallel, batch: batch, stop: cancel, done: done, log: ls.log, view: ls.view}
+	if batch != nil {
+		go a.measureRate(ctx, srv, batch)
+	}
 	a.refreshServer()
 }
 
@@ -166,7 +173,11 @@ func (a *App) serverStatus() string {
 		return "On: load a model to serve it."
 	}
 	if ls.parallel > 1 {
-		return fmt.Sprintf("Serving %s · %d generating (up to %d at once, stepped together) · %d waiting", ls.model, ls.running, ls.parallel, ls.waiting)
+		line := fmt.Sprintf("Serving %s · %d generating (up to %d at once, stepped together) · %d waiting", ls.model, ls.running, ls.parallel, ls.waiting)
+		if ls.running > 0 && ls.rate > 0 {
+			line += fmt.Sprintf(" · %.1f tok/s together", ls.rate)
+		}
+		return line
 	}
 	return fmt.Sprintf("Serving %s · %d generating · %d waiting", ls.model, ls.running, ls.waiting)
 }
@@ -181,4 +192,32 @@ func logLine(e server.Entry) string {
 		}
 	}
 	return line
+}
+
+// rateEvery is how often the Local server's rate of all replies together is
+// measured while they are stepped together.
+const rateEvery = 500 * time.Millisecond
+
+// measureRate keeps a.server.rate, the tokens a second that srv's batches
+// send all together, until ctx ends (the server stops).
+func (a *App) measureRate(ctx context.Context, srv *server.Server, batch *engine.Parallel) {
+	tick := time.NewTicker(rateEvery)
+	defer tick.Stop()
+	last, at := batch.Tokens(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			n := batch.Tokens()
+			rate := float64(n-last) / now.Sub(at).Seconds()
+			last, at = n, now
+			a.do(func() {
+				if a.server.srv == srv && a.server.rate != rate {
+					a.server.rate = rate
+					a.refreshServer()
+				}
+			})
+		}
+	}
 }

@@ -157,7 +157,8 @@ func TestLocalServerFollowsTheModel(t *testing.T) {
 
 // TestLocalServerStepsRequestsTogether: with Requests at once set to 2 in
 // the dialog (while off), the server runs two clients' replies together
-// (engine.Parallel), says so in its status, and both get their replies; the
+// (engine.Parallel), says so in its status with their rate together while
+// they run, and both get their replies; the
 // choice is kept in the settings and locked while the server runs.
 func TestLocalServerStepsRequestsTogether(t *testing.T) {
 	s := testSettings()
@@ -177,7 +178,7 @@ func TestLocalServerStepsRequestsTogether(t *testing.T) {
 	codes := make(chan string, 2)
 	for _, prompt := range []string{"Hello there", "The sky is"} {
 		go func() {
-			resp, err := http.Post(url, "application/json", strings.NewReader(`{"max_tokens":6,"temperature":0,"prompt":"`+prompt+`"}`))
+			resp, err := http.Post(url, "application/json", strings.NewReader(`{"max_tokens":200,"temperature":0,"prompt":"`+prompt+`"}`))
 			if err != nil {
 				codes <- err.Error()
 				return
@@ -188,6 +189,8 @@ func TestLocalServerStepsRequestsTogether(t *testing.T) {
 			codes <- fmt.Sprintf("%d %d", resp.StatusCode, len(out.Choices))
 		}()
 	}
+	// While they run, the status gives their rate together.
+	h.waitFor("the replies' rate together", func() bool { return strings.Contains(v.status.Text, "tok/s together") })
 	for range 2 {
 		if got := <-codes; got != "200 1" {
 			t.Errorf("a client got %q, want 200 with one choice", got)
