@@ -51,6 +51,8 @@ type batchSeq struct {
 	smp      *sampler
 	history  []int32 // the prompt's last token, then the reply's (the penalty's window)
 	prefill  int     // prompt tokens in the cache
+	reused   int     // of them, restored from a held conversation (prompt reuse)
+	keepAt   int     // where the prompt's conversation ends: its state is kept there for the next turn
 	next     int32   // the token the next step runs (from the prompt's last on)
 	ended    bool
 	st       Stats
@@ -134,8 +136,15 @@ func (e *Engine) startSeq(s *batchSeq) error {
 	if len(prompt) >= s.cache.Capacity {
 		return &PromptTooLongError{Tokens: len(prompt), ContextLength: s.cache.Capacity}
 	}
-	if err := e.loop.do(func() error { return s.cache.Reset(e.ctx) }); err != nil {
+	// A conversation held by the engine's prompt reuse (another turn of a
+	// chat, a solo reply's or a batch's) is restored into the slot.
+	reused, err := e.reuseInto(s.cache, prompt)
+	if err != nil {
 		return err
+	}
+	s.prefill, s.reused = reused, reused
+	if !s.req.NoPromptCache {
+		s.keepAt = e.conversationEnd(s.req, prompt)
 	}
 	s.prompt, s.next = prompt, prompt[len(prompt)-1]
 	s.smp, s.history = newSampler(s.req.Sampling), []int32{s.next}
@@ -143,7 +152,8 @@ func (e *Engine) startSeq(s *batchSeq) error {
 	if e.tok != nil {
 		s.dec = e.tok.NewStreamDecoder()
 	}
-	s.st = Stats{Backend: e.BackendName, BackendReason: e.BackendReason, PromptTokens: len(prompt), ContextLength: s.cache.Capacity}
+	s.st = Stats{Backend: e.BackendName, BackendReason: e.BackendReason, PromptTokens: len(prompt), ContextLength: s.cache.Capacity,
+		ReusedPromptTokens: reused, PrefilledTokens: reused}
 	return nil
 }
 
@@ -204,6 +214,9 @@ func (e *Engine) prefillOne(seqs []*batchSeq) error {
 		return nil
 	}
 	end := min(s.prefill+cmp.Or(s.req.PrefillChunk, e.prefillChunk), len(s.prompt)-1)
+	if s.prefill < s.keepAt {
+		end = min(end, s.keepAt) // the conversation's end: its state is kept there
+	}
 	chunk := s.prompt[s.prefill:end]
 	err := e.loop.do(func() error {
 		defer e.scratch.Reset()
@@ -222,6 +235,11 @@ func (e *Engine) prefillOne(seqs []*batchSeq) error {
 	}
 	s.prefill = end
 	s.st.PrefilledTokens = end
+	if end == s.keepAt && s.keepAt > s.reused {
+		if err := e.keepSnapshotOf(s.cache, s.prompt[:end]); err != nil {
+			s.fail(err)
+		}
+	}
 	return nil
 }
 

@@ -221,10 +221,11 @@ func (e *Engine) giveSlot(k *qwen.Cache) {
 
 // Parallel serves Generate's requests in batches: a request joins the batch
 // that runs (up to limit replies step together; the others wait for a
-// place), each in a cache of contextLength tokens. What a batch does not do
-// — logprobs, drafts the request brings — goes to the engine's Generate, one
-// at a time. It is the server's --parallel: prompt reuse and speculative
-// decoding do not serve its replies.
+// place), each in a cache of contextLength tokens. Prompt reuse serves its
+// replies as the engine's Generate's (the same held conversations, restored
+// into a reply's slot and kept from it). What a batch does not do — logprobs,
+// drafts — goes to the engine's Generate, one at a time. It is the server's
+// --parallel: speculative decoding does not serve its replies.
 type Parallel struct {
 	e      *Engine
 	n      int

@@ -331,3 +331,44 @@ func TestParallelCancelWhileWaiting(t *testing.T) {
 		t.Errorf("the next request: %d tokens, %q", len(ids), done.Reason)
 	}
 }
+
+// TestParallelReusesPrompts: a batched reply keeps its conversation's state
+// for the next turn, as a plain reply does: the next turn (batched) restores
+// it and reads only the rest of its prompt, and its reply is the one a
+// reading of the whole prompt gives; a plain reply (Generate) restores a
+// state a batched one kept.
+func TestParallelReusesPrompts(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	p, err := e.Parallel(2, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := batchPrompt(2) // 43 tokens
+	ids, _, done := collect(t, p.Generate(context.Background(), Request{PromptIDs: first, MaxTokens: 4, IgnoreStop: true}))
+	if done.Stats.ReusedPromptTokens != 0 {
+		t.Fatalf("the first turn reused %d tokens of nothing", done.Stats.ReusedPromptTokens)
+	}
+	second := append(append(append([]int32{}, first...), ids...), 11, 22, 33)
+	req := Request{PromptIDs: second, MaxTokens: 6, IgnoreStop: true}
+	got, _, done := collect(t, p.Generate(context.Background(), req))
+	if done.Stats.ReusedPromptTokens != len(first)-1 {
+		t.Errorf("the second turn reused %d tokens, want %d (the first's prompt but its last)", done.Stats.ReusedPromptTokens, len(first)-1)
+	}
+	if err := switches.Set(SwitchPromptReuse, false); err != nil { // the whole prompt read
+		t.Fatal(err)
+	}
+	want := solo(t, e, req)
+	switches.Reset(SwitchPromptReuse)
+	if !slices.Equal(got, want) {
+		t.Errorf("the second turn, its prompt reused: %v; read whole: %v", got, want)
+	}
+	third := append(append(append([]int32{}, second...), got...), 44)
+	_, _, done = collect(t, e.Generate(context.Background(), Request{PromptIDs: third, MaxTokens: 2, IgnoreStop: true}))
+	if done.Stats.ReusedPromptTokens < len(second)-1 {
+		t.Errorf("a plain reply after the batched turns reused %d tokens, want at least %d", done.Stats.ReusedPromptTokens, len(second)-1)
+	}
+}

@@ -56,9 +56,14 @@ func (e *Engine) PromptCacheBudget() int64 {
 // reuse prepares the cache for prompt: it restores the held state with the
 // longest tokens that the prompt extends, most recent first among equals, and
 // returns how many tokens that covers; or resets the cache and returns 0.
-func (e *Engine) reuse(prompt []int32) (int, error) {
+func (e *Engine) reuse(prompt []int32) (int, error) { return e.reuseInto(e.cache, prompt) }
+
+// reuseInto is reuse for cache k (the engine's, or a batch's slot: a
+// snapshot holds its tokens' keys and values, not the cache's length).
+func (e *Engine) reuseInto(k *qwen.Cache, prompt []int32) (int, error) {
+	reset := func() error { return e.loop.do(func() error { return k.Reset(e.ctx) }) }
 	if !switches.On(SwitchPromptReuse) {
-		return 0, e.resetCache()
+		return 0, reset()
 	}
 	best := -1
 	// A state taken while the MTP head was not kept in step cannot draft:
@@ -66,19 +71,19 @@ func (e *Engine) reuse(prompt []int32) (int, error) {
 	// first turn after the switch went on).
 	mtp := e.mtpWanted()
 	for i, h := range e.held {
-		if len(h.tokens) < len(prompt) && slices.Equal(h.tokens, prompt[:len(h.tokens)]) && !(mtp && h.snap.MTPStale()) &&
-			(best < 0 || len(h.tokens) > len(e.held[best].tokens)) {
+		if len(h.tokens) < len(prompt) && len(h.tokens) <= k.Capacity && slices.Equal(h.tokens, prompt[:len(h.tokens)]) &&
+			!(mtp && k == e.cache && h.snap.MTPStale()) && (best < 0 || len(h.tokens) > len(e.held[best].tokens)) {
 			best = i
 		}
 	}
 	if best < 0 {
-		return 0, e.resetCache()
+		return 0, reset()
 	}
 	h := e.held[best]
-	if err := e.loop.do(func() error { return e.cache.Restore(e.ctx, h.snap) }); err != nil {
+	if err := e.loop.do(func() error { return k.Restore(e.ctx, h.snap) }); err != nil {
 		e.setHeld(slices.Delete(e.held, best, best+1))
 		e.releaseHeld([]*heldState{h})
-		return 0, e.resetCache()
+		return 0, reset()
 	}
 	e.setHeld(append([]*heldState{h}, slices.Delete(e.held, best, best+1)...)) // most recent first
 	return len(h.tokens), nil
@@ -87,12 +92,15 @@ func (e *Engine) reuse(prompt []int32) (int, error) {
 // keepSnapshot holds the cache's state after tokens (the cache holds exactly
 // those now) for later turns, evicting the least recently used states beyond
 // the budget.
-func (e *Engine) keepSnapshot(tokens []int32) error {
+func (e *Engine) keepSnapshot(tokens []int32) error { return e.keepSnapshotOf(e.cache, tokens) }
+
+// keepSnapshotOf is keepSnapshot of cache k (a batch's slot).
+func (e *Engine) keepSnapshotOf(k *qwen.Cache, tokens []int32) error {
 	if !switches.On(SwitchPromptReuse) || len(tokens) == 0 || e.promptCacheBytes < 0 {
 		return nil
 	}
 	var snap *qwen.Snapshot
-	if err := e.loop.do(func() (err error) { snap, err = e.cache.Snapshot(e.ctx); return err }); err != nil {
+	if err := e.loop.do(func() (err error) { snap, err = k.Snapshot(e.ctx); return err }); err != nil {
 		return err
 	}
 	held := []*heldState{{tokens: slices.Clone(tokens), snap: snap}}

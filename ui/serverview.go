@@ -93,7 +93,7 @@ func (a *App) showServer() {
 }
 
 // parallelChoices are the Requests at once the dialog offers: one (each
-// reply with prompt reuse and speculative decoding, one after another) or
+// reply with speculative decoding, one after another) or
 // several stepped together (engine.Parallel).
 var parallelChoices = []string{"1 (one after another)", "2 (stepped together)", "4 (stepped together)", "8 (stepped together)"}
 
