@@ -26,6 +26,8 @@ func runSynth(args []string, out, errOut io.Writer) error {
 	vocab := fs.Int("vocab", 0, "override the vocabulary size (to match a tokenizer given with --tokenizer)")
 	seed := fs.Uint64("seed", 1, "random seed")
 	mtp := fs.Bool("mtp", false, "add a multi-token-prediction head (mtp.*, quantized as the rest) for --speculative mtp")
+	vision := fs.Bool("vision", false, "add a vision tower of the released models' shapes (vision_tower.*, bf16, as mlx-vlm keeps it), its vision_config and preprocessor_config.json")
+	visionDepth := fs.Int("vision-depth", 0, "with --vision, override the tower's blocks (0: the released 27)")
 	tokenizerDir := fs.String("tokenizer", "", "copy tokenizer.json, tokenizer_config.json and chat_template.jinja from this model folder")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -34,6 +36,7 @@ func runSynth(args []string, out, errOut io.Writer) error {
 		check{*experts >= 0, "experts", *experts, "want a count (0: the shape's)"},
 		check{*layers >= 0, "layers", *layers, "want a count (0: the shape's)"},
 		check{*vocab >= 0 && *vocab <= 1<<20, "vocab", *vocab, "want a size up to 1048576 (0: the shape's)"},
+		check{*visionDepth >= 0 && *visionDepth <= 64, "vision-depth", *visionDepth, "want 1 to 64 blocks (0: the released 27)"},
 	); err != nil {
 		return err
 	}
@@ -62,6 +65,13 @@ func runSynth(args []string, out, errOut io.Writer) error {
 		}
 	}
 	shape.MTP = *mtp
+	if *vision {
+		v := synth.ReleasedVision
+		if *visionDepth > 0 {
+			v.Depth = *visionDepth
+		}
+		shape.Vision = &v
+	}
 	if shape.TopK > shape.Experts && shape.Experts > 0 {
 		return fmt.Errorf("--experts %d is fewer than the %d experts each token uses", shape.Experts, shape.TopK)
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"bagel/ops"
+	"bagel/qwen"
 	"bagel/safetensors"
 	"bagel/switches"
 )
@@ -38,6 +39,13 @@ func init() {
 		Default: false,
 		Env:     "BAGEL_SPECULATIVE_MTP",
 	})
+}
+
+// VisionStatus says what the checkpoint holds of a vision tower (qwen's
+// VisionStatus): present only for a tower that fits its vision_config. The
+// tower does not run yet (#39): the status says so.
+func (e *Engine) VisionStatus() (present bool, status string) {
+	return qwen.VisionStatus(e.Config, e.ck)
 }
 
 // MTPStatus says whether the model can draft with its MTP head: "" when it

@@ -50,6 +50,10 @@ type Config struct {
 	EOSTokenIDs []int32
 	// Quant is config.json's quantization block; nil for an unquantized model.
 	Quant *safetensors.Quantization
+	// Vision is config.json's vision_config (vision.go), nil without one;
+	// visionErr why it could not be read (the text model loads regardless).
+	Vision    *VisionConfig
+	visionErr error
 }
 
 // rawText lists the text_config fields read; pointers tell absent from zero.

@@ -49,6 +49,7 @@ func readConfig(dir string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config.json: %w", err)
 	}
+	cfg.Vision, cfg.visionErr = parseVisionConfig(data)
 	return cfg, nil
 }
 

@@ -33,7 +33,25 @@ type Shape struct {
 	// MTP adds a multi-token-prediction head (mtp.*: fc, its norms and one
 	// full-attention layer with the model's MLP or MoE), quantized as the rest.
 	MTP bool
+	// Vision, when set, adds a vision tower (vision_tower.*, bf16, as
+	// mlx-vlm's conversions keep it), its vision_config and a
+	// preprocessor_config.json.
+	Vision *VisionShape
 }
+
+// VisionShape is a vision tower's vision_config (Qwen3.5 reuses Qwen3-VL's
+// tower without DeepStack): patches of Patch×Patch pixels over Temporal
+// frames embedded to Hidden, Depth blocks of Heads heads with an MLP of
+// Intermediate, then Merge×Merge patches merged into one token of the text
+// model's width; a learned position embedding of Positions (a square grid).
+type VisionShape struct {
+	Depth, Hidden, Intermediate, Heads int
+	Patch, Temporal, Merge, Positions  int
+}
+
+// ReleasedVision is the released Qwen3.5 models' tower.
+var ReleasedVision = VisionShape{Depth: 27, Hidden: 1152, Intermediate: 4304, Heads: 16,
+	Patch: 16, Temporal: 2, Merge: 2, Positions: 2304}
 
 // Quant is the MLX affine quantization of the checkpoint.
 type Quant struct {

@@ -129,6 +129,9 @@ func plan(s Shape, q Quant) (tensors []tensor, overrides map[string]any) {
 		attention("mtp.layers.0.self_attn.")
 		mlp("mtp.layers.0.mlp.")
 	}
+	if v := s.Vision; v != nil {
+		visionTower(*v, s.Hidden, add)
+	}
 	for i := range s.Layers {
 		l := p + "layers." + strconv.Itoa(i) + "."
 		norm(l+"input_layernorm.weight", s.Hidden)
@@ -152,6 +155,56 @@ func plan(s Shape, q Quant) (tensors []tensor, overrides map[string]any) {
 	}
 	sort.Slice(tensors, func(i, j int) bool { return tensors[i].name < tensors[j].name })
 	return tensors, overrides
+}
+
+// visionTower adds a vision tower's tensors in mlx-vlm's layout (bf16; the
+// patch embedding a Conv3d [Hidden, Temporal, Patch, Patch, 3], channels
+// last; each linear with its bias; LayerNorms with weight and bias), its
+// merger projecting to the text model's width out.
+func visionTower(v VisionShape, out int, add func(name, dtype string, shape []int, f fill)) {
+	lin := func(path string, o, in int) {
+		add(path+".weight", "BF16", []int{o, in}, fill{kind: 'n', std: float32(1 / math.Sqrt(float64(in)))})
+		add(path+".bias", "BF16", []int{o}, fill{kind: 'n', std: 0.02})
+	}
+	layerNorm := func(path string, n int) {
+		add(path+".weight", "BF16", []int{n}, fill{kind: 'n', mean: 1, std: 0.05})
+		add(path+".bias", "BF16", []int{n}, fill{kind: 'n', std: 0.02})
+	}
+	t := "vision_tower."
+	in := 3 * v.Temporal * v.Patch * v.Patch
+	add(t+"patch_embed.proj.weight", "BF16", []int{v.Hidden, v.Temporal, v.Patch, v.Patch, 3}, fill{kind: 'n', std: float32(1 / math.Sqrt(float64(in)))})
+	add(t+"patch_embed.proj.bias", "BF16", []int{v.Hidden}, fill{kind: 'n', std: 0.02})
+	add(t+"pos_embed.weight", "BF16", []int{v.Positions, v.Hidden}, fill{kind: 'n', std: 0.02})
+	for i := range v.Depth {
+		b := t + "blocks." + strconv.Itoa(i) + "."
+		layerNorm(b+"norm1", v.Hidden)
+		layerNorm(b+"norm2", v.Hidden)
+		lin(b+"attn.qkv", 3*v.Hidden, v.Hidden)
+		lin(b+"attn.proj", v.Hidden, v.Hidden)
+		lin(b+"mlp.linear_fc1", v.Intermediate, v.Hidden)
+		lin(b+"mlp.linear_fc2", v.Hidden, v.Intermediate)
+	}
+	merged := v.Hidden * v.Merge * v.Merge
+	layerNorm(t+"merger.norm", v.Hidden)
+	lin(t+"merger.linear_fc1", merged, merged)
+	lin(t+"merger.linear_fc2", out, merged)
+}
+
+// visionConfig is config.json's vision_config for v under a text model of
+// width out.
+func visionConfig(v VisionShape, out int) map[string]any {
+	return map[string]any{"model_type": "qwen3_5", "depth": v.Depth, "hidden_size": v.Hidden,
+		"intermediate_size": v.Intermediate, "num_heads": v.Heads, "in_channels": 3, "patch_size": v.Patch,
+		"temporal_patch_size": v.Temporal, "spatial_merge_size": v.Merge, "out_hidden_size": out,
+		"num_position_embeddings": v.Positions, "deepstack_visual_indexes": []int{}, "hidden_act": "gelu_pytorch_tanh"}
+}
+
+// preprocessorConfig is the image processor's, as the released models ship it.
+func preprocessorConfig(v VisionShape) map[string]any {
+	return map[string]any{"image_processor_type": "Qwen2VLImageProcessorFast", "patch_size": v.Patch,
+		"temporal_patch_size": v.Temporal, "merge_size": v.Merge, "do_resize": true, "do_rescale": true,
+		"rescale_factor": 1.0 / 255, "do_normalize": true, "image_mean": []float64{0.5, 0.5, 0.5},
+		"image_std": []float64{0.5, 0.5, 0.5}, "size": map[string]int{"shortest_edge": 256 * 256, "longest_edge": 4096 * 4096}}
 }
 
 // Write writes config.json, the shards and (when there are several)
@@ -210,6 +263,11 @@ func Write(dir string, opt Options) error {
 		}
 		index := map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}
 		if err := writeJSON(filepath.Join(dir, "model.safetensors.index.json"), index); err != nil {
+			return err
+		}
+	}
+	if v := opt.Shape.Vision; v != nil {
+		if err := writeJSON(filepath.Join(dir, "preprocessor_config.json"), preprocessorConfig(*v)); err != nil {
 			return err
 		}
 	}
@@ -364,8 +422,12 @@ func config(s Shape, q Quant, overrides map[string]any) map[string]any {
 		text["intermediate_size"] = s.Intermediate
 	}
 	// No id is special in random weights; the last one stands as end of sequence.
-	return map[string]any{"model_type": s.ModelType, "text_config": text, "quantization": quant,
+	top := map[string]any{"model_type": s.ModelType, "text_config": text, "quantization": quant,
 		"tie_word_embeddings": s.Tied, "eos_token_id": s.Vocab - 1, "bagel_synthetic": true}
+	if s.Vision != nil {
+		top["vision_config"] = visionConfig(*s.Vision, s.Hidden)
+	}
+	return top
 }
 
 func writeJSON(path string, v any) error {

@@ -1,8 +1,13 @@
 package vision
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 )
 
 // Options are the image processor's (preprocessor_config.json): the patch
@@ -115,4 +120,57 @@ func (o Options) patchify(img *Image) *Patches {
 		}
 	}
 	return out
+}
+
+// LoadOptions reads a model folder's preprocessor_config.json (the image
+// processor's settings: patch and merge sizes, the pixel budget as
+// size.shortest_edge and size.longest_edge, or min_pixels and max_pixels,
+// mean and std) over DefaultOptions; a folder without one gets the defaults.
+func LoadOptions(dir string) (Options, error) {
+	o := DefaultOptions()
+	data, err := os.ReadFile(filepath.Join(dir, "preprocessor_config.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return o, nil
+	}
+	if err != nil {
+		return o, err
+	}
+	var raw struct {
+		Patch     int            `json:"patch_size"`
+		Temporal  int            `json:"temporal_patch_size"`
+		Merge     int            `json:"merge_size"`
+		MinPixels int            `json:"min_pixels"`
+		MaxPixels int            `json:"max_pixels"`
+		RawMean   []float32      `json:"image_mean"`
+		RawStd    []float32      `json:"image_std"`
+		RawSize   map[string]int `json:"size"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return o, fmt.Errorf("preprocessor_config.json: %w", err)
+	}
+	for _, f := range []struct {
+		v   int
+		dst *int
+	}{{raw.Patch, &o.PatchSize}, {raw.Temporal, &o.TemporalPatch}, {raw.Merge, &o.MergeSize},
+		{raw.MinPixels, &o.MinPixels}, {raw.MaxPixels, &o.MaxPixels},
+		{raw.RawSize["shortest_edge"], &o.MinPixels}, {raw.RawSize["longest_edge"], &o.MaxPixels}} {
+		if f.v != 0 {
+			*f.dst = f.v
+		}
+	}
+	if len(raw.RawMean) == 3 {
+		copy(o.Mean[:], raw.RawMean)
+	}
+	if len(raw.RawStd) == 3 {
+		copy(o.Std[:], raw.RawStd)
+	}
+	switch {
+	case o.PatchSize <= 0 || o.TemporalPatch <= 0 || o.MergeSize <= 0:
+		return o, fmt.Errorf("preprocessor_config.json: patch %d, temporal patch %d, merge %d", o.PatchSize, o.TemporalPatch, o.MergeSize)
+	case o.MinPixels <= 0 || o.MaxPixels < o.MinPixels:
+		return o, fmt.Errorf("preprocessor_config.json: a pixel budget of %d to %d", o.MinPixels, o.MaxPixels)
+	case o.Std[0] == 0 || o.Std[1] == 0 || o.Std[2] == 0:
+		return o, fmt.Errorf("preprocessor_config.json: image_std %v", o.Std)
+	}
+	return o, nil
 }

@@ -207,3 +207,27 @@ func TestOrientations(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadOptions: a folder's preprocessor_config.json gives the options
+// (the released form: size.shortest_edge and longest_edge); none gives the
+// defaults; a broken budget is refused.
+func TestLoadOptions(t *testing.T) {
+	dir := t.TempDir()
+	if o, err := LoadOptions(dir); err != nil || o != DefaultOptions() {
+		t.Errorf("no file: %+v %v", o, err)
+	}
+	write := func(s string) {
+		if err := os.WriteFile(filepath.Join(dir, "preprocessor_config.json"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2, "size": {"shortest_edge": 3136, "longest_edge": 12845056}, "image_mean": [0.48, 0.45, 0.4], "image_std": [0.26, 0.26, 0.27]}`)
+	o, err := LoadOptions(dir)
+	if err != nil || o.PatchSize != 14 || o.MinPixels != 3136 || o.MaxPixels != 12845056 || o.Mean[0] != 0.48 || o.Std[2] != 0.27 {
+		t.Errorf("released form: %+v %v", o, err)
+	}
+	write(`{"min_pixels": 100, "max_pixels": 10}`)
+	if _, err := LoadOptions(dir); err == nil || !strings.Contains(err.Error(), "pixel budget") {
+		t.Errorf("max under min: %v", err)
+	}
+}
