@@ -67,6 +67,7 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"serve", "-m", "x", "--queue", "0"}, 1, "--queue 0: want 1 to 1024"},
 		{[]string{"serve", "-m", "x", "extra"}, 1, `unexpected arguments "extra"`},
 		{[]string{"serve", "-m", "x", "--parallel", "17"}, 1, "--parallel 17: want 1 to 16"},
+		{[]string{"synth", "--like", "dense-small", "--vision", "--vision-depth", "99", "--out", "x"}, 1, "--vision-depth 99: want 1 to 64 blocks"},
 		{[]string{"serve", "-m", "x", "--parallel", "2", "--parallel-context", "-1"}, 1, "--parallel-context -1: want 0"},
 	}
 	for _, c := range cases {
