@@ -1,10 +1,7 @@
 package ui
 
 import (
-	"fmt"
 	"testing"
-
-	"bagel/store"
 
 	"fyne.io/fyne/v2"
 )
@@ -18,19 +15,7 @@ func TestLongChatRendersWhatIsNear(t *testing.T) {
 	s := testSettings()
 	h := newHarness(t, &s, "", "")
 	h.a.win.Resize(fyne.NewSize(1100, 800))
-	conv, err := h.a.store.CreateConversation("long", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var msgs []store.Message
-	for i := range 20 {
-		msgs = append(msgs, store.Message{Role: store.RoleUser, Content: fmt.Sprintf("Question %d", i)},
-			store.Message{Role: store.RoleAssistant, Content: longChatText(290, i), Status: store.StatusDone})
-	}
-	added, err := h.a.store.Replace(conv.ID, 0, msgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conv, added := longChat(t, h, 20, longChatText)
 	h.a.reloadConversations()
 	h.a.selectConversation(conv.ID)
 	h.pump()

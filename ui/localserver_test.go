@@ -27,7 +27,10 @@ func freePort(t *testing.T) int {
 // answers a client's chat completion with the loaded model, the request
 // appears in the dialog's log with its tokens, the window's own chat still
 // replies, and switched off it no longer listens.
-func TestLocalServerAnswersAClient(t *testing.T) {
+// serverDialog loads the tiny model and opens the Local server dialog with
+// a free port typed in (the server still off).
+func serverDialog(t *testing.T) (*harness, *serverView, int) {
+	t.Helper()
 	s := testSettings()
 	h := newHarness(t, &s, "", "")
 	h.loadModel("tiny-moe")
@@ -35,6 +38,11 @@ func TestLocalServerAnswersAClient(t *testing.T) {
 	v := h.a.server.view
 	port := freePort(t)
 	v.port.SetText(strconv.Itoa(port))
+	return h, v, port
+}
+
+func TestLocalServerAnswersAClient(t *testing.T) {
+	h, v, port := serverDialog(t)
 	test.Tap(v.on)
 	h.pump()
 	if h.a.server.srv == nil || !strings.HasPrefix(v.status.Text, "Serving ") {
@@ -161,13 +169,7 @@ func TestLocalServerFollowsTheModel(t *testing.T) {
 // they run, and both get their replies; the
 // choice is kept in the settings and locked while the server runs.
 func TestLocalServerStepsRequestsTogether(t *testing.T) {
-	s := testSettings()
-	h := newHarness(t, &s, "", "")
-	h.loadModel("tiny-moe")
-	h.a.showServer()
-	v := h.a.server.view
-	port := freePort(t)
-	v.port.SetText(strconv.Itoa(port))
+	h, v, port := serverDialog(t)
 	v.parallel.SetSelected(parallelChoices[1])
 	test.Tap(v.on)
 	h.pump()

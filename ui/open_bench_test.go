@@ -74,22 +74,31 @@ func randomChatText(n, seed int) string {
 	return b.String()
 }
 
+// longChat stores a chat of n questions, each answered by text(290, i)
+// (about 400 tokens), and returns it and its messages.
+func longChat(t testing.TB, h *harness, n int, text func(n, seed int) string) (store.Conversation, []store.Message) {
+	t.Helper()
+	conv, err := h.a.store.CreateConversation("long", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []store.Message
+	for i := range n {
+		msgs = append(msgs, store.Message{Role: store.RoleUser, Content: fmt.Sprintf("Question %d: how does the step read its weights?", i)},
+			store.Message{Role: store.RoleAssistant, Content: text(290, i), Status: store.StatusDone})
+	}
+	added, err := h.a.store.Replace(conv.ID, 0, msgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conv, added
+}
+
 func benchOpen(b *testing.B, text func(n, seed int) string) {
 	s := testSettings()
 	h := newHarness(b, &s, "", "")
 	h.a.win.Resize(fyne.NewSize(1100, 800))
-	long, err := h.a.store.CreateConversation("long", "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var msgs []store.Message
-	for i := range 5 {
-		msgs = append(msgs, store.Message{Role: store.RoleUser, Content: fmt.Sprintf("Question %d: how does the step read its weights?", i)},
-			store.Message{Role: store.RoleAssistant, Content: text(290, i), Status: store.StatusDone})
-	}
-	if _, err := h.a.store.Replace(long.ID, 0, msgs...); err != nil {
-		b.Fatal(err)
-	}
+	long, _ := longChat(b, h, 5, text)
 	other, err := h.a.store.CreateConversation("other", "")
 	if err != nil {
 		b.Fatal(err)
