@@ -656,3 +656,26 @@ func TestCancelACheck(t *testing.T) {
 		t.Errorf("a cancelled check went on: model %v, loading %v, dialog %q", h.a.eng != nil, h.a.loading, h.dialogText())
 	}
 }
+
+// TestDropAnImage: an image dropped on the window is refused by name with
+// why (images are not read yet, and whether the loaded model has a vision
+// tower), and the loaded model stays.
+func TestDropAnImage(t *testing.T) {
+	s := testSettings()
+	h := newHarness(t, &s, "", "")
+	dir := h.loadModel("tiny-moe")
+	photo := filepath.Join(t.TempDir(), "Screenshot 2026-12-04.png")
+	if err := os.WriteFile(photo, []byte("\x89PNG\r\n\x1a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.a.dropped([]fyne.URI{storage.NewFileURI(photo)})
+	text := h.dialogText()
+	for _, want := range []string{"Images cannot be read yet", "Screenshot 2026-12-04.png is an image", "not built yet", "no vision tower"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the dialog does not say %q:\n%s", want, text)
+		}
+	}
+	if h.a.modelDir != dir || h.a.loading {
+		t.Error("dropping an image touched the loaded model")
+	}
+}

@@ -287,6 +287,10 @@ func (a *App) dropped(uris []fyne.URI) {
 		return
 	}
 	if !info.IsDir() {
+		if imageFile(filepath.Base(path)) {
+			a.showError("Images cannot be read yet", fmt.Errorf("%s is an image: %s", filepath.Base(path), a.imagesStatus()))
+			return
+		}
 		if !modelFile(filepath.Base(path)) {
 			a.showError("Not a model", fmt.Errorf("%s is a file: drop a model folder (one with config.json and .safetensors files), or its config.json", filepath.Base(path)))
 			return
@@ -294,6 +298,29 @@ func (a *App) dropped(uris []fyne.URI) {
 		path = filepath.Dir(path)
 	}
 	a.openModel(path)
+}
+
+// imageFile tells an image file by its name.
+func imageFile(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".png", ".jpg", ".jpeg", ".gif", ".webp", ".heic", ".heif", ".bmp", ".tif", ".tiff":
+		return true
+	}
+	return false
+}
+
+// imagesStatus says why an image cannot go into a chat now: Bagel does not
+// run a vision tower yet (issue #39), and whether the loaded model has one.
+func (a *App) imagesStatus() string {
+	why := "Bagel reads the text half of Qwen3.5 models; reading images is not built yet"
+	if a.eng != nil {
+		if present, status := a.eng.VisionStatus(); present {
+			why += " (" + a.modelName() + " has " + strings.TrimSuffix(status, " (images are not read yet)") + ", for when it is)"
+		} else {
+			why += " (" + a.modelName() + ": " + status + ")"
+		}
+	}
+	return why
 }
 
 // modelFile tells a file a model folder holds from any other.
