@@ -26,7 +26,6 @@ func (m *Model) ForwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32) (ops.T
 	if b > MaxBatch {
 		return ops.Tensor{}, fmt.Errorf("batched step: %d sequences, at most %d", b, MaxBatch)
 	}
-	capacity := 0
 	for i, k := range caches {
 		if k.Offset+1 > k.Capacity {
 			return ops.Tensor{}, fmt.Errorf("context full: sequence %d is at %d of its %d tokens", i, k.Offset, k.Capacity)
@@ -36,7 +35,6 @@ func (m *Model) ForwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32) (ops.T
 				return ops.Tensor{}, fmt.Errorf("batched step: sequence %d shares its cache with another", i)
 			}
 		}
-		capacity = max(capacity, k.Capacity)
 	}
 	if err := m.checkIDs(tokens); err != nil {
 		return ops.Tensor{}, err
@@ -45,13 +43,7 @@ func (m *Model) ForwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32) (ops.T
 	if err != nil {
 		return ops.Tensor{}, err
 	}
-	seqs := make([]seq, b)
-	normed, err := m.run(c, ids, capacity, func(i int) []seq {
-		for j, k := range caches {
-			seqs[j] = seq{st: &k.layers[i], pos0: k.Offset, rows: 1}
-		}
-		return seqs
-	}, nil)
+	normed, err := m.run(c, ids, caches, 1, nil)
 	if err != nil {
 		return ops.Tensor{}, err
 	}

@@ -20,6 +20,10 @@ type Model struct {
 	WeightBytes int64
 	// shared is scratch that the layers of one forward take turns using.
 	shared stepScratch
+	// seqs are the sequences of the forward under way, per layer; single
+	// holds a plain forward's one cache (neither allocated per step).
+	seqs   []seq
+	single [1]*Cache
 	// tree is the draft tree of the ForwardTree under way, nil otherwise.
 	tree *treeStep
 	// mtp is the multi-token-prediction head (mtp.go), nil when the
@@ -147,11 +151,9 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 		return ops.Tensor{}, err
 	}
 	pos0 := cache.Offset
-	seqs := one(nil, pos0, t)
-	normed, err := m.run(c, ids, cache.Capacity, func(i int) []seq {
-		seqs[0].st = &cache.layers[i]
-		return seqs
-	}, inspect)
+	m.single[0] = cache
+	normed, err := m.run(c, ids, m.single[:], t, inspect)
+	m.single[0] = nil
 	if err != nil {
 		return ops.Tensor{}, err
 	}
@@ -193,13 +195,19 @@ func (m *Model) takeIDs(c *ops.Ctx, tokens []int32, devIDs ops.Tensor) (ops.Tens
 	return ids, ops.WriteInt32(c, ids, tokens)
 }
 
-// run embeds ids i32 [T] and runs every layer, layer i over the sequences
-// seqsOf(i) (their rows in order, T in all, caches of at most capacity
-// tokens), and returns the final hidden rows under the final norm, bf16 [T,
-// hidden]. inspect, when set, sees the residual stream after the embedding
-// and each layer (ForwardInspect).
-func (m *Model) run(c *ops.Ctx, ids ops.Tensor, capacity int, seqsOf func(layer int) []seq, inspect func(int, ops.Tensor) error) (ops.Tensor, error) {
+// run embeds ids i32 [T] and runs every layer over the sequences of caches,
+// rows rows each at its position, in order (T in all), and returns the final
+// hidden rows under the final norm, bf16 [T, hidden]. inspect, when set,
+// sees the residual stream after the embedding and each layer
+// (ForwardInspect).
+func (m *Model) run(c *ops.Ctx, ids ops.Tensor, caches []*Cache, rows int, inspect func(int, ops.Tensor) error) (ops.Tensor, error) {
 	cfg, s, t := m.Cfg, c.Scratch, ids.Elements()
+	capacity := 0
+	m.seqs = m.seqs[:0]
+	for _, k := range caches {
+		capacity = max(capacity, k.Capacity)
+		m.seqs = append(m.seqs, seq{pos0: k.Offset, rows: rows})
+	}
 	x := s.Get("forward.x", ops.BF16, t, cfg.HiddenSize) // the residual stream
 	ops.Embed(c, ids, m.embed, x)
 	if inspect != nil {
@@ -217,7 +225,10 @@ func (m *Model) run(c *ops.Ctx, ids ops.Tensor, capacity int, seqsOf func(layer 
 		if i+1 < len(m.layers) {
 			next = m.layers[i+1].inputNorm
 		}
-		l.forward(c, cfg, seqsOf(i), x, normed, branch, next)
+		for j, k := range caches {
+			m.seqs[j].st = &k.layers[i]
+		}
+		l.forward(c, cfg, m.seqs, x, normed, branch, next)
 		s.Rewind(layer)
 		if inspect != nil {
 			if err := inspect(i, x); err != nil {
