@@ -68,6 +68,10 @@ var registry = map[string]func(a *args){
 	"topk_merge_f32":              topkMerge,
 	"repetition_penalty_f32":      repetitionPenalty,
 	"sample_top_f32":              sampleTop,
+	"linear_bf16":                 linearBF16,
+	"layer_norm_bf16":             layerNorm,
+	"vision_attn_prep_bf16":       visionAttnPrep,
+	"attention_full_bf16":         attentionFull,
 }
 
 // Kernels lists the names of all kernels, sorted, so that other backends' tests

@@ -65,6 +65,7 @@ typedef ushort bf16_t;
 #define cosf(x) metal::precise::cos(x)
 #define sinf(x) metal::precise::sin(x)
 #define powf(x, y) metal::precise::pow(x, y)
+#define tanhf(x) metal::precise::tanh(x)
 #define fmaxf(x, y) metal::fmax(x, y)
 #define fminf(x, y) metal::fmin(x, y)
 #define fabsf(x) metal::fabs(x)

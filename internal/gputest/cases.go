@@ -51,6 +51,9 @@ const (
 	topK     = 8
 	moeInt   = 512
 	vocab    = 248320
+	// The vision tower's width and MLP.
+	visionWidth = 1152
+	visionMLP   = 4304
 )
 
 // Specs lists every case, grouped by kernel in README order.
@@ -581,6 +584,66 @@ func Specs() []Spec {
 			}
 			return &Case{Tol: tolBF16, Buffers: []Buffer{in("partial", backend.F32, part), out("out", backend.BF16, p.T*p.Hq*p.D)},
 				Scalars: ints(p.T, p.Hq, p.D, p.S)}
+		})
+	}
+
+	// The vision tower's (Qwen3.5's ViT: width 1152, 16 heads of 72, MLP 4304,
+	// merger 4608): linear_bf16: x, w, bias, out | T, In, Out, act. Ragged
+	// tiles (T, Out not multiples of 64; In not one of the step), each
+	// activation, one token, and the real widths.
+	for _, p := range []struct{ T, In, Out, act int }{
+		{1, 64, 64, 0}, {5, 72, 100, 1}, {70, 300, 77, 2}, {129, 1152, 200, 1}, {64, 4304, 96, 0},
+		{1024, visionWidth, 3 * visionWidth, 0}, {1024, visionWidth, visionMLP, 1}, {256, 4 * visionWidth, 4 * visionWidth, 2},
+	} {
+		add("linear_bf16", p.T*p.Out >= 1<<20, fmt.Sprintf("T=%d In=%d Out=%d act=%d", p.T, p.In, p.Out, p.act), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("w", backend.BF16, g.bf16(p.Out*p.In, 1/math.Sqrt(float64(p.In)))),
+				in("bias", backend.BF16, g.bf16(p.Out, 0.5)), out("out", backend.BF16, p.T*p.Out),
+			}, Scalars: ints(p.T, p.In, p.Out, p.act)}
+		})
+	}
+	// layer_norm_bf16: x, w, b, out | R, N, eps
+	for _, p := range []struct {
+		R, N    int
+		inPlace bool
+	}{{1, visionWidth, false}, {7, 100, false}, {3, 4 * visionWidth, false}, {4, visionWidth, true}, {2, 7, false}} {
+		label := fmt.Sprintf("R=%d N=%d", p.R, p.N)
+		if p.inPlace {
+			label += " in place"
+		}
+		add("layer_norm_bf16", false, label, func(g gen) *Case {
+			x := g.bf16(p.R*p.N, 2)
+			bufs := []Buffer{in("x", backend.BF16, x), in("w", backend.BF16, g.bf16Uniform(p.N, 0.5, 1.5)),
+				in("b", backend.BF16, g.bf16(p.N, 0.1)), out("out", backend.BF16, p.R*p.N)}
+			if p.inPlace {
+				bufs[0] = inout("x", backend.BF16, x)
+				bufs[3] = alias("out", "x", backend.BF16)
+			}
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: append(ints(p.R, p.N), backend.Float(1e-6))}
+		})
+	}
+	// vision_attn_prep_bf16: qkv, pos, q, k, v | T, H, D, theta
+	for _, p := range []struct{ T, H, D int }{{20, 3, 72}, {5, 16, 64}, {1, 1, 4}, {1024, 16, 72}} {
+		add("vision_attn_prep_bf16", false, fmt.Sprintf("T=%d H=%d D=%d", p.T, p.H, p.D), func(g gen) *Case {
+			pos := make([]int32, 2*p.T)
+			for i := range pos {
+				pos[i] = int32(g.r.IntN(64))
+			}
+			n := p.T * p.H * p.D
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("qkv", backend.BF16, g.bf16(3*n, 1)), in("pos", backend.I32, i32Bytes(pos)),
+				out("q", backend.BF16, n), out("k", backend.BF16, n), out("v", backend.BF16, n),
+			}, Scalars: append(ints(p.T, p.H, p.D), backend.Float(10000))}
+		})
+	}
+	// attention_full_bf16: q, k, v, out | T, H, D, scale
+	for _, p := range []struct{ T, H, D int }{{1, 1, 8}, {50, 2, 72}, {300, 3, 64}, {1024, 16, 72}} {
+		add("attention_full_bf16", p.T >= 1024, fmt.Sprintf("T=%d H=%d D=%d", p.T, p.H, p.D), func(g gen) *Case {
+			n := p.T * p.H * p.D
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("q", backend.BF16, g.bf16(n, 1)), in("k", backend.BF16, g.bf16(n, 1)),
+				in("v", backend.BF16, g.bf16(n, 1)), out("out", backend.BF16, n),
+			}, Scalars: append(ints(p.T, p.H, p.D), backend.Float(float32(1/math.Sqrt(float64(p.D)))))}
 		})
 	}
 
