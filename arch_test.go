@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"qwen":      {"internal/jsonmsg", "internal/regular", "ops", "safetensors"}, // no switch: the kernel plan is ops.Plan
 	// The engine registers the backends (their init) and asks CUDA and Metal
 	// for the device's memory (budget_*.go).
-	"engine":      {"backend", "cpu", "cuda", "drafter", "metal", "ops", "qwen", "safetensors", "switches", "tokenizer"},
+	"engine":      {"backend", "cpu", "cuda", "drafter", "metal", "ops", "qwen", "safetensors", "switches", "tokenizer", "vision"},
 	"safetensors": {"internal/regular"},
 	"server":      {"engine", "internal/jsonmsg", "tokenizer"}, // the engine's API over HTTP
 	"remote":      {"engine"},                                  // another server's model, as the engine's events

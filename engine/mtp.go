@@ -42,8 +42,7 @@ func init() {
 }
 
 // VisionStatus says what the checkpoint holds of a vision tower (qwen's
-// VisionStatus): present only for a tower that fits its vision_config. The
-// tower does not run yet (#39): the status says so.
+// VisionStatus): present only for a tower that fits its vision_config.
 func (e *Engine) VisionStatus() (present bool, status string) {
 	return qwen.VisionStatus(e.Config, e.ck)
 }

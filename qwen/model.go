@@ -33,6 +33,10 @@ type Model struct {
 	mtp        *mtpHead
 	MTPProblem string
 	MTPOn      bool
+	// vision is the vision tower (vision_tower.go), nil when the checkpoint
+	// has none usable; VisionProblem says why one that is declared is not used.
+	vision        *visionTower
+	VisionProblem string
 }
 
 // Load binds the checkpoint's weights for cfg (both from Open) on the context's
@@ -101,7 +105,10 @@ func (m *Model) bindAll() error {
 			}
 		}
 	}
-	return m.bindMTP()
+	if err := m.bindMTP(); err != nil {
+		return err
+	}
+	return m.bindVision()
 }
 
 // Forward runs tokens through the model at the cache's position, appending them to

@@ -12,7 +12,7 @@ import (
 // The vision tower (issue #39, MLX_QWEN35.md; transformers' qwen3_5 reuses
 // Qwen3-VL's tower without DeepStack). What is here: its configuration and
 // the check of its tensors, so that a checkpoint is known to see before the
-// tower runs. The encoder itself is not built yet: VisionStatus says so.
+// tower is bound (vision_tower.go, its forward in vision_encode.go).
 
 // VisionConfig is config.json's vision_config.
 type VisionConfig struct {
@@ -148,7 +148,7 @@ func VisionStatus(cfg *Config, ck *safetensors.Checkpoint) (present bool, status
 			return false, fmt.Sprintf("its vision tower's %s%s is %s (a quantized tower is not read)", prefix, want.name, t.DType)
 		}
 	}
-	return true, fmt.Sprintf("a vision tower of %d blocks, %d wide (images are not read yet)", v.Depth, v.Hidden)
+	return true, fmt.Sprintf("a vision tower of %d blocks, %d wide", v.Depth, v.Hidden)
 }
 
 // shapeIn reports whether shape is one of shapes.

@@ -19,10 +19,10 @@ func tinyVisionShape() synth.Shape {
 }
 
 // TestVisionStatus: a checkpoint with a tower that fits its vision_config is
-// said to have one (and that images are not read yet); a text-only
-// conversion that keeps the config, a tower whose width does not meet the
-// text model's, and a tower missing a tensor are each said so; a model with
-// neither is text only. The text model loads in every case.
+// said to have one; a text-only conversion that keeps the config, a tower
+// whose width does not meet the text model's, and a tower missing a tensor
+// are each said so; a model with neither is text only. The text model loads
+// in every case.
 func TestVisionStatus(t *testing.T) {
 	write := func(s synth.Shape, edit func(dir string, cfg map[string]any)) string {
 		dir := t.TempDir()
@@ -51,7 +51,7 @@ func TestVisionStatus(t *testing.T) {
 		present bool
 		want    string
 	}{
-		{"tower", write(tinyVisionShape(), nil), true, "a vision tower of 2 blocks, 64 wide (images are not read yet)"},
+		{"tower", write(tinyVisionShape(), nil), true, "a vision tower of 2 blocks, 64 wide"},
 		{"text only", write(textOnly, nil), false, "no vision tower"},
 		{"config kept, tower dropped", write(textOnly, declared), false, "holds none of its tensors"},
 		{"wrong width", write(tinyVisionShape(), func(_ string, cfg map[string]any) {

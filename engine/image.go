@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"fmt"
+
+	"bagel/qwen"
+	"bagel/vision"
+)
+
+// Image is an image read for a prompt: decoded, resized and cut into
+// patches as the model's processor does (package vision), and run through
+// the model's vision tower. Its Tokens pad tokens in a prompt take its
+// embeddings.
+type Image struct {
+	// Key is the SHA-256 of the file's bytes: what prompt reuse keys an
+	// image's positions on.
+	Key [32]byte
+	// Grid is the patch grid the processor cut, Width and Height the
+	// resized image's pixels.
+	Grid          qwen.ImageGrid
+	Width, Height int
+	// Tokens is how many text positions the image takes (one per merge block).
+	Tokens int
+	// embeds are the tower's outputs, bf16 [Tokens, hidden] bit patterns.
+	embeds []uint16
+}
+
+// EncodeImage reads an image file (PNG, JPEG, GIF's first frame, WebP) and
+// runs it through the model's vision tower. A model without a tower, or a
+// file that is not an image it can read, gets an error that says which.
+func (e *Engine) EncodeImage(data []byte) (*Image, error) {
+	if !e.model.HasVision() {
+		_, status := e.VisionStatus()
+		if e.model.VisionProblem != "" {
+			status = e.model.VisionProblem
+		}
+		return nil, fmt.Errorf("this model cannot read images: %s", status)
+	}
+	opts, err := vision.LoadOptions(e.Dir)
+	if err != nil {
+		return nil, err
+	}
+	img, err := vision.Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	p, err := opts.Preprocess(img)
+	if err != nil {
+		return nil, err
+	}
+	grid := qwen.ImageGrid{Frames: p.GridT, Rows: p.GridH, Cols: p.GridW}
+	out := &Image{Key: sha256.Sum256(data), Grid: grid, Width: p.GridW * opts.PatchSize, Height: p.GridH * opts.PatchSize,
+		Tokens: e.model.VisionTokens(grid)}
+	err = e.loop.do(func() error {
+		var err error
+		out.embeds, err = e.model.EncodeImage(e.ctx, p.Data, grid)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode image: %w", err)
+	}
+	return out, nil
+}
