@@ -30,11 +30,12 @@ func ropeNeox(a *args) {
 	T, H, D := a.intArg("T"), a.intArg("H"), a.intArg("D")
 	rotDims, pos0, theta := a.intArg("rotDims"), a.intArg("pos0"), a.floatArg("theta")
 	a.check(rotDims%2 == 0 && rotDims <= D, "rotDims", "%d, want even and ≤ D=%d", rotDims, D)
-	ropeInto(a.bf16s("x", T*H*D), T, H, D, rotDims, func(t int) int { return pos0 + t }, theta)
+	ropeInto(a.bf16s("x", T*H*D), T, H, D, rotDims, func(t, _ int) int { return pos0 + t }, theta)
 }
 
-// ropeInto is rope_neox_bf16 on x (T, H, D), in place, token t at position pos(t).
-func ropeInto(x []uint16, T, H, D, rotDims int, pos func(t int) int, theta float32) {
+// ropeInto is rope_neox_bf16 on x (T, H, D), in place, frequency i of token
+// t at position pos(t, i).
+func ropeInto(x []uint16, T, H, D, rotDims int, pos func(t, i int) int, theta float32) {
 	half := rotDims / 2
 	invFreq := make([]float32, half) // theta^(−2i/rotDims)
 	for i := range half {
@@ -42,9 +43,8 @@ func ropeInto(x []uint16, T, H, D, rotDims int, pos func(t int) int, theta float
 	}
 	cos, sin := make([]float32, half), make([]float32, half)
 	for t := range T {
-		p := float32(pos(t))
 		for i := range half {
-			angle := p * invFreq[i]
+			angle := float32(pos(t, i)) * invFreq[i]
 			cos[i] = float32(math.Cos(float64(angle)))
 			sin[i] = float32(math.Sin(float64(angle)))
 		}
@@ -60,11 +60,12 @@ func ropeInto(x []uint16, T, H, D, rotDims int, pos func(t int) int, theta float
 }
 
 // attn_prep_bf16: split_qgate_bf16, rms_norm_bf16 of the q heads (q_norm) and
-// of the k heads (k_norm), rope_neox_bf16 of both and kv_append_bf16 of the
-// normed, rotated k and of v, in one dispatch; k and v are read only.
+// of the k heads (k_norm), rope_neox_bf16 of both at position pos0 + shift +
+// t and kv_append_bf16 of the normed, rotated k and of v at row pos0 + t, in
+// one dispatch; k and v are read only.
 func attnPrep(a *args) {
-	pos0 := a.intArg("pos0")
-	attnPrepAt(a, func(t int) int { return pos0 + t })
+	p0 := a.intArg("pos0") + int(a.list[a.index("shift")].Int) // a shift may be negative
+	attnPrepAt(a, func(t, _ int) int { return p0 + t })
 }
 
 // attn_prep_tree_bf16: attn_prep_bf16 over a draft tree, token t rotated at
@@ -72,11 +73,30 @@ func attnPrep(a *args) {
 // pos0 + t.
 func attnPrepTree(a *args) {
 	pos := a.i32s("pos", a.intArg("T"))
-	attnPrepAt(a, func(t int) int { return int(pos[t]) })
+	attnPrepAt(a, func(t, _ int) int { return int(pos[t]) })
 }
 
-// attnPrepAt is attn_prep_bf16 with token t rotated at position rope(t).
-func attnPrepAt(a *args, rope func(t int) int) {
+// attn_prep_mrope_bf16: attn_prep_bf16 with Qwen3.5's interleaved multimodal
+// RoPE: token t has positions pos[t] = (t, h, w), and frequency i turns by h
+// where i % 3 == 1 and i < 3·sh, by w where i % 3 == 2 and i < 3·sw, by t
+// otherwise; keys and values appended at pos0 + t.
+func attnPrepMRoPE(a *args) {
+	T, sh, sw := a.intArg("T"), a.intArg("sh"), a.intArg("sw")
+	pos := a.i32s("pos", 3*T) // (T, 3)
+	attnPrepAt(a, func(t, i int) int {
+		switch {
+		case i%3 == 1 && i < 3*sh:
+			return int(pos[3*t+1])
+		case i%3 == 2 && i < 3*sw:
+			return int(pos[3*t+2])
+		}
+		return int(pos[3*t])
+	})
+}
+
+// attnPrepAt is attn_prep_bf16 with frequency i of token t rotated at
+// position rope(t, i).
+func attnPrepAt(a *args, rope func(t, i int) int) {
 	T, Hq, Hkv, D := a.intArg("T"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
 	rotDims, pos0, Cap := a.intArg("rotDims"), a.intArg("pos0"), a.intArg("Cap")
 	theta, eps := a.floatArg("theta"), a.floatArg("eps")

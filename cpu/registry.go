@@ -41,6 +41,7 @@ var registry = map[string]func(a *args){
 	"kv_append_bf16":              kvAppend,
 	"attn_prep_bf16":              attnPrep,
 	"attn_prep_tree_bf16":         attnPrepTree,
+	"attn_prep_mrope_bf16":        attnPrepMRoPE,
 	"attention_tree_bf16":         attentionTree,
 	"attention_bf16":              attention,
 	"attention_flash_bf16":        attention, // the same result up to bf16 softmax weights (kernels/tiled_attention.metal)

@@ -20,8 +20,10 @@ type Image struct {
 	// resized image's pixels.
 	Grid          qwen.ImageGrid
 	Width, Height int
-	// Tokens is how many text positions the image takes (one per merge block).
-	Tokens int
+	// Tokens is how many text positions the image takes (one per merge
+	// block): MergedRows × MergedCols.
+	Tokens                 int
+	MergedRows, MergedCols int
 	// embeds are the tower's outputs, bf16 [Tokens, hidden] bit patterns.
 	embeds []uint16
 }
@@ -50,8 +52,13 @@ func (e *Engine) EncodeImage(data []byte) (*Image, error) {
 		return nil, err
 	}
 	grid := qwen.ImageGrid{Frames: p.GridT, Rows: p.GridH, Cols: p.GridW}
+	merge := e.Config.Vision.Merge
 	out := &Image{Key: sha256.Sum256(data), Grid: grid, Width: p.GridW * opts.PatchSize, Height: p.GridH * opts.PatchSize,
-		Tokens: e.model.VisionTokens(grid)}
+		Tokens: e.model.VisionTokens(grid), MergedRows: grid.Rows / merge, MergedCols: grid.Cols / merge}
+	if opts.MergeSize != merge || opts.PatchSize != e.Config.Vision.Patch {
+		return nil, fmt.Errorf("preprocessor_config.json cuts patches of %d merged %d×%d, the vision tower takes %d merged %d×%d",
+			opts.PatchSize, opts.MergeSize, opts.MergeSize, e.Config.Vision.Patch, merge, merge)
+	}
 	err = e.loop.do(func() error {
 		var err error
 		out.embeds, err = e.model.EncodeImage(e.ctx, p.Data, grid)

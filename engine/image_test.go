@@ -11,6 +11,7 @@ import (
 
 	"bagel/backend"
 	"bagel/internal/testmodel"
+	"bagel/qwen"
 	"bagel/reference"
 	"bagel/synth"
 	"bagel/vision"
@@ -19,19 +20,23 @@ import (
 // visionModel writes a small model with a small tower (two blocks of 64,
 // four heads of 16, a position table of 8×8) and a processor that keeps
 // images small (2048 to 9216 pixels), so that the float64 reference runs
-// in a moment.
-func visionModel(t *testing.T) string {
+// in a moment. Its text rotary turns fast (base 100 over 16 of 32 dims), so
+// that positions a few apart differ well beyond bf16's rounding.
+func visionModel(t *testing.T) string { return visionModelOf(t, 9216) }
+
+// visionModelOf is visionModel with a processor of up to maxPixels pixels.
+func visionModelOf(t *testing.T, maxPixels int) string {
 	t.Helper()
 	dir := t.TempDir()
 	s := synth.Shape{ModelType: "qwen3_5", Hidden: 64, Layers: 2, Interval: 2, Heads: 2, KVHeads: 1, HeadDim: 32,
-		Hk: 2, Hv: 2, Dk: 32, Dv: 32, ConvKernel: 4, Intermediate: 128, Vocab: 256, Tied: true, RopeTheta: 1e6,
-		PartialRotary: 0.25, Vision: &synth.VisionShape{Depth: 2, Hidden: 64, Intermediate: 128, Heads: 4,
+		Hk: 2, Hv: 2, Dk: 32, Dv: 32, ConvKernel: 4, Intermediate: 128, Vocab: 256, Tied: true, RopeTheta: 100,
+		PartialRotary: 0.5, Vision: &synth.VisionShape{Depth: 2, Hidden: 64, Intermediate: 128, Heads: 4,
 			Patch: 16, Temporal: 2, Merge: 2, Positions: 64}}
 	if err := synth.Write(dir, synth.Options{Shape: s, Quant: synth.Quant{Bits: 4, GroupSize: 32}, Workers: 1, Seed: 7}); err != nil {
 		t.Fatal(err)
 	}
 	pre, _ := json.Marshal(map[string]any{"patch_size": 16, "temporal_patch_size": 2, "merge_size": 2,
-		"size": map[string]int{"shortest_edge": 2048, "longest_edge": 9216}, "image_mean": []float64{0.5, 0.5, 0.5},
+		"size": map[string]int{"shortest_edge": 2048, "longest_edge": maxPixels}, "image_mean": []float64{0.5, 0.5, 0.5},
 		"image_std": []float64{0.5, 0.5, 0.5}})
 	if err := os.WriteFile(filepath.Join(dir, "preprocessor_config.json"), pre, 0o644); err != nil {
 		t.Fatal(err)
@@ -151,4 +156,150 @@ func TestImageRefusedWithoutATower(t *testing.T) {
 	if _, err := text.EncodeImage(data); err == nil || !strings.Contains(err.Error(), "cannot read images: no vision tower") {
 		t.Errorf("a text model's error = %v", err)
 	}
+}
+
+// TestRopeIndex: two images in a prompt, their positions written out by
+// hand from transformers' get_rope_index: text one position a token; an
+// image of R×C merged tokens from S at (S, S+r, S+c); the text after it
+// from S + max(R, C).
+func TestRopeIndex(t *testing.T) {
+	// 5 17 <start> [2×3 image] <end> 40 41 <start> [2×1 image] <end> 50 51 52
+	got, next, err := qwen.RopeIndex(19, 0, []qwen.PromptImage{{At: 3, Rows: 2, Cols: 3}, {At: 13, Rows: 2, Cols: 1}})
+	want := [][3]int32{{0, 0, 0}, {1, 1, 1}, {2, 2, 2},
+		{3, 3, 3}, {3, 3, 4}, {3, 3, 5}, {3, 4, 3}, {3, 4, 4}, {3, 4, 5}, // the first image, from 3
+		{6, 6, 6}, {7, 7, 7}, {8, 8, 8}, {9, 9, 9},
+		{10, 10, 10}, {10, 11, 10}, // the second, from 10
+		{12, 12, 12}, {13, 13, 13}, {14, 14, 14}, {15, 15, 15}}
+	if err != nil || !slices.Equal(got, want) || next != 16 {
+		t.Errorf("RopeIndex = %v, next %d, %v; want %v, next 16", got, next, err, want)
+	}
+	if _, _, err := qwen.RopeIndex(10, 0, []qwen.PromptImage{{At: 8, Rows: 2, Cols: 2}}); err == nil {
+		t.Error("an image past the end of the tokens was placed")
+	}
+}
+
+// TestImagePromptMatchesTheReference scores a prompt with two images (5×6
+// and 2×1 merged tokens) on the CPU backend against package reference's
+// forward given the same image embeddings (the tower is
+// TestImageEncodesAsTheReference's) and the positions of RopeIndex
+// (TestRopeIndex). Its last three tokens are decoded one at a time by plain
+// forwards, whose positions come from the cache's shift. The band is the
+// bf16 reference's (1.3× its median and 90th-percentile |Δ| against the
+// exact forward over every logit), and the engine must be at least twice as
+// far from forwards with wrong positions (plain ones; rows for columns or
+// columns for rows; the text after an image not shifted back).
+func TestImagePromptMatchesTheReference(t *testing.T) {
+	dir := visionModelOf(t, 65536)
+	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var images []*Image
+	for _, f := range []string{"big.png", "tall.png"} { // 160×192 and 64×32 pixels: merged grids 5×6 and 2×1
+		data, _ := os.ReadFile(filepath.Join("..", "testdata", "vision", f))
+		img, err := e.EncodeImage(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		images = append(images, img)
+	}
+	if images[0].MergedRows != 5 || images[0].MergedCols != 6 {
+		t.Fatalf("big.png: %d×%d merged tokens, want 5×6", images[0].MergedRows, images[0].MergedCols)
+	}
+	v := e.Config.Vision
+	pad, start, end := v.ImageToken, v.VisionStart, v.VisionEnd
+	ids := []int32{5, 17, start, pad, end, 40, 41, start, pad, end, 50, 51, 52}
+	laid, err := e.layImages(ids, images, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := make([][3]int, len(laid.positions))
+	for i, p := range laid.positions {
+		right[i] = [3]int{int(p[0]), int(p[1]), int(p[2])}
+	}
+	vocab := e.Config.VocabSize
+	got, err := e.Score(ids, ScoreOptions{Top: vocab, Images: images, Prefill: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(right) {
+		t.Fatalf("%d positions scored, want %d", len(got), len(right))
+	}
+	rows := map[int][]float64{}
+	for _, im := range laid.images {
+		for r := range im.img.Tokens {
+			for _, h := range im.img.embeds[r*64 : (r+1)*64] {
+				rows[im.at+r] = append(rows[im.at+r], float64(backend.BF16ToF32(h)))
+			}
+		}
+	}
+	ref, err := reference.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	score := func(r reference.Rounding, positions [][3]int) [][]float64 {
+		logits, err := ref.ForwardMultimodal(ref.NewState(), laid.ids, rows, positions, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return logits
+	}
+	exact, bf16 := score(reference.Exact, right), score(reference.MLX, right)
+	wrong := map[string][][3]int{}
+	for i, p := range right {
+		wrong["plain"] = append(wrong["plain"], [3]int{i, i, i})
+		wrong["rows for columns"] = append(wrong["rows for columns"], [3]int{p[0], p[1], p[1]})
+		wrong["columns for rows"] = append(wrong["columns for rows"], [3]int{p[0], p[2], p[2]})
+		if p[0] == p[1] && p[1] == p[2] && i > 3 {
+			p = [3]int{i, i, i}
+		}
+		wrong["unshifted"] = append(wrong["unshifted"], p)
+	}
+	engine := make([][]float64, len(got))
+	for i, p := range got {
+		engine[i] = make([]float64, vocab)
+		for j, id := range p.TopIDs {
+			engine[i][id] = float64(p.TopLogits[j])
+		}
+	}
+	refMed, refP90 := logitErrors(bf16, exact)
+	med, p90 := logitErrors(engine, exact)
+	worst := worstPosition(engine, exact)
+	t.Logf("|Δlogit| median, p90: engine %.3g %.3g; bf16 reference %.3g %.3g; the engine's worst position %.3g", med, p90, refMed, refP90, worst)
+	if med > 1.3*refMed || p90 > 1.3*refP90 {
+		t.Errorf("the engine's logits (median %.3g, p90 %.3g) are outside 1.3× the bf16 reference's (%.3g, %.3g)", med, p90, refMed, refP90)
+	}
+	for name, pos := range wrong {
+		off := worstPosition(engine, score(reference.Exact, pos))
+		t.Logf("%s: the engine's worst position is %.3g from a forward with them", name, off)
+		if off < 2*worst {
+			t.Errorf("the engine's worst position is %.3g from a forward with wrong positions (%s), %.3g from the right one", off, name, worst)
+		}
+	}
+}
+
+// worstPosition is the largest over positions of the median |got − want|
+// over the position's logits.
+func worstPosition(got, want [][]float64) float64 {
+	worst := 0.0
+	for i := range want {
+		m, _ := logitErrors(got[i:i+1], want[i:i+1])
+		worst = math.Max(worst, m)
+	}
+	return worst
+}
+
+// logitErrors is the median and 90th percentile of |got − want| over every
+// logit of every position.
+func logitErrors(got, want [][]float64) (median, p90 float64) {
+	var d []float64
+	for i := range want {
+		for j := range want[i] {
+			d = append(d, math.Abs(got[i][j]-want[i][j]))
+		}
+	}
+	slices.Sort(d)
+	return d[len(d)/2], d[len(d)*9/10]
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -23,6 +24,10 @@ type ScoreOptions struct {
 	// scoreChunk tokens); the rest are decoded one token at a time. 0 or
 	// ≥ len(ids): all prefilled.
 	Prefill int
+	// Images are the prompt's images (EncodeImage), in order: ids carry one
+	// image pad token for each, which is expanded into the image's tokens as
+	// the processor does. Positions are then those of the expanded ids.
+	Images []*Image
 }
 
 // scoreChunk bounds the positions whose logits are held at once: a prefill
@@ -56,6 +61,35 @@ func (e *Engine) ScoreEach(ids []int32, opt ScoreOptions, emit func(Position) er
 	if opt.Prefill <= 0 || opt.Prefill > len(ids) {
 		opt.Prefill = len(ids)
 	}
+	forward := e.forward
+	if v := e.Config.Vision; v != nil && (len(opt.Images) > 0 || slices.Contains(ids, v.ImageToken)) {
+		p, err := e.layImages(ids, opt.Images, 0)
+		if err != nil {
+			return fmt.Errorf("score: %w", err)
+		}
+		if len(p.ids) > e.ContextLength() {
+			return fmt.Errorf("score: %d tokens with the images' exceed the context length %d", len(p.ids), e.ContextLength())
+		}
+		extra, n := 0, 0
+		for _, id := range ids[:opt.Prefill] { // the same tokens prefilled, with their images' pads
+			if id == v.ImageToken {
+				extra += p.images[n].img.Tokens - 1
+				n++
+			}
+		}
+		opt.Prefill += extra
+		ids = p.ids
+		at := 0
+		forward = func(tokens []int32, all bool) ([]float32, error) {
+			at += len(tokens)
+			if !p.holdsImage(at-len(tokens), at) { // text: the cache's positions (shifted after an image) serve
+				return e.forward(tokens, all)
+			}
+			return e.forwardImages(p, at-len(tokens), at, all)
+		}
+	} else if len(opt.Images) > 0 {
+		return fmt.Errorf("score: this model cannot read images")
+	}
 	e.turn <- struct{}{} // a generation under way finishes first
 	defer e.give()
 	if err := e.resetCache(); err != nil {
@@ -73,7 +107,7 @@ func (e *Engine) ScoreEach(ids []int32, opt ScoreOptions, emit func(Position) er
 		return nil
 	}
 	for i := 0; i < opt.Prefill; i += scoreChunk {
-		logits, err := e.forward(ids[i:min(i+scoreChunk, opt.Prefill)], true)
+		logits, err := forward(ids[i:min(i+scoreChunk, opt.Prefill)], true)
 		if err != nil {
 			return err
 		}
@@ -82,7 +116,7 @@ func (e *Engine) ScoreEach(ids []int32, opt ScoreOptions, emit func(Position) er
 		}
 	}
 	for i := opt.Prefill; i < len(ids); i++ {
-		logits, err := e.forward(ids[i:i+1], false)
+		logits, err := forward(ids[i:i+1], false)
 		if err != nil {
 			return err
 		}

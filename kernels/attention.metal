@@ -59,13 +59,16 @@ KERNEL(kv_append_bf16,
 
 // attn_prep_head is attn_prep_bf16's work for token t and head h (of the Hq
 // query heads, then the Hkv key heads): its key and value go to cache row
-// slot, and it is rotated at position ropePos. partial and y are the
+// slot, and it is rotated at position pt, or (multimodal RoPE, interleaved)
+// frequency i at ph where i % 3 == 1 and i < 3·sh, at pw where i % 3 == 2
+// and i < 3·sw (sh = sw = 0: every frequency at pt). partial and y are the
 // threadgroup's (32 and ATTN_PREP_THREADS floats); tid .. nsimd its thread's
 // place in it.
 INLINE void attn_prep_head(device const bf16_t *qp, device const bf16_t *k, device const bf16_t *v,
                            device const bf16_t *q_norm, device const bf16_t *k_norm, device bf16_t *q,
                            device bf16_t *gate, device bf16_t *kcache, device bf16_t *vcache, int Hq, int Hkv, int D,
-                           int rotDims, int t, int h, int slot, int ropePos, int Cap, float theta, float eps,
+                           int rotDims, int t, int h, int slot, int pt, int ph, int pw, int sh, int sw, int Cap,
+                           float theta, float eps,
                            threadgroup float *partial, threadgroup float *y, int tid, int nthreads, int lane,
                            int simd, int nsimd) {
   bool isQ = h < Hq;
@@ -96,7 +99,8 @@ INLINE void attn_prep_head(device const bf16_t *qp, device const bf16_t *k, devi
   for (int i = tid; i < D; i += nthreads) {
     if (i < pairs) {
       float invFreq = powf(theta, -(float)(2 * i) / (float)rotDims);
-      float a = (float)ropePos * invFreq;
+      int p = i % 3 == 1 && i < 3 * sh ? ph : (i % 3 == 2 && i < 3 * sw ? pw : pt);
+      float a = (float)p * invFreq;
       float c = cosf(a), s = sinf(a);
       float x1 = y[i], x2 = y[i + pairs];
       dst[i] = f32_to_bf16(x1 * c - x2 * s);
@@ -111,9 +115,11 @@ INLINE void attn_prep_head(device const bf16_t *qp, device const bf16_t *k, devi
 // threadgroup per (t, head) of the Hq query heads and then the Hkv key heads:
 // split_qgate_bf16 (qp [T, Hq, 2D] → q and gate [T, Hq, D]), rms_norm_bf16 of
 // each q head with q_norm [D] and of each k head (k [T, Hkv, D]) with k_norm,
-// rope_neox_bf16 of both (rotDims, token t at pos0 + t, theta), and
-// kv_append_bf16 of the normed, rotated k and of v [T, Hkv, D] into kcache and
-// vcache [Hkv, Cap, D] at pos0. k and v are read only.
+// rope_neox_bf16 of both (rotDims, token t at position pos0 + shift + t,
+// theta), and kv_append_bf16 of the normed, rotated k and of v [T, Hkv, D]
+// into kcache and vcache [Hkv, Cap, D] at row pos0 + t. k and v are read
+// only. shift is a cache's multimodal RoPE offset (0 until an image: after
+// one, text continues from the image's largest position + 1).
 // launch: grid(T * (Hq + Hkv)) group(ATTN_PREP_THREADS)
 // requires: D <= ATTN_PREP_THREADS
 KERNEL(attn_prep_bf16,
@@ -134,14 +140,16 @@ KERNEL(attn_prep_bf16,
        PARAM(int, pos0, 14),
        PARAM(int, Cap, 15),
        PARAM(float, theta, 16),
-       PARAM(float, eps, 17)) {
+       PARAM(float, eps, 17),
+       PARAM(int, shift, 18)) {
   GRID_WAIT();
   TG_MEM(float, partial, 32);
   TG_MEM(float, y, ATTN_PREP_THREADS);
   int t = TGID_X / (Hq + Hkv);
   if (t >= T) return;  // uniform across the threadgroup
+  int p = pos0 + shift + t;
   attn_prep_head(qp, k, v, q_norm, k_norm, q, gate, kcache, vcache, Hq, Hkv, D, rotDims, t, TGID_X % (Hq + Hkv),
-                 pos0 + t, pos0 + t, Cap, theta, eps, partial, y, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
+                 pos0 + t, p, p, p, 0, 0, Cap, theta, eps, partial, y, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
 }
 
 // attn_prep_tree_bf16: attn_prep_bf16 over a draft tree: token t is rotated at
@@ -175,7 +183,49 @@ KERNEL(attn_prep_tree_bf16,
   int t = TGID_X / (Hq + Hkv);
   if (t >= T) return;  // uniform across the threadgroup
   attn_prep_head(qp, k, v, q_norm, k_norm, q, gate, kcache, vcache, Hq, Hkv, D, rotDims, t, TGID_X % (Hq + Hkv),
-                 pos0 + t, pos[t], Cap, theta, eps, partial, y, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
+                 pos0 + t, pos[t], pos[t], pos[t], 0, 0, Cap, theta, eps, partial, y, TID_X, TG_SIZE_X, LANE, SIMD_ID,
+                 SIMD_COUNT);
+}
+
+// attn_prep_mrope_bf16: attn_prep_bf16 with multimodal RoPE (Qwen3.5's
+// interleaved mRoPE): token t has three positions pos[t] = (t, h, w) (i32
+// [T, 3]: an image's tokens its time, row and column, text all three
+// alike), and rotary frequency i turns by h where i % 3 == 1 and i < 3·sh,
+// by w where i % 3 == 2 and i < 3·sw, by t otherwise (mrope_section
+// [st, sh, sw]); its key and value go to cache row pos0 + t. Other buffers
+// and the grid as attn_prep_bf16.
+// launch: grid(T * (Hq + Hkv)) group(ATTN_PREP_THREADS)
+// requires: D <= ATTN_PREP_THREADS
+KERNEL(attn_prep_mrope_bf16,
+       BUFFER(const bf16_t, qp, 0),
+       BUFFER(const bf16_t, k, 1),
+       BUFFER(const bf16_t, v, 2),
+       BUFFER(const bf16_t, q_norm, 3),
+       BUFFER(const bf16_t, k_norm, 4),
+       BUFFER(bf16_t, q, 5),
+       BUFFER(bf16_t, gate, 6),
+       BUFFER(bf16_t, kcache, 7),
+       BUFFER(bf16_t, vcache, 8),
+       BUFFER(const int, pos, 9),
+       PARAM(int, T, 10),
+       PARAM(int, Hq, 11),
+       PARAM(int, Hkv, 12),
+       PARAM(int, D, 13),
+       PARAM(int, rotDims, 14),
+       PARAM(int, pos0, 15),
+       PARAM(int, Cap, 16),
+       PARAM(int, sh, 17),
+       PARAM(int, sw, 18),
+       PARAM(float, theta, 19),
+       PARAM(float, eps, 20)) {
+  GRID_WAIT();
+  TG_MEM(float, partial, 32);
+  TG_MEM(float, y, ATTN_PREP_THREADS);
+  int t = TGID_X / (Hq + Hkv);
+  if (t >= T) return;  // uniform across the threadgroup
+  attn_prep_head(qp, k, v, q_norm, k_norm, q, gate, kcache, vcache, Hq, Hkv, D, rotDims, t, TGID_X % (Hq + Hkv),
+                 pos0 + t, pos[3 * t], pos[3 * t + 1], pos[3 * t + 2], sh, sw, Cap, theta, eps, partial, y, TID_X,
+                 TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
 }
 
 // attention_bf16 works on heads of up to ATTN_MAX_D dims: each lane of a

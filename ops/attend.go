@@ -87,19 +87,20 @@ func Attend(c *Ctx, q, keys, values, out Tensor, kvLen int, scale float32, parti
 	}
 }
 
-// AttnPreamble is attention's preamble for T tokens at positions pos0..: qp
-// bf16 [T, Hq, 2D] split into the query (normed by qNorm, rotated) and its
-// gate, k normed by kNorm and rotated, and k and v appended to the cache at
-// pos0. One launch where the plan fuses it (attn_prep_bf16).
-func AttnPreamble(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, keys, values Tensor, rotaryDims, pos0 int, theta, eps float32) {
+// AttnPreamble is attention's preamble for T tokens at cache rows pos0..,
+// rotated at positions pos0 + shift..: qp bf16 [T, Hq, 2D] split into the
+// query (normed by qNorm, rotated) and its gate, k normed by kNorm and
+// rotated, and k and v appended to the cache at pos0. One launch where the
+// plan fuses it (attn_prep_bf16).
+func AttnPreamble(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, keys, values Tensor, rotaryDims, pos0, shift int, theta, eps float32) {
 	if c.Plan.AttnPrep && q.Shape[2] <= AttnPrepMaxD {
-		AttnPrep(c, qp, k, v, qNorm, kNorm, q, gate, keys, values, rotaryDims, pos0, theta, eps)
+		AttnPrep(c, qp, k, v, qNorm, kNorm, q, gate, keys, values, rotaryDims, pos0, shift, theta, eps)
 		return
 	}
 	SplitQGate(c, qp, q, gate)
 	RMSNorm(c, q, qNorm, q, eps)
 	RMSNorm(c, k, kNorm, k, eps)
-	RoPE(c, q, rotaryDims, pos0, theta)
-	RoPE(c, k, rotaryDims, pos0, theta)
+	RoPE(c, q, rotaryDims, pos0+shift, theta)
+	RoPE(c, k, rotaryDims, pos0+shift, theta)
 	KVAppend(c, k, v, keys, values, pos0)
 }

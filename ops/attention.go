@@ -31,11 +31,15 @@ func RoPE(c *Ctx, x Tensor, rotDims, pos0 int, theta float32) {
 
 // AttnPrep is the attention preamble in one dispatch: SplitQGate of qp bf16
 // [T, Hq, 2D] into q and gate bf16 [T, Hq, D], RMSNorm of the q heads (qNorm)
-// and of the k heads (k bf16 [T, Hkv, D], kNorm), RoPE of both at pos0, and
-// KVAppend of the normed, rotated k and of v into the caches bf16 [Hkv, Cap, D].
-// k and v are left as they are.
-func AttnPrep(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache Tensor, rotDims, pos0 int, theta, eps float32) {
-	c.dispatch("attn_prep_bf16", attnPrepArgs(c, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache, rotDims, pos0, theta, eps)...)
+// and of the k heads (k bf16 [T, Hkv, D], kNorm), RoPE of both at positions
+// pos0 + shift + t, and KVAppend of the normed, rotated k and of v into the
+// caches bf16 [Hkv, Cap, D] at rows pos0 + t. k and v are left as they are.
+func AttnPrep(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache Tensor, rotDims, pos0, shift int, theta, eps float32) {
+	if pos0+shift < 0 {
+		fail("attn_prep: a shift of %d at %d", shift, pos0)
+	}
+	args := attnPrepArgs(c, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache, rotDims, pos0, theta, eps)
+	c.dispatch("attn_prep_bf16", append(args, backend.Int(shift))...)
 }
 
 // attnPrepArgs checks AttnPrep's arguments and lays them out: the nine

@@ -75,3 +75,20 @@ func AttentionTree(c *Ctx, q, kCache, vCache, mask, out Tensor, kvLen int, scale
 	c.dispatch("attention_tree_bf16", q.Arg(), kCache.Arg(), vCache.Arg(), mask.Arg(), out.Arg(),
 		backend.Int(t), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity), backend.Int(kvLen), backend.Float(scale))
 }
+
+// AttnPrepMRoPE is AttnPrep with Qwen3.5's interleaved multimodal RoPE: token
+// t's positions pos[t] = (t, h, w) (i32 [T, 3]), rotary frequency i turning
+// by h where i % 3 == 1 and i < 3·sections[1], by w where i % 3 == 2 and
+// i < 3·sections[2], by t otherwise; its key and value at pos0 + t. Heads of
+// up to AttnPrepMaxD dims.
+func AttnPrepMRoPE(c *Ctx, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache, pos Tensor, sections [3]int, rotDims, pos0 int, theta, eps float32) {
+	checkDType("attn_prep mrope pos", pos, backend.I32)
+	if !(len(q.Shape) == 3 && pos.Elements() == 3*q.Shape[0] && q.Shape[2] <= AttnPrepMaxD) {
+		fail("attn_prep mrope: q %v pos %v", q, pos)
+	}
+	args := attnPrepArgs(c, qp, k, v, qNorm, kNorm, q, gate, kCache, vCache, rotDims, pos0, theta, eps)
+	// attnPrepArgs ends ..., Cap, theta, eps: the sections go between.
+	args = append(append(args[:9:9], pos.Arg()), args[9:16]...)
+	args = append(args, backend.Int(sections[1]), backend.Int(sections[2]), backend.Float(theta), backend.Float(eps))
+	c.dispatch("attn_prep_mrope_bf16", args...)
+}

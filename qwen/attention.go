@@ -77,11 +77,16 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tens
 func (a *attention) attend(c *ops.Ctx, cfg *Config, sq seq, qp, k, v, q, gate, attn ops.Tensor) {
 	kv, pos0, t := sq.st, sq.pos0, sq.rows
 	theta, scale := float32(cfg.RopeTheta), float32(1/math.Sqrt(float64(cfg.HeadDim)))
-	if tr := a.shared.tree; tr != nil { // a draft tree (ForwardTree checked the head fits attn_prep)
+	switch tr := a.shared.tree; {
+	case tr != nil: // a draft tree (ForwardTree checked the head fits attn_prep)
 		ops.AttnPrepTree(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, tr.pos, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
 		ops.AttentionTree(c, q, kv.keys, kv.values, tr.mask, attn, pos0+t, scale)
 		return
+	case sq.rot.Buf != nil: // a prompt with an image: each row's (time, row, column)
+		ops.AttnPrepMRoPE(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, sq.rot, cfg.Vision.Sections,
+			cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
+	default:
+		ops.AttnPreamble(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, cfg.RotaryDims(), pos0, sq.shift, theta, cfg.RMSNormEps)
 	}
-	ops.AttnPreamble(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
 	ops.Attend(c, q, kv.keys, kv.values, attn, pos0+t, scale, a.shared.partial, a.shared.promptPartial)
 }

@@ -30,7 +30,16 @@ type Cache struct {
 	mtpHidden ops.Tensor
 	mtpKept   ops.Tensor
 	mtpStale  bool
+	// ropeShift is the multimodal RoPE offset: 0 until a prompt with an
+	// image, after which the next token's rotary position is Offset +
+	// ropeShift (transformers' rope_deltas: an image of R×C merged tokens
+	// advances the positions by max(R, C), not R·C).
+	ropeShift int
 }
+
+// RopeShift is the cache's multimodal RoPE offset: the next token is rotated
+// at position Offset + RopeShift.
+func (k *Cache) RopeShift() int { return k.ropeShift }
 
 type layerCache struct {
 	keys, values ops.Tensor // attention: bf16 [Hkv, Capacity, headDim], after k_norm and RoPE
@@ -184,7 +193,7 @@ func (k *Cache) Bytes() int64 {
 // Reset empties the cache for a new sequence (zeroes the GDN states on the
 // device; keys past Offset are never read, so they are left as they are).
 func (k *Cache) Reset(c *ops.Ctx) error {
-	k.Offset, k.mtpStale = 0, false
+	k.Offset, k.mtpStale, k.ropeShift = 0, false, 0
 	if k.gdn.Buf != nil {
 		ops.Fill(c, k.gdn)
 	}

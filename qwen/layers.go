@@ -23,6 +23,11 @@ type seq struct {
 	st   *layerCache
 	pos0 int
 	rows int
+	// shift is the cache's multimodal RoPE offset: rows rotated at pos0 +
+	// shift + t. rot, when set, gives every row's three positions instead,
+	// i32 [rows, 3] (a prompt holding an image).
+	shift int
+	rot   ops.Tensor
 }
 
 // one is the seqs of a forward of one sequence.

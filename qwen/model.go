@@ -37,6 +37,8 @@ type Model struct {
 	// has none usable; VisionProblem says why one that is declared is not used.
 	vision        *visionTower
 	VisionProblem string
+	// mm is the ForwardMultimodal under way (its positions and images), nil otherwise.
+	mm *Multimodal
 }
 
 // Load binds the checkpoint's weights for cfg (both from Open) on the context's
@@ -172,7 +174,9 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 	}
 	logits := m.logits(c, final)
 	if m.mtp != nil {
-		if m.MTPOn && m.tree == nil && cache.mtp.keys.Buf != nil {
+		// The head's rows are rotated at plain positions: after an image it
+		// is out of step (drafts resume with the next conversation).
+		if m.MTPOn && m.tree == nil && cache.mtp.keys.Buf != nil && m.mm == nil && cache.ropeShift == 0 {
 			m.mtpUpdate(c, cache, ids, normed, pos0, t)
 		} else {
 			cache.mtpStale = true // a draft tree's rows are no sequence
@@ -213,10 +217,17 @@ func (m *Model) run(c *ops.Ctx, ids ops.Tensor, caches []*Cache, rows int, inspe
 	m.seqs = m.seqs[:0]
 	for _, k := range caches {
 		capacity = max(capacity, k.Capacity)
-		m.seqs = append(m.seqs, seq{pos0: k.Offset, rows: rows})
+		m.seqs = append(m.seqs, seq{pos0: k.Offset, rows: rows, shift: k.ropeShift})
 	}
 	x := s.Get("forward.x", ops.BF16, t, cfg.HiddenSize) // the residual stream
 	ops.Embed(c, ids, m.embed, x)
+	if m.mm != nil {
+		rot, err := m.placeImages(c, x)
+		if err != nil {
+			return ops.Tensor{}, err
+		}
+		m.seqs[0].rot = rot
+	}
 	if inspect != nil {
 		if err := inspect(-1, x); err != nil {
 			return ops.Tensor{}, err

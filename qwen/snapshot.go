@@ -26,6 +26,8 @@ type Snapshot struct {
 	stateOnly bool
 	// mtpStale is the cache's: whether the MTP head's state is out of step.
 	mtpStale bool
+	// ropeShift is the cache's multimodal RoPE offset (cache.go).
+	ropeShift int
 }
 
 // Bytes is the device memory the snapshot holds.
@@ -119,7 +121,7 @@ func (k *Cache) take(c *ops.Ctx, s *Snapshot, stateOnly bool) error {
 		}
 		s.mem = mem
 	}
-	s.Offset, s.stateOnly, s.mtpStale = k.Offset, stateOnly, k.mtpStale
+	s.Offset, s.stateOnly, s.mtpStale, s.ropeShift = k.Offset, stateOnly, k.mtpStale, k.ropeShift
 	s.kv, s.gdn = s.kv[:0], s.gdn[:0]
 	at := 0
 	for i, t := range append(append([]ops.Tensor(nil), kv...), gdn...) {
@@ -161,7 +163,7 @@ func (k *Cache) Restore(c *ops.Ctx, s *Snapshot) error {
 	for i := range gdn {
 		ops.CopyAligned(c, s.gdn[i], gdn[i])
 	}
-	k.Offset, k.mtpStale = s.Offset, s.mtpStale
+	k.Offset, k.mtpStale, k.ropeShift = s.Offset, s.mtpStale, s.ropeShift
 	return nil
 }
 

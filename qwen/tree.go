@@ -71,7 +71,7 @@ func (m *Model) ForwardTree(c *ops.Ctx, cache *Cache, tokens []int32, parent []i
 	if err := cache.ArmRecord(c, m); err != nil {
 		return ops.Tensor{}, err
 	}
-	par, pos, mask := treeLayout(parent, cache.Offset)
+	par, pos, mask := treeLayout(parent, cache.Offset+cache.ropeShift)
 	t := len(tokens)
 	s := c.Scratch
 	tr := &treeStep{parent: s.Get("tree.parent", ops.I32, t), pos: s.Get("tree.pos", ops.I32, t), mask: s.Get("tree.mask", ops.I32, t)}

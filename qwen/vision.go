@@ -28,19 +28,50 @@ type VisionConfig struct {
 	Positions    int    `json:"num_position_embeddings"`
 	DeepstackAt  []int  `json:"deepstack_visual_indexes"`
 	HiddenAct    string `json:"hidden_act"`
+
+	// From the rest of config.json: the image's tokens (image_token_id,
+	// vision_start_token_id, vision_end_token_id; Qwen3.5's 248056, 248053,
+	// 248054 when absent) and the text model's multimodal RoPE sections
+	// (rope_parameters.mrope_section; [11, 11, 10] when absent): rotary
+	// frequency i turns by an image token's row where i % 3 == 1 and
+	// i < 3·Sections[1], by its column where i % 3 == 2 and i < 3·Sections[2].
+	ImageToken, VisionStart, VisionEnd int32  `json:"-"`
+	Sections                           [3]int `json:"-"`
 }
 
 // parseVisionConfig reads config.json's vision_config; nil when it has none.
 func parseVisionConfig(data []byte) (*VisionConfig, error) {
 	var top struct {
-		Vision json.RawMessage `json:"vision_config"`
+		Vision      json.RawMessage `json:"vision_config"`
+		ImageToken  *int32          `json:"image_token_id"`
+		VisionStart *int32          `json:"vision_start_token_id"`
+		VisionEnd   *int32          `json:"vision_end_token_id"`
+		Text        *struct {
+			Rope *struct {
+				Sections []int `json:"mrope_section"`
+			} `json:"rope_parameters"`
+		} `json:"text_config"`
 	}
 	if err := json.Unmarshal(data, &top); err != nil || top.Vision == nil {
 		return nil, nil // the text model's parse reports a broken file
 	}
-	v := &VisionConfig{InChannels: 3}
+	v := &VisionConfig{InChannels: 3, ImageToken: 248056, VisionStart: 248053, VisionEnd: 248054, Sections: [3]int{11, 11, 10}}
 	if err := json.Unmarshal(top.Vision, v); err != nil {
 		return nil, fmt.Errorf("vision_config: %w", jsonmsg.Explain(err, top.Vision))
+	}
+	for _, t := range []struct {
+		dst *int32
+		v   *int32
+	}{{&v.ImageToken, top.ImageToken}, {&v.VisionStart, top.VisionStart}, {&v.VisionEnd, top.VisionEnd}} {
+		if t.v != nil {
+			*t.dst = *t.v
+		}
+	}
+	if top.Text != nil && top.Text.Rope != nil && top.Text.Rope.Sections != nil {
+		if len(top.Text.Rope.Sections) != 3 {
+			return nil, fmt.Errorf("rope_parameters.mrope_section is %v, want three numbers", top.Text.Rope.Sections)
+		}
+		v.Sections = [3]int(top.Text.Rope.Sections)
 	}
 	return v, nil
 }
@@ -62,6 +93,11 @@ func (v *VisionConfig) check(textHidden int) error {
 	}
 	if v.OutHidden != 0 && v.OutHidden != textHidden {
 		return fmt.Errorf("vision_config: out_hidden_size %d, but the text model is %d wide", v.OutHidden, textHidden)
+	}
+	for _, s := range v.Sections {
+		if s < 0 || s > 1<<10 {
+			return fmt.Errorf("rope_parameters.mrope_section is %v", v.Sections)
+		}
 	}
 	if len(v.DeepstackAt) > 0 {
 		return fmt.Errorf("vision_config: DeepStack layers %v (Qwen3-VL's), which Qwen3.5 does not have", v.DeepstackAt)

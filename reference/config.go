@@ -23,6 +23,7 @@ type config struct {
 	NormTopK                                bool
 
 	RopeTheta, Partial float64
+	Sections           [3]int // rope_parameters.mrope_section (images' positions)
 }
 
 func readConfig(dir string) (*config, error) {
@@ -60,8 +61,9 @@ func readConfig(dir string) (*config, error) {
 		SharedInter  int      `json:"shared_expert_intermediate_size"`
 		NormTopK     *bool    `json:"norm_topk_prob"`
 		Rope         *struct {
-			Theta   *float64 `json:"rope_theta"`
-			Partial *float64 `json:"partial_rotary_factor"`
+			Theta    *float64 `json:"rope_theta"`
+			Partial  *float64 `json:"partial_rotary_factor"`
+			Sections []int    `json:"mrope_section"`
 		} `json:"rope_parameters"`
 	}
 	if err := json.Unmarshal(text, &t); err != nil {
@@ -73,6 +75,7 @@ func readConfig(dir string) (*config, error) {
 		Hk: t.Hk, Hv: t.Hv, Dk: t.Dk, Dv: t.Dv, ConvK: 4,
 		Experts: t.Experts, TopK: t.TopK, ExpertInter: t.ExpertInter, SharedInter: t.SharedInter, NormTopK: true,
 		RopeTheta: 100000, Partial: 0.25, // mlx-lm's defaults when rope_parameters lacks them
+		Sections: [3]int{11, 11, 10}, // transformers' Qwen3.5 default
 	}
 	if t.Eps != nil {
 		c.Eps = *t.Eps
@@ -92,6 +95,9 @@ func readConfig(dir string) (*config, error) {
 		}
 		if t.Rope.Partial != nil {
 			c.Partial = *t.Rope.Partial
+		}
+		if len(t.Rope.Sections) == 3 {
+			c.Sections = [3]int(t.Rope.Sections)
 		}
 	}
 	if c.HeadDim == 0 && c.Heads > 0 {

@@ -71,6 +71,7 @@ func (m *Model) Layers() int { return m.cfg.Layers }
 // attention layer.
 type State struct {
 	pos    int
+	shift  int // rope_deltas: positions after an image run behind pos by it
 	layers []layerState
 }
 
@@ -109,13 +110,42 @@ func (s *State) Pos() int { return s.pos }
 // when not nil, sees the residual stream [len(ids)][hidden] after each layer
 // (layer −1: the embedding).
 func (m *Model) Forward(s *State, ids []int32, r Rounding, hook func(layer int, h [][]float64)) ([][]float64, error) {
-	c := m.cfg
-	f := &fwd{m: m, r: r}
+	return m.forward(&fwd{m: m, r: r, shift: s.shift}, s, ids, nil, hook)
+}
+
+// ForwardMultimodal is Forward for tokens that hold images (transformers'
+// Qwen3_5Model with pixel values): rows[t], where set, replaces token t's
+// embedding (an image pad's: the tower's output for it), and token t is
+// rotated at positions[t] = (time, row, column), rotary frequency i taking
+// the row where i % 3 == 1 and i < 3·mrope_section[1], the column where
+// i % 3 == 2 and i < 3·mrope_section[2], the time otherwise
+// (apply_interleaved_mrope). Afterwards the state's positions go on from the
+// largest + 1 (rope_deltas).
+func (m *Model) ForwardMultimodal(s *State, ids []int32, rows map[int][]float64, positions [][3]int, r Rounding) ([][]float64, error) {
+	if len(positions) != len(ids) {
+		return nil, fmt.Errorf("%d positions for %d tokens", len(positions), len(ids))
+	}
+	logits, err := m.forward(&fwd{m: m, r: r, positions: positions}, s, ids, rows, nil)
+	if err == nil {
+		last := positions[len(ids)-1]
+		s.shift = max(last[0], last[1], last[2]) + 1 - s.pos
+	}
+	return logits, err
+}
+
+func (m *Model) forward(f *fwd, s *State, ids []int32, rows map[int][]float64, hook func(layer int, h [][]float64)) ([][]float64, error) {
+	c, r := m.cfg, f.r
 	x := make([][]float64, len(ids))
 	for t, id := range ids {
 		row, err := m.w.embedding(c, int(id))
 		if err != nil {
 			return nil, err
+		}
+		if img, ok := rows[t]; ok {
+			if len(img) != c.Hidden {
+				return nil, fmt.Errorf("token %d: an image row of %d values, want %d", t, len(img), c.Hidden)
+			}
+			row = img
 		}
 		x[t] = f.round(append([]float64(nil), row...))
 	}
@@ -180,6 +210,10 @@ func (m *Model) Forward(s *State, ids []int32, r Rounding, hook func(layer int, 
 type fwd struct {
 	m *Model
 	r Rounding
+	// positions are the tokens' multimodal rotary positions (ForwardMultimodal);
+	// without them token t is at pos0 + shift + t on all three axes.
+	positions [][3]int
+	shift     int
 }
 
 // rnd rounds one value to bf16 in the MLX modes.

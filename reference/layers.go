@@ -138,7 +138,10 @@ func (f *fwd) attention(p string, x [][]float64, st *layerState, pos0 int) ([][]
 	queries := make([][][]float64, len(x)) // [T][Hq][D]
 	gates := make([][]float64, len(x))     // [T][Hq·D]
 	for t := range x {
-		pos := pos0 + t
+		pos := [3]int{pos0 + f.shift + t, pos0 + f.shift + t, pos0 + f.shift + t}
+		if f.positions != nil {
+			pos = f.positions[t]
+		}
 		queries[t] = make([][]float64, Hq)
 		gates[t] = make([]float64, Hq*D)
 		for h := range Hq {
@@ -192,12 +195,22 @@ func (f *fwd) attention(p string, x [][]float64, st *layerState, pos0 int) ([][]
 }
 
 // rope rotates the first rot dims of x at position pos (NeoX halves: x_i with
-// x_{i+rot/2}, angle pos·θ^(−2i/rot)); the rest pass unchanged.
-func (f *fwd) rope(x []float64, rot, pos int) []float64 {
+// x_{i+rot/2}, angle pos·θ^(−2i/rot)); the rest pass unchanged. With
+// multimodal positions pos = (time, row, column), frequency i takes the row
+// where i % 3 == 1 and i < 3·sections[1], the column where i % 3 == 2 and
+// i < 3·sections[2], the time otherwise (text: all three alike).
+func (f *fwd) rope(x []float64, rot int, pos [3]int) []float64 {
 	half := rot / 2
 	out := append([]float64(nil), x...)
+	sec := f.m.cfg.Sections
 	for i := range half {
-		a := float64(pos) * math.Pow(f.m.cfg.RopeTheta, -2*float64(i)/float64(rot))
+		p := pos[0]
+		if i%3 == 1 && i < 3*sec[1] {
+			p = pos[1]
+		} else if i%3 == 2 && i < 3*sec[2] {
+			p = pos[2]
+		}
+		a := float64(p) * math.Pow(f.m.cfg.RopeTheta, -2*float64(i)/float64(rot))
 		cos, sin := math.Cos(a), math.Sin(a)
 		x1, x2 := x[i], x[i+half]
 		out[i] = f.rnd(x1*cos - x2*sin)

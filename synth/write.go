@@ -426,6 +426,15 @@ func config(s Shape, q Quant, overrides map[string]any) map[string]any {
 		"tie_word_embeddings": s.Tied, "eos_token_id": s.Vocab - 1, "bagel_synthetic": true}
 	if s.Vision != nil {
 		top["vision_config"] = visionConfig(*s.Vision, s.Hidden)
+		// The image's tokens: Qwen3.5's ids where the vocabulary has them,
+		// else near its end (below the end of sequence).
+		pad, start, end := 248056, 248053, 248054
+		if s.Vocab <= pad {
+			pad, start, end = s.Vocab-3, s.Vocab-5, s.Vocab-4
+		}
+		top["image_token_id"], top["vision_start_token_id"], top["vision_end_token_id"] = pad, start, end
+		rope := text["rope_parameters"].(map[string]any)
+		rope["mrope_section"], rope["mrope_interleaved"] = []int{11, 11, 10}, true
 	}
 	return top
 }

@@ -448,19 +448,20 @@ func Specs() []Spec {
 		})
 	}
 
-	// attn_prep_bf16: qp, k, v, q_norm, k_norm, q, gate, kcache, vcache | T, Hq, Hkv, D, rotDims, pos0, Cap, theta, eps
-	for _, p := range []struct{ T, Hq, Hkv, D, rot, Cap, pos0 int }{
-		{1, qHeads, kvHeads, headDim, 64, 4096, 4095}, {7, qHeads, kvHeads, headDim, 64, 64, 10}, {3, 6, 2, 80, 80, 5, 2},
-		{2, 4, 4, 128, 32, 40, 0},
+	// attn_prep_bf16: qp, k, v, q_norm, k_norm, q, gate, kcache, vcache | T, Hq, Hkv, D, rotDims, pos0, Cap, theta, eps, shift
+	// (a negative shift: a cache's positions after an image run behind its rows)
+	for _, p := range []struct{ T, Hq, Hkv, D, rot, Cap, pos0, shift int }{
+		{1, qHeads, kvHeads, headDim, 64, 4096, 4095, 0}, {7, qHeads, kvHeads, headDim, 64, 64, 10, 0}, {3, 6, 2, 80, 80, 5, 2, 0},
+		{2, 4, 4, 128, 32, 40, 0, 0}, {1, qHeads, kvHeads, headDim, 64, 4096, 1500, -992},
 	} {
-		add("attn_prep_bf16", false, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d rot=%d Cap=%d pos0=%d", p.T, p.Hq, p.Hkv, p.D, p.rot, p.Cap, p.pos0), func(g gen) *Case {
+		add("attn_prep_bf16", false, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d rot=%d Cap=%d pos0=%d shift=%d", p.T, p.Hq, p.Hkv, p.D, p.rot, p.Cap, p.pos0, p.shift), func(g gen) *Case {
 			n, c := p.T*p.Hkv*p.D, p.Hkv*p.Cap*p.D
 			return &Case{Tol: tolBF16, Buffers: []Buffer{
 				in("qp", backend.BF16, g.bf16(p.T*p.Hq*2*p.D, 1)), in("k", backend.BF16, g.bf16(n, 1)), in("v", backend.BF16, g.bf16(n, 1)),
 				in("q_norm", backend.BF16, g.bf16(p.D, 1)), in("k_norm", backend.BF16, g.bf16(p.D, 1)),
 				out("q", backend.BF16, p.T*p.Hq*p.D), out("gate", backend.BF16, p.T*p.Hq*p.D),
 				inout("kcache", backend.BF16, g.bf16(c, 1)), inout("vcache", backend.BF16, g.bf16(c, 1)),
-			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.rot, p.pos0, p.Cap), backend.Float(1e7), backend.Float(1e-6))}
+			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.rot, p.pos0, p.Cap), backend.Float(1e7), backend.Float(1e-6), backend.Int(p.shift))}
 		})
 	}
 
@@ -513,6 +514,27 @@ func Specs() []Spec {
 				out("q", backend.BF16, p.T*p.Hq*p.D), out("gate", backend.BF16, p.T*p.Hq*p.D),
 				inout("kcache", backend.BF16, g.bf16(c, 1)), inout("vcache", backend.BF16, g.bf16(c, 1)), in("pos", backend.I32, pos),
 			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.rot, p.pos0, p.Cap), backend.Float(1e7), backend.Float(1e-6))}
+		})
+	}
+
+	// attn_prep_mrope_bf16: as attn_prep_tree_bf16 with pos i32 [T, 3] | ..., Cap, sh, sw, theta, eps.
+	// An image's rows (time fixed, rows and columns) after text, Qwen3.5's
+	// sections [11, 11, 10] over 64 rotary dims; odd sections on a small head.
+	for _, p := range []struct{ T, Hq, Hkv, D, rot, Cap, pos0, sh, sw int }{
+		{40, qHeads, kvHeads, headDim, 64, 4096, 1000, 11, 10}, {7, 6, 2, 80, 80, 20, 3, 5, 3},
+	} {
+		add("attn_prep_mrope_bf16", false, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d rot=%d Cap=%d pos0=%d sections=%d,%d", p.T, p.Hq, p.Hkv, p.D, p.rot, p.Cap, p.pos0, p.sh, p.sw), func(g gen) *Case {
+			n, c := p.T*p.Hkv*p.D, p.Hkv*p.Cap*p.D
+			pos := make([]int32, 3*p.T)
+			for t := range p.T {
+				pos[3*t], pos[3*t+1], pos[3*t+2] = int32(p.pos0), int32(p.pos0+t/4), int32(p.pos0+t%4)
+			}
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("qp", backend.BF16, g.bf16(p.T*p.Hq*2*p.D, 1)), in("k", backend.BF16, g.bf16(n, 1)), in("v", backend.BF16, g.bf16(n, 1)),
+				in("q_norm", backend.BF16, g.bf16(p.D, 1)), in("k_norm", backend.BF16, g.bf16(p.D, 1)),
+				out("q", backend.BF16, p.T*p.Hq*p.D), out("gate", backend.BF16, p.T*p.Hq*p.D),
+				inout("kcache", backend.BF16, g.bf16(c, 1)), inout("vcache", backend.BF16, g.bf16(c, 1)), in("pos", backend.I32, i32Bytes(pos)),
+			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.rot, p.pos0, p.Cap, p.sh, p.sw), backend.Float(1e7), backend.Float(1e-6))}
 		})
 	}
 
