@@ -75,6 +75,11 @@ func (e *Engine) GenerateBatch(ctx context.Context, reqs []Request, contextLengt
 	if len(reqs) == 0 || len(reqs) > MaxBatch {
 		return nil, fmt.Errorf("a batch runs 1 to %d replies, got %d", MaxBatch, len(reqs))
 	}
+	for i, req := range reqs {
+		if len(req.Images) > 0 {
+			return nil, fmt.Errorf("reply %d of the batch holds images: a batch takes text only (generate it alone)", i)
+		}
+	}
 	n, err := e.batchContext(len(reqs), contextLength)
 	if err != nil {
 		return nil, err

@@ -252,8 +252,8 @@ func (e *Engine) Parallel(limit, contextLength int) (*Parallel, error) {
 // Generate streams req's reply as Engine.Generate does, stepping it with the
 // other replies under way.
 func (p *Parallel) Generate(ctx context.Context, req Request) <-chan Event {
-	if req.Logprobs || req.Drafter != nil || req.TreeWidth > 0 {
-		return p.e.Generate(ctx, req)
+	if req.Logprobs || req.Drafter != nil || req.TreeWidth > 0 || len(req.Images) > 0 {
+		return p.e.Generate(ctx, req) // (a batch's slots take text only)
 	}
 	s := newBatchSeq(ctx, p.e, req)
 	s.counted = &p.tokens

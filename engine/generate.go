@@ -64,6 +64,11 @@ type Request struct {
 	// setting: a larger chunk reads a long prompt faster (each expert's
 	// weights are read once a chunk) and takes more scratch memory.
 	PrefillChunk int
+	// Images are the prompt's images (EncodeImage), in the order the prompt
+	// holds them: each user message's Images count, or one image pad token
+	// each in PromptIDs, expanded into the image's tokens as the processor
+	// does. Prompt reuse tells images apart by their bytes.
+	Images []*Image
 }
 
 // EventKind tells what an Event carries.
@@ -162,6 +167,9 @@ type generation struct {
 	e   *Engine
 	ctx context.Context
 	out chan Event // this goroutine is its only sender
+	// images lays out the prompt's images (nil without any): the prefill's
+	// chunks that hold one run ForwardMultimodal.
+	images *imagePrompt
 }
 
 // send delivers ev and reports whether the generation should go on. Once the
@@ -323,6 +331,13 @@ func (g *generation) run(req Request) error {
 		return err
 	}
 	keepAt := e.conversationEnd(req, prompt)
+	key := prompt // what prompt reuse matches: the ids, images told apart by their bytes
+	if g.images, err = e.promptImages(prompt, req.Images); err != nil {
+		return err
+	} else if g.images != nil {
+		keepAt = g.images.expanded(keepAt)
+		prompt, key = g.images.ids, g.images.key()
+	}
 	if req.NoPromptCache {
 		keepAt = 0 // prefill's first span then keeps nothing
 	}
@@ -335,7 +350,7 @@ func (g *generation) run(req Request) error {
 	}
 	start := time.Now()
 	prefillGPU0, _ := e.gpuTime()
-	reused, err := e.reuse(prompt)
+	reused, err := e.reuse(key)
 	if err != nil {
 		return err
 	}
@@ -347,7 +362,7 @@ func (g *generation) run(req Request) error {
 		// the cache after the next generation has taken it.
 		defer func() { _ = plan.pipe.stop() }()
 	}
-	if cancelled, err := g.prefill(prompt, reused, keepAt, cmp.Or(req.PrefillChunk, e.prefillChunk), &st); err != nil || cancelled {
+	if cancelled, err := g.prefill(prompt, key, reused, keepAt, cmp.Or(req.PrefillChunk, e.prefillChunk), &st); err != nil || cancelled {
 		return err
 	}
 	id, err := plan.pick.next(prompt[len(prompt)-1:])
@@ -369,7 +384,7 @@ func (g *generation) run(req Request) error {
 // snapshot there for the next turn, then the rest but the last token, whose
 // logits are run last (by the decode plan's picker) and give the first reply
 // token. true: cancelled (the final event sent).
-func (g *generation) prefill(prompt []int32, reused, keepAt, chunk int, st *Stats) (bool, error) {
+func (g *generation) prefill(prompt, key []int32, reused, keepAt, chunk int, st *Stats) (bool, error) {
 	e := g.e
 	for _, span := range [][2]int{{reused, keepAt}, {max(reused, keepAt), len(prompt) - 1}} {
 		for i := span[0]; i < span[1]; i += chunk {
@@ -378,7 +393,7 @@ func (g *generation) prefill(prompt []int32, reused, keepAt, chunk int, st *Stat
 				return true, nil
 			}
 			end := min(i+chunk, span[1])
-			if _, err := e.forwardArgmax(prompt[i:end]); err != nil {
+			if err := g.prefillChunk(prompt, i, end); err != nil {
 				return false, err
 			}
 			st.PrefilledTokens = end
@@ -388,7 +403,7 @@ func (g *generation) prefill(prompt []int32, reused, keepAt, chunk int, st *Stat
 			}
 		}
 		if span[1] == keepAt && keepAt > reused {
-			if err := e.keepSnapshot(prompt[:keepAt]); err != nil {
+			if err := e.keepSnapshot(key[:keepAt]); err != nil {
 				return false, err
 			}
 		}

@@ -28,16 +28,21 @@ type Image struct {
 	embeds []uint16
 }
 
+// visionWhyNot says why the model has no usable tower.
+func (e *Engine) visionWhyNot() string {
+	if e.model.VisionProblem != "" {
+		return e.model.VisionProblem
+	}
+	_, status := e.VisionStatus()
+	return status
+}
+
 // EncodeImage reads an image file (PNG, JPEG, GIF's first frame, WebP) and
 // runs it through the model's vision tower. A model without a tower, or a
 // file that is not an image it can read, gets an error that says which.
 func (e *Engine) EncodeImage(data []byte) (*Image, error) {
 	if !e.model.HasVision() {
-		_, status := e.VisionStatus()
-		if e.model.VisionProblem != "" {
-			status = e.model.VisionProblem
-		}
-		return nil, fmt.Errorf("this model cannot read images: %s", status)
+		return nil, fmt.Errorf("this model cannot read images: %s", e.visionWhyNot())
 	}
 	opts, err := vision.LoadOptions(e.Dir)
 	if err != nil {

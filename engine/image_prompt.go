@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"bagel/ops"
 	"bagel/qwen"
@@ -94,4 +96,64 @@ func (e *Engine) forwardImages(p *imagePrompt, from, to int, all bool) ([]float3
 		return err
 	})
 	return out, err
+}
+
+// promptImages lays out a generation's images over its prompt (one pad
+// each), or returns nil for a prompt without images. A prompt may not end
+// on an image: its last token is run by the plain forward that picks the
+// reply's first.
+func (e *Engine) promptImages(prompt []int32, images []*Image) (*imagePrompt, error) {
+	v := e.Config.Vision
+	if len(images) == 0 && (v == nil || !slices.Contains(prompt, v.ImageToken)) {
+		return nil, nil
+	}
+	if len(images) > 0 && !e.model.HasVision() {
+		return nil, fmt.Errorf("this model cannot read images: %s", e.visionWhyNot())
+	}
+	if prompt[len(prompt)-1] == v.ImageToken {
+		return nil, fmt.Errorf("the prompt ends with an image: text must follow it (the chat template closes it with <|vision_end|>)")
+	}
+	return e.layImages(prompt, images, 0)
+}
+
+// expanded maps index i of the prompt before its pads were expanded to the
+// expanded prompt.
+func (p *imagePrompt) expanded(i int) int {
+	out := i
+	for k, im := range p.images {
+		// The k-th image's pad was at im.at minus the earlier images' extra pads.
+		before := im.at
+		for _, prev := range p.images[:k] {
+			before -= prev.img.Tokens - 1
+		}
+		if before < i {
+			out += im.img.Tokens - 1
+		}
+	}
+	return out
+}
+
+// key is the prompt as prompt reuse matches it: each image's pads replaced
+// by an id no tokenizer makes (negative), drawn from the image's bytes, so
+// that a held conversation is reused only with the same images.
+func (p *imagePrompt) key() []int32 {
+	key := slices.Clone(p.ids)
+	for _, im := range p.images {
+		tag := -1 - int32(binary.LittleEndian.Uint32(im.img.Key[:4])&0x3fffffff)
+		for j := range im.img.Tokens {
+			key[im.at+j] = tag
+		}
+	}
+	return key
+}
+
+// prefillChunk runs prompt[from:to] of a generation's prefill: through the
+// multimodal forward where it holds an image's pads, else the plain one.
+func (g *generation) prefillChunk(prompt []int32, from, to int) error {
+	if g.images != nil && g.images.holdsImage(from, to) {
+		_, err := g.e.forwardImages(g.images, from, to, false)
+		return err
+	}
+	_, err := g.e.forwardArgmax(prompt[from:to])
+	return err
 }

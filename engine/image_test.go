@@ -1,7 +1,13 @@
 package engine
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +19,7 @@ import (
 	"bagel/internal/testmodel"
 	"bagel/qwen"
 	"bagel/reference"
+	"bagel/switches"
 	"bagel/synth"
 	"bagel/vision"
 )
@@ -302,4 +309,110 @@ func logitErrors(got, want [][]float64) (median, p90 float64) {
 	}
 	slices.Sort(d)
 	return d[len(d)/2], d[len(d)*9/10]
+}
+
+// TestGenerateWithAnImage: a greedy reply about an image is the reply its
+// scores teacher-force (the decode after the image runs on the cache's
+// shifted positions); the next turn reuses the held conversation, image and
+// all, and replies as a fresh cache does; the same words about another image
+// of the same size reuse nothing of it; and an image the model cannot place
+// is refused with the reason.
+func TestGenerateWithAnImage(t *testing.T) {
+	dir := visionModelOf(t, 65536)
+	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	defer switches.Reset(SwitchPromptReuse)
+	data, _ := os.ReadFile(filepath.Join("..", "testdata", "vision", "big.png"))
+	imgA, err := e.EncodeImage(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgB, err := e.EncodeImage(repainted(t, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := e.Config.Vision
+	prompt := []int32{5, 17, v.VisionStart, v.ImageToken, v.VisionEnd, 40, 41}
+	reply := func(prompt []int32, img *Image, reuse bool) ([]int32, Stats) {
+		t.Helper()
+		if err := switches.Set(SwitchPromptReuse, reuse); err != nil {
+			t.Fatal(err)
+		}
+		ids, _, done := collect(t, e.Generate(context.Background(), Request{PromptIDs: prompt, Images: []*Image{img}, MaxTokens: 6, IgnoreStop: true}))
+		return ids, done.Stats
+	}
+	first, st := reply(prompt, imgA, true)
+	expanded := len(prompt) - 1 + imgA.Tokens
+	if st.PromptTokens != expanded || len(first) != 6 {
+		t.Fatalf("%d prompt tokens and %d reply tokens, want %d and 6", st.PromptTokens, len(first), expanded)
+	}
+	scores, err := e.Score(append(slices.Clone(prompt), first[:5]...), ScoreOptions{Top: 2, Images: []*Image{imgA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range first {
+		p := scores[expanded-1+i]
+		if p.TopLogits[0]-p.TopLogits[1] > 1e-2 && int32(p.TopIDs[0]) != id {
+			t.Errorf("reply token %d is %d, its teacher-forced top-1 %d", i, id, p.TopIDs[0])
+		}
+	}
+
+	next := append(append(slices.Clone(prompt), first...), 60, 61)
+	cold, _ := reply(next, imgA, false)
+	reply(prompt, imgA, true) // hold the first turn again (the cold reply dropped it)
+	warm, st := reply(next, imgA, true)
+	if st.ReusedPromptTokens != expanded-1 || !slices.Equal(warm, cold) {
+		t.Errorf("second turn: reused %d tokens (want %d), replied %v; a fresh cache replies %v", st.ReusedPromptTokens, expanded-1, warm, cold)
+	}
+	if _, st := reply(prompt, imgB, true); st.ReusedPromptTokens != 0 {
+		t.Errorf("another image of the same size reused %d tokens of the first one's conversation", st.ReusedPromptTokens)
+	}
+
+	for _, c := range []struct {
+		prompt []int32
+		images []*Image
+		want   string
+	}{
+		{prompt, nil, "1 image pads"},
+		{prompt, []*Image{imgA, imgB}, "1 image pads (token"},
+		{prompt[:4], []*Image{imgA}, "ends with an image"},
+	} {
+		_, _, done := collectErr(e.Generate(context.Background(), Request{PromptIDs: c.prompt, Images: c.images, MaxTokens: 2}))
+		if done == nil || !strings.Contains(done.Error(), c.want) {
+			t.Errorf("prompt %v with %d images: %v, want an error naming %q", c.prompt, len(c.images), done, c.want)
+		}
+	}
+}
+
+// collectErr drains a generation and returns its error event's error.
+func collectErr(ch <-chan Event) ([]int32, string, error) {
+	var err error
+	for ev := range ch {
+		if ev.Kind == EventError {
+			err = ev.Err
+		}
+	}
+	return nil, "", err
+}
+
+// repainted is the PNG data with its top-left quarter painted over: the
+// same size, another image.
+func repainted(t *testing.T, data []byte) []byte {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	out := image.NewRGBA(b)
+	draw.Draw(out, b, img, b.Min, draw.Src)
+	draw.Draw(out, image.Rect(0, 0, b.Dx()/2, b.Dy()/2), image.NewUniform(color.RGBA{200, 30, 90, 255}), image.Point{}, draw.Src)
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, out); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -70,14 +70,7 @@ func (e *Engine) ScoreEach(ids []int32, opt ScoreOptions, emit func(Position) er
 		if len(p.ids) > e.ContextLength() {
 			return fmt.Errorf("score: %d tokens with the images' exceed the context length %d", len(p.ids), e.ContextLength())
 		}
-		extra, n := 0, 0
-		for _, id := range ids[:opt.Prefill] { // the same tokens prefilled, with their images' pads
-			if id == v.ImageToken {
-				extra += p.images[n].img.Tokens - 1
-				n++
-			}
-		}
-		opt.Prefill += extra
+		opt.Prefill = p.expanded(opt.Prefill) // the same tokens prefilled, with their images' pads
 		ids = p.ids
 		at := 0
 		forward = func(tokens []int32, all bool) ([]float32, error) {

@@ -56,8 +56,11 @@ func renderQwen3(msgs []Message, opts RenderOptions) (Prompt, error) {
 	for i, m := range msgs {
 		switch {
 		case m.Role == "user" || (m.Role == "system" && i > 0):
+			if m.Images() > 0 {
+				return Prompt{}, errors.New("chat template: the Qwen3 template has no image markers (a Qwen3.5 model's template does)")
+			}
 			b.markup("<|im_start|>" + m.Role + "\n")
-			b.text(m.Content)
+			b.text(partsText(m))
 			b.markup("<|im_end|>\n")
 		case m.Role == "assistant":
 			content, reasoning := m.Content, ""
@@ -156,7 +159,11 @@ func renderQwen35(msgs []Message, opts RenderOptions) (Prompt, error) {
 			}
 		case "user":
 			b.markup("<|im_start|>user\n")
-			b.text(content)
+			if len(m.Parts) > 0 {
+				writeParts(&b, m.Parts)
+			} else {
+				b.text(content)
+			}
 			b.markup("<|im_end|>\n")
 		case "assistant":
 			reasoning := ""
@@ -292,6 +299,52 @@ func writeQwen35ToolCalls(b *promptBuilder, calls []ToolCall, afterText bool) er
 	return nil
 }
 
+// imageMarkup is what the Qwen3.5 template writes for an image
+// (render_content: '<|vision_start|><|image_pad|><|vision_end|>').
+const imageMarkup = "<|vision_start|><|image_pad|><|vision_end|>"
+
+// writeParts writes a user message's parts as render_content(content)|trim
+// does: images as their markers, texts as they are, the whole trimmed (the
+// first text's start when it comes first, the last text's end when it
+// comes last).
+func writeParts(b *promptBuilder, parts []Part) {
+	var merged []Part // adjacent texts joined, so that the trim sees the whole end
+	for _, p := range parts {
+		if n := len(merged); n > 0 && !p.Image && !merged[n-1].Image {
+			merged[n-1].Text += p.Text
+			continue
+		}
+		merged = append(merged, p)
+	}
+	parts = merged
+	for i, p := range parts {
+		if p.Image {
+			b.markup(imageMarkup)
+			continue
+		}
+		t := p.Text
+		if i == 0 {
+			t = strings.TrimLeftFunc(t, jinjaSpace)
+		}
+		if i == len(parts)-1 {
+			t = strings.TrimRightFunc(t, jinjaSpace)
+		}
+		b.text(t)
+	}
+}
+
+// partsText is a message's text: its content, or its text parts joined.
+func partsText(m Message) string {
+	if len(m.Parts) == 0 {
+		return m.Content
+	}
+	var s strings.Builder
+	for _, p := range m.Parts {
+		s.WriteString(p.Text)
+	}
+	return s.String()
+}
+
 func isToolResponse(s string) bool {
 	return strings.HasPrefix(s, "<tool_response>") && strings.HasSuffix(s, "</tool_response>")
 }
@@ -313,6 +366,7 @@ func afterLast(s, sep string) string {
 // jinjaTrim is Jinja's trim filter, Python's str.strip(): it also strips the
 // ASCII separators U+001C..U+001F, which Go's unicode.IsSpace does not count
 // as space.
-func jinjaTrim(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1C && r <= 0x1F) })
-}
+func jinjaTrim(s string) string { return strings.TrimFunc(s, jinjaSpace) }
+
+// jinjaSpace is what Python's str.strip takes for whitespace.
+func jinjaSpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1C && r <= 0x1F) }

@@ -24,6 +24,29 @@ type Message struct {
 	// ToolCalls are the functions an assistant turn called, written after
 	// its content in the template's tool-call format.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Parts, when set, are a user message's content in order, text and
+	// images (the content lists of transformers' chat templates; Content is
+	// then unused): an image is written as the template's image markers
+	// (<|vision_start|><|image_pad|><|vision_end|>), and the caller gives
+	// the images themselves in the same order.
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Part is one piece of a message's content: text, or an image.
+type Part struct {
+	Text  string `json:"text,omitempty"`
+	Image bool   `json:"image,omitempty"`
+}
+
+// Images counts the image parts of m.
+func (m Message) Images() int {
+	n := 0
+	for _, p := range m.Parts {
+		if p.Image {
+			n++
+		}
+	}
+	return n
 }
 
 // ToolCall is one function call of an assistant turn.
@@ -101,6 +124,12 @@ func (t *Template) RenderPrompt(msgs []Message, opts RenderOptions) (Prompt, err
 		}
 	}
 	for i, m := range msgs {
+		if len(m.Parts) > 0 && m.Role != "user" {
+			return Prompt{}, fmt.Errorf("chat template: message %d (%s) has content parts; only a user message carries images", i, m.Role)
+		}
+		if len(m.Parts) > 0 && m.Content != "" {
+			return Prompt{}, fmt.Errorf("chat template: message %d has both content and content parts", i)
+		}
 		for _, c := range m.ToolCalls {
 			if m.Role != "assistant" {
 				return Prompt{}, fmt.Errorf("chat template: message %d (%s) has tool calls; only an assistant turn calls tools", i, m.Role)

@@ -177,3 +177,36 @@ func TestOpenFindsTemplate(t *testing.T) {
 		t.Errorf("Open of a folder without tokenizer.json: %v, want a not-exist error", err)
 	}
 }
+
+// TestImagePartsRender: a user message's images are written where its
+// content list has them, as the Qwen3.5 template's markers, the whole
+// content trimmed at its ends only; the Qwen3 template and other roles
+// refuse images.
+func TestImagePartsRender(t *testing.T) {
+	tmpls := templateSources(t)
+	msgs := []Message{{Role: "user", Parts: []Part{{Text: "  Look: "}, {Image: true}, {Text: " and "}, {Image: true}, {Text: " here. \n"}}}}
+	for _, name := range []string{"qwen35", "qwen36"} {
+		got, err := tmpls[name].Render(msgs, RenderOptions{AddGenerationPrompt: true})
+		want := "<|im_start|>user\nLook: " + imageMarkup + " and " + imageMarkup + " here.<|im_end|>\n<|im_start|>assistant\n"
+		if err != nil || !strings.HasPrefix(got, want) {
+			t.Errorf("%s: %q, %v; want it to begin %q", name, got, err, want)
+		}
+		p, _ := tmpls[name].RenderPrompt([]Message{{Role: "user", Parts: []Part{{Image: true}, {Text: "What is it?"}}}}, RenderOptions{})
+		if p.Text != "<|im_start|>user\n"+imageMarkup+"What is it?<|im_end|>\n" {
+			t.Errorf("%s: an image first: %q", name, p.Text)
+		}
+	}
+	for _, c := range []struct {
+		tmpl string
+		msgs []Message
+		want string
+	}{
+		{"qwen3", msgs, "no image markers"},
+		{"qwen35", []Message{{Role: "system", Parts: []Part{{Image: true}}}, {Role: "user", Content: "hi"}}, "only a user message carries images"},
+		{"qwen35", []Message{{Role: "user", Content: "hi", Parts: []Part{{Image: true}}}}, "both content and content parts"},
+	} {
+		if _, err := tmpls[c.tmpl].Render(c.msgs, RenderOptions{AddGenerationPrompt: true}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %q", c.tmpl, err, c.want)
+		}
+	}
+}
