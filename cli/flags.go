@@ -108,6 +108,43 @@ func (f *flags) engineSwitches() {
 	f.BoolVar(&f.noFused, "no-fused", false, "turn every fused path (the fused-* switches) off: the unfused reference")
 }
 
+// images declares --image FILE (repeatable): the files, read and checked
+// by readImages.
+func (f *flags) images(what string) *[]string {
+	var paths []string
+	f.Func("image", "an image `FILE` "+what+" (repeatable; PNG, JPEG, GIF or WebP)", func(v string) error {
+		paths = append(paths, v)
+		return nil
+	})
+	return &paths
+}
+
+// readImages reads the --image files, naming the first that cannot be.
+func readImages(paths []string) ([][]byte, error) {
+	var out [][]byte
+	for _, p := range paths {
+		data, err := engine.ReadImageFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("--image: %w", err)
+		}
+		out = append(out, data)
+	}
+	return out, nil
+}
+
+// encodeImages runs the image files through e's vision tower.
+func encodeImages(e *engine.Engine, files [][]byte, paths []string) ([]*engine.Image, error) {
+	var out []*engine.Image
+	for i, data := range files {
+		img, err := e.EncodeImage(data)
+		if err != nil {
+			return nil, fmt.Errorf("--image %s: %w", paths[i], err)
+		}
+		out = append(out, img)
+	}
+	return out, nil
+}
+
 // contextLength declares --context, the engine's context length, which parse
 // checks (0 or more).
 func (f *flags) contextLength() *int {

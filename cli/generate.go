@@ -39,6 +39,7 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	noThink := fs.Bool("no-think", false, "turn thinking off")
 	speculative := fs.String("speculative", "", "speculative decoding: off, ngram (prompt-lookup drafts), tree (prompt-lookup draft trees, greedy) or mtp (the model's own MTP head); empty: the switches "+engine.SwitchSpeculative+" and "+engine.SwitchSpeculativeMTP)
 	treeWidth := fs.Int("tree-width", engine.MaxTreeWidth, fmt.Sprintf("branches of a draft tree with --speculative tree, 2 to %d", engine.MaxTreeWidth))
+	imagePaths := fs.images("the message is about, before its text")
 	draft := fs.Int("draft", 0, fmt.Sprintf("most guesses per speculative step, 1 to %d (0: %d; fewer while they are rejected)", engine.MaxDraftLength, engine.DefaultDraftLength))
 	if err := fs.parse(args); err != nil {
 		return err
@@ -76,8 +77,16 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	); err != nil {
 		return err
 	}
+	files, err := readImages(*imagePaths)
+	if err != nil {
+		return err
+	}
+	if len(files) > 0 && fs.remote() {
+		return fmt.Errorf("--image with --remote: images are not sent to a remote engine yet")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	var req engine.Request
 	var gen interface {
 		Generate(context.Context, engine.Request) <-chan engine.Event
 	}
@@ -98,13 +107,17 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 				return fmt.Errorf("--speculative mtp: %s", why)
 			}
 		}
+		if req.Images, err = encodeImages(e, files, *imagePaths); err != nil {
+			return err
+		}
 		if *maxTokens > e.ContextLength() {
 			fmt.Fprintf(errOut, "bagel generate: --max-tokens %d is more than the context holds (%d tokens with the prompt): the reply ends at a stop token or when the context is full (--context sets it)\n",
 				*maxTokens, e.ContextLength())
 		}
 		gen = e
 	}
-	req := engine.Request{
+	req = engine.Request{
+		Images:         req.Images,
 		EnableThinking: !*noThink,
 		MaxTokens:      *maxTokens,
 		DraftLength:    *draft,
@@ -120,7 +133,15 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 		if *system != "" {
 			req.Messages = append(req.Messages, tokenizer.Message{Role: "system", Content: *system})
 		}
-		req.Messages = append(req.Messages, tokenizer.Message{Role: "user", Content: *prompt})
+		user := tokenizer.Message{Role: "user", Content: *prompt}
+		if len(req.Images) > 0 { // the images first, then the question (the processor's usual order)
+			user.Content = ""
+			for range req.Images {
+				user.Parts = append(user.Parts, tokenizer.Part{Image: true})
+			}
+			user.Parts = append(user.Parts, tokenizer.Part{Text: *prompt})
+		}
+		req.Messages = append(req.Messages, user)
 	}
 	thinking := false
 	progress := newPromptProgress(errOut)

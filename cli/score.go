@@ -17,6 +17,7 @@ func runScore(args []string, out, errOut io.Writer) error {
 	fs.engineSwitches()
 	prefill := fs.Int("prefill", 0, "tokens in the first forward; the rest are decoded one at a time (0: all at once)")
 	checkFinite := fs.Bool("check-finite", false, "instead of scoring, find the first layer whose output holds a NaN or an infinity (reads every layer back)")
+	imagePaths := fs.images("for which the ids hold one image pad token (<|image_pad|>), in order")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -30,11 +31,30 @@ func runScore(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: max(len(ids), 1), TokenIDsOnly: true})
+	files, err := readImages(*imagePaths)
+	if err != nil {
+		return err
+	}
+	length := len(ids) // the ids with each image's pad expanded into its tokens
+	for i, data := range files {
+		n, err := engine.ImageTokens(*dir, data)
+		if err != nil {
+			return fmt.Errorf("--image %s: %w", (*imagePaths)[i], err)
+		}
+		length += n - 1
+	}
+	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: max(length, 1), TokenIDsOnly: true})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	images, err := encodeImages(e, files, *imagePaths)
+	if err != nil {
+		return err
+	}
+	if *checkFinite && len(images) > 0 {
+		return fmt.Errorf("--check-finite reads text ids only: leave --image out")
+	}
 	if *checkFinite {
 		bad, err := e.FindNonFinite(ids)
 		switch {
@@ -49,7 +69,7 @@ func runScore(args []string, out, errOut io.Writer) error {
 	// One JSON line per position as it is computed: memory stays bounded for
 	// any number of ids.
 	enc := json.NewEncoder(out)
-	return e.ScoreEach(ids, engine.ScoreOptions{Top: *top, Prefill: *prefill}, func(p engine.Position) error {
+	return e.ScoreEach(ids, engine.ScoreOptions{Top: *top, Prefill: *prefill, Images: images}, func(p engine.Position) error {
 		return enc.Encode(p)
 	})
 }

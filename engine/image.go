@@ -3,6 +3,7 @@ package engine
 import (
 	"crypto/sha256"
 	"fmt"
+	"os"
 
 	"bagel/qwen"
 	"bagel/vision"
@@ -73,4 +74,46 @@ func (e *Engine) EncodeImage(data []byte) (*Image, error) {
 		return nil, fmt.Errorf("encode image: %w", err)
 	}
 	return out, nil
+}
+
+// MaxImageFileBytes is the largest image file read (a 4096² PNG of noise is
+// about 50 MB).
+const MaxImageFileBytes = 100 << 20
+
+// ReadImageFile reads an image file for EncodeImage, refusing one that is
+// empty or larger than MaxImageFileBytes by name.
+func ReadImageFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case fi.IsDir():
+		return nil, fmt.Errorf("%s is a folder, not an image", path)
+	case fi.Size() == 0:
+		return nil, fmt.Errorf("%s is empty", path)
+	case fi.Size() > MaxImageFileBytes:
+		return nil, fmt.Errorf("%s is %d MB: images of at most %d MB are read", path, fi.Size()>>20, MaxImageFileBytes>>20)
+	}
+	return os.ReadFile(path)
+}
+
+// ImageTokens is how many prompt tokens an image file takes in the model
+// folder dir (its processor's resize, one token per merged patch block),
+// without loading the model: for sizing a context before Load.
+func ImageTokens(dir string, data []byte) (int, error) {
+	opts, err := vision.LoadOptions(dir)
+	if err != nil {
+		return 0, err
+	}
+	img, err := vision.Decode(data)
+	if err != nil {
+		return 0, err
+	}
+	h, w, err := opts.Size(img.H, img.W)
+	if err != nil {
+		return 0, err
+	}
+	f := opts.PatchSize * opts.MergeSize
+	return (h / f) * (w / f), nil
 }
