@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +53,10 @@ type anthBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"` // tool_result: a string or text blocks
 	IsError   bool            `json:"is_error"`
+	Source    *struct {
+		Type string `json:"type"` // base64 (url and file are not read)
+		Data string `json:"data"`
+	} `json:"source"` // image
 }
 
 type anthTool struct {
@@ -113,6 +118,7 @@ func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 	if system != "" {
 		g.req.Messages = append(g.req.Messages, tokenizer.Message{Role: "system", Content: system})
 	}
+	var rawImages [][]byte
 	for i, m := range r.Messages {
 		bs, err := blocks(m.Content)
 		if err != nil {
@@ -121,10 +127,26 @@ func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 		switch m.Role {
 		case "user":
 			var text []string
+			var parts []tokenizer.Part // with images: the blocks in order
 			for j, b := range bs {
 				switch b.Type {
 				case "text":
 					text = append(text, b.Text)
+					if n := len(parts); n > 0 && !parts[n-1].Image {
+						parts[n-1].Text += "\n" + b.Text
+					} else {
+						parts = append(parts, tokenizer.Part{Text: b.Text})
+					}
+				case "image":
+					if b.Source == nil || b.Source.Type != "base64" {
+						return bad("messages[%d].content[%d] (image): only a base64 source is read; this server fetches no URL on a client's behalf", i, j)
+					}
+					data, err := imageFromBase64(b.Source.Data)
+					if err != nil {
+						return bad("messages[%d].content[%d] (image): %v", i, j, err)
+					}
+					rawImages = append(rawImages, data)
+					parts = append(parts, tokenizer.Part{Image: true})
 				case "tool_result":
 					result, err := textOf(b.Content)
 					if err != nil {
@@ -138,7 +160,9 @@ func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 					return bad("messages[%d].content[%d]: blocks of type %q are not supported yet (text and tool_result)", i, j, b.Type)
 				}
 			}
-			if len(text) > 0 {
+			if slices.ContainsFunc(parts, func(p tokenizer.Part) bool { return p.Image }) {
+				g.req.Messages = append(g.req.Messages, tokenizer.Message{Role: "user", Parts: parts})
+			} else if len(text) > 0 {
 				g.req.Messages = append(g.req.Messages, tokenizer.Message{Role: "user", Content: strings.Join(text, "\n")})
 			}
 		case "assistant":
@@ -219,6 +243,12 @@ func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 	if err := s.settle(g, settings{Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MaxTokens: r.MaxTokens}); err != nil {
 		return nil, err
 	}
+	images, err := s.encodeImages(rawImages)
+	if err != nil {
+		err.(*httpError).code = "invalid_request_error" // Anthropic's kind of error
+		return nil, err
+	}
+	g.req.Images = images
 	return g, nil
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -146,4 +147,13 @@ func serveBoth(t *testing.T, eng Engine, opt Options) (*httptest.Server, *Server
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { ts.Close(); s.Close() })
 	return ts, s
+}
+
+// EncodeImage takes a PNG (its signature checked, nothing more) as an image
+// of four tokens; anything else is not an image.
+func (f *fakeEngine) EncodeImage(data []byte) (*engine.Image, error) {
+	if !strings.HasPrefix(string(data), "\x89PNG\r\n\x1a\n") {
+		return nil, errors.New("image: not a PNG, JPEG, GIF or WebP file")
+	}
+	return &engine.Image{Tokens: 4, MergedRows: 2, MergedCols: 2}, nil
 }

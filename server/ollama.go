@@ -54,6 +54,7 @@ type ollamaRequest struct {
 	Prompt   *string           `json:"prompt"`   // /api/generate
 	System   string            `json:"system"`   // /api/generate
 	Raw      bool              `json:"raw"`      // /api/generate: the prompt without the template
+	Images   []string          `json:"images"`   // /api/generate: base64 images the prompt is about
 	Tools    []json.RawMessage `json:"tools"`
 	Stream   *bool             `json:"stream"` // default true
 	Think    json.RawMessage   `json:"think"`  // true, false, or "low"/"medium"/"high" (on)
@@ -126,9 +127,10 @@ func (s *Server) parseOllama(r ollamaRequest, chat bool) (*generation, error) {
 		if len(r.Messages) == 0 {
 			return bad("messages is empty: send at least one user message")
 		}
+		var rawImages [][]byte
 		for i, m := range r.Messages {
-			if len(m.Images) > 0 {
-				return bad("messages[%d]: images are not supported yet", i)
+			if len(m.Images) > 0 && m.Role != "user" {
+				return bad("messages[%d] (%s) holds images: only user messages carry images", i, m.Role)
 			}
 			switch m.Role {
 			case "system", "user", "assistant", "tool":
@@ -136,6 +138,17 @@ func (s *Server) parseOllama(r ollamaRequest, chat bool) (*generation, error) {
 				return bad("messages[%d] has role %q; want system, user, assistant or tool", i, clip(m.Role))
 			}
 			msg := tokenizer.Message{Role: m.Role, Content: m.Content, Reasoning: m.Thinking}
+			for j, b64 := range m.Images { // the images, then the text (as Ollama's own template puts them)
+				data, err := imageFromBase64(b64)
+				if err != nil {
+					return bad("messages[%d].images[%d]: %v", i, j, err)
+				}
+				rawImages = append(rawImages, data)
+				msg.Parts = append(msg.Parts, tokenizer.Part{Image: true})
+			}
+			if len(msg.Parts) > 0 {
+				msg.Parts, msg.Content = append(msg.Parts, tokenizer.Part{Text: m.Content}), ""
+			}
 			for j, c := range m.ToolCalls {
 				args := json.RawMessage(strings.TrimSpace(string(c.Function.Arguments)))
 				if len(args) == 0 {
@@ -155,9 +168,17 @@ func (s *Server) parseOllama(r ollamaRequest, chat bool) (*generation, error) {
 			}
 			g.tools, g.req.Tools = tools, r.Tools
 		}
+		images, err := s.encodeImages(rawImages)
+		if err != nil {
+			return nil, err
+		}
+		g.req.Images = images
 	} else {
 		if r.Prompt == nil {
 			return bad("prompt is missing")
+		}
+		if r.Raw && len(r.Images) > 0 {
+			return bad("images with raw: the template places images (leave raw out)")
 		}
 		if r.Raw {
 			g.req.Prompt, g.endpointKind, g.req.EnableThinking = *r.Prompt, "text_completion", false
@@ -165,7 +186,25 @@ func (s *Server) parseOllama(r ollamaRequest, chat bool) (*generation, error) {
 			if r.System != "" {
 				g.req.Messages = append(g.req.Messages, tokenizer.Message{Role: "system", Content: r.System})
 			}
-			g.req.Messages = append(g.req.Messages, tokenizer.Message{Role: "user", Content: *r.Prompt})
+			user := tokenizer.Message{Role: "user", Content: *r.Prompt}
+			var rawImages [][]byte
+			for j, b64 := range r.Images {
+				data, err := imageFromBase64(b64)
+				if err != nil {
+					return bad("images[%d]: %v", j, err)
+				}
+				rawImages = append(rawImages, data)
+				user.Parts = append(user.Parts, tokenizer.Part{Image: true})
+			}
+			if len(user.Parts) > 0 {
+				user.Parts, user.Content = append(user.Parts, tokenizer.Part{Text: *r.Prompt}), ""
+			}
+			g.req.Messages = append(g.req.Messages, user)
+			images, err := s.encodeImages(rawImages)
+			if err != nil {
+				return nil, err
+			}
+			g.req.Images = images
 		}
 	}
 	var maxTokens *int

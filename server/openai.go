@@ -118,30 +118,49 @@ func (p *prompt) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// text is a message's content: a string, or the text of its parts.
-func (m chatMessage) text() (string, error) {
+// content is a message's content: a string, or the text of its parts; with
+// image_url parts, its parts in order and the images' bytes.
+func (m chatMessage) content() (text string, parts []tokenizer.Part, images [][]byte, err error) {
 	if len(m.Content) == 0 || string(m.Content) == "null" {
-		return "", nil
+		return "", nil, nil, nil
 	}
 	var s string
 	if err := json.Unmarshal(m.Content, &s); err == nil {
-		return s, nil
+		return s, nil, nil, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+	var list []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL *struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
 	}
-	if err := json.Unmarshal(m.Content, &parts); err != nil {
-		return "", fmt.Errorf("a message's content must be a string or a list of parts")
+	if err := json.Unmarshal(m.Content, &list); err != nil {
+		return "", nil, nil, fmt.Errorf("a message's content must be a string or a list of parts")
 	}
 	var b strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", fmt.Errorf("content parts of type %q are not supported yet (text only)", p.Type)
+	for j, p := range list {
+		switch {
+		case p.Type == "text":
+			b.WriteString(p.Text)
+			parts = append(parts, tokenizer.Part{Text: p.Text})
+		case p.Type == "image_url" && p.ImageURL != nil:
+			data, err := imageFromURL(p.ImageURL.URL)
+			if err != nil {
+				return "", nil, nil, fmt.Errorf("content[%d]: %v", j, err)
+			}
+			images = append(images, data)
+			parts = append(parts, tokenizer.Part{Image: true})
+		case p.Type == "image_url":
+			return "", nil, nil, fmt.Errorf("content[%d]: an image_url part without its image_url object", j)
+		default:
+			return "", nil, nil, fmt.Errorf("content parts of type %q are not supported (text and image_url)", clip(p.Type))
 		}
-		b.WriteString(p.Text)
 	}
-	return b.String(), nil
+	if len(images) == 0 {
+		parts = nil
+	}
+	return b.String(), parts, images, nil
 }
 
 // generation is a request as the engine takes it, with what the answer
@@ -184,11 +203,17 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 		if len(r.Messages) == 0 {
 			return bad("empty_messages", "messages is empty: send at least one user message")
 		}
+		var rawImages [][]byte
+		var err error
 		for i, m := range r.Messages {
-			text, err := m.text()
+			text, parts, images, err := m.content()
 			if err != nil {
 				return bad("invalid_content", fmt.Sprintf("messages[%d]: %v", i, err))
 			}
+			if len(images) > 0 && m.Role != "user" {
+				return bad("invalid_content", fmt.Sprintf("messages[%d] (%s) holds an image: only user messages carry images", i, m.Role))
+			}
+			rawImages = append(rawImages, images...)
 			switch m.Role {
 			case "developer":
 				m.Role = "system"
@@ -202,6 +227,9 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 				reasoning = m.Reasoning
 			}
 			msg := tokenizer.Message{Role: m.Role, Content: text, Reasoning: reasoning}
+			if parts != nil {
+				msg.Content, msg.Parts = "", parts
+			}
 			for j, c := range m.ToolCalls {
 				if m.Role != "assistant" {
 					return bad("invalid_tool_calls", fmt.Sprintf("messages[%d] (%s) has tool_calls; only an assistant message has them", i, m.Role))
@@ -218,6 +246,9 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 			g.req.Messages = append(g.req.Messages, msg)
 		}
 		if err := s.parseToolChoice(r, g); err != nil {
+			return nil, err
+		}
+		if g.req.Images, err = s.encodeImages(rawImages); err != nil {
 			return nil, err
 		}
 	} else {
