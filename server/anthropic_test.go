@@ -197,7 +197,7 @@ func TestAnthropicErrors(t *testing.T) {
 		{`{"max_tokens":5,"messages":[]}`, "messages is empty"},
 		{`{"messages":[{"role":"user","content":"x"}]}`, "max_tokens is required"},
 		{`{"max_tokens":5,"messages":[{"role":"system","content":"x"}]}`, `role "system"`},
-		{`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, `"image" are not supported yet`},
+		{`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, `only a base64 source is read`},
 		{`{"max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"x"}]}`, "server tool"},
 		{`{"max_tokens":5,"tool_choice":{"type":"tool","name":"g"},"tools":[{"name":"f","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"x"}]}`, `names the function "g", which is not among the tools`},
 		{`{"max_tokens":5,"messages":`, "JSON"},

@@ -61,7 +61,7 @@ func TestBadRequestsAreNamed(t *testing.T) {
 		{"top logprobs alone", "/v1/chat/completions", `{"top_logprobs":2,` + hi + `}`, nil, 400, "top_logprobs needs logprobs"},
 		{"completion logprobs not a count", "/v1/completions", `{"prompt":"a","logprobs":true}`, nil, 400, "logprobs must be a whole number"},
 		{"an odd role", "/v1/chat/completions", `{"messages":[{"role":"robot","content":"x"}]}`, nil, 400, `role "robot"`},
-		{"an image", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, nil, 400, `"image_url"`},
+		{"an image to fetch", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, nil, 400, `only data: URLs`},
 		{"max_tokens 0", "/v1/chat/completions", `{"max_tokens":0,` + hi + `}`, nil, 400, "max_tokens = 0"},
 		{"a negative temperature", "/v1/chat/completions", `{"temperature":-1,` + hi + `}`, nil, 400, "temperature"},
 		{"an empty stop", "/v1/chat/completions", `{"stop":"",` + hi + `}`, nil, 400, "stop string is empty"},

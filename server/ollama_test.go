@@ -141,7 +141,7 @@ func TestOllamaInfoAndErrors(t *testing.T) {
 		{"/api/chat", `{"model":"llama3","messages":[{"role":"user","content":"x"}]}`, 404, `model "llama3" not found`},
 		{"/api/chat", `{"model":"tiny","messages":[]}`, 400, "messages is empty"},
 		{"/api/chat", `{"model":"tiny","format":"json","messages":[{"role":"user","content":"x"}]}`, 400, "format"},
-		{"/api/chat", `{"model":"tiny","messages":[{"role":"user","content":"x","images":["aGk="]}]}`, 400, "images are not supported yet"},
+		{"/api/chat", `{"model":"tiny","messages":[{"role":"user","content":"x","images":["aGk="]}]}`, 400, "not a PNG, JPEG, GIF or WebP"},
 		{"/api/chat", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"options":{"temperature":-3}}`, 400, "temperature"},
 		{"/api/generate", `{"model":"tiny"}`, 400, "prompt is missing"},
 		{"/api/chat", `{"model":`, 400, "JSON"},
