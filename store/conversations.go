@@ -163,9 +163,18 @@ func (s *Store) updateConversation(id int64, column, value string) error {
 
 // DeleteConversation removes a conversation and its messages.
 func (s *Store) DeleteConversation(id int64) error {
+	var dropped []string // its image files, removed unless another chat lists them
+	defer func() { s.pruneImages(dropped) }()
 	return s.tx(func(tx *sql.Tx) error {
+		var err error
+		if dropped, err = imageFiles(tx, `conversation_id = ?`, id); err != nil {
+			return fmt.Errorf("deleting chat %d: %w", id, err)
+		}
 		// The foreign key cascades too; deleting explicitly keeps that true even on
 		// a database opened without foreign_keys.
+		if _, err := tx.Exec(`DELETE FROM message_images WHERE message_id IN (SELECT id FROM messages WHERE conversation_id = ?)`, id); err != nil {
+			return fmt.Errorf("deleting chat %d: %w", id, err)
+		}
 		if _, err := tx.Exec(`DELETE FROM messages WHERE conversation_id = ?`, id); err != nil {
 			return fmt.Errorf("deleting chat %d: %w", id, err)
 		}

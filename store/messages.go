@@ -35,6 +35,7 @@ type Message struct {
 	Summary        string // the one-line performance summary of a reply (or its error)
 	Model          string // the model folder's name that wrote a reply
 	Created        time.Time
+	Images         []Image // a question's images, in order (images.go)
 }
 
 // Partial tells whether the message is not a complete one.
@@ -59,7 +60,13 @@ func (s *Store) Messages(conversationID int64) ([]Message, error) {
 		m.Created = fromMillis(created)
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading chat %d: %w", conversationID, err)
+	}
+	if err := s.loadImages(conversationID, out); err != nil {
+		return nil, fmt.Errorf("reading chat %d's images: %w", conversationID, err)
+	}
+	return out, nil
 }
 
 // Replace deletes the conversation's messages from id fromID on (0: none) and
@@ -69,6 +76,7 @@ func (s *Store) Messages(conversationID int64) ([]Message, error) {
 func (s *Store) Replace(conversationID, fromID int64, add ...Message) ([]Message, error) {
 	now := time.Now()
 	out := make([]Message, len(add))
+	var dropped []string // image files of the deleted messages
 	err := s.tx(func(tx *sql.Tx) error {
 		res, err := tx.Exec(`UPDATE conversations SET updated_at = ? WHERE id = ?`, millis(now), conversationID)
 		if err != nil {
@@ -78,6 +86,9 @@ func (s *Store) Replace(conversationID, fromID int64, add ...Message) ([]Message
 			return fmt.Errorf("chat %d: %w", conversationID, ErrNotFound)
 		}
 		if fromID > 0 {
+			if dropped, err = imageFiles(tx, `conversation_id = ? AND id >= ?`, conversationID, fromID); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(`DELETE FROM messages WHERE conversation_id = ? AND id >= ?`, conversationID, fromID); err != nil {
 				return err
 			}
@@ -87,6 +98,7 @@ func (s *Store) Replace(conversationID, fromID int64, add ...Message) ([]Message
 	if err != nil {
 		return nil, fmt.Errorf("saving chat %d: %w", conversationID, err)
 	}
+	s.pruneImages(dropped)
 	return out, nil
 }
 
@@ -109,6 +121,9 @@ func insertMessages(tx *sql.Tx, conversationID int64, now time.Time, firstVersio
 			return err
 		}
 		if m.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		if err := insertImages(tx, m.ID, m.Images); err != nil {
 			return err
 		}
 		m.ConversationID, m.Created = conversationID, fromMillis(millis(now))

@@ -25,7 +25,7 @@ type Store struct {
 }
 
 // schemaVersion is PRAGMA user_version for the schema below.
-const schemaVersion = 5
+const schemaVersion = 6
 
 const schema = `
 CREATE TABLE IF NOT EXISTS conversations (
@@ -52,6 +52,15 @@ CREATE TABLE IF NOT EXISTS messages (
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
 -- schema 2: what the composer holds for each chat, kept across restarts
+-- schema 6: the images a message carries, in order (files in images/, images.go)
+CREATE TABLE IF NOT EXISTS message_images (
+	message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	position   INTEGER NOT NULL,
+	file       TEXT    NOT NULL, -- "<sha256>.<ext>"
+	name       TEXT    NOT NULL DEFAULT '',
+	PRIMARY KEY (message_id, position)
+);
+CREATE INDEX IF NOT EXISTS message_images_by_file ON message_images(file);
 CREATE TABLE IF NOT EXISTS drafts (
 	conversation_id INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
 	text            TEXT    NOT NULL,
