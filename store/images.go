@@ -31,7 +31,9 @@ type Image struct {
 func (s *Store) ImageDir() string { return filepath.Join(filepath.Dir(s.Path), "images") }
 
 // ImagePath is where img's file is.
-func (s *Store) ImagePath(img Image) string { return filepath.Join(s.ImageDir(), filepath.Base(img.File)) }
+func (s *Store) ImagePath(img Image) string {
+	return filepath.Join(s.ImageDir(), filepath.Base(img.File))
+}
 
 // imageExts are the formats kept, by their sniffed content type.
 var imageExts = map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
