@@ -11,6 +11,9 @@ import (
 // Message is one turn of a conversation (the UI names it through the engine).
 type Message = tokenizer.Message
 
+// Part is a piece of a message's content, text or an image (Message.Parts).
+type Part = tokenizer.Part
+
 // Switch is an engine feature switch (a fused path, the residency set, ...).
 type Switch = switches.Switch
 

@@ -117,3 +117,12 @@ func ImageTokens(dir string, data []byte) (int, error) {
 	f := opts.PatchSize * opts.MergeSize
 	return (h / f) * (w / f), nil
 }
+
+// CanReadImages says whether the loaded model reads images, and why not
+// when it does not ("" when it does).
+func (e *Engine) CanReadImages() (bool, string) {
+	if e.model.HasVision() {
+		return true, ""
+	}
+	return false, e.visionWhyNot()
+}

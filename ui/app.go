@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"bagel/engine"
@@ -85,10 +86,15 @@ type App struct {
 
 	eng      *engine.Engine // nil: no model loaded
 	modelDir string
-	loading  bool         // a model is being validated or loaded
-	gen      *generation  // the reply being generated, if any
-	server   localServer  // the Local server (localserver.go)
-	remote   *remoteModel // the remote model in use instead of eng (remote.go)
+	loading  bool        // a model is being validated or loaded
+	gen      *generation // the reply being generated, if any
+	// encoded keeps the tower's output of each image file for encodedFor,
+	// the engine that made it (images.go); read off the UI thread.
+	encodedMu  sync.Mutex
+	encoded    map[string]*engine.Image
+	encodedFor *engine.Engine
+	server     localServer  // the Local server (localserver.go)
+	remote     *remoteModel // the remote model in use instead of eng (remote.go)
 	// remoteKeys are the API keys given this session, by address.
 	remoteKeys map[string]string
 

@@ -657,9 +657,8 @@ func TestCancelACheck(t *testing.T) {
 	}
 }
 
-// TestDropAnImage: an image dropped on the window is refused by name with
-// why (images are not read yet, and whether the loaded model has a vision
-// tower), and the loaded model stays.
+// TestDropAnImage: an image dropped on a model without a vision tower is
+// refused by name with why, and nothing is attached; the loaded model stays.
 func TestDropAnImage(t *testing.T) {
 	s := testSettings()
 	h := newHarness(t, &s, "", "")
@@ -670,12 +669,12 @@ func TestDropAnImage(t *testing.T) {
 	}
 	h.a.dropped([]fyne.URI{storage.NewFileURI(photo)})
 	text := h.dialogText()
-	for _, want := range []string{"Images cannot be read yet", "Screenshot 2026-12-04.png is an image", "not built yet", "no vision tower"} {
+	for _, want := range []string{"The image cannot go into this chat", "Screenshot 2026-12-04.png", "cannot read images", "no vision tower"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the dialog does not say %q:\n%s", want, text)
 		}
 	}
-	if h.a.modelDir != dir || h.a.loading {
-		t.Error("dropping an image touched the loaded model")
+	if h.a.modelDir != dir || h.a.loading || len(h.a.composer.attached) != 0 {
+		t.Error("dropping an image touched the loaded model, or was attached")
 	}
 }

@@ -113,6 +113,7 @@ func (c *chatView) show() {
 		case ok:
 			v.update(m)
 			v.setActions(actions)
+			v.setImages(c.a.store.ImagePath)
 		case i < eager: // far above the end: rendered when the reader comes near
 			l := newLazyView(m, c.author(m), actions, c.width())
 			c.lazy[m.ID] = l
@@ -121,6 +122,7 @@ func (c *chatView) show() {
 		default:
 			v = newMessageView(m, c.author(m), actions)
 			v.post = c.a.do
+			v.setImages(c.a.store.ImagePath)
 		}
 		c.views[m.ID] = v
 		c.box.Add(v.root)

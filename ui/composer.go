@@ -32,6 +32,11 @@ type composer struct {
 	// (tokencount.go).
 	tokens   *widget.Label
 	stopping bool // Stop was pressed; the reply is being wrapped up
+	// attached are the images the next message carries (images.go), shown
+	// in attachRow; attachButton picks one.
+	attached     []store.Image
+	attachRow    *fyne.Container
+	attachButton *widget.Button
 }
 
 func newComposer(a *App) *composer {
@@ -57,7 +62,11 @@ func newComposer(a *App) *composer {
 	c.editingNote.Wrapping = fyne.TextWrapWord
 	c.banner = container.NewBorder(nil, nil, nil, cancel, c.editingNote)
 	c.banner.Hide()
-	side := container.NewVBox(c.send, c.think)
+	c.attachButton = widget.NewButtonWithIcon("Image", theme.FileImageIcon(), a.pickImage)
+	c.attachButton.Importance = widget.LowImportance
+	c.attachRow = container.NewHBox()
+	c.attachRow.Hide()
+	side := container.NewVBox(c.send, c.think, c.attachButton)
 	c.tokens = widget.NewLabel("")
 	c.tokens.Importance = widget.LowImportance
 	c.tokens.SizeName = theme.SizeNameCaptionText
@@ -66,6 +75,7 @@ func newComposer(a *App) *composer {
 	c.switchBack.Hide()
 	c.root = container.NewPadded(container.NewVBox(
 		c.banner,
+		c.attachRow,
 		container.NewBorder(nil, nil, nil, side, c.entry),
 		container.NewBorder(nil, nil, nil, container.NewHBox(c.switchBack, c.tokens), c.hint),
 	))

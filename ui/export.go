@@ -16,8 +16,10 @@ import (
 )
 
 // exportMarkdown writes a chat as a Markdown document: the title, the system
-// prompt, each turn under a heading, reasoning in a collapsed <details> block,
-// partial replies marked, and each reply's performance summary.
+// prompt, each turn under a heading, a question's images (files in an
+// images folder beside the document: exportImages), reasoning in a collapsed
+// <details> block, partial replies marked, and each reply's performance
+// summary.
 func exportMarkdown(conv store.Conversation, msgs []store.Message) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", conv.Title)
@@ -34,6 +36,9 @@ func exportMarkdown(conv store.Conversation, msgs []store.Message) string {
 				author = "Assistant"
 			}
 			fmt.Fprintf(&b, "## %s\n\n", author)
+		}
+		for _, img := range m.Images {
+			fmt.Fprintf(&b, "![%s](images/%s)\n\n", strings.NewReplacer("[", "(", "]", ")").Replace(img.Name), img.File)
 		}
 		if m.Reasoning != "" {
 			fmt.Fprintf(&b, "<details><summary>Reasoning</summary>\n\n%s\n\n</details>\n\n", strings.TrimSpace(m.Reasoning))
@@ -88,6 +93,10 @@ func (a *App) exportConversation() {
 		}
 		if err := writeAndClose(w, text); err != nil {
 			a.showError("The chat could not be exported", fmt.Errorf("%s: %w", w.URI().Path(), err))
+			return
+		}
+		if err := exportImages(a.store, filepath.Dir(w.URI().Path()), msgs); err != nil {
+			a.showError("The chat's images could not be exported", err)
 		}
 	}, a.win)
 	d.SetFileName(exportFileName(conv.Title))
@@ -124,8 +133,36 @@ func exportAll(st *store.Store, dir string) (int, error) {
 		if err := writeAndClose(f, exportMarkdown(conv, msgs)); err != nil {
 			return i, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
 		}
+		if err := exportImages(st, dir, msgs); err != nil {
+			return i, err
+		}
 	}
 	return len(convs), nil
+}
+
+// exportImages copies the images of msgs into dir/images, where their
+// Markdown links point (a file already there, by its content-addressed
+// name, is the same image).
+func exportImages(st *store.Store, dir string, msgs []store.Message) error {
+	for _, m := range msgs {
+		for _, img := range m.Images {
+			dst := filepath.Join(dir, "images", img.File)
+			if _, err := os.Stat(dst); err == nil {
+				continue
+			}
+			data, err := st.ReadImage(img)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(dst, data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // writeAndClose writes text to w and closes it: the first error of the two.

@@ -32,7 +32,7 @@ type generation struct {
 }
 
 // startGeneration asks the engine for a reply to msgs, saved into reply.
-func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, reply store.Message) {
+func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, images []store.Image, reply store.Message) {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &generation{convID: conv.ID, cancel: cancel, done: make(chan struct{}), latest: reply}
 	a.gen = g
@@ -52,7 +52,7 @@ func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, re
 	if a.eng != nil {
 		mem = a.eng.Memory()
 	}
-	events := gen.Generate(ctx, req)
+	events := a.generateWithImages(ctx, gen, req, images)
 	if a.tapEvents != nil {
 		events = a.tapEvents(ctx, events)
 	}

@@ -103,6 +103,7 @@ func (c *chatView) view(id int64) *messageView {
 func (c *chatView) materialize(l *lazyView) *messageView {
 	v := newMessageView(l.msg, l.author, l.actions)
 	v.post = c.a.do
+	v.setImages(c.a.store.ImagePath)
 	c.views[l.msg.ID] = v
 	delete(c.lazy, l.msg.ID)
 	l.slot.Objects = []fyne.CanvasObject{v.root}

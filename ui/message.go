@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 
 	"bagel/store"
@@ -42,6 +43,10 @@ type messageView struct {
 	// rendered Markdown while the reply's Select is on (toggleSelect).
 	plain   *widget.Label
 	buttons map[string]*widget.Button // the actions, by label
+	// pictures shows a question's images (setImages), hidden without any;
+	// shownImages are the images it shows.
+	pictures    *fyne.Container
+	shownImages []store.Image
 
 	// reasoningOpen is the state the view last gave the reasoning section; when
 	// the section differs, the user toggled it and the view stops managing it.
@@ -90,7 +95,9 @@ func newMessageView(m store.Message, author string, actions []messageAction) *me
 
 	top := container.NewBorder(nil, nil, container.NewHBox(v.header, v.status), nil, v.actions)
 	v.bodyFlow = newFlowText(v.body)
-	content := container.NewVBox(top, v.reasoning, v.done, v.bodyFlow, v.plain, v.footer)
+	v.pictures = container.NewGridWrap(fyne.NewSize(pictureSize, pictureSize))
+	v.pictures.Hide()
+	content := container.NewVBox(top, v.pictures, v.reasoning, v.done, v.bodyFlow, v.plain, v.footer)
 	if m.Role == store.RoleUser {
 		bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 		bg.CornerRadius = 2 * theme.InputRadiusSize()
@@ -325,4 +332,37 @@ func statusText(status string) string {
 		return "· failed"
 	}
 	return ""
+}
+
+// pictureSize is the side of an image shown in a message (its thumbnail).
+const pictureSize = 160
+
+// setImages shows the message's images from their files (path gives each
+// one's): a tile of pictureSize, the whole image inside it, and its name
+// under a tap on it (the tooltip Fyne lacks).
+func (v *messageView) setImages(path func(store.Image) string) {
+	if slices.Equal(v.shownImages, v.msg.Images) && (len(v.pictures.Objects) > 0 || len(v.msg.Images) == 0) {
+		return
+	}
+	v.shownImages = slices.Clone(v.msg.Images)
+	v.pictures.Objects = nil
+	for _, img := range v.msg.Images {
+		v.pictures.Add(newPicture(path(img), img.Name, pictureSize))
+	}
+	v.pictures.Hidden = len(v.msg.Images) == 0
+	v.pictures.Refresh()
+}
+
+// newPicture is an image file shown whole within a square of side, named
+// by a caption under it.
+func newPicture(file, name string, side float32) fyne.CanvasObject {
+	img := canvas.NewImageFromFile(file)
+	img.FillMode = canvas.ImageFillContain
+	img.ScaleMode = canvas.ImageScaleSmooth
+	img.SetMinSize(fyne.NewSize(side, side-24))
+	caption := widget.NewLabel(name)
+	caption.Truncation = fyne.TextTruncateEllipsis
+	caption.SizeName = theme.SizeNameCaptionText
+	caption.Importance = widget.LowImportance
+	return container.NewBorder(nil, caption, nil, nil, img)
 }

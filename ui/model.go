@@ -272,12 +272,22 @@ func (a *App) unloadModel() {
 	})
 }
 
-// dropped opens the first item dropped on the window: a model folder, or a
-// file of one (config.json, a safetensors shard, the tokenizer files). Any
-// other file is refused by name: its folder is not a model folder (a
-// document dropped from Downloads must not make Bagel try to load Downloads).
+// dropped takes what is dropped on the window: images go into the
+// composer for the next message (images.go); otherwise the first item opens
+// as a model, a model folder or a file of one (config.json, a safetensors
+// shard, the tokenizer files). Any other file is refused by name: its folder
+// is not a model folder (a document dropped from Downloads must not make
+// Bagel try to load Downloads).
 func (a *App) dropped(uris []fyne.URI) {
 	if len(uris) == 0 {
+		return
+	}
+	if imageFile(filepath.Base(uris[0].Path())) {
+		for _, u := range uris {
+			if imageFile(filepath.Base(u.Path())) {
+				a.attachImage(u.Path())
+			}
+		}
 		return
 	}
 	path := uris[0].Path()
@@ -287,10 +297,6 @@ func (a *App) dropped(uris []fyne.URI) {
 		return
 	}
 	if !info.IsDir() {
-		if imageFile(filepath.Base(path)) {
-			a.showError("Images cannot be read yet", fmt.Errorf("%s is an image: %s", filepath.Base(path), a.imagesStatus()))
-			return
-		}
 		if !modelFile(filepath.Base(path)) {
 			a.showError("Not a model", fmt.Errorf("%s is a file: drop a model folder (one with config.json and .safetensors files), or its config.json", filepath.Base(path)))
 			return
@@ -307,20 +313,6 @@ func imageFile(name string) bool {
 		return true
 	}
 	return false
-}
-
-// imagesStatus says why an image cannot go into a chat now: Bagel does not
-// run a vision tower yet (issue #39), and whether the loaded model has one.
-func (a *App) imagesStatus() string {
-	why := "Bagel reads the text half of Qwen3.5 models; reading images is not built yet"
-	if a.eng != nil {
-		if present, status := a.eng.VisionStatus(); present {
-			why += " (" + a.modelName() + " has " + strings.TrimSuffix(status, " (images are not read yet)") + ", for when it is)"
-		} else {
-			why += " (" + a.modelName() + ": " + status + ")"
-		}
-	}
-	return why
 }
 
 // modelFile tells a file a model folder holds from any other.

@@ -206,6 +206,27 @@ func TestExportAll(t *testing.T) {
 	if _, err := exportAll(st, filepath.Join(dir, "no such folder")); err == nil {
 		t.Error("exporting into a missing folder did not fail")
 	}
+
+	// A question's image: linked from the Markdown, its file beside it.
+	img, err := st.SaveImage([]byte("\x89PNG\r\n\x1a\ncat"), "my [cat].png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := st.CreateConversation("Cat", "")
+	if _, err := st.Replace(conv.ID, 0, store.Message{Role: store.RoleUser, Content: "what is it?", Images: []store.Image{img}}); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if _, err := exportAll(st, out); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "Cat.md"))
+	if link := "![my (cat).png](images/" + img.File + ")"; !strings.Contains(string(md), link) {
+		t.Errorf("Cat.md lacks %q:\n%s", link, md)
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "images", img.File)); err != nil || string(data) != "\x89PNG\r\n\x1a\ncat" {
+		t.Errorf("the exported image: %q, %v", data, err)
+	}
 }
 
 func TestActivityText(t *testing.T) {

@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,14 +25,15 @@ func (a *App) sendOrStop() {
 // why.
 func (a *App) sendComposer() {
 	text := strings.TrimSpace(a.composer.entry.Text)
-	if a.loading || text == "" {
+	if a.loading || text == "" && len(a.composer.attached) == 0 {
 		return
 	}
 	if a.gen != nil {
 		a.composer.refuseWhileBusy()
 		return
 	}
-	if a.send(text) {
+	if a.send(text, a.composer.attached) {
+		a.composer.takeAttached()
 		a.composer.entry.SetText(a.takeDraft(a.conv.ID)) // an edit gives the draft back
 	}
 }
@@ -39,9 +42,13 @@ func (a *App) sendComposer() {
 // new version of the one edited: that one and what followed it stay as the
 // other version, which its ‹ › switch shows again. It reports whether the
 // message was taken.
-func (a *App) send(text string) bool {
+func (a *App) send(text string, images []store.Image) bool {
 	if !a.ready() {
 		a.showError("No model loaded", errNoModel)
+		return false
+	}
+	if why := a.imagesRefused(); len(images) > 0 && why != "" {
+		a.showError("The images cannot go into this chat", errors.New(why))
 		return false
 	}
 	conv, err := a.ensureConversation()
@@ -50,7 +57,7 @@ func (a *App) send(text string) bool {
 		return false
 	}
 	firstMessage := len(a.msgs) == 0 || (a.editing != nil && a.editing.ID == a.msgs[0].ID)
-	question := store.Message{Role: store.RoleUser, Content: text}
+	question := store.Message{Role: store.RoleUser, Content: text, Images: images}
 	reply := store.Message{Role: store.RoleAssistant, Status: store.StatusGenerating, Model: a.replyModel()}
 	var added []store.Message
 	if a.editing != nil {
@@ -64,7 +71,7 @@ func (a *App) send(text string) bool {
 	}
 	a.editing = nil
 	if firstMessage && (conv.Title == defaultTitle || conv.Title == "") {
-		a.setTitle(conv.ID, titleFrom(text))
+		a.setTitle(conv.ID, titleFrom(cmp.Or(text, "An image")))
 	}
 	a.startReply(added[1])
 	return true
@@ -150,6 +157,8 @@ func (a *App) editMessage(id int64) {
 			}
 			a.editing = &m
 			a.composer.entry.SetText(m.Content)
+			a.composer.attached = slices.Clone(m.Images) // sent again with the edit, unless removed
+			a.composer.showAttached()
 			a.chat.show()
 			a.composer.refresh()
 			a.composer.focus()
@@ -257,7 +266,15 @@ func history(conv store.Conversation, msgs []store.Message, replyID int64) []eng
 		if m.Role == store.RoleAssistant && (m.Status == store.StatusError || displayText(m) == "" && m.Reasoning == "") {
 			continue // a failed or empty reply is not something the model said
 		}
-		out = append(out, engine.Message{Role: m.Role, Content: displayText(m), Reasoning: m.Reasoning})
+		msg := engine.Message{Role: m.Role, Content: displayText(m), Reasoning: m.Reasoning}
+		if len(m.Images) > 0 { // the images, then the question (the processor's usual order)
+			msg.Content = ""
+			for range m.Images {
+				msg.Parts = append(msg.Parts, engine.Part{Image: true})
+			}
+			msg.Parts = append(msg.Parts, engine.Part{Text: displayText(m)})
+		}
+		out = append(out, msg)
 	}
 	return out
 }
@@ -269,7 +286,7 @@ func (a *App) startReply(reply store.Message) {
 	if err == nil {
 		var msgs []store.Message
 		if msgs, err = a.store.Messages(conv.ID); err == nil {
-			a.startGeneration(conv, history(conv, msgs, reply.ID), reply)
+			a.startGeneration(conv, history(conv, msgs, reply.ID), requestImages(msgs, reply.ID), reply)
 			a.reloadConversations()
 			a.showConversation(&conv, msgs)
 			return

@@ -1,0 +1,194 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"bagel/engine"
+	"bagel/store"
+)
+
+// Images in a chat (#39): dropped on the window or picked with the
+// composer's Attach button, an image is checked against the loaded model (it
+// must have a vision tower, and the file must be an image the processor
+// reads), kept in the store's image folder and shown above the entry until
+// it is sent with the next message or removed. A question's images are shown
+// in its message and go to the model with it, every turn (the engine's
+// prompt cache keeps the tower's work of earlier turns; the app keeps each
+// image's tower output for the loaded model, encoded).
+
+// imageExts are the extensions the Attach dialog offers.
+var imageExts = []string{".png", ".jpg", ".jpeg", ".gif", ".webp"}
+
+// imagesRefused says why images cannot go into a chat now ("" when they can).
+func (a *App) imagesRefused() string {
+	switch {
+	case a.remote != nil:
+		return "images are not sent to a remote model yet"
+	case a.eng == nil:
+		return "no model is loaded"
+	}
+	if ok, why := a.eng.CanReadImages(); !ok {
+		return a.modelName() + " cannot read images: " + why
+	}
+	return ""
+}
+
+// attachImage checks the image file at path against the loaded model and
+// puts it in the composer for the next message.
+func (a *App) attachImage(path string) {
+	name := filepath.Base(path)
+	if why := a.imagesRefused(); why != "" {
+		a.showError("The image cannot go into this chat", fmt.Errorf("%s: %s", name, why))
+		return
+	}
+	data, err := engine.ReadImageFile(path)
+	if err == nil {
+		_, err = engine.ImageTokens(a.modelDir, data) // decodes it: a broken file is named now, not at Send
+	}
+	if err != nil {
+		a.showError("The image cannot be read", fmt.Errorf("%s: %w", name, err))
+		return
+	}
+	img, err := a.store.SaveImage(data, name)
+	if err != nil {
+		a.showError("The image could not be kept", err)
+		return
+	}
+	a.composer.attach(img)
+}
+
+// pickImage opens the Attach dialog.
+func (a *App) pickImage() {
+	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err != nil {
+			a.showError("The image cannot be read", err)
+			return
+		}
+		if r == nil {
+			return // cancelled
+		}
+		path := r.URI().Path()
+		r.Close()
+		a.attachImage(path)
+	}, a.win)
+	d.SetFilter(storage.NewExtensionFileFilter(imageExts))
+	d.Resize(fyne.NewSize(760, 520))
+	a.showDialog(d, nil)
+}
+
+// attach adds img to the next message's images.
+func (c *composer) attach(img store.Image) {
+	if slices.Contains(c.attached, img) {
+		return
+	}
+	c.attached = append(c.attached, img)
+	c.showAttached()
+}
+
+// showAttached lays out the attached images, each with its remove button.
+func (c *composer) showAttached() {
+	c.attachRow.Objects = nil
+	for _, img := range c.attached {
+		remove := widget.NewButtonWithIcon("", theme.CancelIcon(), func() {
+			c.attached = slices.DeleteFunc(c.attached, func(i store.Image) bool { return i == img })
+			c.showAttached()
+		})
+		remove.Importance = widget.LowImportance
+		tile := newPicture(c.a.store.ImagePath(img), img.Name, attachedSize)
+		c.attachRow.Add(container.NewBorder(nil, nil, nil, container.NewVBox(remove), tile))
+	}
+	c.attachRow.Hidden = len(c.attached) == 0
+	c.attachRow.Refresh()
+}
+
+// attachedSize is the side of an attached image's thumbnail.
+const attachedSize = 72
+
+// takeAttached empties the composer's images, returning them.
+func (c *composer) takeAttached() []store.Image {
+	out := c.attached
+	c.attached = nil
+	c.showAttached()
+	return out
+}
+
+// requestImages lists the images of msgs (the conversation the model
+// answers, in order) for the engine's request.
+func requestImages(msgs []store.Message, replyID int64) []store.Image {
+	var out []store.Image
+	for _, m := range msgs {
+		if m.ID < replyID && m.Role == store.RoleUser {
+			out = append(out, m.Images...)
+		}
+	}
+	return out
+}
+
+// encodeImages runs images through the loaded model's tower (off the UI
+// thread), each once for this model: encoded keeps the results until the
+// model changes.
+func (a *App) encodeImages(eng *engine.Engine, images []store.Image) ([]*engine.Image, error) {
+	var out []*engine.Image
+	for _, img := range images {
+		a.encodedMu.Lock()
+		enc, ok := a.encoded[img.File]
+		if a.encodedFor != eng {
+			a.encoded, a.encodedFor, ok = map[string]*engine.Image{}, eng, false
+		}
+		a.encodedMu.Unlock()
+		if !ok {
+			data, err := a.store.ReadImage(img)
+			if err != nil {
+				return nil, err
+			}
+			if enc, err = eng.EncodeImage(data); err != nil {
+				return nil, fmt.Errorf("%s: %w", img.Name, err)
+			}
+			a.encodedMu.Lock()
+			if a.encodedFor == eng {
+				a.encoded[img.File] = enc
+			}
+			a.encodedMu.Unlock()
+		}
+		out = append(out, enc)
+	}
+	return out, nil
+}
+
+// generateWithImages is gen.Generate for req after its images are encoded,
+// on the goroutine that reads the events: a failure ends the reply as an
+// engine error would.
+func (a *App) generateWithImages(ctx context.Context, gen generator, req engine.Request, images []store.Image) <-chan engine.Event {
+	if len(images) == 0 {
+		return gen.Generate(ctx, req)
+	}
+	out := make(chan engine.Event, 1)
+	eng, local := gen.(*engine.Engine)
+	go func() {
+		defer close(out)
+		if !local {
+			out <- engine.Event{Kind: engine.EventError, Err: errors.New("the chat holds images, which are not sent to a remote model yet")}
+			return
+		}
+		var err error
+		if req.Images, err = a.encodeImages(eng, images); err != nil {
+			out <- engine.Event{Kind: engine.EventError, Err: fmt.Errorf("an image of the chat: %w", err)}
+			return
+		}
+		for ev := range gen.Generate(ctx, req) {
+			out <- ev
+		}
+	}()
+	return out
+}
