@@ -93,8 +93,12 @@ type App struct {
 	encodedMu  sync.Mutex
 	encoded    map[string]*engine.Image
 	encodedFor *engine.Engine
-	server     localServer  // the Local server (localserver.go)
-	remote     *remoteModel // the remote model in use instead of eng (remote.go)
+	// imageTokenCounts are the prompt tokens of each image file for
+	// tokensFor's model (the composer's count, tokencount.go).
+	imageTokenCounts map[string]int
+	tokensFor        *engine.Engine
+	server           localServer  // the Local server (localserver.go)
+	remote           *remoteModel // the remote model in use instead of eng (remote.go)
 	// remoteKeys are the API keys given this session, by address.
 	remoteKeys map[string]string
 

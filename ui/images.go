@@ -110,6 +110,7 @@ func (c *composer) showAttached() {
 	}
 	c.attachRow.Hidden = len(c.attached) == 0
 	c.attachRow.Refresh()
+	c.a.countTokensSoon() // the images' tokens count with the draft's
 }
 
 // attachedSize is the side of an attached image's thumbnail.
@@ -191,4 +192,31 @@ func (a *App) generateWithImages(ctx context.Context, gen generator, req engine.
 		}
 	}()
 	return out
+}
+
+// imageTokens is how many prompt tokens img takes with eng's model (1 when
+// its file cannot be read: the count then errs low, the reply says why),
+// kept per image for the model.
+func (a *App) imageTokens(eng *engine.Engine, img store.Image) int {
+	a.encodedMu.Lock()
+	if a.tokensFor != eng {
+		a.imageTokenCounts, a.tokensFor = map[string]int{}, eng
+	}
+	n, ok := a.imageTokenCounts[img.File]
+	a.encodedMu.Unlock()
+	if ok {
+		return n
+	}
+	n = 1
+	if data, err := a.store.ReadImage(img); err == nil {
+		if t, err := engine.ImageTokens(eng.Dir, data); err == nil {
+			n = t
+		}
+	}
+	a.encodedMu.Lock()
+	if a.tokensFor == eng {
+		a.imageTokenCounts[img.File] = n
+	}
+	a.encodedMu.Unlock()
+	return n
 }

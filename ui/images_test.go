@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,18 @@ func TestImagesInAChat(t *testing.T) {
 	if len(h.a.composer.attached) != 1 || h.a.composer.attachRow.Hidden {
 		t.Fatalf("the dropped image is not in the composer: %+v", h.a.composer.attached)
 	}
+	// The composer's count takes the image's 6 tokens (96×64 pixels, 2×3 merged patches).
+	h.a.composer.entry.SetText("What is in it?")
+	h.a.countTokensSoon()
+	h.waitFor("the count with the image", func() bool { return strings.Contains(h.a.composer.tokens.Text, "tokens") })
+	withImage := h.a.composer.tokens.Text
+	h.a.composer.takeAttached()
+	h.waitFor("the count without it", func() bool { return h.a.composer.tokens.Text != withImage })
+	if without := h.a.composer.tokens.Text; countOf(t, withImage)-countOf(t, without) != 6+2 {
+		t.Errorf("with the image %q, without %q: want 8 tokens more (its 6 and the start and end markers)", withImage, without)
+	}
+	h.a.composer.entry.SetText("")
+	h.a.dropped([]fyne.URI{storage.NewFileURI(photo)})
 	h.typeAndSend("What is in it?")
 	reply := h.waitReplyDone()
 	if reply.Status == "error" {
@@ -110,4 +123,14 @@ func TestImagesInAChat(t *testing.T) {
 	if _, err := os.Stat(h.a.store.ImagePath(img)); !os.IsNotExist(err) {
 		t.Errorf("the deleted chat's image file is still there: %v", err)
 	}
+}
+
+// countOf reads the number of tokens the composer's count says.
+func countOf(t *testing.T, text string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(strings.ReplaceAll(text, ",", ""), "%d tokens", &n); err != nil {
+		t.Fatalf("count %q: %v", text, err)
+	}
+	return n
 }

@@ -38,8 +38,17 @@ func (a *App) countTokensSoon() {
 		conv = *a.conv
 	}
 	msgs := history(conv, a.msgs, math.MaxInt64)
-	if draft := a.composer.entry.Text; draft != "" {
-		msgs = append(msgs, engine.Message{Role: "user", Content: draft})
+	images := append(requestImages(a.msgs, math.MaxInt64), a.composer.attached...)
+	if draft := a.composer.entry.Text; draft != "" || len(a.composer.attached) > 0 {
+		draftMsg := engine.Message{Role: "user", Content: draft}
+		if len(a.composer.attached) > 0 {
+			draftMsg.Content = ""
+			for range a.composer.attached {
+				draftMsg.Parts = append(draftMsg.Parts, engine.Part{Image: true})
+			}
+			draftMsg.Parts = append(draftMsg.Parts, engine.Part{Text: draft})
+		}
+		msgs = append(msgs, draftMsg)
 	}
 	thinking := a.settings.Thinking
 	a.countGen++
@@ -49,7 +58,11 @@ func (a *App) countTokensSoon() {
 		if len(msgs) > 0 {
 			ids, err := eng.PromptTokens(engine.Request{Messages: msgs, EnableThinking: thinking})
 			if err == nil {
-				text = tokenCountText(len(ids), eng.ContextLength())
+				n := len(ids)
+				for _, img := range images { // each image's one pad becomes its tokens
+					n += a.imageTokens(eng, img) - 1
+				}
+				text = tokenCountText(n, eng.ContextLength())
 			}
 		}
 		a.do(func() {
