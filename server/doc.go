@@ -57,10 +57,11 @@
 // Images (images.go), for a model with a vision tower: OpenAI's image_url
 // parts as data: URLs (a URL to fetch is refused: the server fetches
 // nothing on a client's behalf), Anthropic's base64 image blocks, Ollama's
-// images lists on /api/chat and /api/generate; each decoded and run
+// images lists on /api/chat and /api/generate, the Responses API's
+// input_image parts (data: URLs); each decoded and run
 // through the tower before the request waits for its turn, a broken one a
 // 400 naming it.
 //
-// Not yet: images on /v1/responses (input_image), structured output,
-// logprobs on /v1/responses (each asked for is a clear 400).
+// Not yet: structured output, logprobs on /v1/responses (each asked for is
+// a clear 400).
 package server

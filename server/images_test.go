@@ -53,6 +53,8 @@ func TestImagesInRequests(t *testing.T) {
 			[]tokenizer.Part{{Image: true}, {Text: "What is it?"}}},
 		{"/api/generate", `{"model":"tiny","stream":false,"prompt":"And this?","images":["` + b64 + `"]}`,
 			[]tokenizer.Part{{Image: true}, {Text: "And this?"}}},
+		{"/v1/responses", `{"input":[{"role":"user","content":[{"type":"input_text","text":"Look: "},{"type":"input_image","image_url":"data:image/png;base64,` + b64 + `"}]}]}`,
+			[]tokenizer.Part{{Text: "Look: "}, {Image: true}}},
 	} {
 		before := len(eng.requests())
 		resp, out := post(t, url, c.path, c.body)
@@ -84,6 +86,7 @@ func TestImagesInRequests(t *testing.T) {
 		{eng, "/v1/messages", `{"max_tokens":10,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://example.com/cat.png"}}]}]}`, "only a base64 source"},
 		{eng, "/api/chat", `{"model":"tiny","messages":[{"role":"user","content":"x","images":["` + notPNG + `"]}]}`, "not a PNG"},
 		{eng, "/api/generate", `{"model":"tiny","raw":true,"prompt":"x","images":["` + b64 + `"]}`, "images with raw"},
+		{eng, "/v1/responses", `{"input":[{"role":"user","content":[{"type":"input_image","file_id":"file-1"}]}]}`, "stored files are not read"},
 		{textOnly{eng}, "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,` + b64 + `"}}]}]}`, "does not read images"},
 	} {
 		u := url

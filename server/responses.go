@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,8 +66,41 @@ type respItem struct {
 }
 
 type respPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL string `json:"image_url"` // input_image: a data: URL
+	FileID   string `json:"file_id"`   // input_image: a stored file (not read here)
+}
+
+// userContent is a user message's content: its text, and with input_image
+// parts, its parts in order and the images' bytes.
+func userContent(raw json.RawMessage) (string, []tokenizer.Part, [][]byte, error) {
+	var parts []respPart
+	if json.Unmarshal(raw, &parts) != nil || !slices.ContainsFunc(parts, func(p respPart) bool { return p.Type == "input_image" }) {
+		text, err := partsText(raw)
+		return text, nil, nil, err
+	}
+	var out []tokenizer.Part
+	var images [][]byte
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "text":
+			out = append(out, tokenizer.Part{Text: p.Text})
+		case "input_image":
+			if p.ImageURL == "" {
+				return "", nil, nil, fmt.Errorf("content[%d]: an input_image without a data: URL in image_url (stored files are not read here)", j)
+			}
+			data, err := imageFromURL(p.ImageURL)
+			if err != nil {
+				return "", nil, nil, fmt.Errorf("content[%d]: %v", j, err)
+			}
+			images = append(images, data)
+			out = append(out, tokenizer.Part{Image: true})
+		default:
+			return "", nil, nil, fmt.Errorf("content parts of type %q are not supported in a user message (input_text and input_image)", clip(p.Type))
+		}
+	}
+	return "", out, images, nil
 }
 
 // partsText is content or output: a string, or the text of its parts.
@@ -147,6 +181,7 @@ func (s *Server) parseResponses(r responsesRequest) (*generation, map[string]boo
 		reasoning = ""
 		return &msgs[len(msgs)-1]
 	}
+	var rawImages [][]byte
 	for i, it := range items {
 		kind := it.Type
 		if kind == "" && it.Role != "" {
@@ -154,6 +189,15 @@ func (s *Server) parseResponses(r responsesRequest) (*generation, map[string]boo
 		}
 		switch kind {
 		case "message":
+			if it.Role == "user" {
+				text, parts, images, err := userContent(it.Content)
+				if err != nil {
+					return bad("invalid_content", "input[%d]: %v", i, err)
+				}
+				rawImages = append(rawImages, images...)
+				msgs = append(msgs, tokenizer.Message{Role: "user", Content: text, Parts: parts})
+				continue
+			}
 			content, err := partsText(it.Content)
 			if err != nil {
 				return bad("invalid_content", "input[%d]: %v", i, err)
@@ -208,6 +252,11 @@ func (s *Server) parseResponses(r responsesRequest) (*generation, map[string]boo
 		msgs = append([]tokenizer.Message{{Role: "system", Content: strings.Join(system, "\n\n")}}, msgs...)
 	}
 	g.req.Messages = msgs
+	images, err := s.encodeImages(rawImages)
+	if err != nil {
+		return nil, nil, err
+	}
+	g.req.Images = images
 
 	customs := map[string]bool{}
 	if len(r.Tools) > 0 {

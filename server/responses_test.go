@@ -254,7 +254,7 @@ func TestResponsesRefusals(t *testing.T) {
 		{`{"input":"Hi","previous_response_id":"resp_1"}`, "stores no responses"},
 		{`{"input":"Hi","tools":[{"type":"web_search"}]}`, `hosted tool "web_search"`},
 		{`{"input":[{"type":"item_reference","id":"x"}]}`, "item_reference"},
-		{`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`, `"input_image" are not supported yet`},
+		{`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`, `only data: URLs`},
 		{`{"input":[{"type":"computer_call"}]}`, `"computer_call" item`},
 		{`{"input":"Hi","text":{"format":{"type":"json_schema"}}}`, `text.format "json_schema"`},
 		{`{"input":"Hi","max_output_tokens":0}`, "max_output_tokens = 0"},
