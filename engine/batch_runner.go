@@ -271,6 +271,9 @@ func (p *Parallel) Generate(ctx context.Context, req Request) <-chan Event {
 // the replies' rate together).
 func (p *Parallel) Tokens() int64 { return p.tokens.Load() }
 
+// Limit is how many replies its batches step together.
+func (p *Parallel) Limit() int { return p.limit }
+
 // ContextLength is the context each reply has.
 func (p *Parallel) ContextLength() int { return p.n }
 

@@ -86,8 +86,14 @@ type App struct {
 
 	eng      *engine.Engine // nil: no model loaded
 	modelDir string
-	loading  bool        // a model is being validated or loaded
-	gen      *generation // the reply being generated, if any
+	loading  bool // a model is being validated or loaded
+	// gens are the replies being written, by chat (replies.go): one at a
+	// time, or several decoding together through batch.
+	gens map[int64]*generation
+	// batch decodes the chats' replies together when Settings › Replies at
+	// once is above 1 (and serves the Local server's when it may), nil
+	// otherwise (replies.go).
+	batch *engine.Parallel
 	// encoded keeps the tower's output of each image file for encodedFor,
 	// the engine that made it (images.go); read off the UI thread.
 	encodedMu  sync.Mutex
@@ -277,8 +283,7 @@ func (a *App) shutdown() {
 		a.settings.ChatListShare = a.split.Offset
 		a.saveSettings()
 	}
-	if g := a.gen; g != nil {
-		g.cancel()
+	for _, g := range a.cancelReplies() {
 		<-g.done // the stream goroutine saves the reply and posts, never waits for this thread
 	}
 	a.stopServer()() // its generation stopped within a step; its handlers only post

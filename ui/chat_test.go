@@ -38,8 +38,8 @@ func TestSendStreamsReply(t *testing.T) {
 	entry.KeyDown(&fyne.KeyEvent{Name: desktop.KeyShiftLeft})
 	entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
 	entry.KeyUp(&fyne.KeyEvent{Name: desktop.KeyShiftLeft})
-	if h.a.gen != nil || !strings.Contains(entry.Text, "\n") {
-		t.Fatalf("Shift+Enter: sent=%v, composer %q; want a new line", h.a.gen != nil, entry.Text)
+	if h.a.anyGen() != nil || !strings.Contains(entry.Text, "\n") {
+		t.Fatalf("Shift+Enter: sent=%v, composer %q; want a new line", h.a.anyGen() != nil, entry.Text)
 	}
 	entry.SetText("")
 
@@ -64,7 +64,7 @@ func TestSendStreamsReply(t *testing.T) {
 	// first words, so the render tick comes before the end however fast the
 	// engine is).
 	h.waitFor("streamed text", func() bool {
-		return h.a.gen != nil && h.a.gen.latest.Content != "" && h.lastView().renderedContent != ""
+		return h.a.anyGen() != nil && h.a.anyGen().latest.Content != "" && h.lastView().renderedContent != ""
 	})
 	h.release()
 	reply := h.waitReplyDone()
@@ -119,7 +119,7 @@ func TestStopMidReply(t *testing.T) {
 
 	for _, how := range []string{"Esc", "Stop button"} {
 		h.typeAndSend("Count to a thousand.")
-		h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+		h.waitFor("the first words", func() bool { return h.a.anyGen() != nil && h.a.anyGen().latest.Content != "" })
 		if how == "Esc" {
 			h.a.composer.entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
 		} else {
@@ -149,7 +149,7 @@ func TestEnterInAnotherChatWhileOneStreams(t *testing.T) {
 	h.hold()
 	h.typeAndSend("Count to a thousand.")
 	first := h.a.conv.ID
-	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+	h.waitFor("the first words", func() bool { return h.a.anyGen() != nil && h.a.anyGen().latest.Content != "" })
 
 	h.a.newConversation()
 	if h.a.conv == nil || h.a.conv.ID == first {
@@ -167,12 +167,12 @@ func TestEnterInAnotherChatWhileOneStreams(t *testing.T) {
 	}
 
 	h.a.stop()
-	h.waitFor("the stop", func() bool { return h.a.gen == nil })
+	h.waitFor("the stop", func() bool { return h.a.anyGen() == nil })
 	if hint.Importance != widget.LowImportance || strings.Contains(hint.Text, "being written") {
 		t.Errorf("after the stop the hint reads %q (importance %v)", hint.Text, hint.Importance)
 	}
 	entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
-	if h.a.gen == nil || len(h.a.msgs) != 2 || h.a.msgs[0].Content != "And bagels?" {
+	if h.a.anyGen() == nil || len(h.a.msgs) != 2 || h.a.msgs[0].Content != "And bagels?" {
 		t.Fatalf("Enter after the stop did not send the kept text: %d messages", len(h.a.msgs))
 	}
 	h.a.stop()
@@ -247,8 +247,8 @@ func TestDraftsPerChat(t *testing.T) {
 	h.a.editLast()
 	entry.SetText("Hello again.")
 	entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
-	if h.a.gen == nil || entry.Text != "draft A" {
-		t.Errorf("after sending the edit: reply started %v, composer %q; want the draft back", h.a.gen != nil, entry.Text)
+	if h.a.anyGen() == nil || entry.Text != "draft A" {
+		t.Errorf("after sending the edit: reply started %v, composer %q; want the draft back", h.a.anyGen() != nil, entry.Text)
 	}
 	if msg := h.waitReplyDone(); len(h.a.msgs) != 2 || h.a.msgs[0].Content != "Hello again." || msg.Content == "" {
 		t.Errorf("the edited chat: %d messages, first %q", len(h.a.msgs), h.a.msgs[0].Content)
@@ -273,7 +273,7 @@ func TestFinishedReplyKeepsAReaderWhoScrolledUp(t *testing.T) {
 	}
 	h.hold()
 	h.typeAndSend("And another one.")
-	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+	h.waitFor("the first words", func() bool { return h.a.anyGen() != nil && h.a.anyGen().latest.Content != "" })
 	if c.box.MinSize().Height < c.scroll.Size().Height+4*theme.TextSize() {
 		t.Fatalf("the chat (%v high) does not overflow its view (%v): the test cannot scroll", c.box.MinSize().Height, c.scroll.Size().Height)
 	}
@@ -295,7 +295,7 @@ func TestRegenerate(t *testing.T) {
 	first := h.waitReplyDone()
 
 	test.Tap(h.lastView().buttons["Regenerate"])
-	if h.a.gen == nil {
+	if h.a.anyGen() == nil {
 		t.Fatal("Regenerate started no reply")
 	}
 	second := h.waitReplyDone()
@@ -415,7 +415,7 @@ func TestSwitchConversations(t *testing.T) {
 	if h.a.conv.ID != first || len(h.a.msgs) != 2 || h.a.msgs[0].Content != "First chat" {
 		t.Fatalf("the first chat shows %+v", h.a.msgs)
 	}
-	h.waitFor("the second reply", func() bool { return h.a.gen == nil })
+	h.waitFor("the second reply", func() bool { return h.a.anyGen() == nil })
 	if h.a.conv.ID != first {
 		t.Fatal("the finished reply switched the chat on screen")
 	}
@@ -491,12 +491,12 @@ func TestSwitchModelMidReply(t *testing.T) {
 	h.loadModel("tiny-moe")
 	h.hold() // the replies wait at their first words until the app stops them
 	h.typeAndSend("A long story, please.")
-	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+	h.waitFor("the first words", func() bool { return h.a.anyGen() != nil && h.a.anyGen().latest.Content != "" })
 	conv := h.a.conv.ID
 
 	dense := h.loadModel("tiny-dense")
-	if h.a.gen != nil || filepath.Base(dense) != h.a.modelName() {
-		t.Fatalf("after the switch: generation %v, model %q", h.a.gen != nil, h.a.modelName())
+	if h.a.anyGen() != nil || filepath.Base(dense) != h.a.modelName() {
+		t.Fatalf("after the switch: generation %v, model %q", h.a.anyGen() != nil, h.a.modelName())
 	}
 	msgs, _ := h.a.store.Messages(conv)
 	if len(msgs) != 2 || msgs[1].Status != store.StatusStopped || msgs[1].Content == "" {
@@ -506,9 +506,9 @@ func TestSwitchModelMidReply(t *testing.T) {
 	// Unload in the middle of the next reply; the app then waits for a model.
 	h.a.settings.MaxTokens = 0
 	h.typeAndSend("And another.")
-	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+	h.waitFor("the first words", func() bool { return h.a.anyGen() != nil && h.a.anyGen().latest.Content != "" })
 	test.Tap(h.a.bar.unload)
-	h.waitFor("the reply to stop", func() bool { return h.a.gen == nil })
+	h.waitFor("the reply to stop", func() bool { return h.a.anyGen() == nil })
 	if h.a.eng != nil || h.a.composer.send.Disabled() == false {
 		t.Fatalf("after unloading: engine %v, send enabled %v", h.a.eng != nil, !h.a.composer.send.Disabled())
 	}
@@ -562,9 +562,9 @@ func TestRenameAndDelete(t *testing.T) {
 	if h.a.chat.title.Text != "Doomed chat" || h.a.convs[0].Title != "Doomed chat" {
 		t.Fatalf("after renaming: header %q, list %q", h.a.chat.title.Text, h.a.convs[0].Title)
 	}
-	h.waitFor("the first words", func() bool { return h.a.gen != nil && h.a.gen.latest.Content != "" })
+	h.waitFor("the first words", func() bool { return h.a.anyGen() != nil && h.a.anyGen().latest.Content != "" })
 	h.a.removeConversation(doomed)
-	h.waitFor("the chat to go", func() bool { return h.a.gen == nil && len(h.a.convs) == 1 })
+	h.waitFor("the chat to go", func() bool { return h.a.anyGen() == nil && len(h.a.convs) == 1 })
 	if h.a.conv == nil || h.a.conv.ID != keep || h.a.convs[0].ID != keep {
 		t.Fatalf("after deleting: showing %+v, list %+v", h.a.conv, h.a.convs)
 	}
@@ -586,7 +586,7 @@ func TestSlowScreenDoesNotQueueRenders(t *testing.T) {
 	h := newHarness(t, &s, "", "")
 	h.loadModel("tiny-moe")
 	h.typeAndSend("Tell me about bagels.")
-	g := h.a.gen
+	g := h.a.anyGen()
 	if g == nil {
 		t.Fatal("no reply started")
 	}
@@ -598,7 +598,7 @@ func TestSlowScreenDoesNotQueueRenders(t *testing.T) {
 	if queued > 3 {
 		t.Errorf("%d updates queued for a stalled screen, want at most 3", queued)
 	}
-	h.waitFor("the reply to finish", func() bool { return h.a.gen == nil })
+	h.waitFor("the reply to finish", func() bool { return h.a.anyGen() == nil })
 	if last := h.a.msgs[len(h.a.msgs)-1]; last.Status == store.StatusGenerating || last.Content == "" {
 		t.Errorf("final reply %+v", last)
 	}
@@ -676,5 +676,70 @@ func TestDropAnImage(t *testing.T) {
 	}
 	if h.a.modelDir != dir || h.a.loading || len(h.a.composer.attached) != 0 {
 		t.Error("dropping an image touched the loaded model, or was attached")
+	}
+}
+
+// TestTwoChatsAnswerTogether: with Replies at once at 2, a question in a
+// second chat starts its reply while the first chat's still streams; both
+// end complete, each the reply it gets alone (the engine's batch equals its
+// solo replies), and each chat shows its own; Stop in one chat ends only its
+// reply.
+func TestTwoChatsAnswerTogether(t *testing.T) {
+	solo := func(question string) string {
+		s := testSettings()
+		h := newHarness(t, &s, "", "")
+		h.loadModel("tiny-moe")
+		h.typeAndSend(question)
+		return h.waitReplyDone().Content
+	}
+	wantA, wantB := solo("Count to ten."), solo("And bagels?")
+
+	s := testSettings()
+	s.ChatParallel = 2
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	if h.a.batch == nil {
+		t.Fatal("Replies at once 2 made no batch")
+	}
+	h.hold()
+	h.typeAndSend("Count to ten.")
+	first := h.a.conv.ID
+	h.waitFor("the first words", func() bool { g := h.a.gens[first]; return g != nil && g.latest.Content != "" })
+	h.release()
+	h.a.newConversation()
+	h.typeAndSend("And bagels?")
+	second := h.a.conv.ID
+	if h.a.gens[second] == nil {
+		t.Fatal("the second chat's reply did not start")
+	}
+	h.waitFor("both replies", func() bool { return len(h.a.gens) == 0 })
+	for _, c := range []struct {
+		conv int64
+		want string
+	}{{first, wantA}, {second, wantB}} {
+		msgs, err := h.a.store.Messages(c.conv)
+		if err != nil || len(msgs) != 2 {
+			t.Fatalf("chat %d: %d messages, %v", c.conv, len(msgs), err)
+		}
+		if got := msgs[1]; got.Content != c.want || got.Status == store.StatusError {
+			t.Errorf("chat %d's reply %q (%s, %s); alone it is %q", c.conv, got.Content, got.Status, got.Summary, c.want)
+		}
+	}
+
+	// Stop in the second chat ends its reply only.
+	h.hold()
+	h.typeAndSend("More?")
+	h.waitFor("its first words", func() bool { g := h.a.gens[second]; return g != nil && g.latest.Content != "" })
+	h.a.selectConversation(first)
+	h.typeAndSend("Go on.")
+	h.a.selectConversation(second)
+	h.a.stop()
+	h.release()
+	h.waitFor("both replies", func() bool { return len(h.a.gens) == 0 })
+	for conv, want := range map[int64]string{first: store.StatusLength, second: store.StatusStopped} {
+		msgs, _ := h.a.store.Messages(conv)
+		if got := msgs[len(msgs)-1].Status; got != want {
+			t.Errorf("chat %d's last reply is %s, want %s", conv, got, want)
+		}
 	}
 }

@@ -52,7 +52,7 @@ func newChatList(a *App) *chatList {
 			}
 			box.Objects[0].(*widget.Label).SetText(title)
 			when := humanize.Time(conv.Updated)
-			if a.gen != nil && a.gen.convID == conv.ID {
+			if a.gens[conv.ID] != nil {
 				when = "answering…"
 			}
 			box.Objects[1].(*widget.Label).SetText(when)

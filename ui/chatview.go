@@ -84,7 +84,7 @@ func (c *chatView) show() {
 			lastReply = i
 		}
 	}
-	busy := a.gen != nil && a.conv != nil && a.gen.convID == a.conv.ID
+	busy := a.shownGen() != nil
 	for i, m := range a.msgs {
 		if a.editing != nil && m.ID >= a.editing.ID {
 			break // the turn being edited is in the composer, not here

@@ -30,8 +30,7 @@ type composer struct {
 	switchBack *widget.Button
 	// tokens says what the chat and the draft take of the context
 	// (tokencount.go).
-	tokens   *widget.Label
-	stopping bool // Stop was pressed; the reply is being wrapped up
+	tokens *widget.Label
 	// attached are the images the next message carries (images.go), shown
 	// in attachRow; attachButton picks one.
 	attached     []store.Image
@@ -85,7 +84,8 @@ func newComposer(a *App) *composer {
 // refresh matches the buttons to the app's state.
 func (c *composer) refresh() {
 	a := c.a
-	busy := a.gen != nil
+	g := a.stoppable()
+	busy := g != nil
 	switch {
 	case busy:
 		c.send.SetText("Stop")
@@ -111,10 +111,10 @@ func (c *composer) refresh() {
 	c.hint.Importance = widget.LowImportance
 	c.switchBack.Hide()
 	switch {
-	case busy && c.stopping:
+	case busy && g.stopping:
 		c.hint.SetText("stopping…")
-	case busy && a.conv != nil && a.gen.convID != a.conv.ID:
-		c.hint.SetText("a reply is being written in “" + a.conversationTitle(a.gen.convID) + "”: Esc or Stop ends it, then Enter sends this message")
+	case busy && a.shownGen() == nil:
+		c.hint.SetText("a reply is being written in “" + a.conversationTitle(g.convID) + "”: Esc or Stop ends it, then Enter sends this message")
 	case busy:
 		c.hint.SetText("answering… Esc or Stop ends the reply; what was written is kept")
 	case a.loading:

@@ -47,7 +47,7 @@ func (a *App) selectConversation(id int64) {
 		a.showError("The chat could not be opened", err)
 		return
 	}
-	if g := a.gen; g != nil && g.convID == id {
+	if g := a.gens[id]; g != nil {
 		// The database has the reply as of its last save; the screen wants it live.
 		for i := range msgs {
 			if msgs[i].ID == g.latest.ID {
@@ -102,7 +102,7 @@ func (a *App) newConversation() {
 // system prompt, no draft. "New chat" then never leaves empty entries behind in the list.
 func (a *App) dropUnusedConversation() {
 	c := a.conv
-	if len(a.msgs) != 0 || c.Title != defaultTitle || c.SystemPrompt != "" || (a.gen != nil && a.gen.convID == c.ID) ||
+	if len(a.msgs) != 0 || c.Title != defaultTitle || c.SystemPrompt != "" || a.gens[c.ID] != nil ||
 		strings.TrimSpace(a.composer.entry.Text) != "" {
 		return
 	}
@@ -275,7 +275,7 @@ func (a *App) removeConversation(id int64) {
 		}
 		delete(a.drafts, id) // put aside as the chat left the screen
 	}
-	if g := a.gen; g != nil && g.convID == id {
+	if g := a.gens[id]; g != nil {
 		// Wait for the generation to save its last words before deleting them.
 		g.cancel()
 		a.goSafe("deleting a chat", func() {

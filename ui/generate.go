@@ -29,14 +29,18 @@ type generation struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed after the reply's final save and post
 	latest store.Message // the reply as last shown (UI thread)
+	// stopping: Stop was pressed; the reply is being wrapped up (UI thread).
+	stopping bool
 }
 
 // startGeneration asks the engine for a reply to msgs, saved into reply.
 func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, images []store.Image, reply store.Message) {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &generation{convID: conv.ID, cancel: cancel, done: make(chan struct{}), latest: reply}
-	a.gen = g
-	a.composer.stopping = false
+	if a.gens == nil {
+		a.gens = map[int64]*generation{}
+	}
+	a.gens[conv.ID] = g
 	a.composer.refresh()
 	req := engine.Request{
 		Messages:       msgs,
@@ -47,7 +51,7 @@ func (a *App) startGeneration(conv store.Conversation, msgs []engine.Message, im
 		TreeWidth:      a.settings.DraftTreeWidth,
 		PrefillChunk:   a.settings.PrefillChunk,
 	}
-	gen, backend, ctxLen := a.generator()
+	gen, backend, ctxLen := a.replyGenerator()
 	var mem engine.Memory
 	if a.eng != nil {
 		mem = a.eng.Memory()
@@ -157,8 +161,11 @@ loop:
 				panelling.Store(true)
 				a.do(func() {
 					defer panelling.Store(false)
+					if !a.onPanel(g) {
+						return // the panel follows the chat on screen
+					}
 					a.perf.show(v)
-					if a.gen == g && !a.loading && a.ready() {
+					if !a.loading && a.ready() {
 						a.bar.showActivity(v)
 					}
 					if decoding {
@@ -222,7 +229,7 @@ func finishedPhase(reason string, err error) string {
 
 // showReply puts a streaming snapshot on screen if its chat is the one shown.
 func (a *App) showReply(g *generation, m store.Message) {
-	if a.gen != g {
+	if a.gens[g.convID] != g {
 		return // a late post from a generation already finished
 	}
 	g.latest = m
@@ -239,16 +246,18 @@ func (a *App) showReply(g *generation, m store.Message) {
 
 // finishGeneration shows the final reply and its summary, and what went wrong.
 func (a *App) finishGeneration(g *generation, final store.Message, v perfView, genErr, saveErr error) {
-	if a.gen == g {
-		a.gen = nil
+	shown := a.onPanel(g)
+	if a.gens[g.convID] == g {
+		delete(a.gens, g.convID)
 	}
-	a.composer.stopping = false
 	if a.store == nil {
 		return // the window has closed
 	}
-	a.perf.show(v)
-	if !a.loading && a.ready() {
-		a.bar.showFinished(v)
+	if shown {
+		a.perf.show(v)
+		if !a.loading && a.ready() {
+			a.bar.showFinished(v)
+		}
 	}
 	if a.conv != nil && a.conv.ID == g.convID {
 		for i := range a.msgs {

@@ -197,7 +197,7 @@ func (h *harness) typeAndSend(text string) {
 	h.a.win.Canvas().Focus(c)
 	test.Type(c, text)
 	c.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
-	if h.a.gen == nil {
+	if h.a.anyGen() == nil {
 		h.t.Fatalf("Enter did not start a reply (composer holds %q)", c.Text)
 	}
 }
@@ -205,7 +205,7 @@ func (h *harness) typeAndSend(text string) {
 // waitReplyDone waits for the running reply to finish and returns it as saved.
 func (h *harness) waitReplyDone() store.Message {
 	h.t.Helper()
-	h.waitFor("the reply to finish", func() bool { return h.a.gen == nil })
+	h.waitFor("the reply to finish", func() bool { return h.a.anyGen() == nil })
 	msgs, err := h.a.store.Messages(h.a.conv.ID)
 	if err != nil {
 		h.t.Fatal(err)

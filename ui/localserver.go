@@ -60,7 +60,9 @@ func (a *App) startServer() {
 	var eng server.Engine = a.eng
 	var batch *engine.Parallel
 	parallel := max(1, a.settings.ServerParallel)
-	if parallel > 1 {
+	if parallel > 1 && a.batch != nil && a.batch.Limit() >= parallel {
+		eng, batch = a.batch, a.batch // one batch for the chats and the server: they decode together
+	} else if parallel > 1 {
 		p, err := a.eng.Parallel(parallel, 0)
 		if err != nil {
 			ln.Close()

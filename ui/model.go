@@ -101,14 +101,12 @@ func upperFirst(s string) string {
 func (a *App) loadModel(dir, fallback string) {
 	a.leaveRemote()
 	a.loading = true
-	old, oldDir, g := a.eng, a.modelDir, a.gen
+	old, oldDir := a.eng, a.modelDir
 	if fallback == "" && oldDir != dir {
 		fallback = oldDir
 	}
-	a.eng, a.modelDir = nil, ""
-	if g != nil {
-		g.cancel()
-	}
+	a.eng, a.modelDir, a.batch = nil, "", nil
+	gens := a.cancelReplies()
 	serverDone := a.stopServer() // it serves the next model once loaded
 	a.bar.lastReply = ""         // of the model being replaced
 	a.bar.showBusy("Loading "+modelLabel(dir)+"…", 0)
@@ -133,7 +131,7 @@ func (a *App) loadModel(dir, fallback string) {
 		Cancel:           stop,
 	}
 	a.goSafe("loading a model", func() {
-		if g != nil {
+		for _, g := range gens {
 			<-g.done
 		}
 		serverDone()
@@ -222,6 +220,7 @@ func (a *App) modelLoaded(dir string, e *engine.Engine, err error, fallback stri
 		return
 	}
 	a.eng, a.modelDir = e, dir
+	a.setupBatch()
 	a.settings.LastModel = dir
 	a.settings.addRecent(dir)
 	a.saveSettings()
@@ -251,20 +250,18 @@ func (a *App) unloadModel() {
 	if a.loading || a.eng == nil {
 		return
 	}
-	old, g := a.eng, a.gen
-	a.eng, a.modelDir = nil, ""
+	old := a.eng
+	a.eng, a.modelDir, a.batch = nil, "", nil
 	a.settings.LastModel = ""
 	a.saveSettings()
-	if g != nil {
-		g.cancel()
-	}
+	gens := a.cancelReplies()
 	serverDone := a.stopServer()
 	a.bar.refresh()
 	a.composer.refresh()
 	a.chat.refreshEmpty()
 	a.perf.showModel("", 0, engine.Memory{}, "no model loaded")
 	a.goSafe("unloading the model", func() {
-		if g != nil {
+		for _, g := range gens {
 			<-g.done
 		}
 		serverDone()

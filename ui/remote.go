@@ -93,9 +93,7 @@ func (a *App) leaveRemote() {
 	if a.remote == nil {
 		return
 	}
-	if g := a.gen; g != nil {
-		g.cancel()
-	}
+	a.cancelReplies()
 	a.remote = nil
 }
 
@@ -106,15 +104,12 @@ func (a *App) useRemote(c *remote.Client, url, server string, rtt time.Duration)
 		a.showMessage("A model is loading", "Wait for it to finish, then choose the remote engine again.")
 		return
 	}
-	g := a.gen
-	if g != nil {
-		g.cancel()
-	}
+	gens := a.cancelReplies()
 	if old := a.eng; old != nil {
-		a.eng, a.modelDir = nil, ""
+		a.eng, a.modelDir, a.batch = nil, "", nil
 		serverDone := a.stopServer()
 		a.goSafe("unloading the model", func() {
-			if g != nil {
+			for _, g := range gens {
 				<-g.done
 			}
 			serverDone()

@@ -79,6 +79,9 @@ type Settings struct {
 	// generates at once (0 or 1: one at a time; 2 to 16: their decode steps
 	// batched, engine.Parallel, each in a cache of the model's context).
 	ServerParallel int `json:"server_parallel,omitempty"`
+	// ChatParallel is how many chats may answer at once (0 or 1: one at a
+	// time; 2 to 4: their replies decoded together, replies.go).
+	ChatParallel int `json:"chat_parallel,omitempty"`
 
 	// Models remembers, by model folder, the settings last saved while that
 	// model was loaded; loading it brings them back.
@@ -186,6 +189,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("server port must be 0 (the default, %d) to 65535, got %d", server.DefaultPort, s.ServerPort)
 	case s.ServerParallel < 0 || s.ServerParallel > engine.MaxBatch:
 		return fmt.Errorf("server replies at once must be 0 or 1 (one at a time) to %d, got %d", engine.MaxBatch, s.ServerParallel)
+	case s.ChatParallel < 0 || s.ChatParallel > maxChatParallel:
+		return fmt.Errorf("chats answering at once must be 0 or 1 (one at a time) to %d, got %d", maxChatParallel, s.ChatParallel)
 	case !slices.Contains(engine.BackendNames, s.Backend):
 		return fmt.Errorf("unknown backend %q (want one of %v)", s.Backend, engine.BackendNames)
 	}

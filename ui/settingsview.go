@@ -34,8 +34,10 @@ type settingsForm struct {
 	thinking   *widget.Check
 	autoTitles *widget.Check
 	backend    *widget.Select
-	memory     *widget.Label // what the loaded model needs at the context length typed
-	switches   map[string]*widget.Check
+	// chatParallel is Replies at once: how many chats may answer together.
+	chatParallel *widget.Select
+	memory       *widget.Label // what the loaded model needs at the context length typed
+	switches     map[string]*widget.Check
 	// help is each item's line of help under its field (by the item's
 	// label): a wrapped label, so a long one never widens the dialog past
 	// the window (a form's own hint is one line of canvas text), and where
@@ -109,6 +111,8 @@ func newSettingsForm(s Settings) *settingsForm {
 	f.autoTitles.SetChecked(!s.ManualTitles)
 	f.backend = widget.NewSelect(engine.BackendsHere(), nil)
 	f.backend.SetSelected(s.Backend)
+	f.chatParallel = widget.NewSelect(chatParallelChoices, nil)
+	f.chatParallel.SetSelected(strconv.Itoa(max(1, s.ChatParallel)))
 	f.note = widget.NewLabel("")
 	f.note.Wrapping = fyne.TextWrapWord
 	f.note.Importance = widget.LowImportance
@@ -141,6 +145,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		header("Model (applies when a model is loaded)"),
 		item("Context length", f.ctxLen, "tokens of KV cache; 0: the model's default (at most 8,192)"),
 		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
+		item("Replies at once", f.chatParallel, "chats answering together: above 1, a chat answers while another does, their steps decoded in one batch, each in a cache of the context length (memory), without speculative decoding; 1: one at a time"),
 		item("Prompt cache (MB)", f.promptCache, fmt.Sprintf("memory for the conversations kept between turns, so that a reply to a long chat reads only the new part; 0: the default, %d MB", engine.DefaultPromptCacheBytes>>20)),
 		item("Memory", f.memory, "the loaded model's weights and cache at this context length, against this backend's memory"),
 		header("Speculative decoding"),
@@ -238,6 +243,7 @@ func (f *settingsForm) fill(s Settings) {
 	f.thinking.SetChecked(s.Thinking)
 	f.autoTitles.SetChecked(!s.ManualTitles)
 	f.backend.SetSelected(s.Backend)
+	f.chatParallel.SetSelected(strconv.Itoa(max(1, s.ChatParallel)))
 	for _, sw := range engine.Switches() {
 		if c := f.switches[sw.Name]; c != nil {
 			c.SetChecked(sw.Default)
@@ -386,6 +392,10 @@ func (f *settingsForm) read(base Settings) (Settings, error) {
 	s.Thinking = f.thinking.Checked
 	s.ManualTitles = !f.autoTitles.Checked
 	s.Backend = f.backend.Selected
+	s.ChatParallel, _ = strconv.Atoi(f.chatParallel.Selected)
+	if s.ChatParallel == 1 {
+		s.ChatParallel = 0 // the default: one at a time
+	}
 	s.Switches = map[string]bool{}
 	for name, on := range base.Switches {
 		s.Switches[name] = on // switches this build lacks are kept for builds that have them
@@ -460,6 +470,10 @@ func (a *App) applySettings(s Settings) {
 		a.showError("An engine switch could not be set", err)
 	}
 	a.composer.think.SetChecked(s.Thinking)
+	if old.ChatParallel != s.ChatParallel {
+		a.setupBatch()
+		a.composer.refresh()
+	}
 	if a.eng != nil && (old.Backend != s.Backend || old.ContextLength != s.ContextLength) {
 		dir := a.modelDir
 		a.confirm("Reload the model?", "The backend and the context length apply when the model is loaded. Reload "+a.modelName()+" now?", func(ok bool) {

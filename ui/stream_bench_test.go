@@ -90,7 +90,7 @@ func streamTwice(b *testing.B, n int, onePara bool) (lag, escLag time.Duration) 
 	}
 	h.waitFor("the last token on screen", shown)
 	lag = time.Since(time.Unix(0, lastSent.Load()))
-	h.waitFor("the reply to end", func() bool { return h.a.gen == nil })
+	h.waitFor("the reply to end", func() bool { return h.a.anyGen() == nil })
 	if m := h.a.msgs[len(h.a.msgs)-1]; !strings.HasSuffix(strings.TrimSpace(m.Content), last) {
 		b.Fatalf("the saved reply ends with %q", m.Content[max(0, len(m.Content)-40):])
 	}
@@ -104,7 +104,7 @@ func streamTwice(b *testing.B, n int, onePara bool) (lag, escLag time.Duration) 
 	esc := time.Now()
 	h.a.stop()
 	h.waitFor("the stop on screen", func() bool {
-		return h.a.gen == nil && h.lastView() != nil && h.lastView().status.Text != ""
+		return h.a.anyGen() == nil && h.lastView() != nil && h.lastView().status.Text != ""
 	})
 	escLag = time.Since(esc)
 	if m := h.a.msgs[len(h.a.msgs)-1]; m.Status != store.StatusStopped {

@@ -30,7 +30,7 @@ func (a *App) countTokensSoon() {
 		a.composer.tokens.SetText("")
 		return
 	}
-	if a.gen != nil {
+	if a.shownGen() != nil {
 		return // counted when the reply ends (finishGeneration): the UI thread has enough to do meanwhile
 	}
 	var conv store.Conversation

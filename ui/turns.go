@@ -13,7 +13,7 @@ import (
 
 // sendOrStop is the composer's button: Send, or Stop while a reply streams.
 func (a *App) sendOrStop() {
-	if a.gen != nil {
+	if a.stoppable() != nil {
 		a.stop()
 		return
 	}
@@ -28,7 +28,7 @@ func (a *App) sendComposer() {
 	if a.loading || text == "" && len(a.composer.attached) == 0 {
 		return
 	}
-	if a.gen != nil {
+	if a.shownGen() != nil || a.busyElsewhere() != nil {
 		a.composer.refuseWhileBusy()
 		return
 	}
@@ -80,7 +80,7 @@ func (a *App) send(text string, images []store.Image) bool {
 // regenerate replaces the last reply with a new one; the old one stays as an
 // earlier version, which the reply's ‹ › switch shows again.
 func (a *App) regenerate() {
-	if a.gen != nil || a.conv == nil {
+	if a.shownGen() != nil || a.busyElsewhere() != nil || a.conv == nil {
 		return
 	}
 	if !a.ready() {
@@ -116,7 +116,7 @@ func (a *App) regenerate() {
 // showVersion makes version id of a message (the last reply, or a question
 // edited) the one the chat shows, with what followed it.
 func (a *App) showVersion(id int64) {
-	if a.gen != nil || a.conv == nil {
+	if a.shownGen() != nil || a.conv == nil {
 		return
 	}
 	if err := a.store.SelectVersion(a.conv.ID, id); err != nil {
@@ -146,7 +146,7 @@ func (a *App) editLast() {
 // everything after it (the banner says how much), Cancel edit (or Esc) puts
 // everything back.
 func (a *App) editMessage(id int64) {
-	if a.gen != nil {
+	if a.shownGen() != nil {
 		return
 	}
 	for i := len(a.msgs) - 1; i >= 0; i-- {
@@ -179,16 +179,16 @@ func (a *App) cancelEdit() {
 
 // stop ends the reply being generated; what it wrote is kept, marked stopped.
 func (a *App) stop() {
-	if g := a.gen; g != nil {
+	if g := a.stoppable(); g != nil {
 		g.cancel()
-		a.composer.stopping = true
+		g.stopping = true
 		a.composer.refresh()
 	}
 }
 
 // stopOrCancelEdit is Esc.
 func (a *App) stopOrCancelEdit() {
-	if a.gen != nil {
+	if a.stoppable() != nil {
 		a.stop()
 		return
 	}
