@@ -705,13 +705,16 @@ func TestTwoChatsAnswerTogether(t *testing.T) {
 	h.typeAndSend("Count to ten.")
 	first := h.a.conv.ID
 	h.waitFor("the first words", func() bool { g := h.a.gens[first]; return g != nil && g.latest.Content != "" })
-	h.release()
 	h.a.newConversation()
 	h.typeAndSend("And bagels?")
 	second := h.a.conv.ID
-	if h.a.gens[second] == nil {
-		t.Fatal("the second chat's reply did not start")
+	if h.a.gens[second] == nil || len(h.a.gens) != 2 {
+		t.Fatalf("the second chat's reply did not start beside the first (%d replies)", len(h.a.gens))
 	}
+	if note := h.a.othersAnswering(); !strings.Contains(note, "2 chats answering") {
+		t.Errorf("the panel's note with two replies: %q", note)
+	}
+	h.release()
 	h.waitFor("both replies", func() bool { return len(h.a.gens) == 0 })
 	for _, c := range []struct {
 		conv int64

@@ -31,6 +31,9 @@ type generation struct {
 	latest store.Message // the reply as last shown (UI thread)
 	// stopping: Stop was pressed; the reply is being wrapped up (UI thread).
 	stopping bool
+	// rate is its decode rate as last posted (UI thread): the panel sums
+	// the replies' when several are written at once.
+	rate float64
 }
 
 // startGeneration asks the engine for a reply to msgs, saved into reply.
@@ -161,9 +164,11 @@ loop:
 				panelling.Store(true)
 				a.do(func() {
 					defer panelling.Store(false)
+					g.rate = v.DecodeNow
 					if !a.onPanel(g) {
 						return // the panel follows the chat on screen
 					}
+					v.Phase += a.othersAnswering()
 					a.perf.show(v)
 					if !a.loading && a.ready() {
 						a.bar.showActivity(v)

@@ -106,3 +106,16 @@ func (a *App) stoppable() *generation {
 	}
 	return a.busyElsewhere()
 }
+
+// othersAnswering is the panel's note while several chats answer at once:
+// how many, and their decode rate together ("" for one).
+func (a *App) othersAnswering() string {
+	if len(a.gens) < 2 {
+		return ""
+	}
+	total := 0.0
+	for _, g := range a.gens {
+		total += g.rate
+	}
+	return fmt.Sprintf(" · %d chats answering, %.0f tok/s together", len(a.gens), total)
+}
