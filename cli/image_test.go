@@ -1,35 +1,16 @@
 package cli
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"bagel/synth"
+	"bagel/internal/testmodel"
 )
 
-// tinyVisionModel writes a small model with a small vision tower (two
-// blocks of 64) and a processor of 2048 to 9216 pixels: its image pad is
-// token 253 (vision start 251, end 252).
-func tinyVisionModel(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	s := synth.Shape{ModelType: "qwen3_5", Hidden: 64, Layers: 2, Interval: 2, Heads: 2, KVHeads: 1, HeadDim: 32,
-		Hk: 2, Hv: 2, Dk: 32, Dv: 32, ConvKernel: 4, Intermediate: 128, Vocab: 256, Tied: true, RopeTheta: 1e6,
-		PartialRotary: 0.25, Vision: &synth.VisionShape{Depth: 2, Hidden: 64, Intermediate: 128, Heads: 4,
-			Patch: 16, Temporal: 2, Merge: 2, Positions: 64}}
-	if err := synth.Write(dir, synth.Options{Shape: s, Quant: synth.Quant{Bits: 4, GroupSize: 32}, Workers: 1}); err != nil {
-		t.Fatal(err)
-	}
-	pre, _ := json.Marshal(map[string]any{"patch_size": 16, "temporal_patch_size": 2, "merge_size": 2,
-		"size": map[string]int{"shortest_edge": 2048, "longest_edge": 9216}})
-	if err := os.WriteFile(filepath.Join(dir, "preprocessor_config.json"), pre, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
+// tinyVisionModel is testmodel.Vision's small model: its image pad is
+// token 253 (vision start 251, end 252), its processor 2048 to 9216 pixels.
+func tinyVisionModel(t *testing.T) string { return testmodel.Vision(t, testmodel.VisionSpec{}) }
 
 // TestScoreWithAnImage: bagel score expands the ids' image pad into the
 // image's six tokens (big.png: 96×64 pixels, 2×3 merged patches) and prints

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"image"
 	"image/color"
 	"image/draw"
@@ -20,35 +19,17 @@ import (
 	"bagel/qwen"
 	"bagel/reference"
 	"bagel/switches"
-	"bagel/synth"
 	"bagel/vision"
 )
 
-// visionModel writes a small model with a small tower (two blocks of 64,
-// four heads of 16, a position table of 8×8) and a processor that keeps
-// images small (2048 to 9216 pixels), so that the float64 reference runs
-// in a moment. Its text rotary turns fast (base 100 over 16 of 32 dims), so
-// that positions a few apart differ well beyond bf16's rounding.
+// visionModel is testmodel.Vision's small model with a text rotary that
+// turns fast (base 100 over 16 of 32 dims), so that positions a few apart
+// differ well beyond bf16's rounding, and a processor of 2048 to 9216 pixels.
 func visionModel(t *testing.T) string { return visionModelOf(t, 9216) }
 
 // visionModelOf is visionModel with a processor of up to maxPixels pixels.
 func visionModelOf(t *testing.T, maxPixels int) string {
-	t.Helper()
-	dir := t.TempDir()
-	s := synth.Shape{ModelType: "qwen3_5", Hidden: 64, Layers: 2, Interval: 2, Heads: 2, KVHeads: 1, HeadDim: 32,
-		Hk: 2, Hv: 2, Dk: 32, Dv: 32, ConvKernel: 4, Intermediate: 128, Vocab: 256, Tied: true, RopeTheta: 100,
-		PartialRotary: 0.5, Vision: &synth.VisionShape{Depth: 2, Hidden: 64, Intermediate: 128, Heads: 4,
-			Patch: 16, Temporal: 2, Merge: 2, Positions: 64}}
-	if err := synth.Write(dir, synth.Options{Shape: s, Quant: synth.Quant{Bits: 4, GroupSize: 32}, Workers: 1, Seed: 7}); err != nil {
-		t.Fatal(err)
-	}
-	pre, _ := json.Marshal(map[string]any{"patch_size": 16, "temporal_patch_size": 2, "merge_size": 2,
-		"size": map[string]int{"shortest_edge": 2048, "longest_edge": maxPixels}, "image_mean": []float64{0.5, 0.5, 0.5},
-		"image_std": []float64{0.5, 0.5, 0.5}})
-	if err := os.WriteFile(filepath.Join(dir, "preprocessor_config.json"), pre, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return testmodel.Vision(t, testmodel.VisionSpec{RopeTheta: 100, PartialRoPE: 0.5, MaxPixels: maxPixels})
 }
 
 // TestImageEncodesAsTheReference: the tower on the kernels (CPU backend)
