@@ -113,3 +113,29 @@ INLINE qslot qslot_of(int b, int n0, int n1, int n2, device const uint *w0, devi
   q.gs = qfmt_gs(fmt);
   return q;
 }
+
+// ---- The matrix units' shared-memory helpers (CUDA sm_80+) -------------------
+// Used by qgemm.metal's tiles and gdn.metal's chunked rule.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// smem_u32 is the shared-window address of a threadgroup pointer.
+INLINE uint smem_u32(threadgroup const bf16_t *p) {
+  uint a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// ldsm_x4_at loads four 8×8 bf16 matrices from the shared-window address
+// of the lane's row (ldmatrix.x4).
+INLINE void ldsm_x4_at(uint addr, thread uint *r) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// cvt_bf16x2 is a and b rounded to bf16 (nearest even), a in the low half.
+INLINE uint cvt_bf16x2(float a, float b) {
+  uint v;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(v) : "f"(b), "f"(a));
+  return v;
+}
+#endif

@@ -709,22 +709,6 @@ INLINE void gdn_chunk_put(thread gdn_chunk_regs &g, threadgroup bf16_t *Qc, thre
 #define GDN_CHUNK_MMA 1
 #define GDN_SLD (GDN_CHUNK_MAX_DK + 8)  // a split tile's row, bf16: 16-byte rows on distinct banks
 
-INLINE uint gdn_smem(threadgroup const bf16_t *p) {
-  uint a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-INLINE void gdn_ldsm_x4(uint addr, thread uint *r) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-// gdn_bf16x2 rounds a and b to bf16, a in the low half.
-INLINE uint gdn_bf16x2(float a, float b) {
-  uint v;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(v) : "f"(b), "f"(a));
-  return v;
-}
 
 #define GDN_WLD (GDN_CHUNK + 8)  // a row of the update's split weights, bf16
 
@@ -732,12 +716,12 @@ INLINE uint gdn_bf16x2(float a, float b) {
 // as the bf16 pairs hi, mid, lo: hi rounds a, mid rounds what hi left, lo
 // what both left; hi + mid + lo is a to within 2^-24 of it.
 INLINE void gdn_split3(float a, float b, threadgroup bf16_t *p, int plane) {
-  uint h = gdn_bf16x2(a, b);
+  uint h = cvt_bf16x2(a, b);
   float ra = a - as_float(h << 16), rb = b - as_float(h & 0xffff0000u);
-  uint m = gdn_bf16x2(ra, rb);
+  uint m = cvt_bf16x2(ra, rb);
   *(threadgroup uint *)p = h;
   *(threadgroup uint *)(p + plane) = m;
-  *(threadgroup uint *)(p + 2 * plane) = gdn_bf16x2(ra - as_float(m << 16), rb - as_float(m & 0xffff0000u));
+  *(threadgroup uint *)(p + 2 * plane) = cvt_bf16x2(ra - as_float(m << 16), rb - as_float(m & 0xffff0000u));
 }
 
 // The state of a threadgroup (16 rows × up to 128 columns, f32) lives in
@@ -762,8 +746,8 @@ INLINE void gdn_split_put(thread const float *S, threadgroup bf16_t *Sp, int w, 
 INLINE void gdn_chunk_update(thread float *S, float decay, threadgroup const bf16_t *Wp, threadgroup const bf16_t *Kc,
                              int w, int lane) {
   UNROLL for (int e = 0; e < 8; e++) S[e] *= decay;
-  uint a0 = gdn_smem(Wp + (lane & 15) * GDN_WLD + 8 * (lane >> 4));
-  uint b0 = gdn_smem(Kc + ((lane & 7) + 8 * ((lane >> 3) & 1)) * GDN_CHUNK_MAX_DK + 16 * w + 8 * (lane >> 4));
+  uint a0 = smem_u32(Wp + (lane & 15) * GDN_WLD + 8 * (lane >> 4));
+  uint b0 = smem_u32(Kc + ((lane & 7) + 8 * ((lane >> 3) & 1)) * GDN_CHUNK_MAX_DK + 16 * w + 8 * (lane >> 4));
   UNROLL for (int kk = 0; kk < GDN_CHUNK; kk += 16) {
     uint b[4];
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -771,7 +755,7 @@ INLINE void gdn_chunk_update(thread float *S, float decay, threadgroup const bf1
                  : "r"(b0 + (uint)(2 * kk * GDN_CHUNK_MAX_DK)));
     UNROLL for (int part = 0; part < 3; part++) {
       uint a[4];
-      gdn_ldsm_x4(a0 + (uint)(2 * (part * 16 * GDN_WLD + kk)), a);
+      ldsm_x4_at(a0 + (uint)(2 * (part * 16 * GDN_WLD + kk)), a);
       UNROLL for (int h = 0; h < 2; h++) {
         float *c = S + 4 * h;
         asm volatile(
@@ -807,16 +791,16 @@ INLINE void gdn_chunk_sk(threadgroup const bf16_t *Sp, threadgroup const bf16_t 
   int tg = 8 * (w & 3);
   // ldmatrix rows: the state's row lane % 16 at column 8·(lane / 16); the
   // tile's token tg + lane % 8 at column 8·(lane / 8) (two steps of 16).
-  uint a0 = gdn_smem(Sp + (lane & 15) * GDN_SLD + 8 * (lane >> 4));
-  uint b0 = gdn_smem((isq ? Qc : Kc) + (tg + (lane & 7)) * GDN_CHUNK_MAX_DK + 8 * (lane >> 3));
+  uint a0 = smem_u32(Sp + (lane & 15) * GDN_SLD + 8 * (lane >> 4));
+  uint b0 = smem_u32((isq ? Qc : Kc) + (tg + (lane & 7)) * GDN_CHUNK_MAX_DK + 8 * (lane >> 3));
   float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   UNROLL for (int kk = 0; kk < GDN_CHUNK_MAX_DK; kk += 32) {
     uint b[4];
-    gdn_ldsm_x4(b0 + (uint)(2 * kk), b);
+    ldsm_x4_at(b0 + (uint)(2 * kk), b);
     UNROLL for (int part = 0; part < 3; part++) {
       UNROLL for (int s = 0; s < 2; s++) {
         uint a[4];
-        gdn_ldsm_x4(a0 + (uint)(2 * (part * 16 * GDN_SLD + kk + 16 * s)), a);
+        ldsm_x4_at(a0 + (uint)(2 * (part * 16 * GDN_SLD + kk + 16 * s)), a);
         asm volatile(
             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
             "{%0,%1,%2,%3};"

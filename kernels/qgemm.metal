@@ -112,9 +112,7 @@ INLINE void mma_put8(threadgroup MMA_T *dst, u32x4 v) { *(threadgroup u32x4 *)ds
 // sm_80+: round to nearest even as f32_to_bf16, which differs only for NaNs).
 INLINE uint qg_bf16x2(float a, float b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  uint v;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(v) : "f"(b), "f"(a));
-  return v;
+  return cvt_bf16x2(a, b);
 #else
   return (uint)f32_to_bf16(a) | ((uint)f32_to_bf16(b) << 16);
 #endif
@@ -177,20 +175,9 @@ INLINE void mma_store(thread mma_acc &acc, threadgroup float *C, int ldc, int la
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define MMA_WARP_NATIVE 1
-// smem_u32 is the shared-window address of a threadgroup pointer.
-INLINE uint smem_u32(threadgroup const MMA_T *p) {
-  uint a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-
 // ldsm_x4 loads four 8×8 bf16 matrices; lane l gives the address of row l%8 of
 // matrix l/8 (16-byte aligned) and gets its fragment of each.
-INLINE void ldsm_x4(threadgroup const MMA_T *row, thread uint *r) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(row)));
-}
+INLINE void ldsm_x4(threadgroup const MMA_T *row, thread uint *r) { ldsm_x4_at(smem_u32(row), r); }
 
 // mma_warp_32x32x16: acc[2i + j] (16×16 each) += A[16i.., :16]·B[16j.., :16]ᵀ for a
 // warp's 32×32 tile: four ldmatrix.x4 and eight mma.sync.
@@ -210,13 +197,6 @@ INLINE void mma_warp_32x32x16(thread mma_warp &acc, threadgroup const MMA_T *A, 
             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
             : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][2 * h]), "r"(b[j][2 * h + 1]));
       }
-}
-
-// ldsm_x4_at is ldsm_x4 at a shared-window address.
-INLINE void ldsm_x4_at(uint addr, thread uint *r) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
 }
 
 // mma_warp_at is mma_warp_32x32x16 from the lane's ldmatrix addresses,
