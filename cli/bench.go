@@ -45,6 +45,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	serverRows := fs.Bool("server", false, "also time a reply streamed through the local server against the engine alone (needs a tokenizer)")
 	streamCounts := fs.String("streams", "", fmt.Sprintf("also decode greedy replies this many at once, 1 to %d each (e.g. 1,2,4,8; empty: none): the summed and each reply's rate", engine.MaxBatch))
 	stallPrompt := fs.Int("stall-prompt", 8192, "with --streams, the prompt that joins the most replies but one, to time the stall its prefill causes (0: none)")
+	imagePaths := fs.images("to time through the model's vision tower")
 	draftersRows := fs.Bool("drafters", false, "also decode greedy replies to five questions plainly, with prompt lookup (lines, trees of 2) and with the model's MTP head: each drafter's acceptance and speed on text (needs a tokenizer)")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -186,6 +187,9 @@ func runBench(args []string, out, errOut io.Writer) error {
 	if len(counts) > 0 {
 		b.report.Streams = b.streams(counts, *stallPrompt)
 	}
+	if len(*imagePaths) > 0 {
+		b.report.Images = b.images(*imagePaths)
+	}
 	if *projections > 0 {
 		b.progress("the decode GEMV on each matrix shape")
 		ps, err := b.e.TimeProjections(*projections)
@@ -199,6 +203,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	writeBenchTable(out, &b.report)
 	writeServerBench(out, b.report.Server)
 	writeStreamsBench(out, b.report.Streams)
+	writeImagesBench(out, b.report.Images)
 	if *jsonFile != "" {
 		data, err := json.MarshalIndent(b.report, "", "  ")
 		if err != nil {

@@ -34,6 +34,8 @@ type benchReport struct {
 	Server *serverBench `json:"server,omitempty"`
 	// Streams is replies decoded together (--streams).
 	Streams *streamsBench `json:"streams,omitempty"`
+	// Images are images through the vision tower (--images).
+	Images []imageRow `json:"images,omitempty"`
 }
 
 // benchResult is one measured figure (the median run).

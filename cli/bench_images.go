@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"bagel/engine"
+)
+
+// imageRow is one image through the vision tower (bench --images): its
+// size as the processor resized it, its tokens, and the encode's wall time
+// (the median of the runs after a warm-up encode), decoding and resizing
+// on the host included.
+type imageRow struct {
+	File          string  `json:"file"`
+	Width, Height int     `json:"width"`
+	Tokens        int     `json:"tokens"`
+	EncodeMs      float64 `json:"encode_ms"`
+	Error         string  `json:"error,omitempty"`
+}
+
+// images times each image file through the model's vision tower.
+func (b *bench) images(paths []string) []imageRow {
+	var rows []imageRow
+	for _, p := range paths {
+		row := imageRow{File: filepath.Base(p)}
+		b.progress("the vision tower on " + row.File)
+		data, err := engine.ReadImageFile(p)
+		var img *engine.Image
+		if err == nil {
+			img, err = b.e.EncodeImage(data) // the warm-up: kernels compiled, scratch laid out
+		}
+		if err != nil {
+			row.Error = err.Error()
+			rows = append(rows, row)
+			continue
+		}
+		row.Width, row.Height, row.Tokens = img.Width, img.Height, img.Tokens
+		times := make([]float64, b.runs)
+		for i := range times {
+			start := time.Now()
+			if _, err := b.e.EncodeImage(data); err != nil {
+				row.Error = err.Error()
+				break
+			}
+			times[i] = float64(time.Since(start).Microseconds()) / 1000
+		}
+		slices.Sort(times)
+		row.EncodeMs = times[len(times)/2]
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func writeImagesBench(w io.Writer, rows []imageRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nimages through the vision tower (median wall time, host decode and resize included):\n")
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(w, "  %s: %s\n", r.File, r.Error)
+			continue
+		}
+		fmt.Fprintf(w, "  %s: %d×%d pixels, %d tokens, %.1f ms\n", r.File, r.Width, r.Height, r.Tokens, r.EncodeMs)
+	}
+}
