@@ -48,6 +48,27 @@ func TestImageEncodesAsTheReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	checkTowerBand(t, e, dir)
+}
+
+// TestGPUImagesMatchTheReference: the tower and a prompt with images on each
+// GPU backend (CUDA; Metal, and its simulator in make test) held to the
+// same bands as on the CPU.
+func TestGPUImagesMatchTheReference(t *testing.T) {
+	for _, name := range gpuBackends() {
+		t.Run(name, func(t *testing.T) {
+			dir := visionModel(t)
+			checkTowerBand(t, loadGPU(t, dir, name, 64), dir)
+			big := visionModelOf(t, 65536)
+			checkImagePromptBand(t, loadGPU(t, big, name, 128), big)
+		})
+	}
+}
+
+// checkTowerBand holds e's tower (the model in dir) to the float64
+// reference's bf16 band on two images.
+func checkTowerBand(t *testing.T, e *Engine, dir string) {
+	t.Helper()
 	if present, status := e.VisionStatus(); !present {
 		t.Fatalf("VisionStatus = %q", status)
 	}
@@ -183,6 +204,13 @@ func TestImagePromptMatchesTheReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	checkImagePromptBand(t, e, dir)
+}
+
+// checkImagePromptBand is TestImagePromptMatchesTheReference on e (the model
+// in dir, a processor of up to 65536 pixels).
+func checkImagePromptBand(t *testing.T, e *Engine, dir string) {
+	t.Helper()
 	var images []*Image
 	for _, f := range []string{"big.png", "tall.png"} { // 160×192 and 64×32 pixels: merged grids 5×6 and 2×1
 		data, _ := os.ReadFile(filepath.Join("..", "testdata", "vision", f))
