@@ -43,8 +43,11 @@ var imageExts = map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "im
 // refused.
 func (s *Store) SaveImage(data []byte, name string) (Image, error) {
 	ext, ok := imageExts[http.DetectContentType(data)]
+	if !ok && heif(data) {
+		ext, ok = ".heic", true
+	}
 	if !ok {
-		return Image{}, fmt.Errorf("%s is not a PNG, JPEG, GIF or WebP image", name)
+		return Image{}, fmt.Errorf("%s is not a PNG, JPEG, GIF, WebP or HEIC image", name)
 	}
 	sum := sha256.Sum256(data)
 	img := Image{File: hex.EncodeToString(sum[:]) + ext, Name: name}
@@ -74,6 +77,19 @@ func (s *Store) SaveImage(data []byte, name string) (Image, error) {
 		return Image{}, fmt.Errorf("saving image %s: %w", name, err)
 	}
 	return img, nil
+}
+
+// heif tells a HEIC/HEIF photo by its ftyp box's brand (which
+// http.DetectContentType does not know).
+func heif(data []byte) bool {
+	if len(data) < 12 || string(data[4:8]) != "ftyp" {
+		return false
+	}
+	switch string(data[8:12]) {
+	case "heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1":
+		return true
+	}
+	return false
 }
 
 // ReadImage reads an image's file.

@@ -28,7 +28,7 @@ import (
 // image's tower output for the loaded model, encoded).
 
 // imageExts are the extensions the Attach dialog offers.
-var imageExts = []string{".png", ".jpg", ".jpeg", ".gif", ".webp"}
+var imageExts = []string{".png", ".jpg", ".jpeg", ".gif", ".webp", ".heic", ".heif"}
 
 // imagesRefused says why images cannot go into a chat now ("" when they can).
 func (a *App) imagesRefused() string {

@@ -25,7 +25,8 @@ type Image struct {
 // refused with its size.
 const MaxSide = 16384
 
-// Decode reads a PNG, JPEG, GIF (its first frame) or WebP image into RGB as
+// Decode reads a PNG, JPEG, GIF (its first frame) or WebP image (and on a
+// Mac a HEIC/HEIF photo, heic.go) into RGB as
 // Pillow's convert("RGB") would: alpha dropped (not blended), 16-bit
 // channels cut to their high byte, gray and palettes spread to RGB; a JPEG's
 // EXIF orientation is applied first (transformers' load_image transposes
@@ -34,6 +35,9 @@ const MaxSide = 16384
 func Decode(data []byte) (*Image, error) {
 	if len(data) == 0 {
 		return nil, errors.New("image: the file is empty")
+	}
+	if isHEIF(data) {
+		return decodeHEIF(data) // heic.go
 	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {

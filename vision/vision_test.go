@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -229,5 +230,21 @@ func TestLoadOptions(t *testing.T) {
 	write(`{"min_pixels": 100, "max_pixels": 10}`)
 	if _, err := LoadOptions(dir); err == nil || !strings.Contains(err.Error(), "pixel budget") {
 		t.Errorf("max under min: %v", err)
+	}
+}
+
+// TestHEIFIsNamed: a HEIC photo (its ftyp box) is told apart from a file
+// that is no image: off macOS it is refused as a HEIC/HEIF photo, with the
+// way out; anything else in an ftyp box (an MP4) is not taken for one.
+func TestHEIFIsNamed(t *testing.T) {
+	heic := append([]byte{0, 0, 0, 24}, []byte("ftypheic\x00\x00\x00\x00mif1heic")...)
+	if !isHEIF(heic) || isHEIF(append([]byte{0, 0, 0, 24}, []byte("ftypisom\x00\x00\x00\x00")...)) || isHEIF([]byte("ftyp")) {
+		t.Fatal("isHEIF takes the wrong files")
+	}
+	if runtime.GOOS == "darwin" {
+		t.Skip("on a Mac ImageIO reads HEIC (never run here)")
+	}
+	if _, err := Decode(heic); err == nil || !strings.Contains(err.Error(), "HEIC/HEIF photo") || !strings.Contains(err.Error(), "on a Mac only") {
+		t.Errorf("a HEIC photo off macOS: %v", err)
 	}
 }
