@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -98,6 +97,55 @@ func textOf(raw json.RawMessage) (string, error) {
 	return strings.Join(parts, "\n"), nil
 }
 
+// anthUserTurn is user message i's blocks as the template's messages: each
+// tool_result a tool turn, then the texts and images as one user turn (the
+// texts joined by newlines; with images, the blocks in order as parts), and
+// the images' bytes.
+func anthUserTurn(i int, bs []anthBlock) ([]tokenizer.Message, [][]byte, error) {
+	var msgs []tokenizer.Message
+	var images [][]byte
+	var text []string
+	var parts []tokenizer.Part // with images: the blocks in order
+	for j, b := range bs {
+		switch b.Type {
+		case "text":
+			text = append(text, b.Text)
+			if n := len(parts); n > 0 && !parts[n-1].Image {
+				parts[n-1].Text += "\n" + b.Text
+			} else {
+				parts = append(parts, tokenizer.Part{Text: b.Text})
+			}
+		case "image":
+			if b.Source == nil || b.Source.Type != "base64" {
+				return nil, nil, fmt.Errorf("messages[%d].content[%d] (image): only a base64 source is read; this server fetches no URL on a client's behalf", i, j)
+			}
+			data, err := imageFromBase64(b.Source.Data)
+			if err != nil {
+				return nil, nil, fmt.Errorf("messages[%d].content[%d] (image): %v", i, j, err)
+			}
+			images = append(images, data)
+			parts = append(parts, tokenizer.Part{Image: true})
+		case "tool_result":
+			result, err := textOf(b.Content)
+			if err != nil {
+				return nil, nil, fmt.Errorf("messages[%d].content[%d] (tool_result): %v", i, j, err)
+			}
+			if b.IsError {
+				result = "Error: " + result
+			}
+			msgs = append(msgs, tokenizer.Message{Role: "tool", Content: result})
+		default:
+			return nil, nil, fmt.Errorf("messages[%d].content[%d]: blocks of type %q are not supported (text, image and tool_result)", i, j, clip(b.Type))
+		}
+	}
+	if len(images) > 0 {
+		msgs = append(msgs, tokenizer.Message{Role: "user", Parts: parts})
+	} else if len(text) > 0 {
+		msgs = append(msgs, tokenizer.Message{Role: "user", Content: strings.Join(text, "\n")})
+	}
+	return msgs, images, nil
+}
+
 // parseMessages checks a Messages request and builds the generation.
 func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 	bad := func(format string, a ...any) (*generation, error) {
@@ -126,45 +174,12 @@ func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 		}
 		switch m.Role {
 		case "user":
-			var text []string
-			var parts []tokenizer.Part // with images: the blocks in order
-			for j, b := range bs {
-				switch b.Type {
-				case "text":
-					text = append(text, b.Text)
-					if n := len(parts); n > 0 && !parts[n-1].Image {
-						parts[n-1].Text += "\n" + b.Text
-					} else {
-						parts = append(parts, tokenizer.Part{Text: b.Text})
-					}
-				case "image":
-					if b.Source == nil || b.Source.Type != "base64" {
-						return bad("messages[%d].content[%d] (image): only a base64 source is read; this server fetches no URL on a client's behalf", i, j)
-					}
-					data, err := imageFromBase64(b.Source.Data)
-					if err != nil {
-						return bad("messages[%d].content[%d] (image): %v", i, j, err)
-					}
-					rawImages = append(rawImages, data)
-					parts = append(parts, tokenizer.Part{Image: true})
-				case "tool_result":
-					result, err := textOf(b.Content)
-					if err != nil {
-						return bad("messages[%d].content[%d] (tool_result): %v", i, j, err)
-					}
-					if b.IsError {
-						result = "Error: " + result
-					}
-					g.req.Messages = append(g.req.Messages, tokenizer.Message{Role: "tool", Content: result})
-				default:
-					return bad("messages[%d].content[%d]: blocks of type %q are not supported yet (text and tool_result)", i, j, b.Type)
-				}
+			msgs, images, err := anthUserTurn(i, bs)
+			if err != nil {
+				return nil, &httpError{http.StatusBadRequest, "invalid_request_error", err.Error()}
 			}
-			if slices.ContainsFunc(parts, func(p tokenizer.Part) bool { return p.Image }) {
-				g.req.Messages = append(g.req.Messages, tokenizer.Message{Role: "user", Parts: parts})
-			} else if len(text) > 0 {
-				g.req.Messages = append(g.req.Messages, tokenizer.Message{Role: "user", Content: strings.Join(text, "\n")})
-			}
+			g.req.Messages = append(g.req.Messages, msgs...)
+			rawImages = append(rawImages, images...)
 		case "assistant":
 			msg := tokenizer.Message{Role: "assistant"}
 			var text []string
