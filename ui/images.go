@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 
@@ -219,4 +220,41 @@ func (a *App) imageTokens(eng *engine.Engine, img store.Image) int {
 	}
 	a.encodedMu.Unlock()
 	return n
+}
+
+// imagesFit refuses a question with images that, with the chat before it,
+// would not fit the model's context: said before anything is saved or sent
+// (an image can take thousands of tokens).
+func (a *App) imagesFit(text string, images []store.Image) error {
+	eng := a.eng
+	if eng == nil || len(images) == 0 {
+		return nil
+	}
+	var conv store.Conversation
+	if a.conv != nil {
+		conv = *a.conv
+	}
+	before := int64(math.MaxInt64)
+	if a.editing != nil {
+		before = a.editing.ID
+	}
+	msgs := history(conv, a.msgs, before)
+	all := append(requestImages(a.msgs, before), images...)
+	question := engine.Message{Role: "user"}
+	for range images {
+		question.Parts = append(question.Parts, engine.Part{Image: true})
+	}
+	question.Parts = append(question.Parts, engine.Part{Text: text})
+	ids, err := eng.PromptTokens(engine.Request{Messages: append(msgs, question), EnableThinking: a.settings.Thinking})
+	if err != nil {
+		return err
+	}
+	n := len(ids)
+	for _, img := range all {
+		n += a.imageTokens(eng, img) - 1
+	}
+	if ctx := eng.ContextLength(); n >= ctx {
+		return fmt.Errorf("with its images the chat takes %d tokens, and the context holds %d: start a new chat, send fewer or smaller images, or raise Settings › Context length", n, ctx)
+	}
+	return nil
 }

@@ -2,6 +2,9 @@ package ui
 
 import (
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +12,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/test"
 
 	"bagel/internal/testmodel"
 )
@@ -97,6 +101,27 @@ func TestImagesInAChat(t *testing.T) {
 	if r := h.waitReplyDone(); r.Status == "error" {
 		t.Fatalf("the second turn failed: %s", r.Summary)
 	}
+	// An image too big for what is left of the context is refused before
+	// anything is saved: the context is 512 tokens, a 2048×2048 image 4,096.
+	big := filepath.Join(t.TempDir(), "big.png")
+	writePNG(t, big, 2048, 2048)
+	h.a.dropped([]fyne.URI{storage.NewFileURI(big)}) // the processor brings it to 96×96: 9 tokens
+	if len(h.a.composer.attached) != 1 {
+		t.Fatal("the big image was not attached")
+	}
+	before, _ := h.a.store.Messages(reply.ConversationID)
+	h.a.imageTokenCounts[h.a.composer.attached[0].File] = 4096 // as a model with a larger processor would count it
+	entry := h.a.composer.entry
+	test.Type(entry, "And this?")
+	entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	after, _ := h.a.store.Messages(reply.ConversationID)
+	if text := h.dialogText(); !strings.Contains(text, "does not fit the context") || len(after) != len(before) || h.a.anyGen() != nil {
+		t.Errorf("a question too big for the context: dialog %q, %d messages (were %d)", text, len(after), len(before))
+	}
+	for o := h.a.win.Canvas().Overlays(); o.Top() != nil; {
+		o.Top().Hide()
+		o.Remove(o.Top())
+	}
 	if err := h.a.store.DeleteConversation(reply.ConversationID); err != nil {
 		t.Fatal(err)
 	}
@@ -113,4 +138,23 @@ func countOf(t *testing.T, text string) int {
 		t.Fatalf("count %q: %v", text, err)
 	}
 	return n
+}
+
+// writePNG writes a w×h gradient PNG to path.
+func writePNG(t *testing.T, path string, w, h int) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x), uint8(y), uint8(x ^ y), 255})
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := png.Encode(f, img); err != nil {
+		t.Fatal(err)
+	}
 }

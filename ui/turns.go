@@ -51,6 +51,10 @@ func (a *App) send(text string, images []store.Image) bool {
 		a.showError("The images cannot go into this chat", errors.New(why))
 		return false
 	}
+	if err := a.imagesFit(text, images); err != nil {
+		a.showError("The message does not fit the context", err)
+		return false
+	}
 	conv, err := a.ensureConversation()
 	if err != nil {
 		a.showError("A new chat could not be created", err)
