@@ -15,11 +15,12 @@ import (
 // (the median of the runs after a warm-up encode), decoding and resizing
 // on the host included.
 type imageRow struct {
-	File          string  `json:"file"`
-	Width, Height int     `json:"width"`
-	Tokens        int     `json:"tokens"`
-	EncodeMs      float64 `json:"encode_ms"`
-	Error         string  `json:"error,omitempty"`
+	File     string  `json:"file"`
+	Width    int     `json:"width"`
+	Height   int     `json:"height"`
+	Tokens   int     `json:"tokens"`
+	EncodeMs float64 `json:"encode_ms"`
+	Error    string  `json:"error,omitempty"`
 }
 
 // images times each image file through the model's vision tower.
