@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -735,5 +736,45 @@ func TestTwoPullsAtOnce(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(repoDir(cache, f.repo), "snapshots", f.commit, "model.safetensors"))
 	if err != nil || !bytes.Equal(data, f.files["model.safetensors"]) {
 		t.Errorf("the blob after two pulls: %d bytes, %v", len(data), err)
+	}
+}
+
+// TestLibrarySeesVisionTowers: a folder whose config declares a vision tower
+// and whose shard's header names its tensors sees images; one that declares
+// it without the tensors (an mlx-lm conversion), or holds them without the
+// config, does not; an index's names count as the shards'.
+func TestLibrarySeesVisionTowers(t *testing.T) {
+	shard := func(names ...string) []byte {
+		h := map[string]any{"__metadata__": map[string]string{"format": "mlx"}}
+		for _, n := range names {
+			h[n] = map[string]any{"dtype": "BF16", "shape": []int{1}, "data_offsets": []int{0, 2}}
+		}
+		js, _ := json.Marshal(h)
+		out := binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
+		return append(append(out, js...), 0, 0)
+	}
+	folder := func(config string, files map[string][]byte) string {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "config.json"), []byte(config), 0o644)
+		for name, data := range files {
+			os.WriteFile(filepath.Join(dir, name), data, 0o644)
+		}
+		return dir
+	}
+	withVision := `{"model_type":"qwen3_5","vision_config":{"depth":27}}`
+	for _, c := range []struct {
+		name string
+		dir  string
+		want bool
+	}{
+		{"tower", folder(withVision, map[string][]byte{"model.safetensors": shard("language_model.model.embed_tokens.weight", "vision_tower.patch_embed.proj.weight")}), true},
+		{"config only", folder(withVision, map[string][]byte{"model.safetensors": shard("language_model.model.embed_tokens.weight")}), false},
+		{"tensors only", folder(`{"model_type":"qwen3_5"}`, map[string][]byte{"model.safetensors": shard("vision_tower.patch_embed.proj.weight")}), false},
+		{"index", folder(withVision, map[string][]byte{"model-00001-of-00002.safetensors": shard("x"),
+			"model.safetensors.index.json": []byte(`{"weight_map":{"model.visual.blocks.0.attn.qkv.weight":"model-00002-of-00002.safetensors"}}`)}), true},
+	} {
+		if got := Describe(c.name, c.dir, "folder").Vision; got != c.want {
+			t.Errorf("%s: Vision = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package hub
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +19,9 @@ type LocalModel struct {
 	ModelType string // config.json's model_type; "" when it cannot be read
 	Bytes     int64  // the safetensors files' size
 	Problem   string // why it cannot load as it is ("" when nothing is visibly wrong)
+	// Vision: config.json declares a vision tower and the checkpoint holds
+	// its tensors (mlx-vlm's conversions; mlx-lm's drop them).
+	Vision bool
 }
 
 // LMStudioDir is LM Studio's models folder (~/.lmstudio/models).
@@ -86,7 +91,8 @@ func Describe(name, dir, source string) LocalModel {
 		return m
 	}
 	var cfg struct {
-		ModelType string `json:"model_type"`
+		ModelType string          `json:"model_type"`
+		Vision    json.RawMessage `json:"vision_config"`
 	}
 	if json.Unmarshal(data, &cfg) != nil {
 		m.Problem = "config.json is not valid JSON"
@@ -105,5 +111,54 @@ func Describe(name, dir, source string) LocalModel {
 		}
 		m.Bytes += st.Size()
 	}
+	m.Vision = len(cfg.Vision) > 0 && string(cfg.Vision) != "null" && holdsVisionTensors(dir, shards)
 	return m
+}
+
+// holdsVisionTensors reports whether the checkpoint names a vision tower's
+// tensors (vision_tower.*, model.visual.*): in its index, else in each
+// shard's header (the 8-byte length and the JSON that follows it).
+func holdsVisionTensors(dir string, shards []string) bool {
+	tower := func(name string) bool {
+		return strings.HasPrefix(name, "vision_tower.") || strings.HasPrefix(name, "model.visual.")
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json")); err == nil {
+		var idx struct {
+			WeightMap map[string]string `json:"weight_map"`
+		}
+		if json.Unmarshal(data, &idx) == nil {
+			for name := range idx.WeightMap {
+				if tower(name) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	for _, s := range shards {
+		f, err := os.Open(s)
+		if err != nil {
+			continue
+		}
+		var n [8]byte
+		_, err = io.ReadFull(f, n[:])
+		size := binary.LittleEndian.Uint64(n[:])
+		if err != nil || size > 100<<20 {
+			f.Close()
+			continue
+		}
+		header := make([]byte, size)
+		_, err = io.ReadFull(f, header)
+		f.Close()
+		var names map[string]json.RawMessage
+		if err != nil || json.Unmarshal(header, &names) != nil {
+			continue
+		}
+		for name := range names {
+			if tower(name) {
+				return true
+			}
+		}
+	}
+	return false
 }

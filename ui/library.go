@@ -224,6 +224,9 @@ func (l *library) row(m hub.LocalModel) (fyne.CanvasObject, *widget.Label, bool)
 		size = fmt.Sprintf("%.1f MB", float64(m.Bytes)/1e6)
 	}
 	detail := fmt.Sprintf("%s · %s · %s", m.Source, size, m.ModelType)
+	if m.Vision {
+		detail += " · sees images"
+	}
 	load := widget.NewButton("Load", func() {
 		l.dlg.Hide()
 		l.a.openModel(m.Dir)

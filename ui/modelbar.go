@@ -75,6 +75,9 @@ func (b *modelBar) refresh() {
 	case a.eng != nil:
 		b.name.SetText(a.modelName())
 		detail := a.eng.BackendName + " · " + humanCount(a.eng.ContextLength()) + " context · " + memoryText(a.eng.Memory())
+		if ok, _ := a.eng.CanReadImages(); ok {
+			detail += " · sees images: drop one on the window"
+		}
 		if b.lastReply != "" {
 			detail = b.lastReply + " · " + detail
 		}
