@@ -81,12 +81,18 @@ func runGenerate(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(files) > 0 && fs.remote() {
-		return fmt.Errorf("--image with --remote: images are not sent to a remote engine yet")
+	var req engine.Request
+	for i, data := range files { // a remote engine reads the image itself
+		if fs.remote() {
+			img, err := engine.NewRemoteImage(data)
+			if err != nil {
+				return fmt.Errorf("--image %s: %w", (*imagePaths)[i], err)
+			}
+			req.Images = append(req.Images, img)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	var req engine.Request
 	var gen interface {
 		Generate(context.Context, engine.Request) <-chan engine.Event
 	}

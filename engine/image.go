@@ -3,6 +3,7 @@ package engine
 import (
 	"crypto/sha256"
 	"fmt"
+	"net/http"
 	"os"
 
 	"bagel/qwen"
@@ -25,8 +26,39 @@ type Image struct {
 	// block): MergedRows × MergedCols.
 	Tokens                 int
 	MergedRows, MergedCols int
-	// embeds are the tower's outputs, bf16 [Tokens, hidden] bit patterns.
+	// embeds are the tower's outputs, bf16 [Tokens, hidden] bit patterns
+	// (nil for an image for a remote engine: NewRemoteImage).
 	embeds []uint16
+	// data is the file's bytes and mediaType its format ("image/png"), for
+	// an engine that reads the image itself (a remote one).
+	data      []byte
+	mediaType string
+}
+
+// Data is the image file's bytes and MediaType its format, for an engine
+// that reads the image itself.
+func (img *Image) Data() []byte { return img.data }
+
+// MediaType is the image file's format: image/png, image/jpeg, image/gif,
+// image/webp or image/heic.
+func (img *Image) MediaType() string { return img.mediaType }
+
+// NewRemoteImage is an image file for a remote engine, which runs its own
+// processor and tower: decoded here only to refuse a broken file by name.
+func NewRemoteImage(data []byte) (*Image, error) {
+	img, err := vision.Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	return &Image{Key: sha256.Sum256(data), Width: img.W, Height: img.H, data: data, mediaType: mediaType(data)}, nil
+}
+
+// mediaType is an image file's format by its first bytes.
+func mediaType(data []byte) string {
+	if len(data) >= 12 && string(data[4:8]) == "ftyp" {
+		return "image/heic"
+	}
+	return http.DetectContentType(data)
 }
 
 // visionWhyNot says why the model has no usable tower.
@@ -60,7 +92,8 @@ func (e *Engine) EncodeImage(data []byte) (*Image, error) {
 	grid := qwen.ImageGrid{Frames: p.GridT, Rows: p.GridH, Cols: p.GridW}
 	merge := e.Config.Vision.Merge
 	out := &Image{Key: sha256.Sum256(data), Grid: grid, Width: p.GridW * opts.PatchSize, Height: p.GridH * opts.PatchSize,
-		Tokens: e.model.VisionTokens(grid), MergedRows: grid.Rows / merge, MergedCols: grid.Cols / merge}
+		Tokens: e.model.VisionTokens(grid), MergedRows: grid.Rows / merge, MergedCols: grid.Cols / merge,
+		data: data, mediaType: mediaType(data)}
 	if opts.MergeSize != merge || opts.PatchSize != e.Config.Vision.Patch {
 		return nil, fmt.Errorf("preprocessor_config.json cuts patches of %d merged %d×%d, the vision tower takes %d merged %d×%d",
 			opts.PatchSize, opts.MergeSize, opts.MergeSize, e.Config.Vision.Patch, merge, merge)

@@ -49,6 +49,9 @@ func (e *Engine) layImages(ids []int32, images []*Image, start int) (*imagePromp
 			continue
 		}
 		img := images[len(p.images)]
+		if img.embeds == nil {
+			return nil, fmt.Errorf("image %d was not read by this model's tower (EncodeImage)", len(p.images)+1)
+		}
 		p.images = append(p.images, placedImage{at: len(p.ids), img: img})
 		at = append(at, qwen.PromptImage{At: len(p.ids), Rows: img.MergedRows, Cols: img.MergedCols})
 		for range img.Tokens {

@@ -3,6 +3,7 @@ package remote
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,11 +14,50 @@ import (
 	"bagel/engine"
 )
 
-// chatMessage is a message as the request carries it.
+// chatMessage is a message as the request carries it: its content a string,
+// or with images a list of text and image_url parts.
 type chatMessage struct {
 	Role      string            `json:"role"`
-	Content   string            `json:"content"`
+	Content   any               `json:"content"`
 	ToolCalls []json.RawMessage `json:"tool_calls,omitempty"`
+}
+
+// contentPart is one part of a message's content list.
+type contentPart struct {
+	Type     string         `json:"type"`
+	Text     string         `json:"text,omitempty"`
+	ImageURL *contentURLRef `json:"image_url,omitempty"`
+}
+
+type contentURLRef struct {
+	URL string `json:"url"`
+}
+
+// messageContent is m's content as the request carries it: its text, or
+// with image parts a list whose images, in order, are the next of images
+// (the request's, as the messages hold them), sent as data: URLs.
+func messageContent(m engine.Message, images *[]*engine.Image) (any, error) {
+	if len(m.Parts) == 0 {
+		return m.Content, nil
+	}
+	var parts []contentPart
+	for _, p := range m.Parts {
+		if !p.Image {
+			parts = append(parts, contentPart{Type: "text", Text: p.Text})
+			continue
+		}
+		if len(*images) == 0 {
+			return nil, errors.New("the messages hold more images than the request carries")
+		}
+		img := (*images)[0]
+		*images = (*images)[1:]
+		if img.Data() == nil {
+			return nil, errors.New("an image without its file's bytes cannot be sent to a remote engine")
+		}
+		url := "data:" + img.MediaType() + ";base64," + base64.StdEncoding.EncodeToString(img.Data())
+		parts = append(parts, contentPart{Type: "image_url", ImageURL: &contentURLRef{URL: url}})
+	}
+	return parts, nil
 }
 
 // body is the request for req: its messages (or raw prompt as one user
@@ -29,8 +69,16 @@ func (c *Client) body(req engine.Request) ([]byte, error) {
 		return nil, errors.New("a remote engine takes messages, not token ids")
 	}
 	var msgs []chatMessage
+	images := req.Images
 	for _, m := range req.Messages {
-		msgs = append(msgs, chatMessage{Role: m.Role, Content: m.Content})
+		content, err := messageContent(m, &images)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, chatMessage{Role: m.Role, Content: content})
+	}
+	if len(images) > 0 {
+		return nil, fmt.Errorf("%d images more than the messages place", len(images))
 	}
 	if len(msgs) == 0 {
 		msgs = []chatMessage{{Role: "user", Content: req.Prompt}}

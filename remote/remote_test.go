@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -271,5 +273,50 @@ func TestAddresses(t *testing.T) {
 		if _, err := New(bad, "", "m"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", bad, err, want)
 		}
+	}
+}
+
+// TestImagesToARemoteEngine: an image sent through the remote client to
+// another Bagel's server reaches its model as an image_url part (a data:
+// URL) and the greedy reply is the local engine's to the same image; a
+// broken image is refused before anything is sent.
+func TestImagesToARemoteEngine(t *testing.T) {
+	dir := testmodel.VisionChat(t)
+	e, err := engine.Load(dir, engine.Options{Backend: "cpu", ContextLength: 256, PromptCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	data, err := os.ReadFile(filepath.Join(testmodel.Root(t), "testdata", "vision", "big.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []tokenizer.Message{{Role: "user", Parts: []tokenizer.Part{{Image: true}, {Text: "What is it?"}}}}
+	local, err := e.EncodeImage(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := read(t, e.Generate(context.Background(), engine.Request{Messages: msgs, Images: []*engine.Image{local}, MaxTokens: 8}))
+	s, err := server.New(e, "tiny", server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	c, err := New(ts.URL, "", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := engine.NewRemoteImage(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, last := read(t, c.Generate(context.Background(), engine.Request{Messages: msgs, Images: []*engine.Image{img}, MaxTokens: 8}))
+	if last.Kind != engine.EventDone || got != want {
+		t.Errorf("through the server: %q (%v); the engine alone: %q", got, last.Err, want)
+	}
+	if _, err := engine.NewRemoteImage([]byte("\x89PNG\r\n\x1a\nbroken")); err == nil {
+		t.Error("a broken image was taken for a remote engine")
 	}
 }

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -35,7 +34,7 @@ var imageExts = []string{".png", ".jpg", ".jpeg", ".gif", ".webp", ".heic", ".he
 func (a *App) imagesRefused() string {
 	switch {
 	case a.remote != nil:
-		return "images are not sent to a remote model yet"
+		return "" // the remote engine reads them itself, or says why not
 	case a.eng == nil:
 		return "no model is loaded"
 	}
@@ -54,8 +53,11 @@ func (a *App) attachImage(path string) {
 		return
 	}
 	data, err := engine.ReadImageFile(path)
-	if err == nil {
-		_, err = engine.ImageTokens(a.modelDir, data) // decodes it: a broken file is named now, not at Send
+	switch { // decoded now: a broken file is named now, not at Send
+	case err == nil && a.remote != nil:
+		_, err = engine.NewRemoteImage(data)
+	case err == nil:
+		_, err = engine.ImageTokens(a.modelDir, data)
 	}
 	if err != nil {
 		a.showError("The image cannot be read", fmt.Errorf("%s: %w", name, err))
@@ -168,6 +170,23 @@ func (a *App) encodeImages(eng *engine.Engine, images []store.Image) ([]*engine.
 	return out, nil
 }
 
+// remoteImages are images as a remote engine takes them: the files' bytes.
+func (a *App) remoteImages(images []store.Image) ([]*engine.Image, error) {
+	var out []*engine.Image
+	for _, img := range images {
+		data, err := a.store.ReadImage(img)
+		if err == nil {
+			var r *engine.Image
+			if r, err = engine.NewRemoteImage(data); err == nil {
+				out = append(out, r)
+				continue
+			}
+		}
+		return nil, fmt.Errorf("%s: %w", img.Name, err)
+	}
+	return out, nil
+}
+
 // generateWithImages is gen.Generate for req after its images are encoded,
 // on the goroutine that reads the events: a failure ends the reply as an
 // engine error would.
@@ -177,14 +196,18 @@ func (a *App) generateWithImages(ctx context.Context, gen generator, req engine.
 	}
 	out := make(chan engine.Event, 1)
 	eng, local := gen.(*engine.Engine)
+	if p, ok := gen.(*engine.Parallel); ok {
+		eng, local = a.eng, a.eng != nil && p != nil // a batch of the loaded model's
+	}
 	go func() {
 		defer close(out)
-		if !local {
-			out <- engine.Event{Kind: engine.EventError, Err: errors.New("the chat holds images, which are not sent to a remote model yet")}
-			return
-		}
 		var err error
-		if req.Images, err = a.encodeImages(eng, images); err != nil {
+		if !local {
+			req.Images, err = a.remoteImages(images)
+		} else {
+			req.Images, err = a.encodeImages(eng, images)
+		}
+		if err != nil {
 			out <- engine.Event{Kind: engine.EventError, Err: fmt.Errorf("an image of the chat: %w", err)}
 			return
 		}

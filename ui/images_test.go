@@ -17,22 +17,8 @@ import (
 	"bagel/internal/testmodel"
 )
 
-// visionModelDir is testmodel.Vision's small model with the test
-// tokenizer (Qwen3's, which has Qwen2-VL's image tokens) and the Qwen3.5
-// chat template: its vocabulary and image tokens are the tokenizer's.
-func visionModelDir(t *testing.T) string {
-	t.Helper()
-	dir := testmodel.Vision(t, testmodel.VisionSpec{Depth: 1, Vocab: 151936, QwenTokens: true})
-	tmpl, err := os.ReadFile(filepath.Join("..", "tokenizer", "templates", "qwen35.jinja"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), tmpl, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	testmodel.Tokenizer(t, dir)
-	return dir
-}
+// visionModelDir is a small vision model the window can chat with.
+func visionModelDir(t *testing.T) string { return testmodel.VisionChat(t) }
 
 // TestImagesInAChat: an image dropped on a model with a vision tower waits
 // in the composer (a broken one is refused by name, nothing attached); Enter
@@ -40,7 +26,14 @@ func visionModelDir(t *testing.T) string {
 // image folder), shows it, and the model's reply comes; the next turn sends
 // it again with the history; deleting the chat removes its file.
 func TestImagesInAChat(t *testing.T) {
+	for _, parallel := range []int{1, 2} { // one reply at a time, and through the batch (which routes images to Generate)
+		t.Run(fmt.Sprintf("replies at once %d", parallel), func(t *testing.T) { imagesInAChat(t, parallel) })
+	}
+}
+
+func imagesInAChat(t *testing.T, parallel int) {
 	s := testSettings()
+	s.ChatParallel = parallel
 	h := newHarness(t, &s, "", "")
 	dir := visionModelDir(t)
 	h.a.openModel(dir)

@@ -75,3 +75,20 @@ func writeJSON(t testing.TB, path string, v any) {
 		t.Fatal(err)
 	}
 }
+
+// VisionChat is a small vision model a chat can talk to: the test tokenizer
+// (Qwen3's, which has Qwen2-VL's image tokens) and the Qwen3.5 chat
+// template, its vocabulary and image tokens the tokenizer's.
+func VisionChat(t testing.TB) string {
+	t.Helper()
+	dir := Vision(t, VisionSpec{Depth: 1, Vocab: 151936, QwenTokens: true})
+	tmpl, err := os.ReadFile(filepath.Join(Root(t), "tokenizer", "templates", "qwen35.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), tmpl, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	Tokenizer(t, dir)
+	return dir
+}
