@@ -301,8 +301,12 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 		apiError(w, status, code, err.Error())
 		return
 	}
+	n := len(ids)
+	for _, img := range g.req.Images { // each image's one pad is its tokens
+		n += img.Tokens - 1
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]int{"input_tokens": len(ids)})
+	json.NewEncoder(w).Encode(map[string]int{"input_tokens": n})
 }
 
 // messages is POST /v1/messages.

@@ -40,11 +40,18 @@ func (f *fakeEngine) ToolCallPrefix(name string) (string, error) {
 	return "<tool_call>\n<function=" + name + ">\n", nil
 }
 
-// PromptTokens counts a token a word of the messages.
+// PromptTokens counts a token a word of the messages, and one an image
+// (its pad, as the engine's template writes one).
 func (f *fakeEngine) PromptTokens(req engine.Request) ([]int32, error) {
 	n := 0
 	for _, m := range req.Messages {
 		n += len(strings.Fields(m.Content))
+		for _, p := range m.Parts {
+			n += len(strings.Fields(p.Text))
+			if p.Image {
+				n++
+			}
+		}
 	}
 	return make([]int32, n), nil
 }

@@ -73,6 +73,18 @@ func TestImagesInRequests(t *testing.T) {
 		}
 	}
 
+	// count_tokens counts an image as its tokens (the fake's 4 for one pad:
+	// 3 more than the text alone).
+	count := func(body string) float64 {
+		_, out := post(t, url, "/v1/messages/count_tokens", body)
+		n, _ := out["input_tokens"].(float64)
+		return n
+	}
+	withImage := count(`{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","data":"` + b64 + `"}},{"type":"text","text":"Describe it."}]}]}`)
+	if textOnly := count(`{"messages":[{"role":"user","content":"Describe it."}]}`); withImage != textOnly+4 {
+		t.Errorf("count_tokens: %v with the image, %v without; want 4 more (the fake counts words, the image is 4 tokens)", withImage, textOnly)
+	}
+
 	notPNG := base64.StdEncoding.EncodeToString([]byte("hello"))
 	for _, c := range []struct {
 		eng        Engine
