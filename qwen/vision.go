@@ -172,6 +172,14 @@ func VisionStatus(cfg *Config, ck *safetensors.Checkpoint) (present bool, status
 	if err := v.check(cfg.HiddenSize); err != nil {
 		return false, "its vision tower cannot be used: " + err.Error()
 	}
+	for _, t := range []struct {
+		name string
+		id   int32
+	}{{"image_token_id", v.ImageToken}, {"vision_start_token_id", v.VisionStart}, {"vision_end_token_id", v.VisionEnd}} {
+		if t.id < 0 || int(t.id) >= cfg.VocabSize {
+			return false, fmt.Sprintf("its vision tower cannot be used: config.json's %s %d is outside the vocabulary (0..%d)", t.name, t.id, cfg.VocabSize-1)
+		}
+	}
 	for _, want := range v.tensors(cfg.HiddenSize) {
 		t, ok := ck.Tensor(prefix + want.name)
 		if !ok {

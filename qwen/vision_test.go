@@ -60,6 +60,12 @@ func TestVisionStatus(t *testing.T) {
 		{"deeper than its tensors", write(tinyVisionShape(), func(_ string, cfg map[string]any) {
 			cfg["vision_config"].(map[string]any)["depth"] = 3
 		}), false, "lacks vision_tower.blocks.2.norm1.weight"},
+		{"image token past the vocabulary", write(tinyVisionShape(), func(_ string, cfg map[string]any) {
+			delete(cfg, "image_token_id") // Qwen3.5's 248056, past this model's 256
+		}), false, "image_token_id 248056 is outside the vocabulary"},
+		{"broken mrope_section", write(tinyVisionShape(), func(_ string, cfg map[string]any) {
+			cfg["text_config"].(map[string]any)["rope_parameters"].(map[string]any)["mrope_section"] = []int{11, 11}
+		}), false, "mrope_section is [11 11], want three numbers"},
 	} {
 		cfg, ck, err := Open(c.dir)
 		if err != nil {
