@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
@@ -74,6 +75,12 @@ func (e *Engine) visionWhyNot() string {
 // runs it through the model's vision tower. A model without a tower, or a
 // file that is not an image it can read, gets an error that says which.
 func (e *Engine) EncodeImage(data []byte) (*Image, error) {
+	return e.EncodeImageContext(context.Background(), data)
+}
+
+// EncodeImageContext is EncodeImage that gives up, with ctx's error,
+// between the tower's blocks once ctx is done.
+func (e *Engine) EncodeImageContext(ctx context.Context, data []byte) (*Image, error) {
 	if !e.model.HasVision() {
 		return nil, fmt.Errorf("this model cannot read images: %s", e.visionWhyNot())
 	}
@@ -100,7 +107,7 @@ func (e *Engine) EncodeImage(data []byte) (*Image, error) {
 	}
 	err = e.loop.do(func() error {
 		var err error
-		out.embeds, err = e.model.EncodeImage(e.ctx, p.Data, grid)
+		out.embeds, err = e.model.EncodeImage(e.ctx, p.Data, grid, ctx.Err)
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"image"
 	"image/color"
 	"image/draw"
@@ -424,4 +425,23 @@ func repainted(t *testing.T, data []byte) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// TestEncodeImageStops: a tower run whose context is done gives up between
+// blocks with the context's error (a reply stopped while its image is read).
+func TestEncodeImageStops(t *testing.T) {
+	e, err := Load(visionModel(t), Options{Backend: "cpu", ContextLength: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	data, _ := os.ReadFile(filepath.Join("..", "testdata", "vision", "big.png"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.EncodeImageContext(ctx, data); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled encode: %v, want context.Canceled", err)
+	}
+	if _, err := e.EncodeImageContext(context.Background(), data); err != nil {
+		t.Errorf("the next encode: %v", err)
+	}
 }

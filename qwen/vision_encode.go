@@ -36,7 +36,11 @@ func (m *Model) VisionTokens(g ImageGrid) int {
 // tower's scratch is its own arena, released before it returns, so that an
 // image's activations (a 1024² image's MLP holds 35 MB) do not stay in the
 // text model's pool.
-func (m *Model) EncodeImage(c *ops.Ctx, pixels []float32, g ImageGrid) ([]uint16, error) {
+//
+// stop, when set, is asked between the tower's blocks whether to give up
+// (a reply stopped while its image is read: on the CPU a large image takes
+// minutes); its error is returned.
+func (m *Model) EncodeImage(c *ops.Ctx, pixels []float32, g ImageGrid, stop func() error) ([]uint16, error) {
 	tw := m.vision
 	if tw == nil {
 		return nil, ErrNoVision
@@ -54,7 +58,7 @@ func (m *Model) EncodeImage(c *ops.Ctx, pixels []float32, g ImageGrid) ([]uint16
 	defer arena.Release()
 	vc := ops.NewCtx(c.Dev, arena)
 	vc.Plan = c.Plan
-	out, err := tw.encode(vc, pixels, g)
+	out, err := tw.encode(vc, pixels, g, stop)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +74,7 @@ func (m *Model) EncodeImage(c *ops.Ctx, pixels []float32, g ImageGrid) ([]uint16
 }
 
 // encode records the tower's forward and returns its output tensor.
-func (tw *visionTower) encode(c *ops.Ctx, pixels []float32, g ImageGrid) (ops.Tensor, error) {
+func (tw *visionTower) encode(c *ops.Ctx, pixels []float32, g ImageGrid, stop func() error) (ops.Tensor, error) {
 	v, s := &tw.cfg, c.Scratch
 	n, d := g.Patches(), v.Hidden
 	px := s.Get("vision.pixels", ops.BF16, n, tw.patch.In)
@@ -94,6 +98,11 @@ func (tw *visionTower) encode(c *ops.Ctx, pixels []float32, g ImageGrid) (ops.Te
 	o := s.Get("vision.o", ops.BF16, n, d)
 	mlp := s.Get("vision.mlp", ops.BF16, n, v.Intermediate)
 	for i := range tw.blocks {
+		if stop != nil {
+			if err := stop(); err != nil {
+				return ops.Tensor{}, err
+			}
+		}
 		bl := &tw.blocks[i]
 		s.Scope("vision.block") // each block takes the attention's q, k and v of the one before
 		ops.LayerNorm(c, x, bl.norm1W, bl.norm1B, h, visionNormEps)

@@ -142,7 +142,7 @@ func requestImages(msgs []store.Message, replyID int64) []store.Image {
 // encodeImages runs images through the loaded model's tower (off the UI
 // thread), each once for this model: encoded keeps the results until the
 // model changes.
-func (a *App) encodeImages(eng *engine.Engine, images []store.Image) ([]*engine.Image, error) {
+func (a *App) encodeImages(ctx context.Context, eng *engine.Engine, images []store.Image) ([]*engine.Image, error) {
 	var out []*engine.Image
 	for _, img := range images {
 		a.encodedMu.Lock()
@@ -156,7 +156,7 @@ func (a *App) encodeImages(eng *engine.Engine, images []store.Image) ([]*engine.
 			if err != nil {
 				return nil, err
 			}
-			if enc, err = eng.EncodeImage(data); err != nil {
+			if enc, err = eng.EncodeImageContext(ctx, data); err != nil {
 				return nil, fmt.Errorf("%s: %w", img.Name, err)
 			}
 			a.encodedMu.Lock()
@@ -205,9 +205,13 @@ func (a *App) generateWithImages(ctx context.Context, gen generator, req engine.
 		if !local {
 			req.Images, err = a.remoteImages(images)
 		} else {
-			req.Images, err = a.encodeImages(eng, images)
+			req.Images, err = a.encodeImages(ctx, eng, images)
 		}
-		if err != nil {
+		switch {
+		case ctx.Err() != nil: // stopped while the images were read
+			out <- engine.Event{Kind: engine.EventDone, Reason: engine.ReasonCancelled}
+			return
+		case err != nil:
 			out <- engine.Event{Kind: engine.EventError, Err: fmt.Errorf("an image of the chat: %w", err)}
 			return
 		}
