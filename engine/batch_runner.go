@@ -282,3 +282,12 @@ func (p *Parallel) PromptTokens(req Request) ([]int32, error) { return p.e.Promp
 
 // ToolCallPrefix is the engine's.
 func (p *Parallel) ToolCallPrefix(name string) (string, error) { return p.e.ToolCallPrefix(name) }
+
+// EncodeImageContext is the engine's: a batched server reads images as the
+// engine does (their replies go to the engine's Generate).
+func (p *Parallel) EncodeImageContext(ctx context.Context, data []byte) (*Image, error) {
+	return p.e.EncodeImageContext(ctx, data)
+}
+
+// ImageTokenCount is the engine's.
+func (p *Parallel) ImageTokenCount(data []byte) (int, error) { return p.e.ImageTokenCount(data) }

@@ -138,6 +138,15 @@ func ReadImageFile(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
+// ImageTokenCount is how many prompt tokens an image file takes with the
+// loaded model, without running its tower.
+func (e *Engine) ImageTokenCount(data []byte) (int, error) {
+	if !e.model.HasVision() {
+		return 0, fmt.Errorf("this model cannot read images: %s", e.visionWhyNot())
+	}
+	return ImageTokens(e.Dir, data)
+}
+
 // ImageTokens is how many prompt tokens an image file takes in the model
 // folder dir (its processor's resize, one token per merged patch block),
 // without loading the model: for sizing a context before Load.

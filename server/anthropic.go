@@ -258,12 +258,10 @@ func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 	if err := s.settle(g, settings{Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MaxTokens: r.MaxTokens}); err != nil {
 		return nil, err
 	}
-	images, err := s.encodeImages(rawImages)
-	if err != nil {
+	if err := s.keepImages(g, rawImages); err != nil {
 		err.(*httpError).code = "invalid_request_error" // Anthropic's kind of error
 		return nil, err
 	}
-	g.req.Images = images
 	return g, nil
 }
 
@@ -302,8 +300,13 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := len(ids)
-	for _, img := range g.req.Images { // each image's one pad is its tokens
-		n += img.Tokens - 1
+	for i, data := range g.images { // each image's one pad is its tokens
+		t, err := s.imageTokens(data)
+		if err != nil {
+			apiError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("image %d: %v", i+1, err))
+			return
+		}
+		n += t - 1
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]int{"input_tokens": n})

@@ -156,11 +156,19 @@ func serveBoth(t *testing.T, eng Engine, opt Options) (*httptest.Server, *Server
 	return ts, s
 }
 
-// EncodeImage takes a PNG (its signature checked, nothing more) as an image
-// of four tokens; anything else is not an image.
-func (f *fakeEngine) EncodeImage(data []byte) (*engine.Image, error) {
-	if !strings.HasPrefix(string(data), "\x89PNG\r\n\x1a\n") {
-		return nil, errors.New("image: not a PNG, JPEG, GIF or WebP file")
+// EncodeImageContext takes a PNG (its signature checked, nothing more) as
+// an image of four tokens; anything else is not an image.
+func (f *fakeEngine) EncodeImageContext(_ context.Context, data []byte) (*engine.Image, error) {
+	if _, err := f.ImageTokenCount(data); err != nil {
+		return nil, err
 	}
 	return &engine.Image{Tokens: 4, MergedRows: 2, MergedCols: 2}, nil
+}
+
+// ImageTokenCount is four for a PNG.
+func (f *fakeEngine) ImageTokenCount(data []byte) (int, error) {
+	if !strings.HasPrefix(string(data), "\x89PNG\r\n\x1a\n") {
+		return 0, errors.New("image: not a PNG, JPEG, GIF or WebP file")
+	}
+	return 4, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -16,9 +17,11 @@ import (
 // image is refused with the reason before any generation.
 
 // ImageEncoder is an engine that reads images: engine.Engine does when its
-// model has a vision tower (a remote engine does not yet).
+// model has a vision tower (a remote engine does not yet). ImageTokenCount
+// is an image's prompt tokens without running the tower (count_tokens).
 type ImageEncoder interface {
-	EncodeImage(data []byte) (*engine.Image, error)
+	EncodeImageContext(ctx context.Context, data []byte) (*engine.Image, error)
+	ImageTokenCount(data []byte) (int, error)
 }
 
 // maxImages is the most images one request may carry.
@@ -56,21 +59,38 @@ func imageFromBase64(s string) ([]byte, error) {
 	return data, nil
 }
 
-// encodeImages runs a request's images through the model, in order.
-func (s *Server) encodeImages(raw [][]byte) ([]*engine.Image, error) {
+// keepImages checks a request's images (how many, and that the engine reads
+// images) and keeps them for encodeImages.
+func (s *Server) keepImages(g *generation, raw [][]byte) error {
 	if len(raw) == 0 {
-		return nil, nil
+		return nil
 	}
 	if len(raw) > maxImages {
-		return nil, &httpError{http.StatusBadRequest, "too_many_images", fmt.Sprintf("%d images in one request: at most %d", len(raw), maxImages)}
+		return &httpError{http.StatusBadRequest, "too_many_images", fmt.Sprintf("%d images in one request: at most %d", len(raw), maxImages)}
 	}
+	if _, ok := s.eng.(ImageEncoder); !ok {
+		return &httpError{http.StatusBadRequest, "images_unsupported", "this server's engine does not read images"}
+	}
+	g.images = raw
+	return nil
+}
+
+// imageTokens is an image's prompt tokens under the model's processor.
+func (s *Server) imageTokens(data []byte) (int, error) {
 	enc, ok := s.eng.(ImageEncoder)
 	if !ok {
-		return nil, &httpError{http.StatusBadRequest, "images_unsupported", "this server's engine does not read images"}
+		return 0, fmt.Errorf("this server's engine does not read images")
 	}
+	return enc.ImageTokenCount(data)
+}
+
+// encodeImages runs a request's images through the model, in order, giving
+// up when the client goes.
+func (s *Server) encodeImages(ctx context.Context, raw [][]byte) ([]*engine.Image, error) {
+	enc := s.eng.(ImageEncoder) // keepImages checked it
 	out := make([]*engine.Image, len(raw))
 	for i, data := range raw {
-		img, err := enc.EncodeImage(data)
+		img, err := enc.EncodeImageContext(ctx, data)
 		if err != nil {
 			return nil, &httpError{http.StatusBadRequest, "invalid_image", fmt.Sprintf("image %d: %v", i+1, err)}
 		}
@@ -78,3 +98,9 @@ func (s *Server) encodeImages(raw [][]byte) ([]*engine.Image, error) {
 	}
 	return out, nil
 }
+
+// The engines the server is given read images (a remote one does not).
+var (
+	_ ImageEncoder = (*engine.Engine)(nil)
+	_ ImageEncoder = (*engine.Parallel)(nil)
+)

@@ -168,11 +168,9 @@ func (s *Server) parseOllama(r ollamaRequest, chat bool) (*generation, error) {
 			}
 			g.tools, g.req.Tools = tools, r.Tools
 		}
-		images, err := s.encodeImages(rawImages)
-		if err != nil {
+		if err := s.keepImages(g, rawImages); err != nil {
 			return nil, err
 		}
-		g.req.Images = images
 	} else {
 		if r.Prompt == nil {
 			return bad("prompt is missing")
@@ -200,11 +198,9 @@ func (s *Server) parseOllama(r ollamaRequest, chat bool) (*generation, error) {
 				user.Parts, user.Content = append(user.Parts, tokenizer.Part{Text: *r.Prompt}), ""
 			}
 			g.req.Messages = append(g.req.Messages, user)
-			images, err := s.encodeImages(rawImages)
-			if err != nil {
+			if err := s.keepImages(g, rawImages); err != nil {
 				return nil, err
 			}
-			g.req.Images = images
 		}
 	}
 	var maxTokens *int

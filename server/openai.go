@@ -171,6 +171,7 @@ type generation struct {
 	streamUsage  bool
 	thinkingOn   bool
 	endpointKind string      // "chat.completion" or "text_completion"
+	images       [][]byte    // the request's images, run through the tower before its turn (images.go)
 	tools        toolSchemas // the functions offered (nil: no tool calls are read from the reply)
 }
 
@@ -248,7 +249,7 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 		if err := s.parseToolChoice(r, g); err != nil {
 			return nil, err
 		}
-		if g.req.Images, err = s.encodeImages(rawImages); err != nil {
+		if err = s.keepImages(g, rawImages); err != nil {
 			return nil, err
 		}
 	} else {

@@ -252,11 +252,9 @@ func (s *Server) parseResponses(r responsesRequest) (*generation, map[string]boo
 		msgs = append([]tokenizer.Message{{Role: "system", Content: strings.Join(system, "\n\n")}}, msgs...)
 	}
 	g.req.Messages = msgs
-	images, err := s.encodeImages(rawImages)
-	if err != nil {
+	if err := s.keepImages(g, rawImages); err != nil {
 		return nil, nil, err
 	}
-	g.req.Images = images
 
 	customs := map[string]bool{}
 	if len(r.Tools) > 0 {

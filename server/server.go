@@ -251,6 +251,15 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // first is answered by enqueue.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, start time.Time, g *generation, id string,
 	reply func(a *answer, events <-chan engine.Event) outcome) {
+	if len(g.images) > 0 { // a broken image is refused before the request waits for its turn
+		images, err := s.encodeImages(r.Context(), g.images)
+		if err != nil {
+			he := err.(*httpError)
+			apiError(w, he.status, he.code, he.text)
+			return
+		}
+		g.req.Images = images
+	}
 	release, ok := s.enqueue(w, r)
 	if !ok {
 		return
