@@ -156,6 +156,23 @@ func imageFiles(tx *sql.Tx, where string, args ...any) ([]string, error) {
 	return files, rows.Err()
 }
 
+// pruneOrphans removes, when the store opens, the image files no message
+// lists: images attached and never sent before the app quit, and a save cut
+// short (nothing of this run is attached yet).
+func (s *Store) pruneOrphans() {
+	entries, err := os.ReadDir(s.ImageDir())
+	if err != nil {
+		return
+	}
+	var files []string
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			files = append(files, e.Name())
+		}
+	}
+	s.pruneImages(files)
+}
+
 // pruneImages removes those of files no message lists any more. A file that
 // cannot be removed stays (it costs disk, not a chat).
 func (s *Store) pruneImages(files []string) {

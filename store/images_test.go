@@ -36,9 +36,17 @@ func TestImagesKeptWithTheirMessages(t *testing.T) {
 		Message{Role: RoleAssistant, Content: "two animals"}); err != nil {
 		t.Fatal(err)
 	}
+	orphan, _ := s.SaveImage(pngBytes("never sent"), "draft.png") // attached, the app quit
+	os.WriteFile(filepath.Join(s.ImageDir(), ".saving-123"), []byte("cut"), 0o644)
 	s.Close()
 	s = open(t, path)
 	defer s.Close()
+	if _, err := os.Stat(s.ImagePath(orphan)); !os.IsNotExist(err) {
+		t.Error("an image no message lists survived the reopen")
+	}
+	if _, err := os.Stat(filepath.Join(s.ImageDir(), ".saving-123")); !os.IsNotExist(err) {
+		t.Error("a cut save survived the reopen")
+	}
 	msgs, err := s.Messages(a.ID)
 	if err != nil || len(msgs) != 2 || !slices.Equal(msgs[0].Images, []Image{dog, cat}) || msgs[1].Images != nil {
 		t.Fatalf("after a reopen: %+v, %v", msgs, err)

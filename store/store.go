@@ -92,6 +92,7 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, openError(path, err)
 	}
+	s.pruneOrphans()
 	return s, nil
 }
 

@@ -94,6 +94,9 @@ type App struct {
 	// once is above 1 (and serves the Local server's when it may), nil
 	// otherwise (replies.go).
 	batch *engine.Parallel
+	// draftImages are the images attached in each chat not on screen (the
+	// composer holds the shown chat's), kept with its draft for this run.
+	draftImages map[int64][]store.Image
 	// encoded keeps the tower's output of each image file for encodedFor,
 	// the engine that made it (images.go); read off the UI thread.
 	encodedMu  sync.Mutex

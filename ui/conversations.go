@@ -308,6 +308,16 @@ func convID(conv *store.Conversation) int64 {
 // putDraftAside keeps the composer's text as chat id's draft, in memory and in
 // the chat database (where it outlives the app).
 func (a *App) putDraftAside(id int64) {
+	if a.draftImages == nil {
+		a.draftImages = map[int64][]store.Image{}
+	}
+	if len(a.composer.attached) > 0 { // the chat's attached images go aside with its text
+		a.draftImages[id] = a.composer.attached
+	} else {
+		delete(a.draftImages, id)
+	}
+	a.composer.attached = nil
+	a.composer.showAttached()
 	text := a.composer.entry.Text
 	if strings.TrimSpace(text) != "" {
 		a.drafts[id] = text
@@ -356,5 +366,8 @@ func (a *App) saveDraft(id int64, text string) {
 func (a *App) takeDraft(id int64) string {
 	d := a.drafts[id]
 	delete(a.drafts, id)
+	a.composer.attached = a.draftImages[id] // its images come back with its text
+	delete(a.draftImages, id)
+	a.composer.showAttached()
 	return d
 }

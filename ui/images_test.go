@@ -71,6 +71,21 @@ func imagesInAChat(t *testing.T, parallel int) {
 	}
 	h.a.composer.entry.SetText("")
 	h.a.dropped([]fyne.URI{storage.NewFileURI(photo)})
+	// The attached image stays with its chat: another chat's composer does
+	// not hold it, and it is back when its chat is.
+	first := h.a.conv
+	h.a.newConversation()
+	if len(h.a.composer.attached) != 0 {
+		t.Fatal("a new chat's composer holds the other chat's image")
+	}
+	if first != nil {
+		h.a.selectConversation(first.ID)
+	} else {
+		h.a.showConversation(nil, nil)
+	}
+	if len(h.a.composer.attached) != 1 {
+		t.Fatalf("back in its chat, the composer holds %d images, want the one attached", len(h.a.composer.attached))
+	}
 	h.typeAndSend("What is in it?")
 	reply := h.waitReplyDone()
 	if reply.Status == "error" {
