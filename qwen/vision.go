@@ -150,7 +150,8 @@ func (v *VisionConfig) tensors(out int) []visionTensor {
 // sentence for the model's information: none, declared without its
 // tensors (an mlx-lm conversion keeps the config and drops the tower), a
 // broken one (the first tensor that does not fit), or a tower that fits,
-// which Bagel cannot run yet. present is true only for the last.
+// which the model binds and runs (vision_tower.go). present is true only
+// for the last.
 func VisionStatus(cfg *Config, ck *safetensors.Checkpoint) (present bool, status string) {
 	v, err := cfg.Vision, cfg.visionErr
 	prefix := ""
