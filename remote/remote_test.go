@@ -39,6 +39,24 @@ func read(t *testing.T, events <-chan engine.Event) (text, reasoning string, las
 
 var hi = engine.Request{Messages: []tokenizer.Message{{Role: "user", Content: "Hi"}}, MaxTokens: 8}
 
+// serveVia serves e as "tiny" through Bagel's server (closed when the test
+// ends) and returns a client of it.
+func serveVia(t *testing.T, e *engine.Engine) *Client {
+	t.Helper()
+	s, err := server.New(e, "tiny", server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	c, err := New(ts.URL, "", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestAgainstBagelsServer: a greedy reply through another Bagel's server
 // (the tiny model on the CPU behind `bagel serve`'s handler) is the local
 // engine's, word for word, with the server's token counts.
@@ -51,17 +69,7 @@ func TestAgainstBagelsServer(t *testing.T) {
 	req := hi
 	req.EnableThinking = false
 	local, _, _ := read(t, e.Generate(context.Background(), req))
-	s, err := server.New(e, "tiny", server.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	c, err := New(ts.URL, "", "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := serveVia(t, e)
 	models, err := c.Models(context.Background())
 	if err != nil || len(models) != 1 || models[0].ID != "tiny" || models[0].OwnedBy != "bagel" {
 		t.Fatalf("models %+v (%v)", models, err)
@@ -297,17 +305,7 @@ func TestImagesToARemoteEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _, _ := read(t, e.Generate(context.Background(), engine.Request{Messages: msgs, Images: []*engine.Image{local}, MaxTokens: 8}))
-	s, err := server.New(e, "tiny", server.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	c, err := New(ts.URL, "", "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := serveVia(t, e)
 	img, err := engine.NewRemoteImage(data)
 	if err != nil {
 		t.Fatal(err)
