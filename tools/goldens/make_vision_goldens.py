@@ -194,7 +194,15 @@ def run_hf(out_dir, B, s, image_dir, device):
                 ids.append(t)
         inp = torch.tensor([ids], device=device)
         grid_thw = torch.cat(grids)
-        pos, _ = model.model.get_rope_index(inp, image_grid_thw=grid_thw, attention_mask=torch.ones_like(inp))
+        pos = None  # get_rope_index's signature moved between transformers releases
+        for kwargs in ({"image_grid_thw": grid_thw, "attention_mask": torch.ones_like(inp)},
+                       {"image_grid_thw": grid_thw, "attention_mask": torch.ones_like(inp),
+                        "mm_token_type_ids": (inp == IMAGE_PAD).long()}):
+            try:
+                pos, _ = model.model.get_rope_index(inp, **kwargs)
+                break
+            except TypeError as e:
+                print(f"[{NAME}] note: get_rope_index({sorted(kwargs)}) failed: {e!r}")
         out = model(input_ids=inp, pixel_values=torch.cat(pixel_values), image_grid_thw=grid_thw, use_cache=False)
         lg = out.logits[0].float().cpu()
         lse = torch.logsumexp(lg.double(), dim=-1)
@@ -202,7 +210,7 @@ def run_hf(out_dir, B, s, image_dir, device):
         golden["prompt"] = {
             "ids": short,
             "expanded": ids,
-            "rope_positions": [[int(pos[a, 0, i]) for a in range(3)] for i in range(len(ids))],
+            "rope_positions": None if pos is None else [[int(pos[a, 0, i]) for a in range(3)] for i in range(len(ids))],
             "positions": [{"top_ids": [int(v) for v in ti[i]], "top_logits": [float(v) for v in tv[i]],
                            "logsumexp": float(lse[i]), "margin": float(tv[i, 0] - tv[i, 1])} for i in range(len(ids))],
         }
