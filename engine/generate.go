@@ -65,9 +65,9 @@ type Request struct {
 	// weights are read once a chunk) and takes more scratch memory.
 	PrefillChunk int
 	// Images are the prompt's images (EncodeImage), in the order the prompt
-	// holds them: each user message's Images count, or one image pad token
-	// each in PromptIDs, expanded into the image's tokens as the processor
-	// does. Prompt reuse tells images apart by their bytes.
+	// holds them: the user messages' image parts (Message.Parts), or one
+	// image pad token each in PromptIDs, expanded into the image's tokens as
+	// the processor does. Prompt reuse tells images apart by their bytes.
 	Images []*Image
 }
 

@@ -347,26 +347,20 @@ func (w *towerWeights) attention(f *fwd, v *visionConfig, p string, x [][]float6
 		}
 		scores := make([]float64, t)
 		for n := range t {
-			top := math.Inf(-1)
 			for j := range t {
 				s := 0.0
 				for i := range hd {
 					s += q[n][i] * k[j][i]
 				}
 				scores[j] = s * scale
-				top = math.Max(top, scores[j])
 			}
-			sum := 0.0
-			for j := range t {
-				scores[j] = math.Exp(scores[j] - top)
-				sum += scores[j]
-			}
+			p := softmax(scores)
 			for i := range hd {
 				acc := 0.0
 				for j := range t {
-					acc += scores[j] * qkv[j][2*d+h*hd+i]
+					acc += p[j] * qkv[j][2*d+h*hd+i]
 				}
-				att[n][h*hd+i] = f.rnd(acc / sum)
+				att[n][h*hd+i] = f.rnd(acc)
 			}
 		}
 	}

@@ -85,6 +85,19 @@ func TestImagesInRequests(t *testing.T) {
 		t.Errorf("count_tokens: %v with the image, %v without; want 4 more (the fake counts words, the image is 4 tokens)", withImage, textOnly)
 	}
 
+	// More images than one request may carry.
+	var many strings.Builder
+	for i := range maxImages + 1 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		many.WriteString(`{"type":"image_url","image_url":{"url":"data:image/png;base64,` + b64 + `"}}`)
+	}
+	if resp, out := post(t, url, "/v1/chat/completions", `{"messages":[{"role":"user","content":[`+many.String()+`]}]}`); resp.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(fmt.Sprint(out), "17 images in one request: at most 16") {
+		t.Errorf("17 images: %d %v", resp.StatusCode, out)
+	}
+
 	notPNG := base64.StdEncoding.EncodeToString([]byte("hello"))
 	for _, c := range []struct {
 		eng        Engine
