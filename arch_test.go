@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"assets":    nil,
 	"backend":   nil,
 	"cli":       {"drafter", "engine", "hub", "remote", "server", "switches", "synth", "tokenizer"},
-	"cpu":       {"backend", "kernels"},
+	"cpu":       {"backend", "internal/par", "kernels"},
 	"cuda":      {"backend", "kernels", "switches"},
 	"drafter":   nil, // token ids in, token ids out: no model, no engine
 	"hub":       nil, // HTTP and files: no model
@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"metal":     {"backend", "kernels", "metal/mtl", "switches"},
 	"metal/mtl": {"backend", "kernels"},
 	"ops":       {"backend", "kernels"},
-	"qwen":      {"internal/jsonmsg", "internal/regular", "ops", "safetensors"}, // no switch: the kernel plan is ops.Plan
+	"qwen":      {"internal/jsonmsg", "internal/par", "internal/regular", "ops", "safetensors"}, // no switch: the kernel plan is ops.Plan
 	// The engine registers the backends (their init) and asks CUDA and Metal
 	// for the device's memory (budget_*.go).
 	"engine":      {"backend", "cpu", "cuda", "drafter", "metal", "ops", "qwen", "safetensors", "switches", "tokenizer", "vision"},
@@ -44,7 +44,7 @@ var allowed = map[string][]string{
 	"switches":    nil,
 	"synth":       nil,
 	"tokenizer":   {"internal/regular"},
-	"vision":      nil, // image files to the vision tower's patches: no model
+	"vision":      {"internal/par"}, // image files to the vision tower's patches: no model
 	"ui":          {"assets", "engine", "hub", "internal/jsonmsg", "internal/locale", "remote", "server", "store"},
 	// The yardstick of every path: a checkpoint reader and plain loops, nothing
 	// the kernels share.
@@ -52,6 +52,7 @@ var allowed = map[string][]string{
 	"internal/gputest":   {"backend", "cpu", "kernels"},
 	"internal/jsonmsg":   nil,
 	"internal/locale":    nil,
+	"internal/par":       nil,
 	"internal/regular":   nil,
 	"internal/testmodel": {"synth"},
 	"tools/ptx":          {"cuda", "kernels"},

@@ -3,10 +3,10 @@ package cpu
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"bagel/backend"
+	"bagel/internal/par"
 	"bagel/kernels"
 )
 
@@ -201,31 +201,9 @@ func (a *args) check(ok bool, name string, format string, v ...any) {
 // device's thread count. cost is the rough work of one item (multiply-adds); small
 // jobs run on the calling goroutine, where a goroutine would cost more than it saves.
 func (a *args) parallel(n, cost int, fn func(lo, hi int)) {
-	workers := min(a.threads, n)
-	if workers <= 1 || n*cost < 1<<14 {
+	if n*cost < 1<<14 {
 		fn(0, n)
 		return
 	}
-	// A panic in a worker is carried back to the dispatching goroutine, where
-	// the engine recovers it; left in the worker it would end the process.
-	var (
-		wg     sync.WaitGroup
-		once   sync.Once
-		failed any
-	)
-	for w := range workers {
-		lo, hi := n*w/workers, n*(w+1)/workers
-		wg.Go(func() {
-			defer func() {
-				if r := recover(); r != nil {
-					once.Do(func() { failed = r })
-				}
-			}()
-			fn(lo, hi)
-		})
-	}
-	wg.Wait()
-	if failed != nil {
-		panic(failed)
-	}
+	par.For(a.threads, n, fn)
 }

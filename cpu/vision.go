@@ -81,18 +81,19 @@ func layerNorm(a *args) {
 	}
 }
 
-// vision_attn_prep_bf16: qkv (T, 3, H, D) into q (T, H, D), k and v (H, T, D),
+// vision_attn_prep_bf16: qkv (T, 3, H, D) into q (T, H, Dp), k and v (H, T, Dp),
 // q and k rotated by the 2-D rotary: dim d < D/2 pairs with d + D/2 and turns
 // by pos[t,0]·theta^(−2j/(D/2)) for j = d < D/4 (the patch's row) and
-// pos[t,1]·theta^(−2j/(D/2)) for j = d − D/4 (its column), in f32.
+// pos[t,1]·theta^(−2j/(D/2)) for j = d − D/4 (its column), in f32; dims
+// D..Dp−1 zeros.
 func visionAttnPrep(a *args) {
-	T, H, D, theta := a.intArg("T"), a.intArg("H"), a.intArg("D"), a.floatArg("theta")
+	T, H, D, Dp, theta := a.intArg("T"), a.intArg("H"), a.intArg("D"), a.intArg("Dp"), a.floatArg("theta")
 	a.check(D%4 == 0, "D", "%d, want a multiple of 4 (a quarter of the head turns with each axis)", D)
 	qkv := a.bf16s("qkv", T*3*H*D) // (T, 3, H, D)
 	pos := a.i32s("pos", 2*T)      // (T, 2): row, column
-	q := a.bf16s("q", T*H*D)       // (T, H, D)
-	k := a.bf16s("k", H*T*D)       // (H, T, D)
-	v := a.bf16s("v", H*T*D)       // (H, T, D)
+	q := a.bf16s("q", T*H*Dp)      // (T, H, Dp)
+	k := a.bf16s("k", H*T*Dp)      // (H, T, Dp)
+	v := a.bf16s("v", H*T*Dp)      // (H, T, Dp)
 	half, quarter := D/2, D/4
 	inv := make([]float32, quarter) // theta^(−2j/half)
 	for j := range inv {
@@ -105,6 +106,7 @@ func visionAttnPrep(a *args) {
 			dst[d] = backend.F32ToBF16(x1*cos[d] - x2*sin[d])
 			dst[d+half] = backend.F32ToBF16(x2*cos[d] + x1*sin[d])
 		}
+		clear(dst[D:])
 	}
 	for t := range T {
 		for d := range half {
@@ -117,19 +119,21 @@ func visionAttnPrep(a *args) {
 		}
 		for h := range H {
 			row := qkv[t*3*H*D+h*D:]
-			kv := (h*T + t) * D
-			turn(row[:D], q[(t*H+h)*D:(t*H+h+1)*D])
-			turn(row[H*D:H*D+D], k[kv:kv+D])
+			kv := (h*T + t) * Dp
+			turn(row[:D], q[(t*H+h)*Dp:(t*H+h+1)*Dp])
+			turn(row[H*D:H*D+D], k[kv:kv+Dp])
 			copy(v[kv:kv+D], row[2*H*D:2*H*D+D])
+			clear(v[kv+D : kv+Dp])
 		}
 	}
 }
 
-// attention_full_bf16: q (T, H, D), k and v (H, T, D): every query sees all
-// T keys of its head; scores scale·q·k and the softmax in f32.
+// attention_full_bf16: q (T, H, Dp), k and v (H, T, Dp), out (T, H, D): every
+// query sees all T keys of its head; scores scale·q·k over the first D dims
+// and the softmax in f32 (the padding's zeros would add nothing).
 func attentionFull(a *args) {
-	T, H, D, scale := a.intArg("T"), a.intArg("H"), a.intArg("D"), a.floatArg("scale")
-	q, k, v := a.bf16s("q", T*H*D), a.bf16s("k", H*T*D), a.bf16s("v", H*T*D)
+	T, H, D, Dp, scale := a.intArg("T"), a.intArg("H"), a.intArg("D"), a.intArg("Dp"), a.floatArg("scale")
+	q, k, v := a.bf16s("q", T*H*Dp), a.bf16s("k", H*T*Dp), a.bf16s("v", H*T*Dp)
 	out := a.bf16s("out", T*H*D) // (T, H, D)
 	kf, vf := widen(k), widen(v)
 	a.parallel(T*H, 2*T*D, func(lo, hi int) {
@@ -137,11 +141,11 @@ func attentionFull(a *args) {
 		for item := lo; item < hi; item++ {
 			h := item % H
 			for d := range D {
-				qf[d] = f32(q[item*D+d])
+				qf[d] = f32(q[item*Dp+d])
 			}
 			top := float32(math.Inf(-1))
 			for j := range T {
-				key := kf[(h*T+j)*D : (h*T+j+1)*D]
+				key := kf[(h*T+j)*Dp : (h*T+j)*Dp+D]
 				var s float32
 				for d, x := range qf {
 					s += x * key[d]
@@ -154,7 +158,7 @@ func attentionFull(a *args) {
 			for j := range T {
 				p := expf(scores[j] - top)
 				sum += p
-				val := vf[(h*T+j)*D : (h*T+j+1)*D]
+				val := vf[(h*T+j)*Dp : (h*T+j)*Dp+D]
 				for d := range D {
 					acc[d] += p * val[d]
 				}

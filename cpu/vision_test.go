@@ -59,17 +59,17 @@ func TestLayerNormByHand(t *testing.T) {
 // with its partner four on; v is copied; k lands in the [H, T, D] layout.
 func TestVisionAttnPrepTurnsRowsAndColumns(t *testing.T) {
 	d := newTestDevice()
-	const T, H, D = 2, 1, 8
+	const T, H, D, Dp = 2, 1, 8, 12
 	vals := make([]float32, T*3*H*D)
 	for i := range vals {
 		vals[i] = float32(i%5) - 2
 	}
 	qkv := bf16Buf(t, d, vals)
 	pos := i32Buf(t, d, []int32{3, 7, 0, 0})
-	q, k, v := poisonBuf(t, d, 2*T*H*D), poisonBuf(t, d, 2*T*H*D), poisonBuf(t, d, 2*T*H*D)
+	q, k, v := poisonBuf(t, d, 2*T*H*Dp), poisonBuf(t, d, 2*T*H*Dp), poisonBuf(t, d, 2*T*H*Dp)
 	dispatch(d, "vision_attn_prep_bf16", arg(qkv), arg(pos), arg(q), arg(k), arg(v),
-		backend.Int(T), backend.Int(H), backend.Int(D), backend.Float(10000))
-	gq, gk, gv := readBF16(t, d, q, T*D), readBF16(t, d, k, T*D), readBF16(t, d, v, T*D)
+		backend.Int(T), backend.Int(H), backend.Int(D), backend.Int(Dp), backend.Float(10000))
+	gq, gk, gv := readBF16(t, d, q, T*Dp), readBF16(t, d, k, T*Dp), readBF16(t, d, v, T*Dp)
 	turn := func(x []float32, p []float64) []float64 {
 		out := make([]float64, D)
 		for j := range 4 {
@@ -88,23 +88,29 @@ func TestVisionAttnPrepTurnsRowsAndColumns(t *testing.T) {
 		row := vals[tok*3*D:]
 		wq, wk := turn(row[:D], p), turn(row[D:2*D], p)
 		for i := range D {
-			if !bf16Close(gq[tok*D+i], wq[i], 0) || !bf16Close(gk[tok*D+i], wk[i], 0) || gv[tok*D+i] != row[2*D+i] {
-				t.Fatalf("token %d dim %d: q %v k %v v %v, want %v %v %v", tok, i, gq[tok*D+i], gk[tok*D+i], gv[tok*D+i], wq[i], wk[i], row[2*D+i])
+			if !bf16Close(gq[tok*Dp+i], wq[i], 0) || !bf16Close(gk[tok*Dp+i], wk[i], 0) || gv[tok*Dp+i] != row[2*D+i] {
+				t.Fatalf("token %d dim %d: q %v k %v v %v, want %v %v %v", tok, i, gq[tok*Dp+i], gk[tok*Dp+i], gv[tok*Dp+i], wq[i], wk[i], row[2*D+i])
+			}
+		}
+		for i := D; i < Dp; i++ {
+			if gq[tok*Dp+i] != 0 || gk[tok*Dp+i] != 0 || gv[tok*Dp+i] != 0 {
+				t.Fatalf("token %d padding dim %d: q %v k %v v %v, want zeros", tok, i, gq[tok*Dp+i], gk[tok*Dp+i], gv[tok*Dp+i])
 			}
 		}
 	}
 }
 
 // TestAttentionFullSeesEveryKey: the first query sees the last key (no causal
-// mask): with one key far closer to it, the output is that key's value.
+// mask): with one key far closer to it, the output is that key's value. The
+// inputs' heads are padded to Dp = 6 with zeros, the output's are not.
 func TestAttentionFullSeesEveryKey(t *testing.T) {
 	d := newTestDevice()
-	const T, H, D = 3, 1, 4
-	q := bf16Buf(t, d, []float32{10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
-	k := bf16Buf(t, d, []float32{0, 0, 0, 0, 0, 1, 0, 0, 10, 0, 0, 0})
-	v := bf16Buf(t, d, []float32{1, 1, 1, 1, 2, 2, 2, 2, 3, 4, 5, 6})
+	const T, H, D, Dp = 3, 1, 4, 6
+	q := bf16Buf(t, d, []float32{10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	k := bf16Buf(t, d, []float32{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0})
+	v := bf16Buf(t, d, []float32{1, 1, 1, 1, 0, 0, 2, 2, 2, 2, 0, 0, 3, 4, 5, 6, 0, 0})
 	out := poisonBuf(t, d, 2*T*H*D)
-	dispatch(d, "attention_full_bf16", arg(q), arg(k), arg(v), arg(out), backend.Int(T), backend.Int(H), backend.Int(D), backend.Float(1))
+	dispatch(d, "attention_full_bf16", arg(q), arg(k), arg(v), arg(out), backend.Int(T), backend.Int(H), backend.Int(D), backend.Int(Dp), backend.Float(1))
 	got := readBF16(t, d, out, T*D)
 	for i, want := range []float32{3, 4, 5, 6} {
 		if got[i] != want {

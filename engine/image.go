@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"time"
 
 	"bagel/qwen"
 	"bagel/vision"
@@ -27,6 +28,10 @@ type Image struct {
 	// block): MergedRows × MergedCols.
 	Tokens                 int
 	MergedRows, MergedCols int
+	// Prepare is the host's time decoding, resizing and cutting the image
+	// into patches; Tower the vision tower's, on the device (both wall
+	// time: what bench --image reports).
+	Prepare, Tower time.Duration
 	// embeds are the tower's outputs, bf16 [Tokens, hidden] bit patterns
 	// (nil for an image for a remote engine: NewRemoteImage).
 	embeds []uint16
@@ -88,6 +93,7 @@ func (e *Engine) EncodeImageContext(ctx context.Context, data []byte) (*Image, e
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	img, err := vision.Decode(data)
 	if err != nil {
 		return nil, err
@@ -96,6 +102,7 @@ func (e *Engine) EncodeImageContext(ctx context.Context, data []byte) (*Image, e
 	if err != nil {
 		return nil, err
 	}
+	prepared := time.Now()
 	grid := qwen.ImageGrid{Frames: p.GridT, Rows: p.GridH, Cols: p.GridW}
 	merge := e.Config.Vision.Merge
 	out := &Image{Key: sha256.Sum256(data), Grid: grid, Width: p.GridW * opts.PatchSize, Height: p.GridH * opts.PatchSize,
@@ -113,6 +120,7 @@ func (e *Engine) EncodeImageContext(ctx context.Context, data []byte) (*Image, e
 	if err != nil {
 		return nil, fmt.Errorf("encode image: %w", err)
 	}
+	out.Prepare, out.Tower = prepared.Sub(start), time.Since(prepared)
 	return out, nil
 }
 

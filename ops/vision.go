@@ -73,11 +73,14 @@ func ImageAttention(c *Ctx, qkv, pos, out Tensor, heads int, theta float32) {
 	if d%4 != 0 {
 		fail("image attention: heads of %d dims, want a multiple of 4", d)
 	}
-	q := c.Scratch.Get("vision.q", backend.BF16, t, heads, d)
-	k := c.Scratch.Get("vision.k", backend.BF16, heads, t, d)
-	v := c.Scratch.Get("vision.v", backend.BF16, heads, t, d)
+	// Heads padded with zeros to the matrix units' 16 (the released tower's
+	// 72 to 80), which attention_full_bf16's tiles take.
+	dp := (d + 15) / 16 * 16
+	q := c.Scratch.Get("vision.q", backend.BF16, t, heads, dp)
+	k := c.Scratch.Get("vision.k", backend.BF16, heads, t, dp)
+	v := c.Scratch.Get("vision.v", backend.BF16, heads, t, dp)
 	c.dispatch("vision_attn_prep_bf16", qkv.Arg(), pos.Arg(), q.Arg(), k.Arg(), v.Arg(),
-		backend.Int(t), backend.Int(heads), backend.Int(d), backend.Float(theta))
+		backend.Int(t), backend.Int(heads), backend.Int(d), backend.Int(dp), backend.Float(theta))
 	c.dispatch("attention_full_bf16", q.Arg(), k.Arg(), v.Arg(), out.Arg(),
-		backend.Int(t), backend.Int(heads), backend.Int(d), backend.Float(float32(1/math.Sqrt(float64(d)))))
+		backend.Int(t), backend.Int(heads), backend.Int(d), backend.Int(dp), backend.Float(float32(1/math.Sqrt(float64(d)))))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"bagel/internal/par"
 	"bagel/ops"
 )
 
@@ -163,10 +164,13 @@ func (tw *visionTower) positionEmbedding(g ImageGrid) []float32 {
 	}
 	rLo, rHi, rF := taps(g.Rows)
 	cLo, cHi, cF := taps(g.Cols)
-	out := make([]float32, 0, g.Patches()*d)
+	frame := g.Rows * g.Cols * d
+	out := make([]float32, g.Frames*frame)
 	row := func(i int) []float32 { return tw.posTable[i*d : (i+1)*d] }
-	for range g.Frames {
-		for br := 0; br < g.Rows/merge; br++ {
+	blockRows := g.Rows / merge
+	par.Each(blockRows, 1, func(lo, hi int) { // a row of merge blocks a piece, every frame alike
+		for br := lo; br < hi; br++ {
+			n := br * g.Cols * merge * d // the block row's first value
 			for bc := 0; bc < g.Cols/merge; bc++ {
 				for mr := range merge {
 					for mc := range merge {
@@ -176,12 +180,16 @@ func (tw *visionTower) positionEmbedding(g ImageGrid) []float32 {
 						a, b := row(rLo[r]*side+cLo[c]), row(rLo[r]*side+cHi[c])
 						e, f := row(rHi[r]*side+cLo[c]), row(rHi[r]*side+cHi[c])
 						for j := range d {
-							out = append(out, w00*a[j]+w01*b[j]+w10*e[j]+w11*f[j])
+							v := w00*a[j] + w01*b[j] + w10*e[j] + w11*f[j]
+							for fr := range g.Frames {
+								out[fr*frame+n+j] = v
+							}
 						}
+						n += d
 					}
 				}
 			}
 		}
-	}
+	})
 	return out
 }

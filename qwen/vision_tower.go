@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"bagel/internal/par"
 	"bagel/ops"
 	"bagel/safetensors"
 )
@@ -243,9 +244,11 @@ func (b *binder) patchEmbed(prefix string, v *VisionConfig) (ops.Dense, error) {
 // bf16Bytes is v rounded to bf16, little-endian.
 func bf16Bytes(v []float32) []byte {
 	out := make([]byte, 2*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint16(out[2*i:], ops.F32ToBF16(x))
-	}
+	par.Each(len(v), 1<<16, func(lo, hi int) { // a 1024² image: 11 million values
+		for i := lo; i < hi; i++ {
+			binary.LittleEndian.PutUint16(out[2*i:], ops.F32ToBF16(v[i]))
+		}
+	})
 	return out
 }
 

@@ -12,6 +12,8 @@ import (
 	_ "image/png"
 
 	_ "golang.org/x/image/webp"
+
+	"bagel/internal/par"
 )
 
 // Image is 8-bit RGB, row by row: Pix[(y·W + x)·3 + c].
@@ -92,6 +94,9 @@ func firstFrame(g *gif.GIF) image.Image {
 func toRGB(img image.Image) *Image {
 	b := img.Bounds()
 	out := &Image{W: b.Dx(), H: b.Dy(), Pix: make([]uint8, b.Dx()*b.Dy()*3)}
+	if rgbFast(img, out) {
+		return out
+	}
 	i := 0
 	for y := b.Min.Y; y < b.Max.Y; y++ {
 		for x := b.Min.X; x < b.Max.X; x++ {
@@ -272,4 +277,52 @@ func ycbcrToRGB(m *image.YCbCr) *Image {
 		}
 	}
 	return out
+}
+
+// rgbFast is toRGB's loop over the pixel arrays of the types PNG decodes
+// most images to (8-bit RGB(A) and gray): the same values, without an
+// interface call and a color conversion a pixel (60 ms for a 1024² PNG on
+// the H200's host, against about 3). It says false for other types.
+func rgbFast(img image.Image, out *Image) bool {
+	b := img.Bounds()
+	w := b.Dx()
+	each := func(row func(y int, dst []uint8)) {
+		par.Each(b.Dy(), 64, func(lo, hi int) {
+			for y := lo; y < hi; y++ {
+				row(b.Min.Y+y, out.Pix[y*w*3:(y+1)*w*3])
+			}
+		})
+	}
+	switch m := img.(type) {
+	case *image.NRGBA:
+		each(func(y int, dst []uint8) {
+			src := m.Pix[m.PixOffset(b.Min.X, y):]
+			for x := range w {
+				dst[3*x], dst[3*x+1], dst[3*x+2] = src[4*x], src[4*x+1], src[4*x+2]
+			}
+		})
+	case *image.RGBA: // alpha-premultiplied: opaque pixels as stored, others as NRGBAModel unmultiplies them
+		each(func(y int, dst []uint8) {
+			src := m.Pix[m.PixOffset(b.Min.X, y):]
+			for x := range w {
+				p := src[4*x : 4*x+4 : 4*x+4]
+				if p[3] != 0xff {
+					n := color.NRGBAModel.Convert(color.RGBA{p[0], p[1], p[2], p[3]}).(color.NRGBA)
+					dst[3*x], dst[3*x+1], dst[3*x+2] = n.R, n.G, n.B
+					continue
+				}
+				dst[3*x], dst[3*x+1], dst[3*x+2] = p[0], p[1], p[2]
+			}
+		})
+	case *image.Gray:
+		each(func(y int, dst []uint8) {
+			src := m.Pix[m.PixOffset(b.Min.X, y):]
+			for x := range w {
+				dst[3*x], dst[3*x+1], dst[3*x+2] = src[x], src[x], src[x]
+			}
+		})
+	default:
+		return false
+	}
+	return true
 }

@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"bagel/internal/par"
 )
 
 // Options are the image processor's (preprocessor_config.json): the patch
@@ -96,29 +98,31 @@ func (o Options) patchify(img *Image) *Patches {
 			value[c][v] = (float32(float64(v)*(1.0/255)) - o.Mean[c]) / o.Std[c]
 		}
 	}
-	n := 0
-	for by := range gh / m {
-		for bx := range gw / m {
-			for my := range m {
-				for mx := range m {
-					py, px := (by*m+my)*p, (bx*m+mx)*p
-					dst := out.Data[n*row:]
-					i := 0
-					for c := range 3 {
-						for range t { // a still image: every frame the same
-							for y := range p {
-								for x := range p {
-									dst[i] = value[c][img.Pix[((py+y)*img.W+px+x)*3+c]]
-									i++
+	par.Each(gh/m, 1, func(lo, hi int) { // a row of merge blocks a piece
+		for by := lo; by < hi; by++ {
+			n := by * (gw / m) * m * m // the row's first patch
+			for bx := range gw / m {
+				for my := range m {
+					for mx := range m {
+						py, px := (by*m+my)*p, (bx*m+mx)*p
+						dst := out.Data[n*row:]
+						i := 0
+						for c := range 3 {
+							for range t { // a still image: every frame the same
+								for y := range p {
+									for x := range p {
+										dst[i] = value[c][img.Pix[((py+y)*img.W+px+x)*3+c]]
+										i++
+									}
 								}
 							}
 						}
+						n++
 					}
-					n++
 				}
 			}
 		}
-	}
+	})
 	return out
 }
 

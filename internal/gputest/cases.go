@@ -612,9 +612,11 @@ func Specs() []Spec {
 	// The vision tower's (Qwen3.5's ViT: width 1152, 16 heads of 72, MLP 4304,
 	// merger 4608): linear_bf16: x, w, bias, out | T, In, Out, act. Ragged
 	// tiles (T, Out not multiples of 64; In not one of the step), each
-	// activation, one token, and the real widths.
+	// activation, one token, and the real widths; In a multiple of 8 (the
+	// 16-byte copies on CUDA sm_80+) and not (300, 13: staged element by
+	// element).
 	for _, p := range []struct{ T, In, Out, act int }{
-		{1, 64, 64, 0}, {5, 72, 100, 1}, {70, 300, 77, 2}, {129, 1152, 200, 1}, {64, 4304, 96, 0},
+		{1, 64, 64, 0}, {5, 72, 100, 1}, {70, 300, 77, 2}, {3, 13, 9, 0}, {129, 1152, 200, 1}, {64, 4304, 96, 0},
 		{1024, visionWidth, 3 * visionWidth, 0}, {1024, visionWidth, visionMLP, 1}, {256, 4 * visionWidth, 4 * visionWidth, 2},
 	} {
 		add("linear_bf16", p.T*p.Out >= 1<<20, fmt.Sprintf("T=%d In=%d Out=%d act=%d", p.T, p.In, p.Out, p.act), func(g gen) *Case {
@@ -644,28 +646,43 @@ func Specs() []Spec {
 			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: append(ints(p.R, p.N), backend.Float(1e-6))}
 		})
 	}
-	// vision_attn_prep_bf16: qkv, pos, q, k, v | T, H, D, theta
+	// vision_attn_prep_bf16: qkv, pos, q, k, v | T, H, D, Dp, theta (heads
+	// padded to 16 as ImageAttention pads them; D = 4 pads to 16)
 	for _, p := range []struct{ T, H, D int }{{20, 3, 72}, {5, 16, 64}, {1, 1, 4}, {1024, 16, 72}} {
-		add("vision_attn_prep_bf16", false, fmt.Sprintf("T=%d H=%d D=%d", p.T, p.H, p.D), func(g gen) *Case {
+		dp := (p.D + 15) / 16 * 16
+		add("vision_attn_prep_bf16", false, fmt.Sprintf("T=%d H=%d D=%d Dp=%d", p.T, p.H, p.D, dp), func(g gen) *Case {
 			pos := make([]int32, 2*p.T)
 			for i := range pos {
 				pos[i] = int32(g.r.IntN(64))
 			}
-			n := p.T * p.H * p.D
+			n, np := p.T*p.H*p.D, p.T*p.H*dp
 			return &Case{Tol: tolBF16, Buffers: []Buffer{
 				in("qkv", backend.BF16, g.bf16(3*n, 1)), in("pos", backend.I32, i32Bytes(pos)),
-				out("q", backend.BF16, n), out("k", backend.BF16, n), out("v", backend.BF16, n),
-			}, Scalars: append(ints(p.T, p.H, p.D), backend.Float(10000))}
+				out("q", backend.BF16, np), out("k", backend.BF16, np), out("v", backend.BF16, np),
+			}, Scalars: append(ints(p.T, p.H, p.D, dp), backend.Float(10000))}
 		})
 	}
-	// attention_full_bf16: q, k, v, out | T, H, D, scale
-	for _, p := range []struct{ T, H, D int }{{1, 1, 8}, {50, 2, 72}, {300, 3, 64}, {1024, 16, 72}} {
-		add("attention_full_bf16", p.T >= 1024, fmt.Sprintf("T=%d H=%d D=%d", p.T, p.H, p.D), func(g gen) *Case {
-			n := p.T * p.H * p.D
+	// attention_full_bf16: q, k, v, out | T, H, D, Dp, scale. Inputs padded
+	// with zeros from D to Dp, as vision_attn_prep_bf16 writes them: the
+	// released tower's 72 in 80 (the matrix units' tiles, ragged last tiles
+	// at T = 50 and 1000), 64 unpadded, D = 8 in 16 (one query; and 200
+	// over four key blocks, the last ragged), 128 (the widest tiles), and
+	// Dp = 40 (not a multiple of 16: the plain walk on every backend).
+	for _, p := range []struct{ T, H, D, Dp int }{
+		{1, 1, 8, 16}, {200, 4, 16, 16}, {50, 2, 72, 80}, {300, 3, 64, 64}, {1000, 16, 72, 80}, {130, 2, 128, 128}, {70, 2, 36, 40},
+	} {
+		add("attention_full_bf16", p.T >= 1000, fmt.Sprintf("T=%d H=%d D=%d Dp=%d", p.T, p.H, p.D, p.Dp), func(g gen) *Case {
+			padded := func() []byte {
+				b := g.bf16(p.T*p.H*p.Dp, 1)
+				for r := range p.T * p.H {
+					clear(b[2*(r*p.Dp+p.D) : 2*(r+1)*p.Dp])
+				}
+				return b
+			}
 			return &Case{Tol: tolBF16, Buffers: []Buffer{
-				in("q", backend.BF16, g.bf16(n, 1)), in("k", backend.BF16, g.bf16(n, 1)),
-				in("v", backend.BF16, g.bf16(n, 1)), out("out", backend.BF16, n),
-			}, Scalars: append(ints(p.T, p.H, p.D), backend.Float(float32(1/math.Sqrt(float64(p.D)))))}
+				in("q", backend.BF16, padded()), in("k", backend.BF16, padded()),
+				in("v", backend.BF16, padded()), out("out", backend.BF16, p.T*p.H*p.D),
+			}, Scalars: append(ints(p.T, p.H, p.D, p.Dp), backend.Float(float32(1/math.Sqrt(float64(p.D)))))}
 		})
 	}
 

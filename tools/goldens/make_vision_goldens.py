@@ -22,6 +22,7 @@ GPU machine): the first run may need fixes to transformers' names.
     PYTHONUNBUFFERED=1 python3 tools/goldens/make_vision_goldens.py --out testdata
 """
 import argparse
+import base64
 import json
 import math
 import os
@@ -36,7 +37,13 @@ import make_goldens as mg  # noqa: E402
 F32 = np.float32
 NAME = "tiny-vision"
 IMAGES = ["big.png", "tall.png"]  # testdata/vision
-IMAGE_PAD, VISION_START, VISION_END = 151655, 151652, 151653  # Qwen2-VL's ids in the Qwen3 vocabulary
+STAGED = "tall.png"  # its tower's stages are kept too
+# A vocabulary of 1024 (the text model's embedding and head at Qwen3's
+# 151936 would make the committed checkpoint 12 MB instead of 1), with the
+# image markers and the end of text at its top: the config names them, and
+# Bagel and transformers read them from there.
+VOCAB = 1024
+IMAGE_PAD, VISION_START, VISION_END, EOS = 1000, 997, 998, 1001
 MIN_PIXELS, MAX_PIXELS = 2048, 65536
 VISION = {
     "depth": 2,
@@ -56,6 +63,8 @@ VISION = {
 def spec():
     s = json.loads(json.dumps(mg.MODELS["tiny-dense"]))
     s["seed"] = 4321
+    s["text_config"]["vocab_size"] = VOCAB
+    s["text_config"]["eos_token_id"] = EOS
     return s
 
 
@@ -109,6 +118,7 @@ def write_model(out_dir):
     cfg = mg.mlx_config(NAME, s, B.overrides)
     cfg["vision_config"] = dict(VISION, out_hidden_size=H, model_type="qwen3_5")
     cfg["image_token_id"], cfg["vision_start_token_id"], cfg["vision_end_token_id"] = IMAGE_PAD, VISION_START, VISION_END
+    cfg["eos_token_id"] = EOS
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(dict(sorted(cfg.items())), f, indent=4)
         f.write("\n")
@@ -167,7 +177,26 @@ def run_hf(out_dir, B, s, image_dir, device):
             img = Image.open(os.path.join(image_dir, name)).convert("RGB")
             out = proc(images=[img], return_tensors="pt")
             pv, grid = out["pixel_values"].to(device), out["image_grid_thw"].to(device)
+            # The tower's stages for the smallest image, to place a
+            # disagreement: float32 little-endian, base64, in patch order
+            # (merge blocks, as the processor and the tower order them).
+            stages, hooks = {}, []
+            if name == STAGED:
+                vis = model.model.visual
+                keep = lambda key: (lambda mod, inp, out: stages.__setitem__(key, out[0] if isinstance(out, tuple) else out))
+                hooks.append(vis.patch_embed.register_forward_hook(keep("patch_embed")))
+                hooks.append(vis.blocks[0].register_forward_hook(keep("block0")))
+                hooks.append(vis.blocks[-1].register_forward_hook(keep("blocks")))
+                stages["pixels"] = pv
+                # the patches with the resampled position table added: the
+                # first block's input
+                hooks.append(vis.blocks[0].register_forward_pre_hook(
+                    lambda mod, args, kw: stages.__setitem__("embedded", args[0] if args else kw["hidden_states"]),
+                    with_kwargs=True))
+                hooks.append(vis.rotary_pos_emb.register_forward_hook(keep("rotary_cos")))
             emb = model.model.visual(pv, grid_thw=grid)
+            for h in hooks:
+                h.remove()
             emb = getattr(emb, "pooler_output", emb)
             if isinstance(emb, (tuple, list)):
                 emb = emb[0]
@@ -176,7 +205,11 @@ def run_hf(out_dir, B, s, image_dir, device):
             n = g[0] * g[1] * g[2] // 4
             if tuple(emb.shape) != (n, tc["hidden_size"]):
                 sys.exit(f"FATAL: {name}: tower output {tuple(emb.shape)}, want ({n}, {tc['hidden_size']})")
-            golden["images"].append({"file": name, "grid": g, "embeds": [[float(x) for x in r] for r in emb]})
+            entry = {"file": name, "grid": g, "embeds": [[float(x) for x in r] for r in emb]}
+            if stages:
+                entry["stages"] = {k: {"shape": list(v.shape), "f32": base64.b64encode(
+                    v.detach().float().cpu().contiguous().numpy().astype("<f4").tobytes()).decode()} for k, v in stages.items()}
+            golden["images"].append(entry)
             pixel_values.append(pv)
             grids.append(grid)
             tokens.append(n)
@@ -194,16 +227,23 @@ def run_hf(out_dir, B, s, image_dir, device):
                 ids.append(t)
         inp = torch.tensor([ids], device=device)
         grid_thw = torch.cat(grids)
+        # Newer releases want the processor's mm_token_type_ids (1 on an image's
+        # pads) beside the grids, for get_rope_index and the forward alike.
+        mm = {"mm_token_type_ids": (inp == IMAGE_PAD).long()}
         pos = None  # get_rope_index's signature moved between transformers releases
-        for kwargs in ({"image_grid_thw": grid_thw, "attention_mask": torch.ones_like(inp)},
-                       {"image_grid_thw": grid_thw, "attention_mask": torch.ones_like(inp),
-                        "mm_token_type_ids": (inp == IMAGE_PAD).long()}):
+        for kwargs in ({"image_grid_thw": grid_thw, "attention_mask": torch.ones_like(inp), **mm},
+                       {"image_grid_thw": grid_thw, "attention_mask": torch.ones_like(inp)}):
             try:
                 pos, _ = model.model.get_rope_index(inp, **kwargs)
                 break
-            except TypeError as e:
+            except (TypeError, ValueError) as e:
                 print(f"[{NAME}] note: get_rope_index({sorted(kwargs)}) failed: {e!r}")
-        out = model(input_ids=inp, pixel_values=torch.cat(pixel_values), image_grid_thw=grid_thw, use_cache=False)
+        args = dict(input_ids=inp, pixel_values=torch.cat(pixel_values), image_grid_thw=grid_thw, use_cache=False)
+        try:
+            out = model(**args, **mm)
+        except TypeError as e:
+            print(f"[{NAME}] note: the forward takes no mm_token_type_ids: {e!r}")
+            out = model(**args)
         lg = out.logits[0].float().cpu()
         lse = torch.logsumexp(lg.double(), dim=-1)
         tv, ti = torch.topk(lg, mg.TOP_K, dim=-1)
