@@ -74,7 +74,7 @@ func runServe(args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("cannot listen on %s port %d: %w", *host, *port, err)
 	}
 	defer ln.Close()
-	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen, PrefillChunk: *chunk})
+	e, err := engine.Load(*dir, engine.Options{Backend: *backendName, ContextLength: *ctxLen, PrefillChunk: *chunk, Replies: *parallel})
 	if err != nil {
 		return err
 	}
@@ -100,6 +100,9 @@ func runServe(args []string, out, errOut io.Writer) error {
 	fmt.Fprintf(out, "serving %s at http://%s/v1 (%s, context %d tokens", id, ln.Addr(), e.BackendName, eng.ContextLength())
 	if *parallel > 1 {
 		fmt.Fprintf(out, ", %d replies at once", *parallel)
+		if e.TiledGEMV() {
+			fmt.Fprint(out, ", their steps' GEMVs on the matrix units")
+		}
 	}
 	fmt.Fprintln(out, "); Ctrl-C stops")
 	return s.Serve(ctx, ln)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -371,4 +372,43 @@ func TestParallelReusesPrompts(t *testing.T) {
 	if done.Stats.ReusedPromptTokens < len(second)-1 {
 		t.Errorf("a plain reply after the batched turns reused %d tokens, want at least %d", done.Stats.ReusedPromptTokens, len(second)-1)
 	}
+}
+
+// TestRepliesTakeTiledGEMV: a model loaded for several replies at once runs
+// its decode GEMVs on the matrix units on CUDA, unless the tiled-gemv switch
+// was chosen (either way); one reply, the CPU and Metal keep the switch's
+// default.
+func TestRepliesTakeTiledGEMV(t *testing.T) {
+	dir := testmodel.Weights(t, "tiny-moe")
+	for _, backendName := range append([]string{"cpu"}, gpuBackends()...) {
+		t.Run(backendName, func(t *testing.T) { testRepliesTakeTiledGEMV(t, dir, backendName) })
+	}
+}
+
+func testRepliesTakeTiledGEMV(t *testing.T, dir, backendName string) {
+	load := func(replies int) *Engine {
+		e, err := Load(dir, Options{Backend: backendName, ContextLength: 64, Replies: replies})
+		if err != nil {
+			if backendName != "cpu" && os.Getenv("BAGEL_REQUIRE_GPU") == "" && strings.Contains(err.Error(), "no ") {
+				t.Skipf("%s unavailable: %v", backendName, err)
+			}
+			t.Fatal(err)
+		}
+		t.Cleanup(e.Close)
+		return e
+	}
+	want := backendName == "cuda"
+	if got := load(4).TiledGEMV(); got != want {
+		t.Errorf("%s, 4 replies: tiled GEMVs %v, want %v", backendName, got, want)
+	}
+	if load(1).TiledGEMV() {
+		t.Errorf("%s, one reply: tiled GEMVs, want the switch's default (off)", backendName)
+	}
+	if err := switches.Set(SwitchTiledGEMV, false); err != nil {
+		t.Fatal(err)
+	}
+	if load(4).TiledGEMV() {
+		t.Errorf("%s, 4 replies with tiled-gemv chosen off: tiled GEMVs", backendName)
+	}
+	switches.Reset(SwitchTiledGEMV)
 }

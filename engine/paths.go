@@ -148,3 +148,8 @@ func currentPlan() ops.Plan {
 		TiledGEMV:    switches.On(SwitchTiledGEMV),
 	}
 }
+
+// TiledGEMV tells whether the loaded model's decode GEMVs run on the matrix
+// units: the tiled-gemv switch, or several replies at once on CUDA
+// (Options.Replies).
+func (e *Engine) TiledGEMV() bool { return e.ctx.Plan.TiledGEMV }

@@ -80,6 +80,23 @@ func On(name string) bool {
 	return s.Default
 }
 
+// Chosen tells whether switch name has a value someone chose: from Set
+// (the settings screen, --switch) or its environment variable. Not chosen,
+// it is at its default, which a command may then pick for its own use
+// (bagel serve --parallel takes tiled-gemv).
+func Chosen(name string) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	s, ok := switches[name]
+	if !ok {
+		panic("switches: unknown switch " + name)
+	}
+	if _, ok := set[name]; ok {
+		return true
+	}
+	return s.Env != "" && os.Getenv(s.Env) != ""
+}
+
 // Set gives a switch a value for this process (the settings screen); it applies
 // from the next model load or generation, as the switch's description says.
 func Set(name string, on bool) error {

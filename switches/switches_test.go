@@ -38,3 +38,24 @@ func TestSwitchValueOrder(t *testing.T) {
 		t.Fatalf("All() = %v", All())
 	}
 }
+
+// TestChosen: a switch is chosen once Set or its environment variable gives
+// it a value, and not at its default.
+func TestChosen(t *testing.T) {
+	Register(Switch{Name: "test-chosen", Env: "BAGEL_TEST_CHOSEN", Default: false})
+	defer Reset("test-chosen")
+	if Chosen("test-chosen") {
+		t.Fatal("a switch at its default is chosen")
+	}
+	t.Setenv("BAGEL_TEST_CHOSEN", "0")
+	if !Chosen("test-chosen") {
+		t.Fatal("a switch its environment variable sets is not chosen")
+	}
+	t.Setenv("BAGEL_TEST_CHOSEN", "")
+	if err := Set("test-chosen", false); err != nil {
+		t.Fatal(err)
+	}
+	if !Chosen("test-chosen") {
+		t.Fatal("a switch Set gave a value is not chosen")
+	}
+}

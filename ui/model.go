@@ -127,8 +127,11 @@ func (a *App) loadModel(dir, fallback string) {
 		ContextLength: a.settings.ContextLength,
 		// The prompt cache's megabytes (0: the engine's default).
 		PromptCacheBytes: int64(a.settings.PromptCacheMB) << 20,
-		Progress:         a.loadProgress(dir),
-		Cancel:           stop,
+		// Several chats answering at once take the batched steps' kernels
+		// (Settings › Replies at once; applies at the next load).
+		Replies:  a.settings.ChatParallel,
+		Progress: a.loadProgress(dir),
+		Cancel:   stop,
 	}
 	a.goSafe("loading a model", func() {
 		for _, g := range gens {
