@@ -21,16 +21,11 @@ import (
 // logits over prompt + reply.
 type demoReference struct {
 	Prompts []struct {
-		Question  string  `json:"question"`
-		PromptIDs []int32 `json:"prompt_ids"`
-		ReplyIDs  []int32 `json:"reply_ids"`
-		Reply     string  `json:"reply"`
-		Positions []struct {
-			TopIDs    []int     `json:"top_ids"`
-			TopLogits []float64 `json:"top_logits"`
-			LogSumExp float64   `json:"logsumexp"`
-			Margin    float64   `json:"margin"`
-		} `json:"positions"`
+		Question  string           `json:"question"`
+		PromptIDs []int32          `json:"prompt_ids"`
+		ReplyIDs  []int32          `json:"reply_ids"`
+		Reply     string           `json:"reply"`
+		Positions []goldenPosition `json:"positions"`
 	} `json:"prompts"`
 }
 

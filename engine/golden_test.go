@@ -18,18 +18,24 @@ import (
 type golden struct {
 	Model   string `json:"model"`
 	Prompts []struct {
-		IDs       []int32 `json:"ids"`
-		Positions []struct {
-			TopIDs    []int     `json:"top_ids"`
-			TopLogits []float64 `json:"top_logits"`
-			LogSumExp float64   `json:"logsumexp"`
-		} `json:"positions"`
+		IDs       []int32          `json:"ids"`
+		Positions []goldenPosition `json:"positions"`
 	} `json:"prompts"`
 	Greedy []struct {
 		PromptIDs    []int32   `json:"prompt_ids"`
 		GeneratedIDs []int32   `json:"generated_ids"`
 		Margins      []float64 `json:"margins"`
 	} `json:"greedy"`
+}
+
+// goldenPosition is one position of a transformers reference: its top ids
+// and their logits, the logsumexp, and the first's margin over the second
+// (where the reference gives it).
+type goldenPosition struct {
+	TopIDs    []int     `json:"top_ids"`
+	TopLogits []float64 `json:"top_logits"`
+	LogSumExp float64   `json:"logsumexp"`
+	Margin    float64   `json:"margin"`
 }
 
 func loadGolden(t *testing.T, name string) *golden {

@@ -36,15 +36,10 @@ type visionGolden struct {
 		} `json:"stages"`
 	} `json:"images"`
 	Prompt struct {
-		IDs           []int32  `json:"ids"` // one pad an image
-		Expanded      []int32  `json:"expanded"`
-		RopePositions [][3]int `json:"rope_positions"`
-		Positions     []struct {
-			TopIDs    []int     `json:"top_ids"`
-			TopLogits []float64 `json:"top_logits"`
-			LogSumExp float64   `json:"logsumexp"`
-			Margin    float64   `json:"margin"`
-		} `json:"positions"`
+		IDs           []int32          `json:"ids"` // one pad an image
+		Expanded      []int32          `json:"expanded"`
+		RopePositions [][3]int         `json:"rope_positions"`
+		Positions     []goldenPosition `json:"positions"`
 	} `json:"prompt"`
 }
 
