@@ -43,7 +43,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	projections := fs.Int("projections", 10, "time the decode GEMV alone on each matrix shape, this many products each (0: not)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (host overhead)")
 	serverRows := fs.Bool("server", false, "also time a reply streamed through the local server against the engine alone (needs a tokenizer)")
-	streamCounts := fs.String("streams", "", fmt.Sprintf("also decode greedy replies this many at once, 1 to %d each (e.g. 1,2,4,8; empty: none): the summed and each reply's rate", engine.MaxBatch))
+	streamCounts := fs.String("streams", "", fmt.Sprintf("also decode greedy replies this many at once, 1 to %d each (e.g. 1,2,4,8; empty: none): the summed and each reply's rate (bagel serve --parallel runs them with --switch tiled-gemv=on on CUDA)", engine.MaxBatch))
 	stallPrompt := fs.Int("stall-prompt", 8192, "with --streams, the prompt that joins the most replies but one, to time the stall its prefill causes (0: none)")
 	imagePaths := fs.images("to time through the model's vision tower")
 	draftersRows := fs.Bool("drafters", false, "also decode greedy replies to five questions plainly, with prompt lookup (lines, trees of 2) and with the model's MTP head: each drafter's acceptance and speed on text (needs a tokenizer)")
