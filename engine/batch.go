@@ -46,7 +46,9 @@ type batchSeq struct {
 	g        *generation
 	cancel   context.CancelFunc
 	req      Request
-	prompt   []int32
+	prompt   []int32 // with each image's pads expanded
+	key      []int32 // what prompt reuse matches (imagePrompt.key: images told apart by their bytes)
+	images   *imagePrompt
 	cache    *qwen.Cache
 	smp      *sampler
 	history  []int32 // the prompt's last token, then the reply's (the penalty's window)
@@ -74,11 +76,6 @@ type batchSeq struct {
 func (e *Engine) GenerateBatch(ctx context.Context, reqs []Request, contextLength int) ([]Stream, error) {
 	if len(reqs) == 0 || len(reqs) > MaxBatch {
 		return nil, fmt.Errorf("a batch runs 1 to %d replies, got %d", MaxBatch, len(reqs))
-	}
-	for i, req := range reqs {
-		if len(req.Images) > 0 {
-			return nil, fmt.Errorf("reply %d of the batch holds images: a batch takes text only (generate it alone)", i)
-		}
 	}
 	n, err := e.batchContext(len(reqs), contextLength)
 	if err != nil {
@@ -138,20 +135,27 @@ func (e *Engine) startSeq(s *batchSeq) error {
 	if err != nil {
 		return err
 	}
+	keepAt, key := e.conversationEnd(s.req, prompt), prompt
+	if s.images, err = e.promptImages(prompt, s.req.Images); err != nil {
+		return err
+	} else if s.images != nil { // as Generate lays them out (generation.run)
+		keepAt = s.images.expanded(keepAt)
+		prompt, key = s.images.ids, s.images.key()
+	}
 	if len(prompt) >= s.cache.Capacity {
 		return &PromptTooLongError{Tokens: len(prompt), ContextLength: s.cache.Capacity}
 	}
 	// A conversation held by the engine's prompt reuse (another turn of a
 	// chat, a solo reply's or a batch's) is restored into the slot.
-	reused, err := e.reuseInto(s.cache, prompt)
+	reused, err := e.reuseInto(s.cache, key)
 	if err != nil {
 		return err
 	}
 	s.prefill, s.reused = reused, reused
 	if !s.req.NoPromptCache {
-		s.keepAt = e.conversationEnd(s.req, prompt)
+		s.keepAt = keepAt
 	}
-	s.prompt, s.next = prompt, prompt[len(prompt)-1]
+	s.prompt, s.key, s.next = prompt, key, prompt[len(prompt)-1]
 	s.smp, s.history = newSampler(s.req.Sampling), []int32{s.next}
 	s.thinking = startsThinking(e, prompt)
 	if e.tok != nil {
@@ -225,7 +229,13 @@ func (e *Engine) prefillOne(seqs []*batchSeq) error {
 	chunk := s.prompt[s.prefill:end]
 	err := e.loop.do(func() error {
 		defer e.scratch.Reset()
-		logits, err := e.model.Forward(e.ctx, s.cache, chunk, false)
+		var logits ops.Tensor
+		var err error
+		if s.images != nil && s.images.holdsImage(s.prefill, end) {
+			logits, err = e.model.ForwardMultimodal(e.ctx, s.cache, chunk, s.images.chunk(s.prefill, end, e.Config.HiddenSize), false)
+		} else {
+			logits, err = e.model.Forward(e.ctx, s.cache, chunk, false)
+		}
 		if err == nil {
 			_, err = ops.ReadBytes(e.ctx, ops.View(logits, 0, ops.F32, []int{1})) // waits for the chunk
 		}
@@ -241,7 +251,7 @@ func (e *Engine) prefillOne(seqs []*batchSeq) error {
 	s.prefill = end
 	s.st.PrefilledTokens = end
 	if end == s.keepAt && s.keepAt > s.reused {
-		if err := e.keepSnapshotOf(s.cache, s.prompt[:end]); err != nil {
+		if err := e.keepSnapshotOf(s.cache, s.key[:end]); err != nil {
 			s.fail(err)
 		}
 	}

@@ -252,8 +252,8 @@ func (e *Engine) Parallel(limit, contextLength int) (*Parallel, error) {
 // Generate streams req's reply as Engine.Generate does, stepping it with the
 // other replies under way.
 func (p *Parallel) Generate(ctx context.Context, req Request) <-chan Event {
-	if req.Logprobs || req.Drafter != nil || req.TreeWidth > 0 || len(req.Images) > 0 {
-		return p.e.Generate(ctx, req) // (a batch's slots take text only)
+	if req.Logprobs || req.Drafter != nil || req.TreeWidth > 0 {
+		return p.e.Generate(ctx, req) // (a batch's steps pick one token a reply, on the host's sampler)
 	}
 	s := newBatchSeq(ctx, p.e, req)
 	s.counted = &p.tokens
@@ -284,7 +284,7 @@ func (p *Parallel) PromptTokens(req Request) ([]int32, error) { return p.e.Promp
 func (p *Parallel) ToolCallPrefix(name string) (string, error) { return p.e.ToolCallPrefix(name) }
 
 // EncodeImageContext is the engine's: a batched server reads images as the
-// engine does (their replies go to the engine's Generate).
+// engine does (their replies join the batch as the others do).
 func (p *Parallel) EncodeImageContext(ctx context.Context, data []byte) (*Image, error) {
 	return p.e.EncodeImageContext(ctx, data)
 }

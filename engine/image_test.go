@@ -412,6 +412,12 @@ func collectErr(ch <-chan Event) ([]int32, string, error) {
 // same size, another image.
 func repainted(t *testing.T, data []byte) []byte {
 	t.Helper()
+	return repaintedWith(t, data, color.RGBA{200, 30, 90, 255})
+}
+
+// repaintedWith is the PNG data with its top-left quarter painted c.
+func repaintedWith(t *testing.T, data []byte, c color.RGBA) []byte {
+	t.Helper()
 	img, err := png.Decode(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +425,7 @@ func repainted(t *testing.T, data []byte) []byte {
 	b := img.Bounds()
 	out := image.NewRGBA(b)
 	draw.Draw(out, b, img, b.Min, draw.Src)
-	draw.Draw(out, image.Rect(0, 0, b.Dx()/2, b.Dy()/2), image.NewUniform(color.RGBA{200, 30, 90, 255}), image.Point{}, draw.Src)
+	draw.Draw(out, image.Rect(0, 0, b.Dx()/2, b.Dy()/2), image.NewUniform(c), image.Point{}, draw.Src)
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, out); err != nil {
 		t.Fatal(err)
@@ -443,5 +449,66 @@ func TestEncodeImageStops(t *testing.T) {
 	}
 	if _, err := e.EncodeImageContext(context.Background(), data); err != nil {
 		t.Errorf("the next encode: %v", err)
+	}
+}
+
+// TestBatchedRepliesWithImages: replies about images decode in a batch
+// beside a text reply, each greedy reply token for token its solo one (the
+// image's pads expanded, its chunk through the multimodal forward, the
+// slot's rotary shift in the batched steps); a second turn in a batch
+// reuses the first turn's conversation, image and all, and a reply about
+// another image of the same size reuses none of it.
+func TestBatchedRepliesWithImages(t *testing.T) {
+	dir := visionModelOf(t, 65536)
+	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	data, _ := os.ReadFile(filepath.Join("..", "testdata", "vision", "big.png"))
+	imgA, err := e.EncodeImage(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgB, err := e.EncodeImage(repainted(t, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := e.Config.Vision
+	withImage := []int32{5, 17, v.VisionStart, v.ImageToken, v.VisionEnd, 40, 41}
+	reqs := []Request{
+		{PromptIDs: withImage, Images: []*Image{imgA}, MaxTokens: 6, IgnoreStop: true},
+		{PromptIDs: []int32{9, 8, 7, 6}, MaxTokens: 6, IgnoreStop: true},
+		{PromptIDs: withImage, Images: []*Image{imgB}, MaxTokens: 6, IgnoreStop: true, PrefillChunk: 5}, // the image split over chunks
+	}
+	var solo [][]int32
+	for _, req := range reqs {
+		ids, _, _ := collect(t, e.Generate(context.Background(), req))
+		solo = append(solo, ids)
+	}
+	got, done := runBatch(t, e, reqs, 64)
+	for i := range reqs {
+		if done[i].Kind != EventDone || !slices.Equal(got[i], solo[i]) {
+			t.Errorf("reply %d in the batch: %v (%v), alone %v", i, got[i], done[i].Err, solo[i])
+		}
+	}
+	if slices.Equal(solo[0], solo[2]) {
+		t.Errorf("the two images got the same reply %v: the test cannot tell them apart", solo[0])
+	}
+	imgC, err := e.EncodeImage(repaintedWith(t, data, color.RGBA{10, 220, 40, 255}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := append(append(slices.Clone(withImage), got[0]...), 60, 61)
+	second := []Request{
+		{PromptIDs: next, Images: []*Image{imgA}, MaxTokens: 4, IgnoreStop: true},
+		{PromptIDs: next, Images: []*Image{imgC}, MaxTokens: 4, IgnoreStop: true, NoPromptCache: true},
+	}
+	_, done = runBatch(t, e, second, 96)
+	if r := done[0].Stats.ReusedPromptTokens; r != len(withImage)-1+imgA.Tokens-1 {
+		t.Errorf("second turn: reused %d tokens, want the first turn's %d", r, len(withImage)-1+imgA.Tokens-1)
+	}
+	if r := done[1].Stats.ReusedPromptTokens; r != 0 {
+		t.Errorf("another image of the same size reused %d tokens of the others' conversations", r)
 	}
 }
