@@ -289,5 +289,10 @@ func (p *Parallel) EncodeImageContext(ctx context.Context, data []byte) (*Image,
 	return p.e.EncodeImageContext(ctx, data)
 }
 
+// EncodeImagesContext is the engine's.
+func (p *Parallel) EncodeImagesContext(ctx context.Context, datas [][]byte) ([]*Image, error) {
+	return p.e.EncodeImagesContext(ctx, datas)
+}
+
 // ImageTokenCount is the engine's.
 func (p *Parallel) ImageTokenCount(data []byte) (int, error) { return p.e.ImageTokenCount(data) }

@@ -512,3 +512,38 @@ func TestBatchedRepliesWithImages(t *testing.T) {
 		t.Errorf("another image of the same size reused %d tokens of the others' conversations", r)
 	}
 }
+
+// TestEncodeImagesInOrder: a request's images read together come back in
+// order, each as it reads alone; a broken one is named by its place and
+// stops the rest; a done context stops them.
+func TestEncodeImagesInOrder(t *testing.T) {
+	e, err := Load(visionModel(t), Options{Backend: "cpu", ContextLength: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	big, _ := os.ReadFile(filepath.Join("..", "testdata", "vision", "big.png"))
+	tall, _ := os.ReadFile(filepath.Join("..", "testdata", "vision", "tall.png"))
+	datas := [][]byte{big, tall, repainted(t, big)}
+	got, err := e.EncodeImagesContext(context.Background(), datas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, data := range datas {
+		alone, err := e.EncodeImage(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i].Key != alone.Key || !slices.Equal(got[i].embeds, alone.embeds) {
+			t.Errorf("image %d read with the others differs from it read alone", i+1)
+		}
+	}
+	if _, err := e.EncodeImagesContext(context.Background(), [][]byte{big, []byte("not an image"), tall}); err == nil || !strings.HasPrefix(err.Error(), "image 2: ") {
+		t.Errorf("a broken second image: %v, want an error naming image 2", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.EncodeImagesContext(ctx, datas); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled read: %v, want context.Canceled", err)
+	}
+}

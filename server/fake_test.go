@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -156,13 +157,18 @@ func serveBoth(t *testing.T, eng Engine, opt Options) (*httptest.Server, *Server
 	return ts, s
 }
 
-// EncodeImageContext takes a PNG (its signature checked, nothing more) as
-// an image of four tokens; anything else is not an image.
-func (f *fakeEngine) EncodeImageContext(_ context.Context, data []byte) (*engine.Image, error) {
-	if _, err := f.ImageTokenCount(data); err != nil {
-		return nil, err
+// EncodeImagesContext takes each PNG (its signature checked, nothing more)
+// as an image of four tokens; anything else is not an image, named by its
+// place as the engine names it.
+func (f *fakeEngine) EncodeImagesContext(_ context.Context, datas [][]byte) ([]*engine.Image, error) {
+	var out []*engine.Image
+	for i, data := range datas {
+		if _, err := f.ImageTokenCount(data); err != nil {
+			return nil, fmt.Errorf("image %d: %w", i+1, err)
+		}
+		out = append(out, &engine.Image{Tokens: 4, MergedRows: 2, MergedCols: 2})
 	}
-	return &engine.Image{Tokens: 4, MergedRows: 2, MergedCols: 2}, nil
+	return out, nil
 }
 
 // ImageTokenCount is four for a PNG.

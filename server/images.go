@@ -17,10 +17,12 @@ import (
 // image is refused with the reason before any generation.
 
 // ImageEncoder is an engine that reads images: engine.Engine does when its
-// model has a vision tower (a remote engine does not yet). ImageTokenCount
+// model has a vision tower (a remote engine does not yet).
+// EncodeImagesContext reads a request's images in order (the next one
+// decoded on the host while the tower reads the one before); ImageTokenCount
 // is an image's prompt tokens without running the tower (count_tokens).
 type ImageEncoder interface {
-	EncodeImageContext(ctx context.Context, data []byte) (*engine.Image, error)
+	EncodeImagesContext(ctx context.Context, datas [][]byte) ([]*engine.Image, error)
 	ImageTokenCount(data []byte) (int, error)
 }
 
@@ -88,13 +90,9 @@ func (s *Server) imageTokens(data []byte) (int, error) {
 // up when the client goes.
 func (s *Server) encodeImages(ctx context.Context, raw [][]byte) ([]*engine.Image, error) {
 	enc := s.eng.(ImageEncoder) // keepImages checked it
-	out := make([]*engine.Image, len(raw))
-	for i, data := range raw {
-		img, err := enc.EncodeImageContext(ctx, data)
-		if err != nil {
-			return nil, &httpError{http.StatusBadRequest, "invalid_image", fmt.Sprintf("image %d: %v", i+1, err)}
-		}
-		out[i] = img
+	out, err := enc.EncodeImagesContext(ctx, raw)
+	if err != nil { // "image N: why"
+		return nil, &httpError{http.StatusBadRequest, "invalid_image", err.Error()}
 	}
 	return out, nil
 }
