@@ -96,8 +96,8 @@ func (e *Engine) EncodeImageContext(ctx context.Context, data []byte) (*Image, e
 // EncodeImagesContext is EncodeImageContext for a request's images, in
 // order: each image is decoded and resized on the host while the tower
 // reads the one before (on the H200 a 1024² PNG's host work, ~55 ms, hides
-// behind the tower's ~66), one image ahead at most. An error names the
-// image (1-based) and stops the rest.
+// behind the tower's ~66), one image ahead at most. An error (an
+// *ImageError) names the image and stops the rest.
 func (e *Engine) EncodeImagesContext(ctx context.Context, datas [][]byte) ([]*Image, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // the host's goroutine stops with an early return
@@ -127,16 +127,25 @@ func (e *Engine) EncodeImagesContext(ctx context.Context, datas [][]byte) ([]*Im
 			return nil, ctx.Err()
 		}
 		if next.err != nil {
-			return nil, fmt.Errorf("image %d: %w", i+1, next.err)
+			return nil, &ImageError{Index: i, Err: next.err}
 		}
 		img, err := e.towerImage(ctx, next.p)
 		if err != nil {
-			return nil, fmt.Errorf("image %d: %w", i+1, err)
+			return nil, &ImageError{Index: i, Err: err}
 		}
 		out = append(out, img)
 	}
 	return out, nil
 }
+
+// ImageError is EncodeImagesContext's error: which image (0-based) and why.
+type ImageError struct {
+	Index int
+	Err   error
+}
+
+func (e *ImageError) Error() string { return fmt.Sprintf("image %d: %v", e.Index+1, e.Err) }
+func (e *ImageError) Unwrap() error { return e.Err }
 
 // preparedImage is an image decoded, resized and cut into patches on the
 // host, waiting for the tower.

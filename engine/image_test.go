@@ -538,8 +538,9 @@ func TestEncodeImagesInOrder(t *testing.T) {
 			t.Errorf("image %d read with the others differs from it read alone", i+1)
 		}
 	}
-	if _, err := e.EncodeImagesContext(context.Background(), [][]byte{big, []byte("not an image"), tall}); err == nil || !strings.HasPrefix(err.Error(), "image 2: ") {
-		t.Errorf("a broken second image: %v, want an error naming image 2", err)
+	_, err = e.EncodeImagesContext(context.Background(), [][]byte{big, []byte("not an image"), tall})
+	if ie := (*ImageError)(nil); !errors.As(err, &ie) || ie.Index != 1 || !strings.HasPrefix(err.Error(), "image 2: ") {
+		t.Errorf("a broken second image: %v, want an ImageError naming image 2", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

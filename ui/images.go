@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -141,31 +142,48 @@ func requestImages(msgs []store.Message, replyID int64) []store.Image {
 
 // encodeImages runs images through the loaded model's tower (off the UI
 // thread), each once for this model: encoded keeps the results until the
-// model changes.
+// model changes. The ones not encoded yet are read together (the next
+// decoded while the tower reads the one before).
 func (a *App) encodeImages(ctx context.Context, eng *engine.Engine, images []store.Image) ([]*engine.Image, error) {
-	var out []*engine.Image
-	for _, img := range images {
-		a.encodedMu.Lock()
-		enc, ok := a.encoded[img.File]
-		if a.encodedFor != eng {
-			a.encoded, a.encodedFor, ok = map[string]*engine.Image{}, eng, false
+	out := make([]*engine.Image, len(images))
+	var missing []int // indexes into images
+	var datas [][]byte
+	a.encodedMu.Lock()
+	if a.encodedFor != eng {
+		a.encoded, a.encodedFor = map[string]*engine.Image{}, eng
+	}
+	for i, img := range images {
+		if enc, ok := a.encoded[img.File]; ok {
+			out[i] = enc
+		} else {
+			missing = append(missing, i)
 		}
-		a.encodedMu.Unlock()
-		if !ok {
-			data, err := a.store.ReadImage(img)
-			if err != nil {
-				return nil, err
-			}
-			if enc, err = eng.EncodeImageContext(ctx, data); err != nil {
-				return nil, fmt.Errorf("%s: %w", img.Name, err)
-			}
-			a.encodedMu.Lock()
-			if a.encodedFor == eng {
-				a.encoded[img.File] = enc
-			}
-			a.encodedMu.Unlock()
+	}
+	a.encodedMu.Unlock()
+	for _, i := range missing {
+		data, err := a.store.ReadImage(images[i])
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, enc)
+		datas = append(datas, data)
+	}
+	if len(datas) == 0 {
+		return out, nil
+	}
+	encoded, err := eng.EncodeImagesContext(ctx, datas)
+	if err != nil {
+		if ie := (*engine.ImageError)(nil); errors.As(err, &ie) {
+			return nil, fmt.Errorf("%s: %w", images[missing[ie.Index]].Name, ie.Err)
+		}
+		return nil, err
+	}
+	a.encodedMu.Lock()
+	defer a.encodedMu.Unlock()
+	for k, i := range missing {
+		out[i] = encoded[k]
+		if a.encodedFor == eng {
+			a.encoded[images[i].File] = encoded[k]
+		}
 	}
 	return out, nil
 }
