@@ -9,15 +9,15 @@ last) with a preprocessor_config.json, then runs transformers'
 Qwen3_5ForConditionalGeneration in float32 (eager attention) on the dequantized
 weights:
 
-- each image of IMAGES through the slow Qwen2VL image processor (PIL bicubic,
-  as Bagel's vision package resizes) and the tower: its grid and the merger's
-  output rows (image_embeds);
+- each image of IMAGES through the Qwen2VL image processor and the tower: its
+  grid and the merger's output rows (image_embeds), and for STAGED the
+  processor's pixels and the tower's stages;
 - one prompt holding both images, teacher-forced: per position the top-20
   logits, logsumexp and margin, and get_rope_index's three positions.
 
 Output: testdata/models/tiny-vision/ and testdata/goldens/tiny-vision.json.
-Nothing here runs in CI. It has not run yet (written in a session without a
-GPU machine): the first run may need fixes to transformers' names.
+Nothing here runs in CI; it last ran on the GPU machine's CPU on 2026-12-05
+(transformers 5.17.0), and engine.TestImagesMatchTransformers reads its output.
 
     PYTHONUNBUFFERED=1 python3 tools/goldens/make_vision_goldens.py --out testdata
 """
