@@ -27,6 +27,10 @@ func SwitchOn(name string) bool { return switches.On(name) }
 // generation.
 func SetSwitch(name string, on bool) error { return switches.Set(name, on) }
 
+// UnsetSwitch forgets what SetSwitch gave a switch: its environment
+// variable or its default applies again (from the next load or generation).
+func UnsetSwitch(name string) { switches.Reset(name) }
+
 // SupportedModelType tells whether config.json's model_type is one the engine
 // runs (the model library marks the others).
 func SupportedModelType(t string) bool { return slices.Contains(qwen.SupportedModelTypes, t) }

@@ -292,17 +292,16 @@ func (s Settings) Save(path string) error {
 	return nil
 }
 
-// applySwitches hands the saved switch values to the engine; switches this
-// build no longer registers are ignored.
+// applySwitches hands the saved switch values to the engine, and unsets the
+// ones not saved (after Reset to defaults); switches this build no longer
+// registers are ignored.
 func (s Settings) applySwitches() error {
-	registered := map[string]bool{}
-	for _, sw := range engine.Switches() {
-		registered[sw.Name] = true
-	}
 	var errs []error
-	for name, on := range s.Switches {
-		if registered[name] {
-			errs = append(errs, engine.SetSwitch(name, on))
+	for _, sw := range engine.Switches() {
+		if on, ok := s.Switches[sw.Name]; ok {
+			errs = append(errs, engine.SetSwitch(sw.Name, on))
+		} else {
+			engine.UnsetSwitch(sw.Name)
 		}
 	}
 	return errors.Join(errs...)

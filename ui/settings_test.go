@@ -39,11 +39,14 @@ func TestSettingsRoundTrip(t *testing.T) {
 	f.promptCache.SetText("300")
 	f.promptChunk.SetText("2048")
 	f.thinking.SetChecked(true)
-	// every registered engine switch has a box; turn each on
+	// every registered engine switch has a box; turn each on: the ones
+	// that were off are saved, the others left alone are not
 	wantSwitches := map[string]bool{}
 	for _, sw := range engine.Switches() {
+		if !f.switches[sw.Name].Checked {
+			wantSwitches[sw.Name] = true
+		}
 		f.switches[sw.Name].SetChecked(true)
-		wantSwitches[sw.Name] = true
 		t.Cleanup(func() { _ = engine.SetSwitch(sw.Name, sw.Default) })
 	}
 	f.submit()
@@ -469,5 +472,37 @@ func TestSamplingSliders(t *testing.T) {
 	f.temperature.SetText("0.7")
 	if help.Importance == widget.DangerImportance || help.Text != help.hint {
 		t.Errorf("temperature fixed: help %q", help.Text)
+	}
+}
+
+// TestSettingsSaveOnlyTheSwitchesSet: Save keeps the switches set before
+// (this build's and another's), adds the ones whose box changed, and leaves
+// the rest unsaved, so that they keep their defaults (or what a model load
+// picks for them); after Reset to defaults none of this build's is kept.
+func TestSettingsSaveOnlyTheSwitchesSet(t *testing.T) {
+	all := engine.Switches()
+	if len(all) < 2 {
+		t.Skip("fewer than two switches registered")
+	}
+	set, changed := all[0], all[1]
+	base := DefaultSettings()
+	base.Switches = map[string]bool{"a-switch-of-another-build": true, set.Name: set.Default}
+	f := newSettingsForm(base)
+	f.switches[changed.Name].SetChecked(!f.switches[changed.Name].Checked)
+	got, err := f.read(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"a-switch-of-another-build": true, set.Name: set.Default, changed.Name: !engine.SwitchOn(changed.Name)}
+	if !reflect.DeepEqual(got.Switches, want) {
+		t.Errorf("saved switches %v, want %v", got.Switches, want)
+	}
+	f.fill(DefaultSettings())
+	got, err = f.read(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]bool{"a-switch-of-another-build": true}; !reflect.DeepEqual(got.Switches, want) {
+		t.Errorf("after Reset to defaults: saved switches %v, want %v", got.Switches, want)
 	}
 }

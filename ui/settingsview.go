@@ -38,6 +38,13 @@ type settingsForm struct {
 	chatParallel *widget.Select
 	memory       *widget.Label // what the loaded model needs at the context length typed
 	switches     map[string]*widget.Check
+	// switchShown is each switch's box as the dialog opened (the engine's
+	// value); switchesReset says Reset to defaults set them since. Only
+	// the switches the user sets are saved (Settings.Switches), so that a
+	// switch left alone keeps its default, or the value a model load picks
+	// for it (engine.Options.Replies and tiled-gemv).
+	switchShown   map[string]bool
+	switchesReset bool
 	// help is each item's line of help under its field (by the item's
 	// label): a wrapped label, so a long one never widens the dialog past
 	// the window (a form's own hint is one line of canvas text), and where
@@ -54,7 +61,7 @@ type settingsForm struct {
 }
 
 func newSettingsForm(s Settings) *settingsForm {
-	f := &settingsForm{switches: map[string]*widget.Check{}, help: map[string]*helpLine{}, sliders: map[*formEntry]*widget.Slider{}}
+	f := &settingsForm{switches: map[string]*widget.Check{}, switchShown: map[string]bool{}, help: map[string]*helpLine{}, sliders: map[*formEntry]*widget.Slider{}}
 	num := func(v string, check func(string) error) *formEntry {
 		e := newFormEntry(func() {
 			if f.onEsc != nil {
@@ -166,6 +173,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		c := widget.NewCheck("on", nil)
 		c.SetChecked(engine.SwitchOn(sw.Name))
 		f.switches[sw.Name] = c
+		f.switchShown[sw.Name] = c.Checked
 		hint := sw.Description + " · default " + onOff(sw.Default)
 		if sw.Env != "" {
 			hint += " · environment " + sw.Env
@@ -249,6 +257,7 @@ func (f *settingsForm) fill(s Settings) {
 			c.SetChecked(sw.Default)
 		}
 	}
+	f.switchesReset = true
 }
 
 // valid reports every field valid.
@@ -396,13 +405,7 @@ func (f *settingsForm) read(base Settings) (Settings, error) {
 	if s.ChatParallel == 1 {
 		s.ChatParallel = 0 // the default: one at a time
 	}
-	s.Switches = map[string]bool{}
-	for name, on := range base.Switches {
-		s.Switches[name] = on // switches this build lacks are kept for builds that have them
-	}
-	for name, c := range f.switches {
-		s.Switches[name] = c.Checked
-	}
+	s.Switches = f.readSwitches(base.Switches)
 	if len(s.Switches) == 0 {
 		s.Switches = nil
 	}
@@ -410,6 +413,32 @@ func (f *settingsForm) read(base Settings) (Settings, error) {
 		return base, err
 	}
 	return s, s.Validate()
+}
+
+// readSwitches is the switches to save: those set before (the ones this
+// build lacks are kept for builds that have them; after Reset to defaults,
+// none of this build's) and those whose box the user changed.
+func (f *settingsForm) readSwitches(before map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for name, on := range before {
+		if f.switches[name] == nil || !f.switchesReset {
+			out[name] = on
+		}
+	}
+	defaults := map[string]bool{}
+	for _, sw := range engine.Switches() {
+		defaults[sw.Name] = sw.Default
+	}
+	for name, c := range f.switches {
+		shown := f.switchShown[name]
+		if f.switchesReset {
+			shown = defaults[name]
+		}
+		if _, set := out[name]; set || c.Checked != shown {
+			out[name] = c.Checked
+		}
+	}
+	return out
 }
 
 // showSettings opens the settings dialog. Save and Cancel sit under the
