@@ -23,6 +23,8 @@ type batchRunner struct {
 	queued []*batchSeq
 	left   bool        // the runner has ended: a join must start another
 	active []*batchSeq // the runner's goroutine's alone
+	// stepping is len(active), for the other goroutines (Parallel.Replies).
+	stepping atomic.Int32
 }
 
 func newBatchRunner(e *Engine, n, limit int) *batchRunner {
@@ -143,6 +145,7 @@ func (r *batchRunner) admit() error {
 		}
 		s.cache = k
 		r.active = append(r.active, s)
+		r.stepping.Store(int32(len(r.active)))
 		if err := r.e.startSeq(s); err != nil {
 			s.fail(err)
 		}
@@ -163,6 +166,7 @@ func (r *batchRunner) release() {
 	}
 	clear(r.active[len(kept):])
 	r.active = kept
+	r.stepping.Store(int32(len(kept)))
 }
 
 // failAll ends every sequence with err (the device is gone).
@@ -170,6 +174,7 @@ func (r *batchRunner) failAll(err error) {
 	r.mu.Lock()
 	all := append(r.active, r.queued...)
 	r.queued, r.active, r.left = nil, nil, true
+	r.stepping.Store(0)
 	r.mu.Unlock()
 	for _, s := range all {
 		s.fail(err)
@@ -270,6 +275,23 @@ func (p *Parallel) Generate(ctx context.Context, req Request) <-chan Event {
 // Tokens is how many tokens its batches have sent, ever (read it twice for
 // the replies' rate together).
 func (p *Parallel) Tokens() int64 { return p.tokens.Load() }
+
+// Replies is how many replies its batch steps now and how many wait for a
+// place (the panel's and the Local server's counts).
+func (p *Parallel) Replies() (stepping, waiting int) {
+	p.mu.Lock()
+	r := p.r
+	p.mu.Unlock()
+	if r == nil {
+		return 0, 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.left {
+		return 0, 0
+	}
+	return int(r.stepping.Load()), len(r.queued)
+}
 
 // Limit is how many replies its batches step together.
 func (p *Parallel) Limit() int { return p.limit }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -411,4 +412,44 @@ func testRepliesTakeTiledGEMV(t *testing.T, dir, backendName string) {
 		t.Errorf("%s, 4 replies with tiled-gemv chosen off: tiled GEMVs", backendName)
 	}
 	switches.Reset(SwitchTiledGEMV)
+}
+
+// TestParallelCountsItsReplies: Replies says how many replies a Parallel
+// steps and how many wait past its limit, and none once they have ended.
+func TestParallelCountsItsReplies(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	p, err := e.Parallel(2, 96)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, w := p.Replies(); s != 0 || w != 0 {
+		t.Fatalf("before any request: %d stepping, %d waiting", s, w)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var done sync.WaitGroup
+	for i := range 3 {
+		events := p.Generate(ctx, Request{PromptIDs: batchPrompt(i), MaxTokens: 80, IgnoreStop: true})
+		done.Go(func() {
+			for range events {
+			}
+		})
+	}
+	waitFor := func(what string, ok func(s, w int) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+			if s, w := p.Replies(); ok(s, w) {
+				return
+			} else if time.Now().After(deadline) {
+				t.Fatalf("%s: still %d stepping, %d waiting", what, s, w)
+			}
+		}
+	}
+	waitFor("three replies at a limit of two", func(s, w int) bool { return s == 2 && w == 1 })
+	cancel()
+	done.Wait()
+	waitFor("after they ended", func(s, w int) bool { return s == 0 && w == 0 })
 }

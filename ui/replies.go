@@ -108,7 +108,9 @@ func (a *App) stoppable() *generation {
 }
 
 // othersAnswering is the panel's note while several chats answer at once:
-// how many, and their decode rate together ("" for one).
+// how many, how many of the batch's replies (the chats' and the Local
+// server's) wait for a place, and the chats' decode rate together ("" for
+// one).
 func (a *App) othersAnswering() string {
 	if len(a.gens) < 2 {
 		return ""
@@ -117,5 +119,11 @@ func (a *App) othersAnswering() string {
 	for _, g := range a.gens {
 		total += g.rate
 	}
-	return fmt.Sprintf(" · %d chats answering, %.0f tok/s together", len(a.gens), total)
+	waiting := ""
+	if a.batch != nil {
+		if _, w := a.batch.Replies(); w > 0 {
+			waiting = fmt.Sprintf(" (%d waiting for a place)", w)
+		}
+	}
+	return fmt.Sprintf(" · %d chats answering%s, %.0f tok/s together", len(a.gens), waiting, total)
 }
