@@ -327,23 +327,32 @@ func logitErrors(got, want [][]float64) (median, p90 float64) {
 // all, and replies as a fresh cache does; the same words about another image
 // of the same size reuse nothing of it; and an image the model cannot place
 // is refused with the reason.
+// twoImages loads the vision model of up to 65536 pixels (closed when the
+// test ends) and reads big.png (data) and a repainted copy of it of the same
+// size: images A and B.
+func twoImages(t *testing.T) (e *Engine, data []byte, imgA, imgB *Image) {
+	t.Helper()
+	e, err := Load(visionModelOf(t, 65536), Options{Backend: "cpu", ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	data, err = os.ReadFile(filepath.Join("..", "testdata", "vision", "big.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imgA, err = e.EncodeImage(data); err != nil {
+		t.Fatal(err)
+	}
+	if imgB, err = e.EncodeImage(repainted(t, data)); err != nil {
+		t.Fatal(err)
+	}
+	return e, data, imgA, imgB
+}
+
 func TestGenerateWithAnImage(t *testing.T) {
-	dir := visionModelOf(t, 65536)
-	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 128})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, _, imgA, imgB := twoImages(t)
 	defer switches.Reset(SwitchPromptReuse)
-	data, _ := os.ReadFile(filepath.Join("..", "testdata", "vision", "big.png"))
-	imgA, err := e.EncodeImage(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	imgB, err := e.EncodeImage(repainted(t, data))
-	if err != nil {
-		t.Fatal(err)
-	}
 	v := e.Config.Vision
 	prompt := []int32{5, 17, v.VisionStart, v.ImageToken, v.VisionEnd, 40, 41}
 	reply := func(prompt []int32, img *Image, reuse bool) ([]int32, Stats) {
@@ -459,21 +468,7 @@ func TestEncodeImageStops(t *testing.T) {
 // reuses the first turn's conversation, image and all, and a reply about
 // another image of the same size reuses none of it.
 func TestBatchedRepliesWithImages(t *testing.T) {
-	dir := visionModelOf(t, 65536)
-	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 128})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	data, _ := os.ReadFile(filepath.Join("..", "testdata", "vision", "big.png"))
-	imgA, err := e.EncodeImage(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	imgB, err := e.EncodeImage(repainted(t, data))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, data, imgA, imgB := twoImages(t)
 	v := e.Config.Vision
 	withImage := []int32{5, 17, v.VisionStart, v.ImageToken, v.VisionEnd, 40, 41}
 	reqs := []Request{
