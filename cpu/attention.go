@@ -99,30 +99,36 @@ func attnPrepMRoPE(a *args) {
 func attnPrepAt(a *args, rope func(t, i int) int) {
 	T, Hq, Hkv, D := a.intArg("T"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
 	rotDims, pos0, Cap := a.intArg("rotDims"), a.intArg("pos0"), a.intArg("Cap")
-	theta, eps := a.floatArg("theta"), a.floatArg("eps")
 	a.check(rotDims%2 == 0 && rotDims <= D, "rotDims", "%d, want even and ≤ D=%d", rotDims, D)
 	a.check(pos0+T <= Cap, "pos0", "%d tokens at %d exceed Cap=%d", T, pos0, Cap)
-	qp := a.bf16s("qp", T*Hq*2*D)          // (T, Hq, 2D)
-	k := a.bf16s("k", T*Hkv*D)             // (T, Hkv, D)
-	v := a.bf16s("v", T*Hkv*D)             // (T, Hkv, D)
-	qNorm := a.bf16s("q_norm", D)          // (D)
-	kNorm := a.bf16s("k_norm", D)          // (D)
-	q := a.bf16s("q", T*Hq*D)              // (T, Hq, D)
-	gate := a.bf16s("gate", T*Hq*D)        // (T, Hq, D)
-	kcache := a.bf16s("kcache", Hkv*Cap*D) // (Hkv, Cap, D)
-	vcache := a.bf16s("vcache", Hkv*Cap*D) // (Hkv, Cap, D)
+	prep := attnPrepShape{T: T, Hq: Hq, Hkv: Hkv, D: D, rotDims: rotDims, Cap: Cap, theta: a.floatArg("theta"), eps: a.floatArg("eps")}
+	prep.run(a.bf16s("qp", T*Hq*2*D), a.bf16s("k", T*Hkv*D), a.bf16s("v", T*Hkv*D), a.bf16s("q_norm", D), a.bf16s("k_norm", D),
+		a.bf16s("q", T*Hq*D), a.bf16s("gate", T*Hq*D), a.bf16s("kcache", Hkv*Cap*D), a.bf16s("vcache", Hkv*Cap*D), pos0, rope)
+}
+
+// attnPrepShape is the geometry of an attention preamble.
+type attnPrepShape struct {
+	T, Hq, Hkv, D, rotDims, Cap int
+	theta, eps                  float32
+}
+
+// run is attn_prep_bf16 on slices: qp (T, Hq, 2D), k and v (T, Hkv, D),
+// the norms (D), q and gate (T, Hq, D) out, the caches (Hkv, Cap, D) written
+// at rows pos0.., frequency i of token t rotated at position rope(t, i).
+func (p attnPrepShape) run(qp, k, v, qNorm, kNorm, q, gate, kcache, vcache []uint16, pos0 int, rope func(t, i int) int) {
+	T, Hq, Hkv, D := p.T, p.Hq, p.Hkv, p.D
 	for th := range T * Hq {
 		copy(q[th*D:(th+1)*D], qp[th*2*D:th*2*D+D])
 		copy(gate[th*D:(th+1)*D], qp[th*2*D+D:(th+1)*2*D])
 	}
-	normRowsInto(q, qNorm, q, T*Hq, D, eps)
-	ropeInto(q, T, Hq, D, rotDims, rope, theta)
+	normRowsInto(q, qNorm, q, T*Hq, D, p.eps)
+	ropeInto(q, T, Hq, D, p.rotDims, rope, p.theta)
 	kn := make([]uint16, len(k))
-	normRowsInto(k, kNorm, kn, T*Hkv, D, eps)
-	ropeInto(kn, T, Hkv, D, rotDims, rope, theta)
+	normRowsInto(k, kNorm, kn, T*Hkv, D, p.eps)
+	ropeInto(kn, T, Hkv, D, p.rotDims, rope, p.theta)
 	for t := range T {
 		for h := range Hkv {
-			src, dst := (t*Hkv+h)*D, (h*Cap+pos0+t)*D
+			src, dst := (t*Hkv+h)*D, (h*p.Cap+pos0+t)*D
 			copy(kcache[dst:dst+D], kn[src:src+D])
 			copy(vcache[dst:dst+D], v[src:src+D])
 		}

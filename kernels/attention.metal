@@ -152,6 +152,47 @@ KERNEL(attn_prep_bf16,
                  pos0 + t, p, p, p, 0, 0, Cap, theta, eps, partial, y, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
 }
 
+// attn_prep_batch_bf16: attn_prep_bf16 of one token for each of B sequences
+// (a batched decode step): row r of qp, k and v ([B, ...]) into row r of q
+// and gate, its key and value into the caches of slot seqs[r, 0] at row
+// seqs[r, 1], rotated at position seqs[r, 2] (i32 [B, 3]; the slots' caches
+// [Hkv, Cap, D] lie stride elements apart from kcache and vcache, slot 0's).
+// A row's threadgroups compute what a launch of it alone computes. No two
+// rows share a slot.
+// launch: grid(B * (Hq + Hkv)) group(ATTN_PREP_THREADS)
+// requires: D <= ATTN_PREP_THREADS
+KERNEL(attn_prep_batch_bf16,
+       BUFFER(const bf16_t, qp, 0),
+       BUFFER(const bf16_t, k, 1),
+       BUFFER(const bf16_t, v, 2),
+       BUFFER(const bf16_t, q_norm, 3),
+       BUFFER(const bf16_t, k_norm, 4),
+       BUFFER(bf16_t, q, 5),
+       BUFFER(bf16_t, gate, 6),
+       BUFFER(bf16_t, kcache, 7),
+       BUFFER(bf16_t, vcache, 8),
+       BUFFER(const int, seqs, 9),
+       PARAM(int, B, 10),
+       PARAM(int, Hq, 11),
+       PARAM(int, Hkv, 12),
+       PARAM(int, D, 13),
+       PARAM(int, rotDims, 14),
+       PARAM(int, Cap, 15),
+       PARAM(float, theta, 16),
+       PARAM(float, eps, 17),
+       PARAM(int, stride, 18)) {
+  GRID_WAIT();
+  TG_MEM(float, partial, 32);
+  TG_MEM(float, y, ATTN_PREP_THREADS);
+  int r = TGID_X / (Hq + Hkv);
+  if (r >= B) return;  // uniform across the threadgroup
+  ulong at = (ulong)seqs[3 * r] * (ulong)stride;
+  int row = seqs[3 * r + 1], p = seqs[3 * r + 2];
+  attn_prep_head(qp, k, v, q_norm, k_norm, q, gate, kcache + at, vcache + at, Hq, Hkv, D, rotDims, r,
+                 TGID_X % (Hq + Hkv), row, p, p, p, 0, 0, Cap, theta, eps, partial, y, TID_X, TG_SIZE_X, LANE, SIMD_ID,
+                 SIMD_COUNT);
+}
+
 // attn_prep_tree_bf16: attn_prep_bf16 over a draft tree: token t is rotated at
 // position pos[t] (i32 [T]: pos0 plus its depth) and its key and value still
 // go to cache row pos0 + t. Other buffers and the grid as attn_prep_bf16.

@@ -4,28 +4,12 @@
 #define CONV_MAX_K 8
 #define CONV_TOKENS 16
 
-// conv1d_silu_bf16: x [T, C], state [K−1, C] (in/out), w [C, K], out [T, C].
-// ci = concat(state, x) by rows; out[t, c] = bf16(silu(Σ_k ci[t+k, c]·w[c, k]));
-// afterwards state = the last K−1 rows of ci. A thread takes one channel and
-// CONV_TOKENS tokens with the window in registers, so a prompt spreads over
-// ceil(T, CONV_TOKENS) times as many threads as a decode step. The thread of
-// the first tokens (the only one that reads the state) writes the new state
-// after reading the old. 1 ≤ K ≤ CONV_MAX_K ≤ CONV_TOKENS + 1.
-// launch: grid(ceil(C, 256) * ceil(T, CONV_TOKENS)) group(256)
-// requires: K <= CONV_MAX_K
-KERNEL(conv1d_silu_bf16,
-       BUFFER(const bf16_t, x, 0),
-       BUFFER(bf16_t, state, 1),
-       BUFFER(const bf16_t, w, 2),
-       BUFFER(bf16_t, out, 3),
-       PARAM(int, T, 4),
-       PARAM(int, C, 5),
-       PARAM(int, K, 6)) {
-  GRID_WAIT();
-  int cblocks = (C + TG_SIZE_X - 1) / TG_SIZE_X;
-  int c = (TGID_X % cblocks) * TG_SIZE_X + TID_X;
-  int t0 = (TGID_X / cblocks) * CONV_TOKENS;
-  if (c >= C || t0 >= T) return;
+// conv_silu_tokens is conv1d_silu_bf16's work for channel c and tokens t0 ..
+// min(T, t0 + CONV_TOKENS) of one sequence (x [T, C], its window state
+// [K−1, C], out [T, C]): the thread of the first tokens (the only one that
+// reads the state) writes the new state after reading the old.
+INLINE void conv_silu_tokens(device const bf16_t *x, device bf16_t *state, device const bf16_t *w,
+                             device bf16_t *out, int T, int C, int K, int c, int t0) {
   int t1 = imin(T, t0 + CONV_TOKENS);
   // The K weights and the window sit at the top of CONV_MAX_K registers (the
   // newest input at CONV_MAX_K − 1), so every index is a constant once the
@@ -59,6 +43,56 @@ KERNEL(conv1d_silu_bf16,
     state[(ulong)j * (ulong)C + (ulong)c] =
         r < K - 1 ? state[(ulong)r * (ulong)C + (ulong)c] : x[(ulong)(r - (K - 1)) * (ulong)C + (ulong)c];
   }
+}
+
+// conv1d_silu_bf16: x [T, C], state [K−1, C] (in/out), w [C, K], out [T, C].
+// ci = concat(state, x) by rows; out[t, c] = bf16(silu(Σ_k ci[t+k, c]·w[c, k]));
+// afterwards state = the last K−1 rows of ci. A thread takes one channel and
+// CONV_TOKENS tokens with the window in registers (conv_silu_tokens), so a
+// prompt spreads over ceil(T, CONV_TOKENS) times as many threads as a decode
+// step. 1 ≤ K ≤ CONV_MAX_K ≤ CONV_TOKENS + 1.
+// launch: grid(ceil(C, 256) * ceil(T, CONV_TOKENS)) group(256)
+// requires: K <= CONV_MAX_K
+KERNEL(conv1d_silu_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(bf16_t, state, 1),
+       BUFFER(const bf16_t, w, 2),
+       BUFFER(bf16_t, out, 3),
+       PARAM(int, T, 4),
+       PARAM(int, C, 5),
+       PARAM(int, K, 6)) {
+  GRID_WAIT();
+  int cblocks = (C + TG_SIZE_X - 1) / TG_SIZE_X;
+  int c = (TGID_X % cblocks) * TG_SIZE_X + TID_X;
+  int t0 = (TGID_X / cblocks) * CONV_TOKENS;
+  if (c >= C || t0 >= T) return;
+  conv_silu_tokens(x, state, w, out, T, C, K, c, t0);
+}
+
+// conv1d_silu_batch_bf16: conv1d_silu_bf16 of one token for each of B
+// sequences (a batched decode step): row r of x [B, C] through the window of
+// slot slots[r] (i32 [B]; the slots' windows [K−1, C] lie stride elements
+// apart from states, slot 0's) into row r of out [B, C], each row as a launch
+// of it alone computes it. No two rows share a slot.
+// launch: grid(ceil(C, 256) * B) group(256)
+// requires: K <= CONV_MAX_K
+KERNEL(conv1d_silu_batch_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(bf16_t, states, 1),
+       BUFFER(const int, slots, 2),
+       BUFFER(const bf16_t, w, 3),
+       BUFFER(bf16_t, out, 4),
+       PARAM(int, B, 5),
+       PARAM(int, C, 6),
+       PARAM(int, K, 7),
+       PARAM(int, stride, 8)) {
+  GRID_WAIT();
+  int cblocks = (C + TG_SIZE_X - 1) / TG_SIZE_X;
+  int c = (TGID_X % cblocks) * TG_SIZE_X + TID_X;
+  int r = TGID_X / cblocks;
+  if (c >= C || r >= B) return;
+  device bf16_t *state = states + (ulong)slots[r] * (ulong)stride;
+  conv_silu_tokens(x + (ulong)r * (ulong)C, state, w, out + (ulong)r * (ulong)C, 1, C, K, c, 0);
 }
 
 // conv1d_silu_tree_bf16: conv1d_silu_bf16 over a draft tree of T nodes
@@ -432,6 +466,56 @@ KERNEL(gdn_recurrence_bf16,
                  SIMD_COUNT, qs, ks);
   } else {
     gdn_rec_rows(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, Dk, Dv, normed, h, dv0, (Dk + 31) / 32, LANE,
+                 SIMD_ID, SIMD_COUNT, qs, ks);
+  }
+}
+
+// gdn_recurrence_batch_bf16: gdn_recurrence_bf16 (normed 0) of one token for
+// each of B sequences (a batched decode step): row r of conv [B, 2·Hk·Dk +
+// Hv·Dv], a and b [B, Hv] advances the state of slot slots[r] (i32 [B]; the
+// slots' states f32 [Hv, Dv, Dk] lie stride floats apart from states, slot
+// 0's) into row r of out [B, Hv, Dv]. A row's threadgroups are those of a
+// launch of it alone (gdn_rec_rows with T = 1), so its bits are that
+// launch's. No two rows share a slot. The state rows are read before
+// GRID_WAIT as gdn_recurrence_bf16 reads them; slots is written by the host
+// before the step's first launch.
+// launch: grid(B * Hv * ceil(Dv, GDN_ROWS_PER_GROUP * GDN_REC_ROWS)) group(GDN_ROWS_PER_GROUP * 32)
+// requires: Dk <= GDN_MAX_DK
+KERNEL(gdn_recurrence_batch_bf16,
+       BUFFER(const bf16_t, conv, 0),
+       BUFFER(const bf16_t, a, 1),
+       BUFFER(const bf16_t, b, 2),
+       BUFFER(const float, aLog, 3),
+       BUFFER(const bf16_t, dtBias, 4),
+       BUFFER(float, states, 5),
+       BUFFER(const int, slots, 6),
+       BUFFER(bf16_t, out, 7),
+       PARAM(int, B, 8),
+       PARAM(int, Hk, 9),
+       PARAM(int, Hv, 10),
+       PARAM(int, Dk, 11),
+       PARAM(int, Dv, 12),
+       PARAM(int, stride, 13)) {
+  TG_MEM(float, qs, GDN_REC_SHARED * GDN_MAX_DK);
+  TG_MEM(float, ks, GDN_REC_SHARED * GDN_MAX_DK);
+  int per_group = SIMD_COUNT * GDN_REC_ROWS;
+  int blocks = (Dv + per_group - 1) / per_group;
+  int r = TGID_X / (Hv * blocks);
+  int g = TGID_X % (Hv * blocks);
+  int h = g / blocks;
+  int dv0 = (g % blocks) * per_group + SIMD_ID * GDN_REC_ROWS;
+  if (r >= B) return;  // uniform across the threadgroup
+  int width = 2 * Hk * Dk + Hv * Dv;
+  device const bf16_t *crow = conv + (ulong)r * (ulong)width;
+  device const bf16_t *arow = a + (ulong)r * (ulong)Hv;
+  device const bf16_t *brow = b + (ulong)r * (ulong)Hv;
+  device float *state = states + (ulong)slots[r] * (ulong)stride;
+  device bf16_t *orow = out + (ulong)r * (ulong)(Hv * Dv);
+  if (Dk == 128) {  // as gdn_recurrence_bf16
+    gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, 1, Hk, Hv, 128, Dv, 0, h, dv0, 4, LANE, SIMD_ID,
+                 SIMD_COUNT, qs, ks);
+  } else {
+    gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, 1, Hk, Hv, Dk, Dv, 0, h, dv0, (Dk + 31) / 32, LANE,
                  SIMD_ID, SIMD_COUNT, qs, ks);
   }
 }

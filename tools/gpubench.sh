@@ -7,7 +7,7 @@
 # last lines printed are the summaries.
 #
 # Usage (from the repository root): tools/gpubench.sh [stages]
-#   stages: any of ptx tests sweep bench ncu ncu-prefill ncu-verify (default: ptx tests bench ncu)
+#   stages: any of ptx tests sweep bench ncu ncu-prefill ncu-verify ncu-batch (default: ptx tests bench ncu)
 #   sweep: decode speed for each setting in $SWEEP, a space-separated list of
 #          ';'-joined environment assignments, e.g.
 #          "BAGEL_KERNEL_TUNING=QMV_ROWS=2,QMV_SPLIT=4 BAGEL_NO_CUDA_GRAPH=1"
@@ -34,7 +34,7 @@ if has tests; then
 	cat /tmp/cuda-tests.log /tmp/engine-tests.log >> "$LOG"
 	grep -h -A3 -- '--- FAIL' /tmp/cuda-tests.log /tmp/engine-tests.log | head -30
 fi
-if has bench || has ncu || has sweep || has ncu-prefill || has ncu-verify; then
+if has bench || has ncu || has sweep || has ncu-prefill || has ncu-verify || has ncu-batch; then
 	. tools/synth_model.sh  # M, the synthetic checkpoint
 fi
 if has sweep; then
@@ -89,4 +89,20 @@ Rewrite both functions to take int64 instead of int, keeping everything else the
 	echo "ncu-verify: rc $?"
 	python3 tools/ncu_forwards.py "$OUT/ncu-verify.csv" 8
 	gzip -9 "$OUT/ncu-verify.csv"
+fi
+if has ncu-batch; then
+	# A batched step of BATCH (8) replies beside a solo one, graphs off, every
+	# kernel timed: `bench --streams` runs one reply alone first (prompt and
+	# 16 steps, ~7,000 launches), then the batch. tools/ncu_forwards.py splits
+	# at each logits GEMV; a batched step's per-sequence kernels show as
+	# counts of BATCH × layers.
+	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} BAGEL_NO_CUDA_GRAPH=1 timeout 400 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
+		--launch-skip ${NCU_SKIP:-7000} --launch-count ${NCU_COUNT:-9000} \
+		.devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 16 --prefill "" --long "" --switches=false --drafts "" \
+		--lookup=false --projections 0 --streams ${BATCH:-8} > "$OUT/ncu-batch.csv" 2>> "$LOG"
+	echo "ncu-batch: rc $?"
+	python3 tools/ncu_forwards.py "$OUT/ncu-batch.csv" 16 > "$OUT/ncu-batch.txt"
+	grep -c '^forward' "$OUT/ncu-batch.txt"
+	awk '/^forward/ {n++} {buf[n]=buf[n] $0 "\n"} END {printf "%s%s", buf[n-2], buf[n-1]}' "$OUT/ncu-batch.txt"
+	gzip -9 "$OUT/ncu-batch.csv"
 fi

@@ -465,6 +465,28 @@ func Specs() []Spec {
 		})
 	}
 
+	// attn_prep_batch_bf16: qp, k, v, q_norm, k_norm, q, gate, kcache, vcache (pools of S slots), seqs | B, Hq, Hkv, D, rotDims, Cap, theta, eps, stride
+	for _, p := range []struct{ B, Hq, Hkv, D, rot, Cap, S int }{
+		{4, qHeads, kvHeads, headDim, 64, 64, 5}, {3, 6, 2, 80, 80, 9, 3}, {16, 4, 2, 32, 16, 7, 16},
+	} {
+		add("attn_prep_batch_bf16", false, fmt.Sprintf("B=%d Hq=%d Hkv=%d D=%d rot=%d Cap=%d slots=%d", p.B, p.Hq, p.Hkv, p.D, p.rot, p.Cap, p.S), func(g gen) *Case {
+			n, stride := p.B*p.Hkv*p.D, p.Hkv*p.Cap*p.D
+			slots := g.slotIDs(p.B, p.S)
+			seqs := make([]int32, 3*p.B)
+			for r, s := range slots { // a row anywhere in its cache, its rotary position shifted (an image's) or not
+				row := int32(g.r.IntN(p.Cap))
+				seqs[3*r], seqs[3*r+1], seqs[3*r+2] = s, row, row+int32(g.r.IntN(3)*g.r.IntN(1000))
+			}
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("qp", backend.BF16, g.bf16(p.B*p.Hq*2*p.D, 1)), in("k", backend.BF16, g.bf16(n, 1)), in("v", backend.BF16, g.bf16(n, 1)),
+				in("q_norm", backend.BF16, g.bf16(p.D, 1)), in("k_norm", backend.BF16, g.bf16(p.D, 1)),
+				out("q", backend.BF16, p.B*p.Hq*p.D), out("gate", backend.BF16, p.B*p.Hq*p.D),
+				inout("kcache", backend.BF16, g.bf16(p.S*stride, 1)), inout("vcache", backend.BF16, g.bf16(p.S*stride, 1)),
+				in("seqs", backend.I32, i32Bytes(seqs)),
+			}, Scalars: append(ints(p.B, p.Hq, p.Hkv, p.D, p.rot, p.Cap), backend.Float(1e7), backend.Float(1e-6), backend.Int(stride))}
+		})
+	}
+
 	// attention_bf16: q, kcache, vcache, out | T, Hq, Hkv, D, Cap, kvLen, scale
 	for _, p := range []struct{ T, Hq, Hkv, D, Cap, kvLen int }{
 		{1, qHeads, kvHeads, headDim, 4096, 1}, {1, qHeads, kvHeads, headDim, 4096, 4096},
@@ -750,6 +772,17 @@ func Specs() []Spec {
 		})
 	}
 
+	// conv1d_silu_batch_bf16: x, states (a pool of S slots, in/out), slots, w, out | B, C, K, stride
+	for _, p := range []struct{ B, C, K, S, pad int }{{5, convDim, 4, 7, 37}, {1, 33, 2, 1, 0}, {16, 100, 8, 16, 3}, {3, 70, 1, 4, 5}} {
+		add("conv1d_silu_batch_bf16", false, fmt.Sprintf("B=%d C=%d K=%d slots=%d", p.B, p.C, p.K, p.S), func(g gen) *Case {
+			stride := (p.K-1)*p.C + p.pad
+			return &Case{Tol: tolBF16, Buffers: []Buffer{
+				in("x", backend.BF16, g.bf16(p.B*p.C, 1)), inout("states", backend.BF16, g.bf16(p.S*stride, 1)),
+				in("slots", backend.I32, g.slots(p.B, p.S)), in("w", backend.BF16, g.bf16(p.C*p.K, 0.5)), out("out", backend.BF16, p.B*p.C),
+			}, Scalars: ints(p.B, p.C, p.K, stride)}
+		})
+	}
+
 	// conv1d_silu_tree_bf16: x, state, w, parent, out | T, C, K
 	for _, p := range []struct{ T, C, K int }{{1, convDim, 4}, {12, convDim, 4}, {7, 33, 3}, {9, 20, 1}, {5, 16, 8}} {
 		add("conv1d_silu_tree_bf16", false, fmt.Sprintf("T=%d C=%d K=%d", p.T, p.C, p.K), func(g gen) *Case {
@@ -793,6 +826,19 @@ func Specs() []Spec {
 			bufs := append(gdnRuleInputs(g, p.T, p.Hk, p.Hv, p.Dk, p.Dv),
 				inout("state", backend.F32, g.f32(p.Hv*p.Dv*p.Dk, 0.1)), out("out", backend.BF16, p.T*p.Hv*p.Dv))
 			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(p.T, p.Hk, p.Hv, p.Dk, p.Dv, p.normed)}
+		})
+	}
+
+	// gdn_recurrence_batch_bf16: conv, a, b, aLog, dtBias, states (a pool of S slots, in/out), slots, out | B, Hk, Hv, Dk, Dv, stride
+	for _, p := range []struct{ B, Hk, Hv, Dk, Dv, S, pad int }{
+		{4, gdnHk, gdnHv, gdnD, gdnD, 6, 64}, {3, 2, 6, 64, 48, 3, 0}, {16, 1, 1, 40, 24, 20, 8}, {1, 1, 3, 40, 13, 2, 1},
+	} {
+		add("gdn_recurrence_batch_bf16", false, fmt.Sprintf("B=%d Hk=%d Hv=%d Dk=%d Dv=%d slots=%d", p.B, p.Hk, p.Hv, p.Dk, p.Dv, p.S), func(g gen) *Case {
+			stride := p.Hv*p.Dv*p.Dk + p.pad
+			bufs := append(gdnRuleInputs(g, p.B, p.Hk, p.Hv, p.Dk, p.Dv),
+				inout("states", backend.F32, g.f32(p.S*stride, 0.1)), in("slots", backend.I32, g.slots(p.B, p.S)),
+				out("out", backend.BF16, p.B*p.Hv*p.Dv))
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(p.B, p.Hk, p.Hv, p.Dk, p.Dv, stride)}
 		})
 	}
 

@@ -106,6 +106,19 @@ func (g gen) quant(rows, in, bits, gs int) (w, scales, biases []byte) {
 // than not (a chain with branches, as a drafter's guesses are).
 func (g gen) tree(n int) []byte { return i32Bytes(g.treeParents(n)) }
 
+// slots is i32 [b]: b distinct slots of a pool of s (b ≤ s), in a random
+// order, as a batched step's rows name theirs.
+func (g gen) slots(b, s int) []byte { return i32Bytes(g.slotIDs(b, s)) }
+
+// slotIDs is slots as values.
+func (g gen) slotIDs(b, s int) []int32 {
+	ids := make([]int32, s)
+	for i, v := range g.r.Perm(s) {
+		ids[i] = int32(v)
+	}
+	return ids[:b]
+}
+
 // treeParents is tree's parents as values.
 func (g gen) treeParents(n int) []int32 {
 	parent := make([]int32, n)

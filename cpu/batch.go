@@ -1,0 +1,95 @@
+package cpu
+
+// The batched decode step's kernels (kernels/gdn.metal, attention.metal): one
+// token of each of B sequences, each sequence's state found in a slot of a
+// pool (slot s's at s·stride elements from the buffer argument, slot 0's).
+// Each row is what the kernel of one sequence computes for it.
+
+// conv1d_silu_batch_bf16: conv1d_silu_bf16 of row r of x (B, C) through the
+// window of slot slots[r] into row r of out.
+func conv1dSiluBatch(a *args) {
+	B, C, K, stride := a.intArg("B"), a.intArg("C"), a.intArg("K"), a.intArg("stride")
+	a.check(K >= 1, "K", "%d, want ≥ 1", K)
+	slots := slotsOf(a, "slots", B, 1)
+	x, w, out := a.bf16s("x", B*C), a.bf16s("w", C*K), a.bf16s("out", B*C)
+	window := (K - 1) * C
+	states := a.bf16s("states", slotSpan(a, "states", slots, stride, window))
+	for r, s := range slots {
+		at := s * stride
+		convInto(x[r*C:(r+1)*C], states[at:at+window], w, out[r*C:(r+1)*C], 1, C, K)
+	}
+}
+
+// gdn_recurrence_batch_bf16: gdn_recurrence_bf16 (normed 0) of row r of conv,
+// a and b through the state of slot slots[r] into row r of out.
+func gdnRecurrenceBatch(a *args) {
+	B, Hk, Hv := a.intArg("B"), a.intArg("Hk"), a.intArg("Hv")
+	Dk, Dv, stride := a.intArg("Dk"), a.intArg("Dv"), a.intArg("stride")
+	a.check(Hk > 0 && Hv%Hk == 0, "Hk", "%d does not divide Hv=%d", Hk, Hv)
+	width, size := 2*Hk*Dk+Hv*Dv, Hv*Dv*Dk
+	slots := slotsOf(a, "slots", B, 1)
+	conv, out := a.bf16s("conv", B*width), a.bf16s("out", B*Hv*Dv)
+	states := a.f32s("states", slotSpan(a, "states", slots, stride, size))
+	g, beta := make([]float32, B*Hv), make([]float32, B*Hv)
+	gatesInto(a.bf16s("a", B*Hv), a.bf16s("b", B*Hv), a.f32s("aLog", Hv), a.bf16s("dtBias", Hv), g, beta, B, Hv)
+	for r, s := range slots {
+		at := s * stride
+		gdnRun(a, conv[r*width:(r+1)*width], g[r*Hv:(r+1)*Hv], beta[r*Hv:(r+1)*Hv], states[at:at+size],
+			out[r*Hv*Dv:(r+1)*Hv*Dv], 1, Hk, Hv, Dk, Dv, false)
+	}
+}
+
+// attn_prep_batch_bf16: attn_prep_bf16 of row r into the caches of slot
+// seqs[r, 0] at row seqs[r, 1], rotated at position seqs[r, 2].
+func attnPrepBatch(a *args) {
+	B, Hq, Hkv, D := a.intArg("B"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
+	rotDims, Cap, stride := a.intArg("rotDims"), a.intArg("Cap"), a.intArg("stride")
+	a.check(rotDims%2 == 0 && rotDims <= D, "rotDims", "%d, want even and ≤ D=%d", rotDims, D)
+	seqs := slotsOf(a, "seqs", B, 3)
+	slots := make([]int, B)
+	for r := range B {
+		slots[r] = seqs[3*r]
+		a.check(seqs[3*r+1] < Cap, "seqs", "row %d writes cache row %d of %d", r, seqs[3*r+1], Cap)
+	}
+	size := Hkv * Cap * D
+	n := slotSpan(a, "kcache", slots, stride, size)
+	kcache, vcache := a.bf16s("kcache", n), a.bf16s("vcache", n)
+	qp, k, v := a.bf16s("qp", B*Hq*2*D), a.bf16s("k", B*Hkv*D), a.bf16s("v", B*Hkv*D)
+	qNorm, kNorm := a.bf16s("q_norm", D), a.bf16s("k_norm", D)
+	q, gate := a.bf16s("q", B*Hq*D), a.bf16s("gate", B*Hq*D)
+	prep := attnPrepShape{T: 1, Hq: Hq, Hkv: Hkv, D: D, rotDims: rotDims, Cap: Cap, theta: a.floatArg("theta"), eps: a.floatArg("eps")}
+	for r, s := range slots {
+		at, rot := s*stride, seqs[3*r+2]
+		prep.run(qp[r*Hq*2*D:(r+1)*Hq*2*D], k[r*Hkv*D:(r+1)*Hkv*D], v[r*Hkv*D:(r+1)*Hkv*D], qNorm, kNorm,
+			q[r*Hq*D:(r+1)*Hq*D], gate[r*Hq*D:(r+1)*Hq*D], kcache[at:at+size], vcache[at:at+size], seqs[3*r+1],
+			func(int, int) int { return rot })
+	}
+}
+
+// slotsOf reads the i32 table name, B rows of width values, as ints: none
+// negative, and no slot (a row's first value) in two rows.
+func slotsOf(a *args, name string, B, width int) []int {
+	table := a.i32s(name, B*width)
+	out := make([]int, len(table))
+	seen := make(map[int]bool, B)
+	for i, v := range table {
+		a.check(v >= 0, name, "value %d at %d", v, i)
+		out[i] = int(v)
+		if i%width == 0 {
+			a.check(!seen[int(v)], name, "slot %d in two rows", v)
+			seen[int(v)] = true
+		}
+	}
+	return out
+}
+
+// slotSpan is how many elements of buffer name the slots reach: slot s's
+// size elements start at s·stride.
+func slotSpan(a *args, name string, slots []int, stride, size int) int {
+	n := 0
+	for _, s := range slots {
+		n = max(n, s*stride+size)
+	}
+	a.check(len(slots) <= 1 || stride >= size, name, "slots %d elements apart, each %d long", stride, size)
+	return n
+}
