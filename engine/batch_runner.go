@@ -133,7 +133,11 @@ func (r *batchRunner) admit() error {
 		s := r.queued[0]
 		r.queued = r.queued[1:]
 		r.mu.Unlock()
-		k, err := r.e.takeSlot(r.n)
+		var beside *qwen.Cache // a slot of the batch's pool
+		if len(r.active) > 0 {
+			beside = r.active[0].cache
+		}
+		k, err := r.e.takeSlot(r.n, r.limit, beside)
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
 				s.close()
@@ -188,30 +192,56 @@ func (s *batchSeq) close() {
 	close(s.g.out)
 }
 
-// takeSlot returns a cache of n tokens for a sequence: a free slot of that
-// length, or a new one (the free slots of another length are freed first).
-func (e *Engine) takeSlot(n int) (*qwen.Cache, error) {
+// takeSlot returns a cache of n tokens for a sequence of a batch of up to
+// limit, from a pool (qwen.CachePool) so that a step of the batch runs each
+// layer's GDN parts and attention preambles for all its sequences in one
+// launch: a free slot of beside's pool (a slot of the batch's), else of
+// another pool of n tokens; a batch's first sequence takes a pool with a
+// free slot for each of limit. Otherwise a new pool of limit slots, the
+// pools whose slots are all free released first.
+func (e *Engine) takeSlot(n, limit int, beside *qwen.Cache) (*qwen.Cache, error) {
 	var k *qwen.Cache
 	err := e.loop.do(func() error {
-		for i, free := range e.freeSlots {
-			if free.Capacity == n {
-				k = free
+		free := map[*qwen.CachePool]int{}
+		for _, f := range e.freeSlots {
+			free[f.Pool()]++
+		}
+		take := func(ok func(*qwen.Cache) bool) bool {
+			i := slices.IndexFunc(e.freeSlots, ok)
+			if i >= 0 {
+				k = e.freeSlots[i]
 				e.freeSlots = slices.Delete(e.freeSlots, i, i+1)
-				return nil
 			}
+			return i >= 0
 		}
-		for _, free := range e.freeSlots {
-			e.slots = slices.DeleteFunc(e.slots, func(x *qwen.Cache) bool { return x == free })
-			e.slotHeld.Add(-free.Bytes())
-			free.Free(e.ctx)
+		if beside != nil && take(func(f *qwen.Cache) bool { return f.Pool() == beside.Pool() }) {
+			return nil
 		}
-		e.freeSlots = nil
-		var err error
-		if k, err = e.model.NewCache(e.ctx, n); err == nil {
-			e.slots = append(e.slots, k)
-			e.slotHeld.Add(k.Bytes())
+		if take(func(f *qwen.Cache) bool {
+			return f.Capacity == n && (beside != nil || free[f.Pool()] >= limit)
+		}) {
+			return nil
 		}
-		return err
+		e.pools = slices.DeleteFunc(e.pools, func(p *qwen.CachePool) bool {
+			if free[p] < len(p.Caches()) {
+				return false
+			}
+			e.freeSlots = slices.DeleteFunc(e.freeSlots, func(f *qwen.Cache) bool { return f.Pool() == p })
+			e.slots = slices.DeleteFunc(e.slots, func(f *qwen.Cache) bool { return f.Pool() == p })
+			e.slotHeld.Add(-p.Bytes())
+			p.Free(e.ctx)
+			return true
+		})
+		p, err := e.model.NewCachePool(e.ctx, limit, n)
+		if err != nil {
+			return err
+		}
+		e.pools = append(e.pools, p)
+		e.slots = append(e.slots, p.Caches()...)
+		e.slotHeld.Add(p.Bytes())
+		k = p.Caches()[0]
+		e.freeSlots = append(e.freeSlots, p.Caches()[1:]...)
+		return nil
 	})
 	return k, err
 }

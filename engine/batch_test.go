@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"bagel/internal/testmodel"
+	"bagel/ops"
+	"bagel/qwen"
 	"bagel/switches"
 )
 
@@ -452,4 +457,112 @@ func TestParallelCountsItsReplies(t *testing.T) {
 	cancel()
 	done.Wait()
 	waitFor("after they ended", func(s, w int) bool { return s == 0 && w == 0 })
+}
+
+// TestPooledStepEqualsSeparateCaches: a batched step of sequences whose
+// caches share a pool (each layer's conv, rule and attention preamble one
+// launch for all) gives the logits, bit for bit, of the same step over
+// caches of their own (a launch each), step after step; a slot's snapshot
+// restores it as a cache of its own; the pool's other slots are left as
+// they were. On the CPU here and on each GPU backend in
+// TestGPUPooledStepEqualsSeparateCaches.
+func TestPooledStepEqualsSeparateCaches(t *testing.T) {
+	testPooledStep(t, "cpu")
+}
+
+func TestGPUPooledStepEqualsSeparateCaches(t *testing.T) {
+	for _, name := range gpuBackends() {
+		t.Run(name, func(t *testing.T) { testPooledStep(t, name) })
+	}
+}
+
+func testPooledStep(t *testing.T, backendName string) {
+	for _, name := range []string{"tiny-moe", "tiny-dense"} {
+		var e *Engine
+		if backendName == "cpu" {
+			var err error
+			if e, err = Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			e = loadGPU(t, testmodel.Weights(t, name), backendName, 128)
+		}
+		err := e.loop.do(func() error {
+			pool, err := e.model.NewCachePool(e.ctx, 4, 64)
+			if err != nil {
+				return err
+			}
+			defer pool.Free(e.ctx)
+			pooled := []*qwen.Cache{pool.Caches()[2], pool.Caches()[0], pool.Caches()[3]} // slot 1 idle
+			var own []*qwen.Cache
+			for i := range pooled {
+				k, err := e.model.NewCache(e.ctx, 64)
+				if err != nil {
+					return err
+				}
+				defer k.Free(e.ctx)
+				own = append(own, k)
+				for _, kk := range []*qwen.Cache{pooled[i], k} {
+					if _, err := e.model.Forward(e.ctx, kk, batchPrompt(i)[:5+7*i], false); err != nil {
+						return err
+					}
+				}
+			}
+			// Slot 1 holds a prompt the steps must leave as it is: a cache of
+			// its own beside it holds the same.
+			idle := pool.Caches()[1]
+			idleOwn, err := e.model.NewCache(e.ctx, 64)
+			if err != nil {
+				return err
+			}
+			defer idleOwn.Free(e.ctx)
+			for _, kk := range []*qwen.Cache{idle, idleOwn} {
+				if _, err := e.model.Forward(e.ctx, kk, batchPrompt(5)[:9], false); err != nil {
+					return err
+				}
+			}
+			tokens := []int32{11, 12, 13}
+			for step := range 6 {
+				var got [2][]byte
+				for j, caches := range [][]*qwen.Cache{pooled, own} {
+					logits, err := e.model.ForwardBatch(e.ctx, caches, tokens)
+					if err != nil {
+						return err
+					}
+					if got[j], err = ops.ReadBytes(e.ctx, logits); err != nil {
+						return err
+					}
+				}
+				if !bytes.Equal(got[0], got[1]) {
+					return fmt.Errorf("step %d: the pooled step's logits differ from the separate caches'", step)
+				}
+				v := e.Config.VocabSize
+				for i := range tokens {
+					row := make([]float32, v)
+					for j := range row {
+						row[j] = math.Float32frombits(binary.LittleEndian.Uint32(got[0][4*(i*v+j):]))
+					}
+					tokens[i] = int32(argmax(row))
+				}
+			}
+			var next [2][]byte
+			for j, kk := range []*qwen.Cache{idle, idleOwn} {
+				logits, err := e.model.Forward(e.ctx, kk, []int32{42}, false)
+				if err != nil {
+					return err
+				}
+				if next[j], err = ops.ReadBytes(e.ctx, logits); err != nil {
+					return err
+				}
+			}
+			if !bytes.Equal(next[0], next[1]) {
+				return fmt.Errorf("the idle slot's state moved under the others' steps")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s on %s: %v", name, backendName, err)
+		}
+		e.Close()
+	}
 }

@@ -68,9 +68,10 @@ type Engine struct {
 	ck    *safetensors.Checkpoint
 	model *qwen.Model
 	cache *qwen.Cache
-	// slots are the batches' caches, one a sequence (batch_runner.go),
-	// freeSlots those no sequence holds now, reused by the next; slotHeld
-	// their bytes, for a check from any goroutine.
+	// pools hold the batches' caches (slots, one a sequence:
+	// batch_runner.go), freeSlots those no sequence holds now, reused by
+	// the next; slotHeld their bytes, for a check from any goroutine.
+	pools            []*qwen.CachePool
 	slots, freeSlots []*qwen.Cache
 	slotHeld         atomic.Int64
 	scratch          *ops.Arena
@@ -259,10 +260,8 @@ func (e *Engine) Close() {
 				if e.cache != nil {
 					e.cache.Free(e.ctx)
 				}
-				for _, k := range e.slots {
-					if k != nil {
-						k.Free(e.ctx)
-					}
+				for _, p := range e.pools {
+					p.Free(e.ctx)
 				}
 				if e.scratch != nil {
 					e.scratch.Release()

@@ -10,6 +10,9 @@ import (
 type stepScratch struct {
 	// tree is the forward's draft tree (ForwardTree), nil for a plain one.
 	tree *treeStep
+	// batch is the slot tables of a batched step whose sequences share a
+	// pool (ForwardBatch), nil for any other forward.
+	batch *poolStep
 	// partial and promptPartial are attention's split paths' f32 partials
 	// (ops.SplitPartial, ops.PromptPartial), zero where a forward takes none.
 	partial, promptPartial ops.Tensor
@@ -18,7 +21,7 @@ type stepScratch struct {
 // newStepScratch takes the shared scratch of a forward of t tokens over a
 // cache of capacity tokens: what its path uses, nothing else.
 func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
-	s := stepScratch{tree: m.tree} // ForwardTree's tree
+	s := stepScratch{tree: m.tree, batch: m.pooled} // ForwardTree's tree, ForwardBatch's tables
 	cfg := m.Cfg
 	if cfg.FullAttentionInterval <= cfg.NumLayers { // attention layers
 		s.partial = ops.SplitPartial(c, t, capacity, cfg.NumHeads, cfg.HeadDim)
@@ -57,7 +60,15 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tens
 	ops.Project(c, x, []ops.QLinear{a.qProj, a.kProj, a.vProj}, []ops.Tensor{qp, k, v})
 	q, gate := s.Get("attn.q", ops.BF16, t, hq, d), s.Get("attn.gate", ops.BF16, t, hq, d)
 	attn := s.Get("attn.out", ops.BF16, t, hq, d)
-	if len(seqs) == 1 {
+	if p := a.shared.batch; p != nil && ops.AttnPrepBatchFits(c, d) {
+		// One token a sequence, their caches in one pool: the preambles in
+		// one launch, then each sequence's attention over its cache.
+		theta, eps := float32(cfg.RopeTheta), float32(cfg.RMSNormEps)
+		ops.AttnPrepBatch(c, qp, k, v, a.qNorm, a.kNorm, q, gate, p.base.keys, p.base.values, p.seqs, p.kvStride(), cfg.RotaryDims(), theta, eps)
+		for r, sq := range seqs {
+			ops.Attend(c, q.Rows(r, r+1), sq.st.keys, sq.st.values, attn.Rows(r, r+1), sq.pos0+1, a.scale(cfg), a.shared.partial, a.shared.promptPartial)
+		}
+	} else if len(seqs) == 1 {
 		a.attend(c, cfg, seqs[0], qp, k, v, q, gate, attn)
 	} else {
 		from := 0
@@ -76,7 +87,7 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tens
 // then its queries over its cache's keys into attn.
 func (a *attention) attend(c *ops.Ctx, cfg *Config, sq seq, qp, k, v, q, gate, attn ops.Tensor) {
 	kv, pos0, t := sq.st, sq.pos0, sq.rows
-	theta, scale := float32(cfg.RopeTheta), float32(1/math.Sqrt(float64(cfg.HeadDim)))
+	theta, scale := float32(cfg.RopeTheta), a.scale(cfg)
 	switch tr := a.shared.tree; {
 	case tr != nil: // a draft tree (ForwardTree checked the head fits attn_prep)
 		ops.AttnPrepTree(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, tr.pos, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
@@ -90,3 +101,6 @@ func (a *attention) attend(c *ops.Ctx, cfg *Config, sq seq, qp, k, v, q, gate, a
 	}
 	ops.Attend(c, q, kv.keys, kv.values, attn, pos0+t, scale, a.shared.partial, a.shared.promptPartial)
 }
+
+// scale is the attention scores' factor, 1/√headDim.
+func (a *attention) scale(cfg *Config) float32 { return float32(1 / math.Sqrt(float64(cfg.HeadDim))) }

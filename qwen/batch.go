@@ -43,6 +43,12 @@ func (m *Model) ForwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32) (ops.T
 	if err != nil {
 		return ops.Tensor{}, err
 	}
+	if p := poolOf(caches); p != nil && b > 1 {
+		if m.pooled, err = newPoolStep(c, p, caches); err != nil {
+			return ops.Tensor{}, err
+		}
+		defer func() { m.pooled = nil }()
+	}
 	normed, err := m.run(c, ids, caches, 1, nil)
 	if err != nil {
 		return ops.Tensor{}, err
@@ -54,3 +60,34 @@ func (m *Model) ForwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32) (ops.T
 	}
 	return m.logits(c, normed), nil
 }
+
+// poolStep is a batched step's sequences in one pool: the tables the *_batch
+// kernels read, and the layer's slot-0 views they start from.
+type poolStep struct {
+	pool  *CachePool
+	slots ops.Tensor  // i32 [B]: row r's slot
+	seqs  ops.Tensor  // i32 [B, 3]: row r's slot, cache row and rotary position
+	base  *layerCache // slot 0's, for the layer under way (run sets it)
+}
+
+// newPoolStep writes the step's tables (scratch of the forward) for caches,
+// one token each.
+func newPoolStep(c *ops.Ctx, p *CachePool, caches []*Cache) (*poolStep, error) {
+	b := len(caches)
+	slots, seqs := make([]int32, b), make([]int32, 3*b)
+	for r, k := range caches {
+		slots[r] = int32(k.slot)
+		seqs[3*r], seqs[3*r+1], seqs[3*r+2] = int32(k.slot), int32(k.Offset), int32(k.Offset+k.ropeShift)
+	}
+	st := &poolStep{pool: p, slots: c.Scratch.Get("forward.slots", ops.I32, b), seqs: c.Scratch.Get("forward.seqs", ops.I32, b, 3)}
+	if err := ops.WriteInt32(c, st.slots, slots); err != nil {
+		return nil, err
+	}
+	return st, ops.WriteInt32(c, st.seqs, seqs)
+}
+
+// convStride and stateStride are the elements between two slots' GDN conv
+// windows (bf16) and states (f32); kvStride between their keys (bf16).
+func (p *poolStep) convStride() int  { return 2 * p.pool.slotWords }
+func (p *poolStep) stateStride() int { return p.pool.slotWords }
+func (p *poolStep) kvStride() int    { return p.base.keys.Elements() }

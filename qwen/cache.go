@@ -30,6 +30,10 @@ type Cache struct {
 	mtpHidden ops.Tensor
 	mtpKept   ops.Tensor
 	mtpStale  bool
+	// pool holds the cache's keys, values, conv windows and states (its
+	// slot of them): a pool of one for NewCache's.
+	pool *CachePool
+	slot int
 	// ropeShift is the multimodal RoPE offset: 0 until a prompt with an
 	// image, after which the next token's rotary position is Offset +
 	// ropeShift (transformers' rope_deltas: an image of R×C merged tokens
@@ -92,53 +96,14 @@ func CacheBytes(cfg *Config, capacity int) int64 {
 	return total
 }
 
-// NewCache allocates the state of one sequence of up to capacity tokens.
+// NewCache allocates the state of one sequence of up to capacity tokens (a
+// pool of one slot).
 func (m *Model) NewCache(c *ops.Ctx, capacity int) (*Cache, error) {
-	if capacity <= 0 {
-		return nil, fmt.Errorf("context length must be positive, got %d", capacity)
+	p, err := m.NewCachePool(c, 1, capacity)
+	if err != nil {
+		return nil, err
 	}
-	cfg := m.Cfg
-	k := &Cache{Capacity: capacity, layers: make([]layerCache, cfg.NumLayers)}
-	gdnBytes := 0
-	for i := range k.layers {
-		if !cfg.IsAttention(i) {
-			for _, b := range cacheLayout(cfg, i, capacity) {
-				gdnBytes += int(alignPiece(b.bytes()))
-			}
-		}
-	}
-	if gdnBytes > 0 {
-		mem, err := ops.Alloc(c, ops.U32, gdnBytes/4)
-		if err != nil {
-			return nil, fmt.Errorf("cache for %d tokens: %w", capacity, err)
-		}
-		k.gdn = mem
-	}
-	at := 0
-	for i := range k.layers {
-		attention := cfg.IsAttention(i)
-		fields := k.layers[i].buffers(attention)
-		for j, b := range cacheLayout(cfg, i, capacity) {
-			if !attention {
-				*fields[j] = ops.View(k.gdn, at, b.dtype, b.shape)
-				at += int(alignPiece(b.bytes()))
-				continue
-			}
-			t, err := ops.Alloc(c, b.dtype, b.shape...)
-			if err != nil {
-				k.Free(c)
-				return nil, fmt.Errorf("cache for %d tokens: %w", capacity, err)
-			}
-			*fields[j] = t
-		}
-	}
-	if m.mtp != nil {
-		if err := k.allocMTP(c, cfg, capacity); err != nil {
-			k.Free(c)
-			return nil, err
-		}
-	}
-	return k, nil
+	return p.caches[0], nil
 }
 
 // allocMTP allocates the MTP head's state.
@@ -200,20 +165,28 @@ func (k *Cache) Reset(c *ops.Ctx) error {
 	return nil
 }
 
-// Free releases the cache's buffers.
+// Free releases the cache's buffers: what it holds alone (its MTP head's
+// state, its snapshot, its verify records) and, for a cache of its own
+// (NewCache's), the pool's memory. A cache of a larger pool keeps its slot's
+// memory until CachePool.Free.
 func (k *Cache) Free(c *ops.Ctx) {
+	if k.pool != nil && len(k.pool.caches) == 1 {
+		k.pool.Free(c)
+		return
+	}
+	k.freeOwn(c)
+}
+
+// freeOwn releases what the cache holds outside its pool's memory.
+func (k *Cache) freeOwn(c *ops.Ctx) {
 	if k.rollback != nil {
 		k.rollback.Release(c)
+		k.rollback = nil
 	}
 	k.freeRecords(c)
-	for _, l := range append(k.layers, k.mtp) {
-		ops.Free(c, l.keys)
-		ops.Free(c, l.values)
-	}
+	ops.Free(c, k.mtp.keys)
+	ops.Free(c, k.mtp.values)
 	ops.Free(c, k.mtpHidden)
 	ops.Free(c, k.mtpKept)
 	k.mtp, k.mtpHidden, k.mtpKept = layerCache{}, ops.Tensor{}, ops.Tensor{}
-	ops.Free(c, k.gdn) // the layers' conv windows and states are views of it
-	k.gdn = ops.Tensor{}
-	k.layers = nil
 }

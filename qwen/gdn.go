@@ -79,7 +79,8 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.
 
 // forwardBatch is forward over several sequences' rows (a batched decode
 // step): the projections read the weights once for all rows, then each
-// sequence's conv and rule run on its own window and state.
+// sequence's conv and rule run on its own window and state: one launch
+// each for all of them where their states share a pool.
 func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor) {
 	t, shape, s := x.Shape[0], g.shape(cfg), c.Scratch
 	qkv := s.Get("gdn.qkv", ops.BF16, t, shape.ConvDim())
@@ -88,12 +89,17 @@ func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out
 	ops.Project(c, x, []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA}, []ops.Tensor{qkv, z, bLogits, aLogits})
 	conv := s.Get("gdn.conv", ops.BF16, t, shape.ConvDim())
 	o := s.Get("gdn.out", ops.BF16, t, shape.Hv, shape.Dv)
-	from := 0
-	for _, sq := range seqs {
-		to := from + sq.rows
-		ops.Conv1dSiLU(c, qkv.Rows(from, to), sq.st.conv, g.conv, conv.Rows(from, to), cfg.ConvKernel)
-		ops.GDNRule(c, conv.Rows(from, to), aLogits.Rows(from, to), bLogits.Rows(from, to), g.aLog, g.dtBias, sq.st.state, o.Rows(from, to), shape)
-		from = to
+	if p := g.shared.batch; p != nil { // one token a sequence, their states in one pool
+		ops.Conv1dSiLUBatch(c, qkv, p.base.conv, p.slots, p.convStride(), g.conv, conv, cfg.ConvKernel)
+		ops.GDNRecurrenceBatch(c, conv, aLogits, bLogits, g.aLog, g.dtBias, p.base.state, p.slots, p.stateStride(), o, shape)
+	} else {
+		from := 0
+		for _, sq := range seqs {
+			to := from + sq.rows
+			ops.Conv1dSiLU(c, qkv.Rows(from, to), sq.st.conv, g.conv, conv.Rows(from, to), cfg.ConvKernel)
+			ops.GDNRule(c, conv.Rows(from, to), aLogits.Rows(from, to), bLogits.Rows(from, to), g.aLog, g.dtBias, sq.st.state, o.Rows(from, to), shape)
+			from = to
+		}
 	}
 	ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	ops.Linear(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)

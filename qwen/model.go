@@ -26,6 +26,9 @@ type Model struct {
 	single [1]*Cache
 	// tree is the draft tree of the ForwardTree under way, nil otherwise.
 	tree *treeStep
+	// pooled is the slot tables of the ForwardBatch under way when its
+	// sequences share a pool, nil otherwise.
+	pooled *poolStep
 	// mtp is the multi-token-prediction head (mtp.go), nil when the
 	// checkpoint has none usable; MTPProblem says why one that is there is
 	// not used. MTPOn keeps its cache in step with every forward (the
@@ -245,6 +248,9 @@ func (m *Model) run(c *ops.Ctx, ids ops.Tensor, caches []*Cache, rows int, inspe
 		}
 		for j, k := range caches {
 			m.seqs[j].st = &k.layers[i]
+		}
+		if p := m.shared.batch; p != nil {
+			p.base = &p.pool.caches[0].layers[i]
 		}
 		l.forward(c, cfg, m.seqs, x, normed, branch, next)
 		s.Rewind(layer)
