@@ -1,5 +1,10 @@
 package cpu
 
+import (
+	"bagel/backend"
+	"bagel/kernels"
+)
+
 // The batched decode step's kernels (kernels/gdn.metal, attention.metal): one
 // token of each of B sequences, each sequence's state found in a slot of a
 // pool (slot s's at s·stride elements from the buffer argument, slot 0's).
@@ -92,4 +97,70 @@ func slotSpan(a *args, name string, slots []int, stride, size int) int {
 	}
 	a.check(len(slots) <= 1 || stride >= size, name, "slots %d elements apart, each %d long", stride, size)
 	return n
+}
+
+// attention_batch_bf16: attention_bf16 of row r of q over the first
+// seqs[r, 1] + 1 keys of slot seqs[r, 0]'s caches into row r of out, for the
+// rows of fewer than split keys.
+func attentionBatch(a *args) {
+	a.batchRows("attention_bf16", attention, false, func(r, slot int) map[string]int {
+		row := 2 * r * a.intArg("Hq") * a.intArg("D")
+		return map[string]int{"q": row, "kcache": 2 * slot * a.intArg("stride"), "vcache": 2 * slot * a.intArg("stride"), "out": row}
+	})
+}
+
+// attention_split_batch_f32 and attention_split_mma_batch_f32: the split
+// kernels' partials of row r (for the rows of split keys or more).
+func attentionSplitBatch(a *args) {
+	a.batchRows("attention_split_f32", attentionSplit, true, a.splitRow)
+}
+func attentionSplitMMABatch(a *args) {
+	a.batchRows("attention_split_mma_f32", attentionSplitMMA, true, a.splitRow)
+}
+
+// splitRow is where a split kernel finds row r's query, caches and partials.
+func (a *args) splitRow(r, slot int) map[string]int {
+	hq, d, s := a.intArg("Hq"), a.intArg("D"), a.intArg("S")
+	at := 2 * slot * a.intArg("stride")
+	return map[string]int{"q": 2 * r * hq * d, "kcache": at, "vcache": at, "partial": 4 * r * hq * s * (d + 2)}
+}
+
+// attention_merge_batch_bf16: attention_merge_bf16 of row r's partials (for
+// the rows of split keys or more).
+func attentionMergeBatch(a *args) {
+	a.batchRows("attention_merge_bf16", attentionMerge, true, func(r, _ int) map[string]int {
+		hq, d := a.intArg("Hq"), a.intArg("D")
+		return map[string]int{"partial": 4 * r * hq * a.intArg("S") * (d + 2), "out": 2 * r * hq * d}
+	})
+}
+
+// batchRows runs kernel (its reference run), the one-sequence kernel of a
+// batched attention kernel, on each row of seqs (i32 [B, 3]) with split keys or more (split
+// true) or fewer (false): one query (T = 1) over kvLen = seqs[r, 1] + 1 keys,
+// its buffers at the byte offsets at(r, slot) past the batch kernel's, its
+// other scalars the batch kernel's of the same names.
+func (a *args) batchRows(kernel string, run func(*args), split bool, at func(r, slot int) map[string]int) {
+	B, from := a.intArg("B"), a.intArg("split")
+	seqs := slotsOf(a, "seqs", B, 3)
+	sig := kernels.Signatures()[kernel]
+	for r := range B {
+		kvLen := seqs[3*r+1] + 1
+		if (kvLen >= from) != split {
+			continue
+		}
+		off := at(r, seqs[3*r])
+		list := make([]backend.Arg, len(sig.Params))
+		for i, p := range sig.Params {
+			switch p.Name {
+			case "T":
+				list[i] = backend.Int(1)
+			case "kvLen":
+				list[i] = backend.Int(kvLen)
+			default:
+				list[i] = a.list[a.index(p.Name)]
+				list[i].Off += off[p.Name]
+			}
+		}
+		run(newArgs(kernel, sig, list, a.threads))
+	}
 }

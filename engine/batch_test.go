@@ -459,14 +459,29 @@ func TestParallelCountsItsReplies(t *testing.T) {
 	waitFor("after they ended", func(s, w int) bool { return s == 0 && w == 0 })
 }
 
+// longPrompt is a prompt of n tokens, i telling prompts apart.
+func longPrompt(i, n int) []int32 {
+	ids := make([]int32, n)
+	for j := range ids {
+		ids[j] = int32((j*97 + 31*i + 5) % 1000)
+	}
+	return ids
+}
+
 // TestPooledStepEqualsSeparateCaches: a batched step of sequences whose
-// caches share a pool (each layer's conv, rule and attention preamble one
-// launch for all) gives the logits, bit for bit, of the same step over
-// caches of their own (a launch each), step after step; a slot's snapshot
-// restores it as a cache of its own; the pool's other slots are left as
-// they were. On the CPU here and on each GPU backend in
+// caches share a pool (each layer's conv, rule, attention preamble and
+// attention one launch for all, the attention's split rows and plain rows
+// apart) gives the logits, bit for bit, of the same step over caches of
+// their own (launches a sequence), step after step, rows short and long;
+// the pool's idle slot is left as it was. On the CPU here and on each GPU backend in
 // TestGPUPooledStepEqualsSeparateCaches.
 func TestPooledStepEqualsSeparateCaches(t *testing.T) {
+	testPooledStep(t, "cpu")
+	// The long rows' split attention off the matrix units (Metal's).
+	defer switches.Reset(SwitchSplitKVTiled)
+	if err := switches.Set(SwitchSplitKVTiled, false); err != nil {
+		t.Fatal(err)
+	}
 	testPooledStep(t, "cpu")
 }
 
@@ -488,22 +503,25 @@ func testPooledStep(t *testing.T, backendName string) {
 			e = loadGPU(t, testmodel.Weights(t, name), backendName, 128)
 		}
 		err := e.loop.do(func() error {
-			pool, err := e.model.NewCachePool(e.ctx, 4, 64)
+			pool, err := e.model.NewCachePool(e.ctx, 4, 192)
 			if err != nil {
 				return err
 			}
 			defer pool.Free(e.ctx)
 			pooled := []*qwen.Cache{pool.Caches()[2], pool.Caches()[0], pool.Caches()[3]} // slot 1 idle
+			// Short and long rows: past 128 keys a step's attention splits
+			// (the third row from its first step, the second from its fourth).
+			lengths := []int{5, 124, 140}
 			var own []*qwen.Cache
 			for i := range pooled {
-				k, err := e.model.NewCache(e.ctx, 64)
+				k, err := e.model.NewCache(e.ctx, 192)
 				if err != nil {
 					return err
 				}
 				defer k.Free(e.ctx)
 				own = append(own, k)
 				for _, kk := range []*qwen.Cache{pooled[i], k} {
-					if _, err := e.model.Forward(e.ctx, kk, batchPrompt(i)[:5+7*i], false); err != nil {
+					if _, err := e.model.Forward(e.ctx, kk, longPrompt(i, lengths[i]), false); err != nil {
 						return err
 					}
 				}
@@ -511,7 +529,7 @@ func testPooledStep(t *testing.T, backendName string) {
 			// Slot 1 holds a prompt the steps must leave as it is: a cache of
 			// its own beside it holds the same.
 			idle := pool.Caches()[1]
-			idleOwn, err := e.model.NewCache(e.ctx, 64)
+			idleOwn, err := e.model.NewCache(e.ctx, 192)
 			if err != nil {
 				return err
 			}

@@ -339,13 +339,35 @@ INLINE void attn_share(float m, float l, thread const float *o, threadgroup floa
   *lAll = sum;
 }
 
+// attn_query is attention_bf16's work for one query and q-head (qrow [D],
+// into orow [D]): the threadgroup's SIMD-groups take the keys 0..last of
+// kv-head kvh round-robin, then merge their online softmaxes.
+INLINE void attn_query(device const bf16_t *qrow, device const bf16_t *kcache, device const bf16_t *vcache,
+                       device bf16_t *orow, int kvh, int Cap, int last, int D, float scale,
+                       threadgroup float *sgMax, threadgroup float *sgSum, threadgroup float *sgOut, int tid,
+                       int ntid, int lane, int sg, int nsg) {
+  float qv[ATTN_PER_LANE];
+  float o[ATTN_PER_LANE];
+  attn_row8(qrow, D, lane, qv);
+  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] = 0.0f;
+  float m = ATTN_NEG_BIG, l = 0.0f;
+  attn_walk(qv, kcache, vcache, (ulong)kvh * (ulong)Cap, sg, last + 1, nsg, D, scale, lane, &m, &l, o);
+  float mAll, lAll;
+  attn_share(m, l, o, sgMax, sgSum, sgOut, D, lane, sg, nsg, &mAll, &lAll);
+  for (int d = tid; d < D; d += ntid) {
+    float acc = 0.0f;
+    for (int s = 0; s < nsg; s++) acc += sgOut[s * ATTN_MAX_D + d] * expf(sgMax[s] - mAll);
+    orow[d] = f32_to_bf16(acc / lAll);
+  }
+}
+
 // attention_bf16: q [T, Hq, D], kcache/vcache [Hkv, Cap, D], out [T, Hq, D].
 // Query t is at position kvLen−T+t and sees keys 0..kvLen−T+t; q-head h reads
 // kv-head h/(Hq/Hkv). Scores scale·(q·k) and softmax in f32.
 //
 // One threadgroup per (t, h). Its SIMD-groups take keys round-robin, each keeping
 // an online softmax (running max m, sum l, output o); the partial results are
-// merged through threadgroup memory at the end.
+// merged through threadgroup memory at the end (attn_query).
 // launch: grid(T * Hq) group(ATTN_SIMDGROUPS * 32)
 // requires: D <= ATTN_MAX_D
 KERNEL(attention_bf16,
@@ -366,23 +388,44 @@ KERNEL(attention_bf16,
   TG_MEM(float, sgOut, ATTN_SIMDGROUPS * ATTN_MAX_D);
   int item = TGID_X;  // t·Hq + h
   int t = item / Hq, h = item % Hq;
-  int kvh = h / (Hq / Hkv);
-  int last = kvLen - T + t;  // the newest key this query sees
-  int lane = LANE, sg = SIMD_ID, nsg = SIMD_COUNT;
+  attn_query(q + (ulong)item * (ulong)D, kcache, vcache, out + (ulong)item * (ulong)D, h / (Hq / Hkv), Cap,
+             kvLen - T + t, D, scale, sgMax, sgSum, sgOut, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
+}
 
-  float qv[ATTN_PER_LANE];
-  float o[ATTN_PER_LANE];
-  attn_row8(q + (ulong)item * (ulong)D, D, lane, qv);
-  UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) o[i] = 0.0f;
-  float m = ATTN_NEG_BIG, l = 0.0f;
-  attn_walk(qv, kcache, vcache, (ulong)kvh * (ulong)Cap, sg, last + 1, nsg, D, scale, lane, &m, &l, o);
-  float mAll, lAll;
-  attn_share(m, l, o, sgMax, sgSum, sgOut, D, lane, sg, nsg, &mAll, &lAll);
-  for (int d = TID_X; d < D; d += TG_SIZE_X) {
-    float acc = 0.0f;
-    for (int s = 0; s < nsg; s++) acc += sgOut[s * ATTN_MAX_D + d] * expf(sgMax[s] - mAll);
-    out[(ulong)item * (ulong)D + (ulong)d] = f32_to_bf16(acc / lAll);
-  }
+// attention_batch_bf16: attention_bf16 of one query for each of B sequences
+// (a batched decode step): row r of q [B, Hq, D] over the keys 0..seqs[r, 1]
+// of slot seqs[r, 0]'s caches (i32 [B, 3] as attn_prep_batch_bf16 takes it;
+// the slots' caches [Hkv, Cap, D] lie stride elements apart from kcache and
+// vcache, slot 0's) into row r of out, as a launch of it alone computes it;
+// only the rows of fewer than split keys (the others take the split kernels).
+// launch: grid(B * Hq) group(ATTN_SIMDGROUPS * 32)
+// requires: D <= ATTN_MAX_D
+KERNEL(attention_batch_bf16,
+       BUFFER(const bf16_t, q, 0),
+       BUFFER(const bf16_t, kcache, 1),
+       BUFFER(const bf16_t, vcache, 2),
+       BUFFER(const int, seqs, 3),
+       BUFFER(bf16_t, out, 4),
+       PARAM(int, B, 5),
+       PARAM(int, Hq, 6),
+       PARAM(int, Hkv, 7),
+       PARAM(int, D, 8),
+       PARAM(int, Cap, 9),
+       PARAM(int, split, 10),
+       PARAM(int, stride, 11),
+       PARAM(float, scale, 12)) {
+  GRID_WAIT_COMPUTE();
+  TG_MEM(float, sgMax, ATTN_SIMDGROUPS);
+  TG_MEM(float, sgSum, ATTN_SIMDGROUPS);
+  TG_MEM(float, sgOut, ATTN_SIMDGROUPS * ATTN_MAX_D);
+  int item = TGID_X;  // r·Hq + h
+  int r = item / Hq, h = item % Hq;
+  if (r >= B) return;
+  int last = seqs[3 * r + 1];
+  if (last + 1 >= split) return;  // uniform across the threadgroup
+  ulong at = (ulong)seqs[3 * r] * (ulong)stride;
+  attn_query(q + (ulong)item * (ulong)D, kcache + at, vcache + at, out + (ulong)item * (ulong)D, h / (Hq / Hkv), Cap,
+             last, D, scale, sgMax, sgSum, sgOut, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
 }
 
 // attention_tree_bf16: attention_bf16 over a draft tree of T nodes, the last T
@@ -537,6 +580,73 @@ INLINE void attn_block(threadgroup const u32x4 *K4, threadgroup const u32x4 *V4,
   }
 }
 
+// attn_split_group is attention_split_f32's work for query t (of T, kvLen
+// keys in all) and split `split` of kv-head kvh's q-heads, Ks and Vs the
+// threadgroup's staging.
+INLINE void attn_split_group(device const bf16_t *q, device const bf16_t *kcache, device const bf16_t *vcache,
+                             device float *partial, int T, int Hq, int Hkv, int D, int Cap, int kvLen, int S, int t,
+                             int kvh, int split, float scale, threadgroup bf16_t *Ks, threadgroup bf16_t *Vs, int tid,
+                             int ntid, int lane, int sg, int nsg) {
+  int G = Hq / Hkv;
+  int n = kvLen - T + t + 1;  // keys this query sees
+  int c = (n + S - 1) / S;
+  int first = split * c, end = imin(n, first + c);
+
+  float qv[ATTN_GROUP_SLOTS][ATTN_PER_LANE], o[ATTN_GROUP_SLOTS][ATTN_PER_LANE];
+  float m[ATTN_GROUP_SLOTS], l[ATTN_GROUP_SLOTS];
+  UNROLL for (int s = 0; s < ATTN_GROUP_SLOTS; s++) {
+    int g = sg + s * nsg;
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
+      qv[s][i] = 0.0f;
+      o[s][i] = 0.0f;
+    }
+    if (g < G) attn_row8(q + ((ulong)t * (ulong)Hq + (ulong)(kvh * G + g)) * (ulong)D, D, lane, qv[s]);
+    m[s] = ATTN_NEG_BIG;
+    l[s] = 0.0f;
+  }
+  ulong headBase = (ulong)kvh * (ulong)Cap;
+  threadgroup u32x4 *K4 = (threadgroup u32x4 *)Ks;
+  threadgroup u32x4 *V4 = (threadgroup u32x4 *)Vs;
+  u32x4 pk[ATTN_SPLIT_PIECES], pv[ATTN_SPLIT_PIECES];
+  UNROLL for (int i = 0; i < ATTN_SPLIT_PIECES; i++) {
+    int p = tid + i * ntid, nk = imin(ATTN_SPLIT_KEYS, end - first);
+    pk[i] = attn_piece(kcache, headBase + (ulong)first, p, nk, D);
+    pv[i] = attn_piece(vcache, headBase + (ulong)first, p, nk, D);
+  }
+  for (int j0 = first; j0 < end; j0 += ATTN_SPLIT_KEYS) {
+    int nk = imin(ATTN_SPLIT_KEYS, end - j0);
+    BARRIER();  // the last block's readers are done
+    UNROLL for (int i = 0; i < ATTN_SPLIT_PIECES; i++) {
+      K4[tid + i * ntid] = pk[i];
+      V4[tid + i * ntid] = pv[i];
+    }
+    BARRIER();
+    int j1 = j0 + ATTN_SPLIT_KEYS, nk1 = imin(ATTN_SPLIT_KEYS, end - j1);
+    UNROLL for (int i = 0; i < ATTN_SPLIT_PIECES; i++) {
+      int p = tid + i * ntid;
+      pk[i] = attn_piece(kcache, headBase + (ulong)j1, p, nk1, D);
+      pv[i] = attn_piece(vcache, headBase + (ulong)j1, p, nk1, D);
+    }
+    UNROLL for (int s = 0; s < ATTN_GROUP_SLOTS; s++) {
+      if (sg + s * nsg < G) attn_block(K4, V4, nk, qv[s], o[s], &m[s], &l[s], scale, lane);
+    }
+  }
+  UNROLL for (int s = 0; s < ATTN_GROUP_SLOTS; s++) {
+    int g = sg + s * nsg;
+    if (g >= G) continue;
+    int h = kvh * G + g;
+    device float *dst = partial + (((ulong)t * (ulong)Hq + (ulong)h) * (ulong)S + (ulong)split) * (ulong)(D + 2);
+    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
+      int d = ATTN_PER_LANE * lane + i;
+      if (d < D) dst[d] = o[s][i];
+    }
+    if (lane == 0) {
+      dst[D] = m[s];
+      dst[D + 1] = l[s];
+    }
+  }
+}
+
 // attention_split_f32: for query (t, h) at position kvLen−T+t (it sees keys
 // 0..kvLen−T+t, n of them), split s of S takes keys [s·c, min(n, (s+1)·c)) with
 // c = ⌈n/S⌉ and writes, relative to its own running max m: o = Σ e^(score−m)·v,
@@ -563,64 +673,61 @@ KERNEL(attention_split_f32,
   TG_MEM_ALIGNED16(bf16_t, Ks, ATTN_SPLIT_KEYS * ATTN_MAX_D);
   TG_MEM_ALIGNED16(bf16_t, Vs, ATTN_SPLIT_KEYS * ATTN_MAX_D);
   int item = TGID_X / S, split = TGID_X % S;  // item = t·Hkv + kvh
-  int t = item / Hkv, kvh = item % Hkv, G = Hq / Hkv;
-  int n = kvLen - T + t + 1;  // keys this query sees
-  int c = (n + S - 1) / S;
-  int first = split * c, end = imin(n, first + c);
-  int lane = LANE, sg = SIMD_ID, nsg = SIMD_COUNT;
+  attn_split_group(q, kcache, vcache, partial, T, Hq, Hkv, D, Cap, kvLen, S, item / Hkv, item % Hkv, split, scale, Ks,
+                   Vs, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
+}
 
-  float qv[ATTN_GROUP_SLOTS][ATTN_PER_LANE], o[ATTN_GROUP_SLOTS][ATTN_PER_LANE];
-  float m[ATTN_GROUP_SLOTS], l[ATTN_GROUP_SLOTS];
-  UNROLL for (int s = 0; s < ATTN_GROUP_SLOTS; s++) {
-    int g = sg + s * nsg;
-    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-      qv[s][i] = 0.0f;
-      o[s][i] = 0.0f;
-    }
-    if (g < G) attn_row8(q + ((ulong)t * (ulong)Hq + (ulong)(kvh * G + g)) * (ulong)D, D, lane, qv[s]);
-    m[s] = ATTN_NEG_BIG;
-    l[s] = 0.0f;
-  }
-  ulong headBase = (ulong)kvh * (ulong)Cap;
-  threadgroup u32x4 *K4 = (threadgroup u32x4 *)Ks;
-  threadgroup u32x4 *V4 = (threadgroup u32x4 *)Vs;
-  u32x4 pk[ATTN_SPLIT_PIECES], pv[ATTN_SPLIT_PIECES];
-  UNROLL for (int i = 0; i < ATTN_SPLIT_PIECES; i++) {
-    int p = TID_X + i * TG_SIZE_X, nk = imin(ATTN_SPLIT_KEYS, end - first);
-    pk[i] = attn_piece(kcache, headBase + (ulong)first, p, nk, D);
-    pv[i] = attn_piece(vcache, headBase + (ulong)first, p, nk, D);
-  }
-  for (int j0 = first; j0 < end; j0 += ATTN_SPLIT_KEYS) {
-    int nk = imin(ATTN_SPLIT_KEYS, end - j0);
-    BARRIER();  // the last block's readers are done
-    UNROLL for (int i = 0; i < ATTN_SPLIT_PIECES; i++) {
-      K4[TID_X + i * TG_SIZE_X] = pk[i];
-      V4[TID_X + i * TG_SIZE_X] = pv[i];
-    }
-    BARRIER();
-    int j1 = j0 + ATTN_SPLIT_KEYS, nk1 = imin(ATTN_SPLIT_KEYS, end - j1);
-    UNROLL for (int i = 0; i < ATTN_SPLIT_PIECES; i++) {
-      int p = TID_X + i * TG_SIZE_X;
-      pk[i] = attn_piece(kcache, headBase + (ulong)j1, p, nk1, D);
-      pv[i] = attn_piece(vcache, headBase + (ulong)j1, p, nk1, D);
-    }
-    UNROLL for (int s = 0; s < ATTN_GROUP_SLOTS; s++) {
-      if (sg + s * nsg < G) attn_block(K4, V4, nk, qv[s], o[s], &m[s], &l[s], scale, lane);
-    }
-  }
-  UNROLL for (int s = 0; s < ATTN_GROUP_SLOTS; s++) {
-    int g = sg + s * nsg;
-    if (g >= G) continue;
-    int h = kvh * G + g;
-    device float *dst = partial + (((ulong)t * (ulong)Hq + (ulong)h) * (ulong)S + (ulong)split) * (ulong)(D + 2);
-    UNROLL for (int i = 0; i < ATTN_PER_LANE; i++) {
-      int d = ATTN_PER_LANE * lane + i;
-      if (d < D) dst[d] = o[s][i];
-    }
-    if (lane == 0) {
-      dst[D] = m[s];
-      dst[D + 1] = l[s];
-    }
+// attention_split_batch_f32: attention_split_f32 of one query for each of B
+// sequences (a batched decode step): row r of q [B, Hq, D] over the keys
+// 0..seqs[r, 1] of slot seqs[r, 0]'s caches (as attention_batch_bf16 finds
+// them) into row r of partial [B, Hq, S, D+2], as a launch of it alone
+// computes it; only the rows of split keys or more.
+// launch: grid(B * Hkv * S) group(ATTN_SIMDGROUPS * 32)
+// requires: D <= ATTN_MAX_D
+// requires: Hq <= Hkv * ATTN_MAX_GROUP
+KERNEL(attention_split_batch_f32,
+       BUFFER(const bf16_t, q, 0),
+       BUFFER(const bf16_t, kcache, 1),
+       BUFFER(const bf16_t, vcache, 2),
+       BUFFER(const int, seqs, 3),
+       BUFFER(float, partial, 4),
+       PARAM(int, B, 5),
+       PARAM(int, Hq, 6),
+       PARAM(int, Hkv, 7),
+       PARAM(int, D, 8),
+       PARAM(int, Cap, 9),
+       PARAM(int, S, 10),
+       PARAM(int, split, 11),
+       PARAM(int, stride, 12),
+       PARAM(float, scale, 13)) {
+  GRID_WAIT();
+  TG_MEM_ALIGNED16(bf16_t, Ks, ATTN_SPLIT_KEYS * ATTN_MAX_D);
+  TG_MEM_ALIGNED16(bf16_t, Vs, ATTN_SPLIT_KEYS * ATTN_MAX_D);
+  int r = TGID_X / (Hkv * S), item = TGID_X % (Hkv * S);
+  if (r >= B) return;
+  int kvLen = seqs[3 * r + 1] + 1;
+  if (kvLen < split) return;  // uniform across the threadgroup
+  ulong at = (ulong)seqs[3 * r] * (ulong)stride;
+  attn_split_group(q + (ulong)r * (ulong)(Hq * D), kcache + at, vcache + at, partial + (ulong)r * (ulong)(Hq * S * (D + 2)),
+                   1, Hq, Hkv, D, Cap, kvLen, S, 0, item / S, item % S, scale, Ks, Vs, TID_X, TG_SIZE_X, LANE, SIMD_ID,
+                   SIMD_COUNT);
+}
+
+// attn_merge_item is attention_merge_bf16's work for one query and q-head:
+// its S partials p [S, D+2] into orow [D], factor the threadgroup's
+// ATTN_MAX_SPLITS floats.
+INLINE void attn_merge_item(device const float *p, device bf16_t *orow, int D, int S, threadgroup float *factor, int tid,
+                            int ntid) {
+  float mAll = ATTN_NEG_BIG;
+  for (int s = 0; s < S; s++) mAll = fmaxf(mAll, p[(ulong)s * (ulong)(D + 2) + (ulong)D]);
+  for (int s = tid; s < S; s += ntid) factor[s] = expf(p[(ulong)s * (ulong)(D + 2) + (ulong)D] - mAll);
+  BARRIER();
+  float lAll = 0.0f;
+  for (int s = 0; s < S; s++) lAll += p[(ulong)s * (ulong)(D + 2) + (ulong)(D + 1)] * factor[s];
+  for (int d = tid; d < D; d += ntid) {
+    float acc = 0.0f;
+    for (int s = 0; s < S; s++) acc += p[(ulong)s * (ulong)(D + 2) + (ulong)d] * factor[s];
+    orow[d] = f32_to_bf16(acc / lAll);
   }
 }
 
@@ -641,16 +748,26 @@ KERNEL(attention_merge_bf16,
   TG_MEM(float, factor, ATTN_MAX_SPLITS);
   int item = TGID_X;
   if (item >= T * Hq) return;
-  device const float *p = partial + (ulong)item * (ulong)S * (ulong)(D + 2);
-  float mAll = ATTN_NEG_BIG;
-  for (int s = 0; s < S; s++) mAll = fmaxf(mAll, p[(ulong)s * (ulong)(D + 2) + (ulong)D]);
-  for (int s = TID_X; s < S; s += TG_SIZE_X) factor[s] = expf(p[(ulong)s * (ulong)(D + 2) + (ulong)D] - mAll);
-  BARRIER();
-  float lAll = 0.0f;
-  for (int s = 0; s < S; s++) lAll += p[(ulong)s * (ulong)(D + 2) + (ulong)(D + 1)] * factor[s];
-  for (int d = TID_X; d < D; d += TG_SIZE_X) {
-    float acc = 0.0f;
-    for (int s = 0; s < S; s++) acc += p[(ulong)s * (ulong)(D + 2) + (ulong)d] * factor[s];
-    out[(ulong)item * (ulong)D + (ulong)d] = f32_to_bf16(acc / lAll);
-  }
+  attn_merge_item(partial + (ulong)item * (ulong)S * (ulong)(D + 2), out + (ulong)item * (ulong)D, D, S, factor, TID_X, TG_SIZE_X);
+}
+
+// attention_merge_batch_bf16: attention_merge_bf16 of a batched step's rows
+// of split keys or more (seqs i32 [B, 3] as attention_batch_bf16 takes it):
+// row r of partial [B, Hq, S, D+2] into row r of out [B, Hq, D].
+// launch: grid(B * Hq) group(min(256, ceil(D, 32) * 32))
+// requires: S <= ATTN_MAX_SPLITS
+KERNEL(attention_merge_batch_bf16,
+       BUFFER(const float, partial, 0),
+       BUFFER(const int, seqs, 1),
+       BUFFER(bf16_t, out, 2),
+       PARAM(int, B, 3),
+       PARAM(int, Hq, 4),
+       PARAM(int, D, 5),
+       PARAM(int, S, 6),
+       PARAM(int, split, 7)) {
+  GRID_WAIT();
+  TG_MEM(float, factor, ATTN_MAX_SPLITS);
+  int item = TGID_X;
+  if (item >= B * Hq || seqs[3 * (item / Hq) + 1] + 1 < split) return;  // uniform across the threadgroup
+  attn_merge_item(partial + (ulong)item * (ulong)S * (ulong)(D + 2), out + (ulong)item * (ulong)D, D, S, factor, TID_X, TG_SIZE_X);
 }

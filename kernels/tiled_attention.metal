@@ -432,3 +432,52 @@ KERNEL(attention_split_mma_f32,
   fa_split_plain(q, kcache, vcache, partial, T, Hq, Hkv, D, Cap, kvLen, S, s, kvh, kfirst, kend, scale, LANE, SIMD_ID,
                  SIMD_COUNT);
 }
+
+// attention_split_mma_batch_f32: attention_split_mma_f32 of one query for
+// each of B sequences (a batched decode step): row r of q [B, Hq, D] over the
+// keys 0..seqs[r, 1] of slot seqs[r, 0]'s caches (i32 [B, 3] as
+// attention_batch_bf16 takes it; the slots' caches [Hkv, Cap, D] lie stride
+// elements apart from kcache and vcache, slot 0's) into row r of partial [B,
+// Hq, S, D+2], as a launch of it alone computes it; only the rows of split
+// keys or more.
+// launch: grid(B * Hkv * S) group(FA_THREADS)
+// requires: D <= FA_MAX_D
+// requires: Hq <= Hkv * FA_BQ
+KERNEL(attention_split_mma_batch_f32,
+       BUFFER(const bf16_t, q, 0),
+       BUFFER(const bf16_t, kcache, 1),
+       BUFFER(const bf16_t, vcache, 2),
+       BUFFER(const int, seqs, 3),
+       BUFFER(float, partial, 4),
+       PARAM(int, B, 5),
+       PARAM(int, Hq, 6),
+       PARAM(int, Hkv, 7),
+       PARAM(int, D, 8),
+       PARAM(int, Cap, 9),
+       PARAM(int, S, 10),
+       PARAM(int, split, 11),
+       PARAM(int, stride, 12),
+       PARAM(float, scale, 13)) {
+  GRID_WAIT();
+  int r = TGID_X / (Hkv * S), item = TGID_X % (Hkv * S);
+  if (r >= B) return;
+  int kvLen = seqs[3 * r + 1] + 1;
+  if (kvLen < split) return;  // uniform across the threadgroup
+  ulong at = (ulong)seqs[3 * r] * (ulong)stride;
+  device const bf16_t *qr = q + (ulong)r * (ulong)(Hq * D);
+  device float *pr = partial + (ulong)r * (ulong)(Hq * S * (D + 2));
+  int kvh = item / S, s = item % S;
+  int c = (kvLen + S - 1) / S;
+  int kfirst = imin(kvLen, s * c), kend = imin(kvLen, kfirst + c);
+#if defined(MMA_WARP_NATIVE)
+  TG_MEM_ALIGNED16(bf16_t, Ks, FA_BK * FA_LD);
+  TG_MEM_ALIGNED16(bf16_t, Vs, FA_BK * FA_LD);
+  if (D % 16 == 0) {  // uniform
+    fa_split(qr, kcache + at, vcache + at, pr, Ks, Vs, 1, Hq, Hkv, D, Cap, kvLen, S, s, kvh, kfirst, kend, scale, TID_X,
+             LANE, SIMD_ID);
+    return;
+  }
+#endif
+  fa_split_plain(qr, kcache + at, vcache + at, pr, 1, Hq, Hkv, D, Cap, kvLen, S, s, kvh, kfirst, kend, scale, LANE,
+                 SIMD_ID, SIMD_COUNT);
+}

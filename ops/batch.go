@@ -1,6 +1,10 @@
 package ops
 
-import "bagel/backend"
+import (
+	"math"
+
+	"bagel/backend"
+)
 
 // A batched decode step's per-sequence parts in one launch each: one token of
 // each of B sequences whose states lie in a pool's slots, slot s's state at s
@@ -73,5 +77,51 @@ func checkSlots(what string, base, table Tensor, rows, width, stride int) {
 	checkDType(what+" slots", table, backend.I32)
 	if !(rows >= 1 && table.Elements() == rows*width && stride >= base.Elements()) {
 		fail("%s: %d rows, slot table %v, states %v apart, each %v", what, rows, table, stride, base)
+	}
+}
+
+// AttendBatch is Attend of one query for each of B sequences whose caches
+// lie in a pool: row r of q bf16 [B, Hq, D] over the first kvLens[r] keys of
+// slot seqs[r, 0] (seqs i32 [B, 3], AttnPrepBatch's; keys and values slot 0's
+// bf16 [Hkv, Cap, D]) into row r of out. A row takes the kernel Attend gives
+// a query of its own (the split kernels past splitKVMinContext keys where the
+// plan splits, the plain one below), so it gets that launch's bits: at most
+// one plain launch and one split-and-merge pair for all rows. partial is
+// SplitPartial's.
+func AttendBatch(c *Ctx, q, keys, values, seqs Tensor, stride int, kvLens []int, out Tensor, scale float32, partial Tensor) {
+	if !(len(q.Shape) == 3 && len(keys.Shape) == 3 && len(kvLens) == q.Shape[0]) {
+		fail("attention batch: q %v cache %v, %d key counts", q, keys, len(kvLens))
+	}
+	b, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
+	hkv, capacity := keys.Shape[0], keys.Shape[1]
+	checkSlots("attention batch", keys, seqs, b, 3, stride)
+	if !(hq%hkv == 0 && keys.Shape[2] == d && values.Elements() == keys.Elements() && out.Elements() == q.Elements()) {
+		fail("attention batch: q %v cache %v out %v", q, keys, out)
+	}
+	split, kernel, splits := math.MaxInt32, "", 0
+	if partial.Buf != nil && SplitKVFits(hq, hkv) {
+		split, kernel, splits = splitKVMinContext, "attention_split_batch_f32", SplitKVSplits(capacity)
+		if c.Plan.SplitKVTiled && SplitKVTiledFits(c, 1, hq, hkv, d) {
+			kernel, splits = "attention_split_mma_batch_f32", SplitKVTiledSplits(capacity)
+		}
+	}
+	plain, long := false, false
+	for _, n := range kvLens {
+		if !(n >= 1 && n <= capacity) {
+			fail("attention batch: %d keys in a cache of %d", n, capacity)
+		}
+		plain, long = plain || n < split, long || n >= split
+	}
+	dims := []backend.Arg{backend.Int(b), backend.Int(hq), backend.Int(hkv), backend.Int(d), backend.Int(capacity)}
+	if plain {
+		c.dispatch("attention_batch_bf16", append(c.args(q.Arg(), keys.Arg(), values.Arg(), seqs.Arg(), out.Arg()),
+			append(dims, backend.Int(split), backend.Int(stride), backend.Float(scale))...)...)
+	}
+	if long {
+		part := View(partial, 0, F32, []int{b, hq, splits, d + 2})
+		c.dispatch(kernel, append(c.args(q.Arg(), keys.Arg(), values.Arg(), seqs.Arg(), part.Arg()),
+			append(dims, backend.Int(splits), backend.Int(split), backend.Int(stride), backend.Float(scale))...)...)
+		c.dispatch("attention_merge_batch_bf16", part.Arg(), seqs.Arg(), out.Arg(), backend.Int(b), backend.Int(hq), backend.Int(d),
+			backend.Int(splits), backend.Int(split))
 	}
 }

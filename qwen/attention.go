@@ -62,12 +62,14 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tens
 	attn := s.Get("attn.out", ops.BF16, t, hq, d)
 	if p := a.shared.batch; p != nil && ops.AttnPrepBatchFits(c, d) {
 		// One token a sequence, their caches in one pool: the preambles in
-		// one launch, then each sequence's attention over its cache.
+		// one launch, their attention in one to three.
 		theta, eps := float32(cfg.RopeTheta), float32(cfg.RMSNormEps)
 		ops.AttnPrepBatch(c, qp, k, v, a.qNorm, a.kNorm, q, gate, p.base.keys, p.base.values, p.seqs, p.kvStride(), cfg.RotaryDims(), theta, eps)
+		kvLens := make([]int, len(seqs))
 		for r, sq := range seqs {
-			ops.Attend(c, q.Rows(r, r+1), sq.st.keys, sq.st.values, attn.Rows(r, r+1), sq.pos0+1, a.scale(cfg), a.shared.partial, a.shared.promptPartial)
+			kvLens[r] = sq.pos0 + 1
 		}
+		ops.AttendBatch(c, q, p.base.keys, p.base.values, p.seqs, p.kvStride(), kvLens, attn, a.scale(cfg), a.shared.partial)
 	} else if len(seqs) == 1 {
 		a.attend(c, cfg, seqs[0], qp, k, v, q, gate, attn)
 	} else {

@@ -101,8 +101,11 @@ if has ncu-batch; then
 		.devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 16 --prefill "" --long "" --switches=false --drafts "" \
 		--lookup=false --projections 0 --streams ${BATCH:-8} > "$OUT/ncu-batch.csv" 2>> "$LOG"
 	echo "ncu-batch: rc $?"
-	python3 tools/ncu_forwards.py "$OUT/ncu-batch.csv" 16 > "$OUT/ncu-batch.txt"
-	grep -c '^forward' "$OUT/ncu-batch.txt"
-	awk '/^forward/ {n++} {buf[n]=buf[n] $0 "\n"} END {printf "%s%s", buf[n-2], buf[n-1]}' "$OUT/ncu-batch.txt"
+	python3 tools/ncu_forwards.py "$OUT/ncu-batch.csv" 24 > "$OUT/ncu-batch.txt"
+	# The forwards' sizes in one line, then the last batched step's kernels
+	# (a step of more launches than a solo one's ~420).
+	grep '^forward' "$OUT/ncu-batch.txt" | awk '{printf "%s/%s ", $5, $6} END {print ""}'
+	awk '/^forward/ {n++} {buf[n] = buf[n] $0 "\n"} /^forward/ {split($4, r, "-"); len[n] = r[2] - r[1] + 1}
+		END {for (i = n; i > 0; i--) if (len[i] > 500 && i < n) {printf "%s", buf[i]; exit}}' "$OUT/ncu-batch.txt"
 	gzip -9 "$OUT/ncu-batch.csv"
 fi

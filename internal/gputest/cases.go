@@ -631,6 +631,55 @@ func Specs() []Spec {
 		})
 	}
 
+	// The batched step's attention (attention_batch_bf16, attention_split_batch_f32,
+	// attention_split_mma_batch_f32, attention_merge_batch_bf16): one query a
+	// row over its slot's keys, the rows of fewer than split keys the plain
+	// kernel's, the others the split kernels'; slots in a random order, rows
+	// short and long. The outputs start as zeros: a kernel leaves the other
+	// path's rows as they are.
+	for _, p := range []struct{ B, Hq, Hkv, D, Cap, S, split, slots int }{
+		{4, qHeads, kvHeads, headDim, 300, 8, 128, 5}, {3, 6, 2, 80, 50, 4, 1 << 30, 3}, {16, 4, 2, 32, 40, 2, 10, 16},
+		{8, qHeads, kvHeads, headDim, 4096, 64, 128, 8}, {5, 4, 2, 36, 64, 3, 1, 6},
+	} {
+		label := fmt.Sprintf("B=%d Hq=%d Hkv=%d D=%d Cap=%d S=%d split=%d slots=%d", p.B, p.Hq, p.Hkv, p.D, p.Cap, p.S, p.split, p.slots)
+		stride := p.Hkv * p.Cap * p.D
+		scale := backend.Float(float32(1 / math.Sqrt(float64(p.D))))
+		caches := func(g gen) []Buffer {
+			return []Buffer{in("q", backend.BF16, g.bf16(p.B*p.Hq*p.D, 1)), in("kcache", backend.BF16, g.bf16(p.slots*stride, 1)),
+				in("vcache", backend.BF16, g.bf16(p.slots*stride, 1)), in("seqs", backend.I32, i32Bytes(g.batchSeqs(p.B, p.slots, p.Cap, p.S, p.split)))}
+		}
+		zeros := func(dt backend.DType, n int) []byte { return make([]byte, n*dt.Size()) }
+		add("attention_batch_bf16", false, label, func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: append(caches(g), inout("out", backend.BF16, zeros(backend.BF16, p.B*p.Hq*p.D))),
+				Scalars: append(ints(p.B, p.Hq, p.Hkv, p.D, p.Cap, p.split, stride), scale)}
+		})
+		for _, kernel := range []string{"attention_split_batch_f32", "attention_split_mma_batch_f32"} {
+			tol := tolF32 * 10
+			if kernel == "attention_split_mma_batch_f32" {
+				tol = tolBF16
+			}
+			add(kernel, false, label, func(g gen) *Case {
+				return &Case{Tol: tol, Buffers: append(caches(g), inout("partial", backend.F32, zeros(backend.F32, p.B*p.Hq*p.S*(p.D+2)))),
+					Scalars: append(ints(p.B, p.Hq, p.Hkv, p.D, p.Cap, p.S, p.split, stride), scale)}
+			})
+		}
+		add("attention_merge_batch_bf16", false, label, func(g gen) *Case {
+			part := make([]byte, 4*p.B*p.Hq*p.S*(p.D+2))
+			put := func(i int, v float32) { binary.LittleEndian.PutUint32(part[4*i:], math.Float32bits(v)) }
+			for j := range p.B * p.Hq * p.S {
+				l := 1 + 100*g.r.Float32()
+				for d := range p.D {
+					put(j*(p.D+2)+d, l*float32(g.r.NormFloat64()))
+				}
+				put(j*(p.D+2)+p.D, float32(g.r.NormFloat64()))
+				put(j*(p.D+2)+p.D+1, l)
+			}
+			seqs := g.batchSeqs(p.B, p.slots, p.Cap, p.S, p.split)
+			return &Case{Tol: tolBF16, Buffers: []Buffer{in("partial", backend.F32, part), in("seqs", backend.I32, i32Bytes(seqs)),
+				inout("out", backend.BF16, zeros(backend.BF16, p.B*p.Hq*p.D))}, Scalars: ints(p.B, p.Hq, p.D, p.S, p.split)}
+		})
+	}
+
 	// The vision tower's (Qwen3.5's ViT: width 1152, 16 heads of 72, MLP 4304,
 	// merger 4608): linear_bf16: x, w, bias, out | T, In, Out, act. Ragged
 	// tiles (T, Out not multiples of 64; In not one of the step), each

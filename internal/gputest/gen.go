@@ -119,6 +119,26 @@ func (g gen) slotIDs(b, s int) []int32 {
 	return ids[:b]
 }
 
+// batchSeqs is a batched step's table i32 [b, 3] (slot, cache row, rotary
+// position) over a pool of s slots of capacity keys: b distinct slots, each
+// row's keys (its cache row + 1) fewer than split or, past it, a multiple of
+// splits (each of a split kernel's ranges some keys), alternating where both
+// fit.
+func (g gen) batchSeqs(b, s, capacity, splits, split int) []int32 {
+	seqs := make([]int32, 3*b)
+	for r, slot := range g.slotIDs(b, s) {
+		long, lo := capacity/splits, (max(split, splits)+splits-1)/splits // a long row's keys: splits · [lo, long]
+		var n int
+		if lo <= long && (r%2 == 1 || split <= 1) {
+			n = splits * (lo + g.r.IntN(long-lo+1))
+		} else {
+			n = 1 + g.r.IntN(min(split-1, capacity))
+		}
+		seqs[3*r], seqs[3*r+1], seqs[3*r+2] = slot, int32(n-1), int32(n-1)
+	}
+	return seqs
+}
+
 // treeParents is tree's parents as values.
 func (g gen) treeParents(n int) []int32 {
 	parent := make([]int32, n)
