@@ -91,7 +91,11 @@ func (r *batchRunner) run() {
 			return
 		}
 		if step := e.decoding(r.active); step != nil {
-			if err := e.batchStep(step); err != nil {
+			run := e.batchStep
+			if r.quiet(step) && e.pipelines(step) {
+				run = r.pipelined
+			}
+			if err := run(step); err != nil {
 				for _, s := range step {
 					s.fail(err)
 				}

@@ -584,3 +584,34 @@ func testPooledStep(t *testing.T, backendName string) {
 		e.Close()
 	}
 }
+
+// TestPipelinedBatchEndsARowAtItsStop: in a batch of greedy replies run one
+// step ahead of the host, a reply that meets its end-of-text ends there (the
+// step launched past it dropped for it) and the others go on, each reply
+// equal to the one it gets alone.
+func TestPipelinedBatchEndsARowAtItsStop(t *testing.T) {
+	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var reqs []Request
+	for i := range 3 {
+		reqs = append(reqs, Request{PromptIDs: batchPrompt(i)[:9], MaxTokens: 12, IgnoreStop: true})
+	}
+	// The first reply's fourth token becomes an end-of-text.
+	first := solo(t, e, reqs[0])
+	e.eos = append(e.eos, first[3])
+	for i := range reqs {
+		reqs[i].IgnoreStop = false
+	}
+	got, done := runBatch(t, e, reqs, 96)
+	for i, req := range reqs {
+		if want := solo(t, e, req); !slices.Equal(got[i], want) {
+			t.Errorf("reply %d: batched %v, alone %v", i, got[i], want)
+		}
+	}
+	if done[0].Reason != ReasonStop || len(got[0]) != 3 {
+		t.Errorf("the first reply ended %q after %d tokens %v, want a stop after 3", done[0].Reason, len(got[0]), got[0])
+	}
+}

@@ -15,13 +15,33 @@ const MaxBatch = 16
 // caches[b]'s position and enters that cache. It returns logits f32 [B,
 // vocab], row b sequence b's, in scratch (read them before the next forward).
 // The projections, the experts and the head read each weight once for every
-// row; each sequence's attention and GDN rule run on its own state. A row
+// row; each sequence's attention and GDN rule run on its own state (one
+// launch for all of them where their caches share a pool). A row
 // takes the kernels a plain step of its sequence takes, so it gets that
 // step's bits (the engine's tests hold it to Forward token for token).
 func (m *Model) ForwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32) (ops.Tensor, error) {
-	b := len(tokens)
-	if b == 0 || b != len(caches) {
-		return ops.Tensor{}, fmt.Errorf("batched step: %d tokens for %d sequences", b, len(caches))
+	if len(tokens) != len(caches) {
+		return ops.Tensor{}, fmt.Errorf("batched step: %d tokens for %d sequences", len(tokens), len(caches))
+	}
+	if err := m.checkIDs(tokens); err != nil {
+		return ops.Tensor{}, err
+	}
+	return m.forwardBatch(c, caches, tokens, ops.Tensor{})
+}
+
+// ForwardBatchIDs is ForwardBatch on tokens already on the device, ids i32
+// [B] (the last step's picks, where the decode pipeline leaves them).
+func (m *Model) ForwardBatchIDs(c *ops.Ctx, caches []*Cache, ids ops.Tensor) (ops.Tensor, error) {
+	if ids.DType != ops.I32 || ids.Elements() != len(caches) {
+		return ops.Tensor{}, fmt.Errorf("batched step: ids %v for %d sequences", ids, len(caches))
+	}
+	return m.forwardBatch(c, caches, nil, ids)
+}
+
+func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32, devIDs ops.Tensor) (ops.Tensor, error) {
+	b := len(caches)
+	if b == 0 {
+		return ops.Tensor{}, fmt.Errorf("batched step: no sequences")
 	}
 	if b > MaxBatch {
 		return ops.Tensor{}, fmt.Errorf("batched step: %d sequences, at most %d", b, MaxBatch)
@@ -36,10 +56,7 @@ func (m *Model) ForwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32) (ops.T
 			}
 		}
 	}
-	if err := m.checkIDs(tokens); err != nil {
-		return ops.Tensor{}, err
-	}
-	ids, err := m.takeIDs(c, tokens, ops.Tensor{})
+	ids, err := m.takeIDs(c, tokens, devIDs)
 	if err != nil {
 		return ops.Tensor{}, err
 	}
