@@ -31,8 +31,8 @@ func init() {
 	switches.Register(switches.Switch{
 		Name: SwitchDecodePipeline,
 		Description: "Decoding launches the next step before reading the last one's token, which stays on the device " +
-			"(greedy replies, and sampled ones with device sampling; devices that read back asynchronously: CUDA, Metal, CPU; " +
-			"applies at the next generation).",
+			"(greedy replies, sampled ones with device sampling, and batches of greedy replies answering together; " +
+			"devices that read back asynchronously: CUDA, Metal, CPU; applies at the next generation).",
 		Default: true,
 		Env:     "BAGEL_NO_DECODE_PIPELINE",
 	})
