@@ -107,4 +107,4 @@ func newPoolStep(c *ops.Ctx, p *CachePool, caches []*Cache) (*poolStep, error) {
 // windows (bf16) and states (f32); kvStride between their keys (bf16).
 func (p *poolStep) convStride() int  { return 2 * p.pool.slotWords }
 func (p *poolStep) stateStride() int { return p.pool.slotWords }
-func (p *poolStep) kvStride() int    { return p.base.keys.Elements() }
+func (p *poolStep) kvStride() int    { return p.pool.kvBytes / p.base.keys.DType.Size() }

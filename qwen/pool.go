@@ -10,17 +10,22 @@ import (
 // by slot in shared buffers: every slot's GDN conv windows and states in one
 // buffer (slot s's at s · the slot's bytes, laid out as a cache of its own
 // lays them out), each attention layer's keys and values in one buffer
-// [slots, Hkv, Capacity, D]. A batched step of sequences of one pool reaches
-// all their states from slot 0's (the *_batch kernels): one launch a layer
-// for their GDN conv, rule and attention preamble, where each sequence took
-// its own (ForwardBatch). A cache of a pool is a cache like any other: a
+// (slot s's [Hkv, Capacity, D] at s · their bytes rounded up to 256). A
+// batched step of sequences of one pool reaches all their states from slot
+// 0's (the *_batch kernels): one launch a layer for their GDN conv, rule,
+// attention preamble and attention, where each sequence took its own
+// (ForwardBatch). A cache of a pool is a cache like any other: a
 // snapshot, a restore and a reset touch its slot alone.
 type CachePool struct {
 	capacity  int
 	gdn       ops.Tensor // u32 [slots · slotWords]
 	slotWords int        // one slot's GDN memory, in u32 words (a multiple of 64)
-	kv        [][2]ops.Tensor
-	caches    []*Cache
+	// kv is each attention layer's keys and values, slot s's [Hkv,
+	// Capacity, D] at s · kvBytes (their size rounded up to 256 bytes, so
+	// that every slot's copies take the 16-byte path).
+	kv      [][2]ops.Tensor
+	kvBytes int
+	caches  []*Cache
 }
 
 // NewCachePool allocates slots caches of capacity tokens in one pool.
@@ -54,7 +59,8 @@ func (m *Model) NewCachePool(c *ops.Ctx, slots, capacity int) (*CachePool, error
 			continue
 		}
 		for j, b := range cacheLayout(cfg, i, capacity) { // keys, values
-			t, err := ops.Alloc(c, b.dtype, append([]int{slots * b.shape[0]}, b.shape[1:]...)...)
+			p.kvBytes = int(alignPiece(b.bytes()))
+			t, err := ops.Alloc(c, b.dtype, slots*p.kvBytes/b.dtype.Size())
 			if err != nil {
 				p.Free(c)
 				return nil, fmt.Errorf("cache for %d tokens: %w", capacity, err)
@@ -86,7 +92,7 @@ func (p *CachePool) slotCache(c *ops.Ctx, m *Model, s int) (*Cache, error) {
 		fields := k.layers[i].buffers(attention)
 		for j, b := range cacheLayout(cfg, i, p.capacity) {
 			if attention {
-				*fields[j] = ops.View(p.kv[i][j], s*int(b.bytes()), b.dtype, b.shape)
+				*fields[j] = ops.View(p.kv[i][j], s*p.kvBytes, b.dtype, b.shape)
 				continue
 			}
 			*fields[j] = ops.View(k.gdn, at, b.dtype, b.shape)
