@@ -74,6 +74,21 @@ func drain(t *testing.T, streams []Stream) ([][]int32, []Event) {
 	return ids, done
 }
 
+// batchEngine loads test model name for a batch test: on the CPU with a
+// context of 128 tokens and no prompt reuse, or on GPU backend backendName
+// (skipped without its driver).
+func batchEngine(t *testing.T, name, backendName string) *Engine {
+	t.Helper()
+	if backendName != "cpu" {
+		return loadGPU(t, testmodel.Weights(t, name), backendName, 128)
+	}
+	e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // solo is req's reply generated alone.
 func solo(t *testing.T, e *Engine, req Request) []int32 {
 	t.Helper()
@@ -109,15 +124,7 @@ func testBatchEqualsSolo(t *testing.T, backendName string) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
-		var e *Engine
-		if backendName == "cpu" {
-			var err error
-			if e, err = Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1}); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			e = loadGPU(t, testmodel.Weights(t, name), backendName, 128) // skips without a driver
-		}
+		e := batchEngine(t, name, backendName)
 		sampled := []Sampling{
 			{Temperature: 0.8, TopK: 20, TopP: 1, Seed: 7},
 			{Temperature: 1, TopP: 0.9, Seed: 8},
@@ -158,10 +165,7 @@ func testBatchEqualsSolo(t *testing.T, backendName string) {
 // token ends "cancelled" within a step, and the others' replies are theirs
 // alone; the slots are reused by the next batch without a byte more.
 func TestBatchCancelOneLeavesTheOthers(t *testing.T) {
-	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := batchEngine(t, "tiny-moe", "cpu")
 	defer e.Close()
 	var reqs []Request
 	for i := range 3 {
@@ -248,10 +252,7 @@ func TestBatchRefusals(t *testing.T) {
 // alone; a third request past the limit of two waits for a place, and the
 // batch never holds more than two slots.
 func TestParallelJoinsARunningReply(t *testing.T) {
-	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := batchEngine(t, "tiny-moe", "cpu")
 	defer e.Close()
 	p, err := e.Parallel(2, 96)
 	if err != nil {
@@ -422,10 +423,7 @@ func testRepliesTakeTiledGEMV(t *testing.T, dir, backendName string) {
 // TestParallelCountsItsReplies: Replies says how many replies a Parallel
 // steps and how many wait past its limit, and none once they have ended.
 func TestParallelCountsItsReplies(t *testing.T) {
-	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := batchEngine(t, "tiny-moe", "cpu")
 	defer e.Close()
 	p, err := e.Parallel(2, 96)
 	if err != nil {
@@ -493,15 +491,7 @@ func TestGPUPooledStepEqualsSeparateCaches(t *testing.T) {
 
 func testPooledStep(t *testing.T, backendName string) {
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
-		var e *Engine
-		if backendName == "cpu" {
-			var err error
-			if e, err = Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1}); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			e = loadGPU(t, testmodel.Weights(t, name), backendName, 128)
-		}
+		e := batchEngine(t, name, backendName)
 		err := e.loop.do(func() error {
 			pool, err := e.model.NewCachePool(e.ctx, 4, 192)
 			if err != nil {
@@ -590,10 +580,7 @@ func testPooledStep(t *testing.T, backendName string) {
 // step launched past it dropped for it) and the others go on, each reply
 // equal to the one it gets alone.
 func TestPipelinedBatchEndsARowAtItsStop(t *testing.T) {
-	e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := batchEngine(t, "tiny-moe", "cpu")
 	defer e.Close()
 	var reqs []Request
 	for i := range 3 {
