@@ -91,21 +91,19 @@ Rewrite both functions to take int64 instead of int, keeping everything else the
 	gzip -9 "$OUT/ncu-verify.csv"
 fi
 if has ncu-batch; then
-	# A batched step of BATCH (8) replies beside a solo one, graphs off, every
-	# kernel timed: `bench --streams` runs one reply alone first (prompt and
-	# 16 steps, ~7,000 launches), then the batch. tools/ncu_forwards.py splits
-	# at each logits GEMV; a batched step's per-sequence kernels show as
-	# counts of BATCH × layers.
+	# A batched step of BATCH (8) replies, graphs off, every kernel timed:
+	# `bench --streams` runs one reply alone six times first (16 tokens each,
+	# ~7,200 launches a run), then the batch (its prompts' prefills between
+	# its first steps). tools/ncu_forwards.py splits at each logits GEMV and
+	# labels the batched steps (the *_batch kernels); the last full one is
+	# printed.
 	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} BAGEL_NO_CUDA_GRAPH=1 timeout 400 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
-		--launch-skip ${NCU_SKIP:-7000} --launch-count ${NCU_COUNT:-9000} \
+		--launch-skip ${NCU_SKIP:-43000} --launch-count ${NCU_COUNT:-6000} \
 		.devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 16 --prefill "" --long "" --switches=false --drafts "" \
 		--lookup=false --projections 0 --streams ${BATCH:-8} > "$OUT/ncu-batch.csv" 2>> "$LOG"
 	echo "ncu-batch: rc $?"
 	python3 tools/ncu_forwards.py "$OUT/ncu-batch.csv" 24 > "$OUT/ncu-batch.txt"
-	# The forwards' sizes in one line, then the last batched step's kernels
-	# (a step of more launches than a solo one's ~420).
-	grep '^forward' "$OUT/ncu-batch.txt" | awk '{printf "%s/%s ", $5, $6} END {print ""}'
-	awk '/^forward/ {n++} {buf[n] = buf[n] $0 "\n"} /^forward/ {split($4, r, "-"); len[n] = r[2] - r[1] + 1}
-		END {for (i = n; i > 0; i--) if (len[i] > 500 && i < n) {printf "%s", buf[i]; exit}}' "$OUT/ncu-batch.txt"
+	grep '^forward' "$OUT/ncu-batch.txt" | cut -c1-70
+	awk '/^forward/ {n++; batched[n] = /batched step/} {buf[n] = buf[n] $0 "\n"} END {for (i = n - 1; i > 0; i--) if (batched[i]) {printf "%s", buf[i]; exit}}' "$OUT/ncu-batch.txt"
 	gzip -9 "$OUT/ncu-batch.csv"
 fi

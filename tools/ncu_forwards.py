@@ -6,7 +6,8 @@ with the tiled-gemv switch). The plain GEMV's grid says how many tokens it ran
 (rows/4 threadgroups a token at 35B-A3B: 62080 for one token); the tiled one's
 does not, so each forward is also labelled by its GDN in-projection: a step
 of one token runs qmatmul_multi_conv_bf16 (the fused-gdn-conv switch, on by
-default), a verify does not.
+default), a verify does not; a batched step of several replies runs the
+*_batch kernels, a prompt the GEMMs.
 
 Usage: python3 tools/ncu_forwards.py ncu.csv[.gz] [top]
 Prints, per forward: its launches, its total µs and the logits' grid, then its
@@ -48,7 +49,13 @@ def main(path, top):
         for n, g, b, us in forward:
             total[(n, g, b)] += us
             count[(n, g, b)] += 1
-        kind = "step" if any(n == "qmatmul_multi_conv_bf16" for n, _, _, _ in forward) else "verify"
+        names = {n for n, _, _, _ in forward}
+        if any(n.endswith("_batch_bf16") or n.endswith("_batch_f32") for n in names):
+            kind = "batched step"  # the pooled kernels of several replies' step
+        elif any(n.startswith("gemm") or n.startswith("qgemm") for n in names):
+            kind = "prompt"
+        else:
+            kind = "step" if "qmatmul_multi_conv_bf16" in names else "verify"
         print(f"forward ({kind}): launches {start}-{i} ({len(forward)}), {sum(total.values()):.0f} µs, logits grid {grid}")
         for key in sorted(total, key=total.get, reverse=True)[:top]:
             n, g, b = key
