@@ -35,8 +35,9 @@ type Options struct {
 	// engine.Parallel of that many; 0 or 1: one at a time). Above 1, on CUDA,
 	// the decode GEMVs run on the matrix units (the tiled-gemv switch) unless
 	// that switch was chosen: each weight is dequantized once for every
-	// reply of a step (H200, 35B-A3B: 4 replies at 880 tok/s summed against
-	// 617, 8 at 1,102 against 657), at the cost of a lone reply's speed (402
+	// reply of a step (H200, 35B-A3B, before the slot pool: 4 replies at 880
+	// tok/s summed against 617, 8 at 1,102 against 657; with it and the batch
+	// pipeline 1,153 and 1,795), at the cost of a lone reply's speed (402
 	// tok/s against 495; docs/batching.md).
 	Replies int
 	// TokenIDsOnly loads the weights alone: the folder's tokenizer and chat
