@@ -7,7 +7,10 @@
 # last lines printed are the summaries.
 #
 # Usage (from the repository root): tools/gpubench.sh [stages]
-#   stages: any of ptx tests sweep bench ncu ncu-prefill ncu-verify ncu-batch (default: ptx tests bench ncu)
+#   stages: any of ptx tests sweep bench streams ncu ncu-prefill ncu-verify ncu-batch (default: ptx tests bench ncu)
+#   streams: replies decoded together (docs/batching.md's table: 1, 2, 4, 8 replies,
+#          an 8,192-token prompt joining), with the tiled GEMVs a model loaded for
+#          several replies takes (BATCH_ENV overrides)
 #   sweep: decode speed for each setting in $SWEEP, a space-separated list of
 #          ';'-joined environment assignments, e.g.
 #          "BAGEL_KERNEL_TUNING=QMV_ROWS=2,QMV_SPLIT=4 BAGEL_NO_CUDA_GRAPH=1"
@@ -34,7 +37,7 @@ if has tests; then
 	cat /tmp/cuda-tests.log /tmp/engine-tests.log >> "$LOG"
 	grep -h -A3 -- '--- FAIL' /tmp/cuda-tests.log /tmp/engine-tests.log | head -30
 fi
-if has bench || has ncu || has sweep || has ncu-prefill || has ncu-verify || has ncu-batch; then
+if has bench || has streams || has ncu || has sweep || has ncu-prefill || has ncu-verify || has ncu-batch; then
 	. tools/synth_model.sh  # M, the synthetic checkpoint
 fi
 if has sweep; then
@@ -50,6 +53,13 @@ if has bench; then
 		--json "$OUT/bench.json" > /tmp/bench.txt 2>> "$LOG"
 	echo "bench: rc $?"
 	cat /tmp/bench.txt | tee -a "$LOG"
+fi
+if has streams; then
+	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} timeout 300 .devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 128 --prefill "" --long "" \
+		--switches=false --drafts "" --lookup=false --projections 0 --streams ${STREAMS:-1,2,4,8} --stall-prompt ${STALL:-8192} \
+		> /tmp/streams.txt 2>> "$LOG"
+	echo "streams: rc $?"
+	sed -n '/replies decoded together/,$p' /tmp/streams.txt | tee -a "$LOG"
 fi
 if has ncu; then
 	# One decode step without graphs (ncu times each kernel): skip the prefill
