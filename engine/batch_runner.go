@@ -198,11 +198,12 @@ func (s *batchSeq) close() {
 
 // takeSlot returns a cache of n tokens for a sequence of a batch of up to
 // limit, from a pool (qwen.CachePool) so that a step of the batch runs each
-// layer's GDN parts and attention preambles for all its sequences in one
-// launch: a free slot of beside's pool (a slot of the batch's), else of
-// another pool of n tokens; a batch's first sequence takes a pool with a
-// free slot for each of limit. Otherwise a new pool of limit slots, the
-// pools whose slots are all free released first.
+// layer's GDN parts and attention for all its sequences in one launch each:
+// a free slot of beside's pool (a slot of the batch's), else of another
+// pool of n tokens (the batch then steps with a launch a sequence); a
+// batch's first sequence takes a pool with a free slot for each of limit.
+// Otherwise a new pool of limit slots, the pools whose slots are all free
+// released first.
 func (e *Engine) takeSlot(n, limit int, beside *qwen.Cache) (*qwen.Cache, error) {
 	var k *qwen.Cache
 	err := e.loop.do(func() error {
