@@ -60,19 +60,12 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tens
 	ops.Project(c, x, []ops.QLinear{a.qProj, a.kProj, a.vProj}, []ops.Tensor{qp, k, v})
 	q, gate := s.Get("attn.q", ops.BF16, t, hq, d), s.Get("attn.gate", ops.BF16, t, hq, d)
 	attn := s.Get("attn.out", ops.BF16, t, hq, d)
-	if p := a.shared.batch; p != nil && ops.AttnPrepBatchFits(c, d) {
-		// One token a sequence, their caches in one pool: the preambles in
-		// one launch, their attention in one to three.
-		theta, eps := float32(cfg.RopeTheta), float32(cfg.RMSNormEps)
-		ops.AttnPrepBatch(c, qp, k, v, a.qNorm, a.kNorm, q, gate, p.base.keys, p.base.values, p.seqs, p.kvStride(), cfg.RotaryDims(), theta, eps)
-		kvLens := make([]int, len(seqs))
-		for r, sq := range seqs {
-			kvLens[r] = sq.pos0 + 1
-		}
-		ops.AttendBatch(c, q, p.base.keys, p.base.values, p.seqs, p.kvStride(), kvLens, attn, a.scale(cfg), a.shared.partial)
-	} else if len(seqs) == 1 {
+	switch p := a.shared.batch; {
+	case p != nil && ops.AttnPrepBatchFits(c, d):
+		a.attendPooled(c, cfg, p, seqs, qp, k, v, q, gate, attn)
+	case len(seqs) == 1:
 		a.attend(c, cfg, seqs[0], qp, k, v, q, gate, attn)
-	} else {
+	default:
 		from := 0
 		for _, sq := range seqs {
 			to := from + sq.rows
@@ -82,6 +75,20 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tens
 	}
 	ops.SigmoidMul(c, attn, gate, attn)
 	ops.Linear(c, attn.Reshape(t, hq*d), a.oProj, out)
+}
+
+// attendPooled is the attention of a batched step whose sequences (one
+// token each) have their caches in one pool: every row's preamble in one
+// launch, their attention in one to three (the rows of short and of long
+// caches apart, as Attend would pick for each).
+func (a *attention) attendPooled(c *ops.Ctx, cfg *Config, p *poolStep, seqs []seq, qp, k, v, q, gate, attn ops.Tensor) {
+	theta, eps := float32(cfg.RopeTheta), float32(cfg.RMSNormEps)
+	ops.AttnPrepBatch(c, qp, k, v, a.qNorm, a.kNorm, q, gate, p.base.keys, p.base.values, p.seqs, p.kvStride(), cfg.RotaryDims(), theta, eps)
+	kvLens := make([]int, len(seqs))
+	for r, sq := range seqs {
+		kvLens[r] = sq.pos0 + 1
+	}
+	ops.AttendBatch(c, q, p.base.keys, p.base.values, p.seqs, p.kvStride(), kvLens, attn, a.scale(cfg), a.shared.partial)
 }
 
 // attend is one sequence's attention: its rows' preamble (the query and its
