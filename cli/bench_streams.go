@@ -32,6 +32,10 @@ type streamsRow struct {
 	PerStreamTPS float64 `json:"per_stream_tok_per_s"`
 	SlowestTPS   float64 `json:"slowest_stream_tok_per_s"`
 	TTFTms       float64 `json:"ttft_ms"` // the median reply's first token, all prompts sent at once
+	// Per step of the batch, as the median reply saw its steps: the
+	// device's time (where it measures it) and its dispatches.
+	GPUmsPerStep      float64 `json:"gpu_ms_per_step,omitempty"`
+	DispatchesPerStep float64 `json:"dispatches_per_step"`
 }
 
 // stallRow is a long prompt joining replies that decode.
@@ -137,7 +141,7 @@ func streamsRowOf(runs []streamRun) streamsRow {
 	row := streamsRow{Streams: len(runs)}
 	var from, to time.Time
 	tokens := 0
-	var rates, ttfts []float64
+	var rates, ttfts, gpu, dispatches []float64
 	for _, r := range runs {
 		if len(r.arrivals) == 0 {
 			continue
@@ -151,6 +155,8 @@ func streamsRowOf(runs []streamRun) streamsRow {
 		tokens += len(r.arrivals) - 1
 		rates = append(rates, r.stats.DecodeTokensPerSec)
 		ttfts = append(ttfts, float64(r.stats.TimeToFirstToken.Microseconds())/1e3)
+		gpu = append(gpu, float64(r.stats.GPUTimePerToken.Microseconds())/1e3)
+		dispatches = append(dispatches, r.stats.DispatchesPerToken)
 	}
 	if len(rates) == 0 {
 		return row
@@ -158,9 +164,12 @@ func streamsRowOf(runs []streamRun) streamsRow {
 	if span := to.Sub(from).Seconds(); span > 0 {
 		row.AggregateTPS = float64(tokens) / span
 	}
-	slices.Sort(rates)
-	slices.Sort(ttfts)
-	row.PerStreamTPS, row.SlowestTPS, row.TTFTms = rates[len(rates)/2], rates[0], ttfts[len(ttfts)/2]
+	for _, v := range [][]float64{rates, ttfts, gpu, dispatches} {
+		slices.Sort(v)
+	}
+	mid := len(rates) / 2
+	row.PerStreamTPS, row.SlowestTPS, row.TTFTms = rates[mid], rates[0], ttfts[mid]
+	row.GPUmsPerStep, row.DispatchesPerStep = gpu[mid], dispatches[mid]
 	return row
 }
 
@@ -205,9 +214,11 @@ func writeStreamsBench(w io.Writer, s *streamsBench) {
 		return
 	}
 	fmt.Fprintf(w, "  one reply alone (Generate): %.1f tok/s\n", s.SoloTokPerS)
-	fmt.Fprintf(w, "  %7s  %13s  %8s  %10s  %11s  %9s\n", "streams", "aggregate t/s", "× alone", "per stream", "slowest t/s", "TTFT ms")
+	fmt.Fprintf(w, "  %7s  %13s  %8s  %10s  %11s  %9s  %11s  %14s\n", "streams", "aggregate t/s", "× alone", "per stream", "slowest t/s", "TTFT ms",
+		"GPU ms/step", "dispatches/step")
 	for _, r := range s.Rows {
-		fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %11.1f  %9.1f\n", r.Streams, r.AggregateTPS, r.AggregateTPS/s.SoloTokPerS, r.PerStreamTPS, r.SlowestTPS, r.TTFTms)
+		fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %11.1f  %9.1f  %11.2f  %14.0f\n", r.Streams, r.AggregateTPS, r.AggregateTPS/s.SoloTokPerS,
+			r.PerStreamTPS, r.SlowestTPS, r.TTFTms, r.GPUmsPerStep, r.DispatchesPerStep)
 	}
 	if st := s.Stall; st != nil {
 		fmt.Fprintf(w, "  a %d-token prompt (chunks of %d) joining %d replies: their tokens %.1f ms apart (median), at most %.1f ms, until its first token\n",

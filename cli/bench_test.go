@@ -362,14 +362,15 @@ func TestBenchStreamsRows(t *testing.T) {
 	}
 	for i, want := range []int{1, 3} {
 		row := s.Rows[i]
-		if row.Streams != want || row.AggregateTPS <= 0 || row.PerStreamTPS <= 0 || row.SlowestTPS > row.PerStreamTPS || row.TTFTms <= 0 {
+		if row.Streams != want || row.AggregateTPS <= 0 || row.PerStreamTPS <= 0 || row.SlowestTPS > row.PerStreamTPS || row.TTFTms <= 0 ||
+			row.DispatchesPerStep <= 0 {
 			t.Errorf("row %d: %+v", i, row)
 		}
 	}
 	if st := s.Stall; st == nil || st.Streams != 2 || st.PromptTokens != 300 || st.Chunk != 64 || st.MaxGapMs < st.MedianGapMs || st.MedianGapMs <= 0 {
 		t.Errorf("stall row: %+v", s.Stall)
 	}
-	if !strings.Contains(stdout, "replies decoded together") || !strings.Contains(stdout, "joining 2 replies") {
+	if !strings.Contains(stdout, "replies decoded together") || !strings.Contains(stdout, "joining 2 replies") || !strings.Contains(stdout, "dispatches/step") {
 		t.Errorf("the table has no streams rows:\n%s", stdout)
 	}
 	_, _, stderr := runCLI("bench", "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--streams", "17")

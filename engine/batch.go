@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"bagel/backend"
 	"bagel/ops"
 	"bagel/qwen"
 	"bagel/tokenizer"
@@ -62,6 +63,10 @@ type batchSeq struct {
 	thinking bool
 	start    time.Time // the request's
 	first    time.Time // the first token's
+	// The device's counters and clock at the first token: the reply's
+	// per-step figures (those of its batch's steps) at its end.
+	c0     backend.Counters
+	clock0 clock
 	// counted, when set, counts the tokens sent (Parallel.Tokens).
 	counted *atomic.Int64
 }
@@ -186,12 +191,10 @@ func (s *batchSeq) finish(reason string) {
 	s.g.send(Event{Kind: EventDone, Reason: reason, Stats: s.st})
 }
 
-// stats fills s's decode rate: its tokens after the first over the time since it.
-func (s *batchSeq) stats() {
-	if steps := s.st.GeneratedTokens - 1; steps > 0 {
-		s.st.DecodeTokensPerSec = float64(steps) / time.Since(s.first).Seconds()
-	}
-}
+// stats fills s's decode figures as Generate's: its tokens after the first
+// over the time since it, and per step the device's dispatches and time
+// (those of its batch's steps, and of the prompts prefilled between them).
+func (s *batchSeq) stats() { s.g.decodeStats(&s.st, s.first, s.c0, s.clock0) }
 
 // prefilling reports whether a sequence still has prompt to prefill.
 func prefilling(seqs []*batchSeq) bool {
@@ -291,6 +294,7 @@ func (e *Engine) batchStep(step []*batchSeq) error {
 func (s *batchSeq) take(id int32) {
 	e := s.g.e
 	if s.st.GeneratedTokens == 0 {
+		s.c0, s.clock0 = e.Counters(), e.deviceClock()
 		s.first = time.Now()
 		s.st.TimeToFirstToken = s.first.Sub(s.start)
 		s.st.PrefilledTokens = len(s.prompt)
