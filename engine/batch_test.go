@@ -602,3 +602,39 @@ func TestPipelinedBatchEndsARowAtItsStop(t *testing.T) {
 		t.Errorf("the first reply ended %q after %d tokens %v, want a stop after 3", done[0].Reason, len(got[0]), got[0])
 	}
 }
+
+// TestBatchesShareAPool: a batch takes its slots from one pool (its steps
+// then run each layer's GDN and attention once for all its replies): a
+// larger batch replaces a pool whose slots are all free with one of its
+// size, and a smaller one after it takes slots of that pool, the memory held
+// never more than the largest batch's.
+func TestBatchesShareAPool(t *testing.T) {
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	var held int64
+	for _, c := range []struct{ n, pool int }{{3, 3}, {5, 5}, {2, 5}} {
+		n := c.n
+		var reqs []Request
+		for i := range n {
+			reqs = append(reqs, Request{PromptIDs: batchPrompt(i)[:9], MaxTokens: 3, IgnoreStop: true})
+		}
+		_, done := runBatch(t, e, reqs, 64)
+		for i, d := range done {
+			if d.Kind != EventDone {
+				t.Fatalf("a batch of %d: reply %d ended %v %v", n, i, d.Kind, d.Err)
+			}
+		}
+		if len(e.pools) != 1 {
+			t.Fatalf("after a batch of %d: %d pools", n, len(e.pools))
+		}
+		if n == 5 {
+			held = e.slotBytes()
+		}
+		if got := len(e.pools[0].Caches()); got != c.pool {
+			t.Errorf("after a batch of %d: a pool of %d slots, want %d", n, got, c.pool)
+		}
+	}
+	if e.slotBytes() != held || len(e.slots) != 5 {
+		t.Errorf("after the batch of 2: %d slots, %d bytes; the batch of 5 held %d", len(e.slots), e.slotBytes(), held)
+	}
+}
