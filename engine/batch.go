@@ -341,10 +341,9 @@ func (s *batchSeq) take(id int32) {
 // sampler needs the logits themselves (additive penalties, or a top-p or
 // min-p cut past the candidates) reads its row.
 func (e *Engine) forwardBatch(step []*batchSeq) ([]int32, error) {
-	caches, tokens := make([]*qwen.Cache, len(step)), make([]int32, len(step))
+	caches, tokens := stepInputs(step)
 	k := 1
-	for i, s := range step {
-		caches[i], tokens[i] = s.cache, s.next
+	for _, s := range step {
 		k = max(k, s.candidates())
 	}
 	picks := make([]int32, len(step))
@@ -371,6 +370,15 @@ func (e *Engine) forwardBatch(step []*batchSeq) ([]int32, error) {
 		return nil
 	})
 	return picks, err
+}
+
+// stepInputs are a step's caches and the tokens it runs, a sequence a row.
+func stepInputs(step []*batchSeq) ([]*qwen.Cache, []int32) {
+	caches, tokens := make([]*qwen.Cache, len(step)), make([]int32, len(step))
+	for i, s := range step {
+		caches[i], tokens[i] = s.cache, s.next
+	}
+	return caches, tokens
 }
 
 // candidates is how many best logits s's sampler needs from the device.

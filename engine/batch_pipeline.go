@@ -3,7 +3,6 @@ package engine
 import (
 	"bagel/backend"
 	"bagel/ops"
-	"bagel/qwen"
 	"bagel/switches"
 )
 
@@ -49,11 +48,7 @@ func (e *Engine) pipelines(step []*batchSeq) bool {
 // the host or, with prev, on prev's picks on the device, and queues the read
 // of each row's best without waiting for it.
 func (e *Engine) launchBatch(step []*batchSeq, prev *batchAhead) (*batchAhead, error) {
-	caches := make([]*qwen.Cache, len(step))
-	tokens := make([]int32, len(step))
-	for i, s := range step {
-		caches[i], tokens[i] = s.cache, s.next
-	}
+	caches, tokens := stepInputs(step)
 	var a *batchAhead
 	err := e.loop.do(func() error {
 		defer e.scratch.Reset() // the names' buffers stay put: the next step embeds the picks before its own overwrite them

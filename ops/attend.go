@@ -66,15 +66,15 @@ func promptFlash(c *Ctx, d int) bool { return c.Plan.PrefillFlash && FlashAttent
 // head. partial and promptPartial are SplitPartial's and PromptPartial's.
 func Attend(c *Ctx, q, keys, values, out Tensor, kvLen int, scale float32, partial, promptPartial Tensor) {
 	t, hq, hkv, d := q.Shape[0], q.Shape[1], keys.Shape[0], q.Shape[2]
+	split, tiled, splits := decodeSplit(c, partial, t, hq, hkv, d, keys.Shape[1])
 	switch {
-	case partial.Buf != nil && kvLen >= splitKVMinContext && SplitKVFits(hq, hkv):
-		if c.Plan.SplitKVTiled && SplitKVTiledFits(c, t, hq, hkv, d) {
-			splits := SplitKVTiledSplits(keys.Shape[1])
-			AttentionSplitKVTiled(c, q, keys, values, out, View(partial, 0, F32, []int{t, hq, splits, d + 2}), kvLen, scale, splits)
+	case split && kvLen >= splitKVMinContext:
+		part := View(partial, 0, F32, []int{t, hq, splits, d + 2})
+		if tiled {
+			AttentionSplitKVTiled(c, q, keys, values, out, part, kvLen, scale, splits)
 			return
 		}
-		splits := SplitKVSplits(keys.Shape[1])
-		AttentionSplitKV(c, q, keys, values, out, View(partial, 0, F32, []int{t, hq, splits, d + 2}), kvLen, scale, splits)
+		AttentionSplitKV(c, q, keys, values, out, part, kvLen, scale, splits)
 	case c.Plan.PrefillFlash && Prompt(c, t) && FlashAttention(c, d):
 		// A prompt on the matrix units: a tile of queries reads a key once.
 		AttentionFlash(c, q, keys, values, out, kvLen, scale)
@@ -85,6 +85,22 @@ func Attend(c *Ctx, q, keys, values, out Tensor, kvLen int, scale float32, parti
 	default:
 		Attention(c, q, keys, values, out, kvLen, scale)
 	}
+}
+
+// decodeSplit says how the plan runs the attention of t queries past
+// splitKVMinContext keys (decode, a verify's few tokens; partial is
+// SplitPartial's): split across threadgroups or not, on the matrix units
+// (tiled) or not, and into how many ranges of a cache of capacity keys.
+// Attend and AttendBatch both ask it, so a batched row takes a lone query's
+// kernel.
+func decodeSplit(c *Ctx, partial Tensor, t, hq, hkv, d, capacity int) (split, tiled bool, splits int) {
+	switch {
+	case partial.Buf == nil || !SplitKVFits(hq, hkv):
+		return false, false, 0
+	case c.Plan.SplitKVTiled && SplitKVTiledFits(c, t, hq, hkv, d):
+		return true, true, SplitKVTiledSplits(capacity)
+	}
+	return true, false, SplitKVSplits(capacity)
 }
 
 // AttnPreamble is attention's preamble for T tokens at cache rows pos0..,

@@ -98,12 +98,13 @@ func AttendBatch(c *Ctx, q, keys, values, seqs Tensor, stride int, kvLens []int,
 	if !(hq%hkv == 0 && keys.Shape[2] == d && values.Elements() == keys.Elements() && out.Elements() == q.Elements()) {
 		fail("attention batch: q %v cache %v out %v", q, keys, out)
 	}
-	split, kernel, splits := math.MaxInt32, "", 0
-	if partial.Buf != nil && SplitKVFits(hq, hkv) {
-		split, kernel, splits = splitKVMinContext, "attention_split_batch_f32", SplitKVSplits(capacity)
-		if c.Plan.SplitKVTiled && SplitKVTiledFits(c, 1, hq, hkv, d) {
-			kernel, splits = "attention_split_mma_batch_f32", SplitKVTiledSplits(capacity)
-		}
+	split, kernel := math.MaxInt32, "attention_split_batch_f32" // the rows of split keys or more take the split kernels
+	splitting, tiled, ranges := decodeSplit(c, partial, 1, hq, hkv, d, capacity)
+	if splitting {
+		split = splitKVMinContext
+	}
+	if tiled {
+		kernel = "attention_split_mma_batch_f32"
 	}
 	plain, long := false, false
 	for _, n := range kvLens {
@@ -118,10 +119,10 @@ func AttendBatch(c *Ctx, q, keys, values, seqs Tensor, stride int, kvLens []int,
 			append(dims, backend.Int(split), backend.Int(stride), backend.Float(scale))...)...)
 	}
 	if long {
-		part := View(partial, 0, F32, []int{b, hq, splits, d + 2})
+		part := View(partial, 0, F32, []int{b, hq, ranges, d + 2})
 		c.dispatch(kernel, append(c.args(q.Arg(), keys.Arg(), values.Arg(), seqs.Arg(), part.Arg()),
-			append(dims, backend.Int(splits), backend.Int(split), backend.Int(stride), backend.Float(scale))...)...)
+			append(dims, backend.Int(ranges), backend.Int(split), backend.Int(stride), backend.Float(scale))...)...)
 		c.dispatch("attention_merge_batch_bf16", part.Arg(), seqs.Arg(), out.Arg(), backend.Int(b), backend.Int(hq), backend.Int(d),
-			backend.Int(splits), backend.Int(split))
+			backend.Int(ranges), backend.Int(split))
 	}
 }
