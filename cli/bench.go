@@ -44,6 +44,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (host overhead)")
 	serverRows := fs.Bool("server", false, "also time a reply streamed through the local server against the engine alone (needs a tokenizer)")
 	streamCounts := fs.String("streams", "", fmt.Sprintf("also decode greedy replies this many at once, 1 to %d each (e.g. 1,2,4,8; empty: none): the summed and each reply's rate (bagel serve --parallel runs them with --switch tiled-gemv=on on CUDA)", engine.MaxBatch))
+	streamDrafts := fs.Int("stream-drafts", 0, fmt.Sprintf("with --streams, also decode each count's replies again with speculative decoding, the oracle guessing up to this many tokens a reply and step, 1 to %d, every guess right (0: not)", engine.MaxDraftLength))
 	stallPrompt := fs.Int("stall-prompt", 8192, "with --streams, the prompt that joins the most replies but one, to time the stall its prefill causes (0: none)")
 	imagePaths := fs.images("to time through the model's vision tower")
 	draftersRows := fs.Bool("drafters", false, "also decode greedy replies to five questions plainly, with prompt lookup (lines, trees of 2) and with the model's MTP head: each drafter's acceptance and speed on text (needs a tokenizer)")
@@ -95,6 +96,9 @@ func runBench(args []string, out, errOut io.Writer) error {
 		if n > engine.MaxBatch {
 			return fmt.Errorf("--streams %d: want 1 to %d", n, engine.MaxBatch)
 		}
+	}
+	if *streamDrafts < 0 || *streamDrafts > engine.MaxDraftLength {
+		return fmt.Errorf("--stream-drafts %d: want 0 (none) to %d", *streamDrafts, engine.MaxDraftLength)
 	}
 	if *stallPrompt < 0 {
 		return fmt.Errorf("--stall-prompt %d: want 0 (none) or a prompt length", *stallPrompt)
@@ -185,7 +189,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 		}
 	}
 	if len(counts) > 0 {
-		b.report.Streams = b.streams(counts, *stallPrompt)
+		b.report.Streams = b.streams(counts, *stallPrompt, *streamDrafts)
 	}
 	if len(*imagePaths) > 0 {
 		b.report.Images = b.images(*imagePaths)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"bagel/drafter"
 	"bagel/engine"
 )
 
@@ -21,6 +22,9 @@ type streamsBench struct {
 	Runs         int          `json:"runs"`
 	SoloTokPerS  float64      `json:"solo_tok_per_s"` // one reply through Generate (its decode plan: device pick, pipeline)
 	Rows         []streamsRow `json:"rows"`
+	// Drafts is the oracle's guesses a reply and step of the drafted rows
+	// (--stream-drafts; 0: none).
+	Drafts int `json:"drafts,omitempty"`
 	Stall        *stallRow    `json:"stall,omitempty"`
 	Error        string       `json:"error,omitempty"`
 }
@@ -36,6 +40,11 @@ type streamsRow struct {
 	// device's time (where it measures it) and its dispatches.
 	GPUmsPerStep      float64 `json:"gpu_ms_per_step,omitempty"`
 	DispatchesPerStep float64 `json:"dispatches_per_step"`
+	// The same replies again, their guesses verified in the batch's steps
+	// (--stream-drafts): summed and median rate, tokens a step a reply.
+	DraftedTPS          float64 `json:"drafted_aggregate_tok_per_s,omitempty"`
+	DraftedPerStreamTPS float64 `json:"drafted_per_stream_tok_per_s,omitempty"`
+	TokensPerStep       float64 `json:"drafted_tokens_per_step,omitempty"`
 }
 
 // stallRow is a long prompt joining replies that decode.
@@ -50,13 +59,14 @@ type stallRow struct {
 // streamRun is what one reply of a batch did, as its reader saw it.
 type streamRun struct {
 	arrivals []time.Time
+	ids      []int32
 	stats    engine.Stats
 }
 
 // streams measures counts of replies of b.tokens tokens after 32-token prompts.
-func (b *bench) streams(counts []int, stallPrompt int) *streamsBench {
+func (b *bench) streams(counts []int, stallPrompt, drafts int) *streamsBench {
 	const promptLen = 32
-	r := &streamsBench{PromptTokens: promptLen, Tokens: b.tokens, Runs: b.runs}
+	r := &streamsBench{PromptTokens: promptLen, Tokens: b.tokens, Runs: b.runs, Drafts: drafts}
 	solo := make([]float64, b.runs)
 	for i := range solo {
 		st, err := b.once(promptLen, b.tokens, engine.Sampling{})
@@ -76,12 +86,20 @@ func (b *bench) streams(counts []int, stallPrompt int) *streamsBench {
 			for i := range prompts {
 				prompts[i] = b.randomPrompt(promptLen)
 			}
-			runs, err := b.batch(prompts, b.tokens, promptLen+b.tokens+8)
+			reqs := b.streamRequests(prompts)
+			runs, err := b.batch(reqs, promptLen+b.tokens+8)
 			if err != nil {
 				r.Error = err.Error()
 				return r
 			}
-			rows = append(rows, streamsRowOf(runs))
+			row := streamsRowOf(runs)
+			if drafts > 0 {
+				if err := b.draftedRow(&row, reqs, runs, drafts, promptLen+b.tokens+8); err != nil {
+					r.Error = err.Error()
+					return r
+				}
+			}
+			rows = append(rows, row)
 		}
 		slices.SortFunc(rows, func(x, y streamsRow) int { return cmp.Compare(x.AggregateTPS, y.AggregateTPS) })
 		r.Rows = append(r.Rows, rows[len(rows)/2])
@@ -98,13 +116,54 @@ func (b *bench) streams(counts []int, stallPrompt int) *streamsBench {
 	return r
 }
 
-// batch runs greedy replies of maxTokens to prompts together in caches of n
-// tokens and returns what each reader saw.
-func (b *bench) batch(prompts [][]int32, maxTokens, n int) ([]streamRun, error) {
+// streamRequests are greedy replies of b.tokens tokens to prompts.
+func (b *bench) streamRequests(prompts [][]int32) []engine.Request {
 	reqs := make([]engine.Request, len(prompts))
 	for i, p := range prompts {
-		reqs[i] = engine.Request{PromptIDs: p, MaxTokens: maxTokens, IgnoreStop: true}
+		reqs[i] = engine.Request{PromptIDs: p, MaxTokens: b.tokens, IgnoreStop: true}
 	}
+	return reqs
+}
+
+// draftedRow runs reqs again with speculative decoding, the oracle guessing
+// up to drafts tokens of each reply's known continuation (runs', the same
+// replies decoded plainly) a step, and puts the drafted rates in row.
+func (b *bench) draftedRow(row *streamsRow, reqs []engine.Request, runs []streamRun, drafts, n int) error {
+	was := engine.SwitchOn(engine.SwitchSpeculative)
+	defer engine.SetSwitch(engine.SwitchSpeculative, was)
+	if err := engine.SetSwitch(engine.SwitchSpeculative, true); err != nil {
+		return err
+	}
+	drafted := slices.Clone(reqs)
+	for i := range drafted {
+		drafted[i].Drafter = drafter.OracleDrafter{Continuation: runs[i].ids, PromptLen: len(reqs[i].PromptIDs)}
+		drafted[i].DraftLength = drafts
+	}
+	again, err := b.batch(drafted, n)
+	if err != nil {
+		return err
+	}
+	d := streamsRowOf(again)
+	row.DraftedTPS, row.DraftedPerStreamTPS = d.AggregateTPS, d.PerStreamTPS
+	var steps []float64
+	for i, r := range again {
+		if !slices.Equal(r.ids, runs[i].ids) {
+			return fmt.Errorf("a drafted reply differs from its plain reply (reply %d of %d)", i, len(runs))
+		}
+		if st := r.stats; st.GeneratedTokens > st.DraftAccepted {
+			steps = append(steps, float64(st.GeneratedTokens)/float64(st.GeneratedTokens-st.DraftAccepted))
+		}
+	}
+	if len(steps) > 0 {
+		slices.Sort(steps)
+		row.TokensPerStep = steps[len(steps)/2]
+	}
+	return nil
+}
+
+// batch runs reqs together in caches of n tokens and returns what each
+// reader saw.
+func (b *bench) batch(reqs []engine.Request, n int) ([]streamRun, error) {
 	streams, err := b.e.GenerateBatch(context.Background(), reqs, n)
 	if err != nil {
 		return nil, err
@@ -118,6 +177,7 @@ func (b *bench) batch(prompts [][]int32, maxTokens, n int) ([]streamRun, error) 
 				switch ev.Kind {
 				case engine.EventToken:
 					runs[i].arrivals = append(runs[i].arrivals, time.Now())
+					runs[i].ids = append(runs[i].ids, ev.Token)
 				case engine.EventDone:
 					runs[i].stats = ev.Stats
 				case engine.EventError:
@@ -182,7 +242,7 @@ func (b *bench) stall(n, promptLen int) (*stallRow, error) {
 		prompts = append(prompts, b.randomPrompt(32))
 	}
 	// The short replies go on past the long prompt's prefill.
-	runs, err := b.batch(prompts, b.tokens, promptLen+b.tokens+8)
+	runs, err := b.batch(b.streamRequests(prompts), promptLen+b.tokens+8)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +279,14 @@ func writeStreamsBench(w io.Writer, s *streamsBench) {
 	for _, r := range s.Rows {
 		fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %11.1f  %9.1f  %11.2f  %14.0f\n", r.Streams, r.AggregateTPS, r.AggregateTPS/s.SoloTokPerS,
 			r.PerStreamTPS, r.SlowestTPS, r.TTFTms, r.GPUmsPerStep, r.DispatchesPerStep)
+	}
+	if s.Drafts > 0 {
+		fmt.Fprintf(w, "  the same replies with speculative decoding, the oracle guessing up to %d tokens a reply and step (every guess right; %d rows a step at most):\n",
+			s.Drafts, engine.MaxBatch)
+		fmt.Fprintf(w, "  %7s  %13s  %8s  %10s  %15s\n", "streams", "aggregate t/s", "× plain", "per stream", "tokens/step")
+		for _, r := range s.Rows {
+			fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %15.2f\n", r.Streams, r.DraftedTPS, r.DraftedTPS/r.AggregateTPS, r.DraftedPerStreamTPS, r.TokensPerStep)
+		}
 	}
 	if st := s.Stall; st != nil {
 		fmt.Fprintf(w, "  a %d-token prompt (chunks of %d) joining %d replies: their tokens %.1f ms apart (median), at most %.1f ms, until its first token\n",

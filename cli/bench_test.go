@@ -355,7 +355,7 @@ func TestSynthWithATokenizer(t *testing.T) {
 func TestBenchStreamsRows(t *testing.T) {
 	r, stdout := benchJSON(t, "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--runs", "1", "--tokens", "12",
 		"--prefill", "", "--long", "", "--drafts", "", "--switches=false", "--lookup=false", "--projections", "0",
-		"--streams", "1,3", "--stall-prompt", "300", "--prefill-chunk", "64")
+		"--streams", "1,3", "--stall-prompt", "300", "--prefill-chunk", "64", "--stream-drafts", "3")
 	s := r.Streams
 	if s == nil || s.Error != "" || s.SoloTokPerS <= 0 || len(s.Rows) != 2 {
 		t.Fatalf("streams rows: %+v", s)
@@ -366,15 +366,24 @@ func TestBenchStreamsRows(t *testing.T) {
 			row.DispatchesPerStep <= 0 {
 			t.Errorf("row %d: %+v", i, row)
 		}
+		// The oracle's guesses are all kept: a step adds more than a token.
+		if row.DraftedTPS <= 0 || row.DraftedPerStreamTPS <= 0 || row.TokensPerStep <= 1 || row.TokensPerStep > 4 {
+			t.Errorf("row %d's drafted figures: %+v", i, row)
+		}
 	}
 	if st := s.Stall; st == nil || st.Streams != 2 || st.PromptTokens != 300 || st.Chunk != 64 || st.MaxGapMs < st.MedianGapMs || st.MedianGapMs <= 0 {
 		t.Errorf("stall row: %+v", s.Stall)
 	}
-	if !strings.Contains(stdout, "replies decoded together") || !strings.Contains(stdout, "joining 2 replies") || !strings.Contains(stdout, "dispatches/step") {
+	if !strings.Contains(stdout, "replies decoded together") || !strings.Contains(stdout, "joining 2 replies") || !strings.Contains(stdout, "dispatches/step") ||
+		!strings.Contains(stdout, "tokens/step") {
 		t.Errorf("the table has no streams rows:\n%s", stdout)
 	}
 	_, _, stderr := runCLI("bench", "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--streams", "17")
 	if !strings.Contains(stderr, "--streams 17: want 1 to 16") {
 		t.Errorf("--streams 17: %s", stderr)
+	}
+	_, _, stderr = runCLI("bench", "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--streams", "2", "--stream-drafts", "16")
+	if !strings.Contains(stderr, "--stream-drafts 16: want 0 (none) to 15") {
+		t.Errorf("--stream-drafts 16: %s", stderr)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -44,21 +45,28 @@ type Stream struct {
 
 // batchSeq is one sequence of a batch.
 type batchSeq struct {
-	g        *generation
-	cancel   context.CancelFunc
-	req      Request
-	prompt   []int32 // with each image's pads expanded
-	key      []int32 // what prompt reuse matches (imagePrompt.key: images told apart by their bytes)
-	images   *imagePrompt
-	cache    *qwen.Cache
-	smp      *sampler
-	history  []int32 // the prompt's last token, then the reply's (the penalty's window)
-	prefill  int     // prompt tokens in the cache
-	reused   int     // of them, restored from a held conversation (prompt reuse)
-	keepAt   int     // where the prompt's conversation ends: its state is kept there for the next turn
-	next     int32   // the token the next step runs (from the prompt's last on)
-	ended    bool
-	st       Stats
+	g       *generation
+	cancel  context.CancelFunc
+	req     Request
+	prompt  []int32 // with each image's pads expanded
+	key     []int32 // what prompt reuse matches (imagePrompt.key: images told apart by their bytes)
+	images  *imagePrompt
+	cache   *qwen.Cache
+	smp     *sampler
+	history []int32 // the prompt's last token, then the reply's (the penalty's window)
+	prefill int     // prompt tokens in the cache
+	reused  int     // of them, restored from a held conversation (prompt reuse)
+	keepAt  int     // where the prompt's conversation ends: its state is kept there for the next turn
+	next    int32   // the token the next step runs (from the prompt's last on)
+	ended   bool
+	st      Stats
+	// spec drafts the reply's guesses where it drafts in its batch
+	// (batch_drafts.go), nil otherwise; seen is the prompt and the reply so
+	// far, what prompt lookup reads; ahead is how many of a step's tokens
+	// follow the one take hands on.
+	spec     *speculator
+	seen     []int32
+	ahead    int
 	dec      *tokenizer.StreamDecoder
 	thinking bool
 	start    time.Time // the request's
@@ -163,11 +171,14 @@ func (e *Engine) startSeq(s *batchSeq) error {
 	s.prompt, s.key, s.next = prompt, key, prompt[len(prompt)-1]
 	s.smp, s.history = newSampler(s.req.Sampling), []int32{s.next}
 	s.thinking = startsThinking(e, prompt)
+	if s.spec = e.batchSpeculator(s.req); s.spec != nil {
+		s.seen = slices.Clone(prompt)
+	}
 	if e.tok != nil {
 		s.dec = e.tok.NewStreamDecoder()
 	}
 	s.st = Stats{Backend: e.BackendName, BackendReason: e.BackendReason, PromptTokens: len(prompt), ContextLength: s.cache.Capacity,
-		ReusedPromptTokens: reused, PrefilledTokens: reused}
+		ReusedPromptTokens: reused, PrefilledTokens: reused, Speculative: s.spec != nil}
 	return nil
 }
 
@@ -278,14 +289,19 @@ func (e *Engine) decoding(seqs []*batchSeq) []*batchSeq {
 	return step
 }
 
-// batchStep runs one token of each sequence of step and hands each its next.
+// batchStep runs one step of step's sequences, each its next token and the
+// guesses its drafter made (batch_drafts.go), and hands each the tokens it
+// adds.
 func (e *Engine) batchStep(step []*batchSeq) error {
-	picks, err := e.forwardBatch(step)
+	drafts := e.stepDrafts(step)
+	start := time.Now()
+	out, err := e.forwardBatch(step, drafts)
 	if err != nil {
 		return err
 	}
+	observeDrafts(step, drafts, out, time.Since(start))
 	for i, s := range step {
-		s.take(picks[i])
+		s.takeAll(out[i])
 	}
 	return nil
 }
@@ -303,7 +319,11 @@ func (s *batchSeq) take(id int32) {
 		s.st.PrefillTokensPerSec = float64(len(s.prompt)) / s.st.TimeToFirstToken.Seconds()
 	}
 	s.st.GeneratedTokens++
-	s.st.KVLength = s.cache.Offset
+	kv := s.cache.Offset - s.ahead // the cache holds the step's tokens after this one too
+	s.st.KVLength = kv
+	if s.spec != nil {
+		s.seen = append(s.seen, id)
+	}
 	if s.counted != nil {
 		s.counted.Add(1)
 	}
@@ -328,48 +348,63 @@ func (s *batchSeq) take(id int32) {
 	switch {
 	case s.req.MaxTokens > 0 && s.st.GeneratedTokens >= s.req.MaxTokens:
 		s.finish(ReasonLength)
-	case s.cache.Offset >= s.cache.Capacity:
+	case kv >= s.cache.Capacity:
 		s.finish(ReasonContext)
 	default:
 		s.next = id
 	}
 }
 
-// forwardBatch runs the step's tokens and picks each sequence's next token
-// from its row: on the device the repetition penalty and the k best (one read
-// for every row), then on the host each sequence's sampler; a row whose
-// sampler needs the logits themselves (additive penalties, or a top-p or
-// min-p cut past the candidates) reads its row.
-func (e *Engine) forwardBatch(step []*batchSeq) ([]int32, error) {
-	caches, tokens := stepInputs(step)
-	k := 1
-	for _, s := range step {
+// forwardBatch runs the step's rows and returns the tokens each sequence
+// adds: a verifying sequence's kept guesses and its pick after them
+// (verified), another's next token, picked from its row: on the device the
+// repetition penalty and the k best (one read for every row), then on the
+// host each sequence's sampler; a row whose sampler needs the logits
+// themselves (additive penalties, or a top-p or min-p cut past the
+// candidates) reads its row.
+func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32) ([][]int32, error) {
+	caches, rows := stepRows(step, drafts)
+	k, total := 1, 0
+	for i, s := range step {
 		k = max(k, s.candidates())
+		total += len(rows[i])
 	}
-	picks := make([]int32, len(step))
+	out := make([][]int32, len(step))
 	err := e.loop.do(func() error {
 		defer e.scratch.Reset()
-		logits, err := e.model.ForwardBatch(e.ctx, caches, tokens)
+		before, err := e.snapshotDrafting(step, drafts)
+		if err != nil {
+			return err
+		}
+		logits, starts, err := e.model.ForwardRows(e.ctx, caches, rows)
 		if err != nil {
 			return err
 		}
 		for i, s := range step {
-			if err := s.penalize(logits.Rows(i, i+1), i); err != nil {
+			if err := s.penalize(logits.Rows(starts[i], starts[i]+1), i); err != nil {
 				return err
 			}
 		}
-		rows, err := e.readTopK(logits, len(step), k)
+		cands, err := e.readTopK(logits, total, k)
 		if err != nil {
 			return err
 		}
 		for i, s := range step {
-			if picks[i], err = s.pick(logits.Rows(i, i+1), rows[i]); err != nil {
+			r := starts[i]
+			if len(drafts[i]) > 0 {
+				out[i], err = e.verified(s, drafts[i], cands[r:r+len(rows[i])], before[i])
+			} else {
+				var id int32
+				id, err = s.pick(logits.Rows(r, r+1), cands[r])
+				out[i] = []int32{id}
+			}
+			if err != nil {
 				return err
 			}
 		}
-		return nil
+		return e.countSlots()
 	})
-	return picks, err
+	return out, err
 }
 
 // stepInputs are a step's caches and the tokens it runs, a sequence a row.

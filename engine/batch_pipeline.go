@@ -29,15 +29,16 @@ type batchAhead struct {
 }
 
 // pipelines says whether step's replies may run pipelined: every one greedy
-// without a penalty (its pick needs no history from the host), on a device
-// that reads back asynchronously, the decode pipeline switched on.
+// without a penalty (its pick needs no history from the host) and without
+// drafts (its guesses follow the host's picks), on a device that reads back
+// asynchronously, the decode pipeline switched on.
 func (e *Engine) pipelines(step []*batchSeq) bool {
 	if !switches.On(SwitchDecodePipeline) || !e.CanPipeline() {
 		return false
 	}
 	for _, s := range step {
 		sm := s.smp.s
-		if sm.Temperature != 0 || sm.additive() || !(sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1) {
+		if s.spec != nil || sm.Temperature != 0 || sm.additive() || !(sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1) {
 			return false
 		}
 	}

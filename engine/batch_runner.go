@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"bagel/drafter"
 	"bagel/qwen"
 )
 
@@ -233,7 +234,6 @@ func (e *Engine) takeSlot(n, limit int, beside *qwen.Cache) (*qwen.Cache, error)
 			}
 			e.freeSlots = slices.DeleteFunc(e.freeSlots, func(f *qwen.Cache) bool { return f.Pool() == p })
 			e.slots = slices.DeleteFunc(e.slots, func(f *qwen.Cache) bool { return f.Pool() == p })
-			e.slotHeld.Add(-p.Bytes())
 			p.Free(e.ctx)
 			return true
 		})
@@ -243,12 +243,23 @@ func (e *Engine) takeSlot(n, limit int, beside *qwen.Cache) (*qwen.Cache, error)
 		}
 		e.pools = append(e.pools, p)
 		e.slots = append(e.slots, p.Caches()...)
-		e.slotHeld.Add(p.Bytes())
 		k = p.Caches()[0]
 		e.freeSlots = append(e.freeSlots, p.Caches()[1:]...)
-		return nil
+		return e.countSlots()
 	})
 	return k, err
+}
+
+// countSlots sets the memory the batch slots hold: the pools, what their
+// caches hold alone (a drafting reply's snapshot for its rollbacks), the
+// model's batch record. On the device goroutine.
+func (e *Engine) countSlots() error {
+	n := e.model.BatchRecordBytes()
+	for _, p := range e.pools {
+		n += p.Bytes()
+	}
+	e.slotHeld.Store(n)
+	return nil
 }
 
 // giveSlot returns k to the free slots, for the next sequence.
@@ -263,9 +274,10 @@ func (e *Engine) giveSlot(k *qwen.Cache) {
 // that runs (up to limit replies step together; the others wait for a
 // place), each in a cache of contextLength tokens. Prompt reuse serves its
 // replies as the engine's Generate's (the same held conversations, restored
-// into a reply's slot and kept from it). What a batch does not do — logprobs,
-// drafts — goes to the engine's Generate, one at a time. It is the server's
-// --parallel: speculative decoding does not serve its replies.
+// into a reply's slot and kept from it), and speculative decoding drafts its
+// greedy replies' guesses in the batch's steps (batch_drafts.go). What a
+// batch does not do — logprobs, draft trees — goes to the engine's Generate,
+// one at a time. It is the server's --parallel.
 type Parallel struct {
 	e      *Engine
 	n      int
@@ -292,8 +304,8 @@ func (e *Engine) Parallel(limit, contextLength int) (*Parallel, error) {
 // Generate streams req's reply as Engine.Generate does, stepping it with the
 // other replies under way.
 func (p *Parallel) Generate(ctx context.Context, req Request) <-chan Event {
-	if req.Logprobs || req.Drafter != nil || req.TreeWidth > 0 {
-		return p.e.Generate(ctx, req) // (a batch's steps pick one token a reply, on the host's sampler)
+	if _, tree := req.Drafter.(drafter.TreeDrafter); req.Logprobs || tree || req.TreeWidth > 1 {
+		return p.e.Generate(ctx, req) // (a batch reads no logprobs, and verifies no draft trees)
 	}
 	s := newBatchSeq(ctx, p.e, req)
 	s.counted = &p.tokens

@@ -183,20 +183,7 @@ func (e *Engine) planDecode(req Request, history []int32) *decodePlan {
 		}
 		p.spec = spec
 	} else if (greedy || topK) && switches.On(SwitchSpeculative) {
-		spec := &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}, draftLen: DefaultDraftLength}
-		if req.TreeWidth > 1 && greedy {
-			spec.drafter = drafter.NGramTreeDrafter{MinN: 2, MaxN: 4, Width: req.TreeWidth}
-		}
-		if req.DraftLength > 0 {
-			spec.draftLen = req.DraftLength
-		}
-		// Prompt lookup guesses as many as pay (draft_budget.go); a drafter
-		// the request brings (the benchmark's oracle) guesses its length.
-		spec.budget = newDraftBudget(spec.draftLen)
-		if req.Drafter != nil {
-			spec.drafter, spec.budget = req.Drafter, nil
-		}
-		p.spec = spec
+		p.spec = e.promptLookup(req, greedy)
 	}
 	// Decode without drafts whose token the device picks (greedy, or drawn on
 	// the device) keeps its next step launched ahead of the host where the
@@ -208,4 +195,24 @@ func (e *Engine) planDecode(req Request, history []int32) *decodePlan {
 		}
 	}
 	return p
+}
+
+// promptLookup is a reply's prompt-lookup speculator (the speculative-ngram
+// switch): n-gram guesses, or trees of them where the request asks for a
+// width and trees are allowed (greedy replies), as many as pay
+// (draft_budget.go); a drafter the request brings (the benchmark's oracle)
+// guesses its length.
+func (e *Engine) promptLookup(req Request, trees bool) *speculator {
+	spec := &speculator{e: e, drafter: drafter.NGramDrafter{MinN: 2, MaxN: 4}, draftLen: DefaultDraftLength}
+	if req.TreeWidth > 1 && trees {
+		spec.drafter = drafter.NGramTreeDrafter{MinN: 2, MaxN: 4, Width: req.TreeWidth}
+	}
+	if req.DraftLength > 0 {
+		spec.draftLen = req.DraftLength
+	}
+	spec.budget = newDraftBudget(spec.draftLen)
+	if req.Drafter != nil {
+		spec.drafter, spec.budget = req.Drafter, nil
+	}
+	return spec
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"bagel/drafter"
 	"bagel/engine"
 	"bagel/internal/testmodel"
 	"bagel/metal"
@@ -286,5 +287,68 @@ func TestBatchMatchesCPU(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBatchDraftsMatchCPU: with speculative decoding on, a batch's greedy
+// replies verify their guesses in the batch's steps (a reply's rows beside
+// the others' one token each, rolled back where a guess is wrong) on the
+// Metal backend as on the CPU: the same replies, token for token, in the
+// simulator; guesses proposed and kept.
+func TestBatchDraftsMatchCPU(t *testing.T) {
+	if mtl.Simulated {
+		t.Setenv(mtl.SimulatorEnv, "1")
+		metal.Register()
+	}
+	defer switches.Reset(engine.SwitchSpeculative)
+	if err := switches.Set(engine.SwitchSpeculative, true); err != nil {
+		t.Fatal(err)
+	}
+	dir := testmodel.Weights(t, "tiny-moe")
+	var reqs []engine.Request
+	for i := range 3 {
+		half := make([]int32, 6+3*i)
+		for j := range half {
+			half[j] = int32((j*7919 + 31*i + 13) % 150000)
+		}
+		// A repeated prompt: prompt lookup guesses from its first half.
+		reqs = append(reqs, engine.Request{PromptIDs: append(slices.Clone(half), half...), MaxTokens: 8 + 2*i, IgnoreStop: true})
+	}
+	replies := func(backend string) ([][]int32, []engine.Stats) {
+		e := loadOrSkip(t, dir, backend, 128)
+		defer e.Close()
+		streams, err := e.GenerateBatch(context.Background(), reqs, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, stats := make([][]int32, len(streams)), make([]engine.Stats, len(streams))
+		for i, s := range streams { // each stream holds its whole reply: read them in turn
+			for ev := range s.Events {
+				switch ev.Kind {
+				case engine.EventToken:
+					out[i] = append(out[i], ev.Token)
+				case engine.EventDone:
+					stats[i] = ev.Stats
+				case engine.EventError:
+					t.Fatalf("%s: reply %d: %v", backend, i, ev.Err)
+				}
+			}
+		}
+		return out, stats
+	}
+	want, _ := replies("cpu")
+	// The first reply's guesses are its reply: every one kept.
+	reqs[0].Drafter = drafter.OracleDrafter{Continuation: want[0], PromptLen: len(reqs[0].PromptIDs)}
+	got, stats := replies("metal")
+	for i := range want {
+		if len(got[i]) != reqs[i].MaxTokens || mtl.Simulated && !slices.Equal(got[i], want[i]) {
+			t.Errorf("reply %d: metal %v, cpu %v", i, got[i], want[i])
+		}
+	}
+	if st := stats[0]; st.DraftAccepted == 0 || st.DraftAccepted != st.DraftProposed {
+		t.Errorf("the oracle's reply kept %d of %d guesses, want all", st.DraftAccepted, st.DraftProposed)
+	}
+	if stats[1].DraftProposed+stats[2].DraftProposed == 0 {
+		t.Errorf("prompt lookup guessed nothing over repeated prompts")
 	}
 }

@@ -10,9 +10,12 @@ import (
 type stepScratch struct {
 	// tree is the forward's draft tree (ForwardTree), nil for a plain one.
 	tree *treeStep
-	// batch is the slot tables of a batched step whose sequences share a
-	// pool (ForwardBatch), nil for any other forward.
+	// batch is the slot tables of a batched step's sequences of one token
+	// when they share a pool (ForwardBatch), nil for any other forward.
 	batch *poolStep
+	// records is the model's batch record, per layer, while a batched step
+	// carries a verify (ForwardRows): the GDN layers' inputs go there.
+	records []*gdnRecord
 	// partial and promptPartial are attention's split paths' f32 partials
 	// (ops.SplitPartial, ops.PromptPartial), zero where a forward takes none.
 	partial, promptPartial ops.Tensor
@@ -22,6 +25,9 @@ type stepScratch struct {
 // cache of capacity tokens: what its path uses, nothing else.
 func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
 	s := stepScratch{tree: m.tree, batch: m.pooled} // ForwardTree's tree, ForwardBatch's tables
+	if m.recording {
+		s.records = m.batchRecord
+	}
 	cfg := m.Cfg
 	if cfg.FullAttentionInterval <= cfg.NumLayers { // attention layers
 		s.partial = ops.SplitPartial(c, t, capacity, cfg.NumHeads, cfg.HeadDim)
@@ -60,25 +66,23 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tens
 	ops.Project(c, x, []ops.QLinear{a.qProj, a.kProj, a.vProj}, []ops.Tensor{qp, k, v})
 	q, gate := s.Get("attn.q", ops.BF16, t, hq, d), s.Get("attn.gate", ops.BF16, t, hq, d)
 	attn := s.Get("attn.out", ops.BF16, t, hq, d)
-	switch p := a.shared.batch; {
-	case p != nil && ops.AttnPrepBatchFits(c, d):
-		a.attendPooled(c, cfg, p, seqs, qp, k, v, q, gate, attn)
-	case len(seqs) == 1:
-		a.attend(c, cfg, seqs[0], qp, k, v, q, gate, attn)
-	default:
-		from := 0
-		for _, sq := range seqs {
-			to := from + sq.rows
-			a.attend(c, cfg, sq, qp.Rows(from, to), k.Rows(from, to), v.Rows(from, to), q.Rows(from, to), gate.Rows(from, to), attn.Rows(from, to))
-			from = to
-		}
+	from := 0
+	if p := a.shared.batch; p != nil && ops.AttnPrepBatchFits(c, d) { // the first rows: one token a sequence, in one pool
+		n := p.rows()
+		a.attendPooled(c, cfg, p, seqs[:n], qp.Rows(0, n), k.Rows(0, n), v.Rows(0, n), q.Rows(0, n), gate.Rows(0, n), attn.Rows(0, n))
+		from, seqs = n, seqs[n:]
+	}
+	for _, sq := range seqs {
+		to := from + sq.rows
+		a.attend(c, cfg, sq, qp.Rows(from, to), k.Rows(from, to), v.Rows(from, to), q.Rows(from, to), gate.Rows(from, to), attn.Rows(from, to))
+		from = to
 	}
 	ops.SigmoidMul(c, attn, gate, attn)
 	ops.Linear(c, attn.Reshape(t, hq*d), a.oProj, out)
 }
 
-// attendPooled is the attention of a batched step whose sequences (one
-// token each) have their caches in one pool: every row's preamble in one
+// attendPooled is the attention of a batched step's sequences of one
+// token whose caches are in one pool: every row's preamble in one
 // launch, their attention in one to three (the rows of short and of long
 // caches apart, as Attend would pick for each).
 func (a *attention) attendPooled(c *ops.Ctx, cfg *Config, p *poolStep, seqs []seq, qp, k, v, q, gate, attn ops.Tensor) {

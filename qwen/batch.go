@@ -26,7 +26,7 @@ func (m *Model) ForwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32) (ops.T
 	if err := m.checkIDs(tokens); err != nil {
 		return ops.Tensor{}, err
 	}
-	return m.forwardBatch(c, caches, tokens, ops.Tensor{})
+	return m.forwardBatch(c, caches, ones(len(caches)), tokens, ops.Tensor{})
 }
 
 // ForwardBatchIDs is ForwardBatch on tokens already on the device, ids i32
@@ -35,47 +35,93 @@ func (m *Model) ForwardBatchIDs(c *ops.Ctx, caches []*Cache, ids ops.Tensor) (op
 	if ids.DType != ops.I32 || ids.Elements() != len(caches) {
 		return ops.Tensor{}, fmt.Errorf("batched step: ids %v for %d sequences", ids, len(caches))
 	}
-	return m.forwardBatch(c, caches, nil, ids)
+	return m.forwardBatch(c, caches, ones(len(caches)), nil, ids)
 }
 
-func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32, devIDs ops.Tensor) (ops.Tensor, error) {
-	b := len(caches)
-	if b == 0 {
-		return ops.Tensor{}, fmt.Errorf("batched step: no sequences")
+// ones is n counts of one row.
+func ones(n int) []int {
+	counts := make([]int, n)
+	for i := range counts {
+		counts[i] = 1
 	}
-	if b > MaxBatch {
-		return ops.Tensor{}, fmt.Errorf("batched step: %d sequences, at most %d", b, MaxBatch)
-	}
-	for i, k := range caches {
-		if k.Offset+1 > k.Capacity {
-			return ops.Tensor{}, fmt.Errorf("context full: sequence %d is at %d of its %d tokens", i, k.Offset, k.Capacity)
-		}
-		for _, other := range caches[:i] {
-			if other == k {
-				return ops.Tensor{}, fmt.Errorf("batched step: sequence %d shares its cache with another", i)
-			}
-		}
+	return counts
+}
+
+// forwardBatch runs counts[b] rows of caches[b]'s sequence, the sequences'
+// rows one after the other (tokens from the host, or devIDs on the device),
+// and returns the logits of every row. The sequences of one row come first:
+// where their caches share a pool, their conv, GDN rule and attention take
+// one launch each (the pool's kernels read rows 0..n−1). A sequence of more
+// rows (a verify) takes the launches of its own forward, its GDN inputs
+// recorded in the model's batch record for ReplayGDN.
+func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens []int32, devIDs ops.Tensor) (ops.Tensor, error) {
+	if err := checkBatch(caches, counts); err != nil {
+		return ops.Tensor{}, err
 	}
 	ids, err := m.takeIDs(c, tokens, devIDs)
 	if err != nil {
 		return ops.Tensor{}, err
 	}
-	if p := poolOf(caches); p != nil && b > 1 {
-		if m.pooled, err = newPoolStep(c, p, caches); err != nil {
+	single := 0 // the leading sequences of one row
+	for single < len(counts) && counts[single] == 1 {
+		single++
+	}
+	if p := poolOf(caches[:max(single, 1)]); p != nil && single > 1 {
+		if m.pooled, err = newPoolStep(c, p, caches[:single]); err != nil {
 			return ops.Tensor{}, err
 		}
 		defer func() { m.pooled = nil }()
 	}
-	normed, err := m.run(c, ids, caches, 1, nil)
+	if single < len(caches) {
+		if err := m.armBatchRecord(c); err != nil {
+			return ops.Tensor{}, err
+		}
+		defer func() { m.recording = false }()
+	}
+	normed, err := m.run(c, ids, caches, counts, nil)
 	if err != nil {
 		return ops.Tensor{}, err
 	}
-	for _, k := range caches {
-		k.Offset++
+	row := 0
+	for i, k := range caches {
+		k.Offset += counts[i]
 		k.Disarm()
 		k.mtpStale = true // the MTP head is kept in step by plain forwards only
+		k.replay = nil
+		if counts[i] > 1 {
+			k.replayRows(m, row, counts[i])
+		}
+		row += counts[i]
 	}
 	return m.logits(c, normed), nil
+}
+
+// checkBatch refuses a batched step the step kernels do not serve: no
+// sequences, more than MaxBatch rows, a sequence of more rows than a record
+// holds, a cache that cannot take its rows or that two sequences share.
+func checkBatch(caches []*Cache, counts []int) error {
+	if len(caches) == 0 {
+		return fmt.Errorf("batched step: no sequences")
+	}
+	rows := 0
+	for i, k := range caches {
+		if counts[i] < 1 || counts[i] > RecordRows {
+			return fmt.Errorf("batched step: sequence %d has %d tokens, want 1 to %d", i, counts[i], RecordRows)
+		}
+		rows += counts[i]
+		if k.Offset+counts[i] > k.Capacity {
+			return fmt.Errorf("context full: sequence %d is at %d of its %d tokens", i, k.Offset, k.Capacity)
+		}
+		for _, other := range caches[:i] {
+			if other == k {
+				return fmt.Errorf("batched step: sequence %d shares its cache with another", i)
+			}
+		}
+	}
+	if rows > MaxBatch {
+		return fmt.Errorf("batched step: %d tokens of %d sequences, at most %d", rows, len(caches), MaxBatch)
+	}
+	return nil
 }
 
 // poolStep is a batched step's sequences in one pool: the tables the *_batch
@@ -105,6 +151,10 @@ func newPoolStep(c *ops.Ctx, p *CachePool, caches []*Cache) (*poolStep, error) {
 
 // convStride and stateStride are the elements between two slots' GDN conv
 // windows (bf16) and states (f32); kvStride between their keys (bf16).
-func (p *poolStep) convStride() int  { return 2 * p.pool.slotWords }
+func (p *poolStep) convStride() int { return 2 * p.pool.slotWords }
+
+// rows is the step's rows the pool's kernels take: its sequences of one
+// token, rows 0..rows−1.
+func (p *poolStep) rows() int        { return p.slots.Elements() }
 func (p *poolStep) stateStride() int { return p.pool.slotWords }
 func (p *poolStep) kvStride() int    { return p.pool.kvBytes / p.base.keys.DType.Size() }

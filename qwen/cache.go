@@ -21,6 +21,11 @@ type Cache struct {
 	gdn      ops.Tensor
 	rollback *Snapshot    // SnapshotState's memory, reused
 	records  []*gdnRecord // per layer (nil for attention): ArmRecord's buffers
+	// replay is what ReplayGDN replays, per layer: records (the cache's own
+	// verify) or its rows of the model's batch record (a verify riding in a
+	// batched step, ForwardRows); nil after a forward that recorded nothing.
+	replay      []*gdnRecord
+	batchReplay []*gdnRecord // replay's views of the batch record, reused
 	// The MTP head's state (mtp.go), when the model has one: its layer's
 	// keys and values (positions 0..Offset−2 while in step), the final
 	// hidden state of position Offset−1 (bf16 [1, hidden]), the last
@@ -137,7 +142,7 @@ func (b cacheBuffer) bytes() int64 {
 // memory starts (as a buffer of its own would).
 func alignPiece(n int64) int64 { return (n + 255) &^ 255 }
 
-// Bytes is the device memory the cache holds (a verify record included).
+// Bytes is the device memory the cache holds (its verify record and rollback snapshot included).
 func (k *Cache) Bytes() int64 {
 	var n int64
 	for _, l := range append(k.layers, k.mtp) {
@@ -147,12 +152,10 @@ func (k *Cache) Bytes() int64 {
 			}
 		}
 	}
-	for _, r := range k.records {
-		if r != nil {
-			n += int64(r.qkv.Bytes() + r.z.Bytes() + r.a.Bytes() + r.b.Bytes())
-		}
+	if k.rollback != nil {
+		n += k.rollback.Bytes()
 	}
-	return n
+	return n + recordBytes(k.records)
 }
 
 // Reset empties the cache for a new sequence (zeroes the GDN states on the

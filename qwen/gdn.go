@@ -10,6 +10,7 @@ type gatedDeltaNet struct {
 	dtBias                                        ops.Tensor // bf16 [Hv]
 	norm                                          ops.Tensor // bf16 [Dv], not shifted
 	shared                                        *stepScratch
+	index                                         int // the layer's
 }
 
 func (g *gatedDeltaNet) weights(cfg *Config) []weight {
@@ -34,7 +35,7 @@ func (g *gatedDeltaNet) weights(cfg *Config) []weight {
 // input projections are written into it, so that the rule can later be
 // replayed over a prefix of the tokens (Cache.ReplayGDN).
 func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor) {
-	if len(seqs) > 1 {
+	if len(seqs) > 1 || g.shared.records != nil { // several sequences, or a batched step's verify alone
 		g.forwardBatch(c, cfg, seqs, x, out)
 		return
 	}
@@ -80,26 +81,29 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.
 // forwardBatch is forward over several sequences' rows (a batched decode
 // step): the projections read the weights once for all rows, then each
 // sequence's conv and rule run on its own window and state: one launch
-// each for all of them where their states share a pool.
+// each for the sequences of one token whose states share a pool (the
+// first rows), a sequence's own launches for the others. While the step
+// carries a verify, the projections' outputs stay in the model's batch
+// record, for the verifying sequences' rollback.
 func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor) {
 	t, shape, s := x.Shape[0], g.shape(cfg), c.Scratch
-	qkv := s.Get("gdn.qkv", ops.BF16, t, shape.ConvDim())
-	z := s.Get("gdn.z", ops.BF16, t, shape.Hv, shape.Dv)
-	bLogits, aLogits := s.Get("gdn.b", ops.BF16, t, shape.Hv), s.Get("gdn.a", ops.BF16, t, shape.Hv)
+	qkv, z, bLogits, aLogits := g.batchInputs(c, t, shape)
 	ops.Project(c, x, []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA}, []ops.Tensor{qkv, z, bLogits, aLogits})
 	conv := s.Get("gdn.conv", ops.BF16, t, shape.ConvDim())
 	o := s.Get("gdn.out", ops.BF16, t, shape.Hv, shape.Dv)
+	from := 0
 	if p := g.shared.batch; p != nil { // one token a sequence, their states in one pool
-		ops.Conv1dSiLUBatch(c, qkv, p.base.conv, p.slots, p.convStride(), g.conv, conv, cfg.ConvKernel)
-		ops.GDNRecurrenceBatch(c, conv, aLogits, bLogits, g.aLog, g.dtBias, p.base.state, p.slots, p.stateStride(), o, shape)
-	} else {
-		from := 0
-		for _, sq := range seqs {
-			to := from + sq.rows
-			ops.Conv1dSiLU(c, qkv.Rows(from, to), sq.st.conv, g.conv, conv.Rows(from, to), cfg.ConvKernel)
-			ops.GDNRule(c, conv.Rows(from, to), aLogits.Rows(from, to), bLogits.Rows(from, to), g.aLog, g.dtBias, sq.st.state, o.Rows(from, to), shape)
-			from = to
-		}
+		n := p.rows()
+		ops.Conv1dSiLUBatch(c, qkv.Rows(0, n), p.base.conv, p.slots, p.convStride(), g.conv, conv.Rows(0, n), cfg.ConvKernel)
+		ops.GDNRecurrenceBatch(c, conv.Rows(0, n), aLogits.Rows(0, n), bLogits.Rows(0, n), g.aLog, g.dtBias, p.base.state, p.slots, p.stateStride(),
+			o.Rows(0, n), shape)
+		from, seqs = n, seqs[n:]
+	}
+	for _, sq := range seqs {
+		to := from + sq.rows
+		ops.Conv1dSiLU(c, qkv.Rows(from, to), sq.st.conv, g.conv, conv.Rows(from, to), cfg.ConvKernel)
+		ops.GDNRule(c, conv.Rows(from, to), aLogits.Rows(from, to), bLogits.Rows(from, to), g.aLog, g.dtBias, sq.st.state, o.Rows(from, to), shape)
+		from = to
 	}
 	ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)
 	ops.Linear(c, o.Reshape(t, shape.Hv*shape.Dv), g.outProj, out)

@@ -54,7 +54,7 @@ func newLayer(cfg *Config, i int, shared *stepScratch) *layer {
 	if cfg.IsAttention(i) {
 		l.mixer = &attention{shared: shared}
 	} else {
-		l.mixer = &gatedDeltaNet{shared: shared}
+		l.mixer = &gatedDeltaNet{shared: shared, index: i}
 	}
 	if cfg.IsMoE() {
 		l.ffn = &sparseMoE{}

@@ -22,13 +22,19 @@ type Model struct {
 	shared stepScratch
 	// seqs are the sequences of the forward under way, per layer; single
 	// holds a plain forward's one cache (neither allocated per step).
-	seqs   []seq
-	single [1]*Cache
+	seqs       []seq
+	single     [1]*Cache
+	singleRows [1]int
 	// tree is the draft tree of the ForwardTree under way, nil otherwise.
 	tree *treeStep
 	// pooled is the slot tables of the ForwardBatch under way when its
-	// sequences share a pool, nil otherwise.
+	// sequences of one token share a pool, nil otherwise.
 	pooled *poolStep
+	// batchRecord is every GDN layer's record of a batched step's verify
+	// rows (ForwardRows), allocated on the first; recording is set while a
+	// batched step writes its GDN inputs there.
+	batchRecord []*gdnRecord
+	recording   bool
 	// mtp is the multi-token-prediction head (mtp.go), nil when the
 	// checkpoint has none usable; MTPProblem says why one that is there is
 	// not used. MTPOn keeps its cache in step with every forward (the
@@ -72,6 +78,7 @@ func Load(c *ops.Ctx, ck *safetensors.Checkpoint, cfg *Config, progress func(flo
 // Close releases the model's device buffers (not the checkpoint mapping).
 func (m *Model) Close() {
 	if m.bind != nil {
+		m.freeBatchRecord(m.bind.c)
 		m.bind.release()
 		m.bind = nil
 	}
@@ -163,8 +170,8 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 		return ops.Tensor{}, err
 	}
 	pos0 := cache.Offset
-	m.single[0] = cache
-	normed, err := m.run(c, ids, m.single[:], t, inspect)
+	m.single[0], m.singleRows[0] = cache, t
+	normed, err := m.run(c, ids, m.single[:], m.singleRows[:], inspect)
 	m.single[0] = nil
 	if err != nil {
 		return ops.Tensor{}, err
@@ -210,17 +217,17 @@ func (m *Model) takeIDs(c *ops.Ctx, tokens []int32, devIDs ops.Tensor) (ops.Tens
 }
 
 // run embeds ids i32 [T] and runs every layer over the sequences of caches,
-// rows rows each at its position, in order (T in all), and returns the final
+// counts[b] rows of caches[b] at its position, in order (T in all), and returns the final
 // hidden rows under the final norm, bf16 [T, hidden]. inspect, when set,
 // sees the residual stream after the embedding and each layer
 // (ForwardInspect).
-func (m *Model) run(c *ops.Ctx, ids ops.Tensor, caches []*Cache, rows int, inspect func(int, ops.Tensor) error) (ops.Tensor, error) {
+func (m *Model) run(c *ops.Ctx, ids ops.Tensor, caches []*Cache, counts []int, inspect func(int, ops.Tensor) error) (ops.Tensor, error) {
 	cfg, s, t := m.Cfg, c.Scratch, ids.Elements()
 	capacity := 0
 	m.seqs = m.seqs[:0]
-	for _, k := range caches {
+	for i, k := range caches {
 		capacity = max(capacity, k.Capacity)
-		m.seqs = append(m.seqs, seq{pos0: k.Offset, rows: rows, shift: k.ropeShift})
+		m.seqs = append(m.seqs, seq{pos0: k.Offset, rows: counts[i], shift: k.ropeShift})
 	}
 	x := s.Get("forward.x", ops.BF16, t, cfg.HiddenSize) // the residual stream
 	ops.Embed(c, ids, m.embed, x)

@@ -33,31 +33,11 @@ type gdnRecord struct {
 // buffers are allocated on first use. Disarm stops recording.
 func (k *Cache) ArmRecord(c *ops.Ctx, m *Model) error {
 	if k.records == nil {
-		cfg := m.Cfg
-		g := gatedDeltaNet{}
-		shape := g.shape(cfg)
-		k.records = make([]*gdnRecord, len(k.layers))
-		for i := range k.layers {
-			if cfg.IsAttention(i) {
-				continue
-			}
-			r := &gdnRecord{}
-			for _, b := range []struct {
-				t     *ops.Tensor
-				shape []int
-			}{
-				{&r.qkv, []int{RecordRows, shape.ConvDim()}}, {&r.z, []int{RecordRows, shape.Hv, shape.Dv}},
-				{&r.a, []int{RecordRows, shape.Hv}}, {&r.b, []int{RecordRows, shape.Hv}},
-			} {
-				t, err := ops.Alloc(c, ops.BF16, b.shape...)
-				if err != nil {
-					k.freeRecords(c)
-					return fmt.Errorf("verify record: %w", err)
-				}
-				*b.t = t
-			}
-			k.records[i] = r
+		records, err := m.newRecords(c)
+		if err != nil {
+			return err
 		}
+		k.records = records
 	}
 	for i, r := range k.records {
 		if r != nil {
@@ -65,7 +45,37 @@ func (k *Cache) ArmRecord(c *ops.Ctx, m *Model) error {
 			k.layers[i].record = r
 		}
 	}
+	k.replay = k.records
 	return nil
+}
+
+// newRecords allocates a record of RecordRows rows for every GDN layer (nil
+// for the attention layers).
+func (m *Model) newRecords(c *ops.Ctx) ([]*gdnRecord, error) {
+	shape := (&gatedDeltaNet{}).shape(m.Cfg)
+	records := make([]*gdnRecord, m.Cfg.NumLayers)
+	for i := range records {
+		if m.Cfg.IsAttention(i) {
+			continue
+		}
+		r := &gdnRecord{}
+		records[i] = r
+		for _, b := range []struct {
+			t     *ops.Tensor
+			shape []int
+		}{
+			{&r.qkv, []int{RecordRows, shape.ConvDim()}}, {&r.z, []int{RecordRows, shape.Hv, shape.Dv}},
+			{&r.a, []int{RecordRows, shape.Hv}}, {&r.b, []int{RecordRows, shape.Hv}},
+		} {
+			t, err := ops.Alloc(c, ops.BF16, b.shape...)
+			if err != nil {
+				freeRecords(c, records)
+				return nil, fmt.Errorf("verify record: %w", err)
+			}
+			*b.t = t
+		}
+	}
+	return records, nil
 }
 
 // Disarm stops recording; the last record stays for ReplayGDN.
@@ -85,7 +95,10 @@ func (k *Cache) ReplayGDN(c *ops.Ctx, m *Model, n int) error {
 	if n <= 0 || k.Offset+n > k.Capacity {
 		return fmt.Errorf("replay of %d tokens at position %d in a cache of %d", n, k.Offset, k.Capacity)
 	}
-	for i, r := range k.records {
+	if k.replay == nil {
+		return fmt.Errorf("replay of %d tokens: the last forward recorded nothing", n)
+	}
+	for i, r := range k.replay {
 		if r == nil {
 			continue
 		}
@@ -107,10 +120,10 @@ func (k *Cache) ReplayGDN(c *ops.Ctx, m *Model, n int) error {
 // Replayable reports whether the last recorded forward can be replayed over n
 // tokens (it recorded at least n in every GDN layer).
 func (k *Cache) Replayable(n int) bool {
-	if k.records == nil {
+	if k.replay == nil {
 		return false
 	}
-	for _, r := range k.records {
+	for _, r := range k.replay {
 		if r != nil && r.tokens < n {
 			return false
 		}
@@ -119,7 +132,13 @@ func (k *Cache) Replayable(n int) bool {
 }
 
 func (k *Cache) freeRecords(c *ops.Ctx) {
-	for _, r := range k.records {
+	freeRecords(c, k.records)
+	k.records, k.replay = nil, nil
+}
+
+// freeRecords releases records' buffers.
+func freeRecords(c *ops.Ctx, records []*gdnRecord) {
+	for _, r := range records {
 		if r == nil {
 			continue
 		}
@@ -129,5 +148,15 @@ func (k *Cache) freeRecords(c *ops.Ctx) {
 			}
 		}
 	}
-	k.records = nil
+}
+
+// recordBytes is the device memory of records.
+func recordBytes(records []*gdnRecord) int64 {
+	var n int64
+	for _, r := range records {
+		if r != nil {
+			n += int64(r.qkv.Bytes() + r.z.Bytes() + r.a.Bytes() + r.b.Bytes())
+		}
+	}
+	return n
 }

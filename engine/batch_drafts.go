@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"slices"
+	"time"
+
+	"bagel/qwen"
+	"bagel/switches"
+)
+
+// Speculative drafts riding in a batch's step: a greedy reply without a
+// repetition penalty, with speculative decoding on (the speculative-ngram
+// switch), has prompt lookup guess its next tokens, and its step runs its
+// newest token and the guesses as rows beside the other replies' one token
+// each (qwen.Model.ForwardRows). The guesses it agrees with are kept, plus
+// its pick after the last of them; after a partial accept its GDN states
+// are restored from a snapshot taken before the step and the rule replayed
+// over the kept rows' recorded inputs, as a lone reply's verify does
+// (speculative.go). The reply is its plain greedy reply token for token.
+//
+// A step takes MaxBatch rows at most: the guesses share what the replies
+// leave of them, one at a time round the drafting replies. Each reply's
+// draft budget weighs its steps with guesses against those without
+// (draft_budget.go): in a batch a guess costs a row of a step whose weights
+// are read anyway, and a verifying reply's own conv, rule and attention
+// launches. A batch with a drafting reply steps without the batch pipeline
+// (its next guesses wait for the host's picks).
+
+// batchSpeculator is s's drafter where its replies draft in a batch, nil
+// where they do not: sampled replies, a penalty, speculative decoding off.
+func (e *Engine) batchSpeculator(req Request) *speculator {
+	sm := req.Sampling
+	if sm.Temperature != 0 || sm.additive() || !(sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1) || !switches.On(SwitchSpeculative) {
+		return nil
+	}
+	return e.promptLookup(req, false)
+}
+
+// stepDrafts are the guesses each reply of step runs after its next token
+// (nil: none), MaxBatch rows in all at most.
+func (e *Engine) stepDrafts(step []*batchSeq) [][]int32 {
+	drafts := make([][]int32, len(step))
+	for i, s := range step {
+		if s.spec != nil {
+			drafts[i] = s.spec.validDrafts(s.seen, s.room())
+		}
+	}
+	return shareRows(drafts, MaxBatch-len(step))
+}
+
+// shareRows cuts drafts to spare guesses in all, shared out a guess at a
+// time round the drafting replies, so that a long guess does not crowd out
+// the others' first ones.
+func shareRows(drafts [][]int32, spare int) [][]int32 {
+	give := make([]int, len(drafts))
+	for more := true; spare > 0 && more; {
+		more = false
+		for i := range drafts {
+			if spare > 0 && give[i] < len(drafts[i]) {
+				give[i]++
+				spare--
+				more = true
+			}
+		}
+	}
+	for i := range drafts {
+		drafts[i] = drafts[i][:give[i]]
+	}
+	return drafts
+}
+
+// room is how many tokens s's next step may add: the cache's room, and no
+// more than the reply's token limit leaves.
+func (s *batchSeq) room() int {
+	room := s.cache.Capacity - s.cache.Offset
+	if s.req.MaxTokens > 0 {
+		room = min(room, s.req.MaxTokens-s.st.GeneratedTokens)
+	}
+	return room
+}
+
+// stepRows are a step's caches and the tokens each sequence runs: its next,
+// then its guesses.
+func stepRows(step []*batchSeq, drafts [][]int32) ([]*qwen.Cache, [][]int32) {
+	caches, rows := make([]*qwen.Cache, len(step)), make([][]int32, len(step))
+	for i, s := range step {
+		caches[i], rows[i] = s.cache, append([]int32{s.next}, drafts[i]...)
+	}
+	return caches, rows
+}
+
+// snapshotDrafting takes a state snapshot of every cache of step that
+// verifies guesses (nil for the others), for its rollback.
+func (e *Engine) snapshotDrafting(step []*batchSeq, drafts [][]int32) ([]*qwen.Snapshot, error) {
+	before := make([]*qwen.Snapshot, len(step))
+	for i, s := range step {
+		if len(drafts[i]) > 0 {
+			var err error
+			if before[i], err = s.cache.SnapshotState(e.ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return before, nil
+}
+
+// verified is what a verify kept of guesses: the prefix the model agrees
+// with (its picks after each row, rows), then its pick after the last kept.
+// When it kept fewer than all, the cache is rolled back to before the step
+// and on by the kept rows: the GDN states restored from before, the rule
+// replayed over the step's record of those rows.
+func (e *Engine) verified(s *batchSeq, guesses []int32, rows []candidates, before *qwen.Snapshot) ([]int32, error) {
+	picks := make([]int32, len(rows))
+	for j, c := range rows {
+		var err error
+		if picks[j], err = c.greedy(); err != nil {
+			return nil, err
+		}
+	}
+	j := 0
+	for j < len(guesses) && guesses[j] == picks[j] {
+		j++
+	}
+	if j < len(guesses) {
+		if err := s.cache.Restore(e.ctx, before); err != nil {
+			return nil, err
+		}
+		if err := s.cache.ReplayGDN(e.ctx, e.model, 1+j); err != nil {
+			_ = s.cache.Reset(e.ctx) // the state is unknown: start over rather than go on wrong
+			return nil, err
+		}
+	}
+	return append(slices.Clone(guesses[:j]), picks[j]), nil
+}
+
+// observeDrafts tells each drafting reply of step how its guesses went, in
+// a step that took took, and counts them in its stats.
+func observeDrafts(step []*batchSeq, drafts, out [][]int32, took time.Duration) {
+	for i, s := range step {
+		if s.spec == nil {
+			continue
+		}
+		proposed, accepted := len(drafts[i]), len(out[i])-1
+		s.spec.observe(proposed, accepted, took)
+		s.st.DraftProposed += proposed
+		s.st.DraftAccepted += accepted
+		s.st.DraftTime += s.spec.draftTime
+		if proposed > 0 {
+			s.st.Verifies++
+			s.st.VerifyTime += took
+		}
+	}
+}
+
+// takeAll sends ids, the tokens s's step added, until s ends.
+func (s *batchSeq) takeAll(ids []int32) {
+	for j, id := range ids {
+		if s.ended {
+			return
+		}
+		s.ahead = len(ids) - 1 - j
+		s.take(id)
+	}
+	s.ahead = 0
+}
