@@ -261,23 +261,7 @@ func TestBatchMatchesCPU(t *testing.T) {
 				reqs = append(reqs, engine.Request{PromptIDs: prompt, MaxTokens: 6 + 3*i, IgnoreStop: true})
 			}
 			replies := func(backend string) [][]int32 {
-				e := loadOrSkip(t, dir, backend, 128)
-				defer e.Close()
-				streams, err := e.GenerateBatch(context.Background(), reqs, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out := make([][]int32, len(streams))
-				for i, s := range streams { // each stream holds its whole reply: read them in turn
-					for ev := range s.Events {
-						switch ev.Kind {
-						case engine.EventToken:
-							out[i] = append(out[i], ev.Token)
-						case engine.EventError:
-							t.Fatalf("%s: reply %d: %v", backend, i, ev.Err)
-						}
-					}
-				}
+				out, _ := batchReplies(t, dir, backend, reqs)
 				return out
 			}
 			want, got := replies("cpu"), replies("metal")
@@ -314,32 +298,10 @@ func TestBatchDraftsMatchCPU(t *testing.T) {
 		// A repeated prompt: prompt lookup guesses from its first half.
 		reqs = append(reqs, engine.Request{PromptIDs: append(slices.Clone(half), half...), MaxTokens: 8 + 2*i, IgnoreStop: true})
 	}
-	replies := func(backend string) ([][]int32, []engine.Stats) {
-		e := loadOrSkip(t, dir, backend, 128)
-		defer e.Close()
-		streams, err := e.GenerateBatch(context.Background(), reqs, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, stats := make([][]int32, len(streams)), make([]engine.Stats, len(streams))
-		for i, s := range streams { // each stream holds its whole reply: read them in turn
-			for ev := range s.Events {
-				switch ev.Kind {
-				case engine.EventToken:
-					out[i] = append(out[i], ev.Token)
-				case engine.EventDone:
-					stats[i] = ev.Stats
-				case engine.EventError:
-					t.Fatalf("%s: reply %d: %v", backend, i, ev.Err)
-				}
-			}
-		}
-		return out, stats
-	}
-	want, _ := replies("cpu")
+	want, _ := batchReplies(t, dir, "cpu", reqs)
 	// The first reply's guesses are its reply: every one kept.
 	reqs[0].Drafter = drafter.OracleDrafter{Continuation: want[0], PromptLen: len(reqs[0].PromptIDs)}
-	got, stats := replies("metal")
+	got, stats := batchReplies(t, dir, "metal", reqs)
 	for i := range want {
 		if len(got[i]) != reqs[i].MaxTokens || mtl.Simulated && !slices.Equal(got[i], want[i]) {
 			t.Errorf("reply %d: metal %v, cpu %v", i, got[i], want[i])
@@ -351,4 +313,30 @@ func TestBatchDraftsMatchCPU(t *testing.T) {
 	if stats[1].DraftProposed+stats[2].DraftProposed == 0 {
 		t.Errorf("prompt lookup guessed nothing over repeated prompts")
 	}
+}
+
+// batchReplies runs reqs as one batch on backend (caches of 64 tokens) and
+// returns each reply's tokens and final stats.
+func batchReplies(t *testing.T, dir, backend string, reqs []engine.Request) ([][]int32, []engine.Stats) {
+	t.Helper()
+	e := loadOrSkip(t, dir, backend, 128)
+	defer e.Close()
+	streams, err := e.GenerateBatch(context.Background(), reqs, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stats := make([][]int32, len(streams)), make([]engine.Stats, len(streams))
+	for i, s := range streams { // each stream holds its whole reply: read them in turn
+		for ev := range s.Events {
+			switch ev.Kind {
+			case engine.EventToken:
+				out[i] = append(out[i], ev.Token)
+			case engine.EventDone:
+				stats[i] = ev.Stats
+			case engine.EventError:
+				t.Fatalf("%s: reply %d: %v", backend, i, ev.Err)
+			}
+		}
+	}
+	return out, stats
 }
