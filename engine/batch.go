@@ -19,13 +19,14 @@ import (
 )
 
 // Batched generation: several replies decode together, one token of each
-// per step (qwen.Model.ForwardBatch), so a step reads the weights once for
+// per step (qwen.Model.ForwardRows), so a step reads the weights once for
 // all of them. Each sequence has its own cache (a slot), sampler, stops and
 // limits; a sequence that ends or is cancelled leaves the batch between
 // steps and the others go on. A prompt is prefilled in chunks, one chunk
 // between two decode steps of the others, so a long prompt delays them by a
-// chunk at a time, not by the whole prompt. Speculative drafts do not ride
-// in a batch yet: each sequence takes one token a step.
+// chunk at a time, not by the whole prompt. With speculative decoding on, a
+// greedy reply's guesses ride in the step as rows of their own
+// (batch_drafts.go).
 
 // MaxBatch is the most replies GenerateBatch runs together.
 const MaxBatch = qwen.MaxBatch
@@ -64,13 +65,18 @@ type batchSeq struct {
 	// (batch_drafts.go), nil otherwise; seen is the prompt and the reply so
 	// far, what prompt lookup reads; ahead is how many of a step's tokens
 	// follow the one take hands on.
-	spec     *speculator
-	seen     []int32
-	ahead    int
-	dec      *tokenizer.StreamDecoder
-	thinking bool
-	start    time.Time // the request's
-	first    time.Time // the first token's
+	spec  *speculator
+	seen  []int32
+	ahead int
+	// draw: the reply's tokens are drawn on the device, as alone
+	// (drawsOnDevice; drawRows).
+	draw bool
+	// lastStats is when the reply last sent its stats (statsEvery).
+	lastStats time.Time
+	dec       *tokenizer.StreamDecoder
+	thinking  bool
+	start     time.Time // the request's
+	first     time.Time // the first token's
 	// The device's counters and clock at the first token: the reply's
 	// per-step figures (those of its batch's steps) at its end.
 	c0     backend.Counters
@@ -170,6 +176,7 @@ func (e *Engine) startSeq(s *batchSeq) error {
 	}
 	s.prompt, s.key, s.next = prompt, key, prompt[len(prompt)-1]
 	s.smp, s.history = newSampler(s.req.Sampling), []int32{s.next}
+	s.draw = drawsOnDevice(s.req.Sampling)
 	s.thinking = startsThinking(e, prompt)
 	if s.spec = e.batchSpeculator(s.req); s.spec != nil {
 		s.seen = slices.Clone(prompt)
@@ -264,6 +271,9 @@ func (e *Engine) prefillOne(seqs []*batchSeq) error {
 	}
 	s.prefill = end
 	s.st.PrefilledTokens = end
+	if len(s.prompt)-s.reused > cmp.Or(s.req.PrefillChunk, e.prefillChunk) { // a long prompt's progress, as Generate sends it
+		s.g.send(Event{Kind: EventStats, Stats: s.st})
+	}
 	if end == s.keepAt && s.keepAt > s.reused {
 		if err := e.keepSnapshotOf(s.cache, s.key[:end]); err != nil {
 			s.fail(err)
@@ -312,6 +322,7 @@ func (s *batchSeq) take(id int32) {
 	if s.st.GeneratedTokens == 0 {
 		s.c0, s.clock0 = e.Counters(), e.deviceClock()
 		s.first = time.Now()
+		s.lastStats = s.first
 		s.st.TimeToFirstToken = s.first.Sub(s.start)
 		s.st.PrefilledTokens = len(s.prompt)
 		// Over the wait for the first token: in a batch the prompt's chunks
@@ -352,6 +363,11 @@ func (s *batchSeq) take(id int32) {
 		s.finish(ReasonContext)
 	default:
 		s.next = id
+		if time.Since(s.lastStats) >= statsEvery { // the panel's live figures, as Generate sends them
+			s.stats()
+			s.g.send(Event{Kind: EventStats, Stats: s.st})
+			s.lastStats = time.Now()
+		}
 	}
 }
 
@@ -385,10 +401,13 @@ func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32) ([][]int32, er
 				return err
 			}
 		}
-		cands, err := e.readTopK(logits, total, k)
+		back := e.topK(logits, total, k)
+		e.drawRows(step, logits, starts, back, k)
+		raw, err := ops.ReadBytes(e.ctx, back)
 		if err != nil {
 			return err
 		}
+		cands := parseTopK(raw, total, k)
 		for i, s := range step {
 			r := starts[i]
 			if len(drafts[i]) > 0 {
@@ -407,6 +426,20 @@ func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32) ([][]int32, er
 	return out, err
 }
 
+// drawRows draws the token of each sequence of step that draws on the
+// device, from its row of logits (starts[i]) with its generator's next
+// uniform, as it would alone (drawInto), over its row's first candidate in
+// back (the step's top k, k a row): the host reads every row's pick in one
+// read.
+func (e *Engine) drawRows(step []*batchSeq, logits ops.Tensor, starts []int, back ops.Tensor, k int) {
+	for i, s := range step {
+		if s.draw {
+			r := starts[i]
+			e.drawInto(logits.Rows(r, r+1), s.smp.s, s.smp.uniform(), ops.View(back, 4*r*k, ops.I32, []int{1}))
+		}
+	}
+}
+
 // stepInputs are a step's caches and the tokens it runs, a sequence a row.
 func stepInputs(step []*batchSeq) ([]*qwen.Cache, []int32) {
 	caches, tokens := make([]*qwen.Cache, len(step)), make([]int32, len(step))
@@ -420,7 +453,7 @@ func stepInputs(step []*batchSeq) ([]*qwen.Cache, []int32) {
 func (s *batchSeq) candidates() int {
 	sm := s.smp.s
 	switch {
-	case sm.Temperature == 0 || sm.additive():
+	case sm.Temperature == 0 || sm.additive() || s.draw:
 		return 1
 	case sm.TopK > 0 && sm.TopK <= ops.TopKMax:
 		return sm.TopK
@@ -459,7 +492,7 @@ func (s *batchSeq) pick(row ops.Tensor, c candidates) (int32, error) {
 	if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
 		return 0, errNonFinite
 	}
-	if sm.Temperature == 0 && !sm.additive() {
+	if sm.Temperature == 0 && !sm.additive() || s.draw { // the device's pick, or its draw (drawRows)
 		return c.greedy()
 	}
 	if sm.additive() || !(sm.TopK > 0 && sm.TopK <= ops.TopKMax) && !c.coversFilters(sm, e.Config.VocabSize) {

@@ -51,10 +51,6 @@ func TestGPUBatchDraftsEqualSolo(t *testing.T) {
 
 func testBatchDrafts(t *testing.T, backendName string) {
 	defer switches.Reset(SwitchSpeculative)
-	defer switches.Reset(SwitchDeviceSampling)
-	if err := switches.Set(SwitchDeviceSampling, false); err != nil { // the batch draws on the host (testBatchEqualsSolo)
-		t.Fatal(err)
-	}
 	const context = 96
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
 		e := batchEngine(t, name, backendName)

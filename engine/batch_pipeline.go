@@ -29,8 +29,9 @@ type batchAhead struct {
 }
 
 // pipelines says whether step's replies may run pipelined: every one greedy
-// without a penalty (its pick needs no history from the host) and without
-// drafts (its guesses follow the host's picks), on a device that reads back
+// without a penalty or drawn on the device (its pick needs no history from
+// the host, its draw's uniform none of the tokens) and without drafts (its
+// guesses follow the host's picks), on a device that reads back
 // asynchronously, the decode pipeline switched on.
 func (e *Engine) pipelines(step []*batchSeq) bool {
 	if !switches.On(SwitchDecodePipeline) || !e.CanPipeline() {
@@ -38,7 +39,8 @@ func (e *Engine) pipelines(step []*batchSeq) bool {
 	}
 	for _, s := range step {
 		sm := s.smp.s
-		if s.spec != nil || sm.Temperature != 0 || sm.additive() || !(sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1) {
+		greedy := sm.Temperature == 0 && !sm.additive() && (sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1)
+		if s.spec != nil || !(greedy || s.draw) {
 			return false
 		}
 	}
@@ -64,6 +66,7 @@ func (e *Engine) launchBatch(step []*batchSeq, prev *batchAhead) (*batchAhead, e
 			return err
 		}
 		back := e.topK(logits, len(step), 1)
+		e.drawRows(step, logits, rowsInOrder(len(step)), back, 1)
 		read, err := ops.ReadBytesAsync(e.ctx, back)
 		if err != nil {
 			return err
@@ -165,4 +168,13 @@ func atKnownEnd(step []*batchSeq) bool {
 		}
 	}
 	return false
+}
+
+// rowsInOrder is the first rows of n sequences of one row each: 0..n−1.
+func rowsInOrder(n int) []int {
+	rows := make([]int, n)
+	for i := range rows {
+		rows[i] = i
+	}
+	return rows
 }

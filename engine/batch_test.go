@@ -118,11 +118,17 @@ func TestGPUBatchEqualsSolo(t *testing.T) {
 
 func testBatchEqualsSolo(t *testing.T, backendName string) {
 	defer switches.Reset(SwitchDeviceSampling)
-	// Alone, a top-k reply would be drawn on the device (another generator's
-	// use): the batch's host draw is the top-k picker's.
-	if err := switches.Set(SwitchDeviceSampling, false); err != nil {
-		t.Fatal(err)
+	for _, onDevice := range []bool{true, false} {
+		// On, a top-k reply is drawn on the device, alone and in a batch
+		// (drawRows); off, on the host from the device's candidates.
+		if err := switches.Set(SwitchDeviceSampling, onDevice); err != nil {
+			t.Fatal(err)
+		}
+		batchEqualsSolo(t, backendName)
 	}
+}
+
+func batchEqualsSolo(t *testing.T, backendName string) {
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
 		e := batchEngine(t, name, backendName)
 		sampled := []Sampling{
@@ -636,5 +642,74 @@ func TestBatchesShareAPool(t *testing.T) {
 	}
 	if e.slotBytes() != held || len(e.slots) != 5 {
 		t.Errorf("after the batch of 2: %d slots, %d bytes; the batch of 5 held %d", len(e.slots), e.slotBytes(), held)
+	}
+}
+
+// TestPipelinedBatchDrawsAsAlone: a batch of replies drawn on the device
+// (a top-k, no penalty) beside a greedy one runs pipelined, each draw
+// taking its generator's uniforms in its steps' order: every reply is the
+// one its seed gives alone.
+func TestPipelinedBatchDrawsAsAlone(t *testing.T) {
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	reqs := []Request{
+		{Sampling: Sampling{Temperature: 0.9, TopK: 20, TopP: 1, Seed: 3}},
+		{},
+		{Sampling: Sampling{Temperature: 1.1, TopK: 8, TopP: 0.8, Seed: 4}},
+	}
+	var step []*batchSeq
+	for i := range reqs {
+		reqs[i].PromptIDs, reqs[i].MaxTokens, reqs[i].IgnoreStop = batchPrompt(i)[:9], 12, true
+		step = append(step, &batchSeq{req: reqs[i], smp: newSampler(reqs[i].Sampling), draw: drawsOnDevice(reqs[i].Sampling)})
+	}
+	if !e.pipelines(step) {
+		t.Fatal("a batch of device draws and a greedy reply does not pipeline")
+	}
+	got, _ := runBatch(t, e, reqs, 96)
+	for i, req := range reqs {
+		if want := solo(t, e, req); !slices.Equal(got[i], want) {
+			t.Errorf("reply %d: batched %v, alone %v", i, got[i], want)
+		}
+	}
+}
+
+// TestBatchSendsLiveStats: a batched reply sends its stats as it goes, as
+// Generate's do (the panel's live figures): its long prompt's progress
+// chunk by chunk, then its tokens, KV length and rate while it decodes.
+func TestBatchSendsLiveStats(t *testing.T) {
+	defer func(d time.Duration) { statsEvery = d }(statsEvery)
+	statsEvery = 0
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	reqs := []Request{
+		{PromptIDs: batchPrompt(3), MaxTokens: 6, IgnoreStop: true, PrefillChunk: 16},
+		{PromptIDs: batchPrompt(0), MaxTokens: 6, IgnoreStop: true, PrefillChunk: 16},
+	}
+	streams, err := e.GenerateBatch(context.Background(), reqs, 96)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range streams { // each stream's backlog holds its whole reply: read them in turn
+		var prefill, decode []Stats
+		for ev := range s.Events {
+			if ev.Kind != EventStats {
+				continue
+			}
+			if ev.Stats.GeneratedTokens == 0 {
+				prefill = append(prefill, ev.Stats)
+			} else {
+				decode = append(decode, ev.Stats)
+			}
+		}
+		if i == 0 && (len(prefill) < 2 || prefill[0].PrefilledTokens >= prefill[len(prefill)-1].PrefilledTokens) {
+			t.Errorf("the long prompt's progress: %d stats %+v", len(prefill), prefill)
+		}
+		if len(decode) < 3 {
+			t.Fatalf("reply %d sent %d stats while it decoded", i, len(decode))
+		}
+		last := decode[len(decode)-1]
+		if last.KVLength <= decode[0].KVLength || last.GeneratedTokens <= decode[0].GeneratedTokens || last.DecodeTokensPerSec <= 0 {
+			t.Errorf("reply %d's live stats do not move: first %+v, last %+v", i, decode[0], last)
+		}
 	}
 }

@@ -158,7 +158,7 @@ func (e *Engine) planDecode(req Request, history []int32) *decodePlan {
 	greedyPenalized := s.Temperature == 0 && !noPenalty && switches.On(SwitchDeviceTopK)
 	topK := s.Temperature > 0 && s.TopK > 0 && s.TopK <= ops.TopKMax && switches.On(SwitchDeviceTopK)
 	filtered := s.Temperature > 0 && s.TopK == 0 && (s.TopP > 0 && s.TopP < 1 || s.MinP > 0) && switches.On(SwitchDeviceTopK)
-	draw := topK && noPenalty && switches.On(SwitchDeviceSampling)
+	draw := drawsOnDevice(s)
 	p := &decodePlan{pickState: ps, greedy: greedy, onDevice: greedy || greedyPenalized || topK || filtered}
 	switch {
 	case greedy:
@@ -215,4 +215,13 @@ func (e *Engine) promptLookup(req Request, trees bool) *speculator {
 		spec.drafter, spec.budget = req.Drafter, nil
 	}
 	return spec
+}
+
+// drawsOnDevice says whether a reply sampled with s draws its tokens on the
+// device (device_draw.go): a top-k, no penalty, the device's top-k and
+// sampling switched on.
+func drawsOnDevice(s Sampling) bool {
+	noPenalty := (s.RepetitionPenalty == 0 || s.RepetitionPenalty == 1) && !s.additive()
+	return s.Temperature > 0 && s.TopK > 0 && s.TopK <= ops.TopKMax && noPenalty &&
+		switches.On(SwitchDeviceTopK) && switches.On(SwitchDeviceSampling)
 }

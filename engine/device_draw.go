@@ -31,12 +31,21 @@ func init() {
 // drawOnDevice dispatches the top k of logits' row (k = s.TopK) and the draw
 // from them with the uniform u, and returns the drawn token's tensor, i32 [1].
 func (e *Engine) drawOnDevice(logits ops.Tensor, s Sampling, u float32) ops.Tensor {
-	k := s.TopK
-	both := e.topK(logits, 1, k)
 	out := e.scratch.Get("sample.drawn", ops.I32, 1)
+	e.drawInto(logits, s, u, out)
+	return out
+}
+
+// drawInto is drawOnDevice into out, i32 [1]: the row's top k in scratch of
+// its own (a batch's top k of every row stays as it is), taken again by the
+// next draw (the launches run in order).
+func (e *Engine) drawInto(logits ops.Tensor, s Sampling, u float32, out ops.Tensor) {
+	k := s.TopK
+	mark := e.scratch.Scope("draw")
+	defer e.scratch.Rewind(mark)
+	both := e.topKNamed("sample.draw_topk", logits, 1, k)
 	ops.SampleTop(e.ctx, ops.View(both, 0, ops.I32, []int{k}), ops.View(both, 4*k, ops.F32, []int{k}),
 		ops.View(both, 8*k, ops.F32, []int{1}), out, float32(s.Temperature), float32(s.TopP), float32(s.MinP), u)
-	return out
 }
 
 // forwardDraw runs tokens through the model and draws the next token on the

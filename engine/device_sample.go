@@ -119,11 +119,16 @@ func (e *Engine) readTopK(logits ops.Tensor, r, k int) ([]candidates, error) {
 // topK dispatches the top k of each of the r rows of logits into one scratch
 // buffer [ids r·k | vals r·k | lse r], which it returns.
 func (e *Engine) topK(logits ops.Tensor, r, k int) ops.Tensor {
-	both := e.scratch.Get("sample.topk", ops.I32, r*(2*k+1))
+	return e.topKNamed("sample.topk", logits, r, k)
+}
+
+// topKNamed is topK into the scratch buffer called name.
+func (e *Engine) topKNamed(name string, logits ops.Tensor, r, k int) ops.Tensor {
+	both := e.scratch.Get(name, ops.I32, r*(2*k+1))
 	ids := ops.View(both, 0, ops.I32, []int{r, k})
 	vals := ops.View(both, 4*r*k, ops.F32, []int{r, k})
 	lse := ops.View(both, 8*r*k, ops.F32, []int{r})
-	part := e.scratch.Get("sample.topk_part", ops.I32, ops.TopKPartSize(r, logits.Elements()/r, k))
+	part := e.scratch.Get(name+"_part", ops.I32, ops.TopKPartSize(r, logits.Elements()/r, k))
 	ops.TopK(e.ctx, logits, ids, vals, lse, part)
 	return both
 }

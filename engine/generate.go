@@ -163,6 +163,10 @@ func (e *Engine) Generate(ctx context.Context, req Request) <-chan Event {
 	return out
 }
 
+// statsEvery is how often a reply sends its stats while it decodes (the
+// panel's live figures).
+var statsEvery = 200 * time.Millisecond
+
 type generation struct {
 	e   *Engine
 	ctx context.Context
@@ -460,7 +464,7 @@ func (g *generation) decode(req Request, plan *decodePlan, prompt []int32, id in
 			}
 		}
 		id, pending = pending[0], pending[1:]
-		if time.Since(lastStats) >= 200*time.Millisecond {
+		if time.Since(lastStats) >= statsEvery {
 			g.decodeStats(st, decodeStart, startCounters, startClock)
 			g.send(Event{Kind: EventStats, Stats: *st})
 			lastStats = time.Now()

@@ -278,7 +278,8 @@ func TestBatchMatchesCPU(t *testing.T) {
 // replies verify their guesses in the batch's steps (a reply's rows beside
 // the others' one token each, rolled back where a guess is wrong) on the
 // Metal backend as on the CPU: the same replies, token for token, in the
-// simulator; guesses proposed and kept.
+// simulator, a reply drawn on the device beside them; guesses proposed and
+// kept.
 func TestBatchDraftsMatchCPU(t *testing.T) {
 	if mtl.Simulated {
 		t.Setenv(mtl.SimulatorEnv, "1")
@@ -298,6 +299,9 @@ func TestBatchDraftsMatchCPU(t *testing.T) {
 		// A repeated prompt: prompt lookup guesses from its first half.
 		reqs = append(reqs, engine.Request{PromptIDs: append(slices.Clone(half), half...), MaxTokens: 8 + 2*i, IgnoreStop: true})
 	}
+	// Beside them a reply drawn on the device (drawRows), which drafts nothing.
+	reqs = append(reqs, engine.Request{PromptIDs: reqs[2].PromptIDs[:7], MaxTokens: 9, IgnoreStop: true,
+		Sampling: engine.Sampling{Temperature: 0.9, TopK: 12, TopP: 1, Seed: 5}})
 	want, _ := batchReplies(t, dir, "cpu", reqs)
 	// The first reply's guesses are its reply: every one kept.
 	reqs[0].Drafter = drafter.OracleDrafter{Continuation: want[0], PromptLen: len(reqs[0].PromptIDs)}
