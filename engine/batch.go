@@ -13,6 +13,7 @@ import (
 	"bagel/backend"
 	"bagel/ops"
 	"bagel/qwen"
+	"bagel/switches"
 	"bagel/tokenizer"
 
 	"github.com/dustin/go-humanize"
@@ -137,10 +138,16 @@ func (e *Engine) checkSlots(count, n int) error {
 	}
 	mem := e.Memory()
 	held := uint64(mem.Weights + mem.Cache + mem.Scratch + mem.PromptCache + e.slotBytes())
-	need := uint64(count) * uint64(qwen.CacheBytes(e.Config, n))
+	need, what := uint64(count)*uint64(qwen.CacheBytes(e.Config, n)), "caches"
+	if switches.On(SwitchSpeculative) {
+		// A drafting reply's slot keeps a snapshot of its GDN states for
+		// its rollbacks (batch_drafts.go).
+		need += uint64(count) * uint64(qwen.CacheBytes(e.Config, 0))
+		what = "caches and rollback snapshots (speculative decoding)"
+	}
 	if held+need > budget.Total {
-		return fmt.Errorf("%d replies of %d tokens need %s of caches; %s of %s of %s are taken: run fewer at once or with a shorter context",
-			count, n, humanize.IBytes(need), humanize.IBytes(held), humanize.IBytes(budget.Total), budget.Source)
+		return fmt.Errorf("%d replies of %d tokens need %s of %s; %s of %s of %s are taken: run fewer at once or with a shorter context",
+			count, n, humanize.IBytes(need), what, humanize.IBytes(held), humanize.IBytes(budget.Total), budget.Source)
 	}
 	return nil
 }
