@@ -31,12 +31,17 @@ func (d flakyDrafter) Draft(history []int32, k int) []int32 {
 	return g
 }
 
+// overlongDrafter guesses more tokens than it is asked for, every one wrong.
+type overlongDrafter struct{}
+
+func (overlongDrafter) Draft(history []int32, k int) []int32 { return make([]int32, k+20) }
+
 // TestBatchDraftsEqualSolo: with speculative decoding on, a batch's greedy
 // replies draft and verify their guesses in the batch's steps, and each
 // reply is its plain greedy reply alone, token for token: guesses kept in
 // full, in part and not at all (rolled back in the pooled slots), prompt
-// lookup's own guesses, a reply whose guesses stop at its context's end,
-// beside replies that draft nothing (sampled, penalized). On both test
+// lookup's own guesses, a reply whose guesses stop at its context's end, a
+// drafter that gives more than it is asked for (cut), beside replies that draft nothing (sampled, penalized). On both test
 // models, the step GEMVs on the matrix units and not.
 func TestBatchDraftsEqualSolo(t *testing.T) {
 	withTiledGEMV(t, "drafts", func(t *testing.T) { testBatchDrafts(t, "cpu") })
@@ -62,6 +67,7 @@ func testBatchDrafts(t *testing.T, backendName string) {
 			{PromptIDs: batchPrompt(2), MaxTokens: 9, Sampling: Sampling{Temperature: 0.8, TopK: 20, TopP: 1, Seed: 7}},
 			{PromptIDs: batchPrompt(3), MaxTokens: 8, Sampling: Sampling{RepetitionPenalty: 1.3}},
 			{PromptIDs: longPrompt(4, context-13)}, // until its context is full
+			{PromptIDs: batchPrompt(4)[:20], MaxTokens: 7, Drafter: overlongDrafter{}},
 		}
 		if err := switches.Set(SwitchSpeculative, false); err != nil {
 			t.Fatal(err)

@@ -75,7 +75,8 @@ func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sam
 }
 
 // validDrafts are the drafter's guesses after context, as many as the budget
-// allows (none: a plain step), none when one is a token the model cannot take.
+// allows (none: a plain step; a drafter that gives more is cut), none when
+// one is a token the model cannot take.
 func (s *speculator) validDrafts(context []int32, room int) []int32 {
 	n := s.guesses(room)
 	if n <= 0 {
@@ -89,6 +90,7 @@ func (s *speculator) validDrafts(context []int32, room int) []int32 {
 		drafts = s.drafter.Draft(context, n)
 	}
 	s.draftTime = time.Since(start)
+	drafts = drafts[:min(len(drafts), n)]
 	for _, d := range drafts {
 		if d < 0 || int(d) >= s.e.Config.VocabSize {
 			return nil
