@@ -28,7 +28,7 @@ func runServe(args []string, out, errOut io.Writer) error {
 	name := fs.String("name", "", "the model id clients ask for (default: ORG/NAME from -m, or the folder's name)")
 	origins := fs.String("allow-origin", "", "comma-separated web origins allowed to call the server from a browser (none by default)")
 	queue := fs.Int("queue", 16, "requests that may wait behind those generating (more get 429)")
-	parallel := fs.Int("parallel", 1, fmt.Sprintf("requests generated together, 1 to %d: above 1 their decode steps are batched (each reply in a cache of --parallel-context tokens; no speculative decoding for them)", engine.MaxBatch))
+	parallel := fs.Int("parallel", 1, fmt.Sprintf("requests generated together, 1 to %d: above 1 their decode steps are batched (each reply in a cache of --parallel-context tokens; with --switch speculative-ngram=on their guesses ride in the batched steps)", engine.MaxBatch))
 	parallelCtx := fs.Int("parallel-context", 0, "with --parallel, each reply's context in tokens (0: the model's context length)")
 	backendName := fs.backend()
 	fs.engineSwitches()

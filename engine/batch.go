@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -70,8 +69,8 @@ type batchSeq struct {
 	seen  []int32
 	ahead int
 	// draw: the reply's tokens are drawn on the device, as alone
-	// (drawsOnDevice; drawRows).
-	draw bool
+	// (drawsOnDevice; drawRows); drawing: this step's is (drawsNow).
+	draw, drawing bool
 	// lastStats is when the reply last sent its stats (statsEvery).
 	lastStats time.Time
 	dec       *tokenizer.StreamDecoder
@@ -389,6 +388,7 @@ func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32) ([][]int32, er
 	caches, rows := stepRows(step, drafts)
 	k, total := 1, 0
 	for i, s := range step {
+		s.drawing = s.drawsNow()
 		k = max(k, s.candidates())
 		total += len(rows[i])
 	}
@@ -403,10 +403,8 @@ func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32) ([][]int32, er
 		if err != nil {
 			return err
 		}
-		for i, s := range step {
-			if err := s.penalize(logits.Rows(starts[i], starts[i]+1), i); err != nil {
-				return err
-			}
+		if err := penalizeRows(step, logits, starts, drafts); err != nil {
+			return err
 		}
 		back := e.topK(logits, total, k)
 		e.drawRows(step, logits, starts, back, k)
@@ -433,20 +431,6 @@ func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32) ([][]int32, er
 	return out, err
 }
 
-// drawRows draws the token of each sequence of step that draws on the
-// device, from its row of logits (starts[i]) with its generator's next
-// uniform, as it would alone (drawInto), over its row's first candidate in
-// back (the step's top k, k a row): the host reads every row's pick in one
-// read.
-func (e *Engine) drawRows(step []*batchSeq, logits ops.Tensor, starts []int, back ops.Tensor, k int) {
-	for i, s := range step {
-		if s.draw {
-			r := starts[i]
-			e.drawInto(logits.Rows(r, r+1), s.smp.s, s.smp.uniform(), ops.View(back, 4*r*k, ops.I32, []int{1}))
-		}
-	}
-}
-
 // stepInputs are a step's caches and the tokens it runs, a sequence a row.
 func stepInputs(step []*batchSeq) ([]*qwen.Cache, []int32) {
 	caches, tokens := make([]*qwen.Cache, len(step)), make([]int32, len(step))
@@ -454,76 +438,6 @@ func stepInputs(step []*batchSeq) ([]*qwen.Cache, []int32) {
 		caches[i], tokens[i] = s.cache, s.next
 	}
 	return caches, tokens
-}
-
-// candidates is how many best logits s's sampler needs from the device.
-func (s *batchSeq) candidates() int {
-	sm := s.smp.s
-	switch {
-	case sm.Temperature == 0 || sm.additive() || s.draw:
-		return 1
-	case sm.TopK > 0 && sm.TopK <= ops.TopKMax:
-		return sm.TopK
-	}
-	return ops.TopKMax
-}
-
-// penaltyNames are the scratch names of the batch's rows' penalized ids.
-var penaltyNames = func() (names [MaxBatch]string) {
-	for i := range names {
-		names[i] = fmt.Sprintf("batch.penalized.%d", i)
-	}
-	return names
-}()
-
-// penalize applies s's repetition penalty to its row of logits on the device.
-func (s *batchSeq) penalize(row ops.Tensor, i int) error {
-	r := s.smp.s.RepetitionPenalty
-	if r == 0 || r == 1 || s.smp.s.additive() {
-		return nil
-	}
-	e := s.g.e
-	ids := s.smp.penalizedIDs(s.history)
-	pen := e.scratch.Get(penaltyNames[i], ops.I32, len(ids))
-	if err := ops.WriteInt32(e.ctx, pen, ids); err != nil {
-		return err
-	}
-	ops.RepetitionPenalty(e.ctx, row, pen, float32(r))
-	return nil
-}
-
-// pick chooses s's next token from c, its row's best logits (penalized), or
-// from row itself where its sampler needs them all.
-func (s *batchSeq) pick(row ops.Tensor, c candidates) (int32, error) {
-	e, sm := s.g.e, s.smp.s
-	if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
-		return 0, errNonFinite
-	}
-	if sm.Temperature == 0 && !sm.additive() || s.draw { // the device's pick, or its draw (drawRows)
-		return c.greedy()
-	}
-	if sm.additive() || !(sm.TopK > 0 && sm.TopK <= ops.TopKMax) && !c.coversFilters(sm, e.Config.VocabSize) {
-		logits, err := ops.ReadF32(e.ctx, row)
-		if err != nil {
-			return 0, err
-		}
-		if !finiteLogits(logits) {
-			return 0, errNonFinite
-		}
-		if sm.additive() {
-			return s.smp.sample(logits, s.history), nil
-		}
-		return int32(s.smp.draw(logits)), nil // penalized on the device already
-	}
-	if sm.TopK > 0 && len(c.ids) > sm.TopK {
-		c = c.first(sm.TopK)
-	}
-	return s.smp.sampleTop(c), nil
-}
-
-// first is c cut to its k best.
-func (c candidates) first(k int) candidates {
-	return candidates{ids: c.ids[:k], logits: c.logits[:k], lse: c.lse}
 }
 
 // slotBytes is the memory of the batch slots held (from any goroutine).

@@ -4,19 +4,24 @@ import (
 	"slices"
 	"time"
 
+	"bagel/ops"
 	"bagel/qwen"
 	"bagel/switches"
 )
 
 // Speculative drafts riding in a batch's step: a greedy reply without a
-// repetition penalty, with speculative decoding on (the speculative-ngram
-// switch), has prompt lookup guess its next tokens, and its step runs its
-// newest token and the guesses as rows beside the other replies' one token
-// each (qwen.Model.ForwardRows). The guesses it agrees with are kept, plus
-// its pick after the last of them; after a partial accept its GDN states
-// are restored from a snapshot taken before the step and the rule replayed
-// over the kept rows' recorded inputs, as a lone reply's verify does
-// (speculative.go). The reply is its plain greedy reply token for token.
+// repetition penalty, or a sampled one with a top-k, with speculative
+// decoding on (the speculative-ngram switch), has prompt lookup guess its
+// next tokens, and its step runs its newest token and the guesses as rows
+// beside the other replies' one token each (qwen.Model.ForwardRows). The
+// guesses it agrees with are kept, plus its pick after the last of them;
+// after a partial accept its GDN states are restored from a snapshot taken
+// before the step and the rule replayed over the kept rows' recorded
+// inputs, as a lone reply's verify does (speculative.go). A greedy reply is
+// its plain greedy reply token for token; a sampled one keeps its
+// distribution by the rejection rule (speculative_sampled.go), its seed's
+// draws taken as a lone reply's speculative steps take them, so that it is
+// that reply.
 //
 // A step takes MaxBatch rows at most: the guesses share what the replies
 // leave of them, one at a time round the drafting replies. Each reply's
@@ -26,11 +31,17 @@ import (
 // launches. A batch with a drafting reply steps without the batch pipeline
 // (its next guesses wait for the host's picks).
 
-// batchSpeculator is s's drafter where its replies draft in a batch, nil
-// where they do not: sampled replies, a penalty, speculative decoding off.
+// batchSpeculator is req's drafter where its reply drafts in a batch, as a
+// lone reply would (planDecode): greedy without a penalty, or sampled with a
+// top-k on the device, speculative decoding on; nil otherwise. Where a lone
+// reply would draft with the model's MTP head, a batched one drafts with
+// prompt lookup (the head is not kept in a batch's steps).
 func (e *Engine) batchSpeculator(req Request) *speculator {
 	sm := req.Sampling
-	if sm.Temperature != 0 || sm.additive() || !(sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1) || !switches.On(SwitchSpeculative) {
+	noPenalty := sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1
+	greedy := sm.Temperature == 0 && noPenalty && switches.On(SwitchDeviceArgmax)
+	topK := sm.Temperature > 0 && sm.TopK > 0 && sm.TopK <= ops.TopKMax && switches.On(SwitchDeviceTopK)
+	if sm.additive() || !(greedy || topK) || !switches.On(SwitchSpeculative) {
 		return nil
 	}
 	return e.promptLookup(req, false)
@@ -41,7 +52,10 @@ func (e *Engine) batchSpeculator(req Request) *speculator {
 func (e *Engine) stepDrafts(step []*batchSeq) [][]int32 {
 	drafts := make([][]int32, len(step))
 	for i, s := range step {
-		if s.spec != nil {
+		// The first token is picked plainly, as a lone reply's is (its
+		// prompt's last step): a sampled reply's draws then follow its
+		// lone reply's.
+		if s.spec != nil && s.st.GeneratedTokens > 0 {
 			drafts[i] = s.spec.validDrafts(s.seen, s.room())
 		}
 	}
@@ -104,33 +118,54 @@ func (e *Engine) snapshotDrafting(step []*batchSeq, drafts [][]int32) ([]*qwen.S
 	return before, nil
 }
 
-// verified is what a verify kept of guesses: the prefix the model agrees
-// with (its picks after each row, rows), then its pick after the last kept.
+// verified is what a verify kept of guesses, rows its rows' candidates: a
+// greedy reply the prefix the model agrees with, then its pick after the
+// last kept; a sampled one the rejection rule's (sampler.verifySampled).
 // When it kept fewer than all, the cache is rolled back to before the step
 // and on by the kept rows: the GDN states restored from before, the rule
 // replayed over the step's record of those rows.
 func (e *Engine) verified(s *batchSeq, guesses []int32, rows []candidates, before *qwen.Snapshot) ([]int32, error) {
-	picks := make([]int32, len(rows))
-	for j, c := range rows {
-		var err error
-		if picks[j], err = c.greedy(); err != nil {
-			return nil, err
-		}
+	var out []int32
+	var kept int
+	var err error
+	if s.smp.s.Temperature == 0 {
+		out, kept, err = verifyGreedy(guesses, rows)
+	} else {
+		out, kept, err = s.smp.verifySampled(guesses, rows)
 	}
-	j := 0
-	for j < len(guesses) && guesses[j] == picks[j] {
-		j++
+	if err != nil {
+		return nil, err
 	}
-	if j < len(guesses) {
+	if kept < len(guesses) {
 		if err := s.cache.Restore(e.ctx, before); err != nil {
 			return nil, err
 		}
-		if err := s.cache.ReplayGDN(e.ctx, e.model, 1+j); err != nil {
+		if err := s.cache.ReplayGDN(e.ctx, e.model, 1+kept); err != nil {
 			_ = s.cache.Reset(e.ctx) // the state is unknown: start over rather than go on wrong
 			return nil, err
 		}
 	}
-	return append(slices.Clone(guesses[:j]), picks[j]), nil
+	return out, nil
+}
+
+// verifyGreedy keeps the guesses the model's picks after each row agree
+// with, then its pick after the last kept: the tokens and how many guesses.
+func verifyGreedy(guesses []int32, rows []candidates) ([]int32, int, error) {
+	j := 0
+	for ; j < len(guesses); j++ {
+		pick, err := rows[j].greedy()
+		if err != nil {
+			return nil, 0, err
+		}
+		if pick != guesses[j] {
+			return append(slices.Clone(guesses[:j]), pick), j, nil
+		}
+	}
+	pick, err := rows[j].greedy()
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(slices.Clone(guesses), pick), j, nil
 }
 
 // observeDrafts tells each drafting reply of step how its guesses went, in

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 
+	"bagel/drafter"
 	"bagel/ops"
 	"bagel/qwen"
 	"bagel/switches"
@@ -41,8 +43,11 @@ func (overlongDrafter) Draft(history []int32, k int) []int32 { return make([]int
 // reply is its plain greedy reply alone, token for token: guesses kept in
 // full, in part and not at all (rolled back in the pooled slots), prompt
 // lookup's own guesses, a reply whose guesses stop at its context's end, a
-// drafter that gives more than it is asked for (cut), beside replies that draft nothing (sampled, penalized). On both test
-// models, the step GEMVs on the matrix units and not.
+// drafter that gives more than it is asked for (cut), beside a greedy
+// reply with a penalty, which drafts nothing. Sampled replies with a top-k
+// draft too (the rejection rule; one with a penalty), each the reply its
+// seed gives when it drafts alone. On both test models, the step GEMVs on
+// the matrix units and not.
 func TestBatchDraftsEqualSolo(t *testing.T) {
 	withTiledGEMV(t, "drafts", func(t *testing.T) { testBatchDrafts(t, "cpu") })
 }
@@ -57,6 +62,12 @@ func TestGPUBatchDraftsEqualSolo(t *testing.T) {
 func testBatchDrafts(t *testing.T, backendName string) {
 	defer switches.Reset(SwitchSpeculative)
 	const context = 96
+	sampledKept := 0
+	defer func() {
+		if sampledKept == 0 && !t.Failed() && !t.Skipped() {
+			t.Error("the sampled reply kept no guess on either model")
+		}
+	}()
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
 		e := batchEngine(t, name, backendName)
 		repetitive := append(longPrompt(1, 8), longPrompt(1, 8)...)
@@ -64,10 +75,12 @@ func testBatchDrafts(t *testing.T, backendName string) {
 			{PromptIDs: batchPrompt(0), MaxTokens: 12},
 			{PromptIDs: repetitive, MaxTokens: 14}, // prompt lookup
 			{PromptIDs: batchPrompt(1), MaxTokens: 10, DraftLength: 6},
-			{PromptIDs: batchPrompt(2), MaxTokens: 9, Sampling: Sampling{Temperature: 0.8, TopK: 20, TopP: 1, Seed: 7}},
-			{PromptIDs: batchPrompt(3), MaxTokens: 8, Sampling: Sampling{RepetitionPenalty: 1.3}},
+			// Cool enough that guesses from the greedy reply are mostly kept.
+			{PromptIDs: batchPrompt(2), MaxTokens: 11, Sampling: Sampling{Temperature: 0.05, TopK: 20, TopP: 1, Seed: 7}},
+			{PromptIDs: batchPrompt(3), MaxTokens: 8, Sampling: Sampling{RepetitionPenalty: 1.3}}, // drafts nothing
 			{PromptIDs: longPrompt(4, context-13)}, // until its context is full
 			{PromptIDs: batchPrompt(4)[:20], MaxTokens: 7, Drafter: overlongDrafter{}},
+			{PromptIDs: repetitive[3:], MaxTokens: 9, Sampling: Sampling{Temperature: 0.7, TopK: 5, TopP: 1, RepetitionPenalty: 1.3, Seed: 9}},
 		}
 		if err := switches.Set(SwitchSpeculative, false); err != nil {
 			t.Fatal(err)
@@ -78,11 +91,16 @@ func testBatchDrafts(t *testing.T, backendName string) {
 			want[i] = solo(t, e, reqs[i])
 		}
 		want[5] = want[5][:context-len(reqs[5].PromptIDs)+1] // alone its context is the engine's, longer
-		for _, i := range []int{0, 2, 5} {
-			reqs[i].Drafter = flakyDrafter{reply: want[i], promptLen: len(reqs[i].PromptIDs)}
+		greedy := reqs[3]
+		greedy.Sampling = Sampling{}
+		for i, reply := range map[int][]int32{0: want[0], 2: want[2], 3: solo(t, e, greedy), 5: want[5]} { // guesses from the greedy replies
+			reqs[i].Drafter = flakyDrafter{reply: reply, promptLen: len(reqs[i].PromptIDs)}
 		}
 		if err := switches.Set(SwitchSpeculative, true); err != nil {
 			t.Fatal(err)
+		}
+		for _, i := range []int{3, 7} { // a sampled reply drafting alone takes its seed's draws in another order
+			want[i] = solo(t, e, reqs[i])
 		}
 		got, done := runBatch(t, e, reqs, context)
 		for i := range reqs {
@@ -90,8 +108,10 @@ func testBatchDrafts(t *testing.T, backendName string) {
 			if done[i].Kind != EventDone || !slices.Equal(got[i], want[i]) {
 				t.Errorf("%s: reply %d ended %v %v: batched %v, alone %v", name, i, done[i].Kind, done[i].Err, got[i], want[i])
 			}
-			drafts := i != 3 && i != 4
-			if st.Speculative != drafts || drafts != (st.DraftProposed > 0) {
+			// Prompt lookup (1, 7) guesses where the reply repeats itself:
+			// random weights seldom do.
+			drafts := i != 4
+			if st.Speculative != drafts || i != 1 && i != 7 && drafts != (st.DraftProposed > 0) {
 				t.Errorf("%s: reply %d: speculative %v, %d guesses proposed", name, i, st.Speculative, st.DraftProposed)
 			}
 		}
@@ -100,6 +120,12 @@ func testBatchDrafts(t *testing.T, backendName string) {
 				t.Errorf("%s: reply %d kept %d of %d guesses in %d verifies: want some kept, some not", name, i, st.DraftAccepted, st.DraftProposed, st.Verifies)
 			}
 		}
+		// The sampled reply's guesses stop where its draws leave the greedy
+		// reply: kept on one model at least (below), some rejected on each.
+		if st := done[3].Stats; st.DraftAccepted == st.DraftProposed {
+			t.Errorf("%s: the sampled reply kept all its %d guesses", name, st.DraftProposed)
+		}
+		sampledKept += done[3].Stats.DraftAccepted
 		if done[5].Reason != ReasonContext {
 			t.Errorf("%s: the last reply ended %q, want its context's end", name, done[5].Reason)
 		}
@@ -214,4 +240,36 @@ func verifyRowsAlone(e *Engine) error {
 		return fmt.Errorf("after the rollback to 2 rows the next logits differ from a cache that ran them alone")
 	}
 	return nil
+}
+
+// TestParallelDraftsInItsBatch: with speculative decoding on, a Parallel
+// request with a drafter of its own joins the batch (its tokens counted
+// among the batch's) and verifies its guesses there; one asking for draft
+// trees takes Generate.
+func TestParallelDraftsInItsBatch(t *testing.T) {
+	defer switches.Reset(SwitchSpeculative)
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	req := Request{PromptIDs: batchPrompt(1), MaxTokens: 9, IgnoreStop: true}
+	want := solo(t, e, req)
+	if err := switches.Set(SwitchSpeculative, true); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.Parallel(2, 96)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Drafter = drafter.OracleDrafter{Continuation: want, PromptLen: len(req.PromptIDs)}
+	got, _, done := collect(t, p.Generate(context.Background(), req))
+	if st := done.Stats; !slices.Equal(got, want) || st.DraftAccepted == 0 || st.DraftAccepted != st.DraftProposed {
+		t.Errorf("batched with the oracle: %v (kept %d of %d guesses), alone %v", got, done.Stats.DraftAccepted, done.Stats.DraftProposed, want)
+	}
+	if p.Tokens() != int64(len(want)) {
+		t.Errorf("the batch sent %d tokens, want the reply's %d", p.Tokens(), len(want))
+	}
+	tree := req
+	tree.Drafter, tree.TreeWidth = nil, 2
+	if got, _, _ := collect(t, p.Generate(context.Background(), tree)); !slices.Equal(got, want) || p.Tokens() != int64(len(want)) {
+		t.Errorf("a draft tree's request: %v, the batch's tokens %d", got, p.Tokens())
+	}
 }

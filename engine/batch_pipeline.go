@@ -52,6 +52,9 @@ func (e *Engine) pipelines(step []*batchSeq) bool {
 // of each row's best without waiting for it.
 func (e *Engine) launchBatch(step []*batchSeq, prev *batchAhead) (*batchAhead, error) {
 	caches, tokens := stepInputs(step)
+	for _, s := range step {
+		s.drawing = s.drawsNow() // a reply without drafts: its draw alone, every step
+	}
 	var a *batchAhead
 	err := e.loop.do(func() error {
 		defer e.scratch.Reset() // the names' buffers stay put: the next step embeds the picks before its own overwrite them

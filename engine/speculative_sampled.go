@@ -53,25 +53,49 @@ func (s *speculator) stepSampled(context []int32, last int32, room int, smp *sam
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	for i, d := range drafts {
-		if math.IsNaN(rows[i].lse) || math.IsInf(rows[i].lse, 0) {
-			return nil, 0, 0, errNonFinite
-		}
-		ids, probs := smp.candidateDistribution(rows[i])
-		tok, kept := smp.acceptOrResample(ids, probs, d)
-		if kept {
-			continue
-		}
-		if err := s.rollback(before, last, drafts[:i]); err != nil {
+	out, kept, err := smp.verifySampled(drafts, rows)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if kept < len(drafts) {
+		if err := s.rollback(before, last, drafts[:kept]); err != nil {
 			return nil, 0, 0, err
 		}
-		return append(slices.Clone(drafts[:i]), tok), len(drafts), i, nil
 	}
-	bonus := rows[len(drafts)]
-	if math.IsNaN(bonus.lse) || math.IsInf(bonus.lse, 0) {
-		return nil, 0, 0, errNonFinite
+	return out, len(drafts), kept, nil
+}
+
+// verifySampled applies the rejection rule to drafts, the guesses after a
+// verify's first row, with rows each row's candidates (cut to the top-k):
+// the tokens the step adds (the kept guesses, then a draw from the residual
+// where one is not kept, or the bonus draw after the last) and how many
+// guesses it kept.
+func (p *sampler) verifySampled(drafts []int32, rows []candidates) ([]int32, int, error) {
+	row := func(i int) (candidates, error) {
+		c := rows[i]
+		if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
+			return c, errNonFinite
+		}
+		if k := p.s.TopK; k > 0 && len(c.ids) > k {
+			c = c.first(k)
+		}
+		return c, nil
 	}
-	return append(slices.Clone(drafts), smp.sampleTop(bonus)), len(drafts), len(drafts), nil
+	for i, d := range drafts {
+		c, err := row(i)
+		if err != nil {
+			return nil, 0, err
+		}
+		ids, probs := p.candidateDistribution(c)
+		if tok, kept := p.acceptOrResample(ids, probs, d); !kept {
+			return append(slices.Clone(drafts[:i]), tok), i, nil
+		}
+	}
+	bonus, err := row(len(drafts))
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(slices.Clone(drafts), p.sampleTop(bonus)), len(drafts), nil
 }
 
 // validDrafts are the drafter's guesses after context, as many as the budget
