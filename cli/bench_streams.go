@@ -24,9 +24,9 @@ type streamsBench struct {
 	Rows         []streamsRow `json:"rows"`
 	// Drafts is the oracle's guesses a reply and step of the drafted rows
 	// (--stream-drafts; 0: none).
-	Drafts int `json:"drafts,omitempty"`
-	Stall        *stallRow    `json:"stall,omitempty"`
-	Error        string       `json:"error,omitempty"`
+	Drafts int       `json:"drafts,omitempty"`
+	Stall  *stallRow `json:"stall,omitempty"`
+	Error  string    `json:"error,omitempty"`
 }
 
 // streamsRow is one count of replies (the median run by aggregate rate).
