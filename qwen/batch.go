@@ -66,7 +66,7 @@ func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens [
 	for single < len(counts) && counts[single] == 1 {
 		single++
 	}
-	if p := poolOf(caches[:max(single, 1)]); p != nil && single > 1 {
+	if p := poolOf(caches[:single]); p != nil && single > 1 {
 		if m.pooled, err = newPoolStep(c, p, caches[:single]); err != nil {
 			return ops.Tensor{}, err
 		}
@@ -149,12 +149,12 @@ func newPoolStep(c *ops.Ctx, p *CachePool, caches []*Cache) (*poolStep, error) {
 	return st, ops.WriteInt32(c, st.seqs, seqs)
 }
 
-// convStride and stateStride are the elements between two slots' GDN conv
-// windows (bf16) and states (f32); kvStride between their keys (bf16).
-func (p *poolStep) convStride() int { return 2 * p.pool.slotWords }
-
 // rows is the step's rows the pool's kernels take: its sequences of one
 // token, rows 0..rows−1.
-func (p *poolStep) rows() int        { return p.slots.Elements() }
+func (p *poolStep) rows() int { return p.slots.Elements() }
+
+// convStride and stateStride are the elements between two slots' GDN conv
+// windows (bf16) and states (f32); kvStride between their keys (bf16).
+func (p *poolStep) convStride() int  { return 2 * p.pool.slotWords }
 func (p *poolStep) stateStride() int { return p.pool.slotWords }
 func (p *poolStep) kvStride() int    { return p.pool.kvBytes / p.base.keys.DType.Size() }

@@ -142,7 +142,8 @@ func (b cacheBuffer) bytes() int64 {
 // memory starts (as a buffer of its own would).
 func alignPiece(n int64) int64 { return (n + 255) &^ 255 }
 
-// Bytes is the device memory the cache holds (its verify record and rollback snapshot included).
+// Bytes is the device memory the cache holds (its verify record and its
+// rollback snapshot included).
 func (k *Cache) Bytes() int64 {
 	var n int64
 	for _, l := range append(k.layers, k.mtp) {

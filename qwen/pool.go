@@ -143,8 +143,11 @@ func (p *CachePool) Free(c *ops.Ctx) {
 }
 
 // poolOf is the pool every cache of caches belongs to, nil where they are
-// in more than one.
+// in more than one (or there are none).
 func poolOf(caches []*Cache) *CachePool {
+	if len(caches) == 0 {
+		return nil
+	}
 	p := caches[0].pool
 	for _, k := range caches[1:] {
 		if k.pool != p {
