@@ -21,7 +21,9 @@ import (
 // its plain greedy reply token for token; a sampled one keeps its
 // distribution by the rejection rule (speculative_sampled.go), its seed's
 // draws taken as a lone reply's speculative steps take them, so that it is
-// that reply.
+// that reply where the batch leaves it the guesses it would make alone
+// (where the step's rows run short, it guesses fewer: another draw of the
+// same distribution, the same again for the same batch).
 //
 // A step takes MaxBatch rows at most: the guesses share what the replies
 // leave of them, one at a time round the drafting replies. Each reply's
@@ -83,11 +85,12 @@ func shareRows(drafts [][]int32, spare int) [][]int32 {
 	return drafts
 }
 
-// room is how many tokens s's next step may add: the cache's room, and no
-// more than the reply's token limit leaves.
+// room is how many tokens s's next step may add: the cache's room, and for
+// a greedy reply no more than its token limit leaves (a sampled one guesses
+// past it as a lone reply does, its draws then in that reply's order).
 func (s *batchSeq) room() int {
 	room := s.cache.Capacity - s.cache.Offset
-	if s.req.MaxTokens > 0 {
+	if s.req.MaxTokens > 0 && s.smp.s.Temperature == 0 {
 		room = min(room, s.req.MaxTokens-s.st.GeneratedTokens)
 	}
 	return room
