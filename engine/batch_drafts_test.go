@@ -203,7 +203,7 @@ func TestShareRows(t *testing.T) {
 // TestVerifyRowsEqualALoneVerify: in a batched step whose sequences run one
 // token or a verify of several (qwen.Model.ForwardRows, the one-token
 // sequences' slots in one pool), each sequence's rows get the logits, bit
-// for bit, of its own forward of those tokens; a verify then rolled back
+// for bit, of its own forward of those tokens and of its decode steps; a verify then rolled back
 // to a prefix of its rows (its GDN inputs replayed from the batch record)
 // gives the next step's logits of a cache that ran that prefix alone.
 func TestVerifyRowsEqualALoneVerify(t *testing.T) {
@@ -260,6 +260,28 @@ func verifyRowsAlone(e *Engine) error {
 		}
 		if !bytes.Equal(batched[starts[i]*row:(starts[i]+len(toks))*row], want) {
 			return fmt.Errorf("sequence %d's rows differ from its own forward's", i)
+		}
+		// And each row is its decode step's.
+		plain, err := e.model.NewCache(e.ctx, 160)
+		if err != nil {
+			return err
+		}
+		defer plain.Free(e.ctx)
+		if _, err := e.model.Forward(e.ctx, plain, longPrompt(i, 20+40*i), false); err != nil {
+			return err
+		}
+		for j, tok := range toks {
+			step, err := e.model.Forward(e.ctx, plain, []int32{tok}, false)
+			if err != nil {
+				return err
+			}
+			want, err := ops.ReadBytes(e.ctx, step)
+			if err != nil {
+				return err
+			}
+			if at := starts[i] + j; !bytes.Equal(batched[at*row:(at+1)*row], want) {
+				return fmt.Errorf("sequence %d's row %d differs from its decode step's", i, j)
+			}
 		}
 	}
 	// Keep two of sequence 1's four rows; a cache of its own runs just those.
