@@ -155,7 +155,16 @@ func testBatchDrafts(t *testing.T, backendName string) {
 			t.Fatal(err)
 		}
 		got, done := runBatch(t, e, reqs, context)
+		held := e.slotBytes()
 		again, _ := runBatch(t, e, reqs, context)
+		// The slots keep their rollback snapshots (a slot's at most: its GDN
+		// states) and the model its batch record, counted and not grown.
+		caches := int64(len(reqs)) * qwen.CacheBytes(e.Config, context)
+		most := caches + int64(len(reqs))*qwen.CacheBytes(e.Config, 0) + e.model.BatchRecordBytes()
+		if held <= caches || e.slotBytes() < held || e.slotBytes() > most {
+			t.Errorf("%s: the slots held %d bytes after the first batch, %d after the second (caches alone %d, at most %d)", name, held,
+				e.slotBytes(), caches, most)
+		}
 		for i := range reqs {
 			st := done[i].Stats
 			// The sampled replies (3, 7) guess fewer than alone where the
