@@ -152,7 +152,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		header("Model (applies when a model is loaded)"),
 		item("Context length", f.ctxLen, "tokens of KV cache; 0: the model's default (at most 8,192)"),
 		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
-		item("Replies at once", f.chatParallel, "chats answering together: above 1, a chat answers while another does, their steps decoded in one batch, each in a cache of the context length (memory), without speculative decoding, and on an NVIDIA GPU the steps' projections on the matrix units (faster together, slower alone; from the next model load); 1: one at a time"),
+		item("Replies at once", f.chatParallel, "chats answering together: above 1, a chat answers while another does, their steps decoded in one batch, each in a cache of the context length (memory), their speculative drafts (when on) in the same steps, and on an NVIDIA GPU the steps' projections on the matrix units (faster together, slower alone; from the next model load); 1: one at a time"),
 		item("Prompt cache (MB)", f.promptCache, fmt.Sprintf("memory for the conversations kept between turns, so that a reply to a long chat reads only the new part; 0: the default, %d MB", engine.DefaultPromptCacheBytes>>20)),
 		item("Memory", f.memory, "the loaded model's weights and cache at this context length, against this backend's memory"),
 		header("Speculative decoding"),
