@@ -26,14 +26,14 @@ func (s *batchSeq) drawsNow() bool {
 
 // drawRows draws the token of each sequence of step that draws on the
 // device, from its row of logits (starts[i]) with its generator's next
-// uniform, as it would alone (drawInto), over its row's first candidate in
+// uniform, as it would alone (drawRow), over its row's first candidate in
 // back (the step's top k, k a row): the host reads every row's pick in one
 // read.
 func (e *Engine) drawRows(step []*batchSeq, logits ops.Tensor, starts []int, back ops.Tensor, k int) {
 	for i, s := range step {
 		if s.drawing {
 			r := starts[i]
-			e.drawInto(logits.Rows(r, r+1), s.smp.s, s.smp.uniform(), ops.View(back, 4*r*k, ops.I32, []int{1}))
+			e.drawRow(logits.Rows(r, r+1), s.smp.s, s.smp.uniform(), ops.View(back, 4*r*k, ops.I32, []int{1}))
 		}
 	}
 }

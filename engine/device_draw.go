@@ -32,18 +32,23 @@ func init() {
 // from them with the uniform u, and returns the drawn token's tensor, i32 [1].
 func (e *Engine) drawOnDevice(logits ops.Tensor, s Sampling, u float32) ops.Tensor {
 	out := e.scratch.Get("sample.drawn", ops.I32, 1)
-	e.drawInto(logits, s, u, out)
+	e.drawInto(s, u, e.topK(logits, 1, s.TopK), out)
 	return out
 }
 
-// drawInto is drawOnDevice into out, i32 [1]: the row's top k in scratch of
-// its own (a batch's top k of every row stays as it is), taken again by the
-// next draw (the launches run in order).
-func (e *Engine) drawInto(logits ops.Tensor, s Sampling, u float32, out ops.Tensor) {
-	k := s.TopK
+// drawRow is drawOnDevice of a batch's row into out, i32 [1]: the row's top
+// k in scratch of its own (the batch's top k of every row stays as it is),
+// taken again by the next row's draw (the launches run in order).
+func (e *Engine) drawRow(logits ops.Tensor, s Sampling, u float32, out ops.Tensor) {
 	mark := e.scratch.Scope("draw")
 	defer e.scratch.Rewind(mark)
-	both := e.topKNamed("sample.draw_topk", logits, 1, k)
+	e.drawInto(s, u, e.topKNamed("sample.draw_topk", logits, 1, s.TopK), out)
+}
+
+// drawInto draws from both, a row's top k (topK's buffer, k = s.TopK), with
+// the uniform u into out.
+func (e *Engine) drawInto(s Sampling, u float32, both, out ops.Tensor) {
+	k := s.TopK
 	ops.SampleTop(e.ctx, ops.View(both, 0, ops.I32, []int{k}), ops.View(both, 4*k, ops.F32, []int{k}),
 		ops.View(both, 8*k, ops.F32, []int{1}), out, float32(s.Temperature), float32(s.TopP), float32(s.MinP), u)
 }
