@@ -24,9 +24,11 @@ type streamsBench struct {
 	Rows         []streamsRow `json:"rows"`
 	// Drafts is the oracle's guesses a reply and step of the drafted rows
 	// (--stream-drafts; 0: none).
-	Drafts int       `json:"drafts,omitempty"`
-	Stall  *stallRow `json:"stall,omitempty"`
-	Error  string    `json:"error,omitempty"`
+	Drafts int `json:"drafts,omitempty"`
+	// Sampled says whether the sampled rows ran (--stream-sampled).
+	Sampled bool      `json:"sampled,omitempty"`
+	Stall   *stallRow `json:"stall,omitempty"`
+	Error   string    `json:"error,omitempty"`
 }
 
 // streamsRow is one count of replies (the median run by aggregate rate).
@@ -45,6 +47,10 @@ type streamsRow struct {
 	DraftedTPS          float64 `json:"drafted_aggregate_tok_per_s,omitempty"`
 	DraftedPerStreamTPS float64 `json:"drafted_per_stream_tok_per_s,omitempty"`
 	TokensPerStep       float64 `json:"drafted_tokens_per_step,omitempty"`
+	// The same prompts' replies sampled (--stream-sampled): summed and
+	// median rate.
+	SampledTPS          float64 `json:"sampled_aggregate_tok_per_s,omitempty"`
+	SampledPerStreamTPS float64 `json:"sampled_per_stream_tok_per_s,omitempty"`
 }
 
 // stallRow is a long prompt joining replies that decode.
@@ -64,9 +70,9 @@ type streamRun struct {
 }
 
 // streams measures counts of replies of b.tokens tokens after 32-token prompts.
-func (b *bench) streams(counts []int, stallPrompt, drafts int) *streamsBench {
+func (b *bench) streams(counts []int, stallPrompt, drafts int, sampled bool) *streamsBench {
 	const promptLen = 32
-	r := &streamsBench{PromptTokens: promptLen, Tokens: b.tokens, Runs: b.runs, Drafts: drafts}
+	r := &streamsBench{PromptTokens: promptLen, Tokens: b.tokens, Runs: b.runs, Drafts: drafts, Sampled: sampled}
 	solo := make([]float64, b.runs)
 	for i := range solo {
 		st, err := b.once(promptLen, b.tokens, engine.Sampling{})
@@ -95,6 +101,12 @@ func (b *bench) streams(counts []int, stallPrompt, drafts int) *streamsBench {
 			row := streamsRowOf(runs)
 			if drafts > 0 {
 				if err := b.draftedRow(&row, reqs, runs, drafts, promptLen+b.tokens+8); err != nil {
+					r.Error = err.Error()
+					return r
+				}
+			}
+			if sampled {
+				if err := b.sampledRow(&row, reqs, promptLen+b.tokens+8); err != nil {
 					r.Error = err.Error()
 					return r
 				}
@@ -158,6 +170,23 @@ func (b *bench) draftedRow(row *streamsRow, reqs []engine.Request, runs []stream
 		slices.Sort(steps)
 		row.TokensPerStep = steps[len(steps)/2]
 	}
+	return nil
+}
+
+// sampledRow runs reqs again sampled as a chat's reply with Qwen's
+// recommended sampling is (drawn on the device), a seed each, and puts the
+// sampled rates in row.
+func (b *bench) sampledRow(row *streamsRow, reqs []engine.Request, n int) error {
+	sampled := slices.Clone(reqs)
+	for i := range sampled {
+		sampled[i].Sampling = engine.Sampling{Temperature: 0.7, TopP: 0.95, TopK: 20, Seed: uint64(i + 1)}
+	}
+	runs, err := b.batch(sampled, n)
+	if err != nil {
+		return err
+	}
+	s := streamsRowOf(runs)
+	row.SampledTPS, row.SampledPerStreamTPS = s.AggregateTPS, s.PerStreamTPS
 	return nil
 }
 
@@ -286,6 +315,13 @@ func writeStreamsBench(w io.Writer, s *streamsBench) {
 		fmt.Fprintf(w, "  %7s  %13s  %8s  %10s  %15s\n", "streams", "aggregate t/s", "× plain", "per stream", "tokens/step")
 		for _, r := range s.Rows {
 			fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %15.2f\n", r.Streams, r.DraftedTPS, r.DraftedTPS/r.AggregateTPS, r.DraftedPerStreamTPS, r.TokensPerStep)
+		}
+	}
+	if s.Sampled {
+		fmt.Fprintf(w, "  the same prompts' replies sampled (temperature 0.7, top-p 0.95, top-k 20; drawn on the device):\n")
+		fmt.Fprintf(w, "  %7s  %13s  %8s  %10s\n", "streams", "aggregate t/s", "× greedy", "per stream")
+		for _, r := range s.Rows {
+			fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f\n", r.Streams, r.SampledTPS, r.SampledTPS/r.AggregateTPS, r.SampledPerStreamTPS)
 		}
 	}
 	if st := s.Stall; st != nil {

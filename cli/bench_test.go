@@ -355,7 +355,8 @@ func TestSynthWithATokenizer(t *testing.T) {
 func TestBenchStreamsRows(t *testing.T) {
 	r, stdout := benchJSON(t, "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--runs", "1", "--tokens", "12",
 		"--prefill", "", "--long", "", "--drafts", "", "--switches=false", "--lookup=false", "--projections", "0",
-		"--streams", "1,3", "--stall-prompt", "300", "--prefill-chunk", "64", "--stream-drafts", "3")
+		"--streams", "1,3", "--stall-prompt", "300", "--prefill-chunk", "64", "--stream-drafts", "3",
+		"--stream-sampled")
 	s := r.Streams
 	if s == nil || s.Error != "" || s.SoloTokPerS <= 0 || len(s.Rows) != 2 {
 		t.Fatalf("streams rows: %+v", s)
@@ -370,12 +371,15 @@ func TestBenchStreamsRows(t *testing.T) {
 		if row.DraftedTPS <= 0 || row.DraftedPerStreamTPS <= 0 || row.TokensPerStep <= 1 || row.TokensPerStep > 4 {
 			t.Errorf("row %d's drafted figures: %+v", i, row)
 		}
+		if row.SampledTPS <= 0 || row.SampledPerStreamTPS <= 0 {
+			t.Errorf("row %d's sampled figures: %+v", i, row)
+		}
 	}
 	if st := s.Stall; st == nil || st.Streams != 2 || st.PromptTokens != 300 || st.Chunk != 64 || st.MaxGapMs < st.MedianGapMs || st.MedianGapMs <= 0 {
 		t.Errorf("stall row: %+v", s.Stall)
 	}
 	if !strings.Contains(stdout, "replies decoded together") || !strings.Contains(stdout, "joining 2 replies") || !strings.Contains(stdout, "dispatches/step") ||
-		!strings.Contains(stdout, "tokens/step") {
+		!strings.Contains(stdout, "tokens/step") || !strings.Contains(stdout, "× greedy") {
 		t.Errorf("the table has no streams rows:\n%s", stdout)
 	}
 	_, _, stderr := runCLI("bench", "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--streams", "17")

@@ -9,7 +9,7 @@
 # Usage (from the repository root): tools/gpubench.sh [stages]
 #   stages: any of ptx tests sweep bench streams ncu ncu-prefill ncu-verify ncu-batch (default: ptx tests bench ncu)
 #   streams: replies decoded together (docs/batching.md's table: 1, 2, 4, 8 replies,
-#          an 8,192-token prompt joining; again with oracle drafts of $STREAM_DRAFTS, default 4), with the tiled GEMVs a model loaded for
+#          an 8,192-token prompt joining; again with oracle drafts of $STREAM_DRAFTS, default 4, and sampled), with the tiled GEMVs a model loaded for
 #          several replies takes (BATCH_ENV overrides)
 #   sweep: decode speed for each setting in $SWEEP, a space-separated list of
 #          ';'-joined environment assignments, e.g.
@@ -56,7 +56,7 @@ if has bench; then
 fi
 if has streams; then
 	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} timeout 420 .devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 128 --prefill "" --long "" \
-		--switches=false --drafts "" --lookup=false --projections 0 --streams ${STREAMS:-1,2,4,8} --stall-prompt ${STALL:-8192} --stream-drafts ${STREAM_DRAFTS:-4} \
+		--switches=false --drafts "" --lookup=false --projections 0 --streams ${STREAMS:-1,2,4,8} --stall-prompt ${STALL:-8192} --stream-drafts ${STREAM_DRAFTS:-4} --stream-sampled \
 		> /tmp/streams.txt 2>> "$LOG"
 	echo "streams: rc $?"
 	sed -n '/replies decoded together/,$p' /tmp/streams.txt | tee -a "$LOG"
