@@ -25,8 +25,8 @@ import (
 // steps and the others go on. A prompt is prefilled in chunks, one chunk
 // between two decode steps of the others, so a long prompt delays them by a
 // chunk at a time, not by the whole prompt. With speculative decoding on, a
-// greedy reply's guesses ride in the step as rows of their own
-// (batch_drafts.go).
+// greedy or top-k sampled reply's guesses ride in the step as rows of their
+// own (batch_drafts.go).
 
 // MaxBatch is the most replies GenerateBatch runs together.
 const MaxBatch = qwen.MaxBatch
