@@ -30,8 +30,10 @@ import (
 // draft budget weighs its steps with guesses against those without
 // (draft_budget.go): in a batch a guess costs a row of a step whose weights
 // are read anyway, and a verifying reply's own conv, rule and attention
-// launches. A batch with a drafting reply steps without the batch pipeline
-// (its next guesses wait for the host's picks).
+// launches. A batch of greedy replies runs the batch pipeline while no
+// drafter has a guess (wantsGuesses: a guess follows the host's picks, so
+// the pipeline sees one a token late and stops for it); a sampled reply
+// that drafts steps without it.
 
 // batchSpeculator is req's drafter where its reply drafts in a batch, as a
 // lone reply would (planDecode): greedy without a penalty, or sampled with a
@@ -83,6 +85,18 @@ func shareRows(drafts [][]int32, spare int) [][]int32 {
 		drafts[i] = drafts[i][:give[i]]
 	}
 	return drafts
+}
+
+// wantsGuesses says whether s would guess at its next step, as far as the
+// host knows (the tokens it has taken; a step in flight is not seen), without
+// counting a step: its budget may guess and its drafter has a guess. A
+// batch of greedy replies runs pipelined while none does.
+func (s *batchSeq) wantsGuesses() bool {
+	sp := s.spec
+	if sp == nil || s.st.GeneratedTokens == 0 || sp.draftLen == 0 || sp.budget != nil && !sp.budget.mayGuess() {
+		return false
+	}
+	return len(sp.drafter.Draft(s.seen, 1)) > 0
 }
 
 // room is how many tokens s's next step may add: the cache's room, and for

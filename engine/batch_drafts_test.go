@@ -404,3 +404,81 @@ func TestPenalizeRowsWindows(t *testing.T) {
 		}
 	}
 }
+
+// sometimesDrafter guesses a known reply's next tokens, right, only where
+// the reply so far has a length of a multiple of every or one more: guesses
+// come in runs of two positions, as prompt lookup's do over a repeated
+// passage (a pipelined batch sees a guess one token late).
+type sometimesDrafter struct {
+	reply     []int32
+	promptLen int
+	every     int
+}
+
+func (d sometimesDrafter) Draft(history []int32, k int) []int32 {
+	done := len(history) - d.promptLen
+	if done%d.every > 1 || done >= len(d.reply) {
+		return nil
+	}
+	return slices.Clone(d.reply[done:min(done+k, len(d.reply))])
+}
+
+// TestPipelinedBatchWithQuietDrafters: greedy replies whose drafters guess
+// now and then run pipelined between their guesses (pipelines says so while
+// no drafter has a guess) and verify the guesses in steps of their own:
+// each reply is its plain greedy reply, its guesses kept.
+func TestPipelinedBatchWithQuietDrafters(t *testing.T) {
+	defer switches.Reset(SwitchSpeculative)
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	var reqs []Request
+	want := make([][]int32, 3)
+	for i := range want {
+		reqs = append(reqs, Request{PromptIDs: batchPrompt(i)[:9], MaxTokens: 40, IgnoreStop: true})
+		want[i] = solo(t, e, reqs[i])
+		reqs[i].Drafter = sometimesDrafter{reply: want[i], promptLen: 9, every: 8 + i}
+	}
+	if err := switches.Set(SwitchSpeculative, true); err != nil {
+		t.Fatal(err)
+	}
+	got, done := runBatch(t, e, reqs, 96)
+	for i := range reqs {
+		// A run of guesses every 8 to 10 tokens: a verify after each pipelined
+		// stretch, not the first only.
+		if st := done[i].Stats; !slices.Equal(got[i], want[i]) || st.Verifies < 3 || st.DraftAccepted != st.DraftProposed {
+			t.Errorf("reply %d: batched %v (kept %d of %d guesses in %d verifies), alone %v", i, got[i], st.DraftAccepted, st.DraftProposed,
+				st.Verifies, want[i])
+		}
+	}
+	// Two greedy replies that have taken 4 and 5 tokens: pipelined unless
+	// a drafter has a guess for what follows.
+	seq := func(d sometimesDrafter, taken int) *batchSeq {
+		s := &batchSeq{smp: newSampler(Sampling{}), spec: &speculator{e: e, drafter: d, draftLen: 4}, seen: make([]int32, 9+taken)}
+		s.st.GeneratedTokens = taken
+		return s
+	}
+	quiet := []*batchSeq{seq(sometimesDrafter{reply: want[0], promptLen: 9, every: 7}, 4), seq(sometimesDrafter{reply: want[1], promptLen: 9, every: 7}, 5)}
+	if !e.pipelines(quiet) {
+		t.Error("replies whose drafters have no guess do not pipeline")
+	}
+	if e.pipelines(append(quiet, seq(sometimesDrafter{reply: want[2], promptLen: 9, every: 3}, 7))) {
+		t.Error("a batch pipelines although a drafter has a guess")
+	}
+}
+
+// TestBudgetPassesPipelinedSteps: a pipelined step counts as a plain step
+// in a reply's draft budget, and the probe it brings due is the next
+// step's.
+func TestBudgetPassesPipelinedSteps(t *testing.T) {
+	b := newDraftBudget(4)
+	b.missed = 50 // guesses do not pay: only probes
+	if b.mayGuess() {
+		t.Fatal("a budget whose guesses do not pay may guess at once")
+	}
+	for range probeEvery {
+		b.pass()
+	}
+	if !b.mayGuess() || b.length() != 1 {
+		t.Errorf("after %d pipelined steps the probe is not due (idle %d)", probeEvery, b.idle)
+	}
+}

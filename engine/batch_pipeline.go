@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"bagel/backend"
 	"bagel/ops"
 	"bagel/switches"
@@ -17,7 +19,10 @@ import (
 // runs for nothing for that reply: its pick is dropped and its cache, one
 // token past the reply, is reset or restored before its slot serves again
 // (reuseInto). A known end (the token limit, the context's end) launches
-// nothing extra.
+// nothing extra. A greedy reply that drafts (batch_drafts.go) runs in the
+// pipeline while its drafter has no guess after the tokens the host has
+// taken: the pipeline then launches nothing more, and the step after it
+// verifies the guesses; its budget counts the pipelined steps as plain ones.
 
 // batchAhead is a batched step launched and not yet read: its rows' picks
 // on the device (ids, what the step after it embeds) and on their way to the
@@ -30,9 +35,10 @@ type batchAhead struct {
 
 // pipelines says whether step's replies may run pipelined: every one greedy
 // without a penalty or drawn on the device (its pick needs no history from
-// the host, its draw's uniform none of the tokens) and without drafts (its
-// guesses follow the host's picks), on a device that reads back
-// asynchronously, the decode pipeline switched on.
+// the host, its draw's uniform none of the tokens), and none about to guess
+// (its guesses follow the host's picks; a sampled reply that drafts takes
+// its draws in its lone reply's order, step by step), on a device that
+// reads back asynchronously, the decode pipeline switched on.
 func (e *Engine) pipelines(step []*batchSeq) bool {
 	if !switches.On(SwitchDecodePipeline) || !e.CanPipeline() {
 		return false
@@ -40,11 +46,27 @@ func (e *Engine) pipelines(step []*batchSeq) bool {
 	for _, s := range step {
 		sm := s.smp.s
 		greedy := sm.Temperature == 0 && !sm.additive() && (sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1)
-		if s.spec != nil || !(greedy || s.draw) {
+		if s.spec != nil && !greedy || !(greedy || s.draw) || s.wantsGuesses() {
 			return false
 		}
 	}
 	return true
+}
+
+// guessing says whether a reply of step would guess at its next step
+// (wantsGuesses): the pipeline then launches nothing more.
+func guessing(step []*batchSeq) bool {
+	return slices.ContainsFunc(step, (*batchSeq).wantsGuesses)
+}
+
+// passDrafts counts a pipelined step in each drafting reply's budget, as a
+// plain step.
+func passDrafts(step []*batchSeq) {
+	for _, s := range step {
+		if s.spec != nil && s.spec.budget != nil {
+			s.spec.budget.pass()
+		}
+	}
 }
 
 // launchBatch launches one step of step's replies, on their next tokens from
@@ -108,7 +130,7 @@ func (r *batchRunner) pipelined(step []*batchSeq) error {
 	}
 	for {
 		var next *batchAhead
-		if r.quiet(step) && !atKnownEnd(step) {
+		if r.quiet(step) && !atKnownEnd(step) && !guessing(step) {
 			if next, err = e.launchBatch(step, cur); err != nil {
 				_, _ = e.waitBatch(cur, step)
 				return err
@@ -126,6 +148,7 @@ func (r *batchRunner) pipelined(step []*batchSeq) error {
 			s.take(picks[i])
 			ended = ended || s.ended
 		}
+		passDrafts(step)
 		if next == nil {
 			return nil
 		}
@@ -139,6 +162,7 @@ func (r *batchRunner) pipelined(step []*batchSeq) error {
 					s.take(picks[i])
 				}
 			}
+			passDrafts(step)
 			return nil
 		}
 		cur = next

@@ -75,14 +75,7 @@ func (b *draftBudget) length() int {
 	if b.steps++; b.max > 0 && (b.plainSec == 0 && b.steps == 2 || b.steps%calibrateEvery == 0) {
 		return 0 // a plain step, to time one
 	}
-	alpha, c := b.acceptance(), b.guessCost()
-	best, bestRate := 0, 1.0
-	for g := 1; g <= b.max; g++ {
-		if rate := expectedTokens(alpha, g) / (1 + c*float64(g)); rate > bestRate {
-			best, bestRate = g, rate
-		}
-	}
-	if best > 0 {
+	if best := b.best(); best > 0 {
 		b.idle = 0
 		return best
 	}
@@ -91,6 +84,35 @@ func (b *draftBudget) length() int {
 		return 1
 	}
 	return 0
+}
+
+// best is the number of guesses, 0 to max, with the most tokens per plain
+// step of cost (0: none beats a plain step).
+func (b *draftBudget) best() int {
+	alpha, c := b.acceptance(), b.guessCost()
+	best, bestRate := 0, 1.0
+	for g := 1; g <= b.max; g++ {
+		if rate := expectedTokens(alpha, g) / (1 + c*float64(g)); rate > bestRate {
+			best, bestRate = g, rate
+		}
+	}
+	return best
+}
+
+// mayGuess says, without counting a step, whether the next step may make a
+// guess: guesses pay, or a probe is due.
+func (b *draftBudget) mayGuess() bool {
+	return b.max > 0 && (b.best() > 0 || b.idle+1 >= probeEvery)
+}
+
+// pass counts a plain step made without asking length (a pipelined batch's,
+// batch_pipeline.go): as length's plain step, a probe that falls due left
+// to the next length.
+func (b *draftBudget) pass() {
+	b.steps++
+	if b.idle+1 < probeEvery {
+		b.idle++
+	}
 }
 
 // expectedTokens is what a step with g guesses yields on average when each is
