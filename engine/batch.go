@@ -184,7 +184,7 @@ func (e *Engine) startSeq(s *batchSeq) error {
 	s.smp, s.history = newSampler(s.req.Sampling), []int32{s.next}
 	s.draw = drawsOnDevice(s.req.Sampling)
 	s.thinking = startsThinking(e, prompt)
-	if s.spec = e.batchSpeculator(s.req); s.spec != nil {
+	if s.spec = e.batchSpeculator(s.req, s.cache); s.spec != nil {
 		s.seen = slices.Clone(prompt)
 	}
 	if e.tok != nil {

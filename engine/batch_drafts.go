@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 
 // Speculative drafts riding in a batch's step: a greedy reply without a
 // repetition penalty, or a sampled one with a top-k, with speculative
-// decoding on (the speculative-ngram switch), has prompt lookup guess its
+// decoding on (the speculative-mtp switch with a head in the checkpoint, or
+// speculative-ngram), has the model's MTP head or prompt lookup guess its
 // next tokens, and its step runs its newest token and the guesses as rows
 // beside the other replies' one token each (qwen.Model.ForwardRows). The
 // guesses it agrees with are kept, plus its pick after the last of them;
@@ -35,20 +37,25 @@ import (
 // the pipeline sees one a token late and stops for it); a sampled reply
 // that drafts steps without it.
 
-// batchSpeculator is req's drafter where its reply drafts in a batch, as a
-// lone reply would (planDecode): greedy without a penalty, or sampled with a
-// top-k on the device, speculative decoding on; nil otherwise. Where a lone
-// reply would draft with the model's MTP head, a batched one drafts with
-// prompt lookup (the head is not kept in a batch's steps).
-func (e *Engine) batchSpeculator(req Request) *speculator {
+// batchSpeculator is the drafter of req's reply in a batch, in cache, as a
+// lone reply's would be (planDecode): for a greedy reply without a penalty,
+// or a sampled one with a top-k on the device, the model's MTP head (the
+// speculative-mtp switch, the head loaded, no drafter of the request's
+// own), else prompt lookup (speculative-ngram); nil otherwise.
+func (e *Engine) batchSpeculator(req Request, cache *qwen.Cache) *speculator {
 	sm := req.Sampling
 	noPenalty := sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1
 	greedy := sm.Temperature == 0 && noPenalty && switches.On(SwitchDeviceArgmax)
 	topK := sm.Temperature > 0 && sm.TopK > 0 && sm.TopK <= ops.TopKMax && switches.On(SwitchDeviceTopK)
-	if sm.additive() || !(greedy || topK) || !switches.On(SwitchSpeculative) {
+	switch {
+	case sm.additive() || !(greedy || topK):
 		return nil
+	case e.mtpWanted() && req.Drafter == nil:
+		return &speculator{e: e, mtp: true, draftLen: cmp.Or(req.DraftLength, DefaultMTPDraftLength), cache: cache}
+	case switches.On(SwitchSpeculative):
+		return e.promptLookup(req, false)
 	}
-	return e.promptLookup(req, false)
+	return nil
 }
 
 // stepDrafts are the guesses each reply of step runs after its next token
@@ -95,6 +102,9 @@ func (s *batchSeq) wantsGuesses() bool {
 	sp := s.spec
 	if sp == nil || s.st.GeneratedTokens == 0 || sp.draftLen == 0 || sp.budget != nil && !sp.budget.mayGuess() {
 		return false
+	}
+	if sp.mtp {
+		return true // the head guesses at every step (its guesses need the newest token on the device)
 	}
 	return len(sp.drafter.Draft(s.seen, 1)) > 0
 }
@@ -161,6 +171,7 @@ func (e *Engine) verified(s *batchSeq, guesses []int32, rows []candidates, befor
 			_ = s.cache.Reset(e.ctx) // the state is unknown: start over rather than go on wrong
 			return nil, err
 		}
+		e.model.RewindMTP(e.ctx, s.cache, kept) // the verify's row of the last kept token
 	}
 	return out, nil
 }

@@ -482,3 +482,70 @@ func TestBudgetPassesPipelinedSteps(t *testing.T) {
 		t.Errorf("after %d pipelined steps the probe is not due (idle %d)", probeEvery, b.idle)
 	}
 }
+
+// TestBatchMTPDraftsEqualPlain: with MTP drafting on, the demo model's
+// replies in a batch draft with its MTP head, kept in step through the
+// batched steps and rolled back with a verify's slot, and each is its plain
+// greedy reply (three questions, drafts of 1 and of 3); the head's first
+// guesses are kept as often as alone (≥ 70% where the replies recite).
+func TestBatchMTPDraftsEqualPlain(t *testing.T) {
+	testBatchMTPDrafts(t, "cpu")
+}
+
+// TestGPUBatchMTPDraftsEqualPlain is TestBatchMTPDraftsEqualPlain on each GPU
+// backend (the Metal simulator under make test).
+func TestGPUBatchMTPDraftsEqualPlain(t *testing.T) {
+	for _, name := range gpuBackends() {
+		t.Run(name, func(t *testing.T) { testBatchMTPDrafts(t, name) })
+	}
+}
+
+func testBatchMTPDrafts(t *testing.T, backendName string) {
+	defer switches.Reset(SwitchSpeculativeMTP)
+	dir, _ := mtpCase(t, 0)
+	var e *Engine
+	if backendName == "cpu" {
+		var err error
+		if e, err = Load(dir, Options{Backend: "cpu", ContextLength: 512, PromptCacheBytes: -1}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		e = loadGPU(t, dir, backendName, 512)
+	}
+	defer e.Close()
+	var reqs []Request
+	var want [][]int32
+	for _, i := range []int{0, 3, 4} { // replies that recite the model's books
+		_, req := mtpCase(t, i)
+		// Nothing held from the plain replies: a conversation kept while the
+		// head was not would be restored out of step (no drafts).
+		req.NoPromptCache = true
+		plain, _ := generateWith(t, e, SwitchSpeculativeMTP, false, req)
+		reqs, want = append(reqs, req), append(want, plain)
+	}
+	if err := switches.Set(SwitchSpeculativeMTP, true); err != nil {
+		t.Fatal(err)
+	}
+	rollbacks := 0
+	for _, draft := range []int{1, 3} {
+		for i := range reqs {
+			reqs[i].DraftLength = draft
+		}
+		got, done := runBatch(t, e, reqs, 256)
+		for i := range reqs {
+			st := done[i].Stats
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("question %d, drafts of %d (%q %v): batched %v\nplain %v", i, draft, done[i].Reason, done[i].Err, got[i], want[i])
+			}
+			if st.Verifies == 0 || draft == 1 && st.DraftAccepted*10 < st.DraftProposed*7 {
+				t.Errorf("question %d, drafts of %d: %d verifies, %d of %d guesses kept", i, draft, st.Verifies, st.DraftAccepted, st.DraftProposed)
+			}
+			if st.DraftAccepted < st.DraftProposed {
+				rollbacks++
+			}
+		}
+	}
+	if rollbacks == 0 {
+		t.Error("every guess was kept: no rollback exercised")
+	}
+}

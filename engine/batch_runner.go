@@ -82,6 +82,11 @@ func (r *batchRunner) run() {
 		}
 	}
 	defer e.give()
+	// The forwards keep the MTP head in step where it drafts (batch_drafts.go).
+	if err := e.keepMTP(e.mtpWanted()); err != nil {
+		r.failAll(err)
+		return
+	}
 	for {
 		if err := r.admit(); err != nil {
 			r.failAll(err)

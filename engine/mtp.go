@@ -77,15 +77,18 @@ func (e *Engine) keepMTP(on bool) error {
 // cache is out of step (a forward ran without it: the switch was off for the
 // turn this cache's prefix came from).
 func (s *speculator) mtpDrafts(last int32, n int) []int32 {
-	e := s.e
+	e, cache := s.e, s.cache
+	if cache == nil {
+		cache = e.cache
+	}
 	var drafts []int32
 	err := s.do(func() error {
 		defer e.scratch.Reset()
-		if !e.model.MTPReady(e.cache) {
+		if !e.model.MTPReady(cache) {
 			return nil
 		}
 		var err error
-		drafts, err = e.model.MTPDraft(e.ctx, e.cache, last, n, func(logits ops.Tensor) (int32, error) {
+		drafts, err = e.model.MTPDraft(e.ctx, cache, last, n, func(logits ops.Tensor) (int32, error) {
 			rows, err := e.readTopK(logits, 1, 1)
 			if err != nil {
 				return 0, err

@@ -60,6 +60,9 @@ type speculator struct {
 	// here is set while steps runs a batch of steps on the device goroutine:
 	// the steps' device work is then called directly (do), not handed to it.
 	here bool
+	// cache is the reply's cache where it is not the engine's (a batched
+	// reply's slot: the MTP head drafts from it).
+	cache *qwen.Cache
 }
 
 // do runs f on the device goroutine: directly inside a batch (steps), else
