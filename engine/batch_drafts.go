@@ -62,15 +62,71 @@ func (e *Engine) batchSpeculator(req Request, cache *qwen.Cache) *speculator {
 // (nil: none), MaxBatch rows in all at most.
 func (e *Engine) stepDrafts(step []*batchSeq) [][]int32 {
 	drafts := make([][]int32, len(step))
+	var heads []int // the replies the model's MTP head drafts for, together
 	for i, s := range step {
 		// The first token is picked plainly, as a lone reply's is (its
 		// prompt's last step): a sampled reply's draws then follow its
 		// lone reply's.
-		if s.spec != nil && s.st.GeneratedTokens > 0 {
+		switch {
+		case s.spec == nil || s.st.GeneratedTokens == 0:
+		case s.spec.mtp:
+			heads = append(heads, i)
+		default:
 			drafts[i] = s.spec.validDrafts(s.seen, s.room())
 		}
 	}
+	e.headDrafts(step, heads, drafts)
 	return shareRows(drafts, MaxBatch-len(step))
+}
+
+// headDrafts has the model's MTP head draft for the replies of step at idx
+// into drafts, all of them together (qwen.Model.MTPDraftBatch: a link of the
+// chain one launch of each of the head's kernels for all, one read), each
+// up to the guesses a lone reply would make (its draft length, its cache's
+// room). A reply whose head is out of step drafts nothing; a device error
+// leaves every one without guesses (the step that follows meets it).
+func (e *Engine) headDrafts(step []*batchSeq, idx []int, drafts [][]int32) {
+	var caches []*qwen.Cache
+	var lasts []int32
+	var used, ns []int
+	k := 0
+	for _, i := range idx {
+		s := step[i]
+		if n := s.spec.guesses(s.room()); n > 0 && e.model.MTPReady(s.cache) {
+			caches, lasts, used, ns = append(caches, s.cache), append(lasts, s.next), append(used, i), append(ns, n)
+			k = max(k, n)
+		}
+	}
+	if len(used) == 0 {
+		return
+	}
+	start := time.Now()
+	var out [][]int32
+	err := e.loop.do(func() error {
+		defer e.scratch.Reset()
+		var err error
+		out, err = e.model.MTPDraftBatch(e.ctx, caches, lasts, k, func(logits ops.Tensor) ([]int32, error) {
+			rows, err := e.readTopK(logits, logits.Shape[0], 1)
+			if err != nil {
+				return nil, err
+			}
+			picks := make([]int32, len(rows))
+			for r, c := range rows {
+				if picks[r], err = c.greedy(); err != nil {
+					return nil, err
+				}
+			}
+			return picks, nil
+		})
+		return err
+	})
+	took := time.Since(start)
+	for j, i := range used {
+		if err == nil {
+			drafts[i] = out[j][:min(len(out[j]), ns[j])]
+		}
+		step[i].spec.draftTime = took
+	}
 }
 
 // shareRows cuts drafts to spare guesses in all, shared out a guess at a

@@ -83,9 +83,9 @@ func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens [
 		return ops.Tensor{}, err
 	}
 	logits := m.logits(c, normed)
+	m.keepMTP(c, caches, counts, ids, normed)
 	row := 0
 	for i, k := range caches {
-		m.keepMTPOf(c, k, ids.Rows(row, row+counts[i]), normed.Rows(row, row+counts[i]))
 		k.Offset += counts[i]
 		k.Disarm()
 		k.replay = nil
@@ -95,23 +95,6 @@ func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens [
 		row += counts[i]
 	}
 	return logits, nil
-}
-
-// keepMTPOf keeps k's MTP head in step with its rows of a batched step (ids
-// i32 [t], final bf16 [t, hidden]), as a plain forward does while MTPOn:
-// the head's layer over the sequence's rows, a launch of each of its kernels
-// a sequence. Otherwise the head falls out of step.
-func (m *Model) keepMTPOf(c *ops.Ctx, k *Cache, ids, final ops.Tensor) {
-	if m.mtp == nil {
-		return
-	}
-	if m.MTPOn && k.mtp.keys.Buf != nil && k.ropeShift == 0 {
-		mark := c.Scratch.Scope("mtp.batch") // each sequence's update takes the last one's scratch
-		m.mtpUpdate(c, k, ids, final, k.Offset, ids.Elements())
-		c.Scratch.Rewind(mark)
-		return
-	}
-	k.mtpStale = true
 }
 
 // checkBatch refuses a batched step the step kernels do not serve: no
