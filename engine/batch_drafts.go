@@ -43,12 +43,9 @@ import (
 // speculative-mtp switch, the head loaded, no drafter of the request's
 // own), else prompt lookup (speculative-ngram); nil otherwise.
 func (e *Engine) batchSpeculator(req Request, cache *qwen.Cache) *speculator {
-	sm := req.Sampling
-	noPenalty := sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1
-	greedy := sm.Temperature == 0 && noPenalty && switches.On(SwitchDeviceArgmax)
-	topK := sm.Temperature > 0 && sm.TopK > 0 && sm.TopK <= ops.TopKMax && switches.On(SwitchDeviceTopK)
+	greedy, topK := devicePicks(req.Sampling)
 	switch {
-	case sm.additive() || !(greedy || topK):
+	case req.Sampling.additive() || !(greedy || topK):
 		return nil
 	case e.mtpWanted() && req.Drafter == nil:
 		return &speculator{e: e, mtp: true, draftLen: cmp.Or(req.DraftLength, DefaultMTPDraftLength), cache: cache}

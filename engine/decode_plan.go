@@ -154,9 +154,8 @@ func (e *Engine) planDecode(req Request, history []int32) *decodePlan {
 		return &decodePlan{pickState: ps, pick: hostPicker{ps}}
 	}
 	noPenalty := s.RepetitionPenalty == 0 || s.RepetitionPenalty == 1
-	greedy := s.Temperature == 0 && noPenalty && switches.On(SwitchDeviceArgmax)
+	greedy, topK := devicePicks(s)
 	greedyPenalized := s.Temperature == 0 && !noPenalty && switches.On(SwitchDeviceTopK)
-	topK := s.Temperature > 0 && s.TopK > 0 && s.TopK <= ops.TopKMax && switches.On(SwitchDeviceTopK)
 	filtered := s.Temperature > 0 && s.TopK == 0 && (s.TopP > 0 && s.TopP < 1 || s.MinP > 0) && switches.On(SwitchDeviceTopK)
 	draw := drawsOnDevice(s)
 	p := &decodePlan{pickState: ps, greedy: greedy, onDevice: greedy || greedyPenalized || topK || filtered}
@@ -224,4 +223,14 @@ func drawsOnDevice(s Sampling) bool {
 	noPenalty := (s.RepetitionPenalty == 0 || s.RepetitionPenalty == 1) && !s.additive()
 	return s.Temperature > 0 && s.TopK > 0 && s.TopK <= ops.TopKMax && noPenalty &&
 		switches.On(SwitchDeviceTopK) && switches.On(SwitchDeviceSampling)
+}
+
+// devicePicks says whether a reply sampled with s (no additive penalties)
+// is picked greedily on the device (no repetition penalty) or drawn from
+// the device's top-k: the replies speculative decoding serves.
+func devicePicks(s Sampling) (greedy, topK bool) {
+	noPenalty := s.RepetitionPenalty == 0 || s.RepetitionPenalty == 1
+	greedy = s.Temperature == 0 && noPenalty && switches.On(SwitchDeviceArgmax)
+	topK = s.Temperature > 0 && s.TopK > 0 && s.TopK <= ops.TopKMax && switches.On(SwitchDeviceTopK)
+	return greedy, topK
 }

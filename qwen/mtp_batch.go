@@ -2,6 +2,7 @@ package qwen
 
 import (
 	"fmt"
+	"slices"
 
 	"bagel/ops"
 )
@@ -52,7 +53,7 @@ func (m *Model) MTPDraftBatch(c *ops.Ctx, caches []*Cache, lasts []int32, k int,
 			// before the link below overwrites it, in stream order).
 			from := caches[b].mtpHidden
 			if i > 0 {
-				j := indexOf(prevLive, b)
+				j := slices.Index(prevLive, b)
 				from = prev.Rows(j, j+1)
 			}
 			ops.Copy(c, from, hidden.Rows(r, r+1))
@@ -133,14 +134,4 @@ func (m *Model) keepMTP(c *ops.Ctx, caches []*Cache, counts []int, ids, final op
 			ops.Copy(c, final.Rows(r0, r0+t), k.mtpKept.Rows(0, t))
 		}
 	}
-}
-
-// indexOf is the index of v in xs (−1 where it is not there).
-func indexOf(xs []int, v int) int {
-	for i, x := range xs {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
