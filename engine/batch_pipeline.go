@@ -169,13 +169,15 @@ func (r *batchRunner) pipelined(step []*batchSeq) error {
 	}
 }
 
-// quiet says whether step may go on alone: no reply waits for a place, no
-// prompt waits for its prefill, none of step's replies was cancelled.
+// quiet says whether step may go on alone: no reply waits for a place it
+// would get (none is admitted while another caller waits for the turn:
+// batchRunner.serve), no prompt waits for its prefill, none of step's
+// replies was cancelled.
 func (r *batchRunner) quiet(step []*batchSeq) bool {
 	r.mu.Lock()
 	queued := len(r.queued)
 	r.mu.Unlock()
-	if queued > 0 || len(r.active) != len(step) {
+	if queued > 0 && !r.e.othersWait() || len(r.active) != len(step) {
 		return false
 	}
 	for _, s := range step {

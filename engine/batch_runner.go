@@ -66,35 +66,65 @@ func (r *batchRunner) leave() bool {
 }
 
 // run is the runner's goroutine: it waits for the engine's turn (ending the
-// queued sequences cancelled meanwhile), then admits sequences into slots
-// and steps them until none is left.
+// queued sequences cancelled meanwhile), steps its sequences while it holds
+// it (serve), and waits again where it handed the turn to another caller
+// with sequences still queued.
 func (r *batchRunner) run() {
+	for {
+		if !r.waitTurn() {
+			return
+		}
+		more := r.serve()
+		r.e.give()
+		if !more {
+			return
+		}
+	}
+}
+
+// waitTurn waits for the engine's turn; false when the runner left
+// meanwhile (every queued sequence cancelled).
+func (r *batchRunner) waitTurn() bool {
 	e := r.e
-	for waiting := true; waiting; {
+	e.waiting.Add(1)
+	defer e.waiting.Add(-1)
+	for {
 		select {
 		case e.turn <- struct{}{}:
-			waiting = false
+			return true
 		case <-r.wake:
 			r.dropCancelled()
 			if r.leave() {
-				return
+				return false
 			}
 		}
 	}
-	defer e.give()
+}
+
+// serve admits sequences into slots and steps them until none is left
+// (false), or until the batch's replies have ended while another caller
+// waits for the turn (true: sequences are queued). A batch that kept
+// taking joins would otherwise hold the turn for as long as its clients
+// send requests: while another caller waits (a reply with a draft tree, a
+// scoring, a lone Generate), it admits no one, and hands the turn on once
+// its replies end.
+func (r *batchRunner) serve() (more bool) {
+	e := r.e
 	// The forwards keep the MTP head in step where it drafts (batch_drafts.go).
 	if err := e.keepMTP(e.mtpWanted()); err != nil {
 		r.failAll(err)
-		return
+		return false
 	}
 	for {
-		if err := r.admit(); err != nil {
-			r.failAll(err)
-			return
+		if !e.othersWait() {
+			if err := r.admit(); err != nil {
+				r.failAll(err)
+				return false
+			}
 		}
 		if err := e.prefillOne(r.active); err != nil {
 			r.failAll(err)
-			return
+			return false
 		}
 		if step := e.decoding(r.active); step != nil {
 			run := e.batchStep
@@ -108,8 +138,13 @@ func (r *batchRunner) run() {
 			}
 		}
 		r.release()
-		if len(r.active) == 0 && r.leave() {
-			return
+		if len(r.active) == 0 {
+			if r.leave() {
+				return false
+			}
+			if e.othersWait() {
+				return true
+			}
 		}
 	}
 }

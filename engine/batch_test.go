@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -343,6 +344,83 @@ func TestParallelCancelWhileWaiting(t *testing.T) {
 	e.give()
 	if ids, _, done := collect(t, p.Generate(context.Background(), Request{PromptIDs: batchPrompt(0), MaxTokens: 4})); len(ids) != 4 || done.Reason != ReasonLength {
 		t.Errorf("the next request: %d tokens, %q", len(ids), done.Reason)
+	}
+}
+
+// TestParallelHandsOnTheTurn: a caller waiting for the engine's turn (a
+// lone Generate: a reply with a draft tree, a scoring) while a batch keeps
+// taking joins gets it once the batch's replies under way end, before the
+// requests queued behind them start; each reply is its reply alone.
+func TestParallelHandsOnTheTurn(t *testing.T) {
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	p, err := e.Parallel(2, 96)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := func(i int) Request { return Request{PromptIDs: batchPrompt(i), MaxTokens: 80, IgnoreStop: true} }
+	short := func(i int) Request { return Request{PromptIDs: batchPrompt(i), MaxTokens: 4, IgnoreStop: true} }
+	var running []<-chan Event
+	for i := range 2 {
+		events := p.Generate(context.Background(), long(i))
+		if ev := <-events; ev.Kind != EventToken { // stepping; unread, it stops at its backlog
+			t.Fatalf("reply %d: %v first", i, ev.Kind)
+		}
+		running = append(running, events)
+	}
+	var queued []<-chan Event
+	for i := range 3 {
+		queued = append(queued, p.Generate(context.Background(), short(2+i)))
+	}
+	lone := e.Generate(context.Background(), short(5))
+	for deadline := time.Now().Add(10 * time.Second); !e.othersWait(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lone Generate never waited for the turn")
+		}
+	}
+	var order atomic.Int64
+	type reply struct {
+		ids        []int32
+		first, end int64 // order of the first token and of the end
+	}
+	read := func(events <-chan Event, out chan<- reply) {
+		var r reply
+		for ev := range events {
+			switch {
+			case ev.Kind == EventToken && ev.Token >= 0:
+				if r.ids = append(r.ids, ev.Token); len(r.ids) == 1 {
+					r.first = order.Add(1)
+				}
+			case ev.Kind == EventError:
+				t.Error(ev.Err)
+			}
+		}
+		r.end = order.Add(1)
+		out <- r
+	}
+	all := append(append(running, queued...), lone)
+	outs := make([]chan reply, len(all))
+	for i, events := range all {
+		outs[i] = make(chan reply, 1)
+		go read(events, outs[i])
+	}
+	got := make([]reply, len(all))
+	for i := range outs {
+		got[i] = <-outs[i]
+	}
+	alone := got[len(got)-1]
+	for i, r := range got[2 : len(got)-1] {
+		if r.first < alone.end {
+			t.Errorf("queued request %d started before the lone reply waiting for the turn ended", i)
+		}
+	}
+	if want := solo(t, e, short(5)); !slices.Equal(alone.ids, want) {
+		t.Errorf("the lone reply: %v, alone %v", alone.ids, want)
+	}
+	for i, r := range got[2 : len(got)-1] {
+		if want := solo(t, e, short(2+i)); !slices.Equal(r.ids, want) {
+			t.Errorf("queued request %d: %v, alone %v", i, r.ids, want)
+		}
 	}
 }
 

@@ -83,6 +83,9 @@ type Engine struct {
 	// the app's chat and the local server share one engine, and a second
 	// caller waits for the first to finish, or for its own cancel.
 	turn chan struct{}
+	// waiting counts the callers blocked on turn: a batch that keeps
+	// taking joins hands the turn on when another waits (batchRunner.run).
+	waiting atomic.Int32
 
 	tok                   *tokenizer.Tokenizer
 	tmpl                  *tokenizer.Template
@@ -102,8 +105,12 @@ type Engine struct {
 	filterFallbacks int
 }
 
-// take waits for the engine's turn; false when ctx ends first.
+// take waits for the engine's turn; false when ctx ends first. The turn
+// goes to its waiters in the order they came (a channel's blocked senders
+// are served first in, first out).
 func (e *Engine) take(ctx context.Context) bool {
+	e.waiting.Add(1)
+	defer e.waiting.Add(-1)
 	select {
 	case e.turn <- struct{}{}:
 		return true
@@ -111,6 +118,12 @@ func (e *Engine) take(ctx context.Context) bool {
 		return false
 	}
 }
+
+// waitTurn waits for the engine's turn, however long.
+func (e *Engine) waitTurn() { e.take(context.Background()) }
+
+// othersWait says whether a caller is waiting for the turn its holder has.
+func (e *Engine) othersWait() bool { return e.waiting.Load() > 0 }
 
 // give hands the turn on.
 func (e *Engine) give() { <-e.turn }

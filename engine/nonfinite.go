@@ -34,7 +34,7 @@ func (e *Engine) FindNonFinite(ids []int32) (*NonFinite, error) {
 	if len(ids) > e.ContextLength() {
 		return nil, fmt.Errorf("check-finite: %d tokens exceed the context length %d", len(ids), e.ContextLength())
 	}
-	e.turn <- struct{}{} // a generation under way finishes first
+	e.waitTurn() // a generation under way finishes first
 	defer e.give()
 	if err := e.resetCache(); err != nil {
 		return nil, err

@@ -83,7 +83,7 @@ func (e *Engine) ScoreEach(ids []int32, opt ScoreOptions, emit func(Position) er
 	} else if len(opt.Images) > 0 {
 		return fmt.Errorf("score: this model cannot read images")
 	}
-	e.turn <- struct{}{} // a generation under way finishes first
+	e.waitTurn() // a generation under way finishes first
 	defer e.give()
 	if err := e.resetCache(); err != nil {
 		return err
