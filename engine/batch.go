@@ -68,6 +68,10 @@ type batchSeq struct {
 	spec  *speculator
 	seen  []int32
 	ahead int
+	// logprobs is the entry of the token last picked where the request asks
+	// for log-probabilities (its row's logits read, as a lone reply's
+	// hostPicker reads them).
+	logprobs *TokenLogprobs
 	// draw: the reply's tokens are drawn on the device, as alone
 	// (drawsOnDevice; drawRows); drawing: this step's is (drawsNow).
 	draw, drawing bool
@@ -182,7 +186,7 @@ func (e *Engine) startSeq(s *batchSeq) error {
 	}
 	s.prompt, s.key, s.next = prompt, key, prompt[len(prompt)-1]
 	s.smp, s.history = newSampler(s.req.Sampling), []int32{s.next}
-	s.draw = drawsOnDevice(s.req.Sampling)
+	s.draw = drawsOnDevice(s.req.Sampling) && !s.req.Logprobs
 	s.thinking = startsThinking(e, prompt)
 	if s.spec = e.batchSpeculator(s.req, s.cache); s.spec != nil {
 		s.seen = slices.Clone(prompt)
@@ -358,7 +362,9 @@ func (s *batchSeq) take(id int32) {
 	case s.dec != nil:
 		text = s.dec.Add(id)
 	}
-	if !s.g.send(Event{Kind: EventToken, Text: text, Thinking: s.thinking, Token: id}) {
+	lp := s.logprobs
+	s.logprobs = nil
+	if !s.g.send(Event{Kind: EventToken, Text: text, Thinking: s.thinking, Token: id, Logprobs: lp}) {
 		s.finish(ReasonCancelled)
 		return
 	}
@@ -382,8 +388,8 @@ func (s *batchSeq) take(id int32) {
 // (verified), another's next token, picked from its row: on the device the
 // repetition penalty and the k best (one read for every row), then on the
 // host each sequence's sampler; a row whose sampler needs the logits
-// themselves (additive penalties, or a top-p or min-p cut past the
-// candidates) reads its row.
+// themselves (additive penalties, log-probabilities, or a top-p or min-p
+// cut past the candidates) reads its row.
 func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32) ([][]int32, error) {
 	caches, rows := stepRows(step, drafts)
 	k, total := 1, 0

@@ -39,13 +39,14 @@ import (
 
 // batchSpeculator is the drafter of req's reply in a batch, in cache, as a
 // lone reply's would be (planDecode): for a greedy reply without a penalty,
-// or a sampled one with a top-k on the device, the model's MTP head (the
+// or a sampled one with a top-k on the device, neither asking for
+// log-probabilities, the model's MTP head (the
 // speculative-mtp switch, the head loaded, no drafter of the request's
 // own), else prompt lookup (speculative-ngram); nil otherwise.
 func (e *Engine) batchSpeculator(req Request, cache *qwen.Cache) *speculator {
 	greedy, topK := devicePicks(req.Sampling)
 	switch {
-	case req.Sampling.additive() || !(greedy || topK):
+	case req.Sampling.additive() || req.Logprobs || !(greedy || topK):
 		return nil
 	case e.mtpWanted() && req.Drafter == nil:
 		return &speculator{e: e, mtp: true, draftLen: cmp.Or(req.DraftLength, DefaultMTPDraftLength), cache: cache}

@@ -45,7 +45,7 @@ func (e *Engine) pipelines(step []*batchSeq) bool {
 	}
 	for _, s := range step {
 		sm := s.smp.s
-		greedy := sm.Temperature == 0 && !sm.additive() && (sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1)
+		greedy := sm.Temperature == 0 && !s.readsLogits() && (sm.RepetitionPenalty == 0 || sm.RepetitionPenalty == 1)
 		if s.spec != nil && !greedy || !(greedy || s.draw) || s.wantsGuesses() {
 			return false
 		}

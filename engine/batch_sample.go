@@ -38,11 +38,16 @@ func (e *Engine) drawRows(step []*batchSeq, logits ops.Tensor, starts []int, bac
 	}
 }
 
+// readsLogits says whether s's picks read its row's logits to the host,
+// as a lone reply's hostPicker does: for the presence and frequency
+// penalties, or for the log-probabilities the request asks for.
+func (s *batchSeq) readsLogits() bool { return s.req.Logprobs || s.smp.s.additive() }
+
 // candidates is how many best logits s's sampler needs from the device.
 func (s *batchSeq) candidates() int {
 	sm := s.smp.s
 	switch {
-	case sm.Temperature == 0 || sm.additive() || s.drawing:
+	case sm.Temperature == 0 || s.readsLogits() || s.drawing:
 		return 1
 	case sm.TopK > 0 && sm.TopK <= ops.TopKMax:
 		return sm.TopK
@@ -77,7 +82,7 @@ func penalizeRows(step []*batchSeq, logits ops.Tensor, starts []int, drafts [][]
 // its window the history and then guesses.
 func (s *batchSeq) penalize(row ops.Tensor, r int, guesses []int32) error {
 	p := s.smp.s.RepetitionPenalty
-	if p == 0 || p == 1 || s.smp.s.additive() {
+	if p == 0 || p == 1 || s.readsLogits() { // the host's sampler applies it (pick)
 		return nil
 	}
 	e := s.g.e
@@ -97,19 +102,15 @@ func (s *batchSeq) pick(row ops.Tensor, c candidates) (int32, error) {
 	if math.IsNaN(c.lse) || math.IsInf(c.lse, 0) {
 		return 0, errNonFinite
 	}
-	if sm.Temperature == 0 && !sm.additive() || s.drawing { // the device's pick, or its draw (drawRows)
+	switch {
+	case s.readsLogits():
+		return s.pickOnHost(row)
+	case sm.Temperature == 0 || s.drawing: // the device's pick, or its draw (drawRows)
 		return c.greedy()
-	}
-	if sm.additive() || !(sm.TopK > 0 && sm.TopK <= ops.TopKMax) && !c.coversFilters(sm, e.Config.VocabSize) {
-		logits, err := ops.ReadF32(e.ctx, row)
+	case !(sm.TopK > 0 && sm.TopK <= ops.TopKMax) && !c.coversFilters(sm, e.Config.VocabSize):
+		logits, err := s.readRow(row)
 		if err != nil {
 			return 0, err
-		}
-		if !finiteLogits(logits) {
-			return 0, errNonFinite
-		}
-		if sm.additive() {
-			return s.smp.sample(logits, s.history), nil
 		}
 		return int32(s.smp.draw(logits)), nil // penalized on the device already
 	}
@@ -117,6 +118,38 @@ func (s *batchSeq) pick(row ops.Tensor, c candidates) (int32, error) {
 		c = c.first(sm.TopK)
 	}
 	return s.smp.sampleTop(c), nil
+}
+
+// pickOnHost picks s's token from its row's raw logits as a lone reply's
+// hostPicker does: the sampler's penalties applied on the host, and where
+// the request asks for them the log-probabilities of the raw logits (kept
+// for the token's event).
+func (s *batchSeq) pickOnHost(row ops.Tensor) (int32, error) {
+	logits, err := s.readRow(row)
+	if err != nil {
+		return 0, err
+	}
+	if !s.req.Logprobs {
+		return s.smp.sample(logits, s.history), nil
+	}
+	e := s.g.e
+	lse, top := e.logprobsOf(logits, s.req.TopLogprobs)
+	raw := slices.Clone(logits) // the sampler's penalties change logits
+	id := s.smp.sample(logits, s.history)
+	s.logprobs = &TokenLogprobs{TokenLogprob: e.tokenLogprob(id, float64(raw[id])-lse), Top: top}
+	return id, nil
+}
+
+// readRow reads a row of logits to the host, refused where one is not finite.
+func (s *batchSeq) readRow(row ops.Tensor) ([]float32, error) {
+	logits, err := ops.ReadF32(s.g.e.ctx, row)
+	if err != nil {
+		return nil, err
+	}
+	if !finiteLogits(logits) {
+		return nil, errNonFinite
+	}
+	return logits, nil
 }
 
 // first is c cut to its k best.
