@@ -45,6 +45,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	serverRows := fs.Bool("server", false, "also time a reply streamed through the local server against the engine alone (needs a tokenizer)")
 	streamCounts := fs.String("streams", "", fmt.Sprintf("also decode greedy replies this many at once, 1 to %d each (e.g. 1,2,4,8; empty: none): the summed and each reply's rate (bagel serve --parallel runs them with --switch tiled-gemv=on on CUDA)", engine.MaxBatch))
 	streamSampled := fs.Bool("stream-sampled", false, "with --streams, also decode each count's replies sampled (temperature 0.7, top-p 0.95, top-k 20, a seed each: drawn on the device, as a chat's reply with Qwen's recommended sampling is)")
+	streamTreeWidth := fs.Int("stream-tree-width", 0, fmt.Sprintf("with --stream-drafts, the oracle's guesses as draft trees of this many branches, 2 to %d: the right one first, the others wrong (what verifying a tree costs in a batch; 0: lines)", engine.MaxTreeWidth))
 	streamDrafts := fs.Int("stream-drafts", 0, fmt.Sprintf("with --streams, also decode each count's replies again with speculative decoding, the oracle guessing up to this many tokens a reply and step, 1 to %d, every guess right (0: not)", engine.MaxDraftLength))
 	stallPrompt := fs.Int("stall-prompt", 8192, "with --streams, the prompt that joins the most replies but one, to time the stall its prefill causes (0: none)")
 	imagePaths := fs.images("to time through the model's vision tower")
@@ -100,6 +101,9 @@ func runBench(args []string, out, errOut io.Writer) error {
 	}
 	if *streamDrafts < 0 || *streamDrafts > engine.MaxDraftLength {
 		return fmt.Errorf("--stream-drafts %d: want 0 (none) to %d", *streamDrafts, engine.MaxDraftLength)
+	}
+	if *streamTreeWidth != 0 && (*streamTreeWidth < 2 || *streamTreeWidth > engine.MaxTreeWidth || *streamDrafts == 0) {
+		return fmt.Errorf("--stream-tree-width %d: want 0 (lines) or 2 to %d, with --stream-drafts", *streamTreeWidth, engine.MaxTreeWidth)
 	}
 	if *stallPrompt < 0 {
 		return fmt.Errorf("--stall-prompt %d: want 0 (none) or a prompt length", *stallPrompt)
@@ -190,7 +194,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 		}
 	}
 	if len(counts) > 0 {
-		b.report.Streams = b.streams(counts, *stallPrompt, *streamDrafts, *streamSampled)
+		b.report.Streams = b.streams(counts, *stallPrompt, streamDraft{*streamDrafts, *streamTreeWidth}, *streamSampled)
 	}
 	if len(*imagePaths) > 0 {
 		b.report.Images = b.images(*imagePaths)

@@ -23,8 +23,10 @@ type streamsBench struct {
 	SoloTokPerS  float64      `json:"solo_tok_per_s"` // one reply through Generate (its decode plan: device pick, pipeline)
 	Rows         []streamsRow `json:"rows"`
 	// Drafts is the oracle's guesses a reply and step of the drafted rows
-	// (--stream-drafts; 0: none).
-	Drafts int `json:"drafts,omitempty"`
+	// (--stream-drafts; 0: none), in trees of TreeWidth branches where set
+	// (--stream-tree-width).
+	Drafts    int `json:"drafts,omitempty"`
+	TreeWidth int `json:"tree_width,omitempty"`
 	// Sampled says whether the sampled rows ran (--stream-sampled).
 	Sampled bool      `json:"sampled,omitempty"`
 	Stall   *stallRow `json:"stall,omitempty"`
@@ -70,9 +72,13 @@ type streamRun struct {
 }
 
 // streams measures counts of replies of b.tokens tokens after 32-token prompts.
-func (b *bench) streams(counts []int, stallPrompt, drafts int, sampled bool) *streamsBench {
+// streamDraft is the drafted rows' oracle: its guesses a reply and step
+// (0: no drafted rows), in trees of width branches where width ≥ 2.
+type streamDraft struct{ drafts, width int }
+
+func (b *bench) streams(counts []int, stallPrompt int, draft streamDraft, sampled bool) *streamsBench {
 	const promptLen = 32
-	r := &streamsBench{PromptTokens: promptLen, Tokens: b.tokens, Runs: b.runs, Drafts: drafts, Sampled: sampled}
+	r := &streamsBench{PromptTokens: promptLen, Tokens: b.tokens, Runs: b.runs, Drafts: draft.drafts, TreeWidth: draft.width, Sampled: sampled}
 	solo := make([]float64, b.runs)
 	for i := range solo {
 		st, err := b.once(promptLen, b.tokens, engine.Sampling{})
@@ -99,8 +105,8 @@ func (b *bench) streams(counts []int, stallPrompt, drafts int, sampled bool) *st
 				return r
 			}
 			row := streamsRowOf(runs)
-			if drafts > 0 {
-				if err := b.draftedRow(&row, reqs, runs, drafts, promptLen+b.tokens+8); err != nil {
+			if draft.drafts > 0 {
+				if err := b.draftedRow(&row, reqs, runs, draft, promptLen+b.tokens+8); err != nil {
 					r.Error = err.Error()
 					return r
 				}
@@ -138,9 +144,10 @@ func (b *bench) streamRequests(prompts [][]int32) []engine.Request {
 }
 
 // draftedRow runs reqs again with speculative decoding, the oracle guessing
-// up to drafts tokens of each reply's known continuation (runs', the same
-// replies decoded plainly) a step, and puts the drafted rates in row.
-func (b *bench) draftedRow(row *streamsRow, reqs []engine.Request, runs []streamRun, drafts, n int) error {
+// up to draft.drafts tokens of each reply's known continuation (runs', the
+// same replies decoded plainly) a step, in trees of draft.width branches
+// where set, and puts the drafted rates in row.
+func (b *bench) draftedRow(row *streamsRow, reqs []engine.Request, runs []streamRun, draft streamDraft, n int) error {
 	was := engine.SwitchOn(engine.SwitchSpeculative)
 	defer engine.SetSwitch(engine.SwitchSpeculative, was)
 	if err := engine.SetSwitch(engine.SwitchSpeculative, true); err != nil {
@@ -148,8 +155,11 @@ func (b *bench) draftedRow(row *streamsRow, reqs []engine.Request, runs []stream
 	}
 	drafted := slices.Clone(reqs)
 	for i := range drafted {
-		drafted[i].Drafter = drafter.OracleDrafter{Continuation: runs[i].ids, PromptLen: len(reqs[i].PromptIDs)}
-		drafted[i].DraftLength = drafts
+		oracle := drafter.OracleDrafter{Continuation: runs[i].ids, PromptLen: len(reqs[i].PromptIDs)}
+		drafted[i].Drafter, drafted[i].DraftLength = oracle, draft.drafts
+		if draft.width >= 2 {
+			drafted[i].Drafter = drafter.OracleTreeDrafter{Oracle: oracle, Width: draft.width}
+		}
 	}
 	again, err := b.batch(drafted, n)
 	if err != nil {
@@ -310,8 +320,12 @@ func writeStreamsBench(w io.Writer, s *streamsBench) {
 			r.PerStreamTPS, r.SlowestTPS, r.TTFTms, r.GPUmsPerStep, r.DispatchesPerStep)
 	}
 	if s.Drafts > 0 {
-		fmt.Fprintf(w, "  the same replies with speculative decoding, the oracle guessing up to %d tokens a reply and step (every guess right; %d rows a step at most):\n",
-			s.Drafts, engine.MaxBatch)
+		trees := ""
+		if s.TreeWidth > 0 {
+			trees = fmt.Sprintf(" in trees of %d branches, the right one first", s.TreeWidth)
+		}
+		fmt.Fprintf(w, "  the same replies with speculative decoding, the oracle guessing up to %d tokens a reply and step%s (every right guess kept; %d rows a step at most):\n",
+			s.Drafts, trees, engine.MaxBatch)
 		fmt.Fprintf(w, "  %7s  %13s  %8s  %10s  %15s\n", "streams", "aggregate t/s", "× plain", "per stream", "tokens/step")
 		for _, r := range s.Rows {
 			fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %15.2f\n", r.Streams, r.DraftedTPS, r.DraftedTPS/r.AggregateTPS, r.DraftedPerStreamTPS, r.TokensPerStep)

@@ -391,3 +391,26 @@ func TestBenchStreamsRows(t *testing.T) {
 		t.Errorf("--stream-drafts 16: %s", stderr)
 	}
 }
+
+// TestBenchStreamTrees: --stream-tree-width has the drafted rows' oracle
+// guess trees (the right branch first), verified in the batch's steps: a
+// step adds more than a token; a width without --stream-drafts is refused.
+func TestBenchStreamTrees(t *testing.T) {
+	r, stdout := benchJSON(t, "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--runs", "1", "--tokens", "12",
+		"--prefill", "", "--long", "", "--drafts", "", "--switches=false", "--lookup=false", "--projections", "0",
+		"--streams", "2", "--stall-prompt", "0", "--stream-drafts", "3", "--stream-tree-width", "2")
+	s := r.Streams
+	if s == nil || s.Error != "" || s.TreeWidth != 2 || len(s.Rows) != 1 {
+		t.Fatalf("streams rows: %+v", s)
+	}
+	if row := s.Rows[0]; row.DraftedTPS <= 0 || row.TokensPerStep <= 1 || row.TokensPerStep > 4 {
+		t.Errorf("the drafted figures with trees: %+v", row)
+	}
+	if !strings.Contains(stdout, "in trees of 2 branches") {
+		t.Errorf("the table does not say the guesses are trees:\n%s", stdout)
+	}
+	_, _, stderr := runCLI("bench", "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--streams", "2", "--stream-tree-width", "2")
+	if !strings.Contains(stderr, "--stream-tree-width 2: want 0 (lines) or 2 to 3, with --stream-drafts") {
+		t.Errorf("--stream-tree-width without drafts: %s", stderr)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"bagel/backend"
+	"bagel/drafter"
 	"bagel/ops"
 	"bagel/qwen"
 	"bagel/switches"
@@ -313,9 +314,9 @@ func (e *Engine) decoding(seqs []*batchSeq) []*batchSeq {
 // guesses its drafter made (batch_drafts.go), and hands each the tokens it
 // adds.
 func (e *Engine) batchStep(step []*batchSeq) error {
-	drafts := e.stepDrafts(step)
+	drafts, trees := e.stepDrafts(step)
 	start := time.Now()
-	out, err := e.forwardBatch(step, drafts)
+	out, err := e.forwardBatch(step, drafts, trees)
 	if err != nil {
 		return err
 	}
@@ -390,7 +391,7 @@ func (s *batchSeq) take(id int32) {
 // host each sequence's sampler; a row whose sampler needs the logits
 // themselves (additive penalties, log-probabilities, or a top-p or min-p
 // cut past the candidates) reads its row.
-func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32) ([][]int32, error) {
+func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32, trees []*drafter.Tree) ([][]int32, error) {
 	caches, rows := stepRows(step, drafts)
 	k, total := 1, 0
 	for i, s := range step {
@@ -401,11 +402,11 @@ func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32) ([][]int32, er
 	out := make([][]int32, len(step))
 	err := e.loop.do(func() error {
 		defer e.scratch.Reset()
-		before, err := e.snapshotDrafting(step, drafts)
+		before, err := e.snapshotDrafting(step, drafts, trees)
 		if err != nil {
 			return err
 		}
-		logits, starts, err := e.model.ForwardRows(e.ctx, caches, rows)
+		logits, starts, err := e.model.ForwardTrees(e.ctx, caches, rows, stepParents(trees))
 		if err != nil {
 			return err
 		}
@@ -421,9 +422,12 @@ func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32) ([][]int32, er
 		cands := parseTopK(raw, total, k)
 		for i, s := range step {
 			r := starts[i]
-			if len(drafts[i]) > 0 {
+			switch {
+			case trees[i] != nil:
+				out[i], err = e.committed(s, trees[i], cands[r:r+len(rows[i])])
+			case len(drafts[i]) > 0:
 				out[i], err = e.verified(s, drafts[i], cands[r:r+len(rows[i])], before[i])
-			} else {
+			default:
 				var id int32
 				id, err = s.pick(logits.Rows(r, r+1), cands[r])
 				out[i] = []int32{id}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"bagel/drafter"
 	"bagel/ops"
 	"bagel/qwen"
 	"bagel/switches"
@@ -51,15 +52,17 @@ func (e *Engine) batchSpeculator(req Request, cache *qwen.Cache) *speculator {
 	case e.mtpWanted() && req.Drafter == nil:
 		return &speculator{e: e, mtp: true, draftLen: cmp.Or(req.DraftLength, DefaultMTPDraftLength), cache: cache}
 	case switches.On(SwitchSpeculative):
-		return e.promptLookup(req, false)
+		return e.promptLookup(req, greedy) // a greedy reply's may guess trees (Request.TreeWidth)
 	}
 	return nil
 }
 
 // stepDrafts are the guesses each reply of step runs after its next token
-// (nil: none), MaxBatch rows in all at most.
-func (e *Engine) stepDrafts(step []*batchSeq) [][]int32 {
-	drafts := make([][]int32, len(step))
+// (nil: none), MaxBatch rows in all at most, and where a reply's drafter
+// guessed a draft tree, the tree (its nodes; drafts then holds their
+// tokens): trees[i], nil for a line of guesses.
+func (e *Engine) stepDrafts(step []*batchSeq) (drafts [][]int32, trees []*drafter.Tree) {
+	drafts, trees = make([][]int32, len(step)), make([]*drafter.Tree, len(step))
 	var heads []int // the replies the model's MTP head drafts for, together
 	for i, s := range step {
 		// The first token is picked plainly, as a lone reply's is (its
@@ -70,11 +73,25 @@ func (e *Engine) stepDrafts(step []*batchSeq) [][]int32 {
 		case s.spec.mtp:
 			heads = append(heads, i)
 		default:
-			drafts[i] = s.spec.validDrafts(s.seen, s.room())
+			if td, ok := s.spec.drafter.(drafter.TreeDrafter); ok && s.smp.s.Temperature == 0 { // (a sampled reply takes its line, as alone)
+				if trees[i] = s.spec.validTree(td, s.seen, s.room()); trees[i] != nil {
+					drafts[i] = trees[i].Tokens
+				}
+			} else {
+				drafts[i] = s.spec.validDrafts(s.seen, s.room())
+			}
 		}
 	}
 	e.headDrafts(step, heads, drafts)
-	return shareRows(drafts, MaxBatch-len(step))
+	drafts = shareRows(drafts, MaxBatch-len(step))
+	for i, tree := range trees {
+		if tree != nil { // its first nodes: a tree's parents come before their children
+			if trees[i] = tree.Prefix(len(drafts[i])); trees[i].Len() == 0 {
+				trees[i] = nil
+			}
+		}
+	}
+	return drafts, trees
 }
 
 // headDrafts has the model's MTP head draft for the replies of step at idx
@@ -185,11 +202,12 @@ func stepRows(step []*batchSeq, drafts [][]int32) ([]*qwen.Cache, [][]int32) {
 }
 
 // snapshotDrafting takes a state snapshot of every cache of step that
-// verifies guesses (nil for the others), for its rollback.
-func (e *Engine) snapshotDrafting(step []*batchSeq, drafts [][]int32) ([]*qwen.Snapshot, error) {
+// verifies a line of guesses (nil for the others: a tree leaves the GDN
+// states as they were), for its rollback.
+func (e *Engine) snapshotDrafting(step []*batchSeq, drafts [][]int32, trees []*drafter.Tree) ([]*qwen.Snapshot, error) {
 	before := make([]*qwen.Snapshot, len(step))
 	for i, s := range step {
-		if len(drafts[i]) > 0 {
+		if len(drafts[i]) > 0 && trees[i] == nil {
 			var err error
 			if before[i], err = s.cache.SnapshotState(e.ctx); err != nil {
 				return nil, err
@@ -228,6 +246,41 @@ func (e *Engine) verified(s *batchSeq, guesses []int32, rows []candidates, befor
 		e.model.RewindMTP(e.ctx, s.cache, kept) // the verify's row of the last kept token
 	}
 	return out, nil
+}
+
+// committed is what a verify of tree kept, rows its rows' candidates (the
+// root's first): the branch the model agrees with longest and its pick
+// after it, the cache keeping that path (CommitTree, from the step's
+// record), as a lone reply's tree verify does (speculator.treeStep).
+func (e *Engine) committed(s *batchSeq, tree *drafter.Tree, rows []candidates) ([]int32, error) {
+	picks := make([]int32, len(rows))
+	for j, c := range rows {
+		var err error
+		if picks[j], err = c.greedy(); err != nil {
+			return nil, err
+		}
+	}
+	out, path := acceptTree(tree, picks)
+	if err := s.cache.CommitTree(e.ctx, e.model, s.cache.Offset-len(rows), path); err != nil {
+		_ = s.cache.Reset(e.ctx) // the state is unknown: start over rather than go on wrong
+		return nil, err
+	}
+	return out, nil
+}
+
+// stepParents are the parents ForwardTrees takes for a step's trees (nil
+// for a sequence without one; nil where none has one).
+func stepParents(trees []*drafter.Tree) [][]int {
+	var parents [][]int
+	for i, tree := range trees {
+		if tree != nil {
+			if parents == nil {
+				parents = make([][]int, len(trees))
+			}
+			parents[i] = treeParents(tree)
+		}
+	}
+	return parents
 }
 
 // verifyGreedy keeps the guesses the model's picks after each row agree

@@ -328,8 +328,7 @@ func verifyRowsAlone(e *Engine) error {
 
 // TestParallelDraftsInItsBatch: with speculative decoding on, a Parallel
 // request with a drafter of its own joins the batch (its tokens counted
-// among the batch's) and verifies its guesses there; one asking for draft
-// trees takes Generate.
+// among the batch's) and verifies its guesses there, a draft tree's too.
 func TestParallelDraftsInItsBatch(t *testing.T) {
 	defer switches.Reset(SwitchSpeculative)
 	e := batchEngine(t, "tiny-moe", "cpu")
@@ -352,9 +351,9 @@ func TestParallelDraftsInItsBatch(t *testing.T) {
 		t.Errorf("the batch sent %d tokens, want the reply's %d", p.Tokens(), len(want))
 	}
 	tree := req
-	tree.Drafter, tree.TreeWidth = nil, 2
-	if got, _, _ := collect(t, p.Generate(context.Background(), tree)); !slices.Equal(got, want) || p.Tokens() != int64(len(want)) {
-		t.Errorf("a draft tree's request: %v, the batch's tokens %d", got, p.Tokens())
+	tree.Drafter = oracleTree{drafter.OracleDrafter{Continuation: want, PromptLen: len(req.PromptIDs)}, false}
+	if got, _, done := collect(t, p.Generate(context.Background(), tree)); !slices.Equal(got, want) || p.Tokens() != int64(2*len(want)) || done.Stats.Verifies == 0 {
+		t.Errorf("a draft tree's request: %v after %d verifies, the batch's tokens %d", got, done.Stats.Verifies, p.Tokens())
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"bagel/drafter"
 	"bagel/qwen"
 )
 
@@ -315,10 +314,8 @@ func (e *Engine) giveSlot(k *qwen.Cache) {
 // place), each in a cache of contextLength tokens. Prompt reuse serves its
 // replies as the engine's Generate's (the same held conversations, restored
 // into a reply's slot and kept from it), and speculative decoding drafts its
-// greedy replies' guesses in the batch's steps (batch_drafts.go). What a
-// batch does not do — draft trees — goes to the engine's Generate, one at a
-// time, in its turn (a batch hands it on: batchRunner.serve). It is the
-// server's --parallel.
+// replies' guesses (lines or draft trees) in the batch's steps
+// (batch_drafts.go). It is the server's --parallel.
 type Parallel struct {
 	e      *Engine
 	n      int
@@ -345,9 +342,6 @@ func (e *Engine) Parallel(limit, contextLength int) (*Parallel, error) {
 // Generate streams req's reply as Engine.Generate does, stepping it with the
 // other replies under way.
 func (p *Parallel) Generate(ctx context.Context, req Request) <-chan Event {
-	if _, tree := req.Drafter.(drafter.TreeDrafter); tree || req.TreeWidth > 1 {
-		return p.e.Generate(ctx, req) // (a batch verifies no draft trees)
-	}
 	s := newBatchSeq(ctx, p.e, req)
 	s.counted = &p.tokens
 	p.mu.Lock()

@@ -30,13 +30,7 @@ func (s *speculator) treeStep(td drafter.TreeDrafter, context []int32, last int3
 		id, err := e.forwardArgmax([]int32{last})
 		return []int32{id}, 0, 0, err
 	}
-	// Node 0 is last, the tree's nodes follow it.
-	tokens := append([]int32{last}, tree.Tokens...)
-	parent := make([]int, len(tokens))
-	parent[0] = -1
-	for i, p := range tree.Parent {
-		parent[i+1] = p + 1
-	}
+	tokens, parent := append([]int32{last}, tree.Tokens...), treeParents(tree)
 	var pos0 int
 	picks := make([]int32, len(tokens))
 	err = e.stepWith(func() (ops.Tensor, error) {
@@ -54,12 +48,7 @@ func (s *speculator) treeStep(td drafter.TreeDrafter, context []int32, last int3
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	nodes, bonus := tree.AcceptPath(picks)
-	path := []int{0}
-	for _, n := range nodes {
-		path = append(path, n+1)
-		out = append(out, tree.Tokens[n])
-	}
+	out, path := acceptTree(tree, picks)
 	err = e.loop.do(func() error {
 		defer e.scratch.Reset()
 		if err := e.cache.CommitTree(e.ctx, e.model, pos0, path); err != nil {
@@ -68,7 +57,32 @@ func (s *speculator) treeStep(td drafter.TreeDrafter, context []int32, last int3
 		}
 		return nil
 	})
-	return append(out, bonus), tree.Len(), len(nodes), err
+	return out, tree.Len(), len(path) - 1, err
+}
+
+// treeParents is a verify's parents of tree: node 0 the newest token (the
+// root, −1), the tree's nodes after it.
+func treeParents(tree *drafter.Tree) []int {
+	parent := make([]int, 1+tree.Len())
+	parent[0] = -1
+	for i, p := range tree.Parent {
+		parent[i+1] = p + 1
+	}
+	return parent
+}
+
+// acceptTree is what a verify of tree keeps, picks the model's pick after
+// each of its rows (the root's first): the tokens of the branch the model
+// agrees with longest and its pick after it, and the path of the verify's
+// rows to keep (CommitTree: the root, then the branch's nodes).
+func acceptTree(tree *drafter.Tree, picks []int32) (out []int32, path []int) {
+	nodes, bonus := tree.AcceptPath(picks)
+	path = []int{0}
+	for _, n := range nodes {
+		path = append(path, n+1)
+		out = append(out, tree.Tokens[n])
+	}
+	return append(out, bonus), path
 }
 
 // validTree asks the drafter for a tree as deep as the step may guess and

@@ -8,8 +8,6 @@ import (
 
 // stepScratch is scratch one forward's layers share, one after the other.
 type stepScratch struct {
-	// tree is the forward's draft tree (ForwardTree), nil for a plain one.
-	tree *treeStep
 	// batch is the slot tables of a batched step's sequences of one token
 	// when they share a pool (ForwardBatch), nil for any other forward.
 	batch *poolStep
@@ -24,7 +22,7 @@ type stepScratch struct {
 // newStepScratch takes the shared scratch of a forward of t tokens over a
 // cache of capacity tokens: what its path uses, nothing else.
 func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
-	s := stepScratch{tree: m.tree, batch: m.pooled} // ForwardTree's tree, ForwardBatch's tables
+	s := stepScratch{batch: m.pooled} // ForwardBatch's tables
 	if m.recording {
 		s.records = m.batchRecord
 	}
@@ -101,7 +99,7 @@ func (a *attention) attendPooled(c *ops.Ctx, cfg *Config, p *poolStep, seqs []se
 func (a *attention) attend(c *ops.Ctx, cfg *Config, sq seq, qp, k, v, q, gate, attn ops.Tensor) {
 	kv, pos0, t := sq.st, sq.pos0, sq.rows
 	theta, scale := float32(cfg.RopeTheta), a.scale(cfg)
-	switch tr := a.shared.tree; {
+	switch tr := sq.tree; {
 	case tr != nil: // a draft tree (ForwardTree checked the head fits attn_prep)
 		ops.AttnPrepTree(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, tr.pos, cfg.RotaryDims(), pos0, theta, cfg.RMSNormEps)
 		ops.AttentionTree(c, q, kv.keys, kv.values, tr.mask, attn, pos0+t, scale)

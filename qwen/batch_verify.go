@@ -29,8 +29,18 @@ var _ [RecordRows - MaxBatch]struct{}
 // SnapshotState taken before the step, Cache.ReplayGDN brings it to a
 // prefix of its rows, until the next batched step overwrites the record.
 func (m *Model) ForwardRows(c *ops.Ctx, caches []*Cache, rows [][]int32) (ops.Tensor, []int, error) {
-	if len(rows) != len(caches) {
-		return ops.Tensor{}, nil, fmt.Errorf("batched step: %d token lists for %d sequences", len(rows), len(caches))
+	return m.ForwardTrees(c, caches, rows, nil)
+}
+
+// ForwardTrees is ForwardRows in which a sequence's rows may be a draft
+// tree: parents[b], where set, the flattened parents of rows[b] as
+// ForwardTree takes them (rows[b][0] the root, its next token). Such a
+// sequence's GDN windows and states stay as they were, each node sees its
+// own path, and Cache.CommitTree keeps a path of it, from its rows of the
+// batch record, as after ForwardTree.
+func (m *Model) ForwardTrees(c *ops.Ctx, caches []*Cache, rows [][]int32, parents [][]int) (ops.Tensor, []int, error) {
+	if len(rows) != len(caches) || parents != nil && len(parents) != len(caches) {
+		return ops.Tensor{}, nil, fmt.Errorf("batched step: %d token lists and %d trees for %d sequences", len(rows), len(parents), len(caches))
 	}
 	// One-token sequences first: the pool's one-launch kernels take them
 	// as rows 0..n−1.
@@ -45,13 +55,28 @@ func (m *Model) ForwardRows(c *ops.Ctx, caches []*Cache, rows [][]int32) (ops.Te
 	ordered, counts := make([]*Cache, len(order)), make([]int, len(order))
 	starts := make([]int, len(rows))
 	var tokens []int32
+	var trees []*treeStep
 	for i, b := range order {
 		if err := m.checkIDs(rows[b]); err != nil {
 			return ops.Tensor{}, nil, err
 		}
 		ordered[i], counts[i], starts[b] = caches[b], len(rows[b]), len(tokens)
 		tokens = append(tokens, rows[b]...)
+		if parents == nil || parents[b] == nil || len(rows[b]) == 1 { // (a root alone is a plain step)
+			continue
+		}
+		if err := m.checkTreeOf(rows[b], parents[b]); err != nil {
+			return ops.Tensor{}, nil, err
+		}
+		tr, err := writeTree(c, caches[b], parents[b], i)
+		if err != nil {
+			return ops.Tensor{}, nil, err
+		}
+		trees = append(trees, make([]*treeStep, i+1-len(trees))...)
+		trees[i] = tr
 	}
+	m.trees = trees
+	defer func() { m.trees = nil }()
 	logits, err := m.forwardBatch(c, ordered, counts, tokens, ops.Tensor{})
 	return logits, starts, err
 }

@@ -55,7 +55,7 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.
 	}
 	ws := []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA}
 	var o ops.Tensor
-	if tr := g.shared.tree; tr != nil {
+	if tr := seqs[0].tree; tr != nil {
 		// A draft tree: each node from the window and state as they are,
 		// along its path; neither moves (the accepted path is replayed).
 		ops.Project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})
@@ -82,9 +82,10 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.
 // step): the projections read the weights once for all rows, then each
 // sequence's conv and rule run on its own window and state: one launch
 // each for the sequences of one token whose states share a pool (the
-// first rows), a sequence's own launches for the others. While the step
-// carries a verify, the projections' outputs stay in the model's batch
-// record, for the verifying sequences' rollback.
+// first rows), a sequence's own launches for the others (a draft tree's
+// the tree's). While the step carries a verify, the projections' outputs
+// stay in the model's batch record, for the verifying sequences' rollback
+// or a tree's commit.
 func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor) {
 	t, shape, s := x.Shape[0], g.shape(cfg), c.Scratch
 	qkv, z, bLogits, aLogits := g.batchInputs(c, t, shape)
@@ -101,8 +102,14 @@ func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out
 	}
 	for _, sq := range seqs {
 		to := from + sq.rows
-		ops.Conv1dSiLU(c, qkv.Rows(from, to), sq.st.conv, g.conv, conv.Rows(from, to), cfg.ConvKernel)
-		ops.GDNRule(c, conv.Rows(from, to), aLogits.Rows(from, to), bLogits.Rows(from, to), g.aLog, g.dtBias, sq.st.state, o.Rows(from, to), shape)
+		qkvs, convs, as, bs, os := qkv.Rows(from, to), conv.Rows(from, to), aLogits.Rows(from, to), bLogits.Rows(from, to), o.Rows(from, to)
+		if tr := sq.tree; tr != nil { // a draft tree: its window and state stay as they are (CommitTree)
+			ops.Conv1dSiLUTree(c, qkvs, sq.st.conv, g.conv, tr.parent, convs, cfg.ConvKernel)
+			ops.GDNRecurrenceTree(c, convs, as, bs, g.aLog, g.dtBias, sq.st.state, tr.parent, os, shape)
+		} else {
+			ops.Conv1dSiLU(c, qkvs, sq.st.conv, g.conv, convs, cfg.ConvKernel)
+			ops.GDNRule(c, convs, as, bs, g.aLog, g.dtBias, sq.st.state, os, shape)
+		}
 		from = to
 	}
 	ops.RMSNormGated(c, o, z, g.norm, o, cfg.RMSNormEps)

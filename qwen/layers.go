@@ -28,6 +28,9 @@ type seq struct {
 	// i32 [rows, 3] (a prompt holding an image).
 	shift int
 	rot   ops.Tensor
+	// tree, when set, is the sequence's draft tree: its rows are the tree's
+	// nodes, each seeing its own path (ForwardTree, ForwardTrees).
+	tree *treeStep
 }
 
 // one is the seqs of a forward of one sequence.

@@ -25,8 +25,9 @@ type Model struct {
 	seqs       []seq
 	single     [1]*Cache
 	singleRows [1]int
-	// tree is the draft tree of the ForwardTree under way, nil otherwise.
-	tree *treeStep
+	// trees are the draft trees of the forward under way, a sequence's or
+	// nil (ForwardTree, ForwardTrees); nil for a forward without one.
+	trees []*treeStep
 	// pooled is the slot tables of the ForwardBatch under way when its
 	// sequences of one token share a pool, nil otherwise.
 	pooled *poolStep
@@ -186,7 +187,7 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 	if m.mtp != nil {
 		// The head's rows are rotated at plain positions: after an image it
 		// is out of step (drafts resume with the next conversation).
-		if m.MTPOn && m.tree == nil && cache.mtp.keys.Buf != nil && m.mm == nil && cache.ropeShift == 0 {
+		if m.MTPOn && m.trees == nil && cache.mtp.keys.Buf != nil && m.mm == nil && cache.ropeShift == 0 {
 			m.mtpUpdate(c, cache, ids, normed, pos0, t)
 		} else {
 			cache.mtpStale = true // a draft tree's rows are no sequence
@@ -227,7 +228,7 @@ func (m *Model) run(c *ops.Ctx, ids ops.Tensor, caches []*Cache, counts []int, i
 	m.seqs = m.seqs[:0]
 	for i, k := range caches {
 		capacity = max(capacity, k.Capacity)
-		m.seqs = append(m.seqs, seq{pos0: k.Offset, rows: counts[i], shift: k.ropeShift})
+		m.seqs = append(m.seqs, seq{pos0: k.Offset, rows: counts[i], shift: k.ropeShift, tree: m.treeOf(i)})
 	}
 	x := s.Get("forward.x", ops.BF16, t, cfg.HiddenSize) // the residual stream
 	ops.Embed(c, ids, m.embed, x)

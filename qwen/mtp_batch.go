@@ -100,7 +100,7 @@ func (m *Model) keepMTP(c *ops.Ctx, caches []*Cache, counts []int, ids, final op
 	n, row := 0, 0
 	for b, k := range caches {
 		switch {
-		case !m.MTPOn || k.mtp.keys.Buf == nil || k.ropeShift != 0:
+		case !m.MTPOn || k.mtp.keys.Buf == nil || k.ropeShift != 0 || m.treeOf(b) != nil: // a tree's rows are no sequence
 			k.mtpStale = true
 		case k.Offset == 0: // a sequence's first token: no row before it to pair
 			m.mtpUpdate(c, k, ids.Rows(row, row+counts[b]), final.Rows(row, row+counts[b]), 0, counts[b])

@@ -59,33 +59,69 @@ func treeLayout(parent []int, pos0 int) (par, pos, mask []int32) {
 // offset + its index), its GDN windows and states stay as they were, and the
 // GDN layers' inputs are recorded for CommitTree, which must follow.
 func (m *Model) ForwardTree(c *ops.Ctx, cache *Cache, tokens []int32, parent []int) (ops.Tensor, error) {
-	if len(tokens) != len(parent) {
-		return ops.Tensor{}, fmt.Errorf("draft tree: %d tokens for %d parents", len(tokens), len(parent))
-	}
-	if err := checkTree(parent); err != nil {
+	if err := m.checkTreeOf(tokens, parent); err != nil {
 		return ops.Tensor{}, err
-	}
-	if m.Cfg.HeadDim > ops.AttnPrepMaxD {
-		return ops.Tensor{}, fmt.Errorf("draft tree: attention heads of %d dims, at most %d", m.Cfg.HeadDim, ops.AttnPrepMaxD)
 	}
 	if err := cache.ArmRecord(c, m); err != nil {
 		return ops.Tensor{}, err
 	}
+	tr, err := writeTree(c, cache, parent, 0)
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	m.trees = []*treeStep{tr}
+	defer func() { m.trees = nil }()
+	return m.forward(c, cache, tokens, ops.Tensor{}, true, nil)
+}
+
+// checkTreeOf refuses a draft tree's tokens and parents that do not agree
+// or a tree the tree kernels cannot run.
+func (m *Model) checkTreeOf(tokens []int32, parent []int) error {
+	if len(tokens) != len(parent) {
+		return fmt.Errorf("draft tree: %d tokens for %d parents", len(tokens), len(parent))
+	}
+	if err := checkTree(parent); err != nil {
+		return err
+	}
+	if m.Cfg.HeadDim > ops.AttnPrepMaxD {
+		return fmt.Errorf("draft tree: attention heads of %d dims, at most %d", m.Cfg.HeadDim, ops.AttnPrepMaxD)
+	}
+	return nil
+}
+
+// treeNames are the scratch names of the trees of a forward's sequences.
+var treeNames = func() (names [MaxBatch][3]string) {
+	for i := range names {
+		for j, what := range []string{"parent", "pos", "mask"} {
+			names[i][j] = fmt.Sprintf("tree.%s.%d", what, i)
+		}
+	}
+	return names
+}()
+
+// writeTree writes the layout of a tree of parents at cache's offset to the
+// device, in scratch of the forward's sequence i.
+func writeTree(c *ops.Ctx, cache *Cache, parent []int, i int) (*treeStep, error) {
 	par, pos, mask := treeLayout(parent, cache.Offset+cache.ropeShift)
-	t := len(tokens)
-	s := c.Scratch
-	tr := &treeStep{parent: s.Get("tree.parent", ops.I32, t), pos: s.Get("tree.pos", ops.I32, t), mask: s.Get("tree.mask", ops.I32, t)}
+	t, s, names := len(parent), c.Scratch, treeNames[i]
+	tr := &treeStep{parent: s.Get(names[0], ops.I32, t), pos: s.Get(names[1], ops.I32, t), mask: s.Get(names[2], ops.I32, t)}
 	for _, w := range []struct {
 		dst ops.Tensor
 		v   []int32
 	}{{tr.parent, par}, {tr.pos, pos}, {tr.mask, mask}} {
 		if err := ops.WriteInt32(c, w.dst, w.v); err != nil {
-			return ops.Tensor{}, err
+			return nil, err
 		}
 	}
-	m.tree = tr
-	defer func() { m.tree = nil }()
-	return m.forward(c, cache, tokens, ops.Tensor{}, true, nil)
+	return tr, nil
+}
+
+// treeOf is the draft tree of the forward's sequence i, nil for none.
+func (m *Model) treeOf(i int) *treeStep {
+	if i < len(m.trees) {
+		return m.trees[i]
+	}
+	return nil
 }
 
 // CommitTree keeps the path of nodes path (increasing indices from 0, the
@@ -93,9 +129,14 @@ func (m *Model) ForwardTree(c *ops.Ctx, cache *Cache, tokens []int32, parent []i
 // holds the context and the path's tokens, as a forward of them would leave
 // it. The attention layers' keys and values of the path's nodes move to
 // pos0, pos0 + 1, ...; every GDN layer replays the path's recorded inputs.
+// A tree that rode in a batched step (ForwardTrees) commits the same way,
+// from its rows of the model's batch record.
 func (k *Cache) CommitTree(c *ops.Ctx, m *Model, pos0 int, path []int) error {
 	if len(path) == 0 || path[0] != 0 || pos0+len(path) > k.Capacity {
 		return fmt.Errorf("commit of path %v at %d in a cache of %d", path, pos0, k.Capacity)
+	}
+	if len(k.replay) != len(k.layers) {
+		return fmt.Errorf("commit of path %v: the last forward recorded no tree", path)
 	}
 	for i := 1; i < len(path); i++ {
 		if path[i] <= path[i-1] {
@@ -103,7 +144,7 @@ func (k *Cache) CommitTree(c *ops.Ctx, m *Model, pos0 int, path []int) error {
 		}
 	}
 	for i, l := range k.layers {
-		r := k.records[i]
+		r := k.replay[i] // the tree's recorded rows: the cache's record, or its rows of the batch record
 		for n, node := range path {
 			if node == n {
 				continue // already in place: the path is a prefix of the order so far

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -177,6 +178,64 @@ func TestRealEngineLogprobs(t *testing.T) {
 	// the text, its bytes as they are in the entries.
 	if len(ch.Logprobs.Content) != 5 || strings.ToValidUTF8(string(text), "\uFFFD") != ch.Message.Content {
 		t.Errorf("%d entries spelling %q; the reply %q", len(ch.Logprobs.Content), text, ch.Message.Content)
+	}
+}
+
+// TestParallelLogprobs: with --parallel, requests asking for logprobs step
+// together in the engine's batch (engine.Parallel), each reply and its
+// entries those the same request gets from a server that serves one at a
+// time, through the openai SDK.
+func TestParallelLogprobs(t *testing.T) {
+	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ask := func(url, text string) *openai.ChatCompletion {
+		resp, err := client(url).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "tiny",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(text)}, MaxTokens: openai.Int(6), Temperature: openai.Float(0),
+			Logprobs: openai.Bool(true), TopLogprobs: openai.Int(2), ReasoningEffort: "none"})
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		return resp
+	}
+	questions := []string{"Hi", "Name a colour.", "Why bagels?"}
+	alone := make([]*openai.ChatCompletion, len(questions))
+	one := serve(t, e, Options{})
+	for i, q := range questions {
+		alone[i] = ask(one.URL, q)
+	}
+	p, err := e.Parallel(len(questions), 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := serve(t, p, Options{Parallel: len(questions), Queue: 4})
+	got := make([]*openai.ChatCompletion, len(questions))
+	var wg sync.WaitGroup
+	for i, q := range questions {
+		wg.Go(func() { got[i] = ask(many.URL, q) })
+	}
+	wg.Wait()
+	for i := range questions {
+		if got[i] == nil || alone[i] == nil {
+			continue
+		}
+		g, w := got[i].Choices[0], alone[i].Choices[0]
+		if g.Message.Content != w.Message.Content || len(g.Logprobs.Content) != 6 || len(g.Logprobs.Content) != len(w.Logprobs.Content) {
+			t.Errorf("question %d: %q with %d entries, alone %q with %d", i, g.Message.Content, len(g.Logprobs.Content), w.Message.Content, len(w.Logprobs.Content))
+			continue
+		}
+		for j, entry := range g.Logprobs.Content {
+			if want := w.Logprobs.Content[j]; entry.Token != want.Token || entry.Logprob != want.Logprob || len(entry.TopLogprobs) != 2 ||
+				entry.TopLogprobs[1].Token != want.TopLogprobs[1].Token || entry.TopLogprobs[1].Logprob != want.TopLogprobs[1].Logprob {
+				t.Errorf("question %d, token %d: %+v, alone %+v", i, j, entry, want)
+			}
+		}
+	}
+	if p.Tokens() != int64(6*len(questions)) {
+		t.Errorf("the batch sent %d tokens of the replies' %d", p.Tokens(), 6*len(questions))
 	}
 }
 

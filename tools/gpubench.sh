@@ -7,10 +7,12 @@
 # last lines printed are the summaries.
 #
 # Usage (from the repository root): tools/gpubench.sh [stages]
-#   stages: any of ptx tests sweep bench streams ncu ncu-prefill ncu-verify ncu-batch (default: ptx tests bench ncu)
+#   stages: any of ptx tests sweep bench streams stream-trees ncu ncu-prefill ncu-verify ncu-batch (default: ptx tests bench ncu)
 #   streams: replies decoded together (docs/batching.md's table: 1, 2, 4, 8 replies,
 #          an 8,192-token prompt joining; again with oracle drafts of $STREAM_DRAFTS, default 4, and sampled), with the tiled GEMVs a model loaded for
 #          several replies takes (BATCH_ENV overrides)
+#   stream-trees: 1, 4, 8 replies, the oracle's drafts as trees of two branches in
+#          the batch's steps
 #   sweep: decode speed for each setting in $SWEEP, a space-separated list of
 #          ';'-joined environment assignments, e.g.
 #          "BAGEL_KERNEL_TUNING=QMV_ROWS=2,QMV_SPLIT=4 BAGEL_NO_CUDA_GRAPH=1"
@@ -60,6 +62,14 @@ if has streams; then
 		> /tmp/streams.txt 2>> "$LOG"
 	echo "streams: rc $?"
 	sed -n '/replies decoded together/,$p' /tmp/streams.txt | tee -a "$LOG"
+fi
+if has stream-trees; then
+	# The oracle's guesses as trees of two branches in the batch's steps.
+	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} timeout 300 .devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 128 --prefill "" --long "" \
+		--switches=false --drafts "" --lookup=false --projections 0 --streams ${STREAMS:-1,4,8} --stall-prompt 0 --stream-drafts ${STREAM_DRAFTS:-4} --stream-tree-width 2 \
+		> /tmp/stream-trees.txt 2>> "$LOG"
+	echo "stream-trees: rc $?"
+	sed -n '/replies decoded together/,$p' /tmp/stream-trees.txt | tee -a "$LOG"
 fi
 if has ncu; then
 	# One decode step without graphs (ncu times each kernel): skip the prefill
