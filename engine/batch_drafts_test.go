@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -215,10 +216,14 @@ func TestShareRows(t *testing.T) {
 // for bit, of its own forward of those tokens and of its decode steps; a verify then rolled back
 // to a prefix of its rows (its GDN inputs replayed from the batch record)
 // gives the next step's logits of a cache that ran that prefix alone.
-func TestVerifyRowsEqualALoneVerify(t *testing.T) {
+func TestVerifyRowsEqualALoneVerify(t *testing.T) { onDeviceOfEachModel(t, verifyRowsAlone) }
+
+// onDeviceOfEachModel runs f on the device goroutine of a CPU engine of
+// each test model.
+func onDeviceOfEachModel(t *testing.T, f func(e *Engine) error) {
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
 		e := batchEngine(t, name, "cpu")
-		if err := e.loop.do(func() error { return verifyRowsAlone(e) }); err != nil {
+		if err := e.loop.do(func() error { return f(e) }); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 		e.Close()
@@ -310,20 +315,26 @@ func verifyRowsAlone(e *Engine) error {
 			return err
 		}
 	}
-	next := [2][]byte{}
-	for j, k := range []*qwen.Cache{caches[1], kept} {
-		logits, err := e.model.Forward(e.ctx, k, []int32{21}, false)
-		if err != nil {
-			return err
-		}
-		if next[j], err = ops.ReadBytes(e.ctx, logits); err != nil {
-			return err
-		}
-	}
-	if !bytes.Equal(next[0], next[1]) {
-		return fmt.Errorf("after the rollback to 2 rows the next logits differ from a cache that ran them alone")
+	if same, err := sameNextStep(e, caches[1], kept); err != nil || !same {
+		return cmp.Or(err, fmt.Errorf("after the rollback to 2 rows the next logits differ from a cache that ran them alone"))
 	}
 	return nil
+}
+
+// sameNextStep says whether a step of the same token over caches a and b
+// gives the same logits, bit for bit.
+func sameNextStep(e *Engine, a, b *qwen.Cache) (bool, error) {
+	var next [2][]byte
+	for j, k := range []*qwen.Cache{a, b} {
+		logits, err := e.model.Forward(e.ctx, k, []int32{21}, false)
+		if err != nil {
+			return false, err
+		}
+		if next[j], err = ops.ReadBytes(e.ctx, logits); err != nil {
+			return false, err
+		}
+	}
+	return bytes.Equal(next[0], next[1]), nil
 }
 
 // TestParallelDraftsInItsBatch: with speculative decoding on, a Parallel

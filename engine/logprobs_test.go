@@ -26,18 +26,7 @@ func TestLogprobsAreTheModels(t *testing.T) {
 	req := Request{PromptIDs: prompt, MaxTokens: 8, IgnoreStop: true}
 	plain, _, _ := collect(t, e.Generate(context.Background(), req))
 	req.Logprobs, req.TopLogprobs = true, 3
-	var ids []int32
-	var lps []*TokenLogprobs
-	for ev := range e.Generate(context.Background(), req) {
-		switch ev.Kind {
-		case EventToken:
-			if ev.Token >= 0 {
-				ids, lps = append(ids, ev.Token), append(lps, ev.Logprobs)
-			}
-		case EventError:
-			t.Fatal(ev.Err)
-		}
-	}
+	ids, lps := logprobsOf(t, e.Generate(context.Background(), req))
 	if !slices.Equal(ids, plain) {
 		t.Fatalf("with logprobs %v, without %v", ids, plain)
 	}
