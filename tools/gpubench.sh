@@ -16,13 +16,14 @@
 #   sweep: decode speed for each setting in $SWEEP, a space-separated list of
 #          ';'-joined environment assignments, e.g.
 #          "BAGEL_KERNEL_TUNING=QMV_ROWS=2,QMV_SPLIT=4 BAGEL_NO_CUDA_GRAPH=1"
-# SUFFIX=-BRANCH takes the ptx tool and test binaries of `make gpu-build-branch`
-# (ptx-BRANCH, cuda-BRANCH.test, engine-BRANCH.test) instead of main's.
+# SUFFIX=-BRANCH takes the binaries of `make gpu-build-branch` (bagel-BRANCH,
+# ptx-BRANCH, cuda-BRANCH.test, engine-BRANCH.test) instead of main's.
 # The device tool brings back at most 8 files: logs go to $OUT/log.txt.
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 stages=${*:-ptx tests bench ncu}
+BAGEL=.devbin/bagel${SUFFIX:-}
 LOG="$OUT/log.txt"
 has() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv,noheader >> "$LOG" 2>&1  # appended: several runs of one call share the log
@@ -44,20 +45,20 @@ if has bench || has streams || has ncu || has sweep || has ncu-prefill || has nc
 fi
 if has sweep; then
 	for t in ${SWEEP:-BAGEL_NO_CUDA_GRAPH=0}; do
-		env $(echo "$t" | tr ';' ' ') timeout 120 .devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 200 --prefill "" --long "" \
+		env $(echo "$t" | tr ';' ' ') timeout 120 $BAGEL bench -m $M --backend cuda --runs 1 --tokens 200 --prefill "" --long "" \
 			--switches=false > /tmp/sweep.txt 2>> "$LOG"
 		echo "sweep $t: $(grep -m1 '^decode greedy ' /tmp/sweep.txt | awk '{print $5, "tok/s greedy,", $10, "GPU ms/token,", $11, "dispatches/token"}')"
 		cat /tmp/sweep.txt >> "$LOG"
 	done
 fi
 if has bench; then
-	timeout 420 .devbin/bagel bench -m $M --backend cuda --runs ${RUNS:-2} --tokens 128 --prefill ${PREFILL:-128,512,2048} --long ${LONG:-8192} --drafts ${DRAFTS:-4} \
+	timeout 420 $BAGEL bench -m $M --backend cuda --runs ${RUNS:-2} --tokens 128 --prefill ${PREFILL:-128,512,2048} --long ${LONG:-8192} --drafts ${DRAFTS:-4} \
 		--json "$OUT/bench.json" > /tmp/bench.txt 2>> "$LOG"
 	echo "bench: rc $?"
 	cat /tmp/bench.txt | tee -a "$LOG"
 fi
 if has streams; then
-	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} timeout 420 .devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 128 --prefill "" --long "" \
+	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} timeout 420 $BAGEL bench -m $M --backend cuda --runs 1 --tokens 128 --prefill "" --long "" \
 		--switches=false --drafts "" --lookup=false --projections 0 --streams ${STREAMS:-1,2,4,8} --stall-prompt ${STALL:-8192} --stream-drafts ${STREAM_DRAFTS:-4} --stream-sampled \
 		> /tmp/streams.txt 2>> "$LOG"
 	echo "streams: rc $?"
@@ -65,7 +66,7 @@ if has streams; then
 fi
 if has stream-trees; then
 	# The oracle's guesses as trees of two branches in the batch's steps.
-	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} timeout 300 .devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 128 --prefill "" --long "" \
+	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} timeout 300 $BAGEL bench -m $M --backend cuda --runs 1 --tokens 128 --prefill "" --long "" \
 		--switches=false --drafts "" --lookup=false --projections 0 --streams ${STREAMS:-1,4,8} --stall-prompt 0 --stream-drafts ${STREAM_DRAFTS:-4} --stream-tree-width 2 \
 		> /tmp/stream-trees.txt 2>> "$LOG"
 	echo "stream-trees: rc $?"
@@ -76,7 +77,7 @@ if has ncu; then
 	# and the first steps, then profile about one step's launches.
 	BAGEL_NO_CUDA_GRAPH=1 timeout 240 ncu --csv --clock-control none --cache-control ${NCU_CACHE:-all} --metrics gpu__time_duration.sum \
 		--launch-skip ${NCU_SKIP:-4000} --launch-count ${NCU_COUNT:-1200} \
-		.devbin/bagel generate -m $M --backend cuda --raw -p "Tell me about bagels." --max-tokens 8 > "$OUT/ncu.csv" 2>> "$LOG"
+		$BAGEL generate -m $M --backend cuda --raw -p "Tell me about bagels." --max-tokens 8 > "$OUT/ncu.csv" 2>> "$LOG"
 	echo "ncu: rc $?"
 	python3 tools/ncu_summary.py "$OUT/ncu.csv"
 fi
@@ -85,7 +86,7 @@ if has ncu-prefill; then
 	# where a prefill spends its time (about a minute of device time).
 	P=$(python3 -c "import random; random.seed(1); w='the of bagel dough water salt yeast oven boil bake crust seeds sesame poppy onion garlic rye wheat flour malt honey'.split(); print(' '.join(random.choice(w) for _ in range(${PREFILL_TOKENS:-2048} - 8)))")
 	BAGEL_NO_CUDA_GRAPH=1 timeout 400 ncu --csv --clock-control none --metrics gpu__time_duration.sum --launch-count ${NCU_COUNT:-4000} \
-		.devbin/bagel generate -m $M --backend cuda --raw -p "$P" --max-tokens 1 ${PREFILL_ARGS:-} > "$OUT/ncu-prefill.csv" 2>> "$LOG"
+		$BAGEL generate -m $M --backend cuda --raw -p "$P" --max-tokens 1 ${PREFILL_ARGS:-} > "$OUT/ncu-prefill.csv" 2>> "$LOG"
 	echo "ncu-prefill: rc $?"
 	python3 tools/ncu_summary.py "$OUT/ncu-prefill.csv"
 fi
@@ -105,7 +106,7 @@ func sub(a, b int) int {
 Rewrite both functions to take int64 instead of int, keeping everything else the same.'
 	BAGEL_NO_CUDA_GRAPH=1 timeout 300 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
 		--launch-skip ${NCU_SKIP:-6000} --launch-count ${NCU_COUNT:-3000} \
-		.devbin/bagel generate -m $M --backend cuda -p "$P" --speculative ngram --draft 4 --max-tokens 96 > "$OUT/ncu-verify.csv" 2>> "$LOG"
+		$BAGEL generate -m $M --backend cuda -p "$P" --speculative ngram --draft 4 --max-tokens 96 > "$OUT/ncu-verify.csv" 2>> "$LOG"
 	echo "ncu-verify: rc $?"
 	python3 tools/ncu_forwards.py "$OUT/ncu-verify.csv" 8
 	gzip -9 "$OUT/ncu-verify.csv"
@@ -119,7 +120,7 @@ if has ncu-batch; then
 	# printed.
 	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} BAGEL_NO_CUDA_GRAPH=1 timeout 400 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
 		--launch-skip ${NCU_SKIP:-43000} --launch-count ${NCU_COUNT:-6000} \
-		.devbin/bagel bench -m $M --backend cuda --runs 1 --tokens 16 --prefill "" --long "" --switches=false --drafts "" \
+		$BAGEL bench -m $M --backend cuda --runs 1 --tokens 16 --prefill "" --long "" --switches=false --drafts "" \
 		--lookup=false --projections 0 --streams ${BATCH:-8} > "$OUT/ncu-batch.csv" 2>> "$LOG"
 	echo "ncu-batch: rc $?"
 	python3 tools/ncu_forwards.py "$OUT/ncu-batch.csv" 24 > "$OUT/ncu-batch.txt"
