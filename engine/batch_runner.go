@@ -183,12 +183,11 @@ func (r *batchRunner) admit() error {
 		}
 		k, err := r.e.takeSlot(r.n, r.limit, beside)
 		if err != nil {
-			if errors.Is(err, ErrClosed) {
-				s.close()
-				return err
-			}
 			s.fail(err)
 			s.close()
+			if errors.Is(err, ErrClosed) {
+				return err
+			}
 			continue
 		}
 		s.cache = k

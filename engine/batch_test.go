@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -789,5 +791,51 @@ func TestBatchSendsLiveStats(t *testing.T) {
 		if last.KVLength <= decode[0].KVLength || last.GeneratedTokens <= decode[0].GeneratedTokens || last.DecodeTokensPerSec <= 0 {
 			t.Errorf("reply %d's live stats do not move: first %+v, last %+v", i, decode[0], last)
 		}
+	}
+}
+
+// TestCloseDuringBatch: unloading the model while a batch steps (the app
+// switching models with chats answering: one drafting, one waiting for a
+// place) ends every stream, stepping or queued, with ErrClosed, never a
+// panic or a stream left open without a final event (a queued one was),
+// and leaves no goroutine; a request or a batch after the close ends with
+// ErrClosed too.
+func TestCloseDuringBatch(t *testing.T) {
+	defer switches.Reset(SwitchSpeculative)
+	if err := switches.Set(SwitchSpeculative, true); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	e := batchEngine(t, "tiny-moe", "cpu")
+	p, err := e.Parallel(2, 96)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := Request{PromptIDs: batchPrompt(0), MaxTokens: 80, IgnoreStop: true}
+	drafting := Request{PromptIDs: batchPrompt(1), MaxTokens: 80, IgnoreStop: true, TreeWidth: 2}
+	streams := []<-chan Event{p.Generate(context.Background(), long), p.Generate(context.Background(), drafting),
+		p.Generate(context.Background(), long)}
+	if ev := <-streams[0]; ev.Kind != EventToken {
+		t.Fatalf("first event %v", ev.Kind)
+	}
+	e.Close()
+	for i, events := range append(streams, p.Generate(context.Background(), long)) {
+		var last Event
+		for ev := range events {
+			last = ev
+		}
+		if last.Kind != EventError || !errors.Is(last.Err, ErrClosed) {
+			t.Errorf("stream %d ended with %+v, want ErrClosed", i, last)
+		}
+	}
+	if streams, err := e.GenerateBatch(context.Background(), []Request{long}, 96); err == nil {
+		if _, done := drain(t, streams); done[0].Kind != EventError || !errors.Is(done[0].Err, ErrClosed) {
+			t.Errorf("a batch after the close ended with %+v, want ErrClosed", done[0])
+		}
+	} else if !errors.Is(err, ErrClosed) {
+		t.Errorf("a batch after the close: %v, want ErrClosed", err)
+	}
+	if n := goroutinesBackTo(before, 5*time.Second); n > before {
+		t.Errorf("%d goroutines before, %d after", before, n)
 	}
 }
