@@ -196,7 +196,9 @@ func (a *args) quantOf(w, scales, biases, bitsName string, bits int, gsName stri
 	}
 }
 
-// embed_dequant_bf16: out[t,:] = bf16(dequant(w)[ids[t],:]).
+// embed_dequant_bf16: out[t,:] = bf16(dequant(w)[ids[t],:]); an id of −1
+// (the device's pick of logits that are not finite) reads row 0, as the
+// kernel does.
 func embedDequant(a *args) {
 	T, In := a.intArg("T"), a.intArg("In")
 	ids := a.i32s("ids", T)     // (T)
@@ -204,6 +206,9 @@ func embedDequant(a *args) {
 	out := a.bf16s("out", T*In) // (T, In)
 	row := make([]float32, In)
 	for t, id := range ids {
+		if id == -1 {
+			id = 0
+		}
 		a.check(id >= 0 && int(id) < m.rows, "ids", "ids[%d] = %d outside the %d rows of w", t, id, m.rows)
 		m.row(int(id), row)
 		for j, v := range row {

@@ -316,15 +316,29 @@ func (e *Engine) decoding(seqs []*batchSeq) []*batchSeq {
 func (e *Engine) batchStep(step []*batchSeq) error {
 	drafts, trees := e.stepDrafts(step)
 	start := time.Now()
-	out, err := e.forwardBatch(step, drafts, trees)
+	out, failed, err := e.forwardBatch(step, drafts, trees)
 	if err != nil {
 		return err
 	}
 	observeDrafts(step, drafts, out, time.Since(start))
 	for i, s := range step {
-		s.takeAll(out[i])
+		if failed[i] != nil {
+			s.fail(failed[i])
+		} else {
+			s.takeAll(out[i])
+		}
 	}
 	return nil
+}
+
+// takeOrFail hands s its pick, or ends it with the pick's error (a row of
+// logits that is not finite: its reply's alone).
+func (s *batchSeq) takeOrFail(id int32, err error) {
+	if err != nil {
+		s.fail(err)
+	} else {
+		s.take(id)
+	}
 }
 
 // take sends id, s's next token, and ends s when the reply is over.
@@ -390,8 +404,10 @@ func (s *batchSeq) take(id int32) {
 // repetition penalty and the k best (one read for every row), then on the
 // host each sequence's sampler; a row whose sampler needs the logits
 // themselves (additive penalties, log-probabilities, or a top-p or min-p
-// cut past the candidates) reads its row.
-func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32, trees []*drafter.Tree) ([][]int32, error) {
+// cut past the candidates) reads its row. A sequence whose pick fails (its
+// logits not finite) has its error in failed and the others go on; err is
+// the step's own failure (the device's), every sequence's.
+func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32, trees []*drafter.Tree) (out [][]int32, failed []error, err error) {
 	caches, rows := stepRows(step, drafts)
 	k, total := 1, 0
 	for i, s := range step {
@@ -399,8 +415,8 @@ func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32, trees []*draft
 		k = max(k, s.candidates())
 		total += len(rows[i])
 	}
-	out := make([][]int32, len(step))
-	err := e.loop.do(func() error {
+	out, failed = make([][]int32, len(step)), make([]error, len(step))
+	err = e.loop.do(func() error {
 		defer e.scratch.Reset()
 		before, err := e.snapshotDrafting(step, drafts, trees)
 		if err != nil {
@@ -433,7 +449,7 @@ func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32, trees []*draft
 				out[i] = []int32{id}
 			}
 			if err != nil {
-				return err
+				out[i], failed[i] = nil, err
 			}
 		}
 		if total > len(step) { // a verify's snapshot and the batch record may have grown
@@ -441,7 +457,7 @@ func (e *Engine) forwardBatch(step []*batchSeq, drafts [][]int32, trees []*draft
 		}
 		return nil
 	})
-	return out, err
+	return out, failed, err
 }
 
 // stepInputs are a step's caches and the tokens it runs, a sequence a row.

@@ -307,7 +307,7 @@ func verifyGreedy(guesses []int32, rows []candidates) ([]int32, int, error) {
 // a step that took took, and counts them in its stats.
 func observeDrafts(step []*batchSeq, drafts, out [][]int32, took time.Duration) {
 	for i, s := range step {
-		if s.spec == nil {
+		if s.spec == nil || out[i] == nil { // (a reply whose pick failed)
 			continue
 		}
 		proposed, accepted := len(drafts[i]), len(out[i])-1

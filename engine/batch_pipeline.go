@@ -103,19 +103,16 @@ func (e *Engine) launchBatch(step []*batchSeq, prev *batchAhead) (*batchAhead, e
 }
 
 // waitBatch waits for a launched step's picks, row by row.
-func (e *Engine) waitBatch(a *batchAhead, step []*batchSeq) ([]int32, error) {
+func (e *Engine) waitBatch(a *batchAhead, step []*batchSeq) (picks []int32, failed []error, err error) {
 	var raw []byte
 	if err := e.loop.do(func() (err error) { raw, err = a.read.Wait(); return err }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	picks := make([]int32, a.rows)
+	picks, failed = make([]int32, a.rows), make([]error, a.rows)
 	for i, c := range parseTopK(raw, a.rows, 1) {
-		var err error
-		if picks[i], err = step[i].pick(ops.Tensor{}, c); err != nil {
-			return nil, err
-		}
+		picks[i], failed[i] = step[i].pick(ops.Tensor{}, c)
 	}
-	return picks, nil
+	return picks, failed, nil
 }
 
 // pipelined runs steps of step's replies one ahead of the host until one of
@@ -132,11 +129,11 @@ func (r *batchRunner) pipelined(step []*batchSeq) error {
 		var next *batchAhead
 		if r.quiet(step) && !atKnownEnd(step) && !guessing(step) {
 			if next, err = e.launchBatch(step, cur); err != nil {
-				_, _ = e.waitBatch(cur, step)
+				_, _, _ = e.waitBatch(cur, step)
 				return err
 			}
 		}
-		picks, err := e.waitBatch(cur, step)
+		picks, failed, err := e.waitBatch(cur, step)
 		if err != nil {
 			if next != nil {
 				_ = e.loop.do(func() error { _, err := next.read.Wait(); return err })
@@ -145,7 +142,7 @@ func (r *batchRunner) pipelined(step []*batchSeq) error {
 		}
 		ended := false
 		for i, s := range step {
-			s.take(picks[i])
+			s.takeOrFail(picks[i], failed[i])
 			ended = ended || s.ended
 		}
 		passDrafts(step)
@@ -153,13 +150,13 @@ func (r *batchRunner) pipelined(step []*batchSeq) error {
 			return nil
 		}
 		if ended { // next ran for the ended rows too: the others take its picks
-			picks, err := e.waitBatch(next, step)
+			picks, failed, err := e.waitBatch(next, step)
 			if err != nil {
 				return err
 			}
 			for i, s := range step {
 				if !s.ended {
-					s.take(picks[i])
+					s.takeOrFail(picks[i], failed[i])
 				}
 			}
 			passDrafts(step)

@@ -47,6 +47,9 @@ INLINE float qdot_row(device const bf16_t *x, device const uint *w,
 }
 
 // embed_dequant_bf16: out[t, j] = bf16(W[ids[t], j]); one thread per output element.
+// An id of −1 (the device's pick of a row of logits that is not finite,
+// whose reply the host then ends) reads row 0: a step the decode pipelines
+// launched on such a pick before the host read it stays inside the table.
 // launch: elements(T * In)
 KERNEL(embed_dequant_bf16,
        BUFFER(const int, ids, 0),
@@ -62,7 +65,8 @@ KERNEL(embed_dequant_bf16,
   ulong idx = (ulong)TGID_X * (ulong)TG_SIZE_X + (ulong)TID_X;
   if (idx >= (ulong)T * (ulong)In) return;
   int t = (int)(idx / (ulong)In), j = (int)(idx % (ulong)In);
-  ulong row = (ulong)ids[t];
+  int id = ids[t];
+  ulong row = (ulong)(id < 0 ? 0 : id);
   device const uint *wr = w + row * (ulong)(In / 32 * bits);
   int g = j / gs;
   ulong sb = row * (ulong)(In / gs) + (ulong)g;
