@@ -32,12 +32,6 @@ import (
 // MaxBatch is the most replies GenerateBatch runs together.
 const MaxBatch = qwen.MaxBatch
 
-// streamBacklog is the events a stream holds for a reader that lags: the
-// batch waits only for a reader this far behind, so a slow reader of one
-// reply does not stall the others at every token. A cancel still drops
-// the backlog (generation.send).
-const streamBacklog = 64
-
 // Stream is one reply of a batched generation: its events, as Generate's,
 // and Cancel, which stops it alone.
 type Stream struct {
@@ -116,10 +110,13 @@ func (e *Engine) GenerateBatch(ctx context.Context, reqs []Request, contextLengt
 	return streams, nil
 }
 
-// newBatchSeq is req's sequence, its stream cancelled with ctx.
+// newBatchSeq is req's sequence, its stream cancelled with ctx; its events
+// go through a queue the batch never waits on (batch_stream.go).
 func newBatchSeq(ctx context.Context, e *Engine, req Request) *batchSeq {
 	sctx, cancel := context.WithCancel(ctx)
-	return &batchSeq{g: &generation{e: e, ctx: sctx, out: make(chan Event, streamBacklog)}, cancel: cancel, req: req, start: time.Now()}
+	g := &generation{e: e, ctx: sctx, out: make(chan Event, streamBuffer), queue: newEventQueue()}
+	go g.queue.pump(sctx, cancel, g.out)
+	return &batchSeq{g: g, cancel: cancel, req: req, start: time.Now()}
 }
 
 // batchContext is the cache length of count sequences asking for n tokens

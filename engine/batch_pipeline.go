@@ -142,7 +142,11 @@ func (r *batchRunner) pipelined(step []*batchSeq) error {
 		}
 		ended := false
 		for i, s := range step {
+			if next != nil {
+				s.ahead = 1 // the cache holds next's row too: its length is the host's one further
+			}
 			s.takeOrFail(picks[i], failed[i])
+			s.ahead = 0
 			ended = ended || s.ended
 		}
 		passDrafts(step)

@@ -229,11 +229,9 @@ func (r *batchRunner) failAll(err error) {
 	}
 }
 
-// close ends s's stream: its context released, its channel closed.
-func (s *batchSeq) close() {
-	s.cancel()
-	close(s.g.out)
-}
+// close ends s's stream: no more events come; its channel closes and its
+// context is released once its reader has taken them (eventQueue.pump).
+func (s *batchSeq) close() { s.g.queue.close() }
 
 // takeSlot returns a cache of n tokens for a sequence of a batch of up to
 // limit, from a pool (qwen.CachePool) so that a step of the batch runs each

@@ -349,27 +349,44 @@ func TestParallelCancelWhileWaiting(t *testing.T) {
 	}
 }
 
+// gateDrafter guesses nothing; its first call tells entered and waits for
+// open: a test holds a batch's runner there.
+type gateDrafter struct {
+	entered, open chan struct{}
+	once          *sync.Once
+}
+
+func newGateDrafter() gateDrafter {
+	return gateDrafter{entered: make(chan struct{}), open: make(chan struct{}), once: &sync.Once{}}
+}
+
+func (d gateDrafter) Draft([]int32, int) []int32 {
+	d.once.Do(func() { close(d.entered); <-d.open })
+	return nil
+}
+
 // TestParallelHandsOnTheTurn: a caller waiting for the engine's turn (a
-// lone Generate: a reply with a draft tree, a scoring) while a batch keeps
-// taking joins gets it once the batch's replies under way end, before the
-// requests queued behind them start; each reply is its reply alone.
+// lone Generate: a scoring, a reply of another engine user) while a batch
+// keeps taking joins gets it once the batch's replies under way end, before
+// the requests queued behind them start; each reply is its reply alone.
 func TestParallelHandsOnTheTurn(t *testing.T) {
+	defer switches.Reset(SwitchSpeculative)
+	if err := switches.Set(SwitchSpeculative, true); err != nil { // (the gate is a drafter)
+		t.Fatal(err)
+	}
 	e := batchEngine(t, "tiny-moe", "cpu")
 	defer e.Close()
 	p, err := e.Parallel(2, 96)
 	if err != nil {
 		t.Fatal(err)
 	}
-	long := func(i int) Request { return Request{PromptIDs: batchPrompt(i), MaxTokens: 80, IgnoreStop: true} }
+	long := func(i int) Request { return Request{PromptIDs: batchPrompt(i), MaxTokens: 40, IgnoreStop: true} }
 	short := func(i int) Request { return Request{PromptIDs: batchPrompt(i), MaxTokens: 4, IgnoreStop: true} }
-	var running []<-chan Event
-	for i := range 2 {
-		events := p.Generate(context.Background(), long(i))
-		if ev := <-events; ev.Kind != EventToken { // stepping; unread, it stops at its backlog
-			t.Fatalf("reply %d: %v first", i, ev.Kind)
-		}
-		running = append(running, events)
-	}
+	gate := newGateDrafter()
+	gated := long(0)
+	gated.Drafter = gate
+	running := []<-chan Event{p.Generate(context.Background(), long(1)), p.Generate(context.Background(), gated)}
+	<-gate.entered // both replies under way, the runner held
 	var queued []<-chan Event
 	for i := range 3 {
 		queued = append(queued, p.Generate(context.Background(), short(2+i)))
@@ -380,6 +397,7 @@ func TestParallelHandsOnTheTurn(t *testing.T) {
 			t.Fatal("the lone Generate never waited for the turn")
 		}
 	}
+	close(gate.open)
 	var order atomic.Int64
 	type reply struct {
 		ids        []int32
@@ -423,6 +441,53 @@ func TestParallelHandsOnTheTurn(t *testing.T) {
 		if want := solo(t, e, short(2+i)); !slices.Equal(r.ids, want) {
 			t.Errorf("queued request %d: %v, alone %v", i, r.ids, want)
 		}
+	}
+}
+
+// TestStalledReaderStallsNoOne: a reply whose reader stops reading (a
+// client paused, a connection stalled) does not stall the replies stepping
+// beside it: they end while it is unread, and its events then all reach
+// its reader, in order, its reply whole; cancelled unread, it ends
+// "cancelled" with its tokens dropped.
+func TestStalledReaderStallsNoOne(t *testing.T) {
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	p, err := e.Parallel(3, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(i int) Request { return Request{PromptIDs: batchPrompt(i), MaxTokens: 100, IgnoreStop: true} }
+	stalled := p.Generate(context.Background(), req(0))
+	ctx, cancel := context.WithCancel(context.Background())
+	dropped := p.Generate(ctx, req(1))
+	cancel() // unread
+	reading := make(chan []int32)
+	go func() {
+		ids, _, _ := collect(t, p.Generate(context.Background(), req(2)))
+		reading <- ids
+	}()
+	select {
+	case ids := <-reading:
+		if want := solo(t, e, req(2)); !slices.Equal(ids, want) {
+			t.Errorf("the reply read: %v, alone %v", ids, want)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("a reply whose reader reads waited for one whose reader does not")
+	}
+	ids, _, done := collect(t, stalled)
+	if want := solo(t, e, req(0)); !slices.Equal(ids, want) || done.Reason != ReasonLength {
+		t.Errorf("the stalled reply, read at last: %d tokens (%q), alone %d", len(ids), done.Reason, len(want))
+	}
+	var n int
+	var last Event
+	for ev := range dropped {
+		if ev.Kind == EventToken {
+			n++
+		}
+		last = ev
+	}
+	if last.Kind != EventDone || last.Reason != ReasonCancelled || n > streamBuffer {
+		t.Errorf("the reply cancelled unread: %d tokens, then %v %q; want at most %d, then cancelled", n, last.Kind, last.Reason, streamBuffer)
 	}
 }
 
@@ -658,6 +723,29 @@ func testPooledStep(t *testing.T, backendName string) {
 			t.Errorf("%s on %s: %v", name, backendName, err)
 		}
 		e.Close()
+	}
+}
+
+// TestPipelinedBatchFillsItsContext: greedy replies run pipelined to their
+// context's end send the tokens a lone reply sends there: the last one
+// picked from the context's last position (before, a reply ended a token
+// early: it counted the step launched ahead as held), their caches full.
+func TestPipelinedBatchFillsItsContext(t *testing.T) {
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	if !e.CanPipeline() {
+		t.Skip("no pipeline on this backend")
+	}
+	reqs := []Request{
+		{PromptIDs: batchPrompt(2), MaxTokens: 200, IgnoreStop: true},
+		{PromptIDs: batchPrompt(0), MaxTokens: 200, IgnoreStop: true},
+	}
+	got, done := runBatch(t, e, reqs, 128)
+	for i, req := range reqs {
+		want := solo(t, e, req)
+		if !slices.Equal(got[i], want) || done[i].Reason != ReasonContext || done[i].Stats.KVLength != 128 {
+			t.Errorf("reply %d: %d tokens, %q, KV %d; alone %d tokens", i, len(got[i]), done[i].Reason, done[i].Stats.KVLength, len(want))
+		}
 	}
 }
 

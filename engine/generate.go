@@ -174,6 +174,9 @@ type generation struct {
 	// images lays out the prompt's images (nil without any): the prefill's
 	// chunks that hold one run ForwardMultimodal.
 	images *imagePrompt
+	// queue, for a batched reply, takes its events instead of out: the
+	// batch never waits for its reader (batch_stream.go).
+	queue *eventQueue
 }
 
 // send delivers ev and reports whether the generation should go on. Once the
@@ -183,6 +186,10 @@ type generation struct {
 // always reaches a reader that drains the channel, and a reader that has gone
 // never blocks the goroutine.
 func (g *generation) send(ev Event) bool {
+	if g.queue != nil {
+		g.queue.push(ev)
+		return g.ctx.Err() == nil
+	}
 	if g.ctx.Err() != nil {
 		if ev.Kind == EventDone || ev.Kind == EventError {
 			select {
