@@ -244,7 +244,7 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chat bool) {
 // whole reply as one object. A chat's pieces are messages (content,
 // thinking, tool_calls); a generate's are "response" and "thinking".
 func (a *answer) ollamaReply(w http.ResponseWriter, events <-chan engine.Event, chat, streaming bool, start time.Time) outcome {
-	flusher, _ := w.(http.Flusher)
+	out := newStreamWriter(w)
 	started := false
 	var content, thinking strings.Builder
 	var calls []ollamaToolCall
@@ -275,11 +275,8 @@ func (a *answer) ollamaReply(w http.ResponseWriter, events <-chan engine.Event, 
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			w.WriteHeader(http.StatusOK)
 		}
-		err := json.NewEncoder(w).Encode(v) // one line
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return err == nil
+		b, err := json.Marshal(v)
+		return err == nil && out.write(append(b, '\n')) // one line
 	}
 	o := a.read(events, func(text string, isThinking bool) bool {
 		if !streaming {
