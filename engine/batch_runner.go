@@ -115,6 +115,7 @@ func (r *batchRunner) serve() (more bool) {
 		return false
 	}
 	for {
+		r.dropCancelled() // a request cancelled while it waits for a place ends now, not when one frees
 		if !e.othersWait() {
 			if err := r.admit(); err != nil {
 				r.failAll(err)

@@ -491,6 +491,53 @@ func TestStalledReaderStallsNoOne(t *testing.T) {
 	}
 }
 
+// TestParallelCancelWhileQueued: a request cancelled while it waits for a
+// place in a running batch (the app's Stop on a chat behind others, a client
+// that left) ends "cancelled" at once, not when a place frees; the replies
+// stepping go on.
+func TestParallelCancelWhileQueued(t *testing.T) {
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	p, err := e.Parallel(2, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := func(i int) Request { return Request{PromptIDs: batchPrompt(i), MaxTokens: 100, IgnoreStop: true} }
+	var order atomic.Int64
+	ended := make([]int64, 3)
+	var wg sync.WaitGroup
+	read := func(i int, events <-chan Event, started chan<- struct{}) {
+		defer wg.Done()
+		var last Event
+		for ev := range events {
+			if started != nil && ev.Kind == EventToken {
+				close(started)
+				started = nil
+			}
+			last = ev
+		}
+		ended[i] = order.Add(1)
+		if want := []string{ReasonLength, ReasonLength, ReasonCancelled}[i]; last.Kind != EventDone || last.Reason != want {
+			t.Errorf("reply %d ended %v %q, want %q", i, last.Kind, last.Reason, want)
+		}
+	}
+	for i := range 2 {
+		started := make(chan struct{})
+		wg.Add(1)
+		go read(i, p.Generate(context.Background(), long(i)), started)
+		<-started
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	wg.Add(1)
+	go read(2, p.Generate(ctx, long(2)), nil)
+	time.Sleep(5 * time.Millisecond) // queued behind the two
+	cancel()
+	wg.Wait()
+	if ended[2] != 1 {
+		t.Errorf("the queued request cancelled ended %d of 3: it waited for a place", ended[2])
+	}
+}
+
 // TestParallelReusesPrompts: a batched reply keeps its conversation's state
 // for the next turn, as a plain reply does: the next turn (batched) restores
 // it and reads only the rest of its prompt, and its reply is the one a
