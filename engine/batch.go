@@ -33,7 +33,9 @@ import (
 const MaxBatch = qwen.MaxBatch
 
 // Stream is one reply of a batched generation: its events, as Generate's,
-// and Cancel, which stops it alone.
+// and Cancel, which stops it alone. The batch never waits for its reader
+// (batch_stream.go): a reader that stops reading should Cancel, or its
+// events wait for it.
 type Stream struct {
 	Events <-chan Event
 	Cancel context.CancelFunc
