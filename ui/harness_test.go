@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,10 @@ type harness struct {
 	// synthetic, when set, replaces the engine's events of the next replies
 	// (the engine's own are drained): a stream of any speed and length.
 	synthetic func(ctx context.Context) <-chan engine.Event
+
+	// tapped counts the token events of the engine's streams (passed on or
+	// drained), and ended the streams that ended.
+	tapped, ended atomic.Int64
 }
 
 // testSettings keep replies short so the whole UI suite stays quick on two cores.
@@ -107,9 +112,16 @@ func (h *harness) tap(ctx context.Context, events <-chan engine.Event) <-chan en
 	h.mu.Lock()
 	holding, released, synthetic := h.holding, h.released, h.synthetic
 	h.mu.Unlock()
+	count := func(ev engine.Event) {
+		if ev.Kind == engine.EventToken && ev.Token >= 0 {
+			h.tapped.Add(1)
+		}
+	}
 	if synthetic != nil {
 		go func() {
-			for range events {
+			defer h.ended.Add(1)
+			for ev := range events {
+				count(ev)
 			}
 		}()
 		return synthetic(ctx)
@@ -117,7 +129,9 @@ func (h *harness) tap(ctx context.Context, events <-chan engine.Event) <-chan en
 	out := make(chan engine.Event)
 	go func() {
 		defer close(out)
+		defer h.ended.Add(1)
 		for ev := range events {
+			count(ev)
 			out <- ev
 			if holding && ev.Kind == engine.EventToken && ev.Text != "" && !ev.Thinking {
 				holding = false

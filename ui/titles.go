@@ -44,7 +44,10 @@ func (a *App) nameChatSoon(id int64) {
 		MaxTokens:     24,
 		NoPromptCache: true,
 	}
-	gen, _, _ := a.generator()
+	// Through the chats' batch when they answer together: a lone request
+	// would wait for the engine's turn, and the batch then lets no new
+	// reply in until it has had it (engine.Parallel).
+	gen, _, _ := a.replyGenerator()
 	ctx, cancel := context.WithCancel(context.Background())
 	events := gen.Generate(ctx, req)
 	if a.tapEvents != nil {

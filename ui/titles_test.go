@@ -63,6 +63,36 @@ func TestTheModelNamesANewChat(t *testing.T) {
 	}
 }
 
+// TestTitleJoinsTheChatsBatch: with chats answering together, the request
+// for a new chat's title steps in their batch (every token the app read
+// came from it), not as a lone request, which would wait for the engine's
+// turn and keep new replies out of the batch until it had had it.
+func TestTitleJoinsTheChatsBatch(t *testing.T) {
+	s := testSettings()
+	s.ManualTitles, s.ChatParallel = false, 2
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	if h.a.batch == nil {
+		t.Fatal("Replies at once 2 made no batch")
+	}
+	h.synthetic = func(ctx context.Context) <-chan engine.Event { // the reply ends with a stop (a title is asked after such a one)
+		h.mu.Lock()
+		h.synthetic = nil // the title's request: the engine's own events
+		h.mu.Unlock()
+		out := make(chan engine.Event, 2)
+		out <- engine.Event{Kind: engine.EventToken, Text: "Sure.", Token: 1}
+		out <- engine.Event{Kind: engine.EventDone, Reason: engine.ReasonStop}
+		close(out)
+		return out
+	}
+	h.typeAndSend("Name this chat, please.")
+	h.waitReplyDone()
+	h.waitFor("the reply's and the title's streams", func() bool { return h.ended.Load() >= 2 })
+	if got, batched := h.tapped.Load(), h.a.batch.Tokens(); got != batched || got == 0 {
+		t.Errorf("the engine gave the app %d tokens, the batch sent %d: the title's request left the batch", got, batched)
+	}
+}
+
 func TestCleanTitle(t *testing.T) {
 	for in, want := range map[string]string{
 		"Bagel history":                  "Bagel history",
