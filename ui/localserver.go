@@ -60,8 +60,11 @@ func (a *App) startServer() {
 	var eng server.Engine = a.eng
 	var batch *engine.Parallel
 	parallel := max(1, a.settings.ServerParallel)
-	if parallel > 1 && a.batch != nil && a.batch.Limit() >= parallel {
-		eng, batch = a.batch, a.batch // one batch for the chats and the server: they decode together
+	if a.batch != nil && a.batch.Limit() >= parallel {
+		// One batch for the chats and the server, they decode together: a
+		// request of its own (even one at a time) would wait for the
+		// engine's turn, and the chats' new replies for it.
+		eng, batch = a.batch, a.batch
 	} else if parallel > 1 {
 		p, err := a.eng.Parallel(parallel, 0)
 		if err != nil {

@@ -199,3 +199,43 @@ func TestLocalServerStepsRequestsTogether(t *testing.T) {
 	test.Tap(v.on)
 	h.pump()
 }
+
+// TestLocalServerJoinsTheChatsBatch: with the chats answering together
+// (Replies at once 2) and the server's requests one at a time, a client's
+// request steps in the chats' batch (its tokens counted there): a request
+// of its own would wait for the engine's turn, and new chat replies for it.
+func TestLocalServerJoinsTheChatsBatch(t *testing.T) {
+	s := testSettings()
+	s.ChatParallel = 2
+	h := newHarness(t, &s, "", "")
+	h.loadModel("tiny-moe")
+	h.a.showServer()
+	v := h.a.server.view
+	port := freePort(t)
+	v.port.SetText(strconv.Itoa(port))
+	test.Tap(v.on)
+	h.pump()
+	if h.a.batch == nil || h.a.server.batch != h.a.batch {
+		t.Fatalf("the server's batch %p, the chats' %p: want the chats'", h.a.server.batch, h.a.batch)
+	}
+	before := h.a.batch.Tokens()
+	resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(port)+"/v1/completions", "application/json",
+		strings.NewReader(`{"max_tokens":7,"temperature":0,"prompt":"Hello there"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || out.Usage.CompletionTokens == 0 {
+		t.Fatalf("status %d, %+v, %v", resp.StatusCode, out, err)
+	}
+	if got := h.a.batch.Tokens() - before; got != int64(out.Usage.CompletionTokens) {
+		t.Errorf("the chats' batch sent %d tokens for the client's %d", got, out.Usage.CompletionTokens)
+	}
+	test.Tap(v.on)
+	h.pump()
+}
