@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"bagel/backend"
+	"bagel/drafter"
 	"bagel/internal/testmodel"
 	"bagel/qwen"
 	"bagel/reference"
@@ -541,5 +542,43 @@ func TestEncodeImagesInOrder(t *testing.T) {
 	cancel()
 	if _, err := e.EncodeImagesContext(ctx, datas); !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled read: %v, want context.Canceled", err)
+	}
+}
+
+// TestBatchedImageRepliesDraft: replies with images draft in a batch as
+// text replies do, their guesses at the positions the image shifted: a line
+// of guesses and a draft tree, each reply its plain reply alone.
+func TestBatchedImageRepliesDraft(t *testing.T) {
+	e, _, imgA, imgB := twoImages(t)
+	v := e.Config.Vision
+	withImage := []int32{5, 17, v.VisionStart, v.ImageToken, v.VisionEnd, 40, 41}
+	reqs := []Request{
+		{PromptIDs: withImage, Images: []*Image{imgA}, MaxTokens: 10, IgnoreStop: true},
+		{PromptIDs: withImage, Images: []*Image{imgB}, MaxTokens: 10, IgnoreStop: true},
+		{PromptIDs: []int32{9, 8, 7, 6}, MaxTokens: 10, IgnoreStop: true},
+	}
+	plain := make([][]int32, len(reqs))
+	for i, req := range reqs {
+		plain[i], _, _ = collect(t, e.Generate(context.Background(), req))
+	}
+	defer switches.Reset(SwitchSpeculative)
+	if err := switches.Set(SwitchSpeculative, true); err != nil {
+		t.Fatal(err)
+	}
+	oracle := func(i int) drafter.OracleDrafter { // the history a drafter reads holds each image's pads expanded
+		n := len(reqs[i].PromptIDs)
+		for _, img := range reqs[i].Images {
+			n += img.Tokens - 1
+		}
+		return drafter.OracleDrafter{Continuation: plain[i], PromptLen: n}
+	}
+	reqs[0].Drafter = flakyDrafter{reply: plain[0], promptLen: oracle(0).PromptLen}
+	reqs[1].Drafter = oracleTree{oracle(1), false}
+	reqs[2].Drafter = oracleTree{oracle(2), true}
+	got, done := runBatch(t, e, reqs, 96)
+	for i := range reqs {
+		if st := done[i].Stats; done[i].Kind != EventDone || !slices.Equal(got[i], plain[i]) || st.Verifies == 0 {
+			t.Errorf("reply %d: %v after %d verifies (%v), plain %v", i, got[i], st.Verifies, done[i].Err, plain[i])
+		}
 	}
 }
