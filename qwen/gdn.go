@@ -82,8 +82,8 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.
 // step): the projections read the weights once for all rows, then each
 // sequence's conv and rule run on its own window and state: one launch
 // each for the sequences of one token whose states share a pool (the
-// first rows), a sequence's own launches for the others (a draft tree's
-// the tree's). While the step carries a verify, the projections' outputs
+// first rows), a sequence's own launches for the others (a draft tree's on
+// the tree kernels). While the step carries a verify, the projections' outputs
 // stay in the model's batch record, for the verifying sequences' rollback
 // or a tree's commit.
 func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor) {
