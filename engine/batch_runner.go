@@ -74,6 +74,9 @@ func (r *batchRunner) run() {
 			return
 		}
 		more := r.serve()
+		if more {
+			r.e.handoffs.Add(1)
+		}
 		r.e.give()
 		if !more {
 			return
@@ -104,9 +107,9 @@ func (r *batchRunner) waitTurn() bool {
 // (false), or until the batch's replies have ended while another caller
 // waits for the turn (true: sequences are queued). A batch that kept
 // taking joins would otherwise hold the turn for as long as its clients
-// send requests: while another caller waits (a reply with a draft tree, a
-// scoring, a lone Generate), it admits no one, and hands the turn on once
-// its replies end.
+// send requests: while another caller waits (a scoring, a lone Generate,
+// another batch), it admits no one past the replies it took with the
+// turn, and hands the turn on once they end.
 func (r *batchRunner) serve() (more bool) {
 	e := r.e
 	// The forwards keep the MTP head in step where it drafts (batch_drafts.go).
@@ -116,7 +119,9 @@ func (r *batchRunner) serve() (more bool) {
 	}
 	for {
 		r.dropCancelled() // a request cancelled while it waits for a place ends now, not when one frees
-		if !e.othersWait() {
+		// A turn just taken admits: two batches of one engine would
+		// otherwise hand it to each other and step nothing.
+		if !e.othersWait() || len(r.active) == 0 {
 			if err := r.admit(); err != nil {
 				r.failAll(err)
 				return false

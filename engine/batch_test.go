@@ -538,6 +538,40 @@ func TestParallelCancelWhileQueued(t *testing.T) {
 	}
 }
 
+// TestTwoBatchesTakeTurns: two batches of one engine (the app's chats and
+// a Local server allowed more replies at once than they) take the engine's
+// turn in turn, each admitting its waiting replies when it gets it, and
+// every reply is its reply alone: the turn changes hands a few times, not
+// back and forth without a step (each handing it on at once to the other,
+// which waits).
+func TestTwoBatchesTakeTurns(t *testing.T) {
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	batches := make([]*Parallel, 2)
+	for i := range batches {
+		var err error
+		if batches[i], err = e.Parallel(2, 96); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := make([]Request, 8)
+	got := make([][]int32, len(reqs))
+	var wg sync.WaitGroup
+	for i := range reqs {
+		reqs[i] = Request{PromptIDs: batchPrompt(i % 4), MaxTokens: 10 + i, IgnoreStop: true}
+		wg.Go(func() { got[i], _, _ = collect(t, batches[i%2].Generate(context.Background(), reqs[i])) })
+	}
+	wg.Wait()
+	for i, req := range reqs {
+		if want := solo(t, e, req); !slices.Equal(got[i], want) {
+			t.Errorf("reply %d: %v, alone %v", i, got[i], want)
+		}
+	}
+	if n := e.handoffs.Load(); n > int64(len(reqs)) {
+		t.Errorf("the turn was handed on %d times for %d replies", n, len(reqs))
+	}
+}
+
 // TestParallelReusesPrompts: a batched reply keeps its conversation's state
 // for the next turn, as a plain reply does: the next turn (batched) restores
 // it and reads only the rest of its prompt, and its reply is the one a

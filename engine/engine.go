@@ -86,6 +86,9 @@ type Engine struct {
 	// waiting counts the callers blocked on turn: a batch that keeps
 	// taking joins hands the turn on when another waits (batchRunner.run).
 	waiting atomic.Int32
+	// handoffs counts the turns a batch handed on to a waiting caller
+	// (batchRunner.serve): tests watch it.
+	handoffs atomic.Int64
 
 	tok                   *tokenizer.Tokenizer
 	tmpl                  *tokenizer.Template
