@@ -31,7 +31,12 @@ func freePort(t *testing.T) int {
 // a free port typed in (the server still off).
 func serverDialog(t *testing.T) (*harness, *serverView, int) {
 	t.Helper()
-	s := testSettings()
+	return serverDialogWith(t, testSettings())
+}
+
+// serverDialogWith is serverDialog with settings s.
+func serverDialogWith(t *testing.T, s Settings) (*harness, *serverView, int) {
+	t.Helper()
 	h := newHarness(t, &s, "", "")
 	h.loadModel("tiny-moe")
 	h.a.showServer()
@@ -207,12 +212,7 @@ func TestLocalServerStepsRequestsTogether(t *testing.T) {
 func TestLocalServerJoinsTheChatsBatch(t *testing.T) {
 	s := testSettings()
 	s.ChatParallel = 2
-	h := newHarness(t, &s, "", "")
-	h.loadModel("tiny-moe")
-	h.a.showServer()
-	v := h.a.server.view
-	port := freePort(t)
-	v.port.SetText(strconv.Itoa(port))
+	h, v, port := serverDialogWith(t, s)
 	test.Tap(v.on)
 	h.pump()
 	if h.a.batch == nil || h.a.server.batch != h.a.batch {
