@@ -5,43 +5,79 @@ import (
 	"bagel/kernels"
 )
 
-// The batched decode step's kernels (kernels/gdn.metal, attention.metal): one
-// token of each of B sequences, each sequence's state found in a slot of a
-// pool (slot s's at s·stride elements from the buffer argument, slot 0's).
-// Each row is what the kernel of one sequence computes for it.
+// The batched step's kernels (kernels/gdn.metal, attention.metal): the rows
+// of B sequences (a token each, or a verify's few), each sequence's state
+// found in a slot of a pool (slot s's at s·stride elements from the buffer
+// argument, slot 0's). Each row is what the kernel of one sequence computes
+// for it.
 
-// conv1d_silu_batch_bf16: conv1d_silu_bf16 of row r of x (B, C) through the
-// window of slot slots[r] into row r of out.
+// conv1d_silu_batch_bf16: conv1d_silu_bf16 of each sequence's rows of x
+// (R, C), runs[s] = (slot, first row, rows), through its slot's window into
+// the same rows of out.
 func conv1dSiluBatch(a *args) {
-	B, C, K, stride := a.intArg("B"), a.intArg("C"), a.intArg("K"), a.intArg("stride")
+	S, C, K, stride := a.intArg("S"), a.intArg("C"), a.intArg("K"), a.intArg("stride")
 	a.check(K >= 1, "K", "%d, want ≥ 1", K)
-	slots := slotsOf(a, "slots", B, 1)
-	x, w, out := a.bf16s("x", B*C), a.bf16s("w", C*K), a.bf16s("out", B*C)
+	runs, R := runsOf(a, S, kernels.Defines()["CONV_TOKENS"])
+	x, w, out := a.bf16s("x", R*C), a.bf16s("w", C*K), a.bf16s("out", R*C)
 	window := (K - 1) * C
-	states := a.bf16s("states", slotSpan(a, "states", slots, stride, window))
-	for r, s := range slots {
-		at := s * stride
-		convInto(x[r*C:(r+1)*C], states[at:at+window], w, out[r*C:(r+1)*C], 1, C, K)
+	states := a.bf16s("states", slotSpan(a, "states", runSlots(runs), stride, window))
+	for _, r := range runs {
+		at := r.slot * stride
+		convInto(x[r.row*C:(r.row+r.rows)*C], states[at:at+window], w, out[r.row*C:(r.row+r.rows)*C], r.rows, C, K)
 	}
 }
 
-// gdn_recurrence_batch_bf16: gdn_recurrence_bf16 (normed 0) of row r of conv,
-// a and b through the state of slot slots[r] into row r of out.
+// gdn_recurrence_batch_bf16: gdn_recurrence_bf16 (normed 0) of each
+// sequence's rows of conv, a and b through its slot's state into the same
+// rows of out.
 func gdnRecurrenceBatch(a *args) {
-	B, Hk, Hv := a.intArg("B"), a.intArg("Hk"), a.intArg("Hv")
+	S, Hk, Hv := a.intArg("S"), a.intArg("Hk"), a.intArg("Hv")
 	Dk, Dv, stride := a.intArg("Dk"), a.intArg("Dv"), a.intArg("stride")
 	a.check(Hk > 0 && Hv%Hk == 0, "Hk", "%d does not divide Hv=%d", Hk, Hv)
 	width, size := 2*Hk*Dk+Hv*Dv, Hv*Dv*Dk
-	slots := slotsOf(a, "slots", B, 1)
-	conv, out := a.bf16s("conv", B*width), a.bf16s("out", B*Hv*Dv)
-	states := a.f32s("states", slotSpan(a, "states", slots, stride, size))
-	g, beta := make([]float32, B*Hv), make([]float32, B*Hv)
-	gatesInto(a.bf16s("a", B*Hv), a.bf16s("b", B*Hv), a.f32s("aLog", Hv), a.bf16s("dtBias", Hv), g, beta, B, Hv)
-	for r, s := range slots {
-		at := s * stride
-		gdnRun(a, conv[r*width:(r+1)*width], g[r*Hv:(r+1)*Hv], beta[r*Hv:(r+1)*Hv], states[at:at+size],
-			out[r*Hv*Dv:(r+1)*Hv*Dv], 1, Hk, Hv, Dk, Dv, false)
+	runs, R := runsOf(a, S, 1<<30)
+	conv, out := a.bf16s("conv", R*width), a.bf16s("out", R*Hv*Dv)
+	states := a.f32s("states", slotSpan(a, "states", runSlots(runs), stride, size))
+	g, beta := make([]float32, R*Hv), make([]float32, R*Hv)
+	gatesInto(a.bf16s("a", R*Hv), a.bf16s("b", R*Hv), a.f32s("aLog", Hv), a.bf16s("dtBias", Hv), g, beta, R, Hv)
+	for _, r := range runs {
+		at, from, to := r.slot*stride, r.row, r.row+r.rows
+		gdnRun(a, conv[from*width:to*width], g[from*Hv:to*Hv], beta[from*Hv:to*Hv], states[at:at+size],
+			out[from*Hv*Dv:to*Hv*Dv], r.rows, Hk, Hv, Dk, Dv, false)
 	}
+}
+
+// run is a sequence of a batched step: its slot and its rows.
+type run struct{ slot, row, rows int }
+
+// runsOf reads the runs table (i32 [S, 3]: slot, first row, rows): each
+// sequence 1 to most rows, no slot in two sequences, no row in two; it
+// returns them and the rows they reach.
+func runsOf(a *args, S, most int) ([]run, int) {
+	table := a.i32s("runs", 3*S)
+	runs, taken, slots := make([]run, S), map[int]bool{}, map[int]bool{}
+	R := 0
+	for s := range runs {
+		r := run{slot: int(table[3*s]), row: int(table[3*s+1]), rows: int(table[3*s+2])}
+		a.check(r.slot >= 0 && !slots[r.slot], "runs", "sequence %d's slot %d", s, r.slot)
+		a.check(r.row >= 0 && r.rows >= 1 && r.rows <= most, "runs", "sequence %d: rows %d..+%d (at most %d)", s, r.row, r.rows, most)
+		for i := r.row; i < r.row+r.rows; i++ {
+			a.check(!taken[i], "runs", "row %d in two sequences", i)
+			taken[i] = true
+		}
+		slots[r.slot], runs[s] = true, r
+		R = max(R, r.row+r.rows)
+	}
+	return runs, R
+}
+
+// runSlots are the runs' slots.
+func runSlots(runs []run) []int {
+	slots := make([]int, len(runs))
+	for i, r := range runs {
+		slots[i] = r.slot
+	}
+	return slots
 }
 
 // attn_prep_batch_bf16: attn_prep_bf16 of row r into the caches of slot
@@ -50,7 +86,7 @@ func attnPrepBatch(a *args) {
 	B, Hq, Hkv, D := a.intArg("B"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
 	rotDims, Cap, stride := a.intArg("rotDims"), a.intArg("Cap"), a.intArg("stride")
 	a.check(rotDims%2 == 0 && rotDims <= D, "rotDims", "%d, want even and ≤ D=%d", rotDims, D)
-	seqs := slotsOf(a, "seqs", B, 3)
+	seqs := rowsOf(a, B)
 	slots := make([]int, B)
 	for r := range B {
 		slots[r] = seqs[3*r]
@@ -71,19 +107,21 @@ func attnPrepBatch(a *args) {
 	}
 }
 
-// slotsOf reads the i32 table name, B rows of width values, as ints: none
-// negative, and no slot (a row's first value) in two rows.
-func slotsOf(a *args, name string, B, width int) []int {
-	table := a.i32s(name, B*width)
+// rowsOf reads a seqs table (i32 [B, 3]: slot, cache row, rotary
+// position) as ints: none negative, no cache row of a slot in two rows (a
+// verify's rows share their slot).
+func rowsOf(a *args, B int) []int {
+	table := a.i32s("seqs", B*3)
 	out := make([]int, len(table))
-	seen := make(map[int]bool, B)
+	seen := make(map[[2]int32]bool, B)
 	for i, v := range table {
-		a.check(v >= 0, name, "value %d at %d", v, i)
+		a.check(v >= 0, "seqs", "value %d at %d", v, i)
 		out[i] = int(v)
-		if i%width == 0 {
-			a.check(!seen[int(v)], name, "slot %d in two rows", v)
-			seen[int(v)] = true
-		}
+	}
+	for r := range B {
+		key := [2]int32{table[3*r], table[3*r+1]}
+		a.check(!seen[key], "seqs", "slot %d's cache row %d in two rows", key[0], key[1])
+		seen[key] = true
 	}
 	return out
 }
@@ -141,7 +179,7 @@ func attentionMergeBatch(a *args) {
 // other scalars the batch kernel's of the same names.
 func (a *args) batchRows(kernel string, run func(*args), split bool, at func(r, slot int) map[string]int) {
 	B, from := a.intArg("B"), a.intArg("split")
-	seqs := slotsOf(a, "seqs", B, 3)
+	seqs := rowsOf(a, B)
 	sig := kernels.Signatures()[kernel]
 	for r := range B {
 		kvLen := seqs[3*r+1] + 1

@@ -32,8 +32,8 @@ import (
 // leave of them, one at a time round the drafting replies. Each reply's
 // draft budget weighs its steps with guesses against those without
 // (draft_budget.go): in a batch a guess costs a row of a step whose weights
-// are read anyway, and a verifying reply's own conv, rule and attention
-// launches. A batch of greedy replies runs the batch pipeline while no
+// are read anyway (its conv, rule and attention ride in the pool's
+// launches). A batch of greedy replies runs the batch pipeline while no
 // drafter has a guess (wantsGuesses: a guess follows the host's picks, so
 // the pipeline sees one a token late and stops for it); a sampled reply
 // that drafts steps without it.

@@ -211,9 +211,9 @@ func TestShareRows(t *testing.T) {
 }
 
 // TestVerifyRowsEqualALoneVerify: in a batched step whose sequences run one
-// token or a verify of several (qwen.Model.ForwardRows, the one-token
-// sequences' slots in one pool), each sequence's rows get the logits, bit
-// for bit, of its own forward of those tokens and of its decode steps; a verify then rolled back
+// token or a verify of several (qwen.Model.ForwardRows, their slots in one
+// pool), each sequence's rows get the logits, bit for bit, of its own
+// forward of those tokens and of its decode steps; a verify then rolled back
 // to a prefix of its rows (its GDN inputs replayed from the batch record)
 // gives the next step's logits of a cache that ran that prefix alone.
 func TestVerifyRowsEqualALoneVerify(t *testing.T) { onDeviceOfEachModel(t, verifyRowsAlone) }

@@ -152,13 +152,14 @@ KERNEL(attn_prep_bf16,
                  pos0 + t, p, p, p, 0, 0, Cap, theta, eps, partial, y, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
 }
 
-// attn_prep_batch_bf16: attn_prep_bf16 of one token for each of B sequences
-// (a batched decode step): row r of qp, k and v ([B, ...]) into row r of q
-// and gate, its key and value into the caches of slot seqs[r, 0] at row
-// seqs[r, 1], rotated at position seqs[r, 2] (i32 [B, 3]; the slots' caches
-// [Hkv, Cap, D] lie stride elements apart from kcache and vcache, slot 0's).
-// A row's threadgroups compute what a launch of it alone computes. No two
-// rows share a slot.
+// attn_prep_batch_bf16: attn_prep_bf16 of B rows of a batched step (a
+// sequence's token, or each token of a sequence's verify): row r of qp, k
+// and v ([B, ...]) into row r of q and gate, its key and value into the
+// caches of slot seqs[r, 0] at row seqs[r, 1], rotated at position
+// seqs[r, 2] (i32 [B, 3]; the slots' caches [Hkv, Cap, D] lie stride
+// elements apart from kcache and vcache, slot 0's). A row's threadgroups
+// compute what a launch of it alone computes. No two rows write one cache
+// row of a slot.
 // launch: grid(B * (Hq + Hkv)) group(ATTN_PREP_THREADS)
 // requires: D <= ATTN_PREP_THREADS
 KERNEL(attn_prep_batch_bf16,
@@ -392,8 +393,9 @@ KERNEL(attention_bf16,
              kvLen - T + t, D, scale, sgMax, sgSum, sgOut, TID_X, TG_SIZE_X, LANE, SIMD_ID, SIMD_COUNT);
 }
 
-// attention_batch_bf16: attention_bf16 of one query for each of B sequences
-// (a batched decode step): row r of q [B, Hq, D] over the keys 0..seqs[r, 1]
+// attention_batch_bf16: attention_bf16 of one query for each of B rows of
+// a batched step (rows of one slot, a verify's, each over its own keys, as
+// their decode steps would be): row r of q [B, Hq, D] over the keys 0..seqs[r, 1]
 // of slot seqs[r, 0]'s caches (i32 [B, 3] as attn_prep_batch_bf16 takes it;
 // the slots' caches [Hkv, Cap, D] lie stride elements apart from kcache and
 // vcache, slot 0's) into row r of out, as a launch of it alone computes it;

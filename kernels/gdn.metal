@@ -69,30 +69,33 @@ KERNEL(conv1d_silu_bf16,
   conv_silu_tokens(x, state, w, out, T, C, K, c, t0);
 }
 
-// conv1d_silu_batch_bf16: conv1d_silu_bf16 of one token for each of B
-// sequences (a batched decode step): row r of x [B, C] through the window of
-// slot slots[r] (i32 [B]; the slots' windows [K−1, C] lie stride elements
-// apart from states, slot 0's) into row r of out [B, C], each row as a launch
-// of it alone computes it. No two rows share a slot.
-// launch: grid(ceil(C, 256) * B) group(256)
+// conv1d_silu_batch_bf16: conv1d_silu_bf16 for each of S sequences of a
+// batched step: sequence s's runs[s, 2] tokens (1 to CONV_TOKENS), rows
+// runs[s, 1].. of x [R, C], go through the window of slot runs[s, 0] (runs
+// i32 [S, 3]; the slots' windows [K−1, C] lie stride elements apart from
+// states, slot 0's) into the same rows of out [R, C]: a thread a channel
+// and sequence, as a launch of that sequence alone computes them (a decode
+// step's one token, a verify's few). No two sequences share a slot.
+// launch: grid(ceil(C, 256) * S) group(256)
 // requires: K <= CONV_MAX_K
 KERNEL(conv1d_silu_batch_bf16,
        BUFFER(const bf16_t, x, 0),
        BUFFER(bf16_t, states, 1),
-       BUFFER(const int, slots, 2),
+       BUFFER(const int, runs, 2),
        BUFFER(const bf16_t, w, 3),
        BUFFER(bf16_t, out, 4),
-       PARAM(int, B, 5),
+       PARAM(int, S, 5),
        PARAM(int, C, 6),
        PARAM(int, K, 7),
        PARAM(int, stride, 8)) {
   GRID_WAIT();
   int cblocks = (C + TG_SIZE_X - 1) / TG_SIZE_X;
   int c = (TGID_X % cblocks) * TG_SIZE_X + TID_X;
-  int r = TGID_X / cblocks;
-  if (c >= C || r >= B) return;
-  device bf16_t *state = states + (ulong)slots[r] * (ulong)stride;
-  conv_silu_tokens(x + (ulong)r * (ulong)C, state, w, out + (ulong)r * (ulong)C, 1, C, K, c, 0);
+  int s = TGID_X / cblocks;
+  if (c >= C || s >= S) return;
+  device bf16_t *state = states + (ulong)runs[3 * s] * (ulong)stride;
+  ulong row0 = (ulong)runs[3 * s + 1] * (ulong)C;
+  conv_silu_tokens(x + row0, state, w, out + row0, runs[3 * s + 2], C, K, c, 0);
 }
 
 // conv1d_silu_tree_bf16: conv1d_silu_bf16 over a draft tree of T nodes
@@ -470,16 +473,18 @@ KERNEL(gdn_recurrence_bf16,
   }
 }
 
-// gdn_recurrence_batch_bf16: gdn_recurrence_bf16 (normed 0) of one token for
-// each of B sequences (a batched decode step): row r of conv [B, 2·Hk·Dk +
-// Hv·Dv], a and b [B, Hv] advances the state of slot slots[r] (i32 [B]; the
-// slots' states f32 [Hv, Dv, Dk] lie stride floats apart from states, slot
-// 0's) into row r of out [B, Hv, Dv]. A row's threadgroups are those of a
-// launch of it alone (gdn_rec_rows with T = 1), so its bits are that
-// launch's. No two rows share a slot. The state rows are read before
-// GRID_WAIT as gdn_recurrence_bf16 reads them; slots is written by the host
-// before the step's first launch.
-// launch: grid(B * Hv * ceil(Dv, GDN_ROWS_PER_GROUP * GDN_REC_ROWS)) group(GDN_ROWS_PER_GROUP * 32)
+// gdn_recurrence_batch_bf16: gdn_recurrence_bf16 (normed 0) for each of S
+// sequences of a batched step: sequence s's runs[s, 2] tokens, rows
+// runs[s, 1].. of conv [R, 2·Hk·Dk + Hv·Dv] and of a and b [R, Hv], advance
+// the state of slot runs[s, 0] (runs i32 [S, 3]; the slots' states f32
+// [Hv, Dv, Dk] lie stride floats apart from states, slot 0's) into the same
+// rows of out [R, Hv, Dv]. A sequence's threadgroups are those of a launch
+// of it alone (gdn_rec_rows over its tokens: a decode step's one, a
+// verify's few), so its bits are that launch's, and each token's those of
+// a step of it alone. No two sequences share a slot. The state rows are
+// read before GRID_WAIT as gdn_recurrence_bf16 reads them; runs is written
+// by the host before the step's first launch.
+// launch: grid(S * Hv * ceil(Dv, GDN_ROWS_PER_GROUP * GDN_REC_ROWS)) group(GDN_ROWS_PER_GROUP * 32)
 // requires: Dk <= GDN_MAX_DK
 KERNEL(gdn_recurrence_batch_bf16,
        BUFFER(const bf16_t, conv, 0),
@@ -488,9 +493,9 @@ KERNEL(gdn_recurrence_batch_bf16,
        BUFFER(const float, aLog, 3),
        BUFFER(const bf16_t, dtBias, 4),
        BUFFER(float, states, 5),
-       BUFFER(const int, slots, 6),
+       BUFFER(const int, runs, 6),
        BUFFER(bf16_t, out, 7),
-       PARAM(int, B, 8),
+       PARAM(int, S, 8),
        PARAM(int, Hk, 9),
        PARAM(int, Hv, 10),
        PARAM(int, Dk, 11),
@@ -500,22 +505,24 @@ KERNEL(gdn_recurrence_batch_bf16,
   TG_MEM(float, ks, GDN_REC_SHARED * GDN_MAX_DK);
   int per_group = SIMD_COUNT * GDN_REC_ROWS;
   int blocks = (Dv + per_group - 1) / per_group;
-  int r = TGID_X / (Hv * blocks);
+  int s = TGID_X / (Hv * blocks);
   int g = TGID_X % (Hv * blocks);
   int h = g / blocks;
   int dv0 = (g % blocks) * per_group + SIMD_ID * GDN_REC_ROWS;
-  if (r >= B) return;  // uniform across the threadgroup
+  if (s >= S) return;  // uniform across the threadgroup
   int width = 2 * Hk * Dk + Hv * Dv;
-  device const bf16_t *crow = conv + (ulong)r * (ulong)width;
-  device const bf16_t *arow = a + (ulong)r * (ulong)Hv;
-  device const bf16_t *brow = b + (ulong)r * (ulong)Hv;
-  device float *state = states + (ulong)slots[r] * (ulong)stride;
-  device bf16_t *orow = out + (ulong)r * (ulong)(Hv * Dv);
+  ulong row0 = (ulong)runs[3 * s + 1];
+  int T = runs[3 * s + 2];
+  device const bf16_t *crow = conv + row0 * (ulong)width;
+  device const bf16_t *arow = a + row0 * (ulong)Hv;
+  device const bf16_t *brow = b + row0 * (ulong)Hv;
+  device float *state = states + (ulong)runs[3 * s] * (ulong)stride;
+  device bf16_t *orow = out + row0 * (ulong)(Hv * Dv);
   if (Dk == 128) {  // as gdn_recurrence_bf16
-    gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, 1, Hk, Hv, 128, Dv, 0, h, dv0, 4, LANE, SIMD_ID,
+    gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, T, Hk, Hv, 128, Dv, 0, h, dv0, 4, LANE, SIMD_ID,
                  SIMD_COUNT, qs, ks);
   } else {
-    gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, 1, Hk, Hv, Dk, Dv, 0, h, dv0, (Dk + 31) / 32, LANE,
+    gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, T, Hk, Hv, Dk, Dv, 0, h, dv0, (Dk + 31) / 32, LANE,
                  SIMD_ID, SIMD_COUNT, qs, ks);
   }
 }

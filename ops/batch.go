@@ -4,48 +4,68 @@ import (
 	"math"
 
 	"bagel/backend"
+	"bagel/kernels"
 )
 
-// A batched decode step's per-sequence parts in one launch each: one token of
-// each of B sequences whose states lie in a pool's slots, slot s's state at s
-// · stride elements past slot 0's (which base views). A table on the device
-// names each row's slot; no two rows share one. Each row gets the bits the
-// kernel of its sequence alone gives it (kernels/README.md, the *_batch
-// kernels).
+// A batched step's per-sequence parts in one launch each: the rows of B
+// sequences whose states lie in a pool's slots, slot s's state at s ·
+// stride elements past slot 0's (which base views); a sequence's rows are
+// its token, or its token and a drafter's guesses (a verify). A table on the
+// device names each sequence's slot and rows (runs, the conv and the GDN
+// rule's: the rule runs a sequence's tokens one after the other) or each
+// row's slot and cache row (seqs, the attention's: rows apart). Each row
+// gets the bits the kernel of its sequence alone gives it (kernels/README.md,
+// the *_batch kernels).
 
-// Conv1dSiLUBatch is Conv1dSiLU of row r of x bf16 [B, C] through the window
-// of slot slots[r] (i32 [B]; base is slot 0's window bf16 [K−1, C]) into row r
-// of out bf16 [B, C].
-func Conv1dSiLUBatch(c *Ctx, x, base, slots Tensor, stride int, w, out Tensor, kernelSize int) {
+// Conv1dSiLUBatch is Conv1dSiLU of each of S sequences' rows of x bf16 [R,
+// C] through the window of its slot (runs i32 [S, 3]: slot, first row,
+// rows, 1 to RunMaxRows, no slot twice; base is slot 0's window bf16 [K−1,
+// C]) into the same rows of out bf16 [R, C].
+func Conv1dSiLUBatch(c *Ctx, x, base, runs Tensor, stride int, w, out Tensor, kernelSize int) {
 	if len(x.Shape) != 2 {
 		fail("conv1d batch: x %v", x)
 	}
-	b, ch := x.Shape[0], x.Shape[1]
-	checkSlots("conv1d batch", base, slots, b, 1, stride)
-	if !(base.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize && out.Elements() == b*ch) {
+	r, ch := x.Shape[0], x.Shape[1]
+	s := checkRuns("conv1d batch", base, runs, r, stride)
+	if !(base.Elements() == (kernelSize-1)*ch && w.Elements() == ch*kernelSize && out.Elements() == r*ch) {
 		fail("conv1d batch: x %v window %v w %v out %v", x, base, w, out)
 	}
-	c.dispatch("conv1d_silu_batch_bf16", x.Arg(), base.Arg(), slots.Arg(), w.Arg(), out.Arg(),
-		backend.Int(b), backend.Int(ch), backend.Int(kernelSize), backend.Int(stride))
+	c.dispatch("conv1d_silu_batch_bf16", x.Arg(), base.Arg(), runs.Arg(), w.Arg(), out.Arg(),
+		backend.Int(s), backend.Int(ch), backend.Int(kernelSize), backend.Int(stride))
 }
 
-// GDNRecurrenceBatch is GDNRecurrence of one token for each of B sequences:
-// row r of conv bf16 [B, ConvDim] and of the gate logits a, b bf16 [B, Hv]
-// advances the state of slot slots[r] (i32 [B]; base is slot 0's state f32
-// [Hv, Dv, Dk]) into row r of out bf16 [B, Hv, Dv].
-func GDNRecurrenceBatch(c *Ctx, conv, a, b, aLog, dtBias, base, slots Tensor, stride int, out Tensor, s GDNShape) {
+// RunMaxRows is the most rows a sequence of a batched step's runs may have
+// (a thread of conv1d_silu_batch_bf16 takes them all).
+var RunMaxRows = kernels.Defines()["CONV_TOKENS"]
+
+// GDNRecurrenceBatch is GDNRecurrence of each of S sequences' rows of conv
+// bf16 [R, ConvDim] and of the gate logits a, b bf16 [R, Hv], advancing the
+// state of its slot (runs as Conv1dSiLUBatch's; base is slot 0's state f32
+// [Hv, Dv, Dk]), into the same rows of out bf16 [R, Hv, Dv].
+func GDNRecurrenceBatch(c *Ctx, conv, a, b, aLog, dtBias, base, runs Tensor, stride int, out Tensor, s GDNShape) {
 	checkDType("gdn state", base, backend.F32)
 	rows := a.Elements() / s.Hv
-	checkSlots("gdn_recurrence batch", base, slots, rows, 1, stride)
+	n := checkRuns("gdn_recurrence batch", base, runs, rows, stride)
 	if !(conv.Elements() == rows*s.ConvDim() && a.Elements() == rows*s.Hv && b.Elements() == rows*s.Hv && aLog.Elements() == s.Hv &&
 		dtBias.Elements() == s.Hv && base.Elements() == s.Hv*s.Dv*s.Dk && out.Elements() == rows*s.Hv*s.Dv) {
 		fail("gdn_recurrence batch: conv %v a %v b %v state %v out %v shape %+v", conv, a, b, base, out, s)
 	}
-	c.dispatch("gdn_recurrence_batch_bf16", conv.Arg(), a.Arg(), b.Arg(), aLog.Arg(), dtBias.Arg(), base.Arg(), slots.Arg(), out.Arg(),
-		backend.Int(rows), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv), backend.Int(stride))
+	c.dispatch("gdn_recurrence_batch_bf16", conv.Arg(), a.Arg(), b.Arg(), aLog.Arg(), dtBias.Arg(), base.Arg(), runs.Arg(), out.Arg(),
+		backend.Int(n), backend.Int(s.Hk), backend.Int(s.Hv), backend.Int(s.Dk), backend.Int(s.Dv), backend.Int(stride))
 }
 
-// AttnPrepBatch is AttnPrep of one token for each of B sequences: row r of
+// checkRuns checks a runs table i32 [S, 3] over rows rows (a sequence at
+// least one) and the stride of the states it names, and returns S.
+func checkRuns(what string, base, runs Tensor, rows, stride int) int {
+	checkDType(what+" runs", runs, backend.I32)
+	s := runs.Elements() / 3
+	if !(s >= 1 && s <= rows && runs.Elements() == 3*s && stride >= base.Elements()) {
+		fail("%s: %d rows, runs %v, states %v apart, each %v", what, rows, runs, stride, base)
+	}
+	return s
+}
+
+// AttnPrepBatch is AttnPrep of B rows of a batched step: row r of
 // qp, k and v ([B, ...]) into row r of q and gate, its key and value into the
 // caches of slot seqs[r, 0] (base keys and values: slot 0's bf16 [Hkv, Cap,
 // D]) at row seqs[r, 1], q and k rotated at position seqs[r, 2] (i32 [B, 3]).
@@ -80,8 +100,8 @@ func checkSlots(what string, base, table Tensor, rows, width, stride int) {
 	}
 }
 
-// AttendBatch is Attend of one query for each of B sequences whose caches
-// lie in a pool: row r of q bf16 [B, Hq, D] over the first kvLens[r] keys of
+// AttendBatch is Attend of one query for each of B rows of a batched step
+// whose caches lie in a pool (a verify's rows each over its own keys): row r of q bf16 [B, Hq, D] over the first kvLens[r] keys of
 // slot seqs[r, 0] (seqs i32 [B, 3], AttnPrepBatch's; keys and values slot 0's
 // bf16 [Hkv, Cap, D]) into row r of out. A row takes the kernel Attend gives
 // a query of its own (the split kernels past splitKVMinContext keys where the

@@ -8,8 +8,9 @@ import (
 
 // stepScratch is scratch one forward's layers share, one after the other.
 type stepScratch struct {
-	// batch is the slot tables of a batched step's sequences of one token
-	// when they share a pool (ForwardBatch), nil for any other forward.
+	// batch is the slot tables of a batched step whose sequences (but its
+	// draft trees) share a pool (ForwardBatch, ForwardRows), nil for any
+	// other forward.
 	batch *poolStep
 	// records is the model's batch record, per layer, while a batched step
 	// carries a verify (ForwardRows): the GDN layers' inputs go there.
@@ -65,12 +66,12 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tens
 	q, gate := s.Get("attn.q", ops.BF16, t, hq, d), s.Get("attn.gate", ops.BF16, t, hq, d)
 	attn := s.Get("attn.out", ops.BF16, t, hq, d)
 	from := 0
-	if p := a.shared.batch; p != nil && ops.AttnPrepBatchFits(c, d) { // the first rows: one token a sequence, in one pool
-		n := p.rows()
-		a.attendPooled(c, cfg, p, seqs[:n], qp.Rows(0, n), k.Rows(0, n), v.Rows(0, n), q.Rows(0, n), gate.Rows(0, n), attn.Rows(0, n))
-		from, seqs = n, seqs[n:]
+	if p := a.shared.batch; p != nil && ops.AttnPrepBatchFits(c, d) { // the sequences in one pool: the first rows
+		n, r := p.sequences(), p.rows()
+		a.attendPooled(c, cfg, p, seqs[:n], qp.Rows(0, r), k.Rows(0, r), v.Rows(0, r), q.Rows(0, r), gate.Rows(0, r), attn.Rows(0, r))
+		from, seqs = r, seqs[n:]
 	}
-	for _, sq := range seqs {
+	for _, sq := range seqs { // a draft tree, or every sequence where none shares a pool
 		to := from + sq.rows
 		a.attend(c, cfg, sq, qp.Rows(from, to), k.Rows(from, to), v.Rows(from, to), q.Rows(from, to), gate.Rows(from, to), attn.Rows(from, to))
 		from = to
@@ -79,16 +80,19 @@ func (a *attention) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tens
 	ops.Linear(c, attn.Reshape(t, hq*d), a.oProj, out)
 }
 
-// attendPooled is the attention of a batched step's sequences of one
-// token whose caches are in one pool: every row's preamble in one
-// launch, their attention in one to three (the rows of short and of long
-// caches apart, as Attend would pick for each).
+// attendPooled is the attention of a batched step whose sequences' caches
+// are in one pool: every row's preamble in one launch, their attention in
+// one to three (the rows of short and of long caches apart, as Attend would
+// pick for each), a verify's rows each over its own keys as their decode
+// steps would be.
 func (a *attention) attendPooled(c *ops.Ctx, cfg *Config, p *poolStep, seqs []seq, qp, k, v, q, gate, attn ops.Tensor) {
 	theta, eps := float32(cfg.RopeTheta), float32(cfg.RMSNormEps)
 	ops.AttnPrepBatch(c, qp, k, v, a.qNorm, a.kNorm, q, gate, p.base.keys, p.base.values, p.seqs, p.kvStride(), cfg.RotaryDims(), theta, eps)
-	kvLens := make([]int, len(seqs))
-	for r, sq := range seqs {
-		kvLens[r] = sq.pos0 + 1
+	var kvLens []int
+	for _, sq := range seqs {
+		for j := range sq.rows {
+			kvLens = append(kvLens, sq.pos0+j+1)
+		}
 	}
 	ops.AttendBatch(c, q, p.base.keys, p.base.values, p.seqs, p.kvStride(), kvLens, attn, a.scale(cfg), a.shared.partial)
 }

@@ -2,6 +2,7 @@ package qwen
 
 import (
 	"fmt"
+	"slices"
 
 	"bagel/ops"
 )
@@ -49,11 +50,13 @@ func ones(n int) []int {
 
 // forwardBatch runs counts[b] rows of caches[b]'s sequence, the sequences'
 // rows one after the other (tokens from the host, or devIDs on the device),
-// and returns the logits of every row. The sequences of one row come first:
-// where their caches share a pool, their conv, GDN rule and attention take
-// one launch each (the pool's kernels read rows 0..n−1). A sequence of more
-// rows (a verify) takes the launches of its own forward, its GDN inputs
-// recorded in the model's batch record for ReplayGDN.
+// and returns the logits of every row. Where the caches share a pool, each
+// layer's conv, GDN rule, attention preamble and attention take one launch
+// each for all rows (a verify's rows too: its tokens one after the other
+// through its slot's state) but a draft tree's, which come last and take
+// the tree's launches; otherwise each sequence takes its own. A
+// sequence of more rows (a verify) has its GDN inputs recorded in the
+// model's batch record for ReplayGDN.
 func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens []int32, devIDs ops.Tensor) (ops.Tensor, error) {
 	if err := checkBatch(caches, counts); err != nil {
 		return ops.Tensor{}, err
@@ -62,17 +65,17 @@ func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens [
 	if err != nil {
 		return ops.Tensor{}, err
 	}
-	single := 0 // the leading sequences of one row
-	for single < len(counts) && counts[single] == 1 {
-		single++
+	n := 0 // the leading sequences without a draft tree (ForwardTrees puts trees last)
+	for n < len(caches) && m.treeOf(n) == nil {
+		n++
 	}
-	if p := poolOf(caches[:single]); p != nil && single > 1 {
-		if m.pooled, err = newPoolStep(c, p, caches[:single]); err != nil {
+	if p := poolOf(caches[:n]); p != nil && n > 1 {
+		if m.pooled, err = newPoolStep(c, p, caches[:n], counts[:n]); err != nil {
 			return ops.Tensor{}, err
 		}
 		defer func() { m.pooled = nil }()
 	}
-	if single < len(caches) {
+	if slices.ContainsFunc(counts, func(n int) bool { return n > 1 }) {
 		if err := m.armBatchRecord(c); err != nil {
 			return ops.Tensor{}, err
 		}
@@ -128,34 +131,41 @@ func checkBatch(caches []*Cache, counts []int) error {
 // poolStep is a batched step's sequences in one pool: the tables the *_batch
 // kernels read, and the layer's slot-0 views they start from.
 type poolStep struct {
-	pool  *CachePool
-	slots ops.Tensor  // i32 [B]: row r's slot
-	seqs  ops.Tensor  // i32 [B, 3]: row r's slot, cache row and rotary position
-	base  *layerCache // slot 0's, for the layer under way (run sets it)
+	pool *CachePool
+	runs ops.Tensor  // i32 [B, 3]: sequence b's slot, first row and rows (the conv's and GDN rule's)
+	seqs ops.Tensor  // i32 [R, 3]: row r's slot, cache row and rotary position (the attention's)
+	base *layerCache // slot 0's, for the layer under way (run sets it)
 }
 
 // newPoolStep writes the step's tables (scratch of the forward) for caches,
-// one token each.
-func newPoolStep(c *ops.Ctx, p *CachePool, caches []*Cache) (*poolStep, error) {
-	b := len(caches)
-	slots, seqs := make([]int32, b), make([]int32, 3*b)
-	for r, k := range caches {
-		slots[r] = int32(k.slot)
-		seqs[3*r], seqs[3*r+1], seqs[3*r+2] = int32(k.slot), int32(k.Offset), int32(k.Offset+k.ropeShift)
+// counts[b] rows of caches[b].
+func newPoolStep(c *ops.Ctx, p *CachePool, caches []*Cache, counts []int) (*poolStep, error) {
+	var runs, seqs []int32
+	row := 0
+	for b, k := range caches {
+		if counts[b] > ops.RunMaxRows {
+			return nil, fmt.Errorf("batched step: sequence %d has %d tokens, at most %d", b, counts[b], ops.RunMaxRows)
+		}
+		runs = append(runs, int32(k.slot), int32(row), int32(counts[b]))
+		for j := range counts[b] {
+			seqs = append(seqs, int32(k.slot), int32(k.Offset+j), int32(k.Offset+k.ropeShift+j))
+		}
+		row += counts[b]
 	}
-	st := &poolStep{pool: p, slots: c.Scratch.Get("forward.slots", ops.I32, b), seqs: c.Scratch.Get("forward.seqs", ops.I32, b, 3)}
-	if err := ops.WriteInt32(c, st.slots, slots); err != nil {
+	st := &poolStep{pool: p, runs: c.Scratch.Get("forward.runs", ops.I32, len(caches), 3), seqs: c.Scratch.Get("forward.seqs", ops.I32, row, 3)}
+	if err := ops.WriteInt32(c, st.runs, runs); err != nil {
 		return nil, err
 	}
 	return st, ops.WriteInt32(c, st.seqs, seqs)
 }
 
-// rows is the step's rows the pool's kernels take: its sequences of one
-// token, rows 0..rows−1.
-func (p *poolStep) rows() int { return p.slots.Elements() }
-
 // convStride and stateStride are the elements between two slots' GDN conv
 // windows (bf16) and states (f32); kvStride between their keys (bf16).
+// sequences and rows are how many of the step's sequences, and of its
+// rows, the pool's launches take: the first.
+func (p *poolStep) sequences() int { return p.runs.Shape[0] }
+func (p *poolStep) rows() int      { return p.seqs.Shape[0] }
+
 func (p *poolStep) convStride() int  { return 2 * p.pool.slotWords }
 func (p *poolStep) stateStride() int { return p.pool.slotWords }
 func (p *poolStep) kvStride() int    { return p.pool.kvBytes / p.base.keys.DType.Size() }

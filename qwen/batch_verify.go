@@ -9,13 +9,14 @@ import (
 // A speculative verify riding in a batched step: a sequence whose drafter
 // guessed runs its newest token and the guesses as rows of the step, beside
 // the other sequences' one token each. The projections, the experts and the
-// head read each weight once for all the step's rows; the verifying
-// sequence's conv, GDN rule and attention take the launches of a verify of
-// its own (the rows then get a lone verify's bits, which are a plain step's).
-// Its GDN inputs go to the model's batch record, a record of MaxBatch rows
-// per GDN layer that every sequence of the step writes its rows into, so
-// that a rollback replays a kept prefix from there (Cache.ReplayGDN), as a
-// lone verify's does from the cache's own record.
+// head read each weight once for all the step's rows; where the sequences'
+// caches share a pool, the verifying sequence's conv, GDN rule (its tokens
+// one after the other) and attention (each row over its own keys) run in
+// the same launches as the others', its rows getting the bits of its
+// decode steps. Its GDN inputs go to the model's batch record, a record of
+// MaxBatch rows per GDN layer that every sequence of the step writes its
+// rows into, so that a rollback replays a kept prefix from there
+// (Cache.ReplayGDN), as a lone verify's does from the cache's own record.
 
 // The batch record holds every row of a step.
 var _ [RecordRows - MaxBatch]struct{}
@@ -42,12 +43,13 @@ func (m *Model) ForwardTrees(c *ops.Ctx, caches []*Cache, rows [][]int32, parent
 	if len(rows) != len(caches) || parents != nil && len(parents) != len(caches) {
 		return ops.Tensor{}, nil, fmt.Errorf("batched step: %d token lists and %d trees for %d sequences", len(rows), len(parents), len(caches))
 	}
-	// One-token sequences first: the pool's one-launch kernels take them
-	// as rows 0..n−1.
+	// Draft trees last: the pool's launches take the other sequences, rows
+	// 0..n−1.
+	isTree := func(b int) bool { return parents != nil && parents[b] != nil && len(rows[b]) > 1 } // (a root alone is a plain step)
 	order := make([]int, 0, len(rows))
-	for _, verify := range []bool{false, true} {
-		for b, r := range rows {
-			if (len(r) > 1) == verify {
+	for _, tree := range []bool{false, true} {
+		for b := range rows {
+			if isTree(b) == tree {
 				order = append(order, b)
 			}
 		}
@@ -62,7 +64,7 @@ func (m *Model) ForwardTrees(c *ops.Ctx, caches []*Cache, rows [][]int32, parent
 		}
 		ordered[i], counts[i], starts[b] = caches[b], len(rows[b]), len(tokens)
 		tokens = append(tokens, rows[b]...)
-		if parents == nil || parents[b] == nil || len(rows[b]) == 1 { // (a root alone is a plain step)
+		if !isTree(b) {
 			continue
 		}
 		if err := m.checkTreeOf(rows[b], parents[b]); err != nil {

@@ -81,11 +81,12 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.
 // forwardBatch is forward over several sequences' rows (a batched decode
 // step): the projections read the weights once for all rows, then each
 // sequence's conv and rule run on its own window and state: one launch
-// each for the sequences of one token whose states share a pool (the
-// first rows), a sequence's own launches for the others (a draft tree's on
-// the tree kernels). While the step carries a verify, the projections' outputs
-// stay in the model's batch record, for the verifying sequences' rollback
-// or a tree's commit.
+// each for all the sequences whose states share a pool (the first rows: a
+// verify's tokens one after the other through its slot's state), a
+// sequence's own launches for the others (a draft tree's on the tree
+// kernels). While the step carries a verify, the projections' outputs stay
+// in the model's batch record, for the verifying sequences' rollback or a
+// tree's commit.
 func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor) {
 	t, shape, s := x.Shape[0], g.shape(cfg), c.Scratch
 	qkv, z, bLogits, aLogits := g.batchInputs(c, t, shape)
@@ -93,12 +94,12 @@ func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out
 	conv := s.Get("gdn.conv", ops.BF16, t, shape.ConvDim())
 	o := s.Get("gdn.out", ops.BF16, t, shape.Hv, shape.Dv)
 	from := 0
-	if p := g.shared.batch; p != nil { // one token a sequence, their states in one pool
-		n := p.rows()
-		ops.Conv1dSiLUBatch(c, qkv.Rows(0, n), p.base.conv, p.slots, p.convStride(), g.conv, conv.Rows(0, n), cfg.ConvKernel)
-		ops.GDNRecurrenceBatch(c, conv.Rows(0, n), aLogits.Rows(0, n), bLogits.Rows(0, n), g.aLog, g.dtBias, p.base.state, p.slots, p.stateStride(),
-			o.Rows(0, n), shape)
-		from, seqs = n, seqs[n:]
+	if p := g.shared.batch; p != nil { // the sequences' states in one pool: their tokens in one launch
+		n, r := p.sequences(), p.rows()
+		ops.Conv1dSiLUBatch(c, qkv.Rows(0, r), p.base.conv, p.runs, p.convStride(), g.conv, conv.Rows(0, r), cfg.ConvKernel)
+		ops.GDNRecurrenceBatch(c, conv.Rows(0, r), aLogits.Rows(0, r), bLogits.Rows(0, r), g.aLog, g.dtBias, p.base.state, p.runs, p.stateStride(),
+			o.Rows(0, r), shape)
+		from, seqs = r, seqs[n:]
 	}
 	for _, sq := range seqs {
 		to := from + sq.rows

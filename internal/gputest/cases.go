@@ -470,16 +470,22 @@ func Specs() []Spec {
 	}
 
 	// attn_prep_batch_bf16: qp, k, v, q_norm, k_norm, q, gate, kcache, vcache (pools of S slots), seqs | B, Hq, Hkv, D, rotDims, Cap, theta, eps, stride
-	for _, p := range []struct{ B, Hq, Hkv, D, rot, Cap, S int }{
-		{4, qHeads, kvHeads, headDim, 64, 64, 5}, {3, 6, 2, 80, 80, 9, 3}, {16, 4, 2, 32, 16, 7, 16},
+	// (verify: the first rows one sequence's, its slot's next cache rows)
+	for _, p := range []struct{ B, Hq, Hkv, D, rot, Cap, S, verify int }{
+		{4, qHeads, kvHeads, headDim, 64, 64, 5, 1}, {3, 6, 2, 80, 80, 9, 3, 1}, {16, 4, 2, 32, 16, 7, 16, 1},
+		{6, qHeads, kvHeads, headDim, 64, 64, 5, 4}, {16, 4, 2, 32, 16, 20, 16, 5},
 	} {
-		add("attn_prep_batch_bf16", false, fmt.Sprintf("B=%d Hq=%d Hkv=%d D=%d rot=%d Cap=%d slots=%d", p.B, p.Hq, p.Hkv, p.D, p.rot, p.Cap, p.S), func(g gen) *Case {
+		add("attn_prep_batch_bf16", false, fmt.Sprintf("B=%d Hq=%d Hkv=%d D=%d rot=%d Cap=%d slots=%d verify=%d", p.B, p.Hq, p.Hkv, p.D, p.rot, p.Cap, p.S, p.verify), func(g gen) *Case {
 			n, stride := p.B*p.Hkv*p.D, p.Hkv*p.Cap*p.D
-			slots := g.slotIDs(p.B, p.S)
+			slots := g.slotIDs(p.B-p.verify+1, p.S)
 			seqs := make([]int32, 3*p.B)
-			for r, s := range slots { // a row anywhere in its cache, its rotary position shifted (an image's) or not
+			for r := range p.B { // a row anywhere in its cache, its rotary position shifted (an image's) or not
 				row := int32(g.r.IntN(p.Cap))
-				seqs[3*r], seqs[3*r+1], seqs[3*r+2] = s, row, row+int32(g.r.IntN(3)*g.r.IntN(1000))
+				seqs[3*r], seqs[3*r+1], seqs[3*r+2] = slots[max(0, r-p.verify+1)], row, row+int32(g.r.IntN(3)*g.r.IntN(1000))
+			}
+			first := int32(g.r.IntN(p.Cap - p.verify + 1))
+			for r := range p.verify { // a verify's rows: one slot's next cache rows
+				seqs[3*r+1], seqs[3*r+2] = first+int32(r), first+int32(r)
 			}
 			return &Case{Tol: tolBF16, Buffers: []Buffer{
 				in("qp", backend.BF16, g.bf16(p.B*p.Hq*2*p.D, 1)), in("k", backend.BF16, g.bf16(n, 1)), in("v", backend.BF16, g.bf16(n, 1)),
@@ -641,16 +647,27 @@ func Specs() []Spec {
 	// kernel's, the others the split kernels'; slots in a random order, rows
 	// short and long. The outputs start as zeros: a kernel leaves the other
 	// path's rows as they are.
-	for _, p := range []struct{ B, Hq, Hkv, D, Cap, S, split, slots int }{
-		{4, qHeads, kvHeads, headDim, 300, 8, 128, 5}, {3, 6, 2, 80, 50, 4, 1 << 30, 3}, {16, 4, 2, 32, 40, 2, 10, 16},
-		{8, qHeads, kvHeads, headDim, 4096, 64, 128, 8}, {5, 4, 2, 36, 64, 3, 1, 6},
+	// With shared, pairs of rows take one slot (a verify's rows).
+	for _, p := range []struct {
+		B, Hq, Hkv, D, Cap, S, split, slots int
+		shared                              bool
+	}{
+		{4, qHeads, kvHeads, headDim, 300, 8, 128, 5, false}, {3, 6, 2, 80, 50, 4, 1 << 30, 3, false}, {16, 4, 2, 32, 40, 2, 10, 16, false},
+		{8, qHeads, kvHeads, headDim, 4096, 64, 128, 8, false}, {5, 4, 2, 36, 64, 3, 1, 6, false},
+		{6, qHeads, kvHeads, headDim, 300, 8, 128, 6, true}, {16, 4, 2, 32, 40, 2, 10, 16, true},
 	} {
-		label := fmt.Sprintf("B=%d Hq=%d Hkv=%d D=%d Cap=%d S=%d split=%d slots=%d", p.B, p.Hq, p.Hkv, p.D, p.Cap, p.S, p.split, p.slots)
+		label := fmt.Sprintf("B=%d Hq=%d Hkv=%d D=%d Cap=%d S=%d split=%d slots=%d shared=%v", p.B, p.Hq, p.Hkv, p.D, p.Cap, p.S, p.split, p.slots, p.shared)
+		seqsOf := func(g gen) []int32 {
+			if p.shared {
+				return g.sharedSeqs(p.B, p.slots, p.Cap, p.S, p.split)
+			}
+			return g.batchSeqs(p.B, p.slots, p.Cap, p.S, p.split)
+		}
 		stride := p.Hkv * p.Cap * p.D
 		scale := backend.Float(float32(1 / math.Sqrt(float64(p.D))))
 		caches := func(g gen) []Buffer {
 			return []Buffer{in("q", backend.BF16, g.bf16(p.B*p.Hq*p.D, 1)), in("kcache", backend.BF16, g.bf16(p.slots*stride, 1)),
-				in("vcache", backend.BF16, g.bf16(p.slots*stride, 1)), in("seqs", backend.I32, i32Bytes(g.batchSeqs(p.B, p.slots, p.Cap, p.S, p.split)))}
+				in("vcache", backend.BF16, g.bf16(p.slots*stride, 1)), in("seqs", backend.I32, i32Bytes(seqsOf(g)))}
 		}
 		zeros := func(dt backend.DType, n int) []byte { return make([]byte, n*dt.Size()) }
 		add("attention_batch_bf16", false, label, func(g gen) *Case {
@@ -678,8 +695,7 @@ func Specs() []Spec {
 				put(j*(p.D+2)+p.D, float32(g.r.NormFloat64()))
 				put(j*(p.D+2)+p.D+1, l)
 			}
-			seqs := g.batchSeqs(p.B, p.slots, p.Cap, p.S, p.split)
-			return &Case{Tol: tolBF16, Buffers: []Buffer{in("partial", backend.F32, part), in("seqs", backend.I32, i32Bytes(seqs)),
+			return &Case{Tol: tolBF16, Buffers: []Buffer{in("partial", backend.F32, part), in("seqs", backend.I32, i32Bytes(seqsOf(g))),
 				inout("out", backend.BF16, zeros(backend.BF16, p.B*p.Hq*p.D))}, Scalars: ints(p.B, p.Hq, p.D, p.S, p.split)}
 		})
 	}
@@ -825,14 +841,19 @@ func Specs() []Spec {
 		})
 	}
 
-	// conv1d_silu_batch_bf16: x, states (a pool of S slots, in/out), slots, w, out | B, C, K, stride
-	for _, p := range []struct{ B, C, K, S, pad int }{{5, convDim, 4, 7, 37}, {1, 33, 2, 1, 0}, {16, 100, 8, 16, 3}, {3, 70, 1, 4, 5}} {
-		add("conv1d_silu_batch_bf16", false, fmt.Sprintf("B=%d C=%d K=%d slots=%d", p.B, p.C, p.K, p.S), func(g gen) *Case {
-			stride := (p.K-1)*p.C + p.pad
+	// conv1d_silu_batch_bf16: x, states (a pool of P slots, in/out), runs, w, out | S, C, K, stride
+	// (sequences of one row, a decode step's, and of several, a verify's)
+	for _, p := range []struct {
+		rows         []int
+		C, K, P, pad int
+	}{{[]int{1, 1, 1, 1, 1}, convDim, 4, 7, 37}, {[]int{1}, 33, 2, 1, 0}, {ones(16), 100, 8, 16, 3}, {[]int{1, 1, 1}, 70, 1, 4, 5},
+		{[]int{1, 5, 1, 3}, convDim, 4, 6, 11}, {[]int{16}, 70, 4, 2, 0}, {[]int{2, 7, 1}, 33, 8, 5, 1}} {
+		add("conv1d_silu_batch_bf16", false, fmt.Sprintf("rows=%v C=%d K=%d slots=%d", p.rows, p.C, p.K, p.P), func(g gen) *Case {
+			stride, r := (p.K-1)*p.C+p.pad, sum(p.rows)
 			return &Case{Tol: tolBF16, Buffers: []Buffer{
-				in("x", backend.BF16, g.bf16(p.B*p.C, 1)), inout("states", backend.BF16, g.bf16(p.S*stride, 1)),
-				in("slots", backend.I32, g.slots(p.B, p.S)), in("w", backend.BF16, g.bf16(p.C*p.K, 0.5)), out("out", backend.BF16, p.B*p.C),
-			}, Scalars: ints(p.B, p.C, p.K, stride)}
+				in("x", backend.BF16, g.bf16(r*p.C, 1)), inout("states", backend.BF16, g.bf16(p.P*stride, 1)),
+				in("runs", backend.I32, g.runs(p.rows, p.P)), in("w", backend.BF16, g.bf16(p.C*p.K, 0.5)), out("out", backend.BF16, r*p.C),
+			}, Scalars: ints(len(p.rows), p.C, p.K, stride)}
 		})
 	}
 
@@ -882,16 +903,22 @@ func Specs() []Spec {
 		})
 	}
 
-	// gdn_recurrence_batch_bf16: conv, a, b, aLog, dtBias, states (a pool of S slots, in/out), slots, out | B, Hk, Hv, Dk, Dv, stride
-	for _, p := range []struct{ B, Hk, Hv, Dk, Dv, S, pad int }{
-		{4, gdnHk, gdnHv, gdnD, gdnD, 6, 64}, {3, 2, 6, 64, 48, 3, 0}, {16, 1, 1, 40, 24, 20, 8}, {1, 1, 3, 40, 13, 2, 1},
+	// gdn_recurrence_batch_bf16: conv, a, b, aLog, dtBias, states (a pool of P slots, in/out), runs, out | S, Hk, Hv, Dk, Dv, stride
+	// (sequences of one row, a decode step's, and of several, a verify's)
+	for _, p := range []struct {
+		rows                   []int
+		Hk, Hv, Dk, Dv, P, pad int
+	}{
+		{[]int{1, 1, 1, 1}, gdnHk, gdnHv, gdnD, gdnD, 6, 64}, {[]int{1, 1, 1}, 2, 6, 64, 48, 3, 0}, {ones(16), 1, 1, 40, 24, 20, 8},
+		{[]int{1}, 1, 3, 40, 13, 2, 1}, {[]int{1, 4, 1, 2}, gdnHk, gdnHv, gdnD, gdnD, 5, 0}, {[]int{16}, 2, 6, 64, 48, 1, 0},
+		{[]int{9, 1, 3}, 1, 3, 40, 13, 4, 3},
 	} {
-		add("gdn_recurrence_batch_bf16", false, fmt.Sprintf("B=%d Hk=%d Hv=%d Dk=%d Dv=%d slots=%d", p.B, p.Hk, p.Hv, p.Dk, p.Dv, p.S), func(g gen) *Case {
-			stride := p.Hv*p.Dv*p.Dk + p.pad
-			bufs := append(gdnRuleInputs(g, p.B, p.Hk, p.Hv, p.Dk, p.Dv),
-				inout("states", backend.F32, g.f32(p.S*stride, 0.1)), in("slots", backend.I32, g.slots(p.B, p.S)),
-				out("out", backend.BF16, p.B*p.Hv*p.Dv))
-			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(p.B, p.Hk, p.Hv, p.Dk, p.Dv, stride)}
+		add("gdn_recurrence_batch_bf16", false, fmt.Sprintf("rows=%v Hk=%d Hv=%d Dk=%d Dv=%d slots=%d", p.rows, p.Hk, p.Hv, p.Dk, p.Dv, p.P), func(g gen) *Case {
+			stride, r := p.Hv*p.Dv*p.Dk+p.pad, sum(p.rows)
+			bufs := append(gdnRuleInputs(g, r, p.Hk, p.Hv, p.Dk, p.Dv),
+				inout("states", backend.F32, g.f32(p.P*stride, 0.1)), in("runs", backend.I32, g.runs(p.rows, p.P)),
+				out("out", backend.BF16, r*p.Hv*p.Dv))
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(len(p.rows), p.Hk, p.Hv, p.Dk, p.Dv, stride)}
 		})
 	}
 

@@ -119,6 +119,50 @@ func (g gen) slotIDs(b, s int) []int32 {
 	return ids[:b]
 }
 
+// runs is a batched step's runs table i32 [S, 3] (slot, first row, rows)
+// for sequences of counts rows: distinct slots of a pool of s in a random
+// order, the sequences' rows laid out in another.
+func (g gen) runs(counts []int, s int) []byte {
+	slots := g.slotIDs(len(counts), s)
+	table, row := make([]int32, 3*len(counts)), 0
+	for _, i := range g.r.Perm(len(counts)) {
+		table[3*i], table[3*i+1], table[3*i+2] = slots[i], int32(row), int32(counts[i])
+		row += counts[i]
+	}
+	return i32Bytes(table)
+}
+
+// ones is n counts of one.
+func ones(n int) []int {
+	c := make([]int, n)
+	for i := range c {
+		c[i] = 1
+	}
+	return c
+}
+
+// sum is the sum of ns.
+func sum(ns []int) int {
+	n := 0
+	for _, v := range ns {
+		n += v
+	}
+	return n
+}
+
+// sharedSeqs is batchSeqs with pairs of rows (a short and a long one) in
+// one slot, as a verify's rows share their sequence's: each odd row takes
+// the slot of the row before it where their cache rows differ.
+func (g gen) sharedSeqs(b, s, capacity, splits, split int) []int32 {
+	seqs := g.batchSeqs(b, s, capacity, splits, split)
+	for r := 1; r < b; r += 2 {
+		if seqs[3*r+1] != seqs[3*(r-1)+1] {
+			seqs[3*r] = seqs[3*(r-1)]
+		}
+	}
+	return seqs
+}
+
 // batchSeqs is a batched step's table i32 [b, 3] (slot, cache row, rotary
 // position) over a pool of s slots of capacity keys: b distinct slots, each
 // row's keys (its cache row + 1) fewer than split or, past it, a multiple of
