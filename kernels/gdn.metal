@@ -518,7 +518,10 @@ KERNEL(gdn_recurrence_batch_bf16,
   device const bf16_t *brow = b + row0 * (ulong)Hv;
   device float *state = states + (ulong)runs[3 * s] * (ulong)stride;
   device bf16_t *orow = out + row0 * (ulong)(Hv * Dv);
-  if (Dk == 128) {  // as gdn_recurrence_bf16
+  if (Dk == 128 && T == 1) {  // a decode step's token: the rule's one-token body, as main's kernel had it
+    gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, 1, Hk, Hv, 128, Dv, 0, h, dv0, 4, LANE, SIMD_ID,
+                 SIMD_COUNT, qs, ks);
+  } else if (Dk == 128) {  // as gdn_recurrence_bf16
     gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, T, Hk, Hv, 128, Dv, 0, h, dv0, 4, LANE, SIMD_ID,
                  SIMD_COUNT, qs, ks);
   } else {
