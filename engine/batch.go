@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -223,74 +222,6 @@ func (s *batchSeq) finish(reason string) {
 // over the time since it, and per step the device's dispatches and time
 // (those of its batch's steps, and of the prompts prefilled between them).
 func (s *batchSeq) stats() { s.g.decodeStats(&s.st, s.first, s.c0, s.clock0) }
-
-// prefilling reports whether a sequence still has prompt to prefill.
-func prefilling(seqs []*batchSeq) bool {
-	for _, s := range seqs {
-		if !s.ended && s.prefill < len(s.prompt)-1 {
-			return true
-		}
-	}
-	return false
-}
-
-// prefillOne runs one chunk of the sequence with the least prompt left (all
-// of it but its last token, which its first decode step runs): a short
-// prompt joins the decode steps before a long one's prefill ends. An error
-// ends that sequence only; the error returned stops the batch (the device is
-// gone).
-func (e *Engine) prefillOne(seqs []*batchSeq) error {
-	var s *batchSeq
-	for _, c := range seqs {
-		if !c.ended && c.prefill < len(c.prompt)-1 && (s == nil || len(c.prompt)-c.prefill < len(s.prompt)-s.prefill) {
-			s = c
-		}
-	}
-	if s == nil {
-		return nil
-	}
-	if s.g.ctx.Err() != nil {
-		s.finish(ReasonCancelled)
-		return nil
-	}
-	end := min(s.prefill+cmp.Or(s.req.PrefillChunk, e.prefillChunk), len(s.prompt)-1)
-	if s.prefill < s.keepAt {
-		end = min(end, s.keepAt) // the conversation's end: its state is kept there
-	}
-	chunk := s.prompt[s.prefill:end]
-	err := e.loop.do(func() error {
-		defer e.scratch.Reset()
-		var logits ops.Tensor
-		var err error
-		if s.images != nil && s.images.holdsImage(s.prefill, end) {
-			logits, err = e.model.ForwardMultimodal(e.ctx, s.cache, chunk, s.images.chunk(s.prefill, end, e.Config.HiddenSize), false)
-		} else {
-			logits, err = e.model.Forward(e.ctx, s.cache, chunk, false)
-		}
-		if err == nil {
-			_, err = ops.ReadBytes(e.ctx, ops.View(logits, 0, ops.F32, []int{1})) // waits for the chunk
-		}
-		return err
-	})
-	if errors.Is(err, ErrClosed) {
-		return err
-	}
-	if err != nil {
-		s.fail(err)
-		return nil
-	}
-	s.prefill = end
-	s.st.PrefilledTokens = end
-	if len(s.prompt)-s.reused > cmp.Or(s.req.PrefillChunk, e.prefillChunk) { // a long prompt's progress, as Generate sends it
-		s.g.send(Event{Kind: EventStats, Stats: s.st})
-	}
-	if end == s.keepAt && s.keepAt > s.reused {
-		if err := e.keepSnapshotOf(s.cache, s.key[:end]); err != nil {
-			s.fail(err)
-		}
-	}
-	return nil
-}
 
 // decoding is the sequences whose prompt is in and that have not ended: the
 // next step's.

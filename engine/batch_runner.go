@@ -127,7 +127,7 @@ func (r *batchRunner) serve() (more bool) {
 				return false
 			}
 		}
-		if err := e.prefillOne(r.active); err != nil {
+		if err := e.prefillNext(r.active); err != nil {
 			r.failAll(err)
 			return false
 		}

@@ -18,6 +18,10 @@ type stepScratch struct {
 	// partial and promptPartial are attention's split paths' f32 partials
 	// (ops.SplitPartial, ops.PromptPartial), zero where a forward takes none.
 	partial, promptPartial ops.Tensor
+	// promptSeqs: the forward runs several sequences' prompt chunks
+	// (ForwardPrompts), and each sequence's attention takes the prompt
+	// partials its own chunk would (their splits depend on its rows).
+	promptSeqs bool
 }
 
 // newStepScratch takes the shared scratch of a forward of t tokens over a
@@ -30,7 +34,11 @@ func (m *Model) newStepScratch(c *ops.Ctx, t, capacity int) stepScratch {
 	cfg := m.Cfg
 	if cfg.FullAttentionInterval <= cfg.NumLayers { // attention layers
 		s.partial = ops.SplitPartial(c, t, capacity, cfg.NumHeads, cfg.HeadDim)
-		s.promptPartial = ops.PromptPartial(c, t, capacity, cfg.NumHeads, cfg.HeadDim)
+		if m.prompts {
+			s.promptSeqs = true
+		} else {
+			s.promptPartial = ops.PromptPartial(c, t, capacity, cfg.NumHeads, cfg.HeadDim)
+		}
 	}
 	return s
 }
@@ -114,7 +122,13 @@ func (a *attention) attend(c *ops.Ctx, cfg *Config, sq seq, qp, k, v, q, gate, a
 	default:
 		ops.AttnPreamble(c, qp, k, v, a.qNorm, a.kNorm, q, gate, kv.keys, kv.values, cfg.RotaryDims(), pos0, sq.shift, theta, cfg.RMSNormEps)
 	}
-	ops.Attend(c, q, kv.keys, kv.values, attn, pos0+t, scale, a.shared.partial, a.shared.promptPartial)
+	promptPartial := a.shared.promptPartial
+	if a.shared.promptSeqs { // this sequence's chunk's own (ForwardPrompts)
+		mark := c.Scratch.Scope("attn.seq_partial")
+		defer c.Scratch.Rewind(mark)
+		promptPartial = ops.PromptPartial(c, t, kv.keys.Shape[1], cfg.NumHeads, cfg.HeadDim)
+	}
+	ops.Attend(c, q, kv.keys, kv.values, attn, pos0+t, scale, a.shared.partial, promptPartial)
 }
 
 // scale is the attention scores' factor, 1/√headDim.

@@ -36,6 +36,9 @@ type Model struct {
 	// batched step writes its GDN inputs there.
 	batchRecord []*gdnRecord
 	recording   bool
+	// prompts is set while ForwardPrompts runs several sequences' prompt
+	// chunks: each sequence's attention takes partials for its own rows.
+	prompts bool
 	// mtp is the multi-token-prediction head (mtp.go), nil when the
 	// checkpoint has none usable; MTPProblem says why one that is there is
 	// not used. MTPOn keeps its cache in step with every forward (the

@@ -1,0 +1,214 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+
+	"bagel/ops"
+	"bagel/qwen"
+	"bagel/switches"
+)
+
+// TestPromptsTogetherEqualAlone: prompt chunks of several sequences run in
+// one forward (ForwardPrompts) leave each cache as its own Forward of its
+// chunk does, bit for bit: the next step's logits of each are those of a
+// cache that took its chunks alone, chunk after chunk, the sequences at
+// different positions, in a pool's slots and in caches of their own; and,
+// with flash attention off, in a context long enough that a prompt's
+// attention splits its keys (each sequence's partials sized for its own
+// rows). On the CPU here and on each GPU backend in
+// TestGPUPromptsTogetherEqualAlone.
+func TestPromptsTogetherEqualAlone(t *testing.T) {
+	testPromptsTogether(t, "cpu", 192)
+	defer switches.Reset(SwitchPrefillFlashAttention)
+	if err := switches.Set(SwitchPrefillFlashAttention, false); err != nil {
+		t.Fatal(err)
+	}
+	testPromptsTogether(t, "cpu", 8192)
+}
+
+func TestGPUPromptsTogetherEqualAlone(t *testing.T) {
+	for _, name := range gpuBackends() {
+		t.Run(name, func(t *testing.T) { testPromptsTogether(t, name, 192) })
+	}
+}
+
+func testPromptsTogether(t *testing.T, backendName string, capacity int) {
+	for _, name := range []string{"tiny-moe", "tiny-dense"} {
+		e := batchEngine(t, name, backendName)
+		err := e.loop.do(func() error {
+			defer e.scratch.Reset()
+			pool, err := e.model.NewCachePool(e.ctx, 3, capacity)
+			if err != nil {
+				return err
+			}
+			defer pool.Free(e.ctx)
+			own, err := e.model.NewCache(e.ctx, capacity)
+			if err != nil {
+				return err
+			}
+			defer own.Free(e.ctx)
+			together := []*qwen.Cache{pool.Caches()[1], own, pool.Caches()[2]}
+			var alone []*qwen.Cache
+			for range together {
+				k, err := e.model.NewCache(e.ctx, capacity)
+				if err != nil {
+					return err
+				}
+				defer k.Free(e.ctx)
+				alone = append(alone, k)
+			}
+			// Different positions: a first chunk of 0, 9 and 20 tokens alone.
+			for i, n := range []int{0, 9, 20} {
+				for _, k := range []*qwen.Cache{together[i], alone[i]} {
+					if n > 0 {
+						if _, err := e.model.Forward(e.ctx, k, longPrompt(i, n), false); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			for round, lengths := range [][]int{{40, ops.PromptMinTokens, 57}, {33, 70, ops.PromptMinTokens + 1}} {
+				chunks := make([][]int32, len(lengths))
+				for i, n := range lengths {
+					chunks[i] = longPrompt(10*round+i+3, n)
+					if _, err := e.model.Forward(e.ctx, alone[i], chunks[i], false); err != nil {
+						return err
+					}
+				}
+				if _, err := e.model.ForwardPrompts(e.ctx, together, chunks); err != nil {
+					return err
+				}
+				for i := range together {
+					if together[i].Offset != alone[i].Offset {
+						return fmt.Errorf("round %d: sequence %d at %d, alone at %d", round, i, together[i].Offset, alone[i].Offset)
+					}
+				}
+			}
+			for i := range together {
+				var got [2][]byte
+				for j, k := range []*qwen.Cache{together[i], alone[i]} {
+					logits, err := e.model.Forward(e.ctx, k, []int32{int32(40 + i)}, false)
+					if err != nil {
+						return err
+					}
+					if got[j], err = ops.ReadBytes(e.ctx, logits); err != nil {
+						return err
+					}
+				}
+				if !bytes.Equal(got[0], got[1]) {
+					return fmt.Errorf("sequence %d: the step after its chunks together differs from the step after them alone", i)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s on %s, %d tokens: %v", name, backendName, capacity, err)
+		}
+		e.Close()
+	}
+}
+
+// TestForwardPromptsRefusals: a chunk the prompt path would not take alone,
+// two chunks for one cache, a chunk past its context and a token outside the
+// vocabulary are refused with what is wrong, before any work.
+func TestForwardPromptsRefusals(t *testing.T) {
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	err := e.loop.do(func() error {
+		defer e.scratch.Reset()
+		a, err := e.model.NewCache(e.ctx, 64)
+		if err != nil {
+			return err
+		}
+		defer a.Free(e.ctx)
+		b, err := e.model.NewCache(e.ctx, 64)
+		if err != nil {
+			return err
+		}
+		defer b.Free(e.ctx)
+		long := longPrompt(1, 40)
+		bad := slices.Clone(long)
+		bad[3] = int32(e.Config.VocabSize)
+		for _, c := range []struct {
+			caches []*qwen.Cache
+			chunks [][]int32
+			want   string
+		}{
+			{[]*qwen.Cache{a, b}, [][]int32{long, long[:ops.PromptMinTokens-1]}, "takes the step kernels alone"},
+			{[]*qwen.Cache{a, a}, [][]int32{long, long}, "shares its cache"},
+			{[]*qwen.Cache{a, b}, [][]int32{long, longPrompt(2, 70)}, "context full"},
+			{[]*qwen.Cache{a, b}, [][]int32{long, bad}, "outside the vocabulary"},
+			{[]*qwen.Cache{a}, nil, "0 chunks for 1 sequences"},
+		} {
+			_, err := e.model.ForwardPrompts(e.ctx, c.caches, c.chunks)
+			if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
+				t.Errorf("want an error with %q, got %v", c.want, err)
+			}
+		}
+		if a.Offset != 0 || b.Offset != 0 {
+			t.Errorf("a refused forward moved the caches to %d and %d", a.Offset, b.Offset)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBatchPromptsTogetherEqualSolo: replies that join a batch together
+// prefill their prompts in shared forwards (fewer launches than with the
+// switch off, where each chunk is a forward of its own), and each greedy
+// and sampled reply is still its reply alone, token for token: prompts of
+// 40 to 110 tokens in chunks of 48, some in several chunks beside shorter
+// ones, their last chunks short of the prompt path (alone, then).
+func TestBatchPromptsTogetherEqualSolo(t *testing.T) {
+	withTiledGEMV(t, "batch", func(t *testing.T) { testBatchPromptsTogether(t, "cpu") })
+}
+
+func TestGPUBatchPromptsTogetherEqualSolo(t *testing.T) {
+	for _, name := range gpuBackends() {
+		t.Run(name, func(t *testing.T) { testBatchPromptsTogether(t, name) })
+	}
+}
+
+func testBatchPromptsTogether(t *testing.T, backendName string) {
+	defer switches.Reset(SwitchPromptsTogether)
+	for _, name := range []string{"tiny-moe", "tiny-dense"} {
+		e := batchEngine(t, name, backendName)
+		var reqs []Request
+		for i, n := range []int{40, 110, 67, 99} {
+			req := Request{PromptIDs: longPrompt(i, n), MaxTokens: 6, IgnoreStop: true, PrefillChunk: 48, NoPromptCache: true}
+			if i == 2 {
+				req.Sampling = Sampling{Temperature: 0.8, TopK: 20, TopP: 1, Seed: 7}
+			}
+			reqs = append(reqs, req)
+		}
+		runBatch(t, e, reqs, 0) // the pool's first allocation and what else a first batch launches
+		var dispatches [2]int64
+		var got [2][][]int32
+		for j, on := range []bool{true, false} {
+			if err := switches.Set(SwitchPromptsTogether, on); err != nil {
+				t.Fatal(err)
+			}
+			before := e.Counters().Dispatches
+			got[j], _ = runBatch(t, e, reqs, 0)
+			dispatches[j] = e.Counters().Dispatches - before
+		}
+		t.Logf("%s on %s: %d kernels with the prompts together, %d apart", name, backendName, dispatches[0], dispatches[1])
+		if dispatches[0] >= dispatches[1] {
+			t.Errorf("%s: the batch launched %d kernels with its prompts together, %d apart", name, dispatches[0], dispatches[1])
+		}
+		for i, req := range reqs {
+			want := solo(t, e, req)
+			for j, mode := range []string{"together", "apart"} {
+				if !slices.Equal(got[j][i], want) {
+					t.Errorf("%s on %s, prompts %s: reply %d %v, alone %v", name, backendName, mode, i, got[j][i], want)
+				}
+			}
+		}
+		e.Close()
+	}
+}
