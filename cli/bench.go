@@ -47,6 +47,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	streamSampled := fs.Bool("stream-sampled", false, "with --streams, also decode each count's replies sampled (temperature 0.7, top-p 0.95, top-k 20, a seed each: drawn on the device, as a chat's reply with Qwen's recommended sampling is)")
 	streamTreeWidth := fs.Int("stream-tree-width", 0, fmt.Sprintf("with --stream-drafts, the oracle's guesses as draft trees of this many branches, 2 to %d: the right one first, the others wrong (what verifying a tree costs in a batch; 0: lines)", engine.MaxTreeWidth))
 	streamDrafts := fs.Int("stream-drafts", 0, fmt.Sprintf("with --streams, also decode each count's replies again with speculative decoding, the oracle guessing up to this many tokens a reply and step, 1 to %d, every guess right (0: not)", engine.MaxDraftLength))
+	streamPrompt := fs.Int("stream-prompt", 32, "with --streams, each reply's prompt, in tokens (their prefills run together where they fit a chunk: the TTFT column)")
 	stallPrompt := fs.Int("stall-prompt", 8192, "with --streams, the prompt that joins the most replies but one, to time the stall its prefill causes (0: none)")
 	imagePaths := fs.images("to time through the model's vision tower")
 	draftersRows := fs.Bool("drafters", false, "also decode greedy replies to five questions plainly, with prompt lookup (lines, trees of 2) and with the model's MTP head: each drafter's acceptance and speed on text (needs a tokenizer)")
@@ -104,6 +105,9 @@ func runBench(args []string, out, errOut io.Writer) error {
 	}
 	if *streamTreeWidth != 0 && (*streamTreeWidth < 2 || *streamTreeWidth > engine.MaxTreeWidth || *streamDrafts == 0) {
 		return fmt.Errorf("--stream-tree-width %d: want 0 (lines) or 2 to %d, with --stream-drafts", *streamTreeWidth, engine.MaxTreeWidth)
+	}
+	if *streamPrompt < 2 {
+		return fmt.Errorf("--stream-prompt %d: want a prompt of 2 tokens or more", *streamPrompt)
 	}
 	if *stallPrompt < 0 {
 		return fmt.Errorf("--stall-prompt %d: want 0 (none) or a prompt length", *stallPrompt)
@@ -194,7 +198,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 		}
 	}
 	if len(counts) > 0 {
-		b.report.Streams = b.streams(counts, *stallPrompt, streamDraft{*streamDrafts, *streamTreeWidth}, *streamSampled)
+		b.report.Streams = b.streams(counts, *streamPrompt, *stallPrompt, streamDraft{*streamDrafts, *streamTreeWidth}, *streamSampled)
 	}
 	if len(*imagePaths) > 0 {
 		b.report.Images = b.images(*imagePaths)

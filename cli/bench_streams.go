@@ -71,13 +71,13 @@ type streamRun struct {
 	stats    engine.Stats
 }
 
-// streams measures counts of replies of b.tokens tokens after 32-token prompts.
+// streams measures counts of replies of b.tokens tokens after prompts of
+// promptLen tokens.
 // streamDraft is the drafted rows' oracle: its guesses a reply and step
 // (0: no drafted rows), in trees of width branches where width ≥ 2.
 type streamDraft struct{ drafts, width int }
 
-func (b *bench) streams(counts []int, stallPrompt int, draft streamDraft, sampled bool) *streamsBench {
-	const promptLen = 32
+func (b *bench) streams(counts []int, promptLen, stallPrompt int, draft streamDraft, sampled bool) *streamsBench {
 	r := &streamsBench{PromptTokens: promptLen, Tokens: b.tokens, Runs: b.runs, Drafts: draft.drafts, TreeWidth: draft.width, Sampled: sampled}
 	solo := make([]float64, b.runs)
 	for i := range solo {
