@@ -104,7 +104,7 @@ func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out
 	for _, sq := range seqs {
 		to := from + sq.rows
 		qkvs, convs, as, bs, os := qkv.Rows(from, to), conv.Rows(from, to), aLogits.Rows(from, to), bLogits.Rows(from, to), o.Rows(from, to)
-		mark := s.Scope("gdn.seq") // a prompt's chunked rule takes scratch of its own rows (ForwardPrompts)
+		mark := s.Scope("gdn.seq")    // a prompt's chunked rule takes scratch of its own rows (ForwardPrompts)
 		if tr := sq.tree; tr != nil { // a draft tree: its window and state stay as they are (CommitTree)
 			ops.Conv1dSiLUTree(c, qkvs, sq.st.conv, g.conv, tr.parent, convs, cfg.ConvKernel)
 			ops.GDNRecurrenceTree(c, convs, as, bs, g.aLog, g.dtBias, sq.st.state, tr.parent, os, shape)
