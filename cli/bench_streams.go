@@ -37,6 +37,10 @@ type streamsBench struct {
 type streamsRow struct {
 	Streams      int     `json:"streams"`
 	AggregateTPS float64 `json:"aggregate_tok_per_s"` // every reply's tokens over the span all decoded
+	// SteadyTPS is every reply's tokens while all of them decode: from the
+	// last reply's first token to the first reply's last (AggregateTPS
+	// counts the others' prefills and the batch's thinning end too).
+	SteadyTPS    float64 `json:"steady_tok_per_s,omitempty"`
 	PerStreamTPS float64 `json:"per_stream_tok_per_s"`
 	SlowestTPS   float64 `json:"slowest_stream_tok_per_s"`
 	TTFTms       float64 `json:"ttft_ms"` // the median reply's first token, all prompts sent at once
@@ -263,6 +267,7 @@ func streamsRowOf(runs []streamRun) streamsRow {
 	if span := to.Sub(from).Seconds(); span > 0 {
 		row.AggregateTPS = float64(tokens) / span
 	}
+	row.SteadyTPS = steadyRate(runs)
 	for _, v := range [][]float64{rates, ttfts, gpu, dispatches} {
 		slices.Sort(v)
 	}
@@ -270,6 +275,36 @@ func streamsRowOf(runs []streamRun) streamsRow {
 	row.PerStreamTPS, row.SlowestTPS, row.TTFTms = rates[mid], rates[0], ttfts[mid]
 	row.GPUmsPerStep, row.DispatchesPerStep = gpu[mid], dispatches[mid]
 	return row
+}
+
+// steadyRate is the replies' tokens over the span every one of them
+// decodes (after its first token, up to its last), 0 where there is none.
+func steadyRate(runs []streamRun) float64 {
+	var from, to time.Time
+	for _, r := range runs {
+		if len(r.arrivals) < 2 {
+			return 0
+		}
+		if first := r.arrivals[0]; first.After(from) {
+			from = first
+		}
+		if last := r.arrivals[len(r.arrivals)-1]; to.IsZero() || last.Before(to) {
+			to = last
+		}
+	}
+	span := to.Sub(from).Seconds()
+	if span <= 0 {
+		return 0
+	}
+	tokens := 0
+	for _, r := range runs {
+		for _, at := range r.arrivals {
+			if at.After(from) && !at.After(to) {
+				tokens++
+			}
+		}
+	}
+	return float64(tokens) / span
 }
 
 // stall runs n short-prompt replies beside one of promptLen tokens and
@@ -313,12 +348,13 @@ func writeStreamsBench(w io.Writer, s *streamsBench) {
 		return
 	}
 	fmt.Fprintf(w, "  one reply alone (Generate): %.1f tok/s\n", s.SoloTokPerS)
-	fmt.Fprintf(w, "  %7s  %13s  %8s  %10s  %11s  %9s  %11s  %14s\n", "streams", "aggregate t/s", "× alone", "per stream", "slowest t/s", "TTFT ms",
-		"GPU ms/step", "dispatches/step")
+	fmt.Fprintf(w, "  %7s  %13s  %8s  %10s  %11s  %9s  %11s  %14s  %13s  %8s\n", "streams", "aggregate t/s", "× alone", "per stream", "slowest t/s", "TTFT ms",
+		"GPU ms/step", "dispatches/step", "all decoding", "× alone")
 	for _, r := range s.Rows {
-		fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %11.1f  %9.1f  %11.2f  %14.0f\n", r.Streams, r.AggregateTPS, r.AggregateTPS/s.SoloTokPerS,
-			r.PerStreamTPS, r.SlowestTPS, r.TTFTms, r.GPUmsPerStep, r.DispatchesPerStep)
+		fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %11.1f  %9.1f  %11.2f  %14.0f  %13.1f  %8.2f\n", r.Streams, r.AggregateTPS, r.AggregateTPS/s.SoloTokPerS,
+			r.PerStreamTPS, r.SlowestTPS, r.TTFTms, r.GPUmsPerStep, r.DispatchesPerStep, r.SteadyTPS, r.SteadyTPS/s.SoloTokPerS)
 	}
+	fmt.Fprintf(w, "  (aggregate: every reply's tokens from the first reply's first to the last one's last, the others' prefills among them; all decoding: while every reply decodes)\n")
 	if s.Drafts > 0 {
 		trees := ""
 		if s.TreeWidth > 0 {

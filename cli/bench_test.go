@@ -3,10 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"bagel/engine"
 	"bagel/internal/testmodel"
@@ -356,15 +358,15 @@ func TestBenchStreamsRows(t *testing.T) {
 	r, stdout := benchJSON(t, "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--runs", "1", "--tokens", "12",
 		"--prefill", "", "--long", "", "--drafts", "", "--switches=false", "--lookup=false", "--projections", "0",
 		"--streams", "1,3", "--stall-prompt", "300", "--prefill-chunk", "64", "--stream-drafts", "3",
-		"--stream-sampled")
+		"--stream-sampled", "--stream-prompt", "40")
 	s := r.Streams
-	if s == nil || s.Error != "" || s.SoloTokPerS <= 0 || len(s.Rows) != 2 {
+	if s == nil || s.Error != "" || s.SoloTokPerS <= 0 || len(s.Rows) != 2 || s.PromptTokens != 40 {
 		t.Fatalf("streams rows: %+v", s)
 	}
 	for i, want := range []int{1, 3} {
 		row := s.Rows[i]
 		if row.Streams != want || row.AggregateTPS <= 0 || row.PerStreamTPS <= 0 || row.SlowestTPS > row.PerStreamTPS || row.TTFTms <= 0 ||
-			row.DispatchesPerStep <= 0 {
+			row.DispatchesPerStep <= 0 || row.SteadyTPS <= 0 {
 			t.Errorf("row %d: %+v", i, row)
 		}
 		// The oracle's guesses are all kept: a step adds more than a token.
@@ -412,5 +414,30 @@ func TestBenchStreamTrees(t *testing.T) {
 	_, _, stderr := runCLI("bench", "-m", testmodel.Weights(t, "tiny-moe"), "--backend", "cpu", "--streams", "2", "--stream-tree-width", "2")
 	if !strings.Contains(stderr, "--stream-tree-width 2: want 0 (lines) or 2 to 3, with --stream-drafts") {
 		t.Errorf("--stream-tree-width without drafts: %s", stderr)
+	}
+}
+
+// TestSteadyRate: the replies' tokens while all of them decode, over that
+// span: the first reply's early tokens and the last one's late ones are
+// not counted.
+func TestSteadyRate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms ...int) []time.Time {
+		var out []time.Time
+		for _, m := range ms {
+			out = append(out, t0.Add(time.Duration(m)*time.Millisecond))
+		}
+		return out
+	}
+	runs := []streamRun{
+		{arrivals: at(0, 10, 20, 30, 40, 50, 60)}, // decodes alone until 20
+		{arrivals: at(20, 30, 40, 50, 60, 70, 80)},
+	}
+	// From 20 to 60 ms: tokens at 30, 40, 50, 60 of each.
+	if got, want := steadyRate(runs), 8/0.040; math.Abs(got-want) > 1e-9 {
+		t.Errorf("steady rate %.3f, want %.3f", got, want)
+	}
+	if got := steadyRate(append(runs, streamRun{arrivals: at(5)})); got != 0 {
+		t.Errorf("a reply of one token: steady rate %.3f, want 0", got)
 	}
 }
