@@ -124,6 +124,9 @@ func runBench(args []string, out, errOut io.Writer) error {
 	for _, n := range append(slices.Clone(prefillLens), longLens...) {
 		b.contextLength = max(b.contextLength, n+*tokens+16)
 	}
+	if len(counts) > 0 { // the streams' lone reply (their batches size their own caches)
+		b.contextLength = max(b.contextLength, *streamPrompt+*tokens+16)
+	}
 	if err := b.load(); err != nil {
 		return err
 	}
