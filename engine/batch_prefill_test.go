@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -210,5 +211,62 @@ func testBatchPromptsTogether(t *testing.T, backendName string) {
 			}
 		}
 		e.Close()
+	}
+}
+
+// TestPromptGroupChoices: the next prefill forward takes the chunk of the
+// sequence with the least prompt left, and beside it, least prompt first,
+// the next chunks of the others that take the prompt path alone, as many as
+// fit a prefill chunk's tokens; not a chunk under the prompt path, one
+// holding an image, one past the budget, nor, with the switch off, any.
+// A sequence cancelled while it prefills ends there.
+func TestPromptGroupChoices(t *testing.T) {
+	e := batchEngine(t, "tiny-moe", "cpu")
+	defer e.Close()
+	defer switches.Reset(SwitchPromptsTogether)
+	e.prefillChunk = 100
+	min := ops.PromptMinTokens
+	seq := func(prompt, prefilled int) *batchSeq {
+		s := newBatchSeq(context.Background(), e, Request{})
+		t.Cleanup(s.cancel) // its stream's goroutine
+		s.prompt, s.prefill = longPrompt(prompt, prompt), prefilled
+		return s
+	}
+	short := seq(min, 0)    // a chunk of min−1 tokens: the step kernels
+	a := seq(min+6, 0)      // min+5
+	b := seq(min+21, 0)     // min+20
+	image := seq(min+13, 0) // an image in its next chunk: without it, it would take b's place
+	image.images = &imagePrompt{images: []placedImage{{at: 4, img: &Image{Tokens: 8}}}}
+	long := seq(400, 300) // 99 left: its chunk is 99 tokens, past the budget beside a and b
+	done := seq(50, 49)   // its prompt in but its last token
+	cancelled := seq(min+10, 0)
+	cancelled.cancel()
+	all := []*batchSeq{long, image, b, done, short, a, cancelled}
+	ends := func(group []promptChunk) []string {
+		var out []string
+		for _, pc := range group {
+			out = append(out, fmt.Sprintf("%d:%d-%d", len(pc.s.prompt), pc.s.prefill, pc.end))
+		}
+		return out
+	}
+	got := ends(e.promptGroup(all))
+	want := []string{fmt.Sprintf("%d:0-%d", min, min-1)} // the least prompt left goes alone: under the prompt path
+	if !slices.Equal(got, want) {
+		t.Errorf("with the shortest under the prompt path: %v, want %v", got, want)
+	}
+	if !cancelled.ended {
+		t.Error("a cancelled sequence did not end")
+	}
+	short.ended = true
+	got = ends(e.promptGroup(all))
+	want = []string{fmt.Sprintf("%d:0-%d", min+6, min+5), fmt.Sprintf("%d:0-%d", min+21, min+20)}
+	if !slices.Equal(got, want) {
+		t.Errorf("together: %v, want %v (the image's chunk and the long one's past the budget stay out)", got, want)
+	}
+	if err := switches.Set(SwitchPromptsTogether, false); err != nil {
+		t.Fatal(err)
+	}
+	if got = ends(e.promptGroup(all)); len(got) != 1 {
+		t.Errorf("with the switch off: %v, want one chunk", got)
 	}
 }
