@@ -117,11 +117,10 @@ func (e *Engine) nextChunk(s *batchSeq) promptChunk {
 }
 
 // together says whether chunk pc may share its forward with others: with
-// the switch on and the MTP head not drafting (ForwardPrompts refuses it),
-// a chunk without an image that takes the prompt path alone.
+// the switch on, a chunk without an image that takes the prompt path alone.
 func (e *Engine) together(pc promptChunk) bool {
 	s := pc.s
-	return switches.On(SwitchPromptsTogether) && !e.model.MTPOn && pc.end-s.prefill >= ops.PromptMinTokens &&
+	return switches.On(SwitchPromptsTogether) && pc.end-s.prefill >= ops.PromptMinTokens &&
 		(s.images == nil || !s.images.holdsImage(s.prefill, pc.end))
 }
 

@@ -270,3 +270,67 @@ func TestPromptGroupChoices(t *testing.T) {
 		t.Errorf("with the switch off: %v, want one chunk", got)
 	}
 }
+
+// TestPromptsTogetherKeepTheHead: with the MTP head drafting, prompts run
+// together leave each sequence's head cache as its own Forward leaves it:
+// the head's guesses after them, and the logits of each guess, are bit for
+// bit those after the chunks alone (the demo model's head, on the CPU), a
+// first chunk at position 0 and a second after it.
+func TestPromptsTogetherKeepTheHead(t *testing.T) {
+	withDemoHead(t, func(e *Engine) error {
+		defer e.scratch.Reset()
+		var together, alone []*qwen.Cache
+		for range 3 {
+			for _, list := range []*[]*qwen.Cache{&together, &alone} {
+				k, err := e.model.NewCache(e.ctx, 256)
+				if err != nil {
+					return err
+				}
+				defer k.Free(e.ctx)
+				*list = append(*list, k)
+			}
+		}
+		for round, lengths := range [][]int{{40, 57, ops.PromptMinTokens}, {33, ops.PromptMinTokens, 70}} {
+			chunks := make([][]int32, len(lengths))
+			for i, n := range lengths {
+				chunks[i] = longPrompt(10*round+i, n)
+				if _, err := e.model.Forward(e.ctx, alone[i], chunks[i], false); err != nil {
+					return err
+				}
+			}
+			if _, err := e.model.ForwardPrompts(e.ctx, together, chunks); err != nil {
+				return err
+			}
+		}
+		for i := range together {
+			var guesses [2][]int32
+			var logits [2][]byte
+			for j, k := range []*qwen.Cache{together[i], alone[i]} {
+				if !e.model.MTPReady(k) {
+					return fmt.Errorf("sequence %d: the head is out of step (%s)", i, []string{"together", "alone"}[j])
+				}
+				var err error
+				guesses[j], err = e.model.MTPDraft(e.ctx, k, 42, 3, func(l ops.Tensor) (int32, error) {
+					raw, err := ops.ReadBytes(e.ctx, l)
+					logits[j] = append(logits[j], raw...)
+					if err != nil {
+						return 0, err
+					}
+					rows, err := e.readTopK(l, 1, 1)
+					if err != nil {
+						return 0, err
+					}
+					return rows[0].ids[0], nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			if !slices.Equal(guesses[0], guesses[1]) || !bytes.Equal(logits[0], logits[1]) {
+				return fmt.Errorf("sequence %d: the head guesses %v after the prompts together, %v after them alone (logits equal: %v)",
+					i, guesses[0], guesses[1], bytes.Equal(logits[0], logits[1]))
+			}
+		}
+		return nil
+	})
+}

@@ -187,16 +187,26 @@ func (m *Model) forward(c *ops.Ctx, cache *Cache, tokens []int32, devIDs ops.Ten
 		final = normed.Rows(t-1, t)
 	}
 	logits := m.logits(c, final)
-	if m.mtp != nil {
-		// The head's rows are rotated at plain positions: after an image it
-		// is out of step (drafts resume with the next conversation).
-		if m.MTPOn && m.trees == nil && cache.mtp.keys.Buf != nil && m.mm == nil && cache.ropeShift == 0 {
-			m.mtpUpdate(c, cache, ids, normed, pos0, t)
-		} else {
-			cache.mtpStale = true // a draft tree's rows are no sequence
-		}
-	}
+	m.keepHead(c, cache, ids, normed, pos0, t)
 	return logits, nil
+}
+
+// keepHead keeps the MTP head's cache in step with a forward's t rows of
+// cache at pos0 (their ids and final hidden rows), where the head drafts;
+// otherwise its cache is out of step (stale).
+func (m *Model) keepHead(c *ops.Ctx, cache *Cache, ids, normed ops.Tensor, pos0, t int) {
+	if m.mtp == nil {
+		return
+	}
+	// The head's rows are rotated at plain positions: after an image it
+	// is out of step (drafts resume with the next conversation).
+	if m.MTPOn && m.trees == nil && cache.mtp.keys.Buf != nil && m.mm == nil && cache.ropeShift == 0 {
+		mark := c.Scratch.Scope("mtp.keep") // a forward of several prompts keeps each one's in turn
+		m.mtpUpdate(c, cache, ids, normed, pos0, t)
+		c.Scratch.Rewind(mark)
+	} else {
+		cache.mtpStale = true // a draft tree's rows are no sequence
+	}
 }
 
 // checkIDs refuses a token outside the vocabulary.

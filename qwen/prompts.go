@@ -1,7 +1,6 @@
 package qwen
 
 import (
-	"errors"
 	"fmt"
 
 	"bagel/ops"
@@ -18,10 +17,8 @@ import (
 // each sequence's cache gets the bits its own Forward would give it (the
 // engine's tests hold it to that). It computes no logits (a prefill chunk
 // needs none): it returns the rows' final hidden states, bf16 [T, hidden],
-// the chunks' rows in order, in scratch.
-//
-// With the MTP head drafting it refuses: a prompt's Forward keeps the head's
-// cache in step, which this forward does not.
+// the chunks' rows in order, in scratch. Where the MTP head drafts, each
+// sequence's head cache is kept in step as its Forward keeps it.
 func (m *Model) ForwardPrompts(c *ops.Ctx, caches []*Cache, chunks [][]int32) (ops.Tensor, error) {
 	counts, err := m.checkPrompts(caches, chunks)
 	if err != nil {
@@ -41,27 +38,22 @@ func (m *Model) ForwardPrompts(c *ops.Ctx, caches []*Cache, chunks [][]int32) (o
 	if err != nil {
 		return ops.Tensor{}, err
 	}
+	row := 0
 	for i, k := range caches {
-		k.Offset += counts[i]
+		pos0, t := k.Offset, counts[i]
+		k.Offset += t
 		k.Disarm()
-		if m.mtp != nil {
-			k.mtpStale = true // as Forward leaves it with the head off
-		}
+		m.keepHead(c, k, ids.Rows(row, row+t), normed.Rows(row, row+t), pos0, t)
+		row += t
 	}
 	return normed, nil
 }
-
-// ErrPromptsMTP is ForwardPrompts' refusal while the MTP head drafts.
-var ErrPromptsMTP = errors.New("prompts together: the MTP head drafts, and a prompt's own forward keeps it in step")
 
 // checkPrompts refuses prompt chunks ForwardPrompts does not run, and
 // returns their lengths.
 func (m *Model) checkPrompts(caches []*Cache, chunks [][]int32) ([]int, error) {
 	if len(caches) == 0 || len(caches) != len(chunks) {
 		return nil, fmt.Errorf("prompts together: %d chunks for %d sequences", len(chunks), len(caches))
-	}
-	if m.mtp != nil && m.MTPOn {
-		return nil, ErrPromptsMTP
 	}
 	counts := make([]int, len(chunks))
 	for i, ch := range chunks {
