@@ -157,6 +157,5 @@ func (g *generation) prefillChunk(prompt []int32, from, to int) error {
 		_, err := g.e.forwardImages(g.images, from, to, false)
 		return err
 	}
-	_, err := g.e.forwardArgmax(prompt[from:to])
-	return err
+	return g.e.forwardPrompt(prompt[from:to])
 }

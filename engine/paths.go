@@ -90,6 +90,16 @@ const (
 	// without it, a verify of 5 tokens 3.12 ms against 5.63; plain decode
 	// 404 against 495 tok/s).
 	SwitchTiledGEMV = "tiled-gemv"
+	// SwitchShortPromptTiled runs a prompt's chunk too short for the prompt
+	// path (2 to 31 tokens: a follow-up message, a chunk's tail) on the
+	// tiled GEMVs where the device has them, though decode steps keep the
+	// plain GEMV (engine.promptKernels). The plain GEMV runs every row's dot
+	// products on its own, the experts' down projection a launch per token's
+	// expert: a 31-token prompt took 25.2 ms to its first token on an H100
+	// where the tiled GEMVs take 11.5 (docs/benchmarks.md, twenty-seventh
+	// session). A verify keeps the decode step's kernels (its logits must be
+	// the steps'); a batched reply's chunk takes a lone reply's kernels.
+	SwitchShortPromptTiled = "short-prompt-tiled"
 )
 
 func init() {
@@ -120,6 +130,8 @@ func init() {
 			Description: "Run split decode attention over a long context on the matrix units, a threadgroup for all the query heads of a key-value head (CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchTiledGEMV, Env: "BAGEL_TILED_GEMV", Backends: []string{"cuda", "cpu"}, Verifies: true,
 			Description: "Run the 4-bit projections, experts and logits of decode steps on the matrix units, each weight dequantized once for all of a speculative verify's tokens: faster speculative decoding, a slower plain decode step (experimental; CUDA sm_80+ and CPU; applies at the next model load)."},
+		{Name: SwitchShortPromptTiled, Env: "BAGEL_NO_SHORT_PROMPT_TILED", Backends: []string{"cuda", "cpu"},
+			Description: "Run a prompt of fewer than 32 tokens (a short message, a long prompt's last chunk) on the matrix-unit GEMVs of tiled-gemv, though decoding keeps the plain ones (CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {
@@ -132,20 +144,21 @@ func init() {
 // load.
 func currentPlan() ops.Plan {
 	return ops.Plan{
-		AddNorm:      switches.On(SwitchFusedAddNorm),
-		Projections:  switches.On(SwitchFusedProjections),
-		ExpertSwiGLU: switches.On(SwitchFusedExpertSwiGLU),
-		GDNConv:      switches.On(SwitchFusedGDNConv),
-		MoEDown:      switches.On(SwitchFusedMoEDown),
-		AttnPrep:     switches.On(SwitchFusedAttnPrep),
-		SplitKV:      switches.On(SwitchSplitKV),
-		PrefillGEMM:  switches.On(SwitchPrefillGEMM),
-		PrefillSplit: switches.On(SwitchPrefillSplitAttention),
-		PrefillFlash: switches.On(SwitchPrefillFlashAttention),
-		SplitKVTiled: switches.On(SwitchSplitKVTiled),
-		MultiGEMM:    switches.On(SwitchPrefillMultiGEMM),
-		ExactGEMM:    switches.On(SwitchPrefillExactWeights),
-		TiledGEMV:    switches.On(SwitchTiledGEMV),
+		AddNorm:          switches.On(SwitchFusedAddNorm),
+		Projections:      switches.On(SwitchFusedProjections),
+		ExpertSwiGLU:     switches.On(SwitchFusedExpertSwiGLU),
+		GDNConv:          switches.On(SwitchFusedGDNConv),
+		MoEDown:          switches.On(SwitchFusedMoEDown),
+		AttnPrep:         switches.On(SwitchFusedAttnPrep),
+		SplitKV:          switches.On(SwitchSplitKV),
+		PrefillGEMM:      switches.On(SwitchPrefillGEMM),
+		PrefillSplit:     switches.On(SwitchPrefillSplitAttention),
+		PrefillFlash:     switches.On(SwitchPrefillFlashAttention),
+		SplitKVTiled:     switches.On(SwitchSplitKVTiled),
+		MultiGEMM:        switches.On(SwitchPrefillMultiGEMM),
+		ExactGEMM:        switches.On(SwitchPrefillExactWeights),
+		TiledGEMV:        switches.On(SwitchTiledGEMV),
+		ShortPromptTiled: switches.On(SwitchShortPromptTiled),
 	}
 }
 

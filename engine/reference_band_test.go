@@ -242,7 +242,9 @@ var bandPaths = []struct {
 	{"prompt, unfused", 2048, []string{"fused-*=off"}},
 	{"chunks of 32", 32, nil},
 	{"chunks of 7 (a verify's width)", 7, nil},
+	{"chunks of 24 on the tiled GEMVs (a short prompt's)", 24, []string{"tiled-gemv=on"}},
 	{"decode", 1, nil},
+	{"decode on the tiled GEMVs (a batched reply's)", 1, []string{"tiled-gemv=on"}},
 }
 
 // setSwitches applies a path's switches ("fused-*" names every fused-* one)

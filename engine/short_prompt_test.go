@@ -1,11 +1,15 @@
 package engine
 
 import (
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"bagel/internal/testmodel"
 	"bagel/ops"
+	"bagel/switches"
 )
 
 // TestVerifyWideSlicesOfAShortPrompt: a prompt too short for the prompt
@@ -62,4 +66,106 @@ func TestVerifyWideSlicesOfAShortPrompt(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestShortPromptTakesTheTiledGEMVs: with short-prompt-tiled (on by
+// default), a prompt's chunk of 2 to ops.PromptMinTokens−1 tokens runs on
+// the tiled GEMVs though decode steps keep the plain ones; a chunk of one
+// token (a decode step's) and of ops.PromptMinTokens (the prompt path's)
+// keep their kernels, as does every chunk with the switch off. On the CPU,
+// where the tiled kernels' references sum as the plain ones do, the
+// kernels' names tell; on each GPU backend the next step's logits are bit
+// for bit those after the chunk on the tiled-gemv plan, or on the plain
+// one, and the two differ.
+func TestShortPromptTakesTheTiledGEMVs(t *testing.T) {
+	defer switches.Reset(SwitchShortPromptTiled)
+	dir := t.TempDir()
+	testmodel.WriteRandom(t, dir, wideMoE) // 4-bit in groups of 64: the tiled experts take it
+	for _, backendName := range append([]string{"cpu"}, gpuBackends()...) {
+		for _, on := range []bool{true, false} {
+			if err := switches.Set(SwitchShortPromptTiled, on); err != nil {
+				t.Fatal(err)
+			}
+			t.Run(fmt.Sprintf("%s/short-prompt-tiled=%v", backendName, on), func(t *testing.T) {
+				e := loadGPU(t, dir, backendName, 128)
+				if e.TiledGEMV() {
+					t.Fatal("the model loaded with the tiled GEMVs for decoding")
+				}
+				var names []string
+				if backendName == "cpu" {
+					if err := e.loop.do(func() error {
+						e.ctx.Dev, e.ctx.Enc = recordingDevice{e.ctx.Dev, &names}, recordingEncoder{e.ctx.Enc, &names}
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, n := range []int{1, 2, 24, ops.PromptMinTokens - 1, ops.PromptMinTokens} {
+					ids := make([]int32, n)
+					for i := range ids {
+						ids[i] = int32((29*i + 5) % e.Config.VocabSize)
+					}
+					wantTiled := on && n >= shortPromptMinTokens && n < ops.PromptMinTokens
+					names = names[:0]
+					prompt := nextLogits(t, e, func() error { return e.forwardPrompt(ids) })
+					if backendName == "cpu" {
+						if tiled := slices.ContainsFunc(names, func(k string) bool { return strings.Contains(k, "_mma") }); tiled != wantTiled {
+							t.Errorf("%d tokens: the prompt and the step after it run the matrix-unit kernels: %v, want %v", n, tiled, wantTiled)
+						}
+						continue
+					}
+					plain := nextLogits(t, e, func() error { _, err := e.forward(ids, false); return err })
+					tiled := nextLogits(t, e, func() error { return withPlanTiled(e, func() error { _, err := e.forward(ids, false); return err }) })
+					want, other, kernels := plain, tiled, "plain"
+					if wantTiled {
+						want, other, kernels = tiled, plain, "tiled"
+					}
+					if d := differing(prompt, want); d > 0 {
+						t.Errorf("%d tokens: %d of %d logits differ from the %s kernels'", n, d, len(want), kernels)
+					}
+					if n < ops.PromptMinTokens && differing(want, other) == 0 {
+						t.Errorf("%d tokens: the tiled and the plain kernels give the same logits: the test cannot tell them apart", n)
+					}
+				}
+			})
+		}
+	}
+}
+
+// nextLogits resets e's cache, runs prefill, then one step of a fixed token
+// and returns its logits.
+func nextLogits(t *testing.T, e *Engine, prefill func() error) []float32 {
+	t.Helper()
+	if err := e.resetCache(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prefill(); err != nil {
+		t.Fatal(err)
+	}
+	logits, err := e.forward([]int32{3}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return logits
+}
+
+// withPlanTiled runs f with e's plan on the tiled GEMVs.
+func withPlanTiled(e *Engine, f func() error) error {
+	set := func(on bool) error { return e.loop.do(func() error { e.ctx.Plan.TiledGEMV = on; return nil }) }
+	if err := set(true); err != nil {
+		return err
+	}
+	defer set(false)
+	return f()
+}
+
+// differing counts the values of a and b whose bits differ.
+func differing(a, b []float32) int {
+	n := 0
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			n++
+		}
+	}
+	return n
 }

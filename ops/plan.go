@@ -25,6 +25,11 @@ type Plan struct {
 	PrefillSplit bool // a prompt's attention on the split-KV kernels
 	PrefillFlash bool // a prompt's attention as flash attention on the matrix units
 	TiledGEMV    bool // decode and verify GEMVs on the matrix units (qmatmul_mma_bf16 and kin)
+	// ShortPromptTiled: a prompt's forward under PromptMinTokens takes the
+	// tiled GEMVs though TiledGEMV is off. Only the engine knows a forward
+	// is a prompt (a verify of as many tokens must keep the step's bits): it
+	// turns TiledGEMV on for such a forward.
+	ShortPromptTiled bool
 }
 
 // PromptMinTokens is the fewest tokens a forward runs on the prompt path

@@ -1,0 +1,35 @@
+package engine
+
+import "bagel/ops"
+
+// shortPromptMinTokens is the fewest tokens of a prompt's forward that
+// SwitchShortPromptTiled moves to the tiled GEMVs: one token is a decode
+// step, and the plain GEMV's step is the faster (H100: 2.10 against 2.49 ms).
+const shortPromptMinTokens = 2
+
+// promptKernels readies the plan for a prompt's forward of t tokens, on the
+// device goroutine: where the plan has ShortPromptTiled and the forward
+// falls under the prompt path (ops.PromptMinTokens), the tiled GEMVs for
+// this forward only (the ops fall back to the plain GEMV where the device or
+// a weight has none). Defer the function it returns, which restores the plan.
+// Only prompts come here: a speculative verify of as many tokens keeps the
+// decode step's kernels, so that its logits are the steps'.
+func (e *Engine) promptKernels(t int) (restore func()) {
+	p := &e.ctx.Plan
+	if !p.ShortPromptTiled || p.TiledGEMV || t < shortPromptMinTokens || t >= ops.PromptMinTokens {
+		return func() {}
+	}
+	p.TiledGEMV = true
+	return func() { p.TiledGEMV = false }
+}
+
+// forwardPrompt runs tokens, a chunk of a prompt, at the cache position on
+// the kernels promptKernels picks, and waits for it (the device's greedy
+// pick of its last row, which stops a non-finite chunk as a step would).
+func (e *Engine) forwardPrompt(tokens []int32) error {
+	var id [1]int32
+	return e.stepWith(func() (ops.Tensor, error) {
+		defer e.promptKernels(len(tokens))()
+		return e.model.Forward(e.ctx, e.cache, tokens, false)
+	}, nil, e.greedyPicks(id[:]))
+}
