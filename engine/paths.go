@@ -95,9 +95,10 @@ const (
 	// tiled GEMVs where the device has them, though decode steps keep the
 	// plain GEMV (engine.promptKernels). The plain GEMV runs every row's dot
 	// products on its own, the experts' down projection a launch per token's
-	// expert: a 31-token prompt took 25.2 ms to its first token on an H100
-	// where the tiled GEMVs take 11.5 (docs/benchmarks.md, twenty-seventh
-	// session). A verify keeps the decode step's kernels (its logits must be
+	// expert: on an H100 a lone reply's prompt of 31 / 24 / 8 tokens took
+	// 26.6 / 21.7 / 10.1 ms to its first token, 11.0 / 10.0 / 6.6 with the
+	// switch, decode unchanged (docs/benchmarks.md, twenty-seventh session).
+	// A verify keeps the decode step's kernels (its logits must be
 	// the steps'); a batched reply's chunk takes a lone reply's kernels.
 	SwitchShortPromptTiled = "short-prompt-tiled"
 )

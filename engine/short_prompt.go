@@ -4,7 +4,9 @@ import "bagel/ops"
 
 // shortPromptMinTokens is the fewest tokens of a prompt's forward that
 // SwitchShortPromptTiled moves to the tiled GEMVs: one token is a decode
-// step, and the plain GEMV's step is the faster (H100: 2.10 against 2.49 ms).
+// step, and the plain GEMV's step is the faster (H100: 2.10 against 2.49 ms
+// a token); at 2 and 3 tokens the two took the same GPU time (4.6–4.8 and
+// 5.1–5.2 ms), from 4 the tiled ones less (5.2–5.4 against 5.9).
 const shortPromptMinTokens = 2
 
 // promptKernels readies the plan for a prompt's forward of t tokens, on the
