@@ -89,17 +89,7 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 		y = s.Get("moe.y", BF16, t, k, hidden)
 		QGemmGather(c, gate, ExpertTiles{Perm: perm, Tiles: tiles, T: t, K: k, E: ne}, m.Down, y, true, c.Plan.ExactGEMM)
 	case tiledUp && MoEDownTiledFits(c, m.Down, m.SharedDown, k):
-		// With moe_up_mma_bf16, a step's and a verify's (at most 16 tokens)
-		// alike; more tokens (a prompt of 17 to 31 under PromptMinTokens)
-		// 16 at a time: a token's sums do not depend on the others in its
-		// launch, so each gets its bits alone, where moe_down_bf16 took
-		// them one launch a token's expert (~112 µs a layer for 31 tokens
-		// on the H200).
-		for r := 0; r < t; r += MoEDownTiledTokens {
-			e := min(t, r+MoEDownTiledTokens)
-			MoEDownTiled(c, gate.Rows(r, e), ids.Rows(r, e), weights.Rows(r, e), m.Down, sg.Rows(r, e), m.SharedDown,
-				gateLogit.Rows(r, e), out.Rows(r, e), r == 0) // a later slice waits for the one before it
-		}
+		moeDownTiledSlices(c, gate, ids, weights, m, sg, gateLogit, out)
 		return
 	case c.Plan.MoEDown && k+1 <= moeDownMaxSlots:
 		// The router's top-k ran two dispatches back.
@@ -113,4 +103,20 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 	MoECombine(c, y, weights, routed)
 	Linear(c, sg, m.SharedDown, sharedOut)
 	AddSigmoidScaled(c, routed, sharedOut, gateLogit, out)
+}
+
+// moeDownTiledSlices is MoE's down projection on the matrix units
+// (moe_down_mma_bf16, with moe_up_mma_bf16): a step's and a verify's (at
+// most MoEDownTiledTokens, 16) in one launch, alike; more tokens (a prompt
+// under PromptMinTokens on the step kernels) 16 at a time. A token's sums
+// do not depend on the others in its launch, so each gets its bits alone,
+// where moe_down_bf16 took a launch a token's expert (112.7 µs a layer for
+// 31 tokens on an H100, ncu, twenty-sixth session).
+func moeDownTiledSlices(c *Ctx, gate, ids, weights Tensor, m Experts, sg, gateLogit, out Tensor) {
+	t := gate.Shape[0]
+	for r := 0; r < t; r += MoEDownTiledTokens {
+		e := min(t, r+MoEDownTiledTokens)
+		MoEDownTiled(c, gate.Rows(r, e), ids.Rows(r, e), weights.Rows(r, e), m.Down, sg.Rows(r, e), m.SharedDown,
+			gateLogit.Rows(r, e), out.Rows(r, e), r == 0) // a later slice waits for the one before it
+	}
 }
