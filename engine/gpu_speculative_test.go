@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"testing"
 
@@ -79,15 +78,7 @@ func TestVerifyLogitsAreDecodeLogits(t *testing.T) {
 				if len(verify) != len(steps) {
 					t.Fatalf("verify gave %d logits, the steps %d", len(verify), len(steps))
 				}
-				differ, first := 0, -1
-				for i := range verify {
-					if math.Float32bits(verify[i]) != math.Float32bits(steps[i]) {
-						if differ++; first < 0 {
-							first = i
-						}
-					}
-				}
-				if differ > 0 {
+				if differ, first := differing(verify, steps); differ > 0 {
 					vocab := e.Config.VocabSize
 					t.Errorf("%d of %d logits differ from the decode steps' (first: position %d, id %d: %g against %g)",
 						differ, len(verify), before+first/vocab, first%vocab, verify[first], steps[first])

@@ -50,15 +50,7 @@ func TestVerifyWideSlicesOfAShortPrompt(t *testing.T) {
 					}
 					sliced = append(sliced, part...)
 				}
-				differ, first := 0, -1
-				for i := range whole {
-					if math.Float32bits(whole[i]) != math.Float32bits(sliced[i]) {
-						if differ++; first < 0 {
-							first = i
-						}
-					}
-				}
-				if differ > 0 {
+				if differ, first := differing(whole, sliced); differ > 0 {
 					vocab := e.Config.VocabSize
 					t.Errorf("%d of %d logits differ from the slices' (first: position %d, id %d: %g against %g)",
 						differ, len(whole), first/vocab, first%vocab, whole[first], sliced[first])
@@ -123,10 +115,10 @@ func TestShortPromptTakesTheTiledGEMVs(t *testing.T) {
 					if wantTiled {
 						want, other, kernels = tiled, plain, "tiled"
 					}
-					if d := differing(prompt, want); d > 0 {
+					if d, _ := differing(prompt, want); d > 0 {
 						t.Errorf("%d tokens: %d of %d logits differ from the %s kernels'", n, d, len(want), kernels)
 					}
-					if units && n < ops.PromptMinTokens && differing(want, other) == 0 {
+					if d, _ := differing(want, other); units && n < ops.PromptMinTokens && d == 0 {
 						t.Errorf("%d tokens: the tiled and the plain kernels give the same logits: the test cannot tell them apart", n)
 					}
 				}
@@ -162,13 +154,16 @@ func withPlanTiled(e *Engine, f func() error) error {
 	return f()
 }
 
-// differing counts the values of a and b whose bits differ.
-func differing(a, b []float32) int {
-	n := 0
+// differing counts the values of a and b whose bits differ, and gives the
+// index of the first (−1: none).
+func differing(a, b []float32) (n, first int) {
+	first = -1
 	for i := range a {
 		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			n++
+			if n++; first < 0 {
+				first = i
+			}
 		}
 	}
-	return n
+	return n, first
 }
