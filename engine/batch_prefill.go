@@ -135,9 +135,7 @@ func (e *Engine) forwardChunks(group []promptChunk) error {
 		if s.images != nil && s.images.holdsImage(s.prefill, end) {
 			logits, err = e.model.ForwardMultimodal(e.ctx, s.cache, chunk, s.images.chunk(s.prefill, end, e.Config.HiddenSize), false)
 		} else {
-			restore := e.promptKernels(len(chunk)) // a lone reply's chunk's kernels
-			logits, err = e.model.Forward(e.ctx, s.cache, chunk, false)
-			restore()
+			logits, err = e.forwardChunk(s.cache, chunk) // a lone reply's chunk's kernels
 		}
 		if err != nil {
 			return err

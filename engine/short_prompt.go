@@ -1,6 +1,9 @@
 package engine
 
-import "bagel/ops"
+import (
+	"bagel/ops"
+	"bagel/qwen"
+)
 
 // shortPromptMinTokens is the fewest tokens of a prompt's forward that
 // SwitchShortPromptTiled moves to the tiled GEMVs: one token is a decode
@@ -30,8 +33,13 @@ func (e *Engine) promptKernels(t int) (restore func()) {
 // pick of its last row, which stops a non-finite chunk as a step would).
 func (e *Engine) forwardPrompt(tokens []int32) error {
 	var id [1]int32
-	return e.stepWith(func() (ops.Tensor, error) {
-		defer e.promptKernels(len(tokens))()
-		return e.model.Forward(e.ctx, e.cache, tokens, false)
-	}, nil, e.greedyPicks(id[:]))
+	return e.stepWith(func() (ops.Tensor, error) { return e.forwardChunk(e.cache, tokens) }, nil, e.greedyPicks(id[:]))
+}
+
+// forwardChunk runs chunk, a prompt's, at cache's position on the kernels
+// promptKernels picks (the plan restored even where the forward panics: the
+// device goroutine recovers and goes on), on the device goroutine.
+func (e *Engine) forwardChunk(cache *qwen.Cache, chunk []int32) (ops.Tensor, error) {
+	defer e.promptKernels(len(chunk))()
+	return e.model.Forward(e.ctx, cache, chunk, false)
 }
