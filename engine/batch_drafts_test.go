@@ -571,56 +571,82 @@ func testBatchMTPDrafts(t *testing.T, backendName string) {
 // sequences together (qwen.Model.MTPDraftBatch: a row each, chained on its
 // own output rows, one sequence leaving the chain early at its cache's
 // end) are the guesses it makes for each alone (MTPDraft), on the demo
-// model.
+// model; in caches of their own, and in a pool's slots, where each link's
+// attention runs in one launch for all of them (attn_prep_batch_bf16, no
+// attn_prep_bf16 a sequence).
 func TestMTPDraftBatchEqualsAlone(t *testing.T) {
-	withDemoHead(t, func(e *Engine) error {
-		var caches []*qwen.Cache
-		var lasts []int32
-		for i, capacity := range []int{256, 256, 0} {
-			_, req := mtpCase(t, []int{0, 3, 4}[i])
-			prompt := req.PromptIDs
-			if capacity == 0 {
-				capacity = len(prompt) + 2 // room for two guesses after its last token
+	for _, pooled := range []bool{false, true} {
+		withDemoHead(t, func(e *Engine) error {
+			var caches []*qwen.Cache
+			var lasts []int32
+			var pool *qwen.CachePool
+			if pooled {
+				var err error
+				if pool, err = e.model.NewCachePool(e.ctx, 3, 256); err != nil {
+					return err
+				}
+				defer pool.Free(e.ctx)
 			}
-			k, err := e.model.NewCache(e.ctx, capacity)
+			want := []int{4, 4, 2}
+			for i, capacity := range []int{256, 256, 0} {
+				_, req := mtpCase(t, []int{0, 3, 4}[i])
+				prompt := req.PromptIDs
+				if capacity == 0 {
+					capacity = len(prompt) + 2 // room for two guesses after its last token
+				}
+				var k *qwen.Cache
+				if pooled {
+					k, want[i] = pool.Caches()[i], 4
+				} else {
+					var err error
+					if k, err = e.model.NewCache(e.ctx, capacity); err != nil {
+						return err
+					}
+					defer k.Free(e.ctx)
+				}
+				if _, err := e.model.Forward(e.ctx, k, prompt[:len(prompt)-1], false); err != nil {
+					return err
+				}
+				caches, lasts = append(caches, k), append(lasts, prompt[len(prompt)-1])
+			}
+			pick := func(logits ops.Tensor) ([]int32, error) {
+				rows, err := e.readTopK(logits, logits.Shape[0], 1)
+				if err != nil {
+					return nil, err
+				}
+				picks := make([]int32, len(rows))
+				for r, c := range rows {
+					picks[r] = c.ids[0]
+				}
+				return picks, nil
+			}
+			var names []string
+			dev, enc := e.ctx.Dev, e.ctx.Enc
+			e.ctx.Dev, e.ctx.Enc = recordingDevice{dev, &names}, recordingEncoder{enc, &names}
+			together, err := e.model.MTPDraftBatch(e.ctx, caches, lasts, 4, pick)
+			e.ctx.Dev, e.ctx.Enc = dev, enc
 			if err != nil {
 				return err
 			}
-			defer k.Free(e.ctx)
-			if _, err := e.model.Forward(e.ctx, k, prompt[:len(prompt)-1], false); err != nil {
-				return err
+			lone, batched := slices.Index(names, "attn_prep_bf16") >= 0, slices.Index(names, "attn_prep_batch_bf16") >= 0
+			if lone == pooled || batched != pooled {
+				t.Errorf("pooled %v: the head's attention prepared a sequence at a time %v, in one launch %v", pooled, lone, batched)
 			}
-			caches, lasts = append(caches, k), append(lasts, prompt[len(prompt)-1])
-		}
-		pick := func(logits ops.Tensor) ([]int32, error) {
-			rows, err := e.readTopK(logits, logits.Shape[0], 1)
-			if err != nil {
-				return nil, err
+			for b, k := range caches {
+				alone, err := e.model.MTPDraft(e.ctx, k, lasts[b], 4, func(logits ops.Tensor) (int32, error) {
+					p, err := pick(logits)
+					return p[0], err
+				})
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(together[b], alone) || len(alone) != want[b] {
+					return fmt.Errorf("pooled %v, sequence %d: together %v, alone %v", pooled, b, together[b], alone)
+				}
 			}
-			picks := make([]int32, len(rows))
-			for r, c := range rows {
-				picks[r] = c.ids[0]
-			}
-			return picks, nil
-		}
-		together, err := e.model.MTPDraftBatch(e.ctx, caches, lasts, 4, pick)
-		if err != nil {
-			return err
-		}
-		for b, k := range caches {
-			alone, err := e.model.MTPDraft(e.ctx, k, lasts[b], 4, func(logits ops.Tensor) (int32, error) {
-				p, err := pick(logits)
-				return p[0], err
-			})
-			if err != nil {
-				return err
-			}
-			if !slices.Equal(together[b], alone) || len(alone) != []int{4, 4, 2}[b] {
-				return fmt.Errorf("sequence %d: together %v, alone %v", b, together[b], alone)
-			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 }
 
 // TestBatchedStepKeepsMTPInStep: after a batched step (one sequence's

@@ -131,15 +131,27 @@ func checkBatch(caches []*Cache, counts []int) error {
 // poolStep is a batched step's sequences in one pool: the tables the *_batch
 // kernels read, and the layer's slot-0 views they start from.
 type poolStep struct {
-	pool *CachePool
-	runs ops.Tensor  // i32 [B, 3]: sequence b's slot, first row and rows (the conv's and GDN rule's)
-	seqs ops.Tensor  // i32 [R, 3]: row r's slot, cache row and rotary position (the attention's)
-	base *layerCache // slot 0's, for the layer under way (run sets it)
+	pool    *CachePool
+	runs    ops.Tensor  // i32 [B, 3]: sequence b's slot, first row and rows (the conv's and GDN rule's)
+	seqs    ops.Tensor  // i32 [R, 3]: row r's slot, cache row and rotary position (the attention's)
+	base    *layerCache // slot 0's, for the layer under way (run sets it)
+	kvBytes int         // between two slots' keys: the layers' (pool.kvBytes) or the MTP head's
 }
 
 // newPoolStep writes the step's tables (scratch of the forward) for caches,
 // counts[b] rows of caches[b].
 func newPoolStep(c *ops.Ctx, p *CachePool, caches []*Cache, counts []int) (*poolStep, error) {
+	pos, shifts := make([]int, len(caches)), make([]int, len(caches))
+	for b, k := range caches {
+		pos[b], shifts[b] = k.Offset, k.ropeShift
+	}
+	return p.step(c, "forward", caches, pos, shifts, counts, p.kvBytes)
+}
+
+// step writes the tables of rows of caches in p (scratch named name.runs
+// and name.seqs): counts[b] rows of caches[b] at cache rows pos[b].., rotated
+// at pos[b] + shifts[b]...
+func (p *CachePool) step(c *ops.Ctx, name string, caches []*Cache, pos, shifts, counts []int, kvBytes int) (*poolStep, error) {
 	var runs, seqs []int32
 	row := 0
 	for b, k := range caches {
@@ -148,11 +160,12 @@ func newPoolStep(c *ops.Ctx, p *CachePool, caches []*Cache, counts []int) (*pool
 		}
 		runs = append(runs, int32(k.slot), int32(row), int32(counts[b]))
 		for j := range counts[b] {
-			seqs = append(seqs, int32(k.slot), int32(k.Offset+j), int32(k.Offset+k.ropeShift+j))
+			seqs = append(seqs, int32(k.slot), int32(pos[b]+j), int32(pos[b]+shifts[b]+j))
 		}
 		row += counts[b]
 	}
-	st := &poolStep{pool: p, runs: c.Scratch.Get("forward.runs", ops.I32, len(caches), 3), seqs: c.Scratch.Get("forward.seqs", ops.I32, row, 3)}
+	st := &poolStep{pool: p, runs: c.Scratch.Get(name+".runs", ops.I32, len(caches), 3), seqs: c.Scratch.Get(name+".seqs", ops.I32, row, 3),
+		kvBytes: kvBytes}
 	if err := ops.WriteInt32(c, st.runs, runs); err != nil {
 		return nil, err
 	}
@@ -168,4 +181,4 @@ func (p *poolStep) rows() int      { return p.seqs.Shape[0] }
 
 func (p *poolStep) convStride() int  { return 2 * p.pool.slotWords }
 func (p *poolStep) stateStride() int { return p.pool.slotWords }
-func (p *poolStep) kvStride() int    { return p.pool.kvBytes / p.base.keys.DType.Size() }
+func (p *poolStep) kvStride() int    { return p.kvBytes / p.base.keys.DType.Size() }

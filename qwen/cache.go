@@ -1,10 +1,6 @@
 package qwen
 
-import (
-	"fmt"
-
-	"bagel/ops"
-)
+import "bagel/ops"
 
 // Cache is the per-sequence state of every layer: keys and values for attention
 // layers; the conv window and the f32 recurrent state for Gated-DeltaNet layers.
@@ -111,16 +107,15 @@ func (m *Model) NewCache(c *ops.Ctx, capacity int) (*Cache, error) {
 	return p.caches[0], nil
 }
 
-// allocMTP allocates the MTP head's state.
-func (k *Cache) allocMTP(c *ops.Ctx, cfg *Config, capacity int) error {
-	kv := []int{cfg.NumKVHeads, capacity, cfg.HeadDim}
-	for _, dst := range []*ops.Tensor{&k.mtp.keys, &k.mtp.values} {
-		t, err := ops.Alloc(c, ops.BF16, kv...)
-		if err != nil {
-			return fmt.Errorf("MTP cache for %d tokens: %w", capacity, err)
-		}
-		*dst = t
-	}
+// mtpLayout is the MTP head's keys (and, alike, its values): an attention
+// layer's.
+func mtpLayout(cfg *Config, capacity int) cacheBuffer {
+	return cacheBuffer{ops.BF16, []int{cfg.NumKVHeads, capacity, cfg.HeadDim}}
+}
+
+// allocMTP allocates the MTP head's state but its keys and values (the
+// pool's).
+func (k *Cache) allocMTP(c *ops.Ctx, cfg *Config) error {
 	var err error
 	if k.mtpHidden, err = ops.Alloc(c, ops.BF16, 1, cfg.HiddenSize); err != nil {
 		return err
@@ -188,8 +183,6 @@ func (k *Cache) freeOwn(c *ops.Ctx) {
 		k.rollback = nil
 	}
 	k.freeRecords(c)
-	ops.Free(c, k.mtp.keys)
-	ops.Free(c, k.mtp.values)
 	ops.Free(c, k.mtpHidden)
 	ops.Free(c, k.mtpKept)
 	k.mtp, k.mtpHidden, k.mtpKept = layerCache{}, ops.Tensor{}, ops.Tensor{}

@@ -154,13 +154,15 @@ func (b *binder) splitInput(path string, out, in int) (lo, hi ops.QLinear, err e
 // under its norm: what its logits come from, and the hidden state a chained
 // draft continues from.
 func (m *Model) mtpForward(c *ops.Ctx, cache *Cache, hidden, ids ops.Tensor, pos0 int) ops.Tensor {
-	return m.mtpForwardSeqs(c, one(&cache.mtp, pos0, ids.Elements()), hidden, ids)
+	return m.mtpForwardSeqs(c, one(&cache.mtp, pos0, ids.Elements()), nil, hidden, ids)
 }
 
 // mtpForwardSeqs is mtpForward over the rows of several sequences (seqs,
 // in row order, each over its own head cache): the head's projections read
-// its weights once for all rows.
-func (m *Model) mtpForwardSeqs(c *ops.Ctx, seqs []seq, hidden, ids ops.Tensor) ops.Tensor {
+// its weights once for all rows; its attention runs once for all of them
+// where their caches share a pool (pooled, headStep's), else a sequence at a
+// time.
+func (m *Model) mtpForwardSeqs(c *ops.Ctx, seqs []seq, pooled *poolStep, hidden, ids ops.Tensor) ops.Tensor {
 	cfg, h, s := m.Cfg, m.mtp, c.Scratch
 	n, hid := ids.Elements(), cfg.HiddenSize
 	s.Scope("mtp") // the head's last run is dead: its output was read
@@ -178,7 +180,9 @@ func (m *Model) mtpForwardSeqs(c *ops.Ctx, seqs []seq, hidden, ids ops.Tensor) o
 	normed, branch := s.Get("mtp.normed", ops.BF16, n, hid), s.Get("mtp.branch", ops.BF16, n, hid)
 	ops.RMSNorm(c, x, h.layer.inputNorm, normed, cfg.RMSNormEps)
 	layer := s.Scope("layer")
+	h.shared.batch = pooled
 	h.layer.forward(c, cfg, seqs, x, normed, branch, h.norm)
+	h.shared.batch = nil
 	s.Rewind(layer)
 	return normed
 }

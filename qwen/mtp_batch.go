@@ -62,7 +62,11 @@ func (m *Model) MTPDraftBatch(c *ops.Ctx, caches []*Cache, lasts []int32, k int,
 		if err := ops.WriteInt32(c, rowIDs, want); err != nil {
 			return nil, err
 		}
-		out := m.mtpForwardSeqs(c, seqs, hidden, rowIDs)
+		pooled, err := m.headStep(c, cachesAt(caches, next), seqs)
+		if err != nil {
+			return nil, err
+		}
+		out := m.mtpForwardSeqs(c, seqs, pooled, hidden, rowIDs)
 		logits := s.Get("mtp.logits", ops.F32, len(next), m.Cfg.VocabSize)
 		ops.LinearStep(c, out, m.lmHead, logits)
 		picks, err := pick(logits)
@@ -126,7 +130,11 @@ func (m *Model) keepMTP(c *ops.Ctx, caches []*Cache, counts []int, ids, final op
 		seqs[j] = seq{st: &k.mtp, pos0: k.Offset - 1, rows: t}
 		at += t
 	}
-	m.mtpForwardSeqs(c, seqs, hidden, rowIDs)
+	pooled, err := m.headStep(c, cachesAt(caches, kept), seqs)
+	if err != nil { // a sequence of more rows than a batched step takes: a launch each
+		pooled = nil
+	}
+	m.mtpForwardSeqs(c, seqs, pooled, hidden, rowIDs)
 	for j, b := range kept {
 		k, t, r0 := caches[b], counts[b], starts[j]
 		ops.Copy(c, final.Rows(r0+t-1, r0+t), k.mtpHidden)
@@ -134,4 +142,36 @@ func (m *Model) keepMTP(c *ops.Ctx, caches []*Cache, counts []int, ids, final op
 			ops.Copy(c, final.Rows(r0, r0+t), k.mtpKept.Rows(0, t))
 		}
 	}
+}
+
+// headStep is the tables of a head forward over seqs, the head caches of
+// caches one each, where the caches share a pool and are several: the
+// head's attention then runs in one launch of the batch kernels for all of
+// them, as a batched step's layers do. nil otherwise. The rows sit at each
+// seq's pos0, rotated there (keepMTP leaves a shifted cache's head out of
+// step, so MTPDraftBatch never sees one).
+func (m *Model) headStep(c *ops.Ctx, caches []*Cache, seqs []seq) (*poolStep, error) {
+	p := poolOf(caches)
+	if p == nil || len(caches) < 2 || p.mtpKV[0].Buf == nil {
+		return nil, nil
+	}
+	pos, counts := make([]int, len(seqs)), make([]int, len(seqs))
+	for b, sq := range seqs {
+		pos[b], counts[b] = sq.pos0, sq.rows
+	}
+	st, err := p.step(c, "mtp", caches, pos, make([]int, len(seqs)), counts, p.mtpBytes)
+	if err != nil {
+		return nil, err
+	}
+	st.base = &p.caches[0].mtp
+	return st, nil
+}
+
+// cachesAt is caches[b] for each b of idx, in idx's order.
+func cachesAt(caches []*Cache, idx []int) []*Cache {
+	out := make([]*Cache, len(idx))
+	for i, b := range idx {
+		out[i] = caches[b]
+	}
+	return out
 }

@@ -25,7 +25,12 @@ type CachePool struct {
 	// that every slot's copies take the 16-byte path).
 	kv      [][2]ops.Tensor
 	kvBytes int
-	caches  []*Cache
+	// mtpKV is the MTP head's keys and values, laid out as an attention
+	// layer's (slot s's at s · mtpBytes), where the model has a head: the
+	// head of a batch's sequences runs in one launch of the batch kernels.
+	mtpKV    [2]ops.Tensor
+	mtpBytes int
+	caches   []*Cache
 }
 
 // NewCachePool allocates slots caches of capacity tokens in one pool.
@@ -68,6 +73,12 @@ func (m *Model) NewCachePool(c *ops.Ctx, slots, capacity int) (*CachePool, error
 			p.kv[i][j] = t
 		}
 	}
+	if m.mtp != nil {
+		if err := p.allocHeads(c, cfg, slots); err != nil {
+			p.Free(c)
+			return nil, err
+		}
+	}
 	for s := range slots {
 		k, err := p.slotCache(c, m, s)
 		if err != nil {
@@ -77,6 +88,20 @@ func (m *Model) NewCachePool(c *ops.Ctx, slots, capacity int) (*CachePool, error
 		p.caches = append(p.caches, k)
 	}
 	return p, nil
+}
+
+// allocHeads allocates the MTP head's keys and values of every slot.
+func (p *CachePool) allocHeads(c *ops.Ctx, cfg *Config, slots int) error {
+	b := mtpLayout(cfg, p.capacity)
+	p.mtpBytes = int(alignPiece(b.bytes()))
+	for j := range p.mtpKV {
+		t, err := ops.Alloc(c, b.dtype, slots*p.mtpBytes/b.dtype.Size())
+		if err != nil {
+			return fmt.Errorf("MTP cache for %d tokens: %w", p.capacity, err)
+		}
+		p.mtpKV[j] = t
+	}
+	return nil
 }
 
 // slotCache is slot s's cache: views of the pool's memory (and its own MTP state).
@@ -100,7 +125,10 @@ func (p *CachePool) slotCache(c *ops.Ctx, m *Model, s int) (*Cache, error) {
 		}
 	}
 	if m.mtp != nil {
-		if err := k.allocMTP(c, cfg, p.capacity); err != nil {
+		b := mtpLayout(cfg, p.capacity)
+		k.mtp.keys = ops.View(p.mtpKV[0], s*p.mtpBytes, b.dtype, b.shape)
+		k.mtp.values = ops.View(p.mtpKV[1], s*p.mtpBytes, b.dtype, b.shape)
+		if err := k.allocMTP(c, cfg); err != nil {
 			k.freeOwn(c)
 			return nil, err
 		}
@@ -135,6 +163,10 @@ func (p *CachePool) Free(c *ops.Ctx) {
 	p.caches = nil
 	ops.Free(c, p.gdn)
 	p.gdn = ops.Tensor{}
+	for j := range p.mtpKV {
+		ops.Free(c, p.mtpKV[j])
+		p.mtpKV[j] = ops.Tensor{}
+	}
 	for i := range p.kv {
 		ops.Free(c, p.kv[i][0])
 		ops.Free(c, p.kv[i][1])
