@@ -22,7 +22,7 @@ import (
 // all start decoding after one forward instead of one after another. A
 // chunk keeps its boundaries (those of its lone reply's prefill) and goes
 // with others only where it takes the prompt path alone
-// (ops.PromptMinTokens), so each reply's cache gets its lone reply's bits.
+// (ops.Plan.PromptMin), so each reply's cache gets its lone reply's bits.
 
 // SwitchPromptsTogether prefills the prompts of a batch's replies together.
 const SwitchPromptsTogether = "prompts-together"
@@ -31,7 +31,8 @@ func init() {
 	switches.Register(switches.Switch{
 		Name: SwitchPromptsTogether,
 		Description: fmt.Sprintf("Replies that answer together prefill their prompts in one forward, each weight read once for all of them "+
-			"(chunks of %d tokens or more, up to a prefill chunk in all; applies at the next prompt).", ops.PromptMinTokens),
+			"(chunks of %d tokens or more, %d where a MoE model's shorter prompts take the tiled GEMVs, up to a prefill chunk in all; "+
+			"applies at the next prompt).", ops.PromptMinTokens, ops.TiledPromptMinTokens),
 		Default: true,
 		Env:     "BAGEL_NO_PROMPTS_TOGETHER",
 	})
@@ -120,7 +121,7 @@ func (e *Engine) nextChunk(s *batchSeq) promptChunk {
 // the switch on, a chunk without an image that takes the prompt path alone.
 func (e *Engine) together(pc promptChunk) bool {
 	s := pc.s
-	return switches.On(SwitchPromptsTogether) && pc.end-s.prefill >= ops.PromptMinTokens &&
+	return switches.On(SwitchPromptsTogether) && pc.end-s.prefill >= e.promptMin &&
 		(s.images == nil || !s.images.holdsImage(s.prefill, pc.end))
 }
 

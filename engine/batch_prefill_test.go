@@ -22,7 +22,7 @@ import (
 // rows). On the CPU here and on each GPU backend in
 // TestGPUPromptsTogetherEqualAlone.
 func TestPromptsTogetherEqualAlone(t *testing.T) {
-	testPromptsTogether(t, "cpu", 192)
+	testPromptsTogether(t, "cpu", 256)
 	defer switches.Reset(SwitchPrefillFlashAttention)
 	if err := switches.Set(SwitchPrefillFlashAttention, false); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestPromptsTogetherEqualAlone(t *testing.T) {
 
 func TestGPUPromptsTogetherEqualAlone(t *testing.T) {
 	for _, name := range gpuBackends() {
-		t.Run(name, func(t *testing.T) { testPromptsTogether(t, name, 192) })
+		t.Run(name, func(t *testing.T) { testPromptsTogether(t, name, 256) })
 	}
 }
 
@@ -71,7 +71,8 @@ func testPromptsTogether(t *testing.T, backendName string, capacity int) {
 					}
 				}
 			}
-			for round, lengths := range [][]int{{40, ops.PromptMinTokens, 57}, {33, 70, ops.PromptMinTokens + 1}} {
+			min := e.promptMin // 72 on the MoE (short prompts on the tiled GEMVs), 32 on the dense model
+			for round, lengths := range [][]int{{min + 8, min, min + 25}, {min + 1, min + 38, min + 1}} {
 				chunks := make([][]int32, len(lengths))
 				for i, n := range lengths {
 					chunks[i] = longPrompt(10*round+i+3, n)
@@ -120,17 +121,17 @@ func TestForwardPromptsRefusals(t *testing.T) {
 	defer e.Close()
 	err := e.loop.do(func() error {
 		defer e.scratch.Reset()
-		a, err := e.model.NewCache(e.ctx, 64)
+		a, err := e.model.NewCache(e.ctx, 2*e.promptMin)
 		if err != nil {
 			return err
 		}
 		defer a.Free(e.ctx)
-		b, err := e.model.NewCache(e.ctx, 64)
+		b, err := e.model.NewCache(e.ctx, 2*e.promptMin)
 		if err != nil {
 			return err
 		}
 		defer b.Free(e.ctx)
-		long := longPrompt(1, 40)
+		long := longPrompt(1, e.promptMin+8)
 		bad := slices.Clone(long)
 		bad[3] = int32(e.Config.VocabSize)
 		for _, c := range []struct {
@@ -138,9 +139,9 @@ func TestForwardPromptsRefusals(t *testing.T) {
 			chunks [][]int32
 			want   string
 		}{
-			{[]*qwen.Cache{a, b}, [][]int32{long, long[:ops.PromptMinTokens-1]}, "takes the step kernels alone"},
+			{[]*qwen.Cache{a, b}, [][]int32{long, long[:e.promptMin-1]}, "takes the step kernels alone"},
 			{[]*qwen.Cache{a, a}, [][]int32{long, long}, "shares its cache"},
-			{[]*qwen.Cache{a, b}, [][]int32{long, longPrompt(2, 70)}, "context full"},
+			{[]*qwen.Cache{a, b}, [][]int32{long, longPrompt(2, 2*e.promptMin+1)}, "context full"},
 			{[]*qwen.Cache{a, b}, [][]int32{long, bad}, "outside the vocabulary"},
 			{[]*qwen.Cache{a}, nil, "0 chunks for 1 sequences"},
 		} {
@@ -163,8 +164,11 @@ func TestForwardPromptsRefusals(t *testing.T) {
 // prefill their prompts in shared forwards (fewer launches than with the
 // switch off, where each chunk is a forward of its own), and each greedy
 // and sampled reply is still its reply alone, token for token: prompts of
-// 40 to 110 tokens in chunks of 48, some in several chunks beside shorter
-// ones, their last chunks short of the prompt path (alone, then).
+// 40 to 110 tokens in chunks of 48 where the prompt path starts at 32
+// tokens (the dense model; the MoE with the tiled GEMVs on), 80 to 190 in
+// chunks of 88 where it starts at 72 (the MoE's), some in several
+// chunks beside shorter ones, their last chunks short of the prompt path
+// (alone, then).
 func TestBatchPromptsTogetherEqualSolo(t *testing.T) {
 	withTiledGEMV(t, "batch", func(t *testing.T) { testBatchPromptsTogether(t, "cpu") })
 }
@@ -178,10 +182,11 @@ func TestGPUBatchPromptsTogetherEqualSolo(t *testing.T) {
 func testBatchPromptsTogether(t *testing.T, backendName string) {
 	defer switches.Reset(SwitchPromptsTogether)
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
-		e := batchEngine(t, name, backendName)
+		e := batchEngineWith(t, name, backendName, 256)
+		chunk := e.promptMin + 16
 		var reqs []Request
-		for i, n := range []int{40, 110, 67, 99} {
-			req := Request{PromptIDs: longPrompt(i, n), MaxTokens: 6, IgnoreStop: true, PrefillChunk: 48, NoPromptCache: true}
+		for i, n := range []int{chunk - 8, 2*chunk + 14, chunk + 19, 2*chunk + 3} {
+			req := Request{PromptIDs: longPrompt(i, n), MaxTokens: 6, IgnoreStop: true, PrefillChunk: chunk, NoPromptCache: true}
 			if i == 2 {
 				req.Sampling = Sampling{Temperature: 0.8, TopK: 20, TopP: 1, Seed: 7}
 			}
@@ -224,8 +229,8 @@ func TestPromptGroupChoices(t *testing.T) {
 	e := batchEngine(t, "tiny-moe", "cpu")
 	defer e.Close()
 	defer switches.Reset(SwitchPromptsTogether)
-	e.prefillChunk = 100
-	min := ops.PromptMinTokens
+	min := e.promptMin
+	e.prefillChunk = 2*min + 40
 	seq := func(prompt, prefilled int) *batchSeq {
 		s := newBatchSeq(context.Background(), e, Request{})
 		t.Cleanup(s.cancel) // its stream's goroutine
@@ -237,8 +242,8 @@ func TestPromptGroupChoices(t *testing.T) {
 	b := seq(min+21, 0)     // min+20
 	image := seq(min+13, 0) // an image in its next chunk: without it, it would take b's place
 	image.images = &imagePrompt{images: []placedImage{{at: 4, img: &Image{Tokens: 8}}}}
-	long := seq(400, 300) // 99 left: its chunk is 99 tokens, past the budget beside a and b
-	done := seq(50, 49)   // its prompt in but its last token
+	long := seq(1000, 1000-(min+40)) // its chunk of min+39 tokens is past the budget beside a and b
+	done := seq(50, 49)              // its prompt in but its last token
 	cancelled := seq(min+10, 0)
 	cancelled.cancel()
 	all := []*batchSeq{long, image, b, done, short, a, cancelled}
@@ -290,7 +295,8 @@ func TestPromptsTogetherKeepTheHead(t *testing.T) {
 				*list = append(*list, k)
 			}
 		}
-		for round, lengths := range [][]int{{40, 57, ops.PromptMinTokens}, {33, ops.PromptMinTokens, 70}} {
+		min := e.promptMin
+		for round, lengths := range [][]int{{min + 8, min + 25, min}, {min + 1, min, min + 38}} {
 			chunks := make([][]int32, len(lengths))
 			for i, n := range lengths {
 				chunks[i] = longPrompt(10*round+i, n)

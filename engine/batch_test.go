@@ -82,10 +82,16 @@ func drain(t *testing.T, streams []Stream) ([][]int32, []Event) {
 // (skipped without its driver).
 func batchEngine(t *testing.T, name, backendName string) *Engine {
 	t.Helper()
+	return batchEngineWith(t, name, backendName, 128)
+}
+
+// batchEngineWith is batchEngine with a context of n tokens.
+func batchEngineWith(t *testing.T, name, backendName string, n int) *Engine {
+	t.Helper()
 	if backendName != "cpu" {
-		return loadGPU(t, testmodel.Weights(t, name), backendName, 128)
+		return loadGPU(t, testmodel.Weights(t, name), backendName, n)
 	}
-	e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: 128, PromptCacheBytes: -1})
+	e, err := Load(testmodel.Weights(t, name), Options{Backend: "cpu", ContextLength: n, PromptCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

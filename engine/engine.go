@@ -103,6 +103,9 @@ type Engine struct {
 	heldBytes        atomic.Int64
 	promptCacheBytes int64
 	prefillChunk     int // tokens per prefill forward
+	// promptMin is the loaded plan's ops.Plan.PromptMin, fixed at load, for
+	// readers off the device goroutine (whose plan a prompt's forward changes).
+	promptMin int
 	// filterFallbacks counts the sampled steps whose top-p or min-p cut fell
 	// past the device's candidates (read the logits instead): tests watch it.
 	filterFallbacks int
@@ -197,6 +200,8 @@ func Load(dir string, opt Options) (*Engine, error) {
 		}); err != nil {
 			return err
 		}
+		e.ctx.Plan.TiledPrompts = e.model.TiledPrompts(e.ctx)
+		e.promptMin = e.ctx.Plan.PromptMin()
 		if err := cancelled(opt.Cancel); err != nil {
 			return err
 		}

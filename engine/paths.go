@@ -91,9 +91,10 @@ const (
 	// 404 against 495 tok/s).
 	SwitchTiledGEMV = "tiled-gemv"
 	// SwitchShortPromptTiled runs a prompt's chunk too short for the prompt
-	// path (2 to 31 tokens: a follow-up message, a chunk's tail) on the
-	// tiled GEMVs where the device has them, though decode steps keep the
-	// plain GEMV (engine.promptKernels). The plain GEMV runs every row's dot
+	// path (2 to 31 tokens: a follow-up message, a chunk's tail; up to 71 on
+	// a MoE whose experts take the tiled kernels, ops.TiledPromptMinTokens)
+	// on the tiled GEMVs where the device has them, though decode steps keep
+	// the plain GEMV (engine.promptKernels). The plain GEMV runs every row's dot
 	// products on its own, the experts' down projection a launch per token's
 	// expert: on an H100 a lone reply's prompt of 31 / 24 / 8 tokens took
 	// 26.6 / 21.7 / 10.1 ms to its first token, 11.0 / 10.0 / 6.6 with the
@@ -120,7 +121,7 @@ func init() {
 		{Name: SwitchSplitKV, Env: "BAGEL_NO_SPLIT_KV_ATTENTION",
 			Description: "Split decode attention over a long context (1024 keys and more) across many threadgroups (applies at the next model load)."},
 		{Name: SwitchPrefillGEMM, Env: "BAGEL_NO_PREFILL_GEMM",
-			Description: "Run prompts of 32 tokens and more as matrix multiplications on the matrix units, experts grouped by token (applies at the next model load)."},
+			Description: "Run prompts of 32 tokens and more (72 on a MoE model whose shorter prompts take the tiled GEMVs) as matrix multiplications on the matrix units, experts grouped by token (applies at the next model load)."},
 		{Name: SwitchPrefillExactWeights, Env: "BAGEL_NO_PREFILL_EXACT_WEIGHTS",
 			Description: "Run a prompt's matrix multiplications with every weight exact, as decoding does (off: each weight rounded to bf16 first, as MLX does, about 15% faster prompts on an H200; applies at the next model load)."},
 		{Name: SwitchPrefillMultiGEMM, Env: "BAGEL_NO_PREFILL_MULTI_GEMM",
@@ -132,7 +133,7 @@ func init() {
 		{Name: SwitchTiledGEMV, Env: "BAGEL_TILED_GEMV", Backends: []string{"cuda", "cpu"}, Verifies: true,
 			Description: "Run the 4-bit projections, experts and logits of decode steps on the matrix units, each weight dequantized once for all of a speculative verify's tokens: faster speculative decoding, a slower plain decode step (experimental; CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchShortPromptTiled, Env: "BAGEL_NO_SHORT_PROMPT_TILED", Backends: []string{"cuda", "cpu"},
-			Description: "Run a prompt of fewer than 32 tokens (a short message, a long prompt's last chunk) on the matrix-unit GEMVs of tiled-gemv, though decoding keeps the plain ones (CUDA sm_80+ and CPU; applies at the next model load)."},
+			Description: "Run a prompt of fewer than 32 tokens (a short message, a long prompt's last chunk; fewer than 72 on a MoE model whose experts take them) on the matrix-unit GEMVs of tiled-gemv, though decoding keeps the plain ones (CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {

@@ -240,7 +240,8 @@ var bandPaths = []struct {
 }{
 	{"prompt", 2048, nil},
 	{"prompt, unfused", 2048, []string{"fused-*=off"}},
-	{"chunks of 32", 32, nil},
+	{"chunks of 72 (the prompt path's shortest)", 72, nil},
+	{"chunks of 48 (a short prompt's: the tiled GEMVs on a MoE)", 48, nil},
 	{"chunks of 7 (a verify's width)", 7, nil},
 	{"chunks of 24 on the tiled GEMVs (a short prompt's)", 24, []string{"tiled-gemv=on"}},
 	{"decode", 1, nil},
@@ -294,7 +295,7 @@ func checkPaths(t *testing.T, backendName string, fixtures []bandFixture, exact,
 			continue // the backend is not on this machine (its subtests skipped)
 		}
 		for _, p := range bandPaths {
-			if p.chunk >= 32 { // the prompt GEMMs
+			if p.chunk >= ops.TiledPromptMinTokens { // the prompt GEMMs
 				if over := errs[p.name].within(decode, bandOfDecode, bandOfDecodeLog); over != "" {
 					t.Errorf("%s/%s/%s: further from the exact forward than the decode path: %s", backendName, f.name, p.name, over)
 				}

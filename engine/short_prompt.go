@@ -14,14 +14,14 @@ const shortPromptMinTokens = 2
 
 // promptKernels readies the plan for a prompt's forward of t tokens, on the
 // device goroutine: where the plan has ShortPromptTiled and the forward
-// falls under the prompt path (ops.PromptMinTokens), the tiled GEMVs for
+// falls under the prompt path (Plan.PromptMin), the tiled GEMVs for
 // this forward only (the ops fall back to the plain GEMV where the device or
 // a weight has none). Defer the function it returns, which restores the plan.
 // Only prompts come here: a speculative verify of as many tokens keeps the
 // decode step's kernels, so that its logits are the steps'.
 func (e *Engine) promptKernels(t int) (restore func()) {
 	p := &e.ctx.Plan
-	if !p.ShortPromptTiled || p.TiledGEMV || t < shortPromptMinTokens || t >= ops.PromptMinTokens {
+	if !p.ShortPromptTiled || p.TiledGEMV || t < shortPromptMinTokens || t >= p.PromptMin() {
 		return func() {}
 	}
 	p.TiledGEMV = true

@@ -201,7 +201,7 @@ func switchedLogits(t *testing.T, sw string, capacity int, ids []int32, prefill 
 // GEMMs give the logits of one GEMM each, in fewer dispatches (tiny-moe's
 // GDN in-projection has two matrices large enough for a GEMM, qkv and z).
 func TestPrefillMultiGEMMKeepsTheBits(t *testing.T) {
-	ids := spreadIDs(64)
+	ids := spreadIDs(100)
 	worst, on, off := switchedLogits(t, SwitchPrefillMultiGEMM, 128, ids, len(ids))
 	if on >= off {
 		t.Errorf("%d dispatches with one launch for the GEMMs, %d without: it did not run", on, off)

@@ -75,7 +75,7 @@ func Attend(c *Ctx, q, keys, values, out Tensor, kvLen int, scale float32, parti
 			return
 		}
 		AttentionSplitKV(c, q, keys, values, out, part, kvLen, scale, splits)
-	case c.Plan.PrefillFlash && Prompt(c, t) && FlashAttention(c, d):
+	case c.Plan.PrefillFlash && (Prompt(c, t) || wideStep(t, kvLen)) && FlashAttention(c, d):
 		// A prompt on the matrix units: a tile of queries reads a key once.
 		AttentionFlash(c, q, keys, values, out, kvLen, scale)
 	case promptPartial.Buf != nil && SplitKVFits(hq, hkv):
@@ -86,6 +86,15 @@ func Attend(c *Ctx, q, keys, values, out Tensor, kvLen int, scale float32, parti
 		Attention(c, q, keys, values, out, kvLen, scale)
 	}
 }
+
+// wideStep says whether a forward of t tokens under the prompt path (a
+// short prompt's chunk on the step kernels: wider than any verify, which
+// keeps the step's attention) runs its attention as a prompt's, flash
+// attention, past splitKVMinContext keys: attention_bf16 reads every key
+// once per query and head, 79 × 16 times a layer for a follow-up of 79
+// tokens (about 21 GB at 32K keys, at the 35B-A3B's heads), where a tile of
+// queries reads it once.
+func wideStep(t, kvLen int) bool { return t > splitKVMaxQueries && kvLen >= splitKVMinContext }
 
 // decodeSplit says how the plan runs the attention of t queries past
 // splitKVMinContext keys (decode, a verify's few tokens; partial is

@@ -105,10 +105,19 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 	AddSigmoidScaled(c, routed, sharedOut, gateLogit, out)
 }
 
+// TiledExperts says whether m's experts run on the matrix units on a plan
+// with TiledGEMV, for a step and any forward under the prompt path:
+// moe_up_mma_bf16 (the fused up on weights it takes), then moe_down_mma_bf16
+// 16 tokens at a time.
+func TiledExperts(c *Ctx, m Experts) bool {
+	return c.Plan.ExpertSwiGLU && MoEUpTiledFits(c, m.Gate, m.SharedGate, m.SharedUp) &&
+		MoEDownTiledFits(c, m.Down, m.SharedDown, m.K)
+}
+
 // moeDownTiledSlices is MoE's down projection on the matrix units
 // (moe_down_mma_bf16, with moe_up_mma_bf16): a step's and a verify's (at
 // most MoEDownTiledTokens, 16) in one launch, alike; more tokens (a prompt
-// under PromptMinTokens on the step kernels) 16 at a time. A token's sums
+// under the prompt path, Plan.PromptMin, on the step kernels) 16 at a time. A token's sums
 // do not depend on the others in its launch, so each gets its bits alone,
 // where moe_down_bf16 took a launch a token's expert (112.7 µs a layer for
 // 31 tokens on an H100, ncu, twenty-sixth session).

@@ -25,19 +25,43 @@ type Plan struct {
 	PrefillSplit bool // a prompt's attention on the split-KV kernels
 	PrefillFlash bool // a prompt's attention as flash attention on the matrix units
 	TiledGEMV    bool // decode and verify GEMVs on the matrix units (qmatmul_mma_bf16 and kin)
-	// ShortPromptTiled: a prompt's forward under PromptMinTokens takes the
-	// tiled GEMVs though TiledGEMV is off. Only the engine knows a forward
-	// is a prompt (a verify of as many tokens must keep the step's bits): it
-	// turns TiledGEMV on for such a forward.
+	// ShortPromptTiled: a prompt's forward under the prompt path (PromptMin)
+	// takes the tiled GEMVs though TiledGEMV is off. Only the engine knows a
+	// forward is a prompt (a verify of as many tokens must keep the step's
+	// bits): it turns TiledGEMV on for such a forward.
 	ShortPromptTiled bool
+	// TiledPrompts: a lone reply's prompt under the prompt path runs on the
+	// tiled GEMVs (ShortPromptTiled, decode steps on the plain ones) and the
+	// model's experts take them, which moves the prompt path's start to
+	// TiledPromptMinTokens. The engine sets it at load, from the model's
+	// weights and the device.
+	TiledPrompts bool
 }
 
 // PromptMinTokens is the fewest tokens a forward runs on the prompt path
-// (GEMMs, grouped experts, the chunked GDN rule). Below it (decode, a
-// speculative verify of a few drafts) every token keeps the GEMV's bits: the
-// GEMM sums in another order (and without ExactGEMM rounds the weights to
-// bf16 first).
+// (GEMMs, grouped experts, the chunked GDN rule) where the step kernels are
+// the plain GEMVs. Below it (decode, a speculative verify of a few drafts)
+// every token keeps the GEMV's bits: the GEMM sums in another order (and
+// without ExactGEMM rounds the weights to bf16 first).
 const PromptMinTokens = 32
+
+// TiledPromptMinTokens is the prompt path's start on a plan with
+// TiledPrompts: the tiled step kernels read each expert's rows once for 16
+// tokens routed to it, so a MoE's lone prompt reached its first token
+// sooner on them up to 72 tokens and later from 79 (H100, 35B-A3B shapes,
+// twenty-eighth session, against the prompt path: 48 tokens 14.2 against
+// 20.7 ms, 64: 18.8 against 21.3, 72: 21.3 against 22.0, 79: 23.2 against
+// 22.1; docs/benchmarks.md). The crossing is near 74: from 72 on, the
+// prompt path.
+const TiledPromptMinTokens = 72
+
+// PromptMin is the fewest tokens a forward runs on the prompt path on p.
+func (p Plan) PromptMin() int {
+	if p.TiledPrompts {
+		return TiledPromptMinTokens
+	}
+	return PromptMinTokens
+}
 
 // gemmMinRows is the fewest output rows a prompt runs as a GEMM. A smaller
 // matrix (the GDN b and a projections, a router of few experts, the shared
@@ -46,7 +70,7 @@ const PromptMinTokens = 32
 const gemmMinRows = 128
 
 // Prompt reports whether a forward over t tokens takes the prompt path.
-func Prompt(c *Ctx, t int) bool { return c.Plan.PrefillGEMM && t >= PromptMinTokens }
+func Prompt(c *Ctx, t int) bool { return c.Plan.PrefillGEMM && t >= c.Plan.PromptMin() }
 
 // useGEMM reports whether out = x·wᵀ over t tokens runs as a GEMM (which
 // reads x in 16-byte pieces).

@@ -11,8 +11,8 @@ import (
 // projections, the experts and the norms run once over every chunk's rows
 // (a batch's joining prompts read each weight once, not once a prompt);
 // each sequence's conv, GDN rule and attention run over its own rows and
-// state, as its Forward would. Each chunk must be at least
-// ops.PromptMinTokens tokens: alone it takes the prompt path, as it does
+// state, as its Forward would. Each chunk must be at least the plan's
+// ops.Plan.PromptMin tokens: alone it takes the prompt path, as it does
 // here, and every kernel of that path computes a row from that row alone, so
 // each sequence's cache gets the bits its own Forward would give it (the
 // engine's tests hold it to that). It computes no logits (a prefill chunk
@@ -20,7 +20,7 @@ import (
 // the chunks' rows in order, in scratch. Where the MTP head drafts, each
 // sequence's head cache is kept in step as its Forward keeps it.
 func (m *Model) ForwardPrompts(c *ops.Ctx, caches []*Cache, chunks [][]int32) (ops.Tensor, error) {
-	counts, err := m.checkPrompts(caches, chunks)
+	counts, err := m.checkPrompts(c.Plan.PromptMin(), caches, chunks)
 	if err != nil {
 		return ops.Tensor{}, err
 	}
@@ -51,15 +51,15 @@ func (m *Model) ForwardPrompts(c *ops.Ctx, caches []*Cache, chunks [][]int32) (o
 
 // checkPrompts refuses prompt chunks ForwardPrompts does not run, and
 // returns their lengths.
-func (m *Model) checkPrompts(caches []*Cache, chunks [][]int32) ([]int, error) {
+func (m *Model) checkPrompts(promptMin int, caches []*Cache, chunks [][]int32) ([]int, error) {
 	if len(caches) == 0 || len(caches) != len(chunks) {
 		return nil, fmt.Errorf("prompts together: %d chunks for %d sequences", len(chunks), len(caches))
 	}
 	counts := make([]int, len(chunks))
 	for i, ch := range chunks {
 		k := caches[i]
-		if len(ch) < ops.PromptMinTokens {
-			return nil, fmt.Errorf("prompts together: sequence %d has %d tokens; a chunk under %d takes the step kernels alone", i, len(ch), ops.PromptMinTokens)
+		if len(ch) < promptMin {
+			return nil, fmt.Errorf("prompts together: sequence %d has %d tokens; a chunk under %d takes the step kernels alone", i, len(ch), promptMin)
 		}
 		if k.Offset+len(ch) > k.Capacity {
 			return nil, fmt.Errorf("context full: sequence %d's %d tokens at position %d exceed the context length %d", i, len(ch), k.Offset, k.Capacity)
