@@ -194,6 +194,11 @@ func Load(dir string, opt Options) (*Engine, error) {
 		if opt.Replies > 1 && kind == "cuda" && !switches.Chosen(SwitchTiledGEMV) {
 			e.ctx.Plan.TiledGEMV = true // batched steps: see Options.Replies
 		}
+		if kind == "cpu" && !switches.Chosen(SwitchShortPromptTiled) {
+			// The CPU's tiled kernels are their references, slower than its
+			// plain ones: SwitchShortPromptTiled's comment.
+			e.ctx.Plan.ShortPromptTiled = false
+		}
 		if e.model, err = qwen.Load(e.ctx, ck, cfg, func(f float64) error {
 			progress(0.1+0.8*f, "binding weights")
 			return cancelled(opt.Cancel)

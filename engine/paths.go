@@ -101,6 +101,11 @@ const (
 	// switch, decode unchanged (docs/benchmarks.md, twenty-seventh session).
 	// A verify keeps the decode step's kernels (its logits must be
 	// the steps'); a batched reply's chunk takes a lone reply's kernels.
+	// On the CPU, whose tiled kernels are the references of the GPUs' (the
+	// paths are tested there), it is off unless chosen: they ran slower than
+	// its plain ones (2 cores, the 35B-A3B's shapes with 16 experts: a prompt
+	// of 24 / 48 tokens 23.1 / 33.2 s to its first token against 17.9 / 25.3,
+	// twenty-eighth session).
 	SwitchShortPromptTiled = "short-prompt-tiled"
 )
 
@@ -133,7 +138,7 @@ func init() {
 		{Name: SwitchTiledGEMV, Env: "BAGEL_TILED_GEMV", Backends: []string{"cuda", "cpu"}, Verifies: true,
 			Description: "Run the 4-bit projections, experts and logits of decode steps on the matrix units, each weight dequantized once for all of a speculative verify's tokens: faster speculative decoding, a slower plain decode step (experimental; CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchShortPromptTiled, Env: "BAGEL_NO_SHORT_PROMPT_TILED", Backends: []string{"cuda", "cpu"},
-			Description: "Run a prompt of fewer than 32 tokens (a short message, a long prompt's last chunk; fewer than 72 on a MoE model whose experts take them) on the matrix-unit GEMVs of tiled-gemv, though decoding keeps the plain ones (CUDA sm_80+ and CPU; applies at the next model load)."},
+			Description: "Run a prompt of fewer than 32 tokens (a short message, a long prompt's last chunk; fewer than 72 on a MoE model whose experts take them) on the matrix-unit GEMVs of tiled-gemv, though decoding keeps the plain ones (CUDA sm_80+; on the CPU only when chosen, where it runs the slower references; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",
 			Description: "Run a prompt's attention on the split-KV kernels, each kv-head's keys read once for all its query heads (applies at the next model load)."},
 	} {

@@ -241,7 +241,7 @@ var bandPaths = []struct {
 	{"prompt", 2048, nil},
 	{"prompt, unfused", 2048, []string{"fused-*=off"}},
 	{"chunks of 72 (the prompt path's shortest)", 72, nil},
-	{"chunks of 48 (a short prompt's: the tiled GEMVs on a MoE)", 48, nil},
+	{"chunks of 48 (a short prompt's: the tiled GEMVs on a MoE)", 48, []string{"short-prompt-tiled=on"}},
 	{"chunks of 7 (a verify's width)", 7, nil},
 	{"chunks of 24 on the tiled GEMVs (a short prompt's)", 24, []string{"tiled-gemv=on"}},
 	{"decode", 1, nil},

@@ -183,6 +183,10 @@ func differing(a, b []float32) (n, first int) {
 // the next step's logits of the CPU backend within TestGPUMatchesCPU's
 // bf16 bound, and so does the same prompt in chunks of 24.
 func TestGPUShortPromptPastSplitKeys(t *testing.T) {
+	defer switches.Reset(SwitchShortPromptTiled)
+	if err := switches.Set(SwitchShortPromptTiled, true); err != nil { // chosen: the CPU takes it too
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	testmodel.WriteRandom(t, dir, wideMoE)
 	backends := gpuBackends()
