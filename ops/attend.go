@@ -91,8 +91,8 @@ func Attend(c *Ctx, q, keys, values, out Tensor, kvLen int, scale float32, parti
 // short prompt's chunk on the step kernels: wider than any verify, which
 // keeps the step's attention) runs its attention as a prompt's, flash
 // attention, past splitKVMinContext keys: attention_bf16 reads every key
-// once per query and head, 79 × 16 times a layer for a follow-up of 79
-// tokens (about 21 GB at 32K keys, at the 35B-A3B's heads), where a tile of
+// once per query and head, 71 × 16 times a layer for a follow-up of 71
+// tokens (about 19 GB at 32K keys, at the 35B-A3B's heads), where a tile of
 // queries reads it once.
 func wideStep(t, kvLen int) bool { return t > splitKVMaxQueries && kvLen >= splitKVMinContext }
 
