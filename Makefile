@@ -7,7 +7,7 @@ TESTMODEL := build/testmodel/tiny-moe
 
 .DEFAULT_GOAL := all
 
-# gpu-build, gpu-test, ptx and metal-check.
+# gpu-build, gpu-test, ptx, metal-check and cuda-check.
 include Makefile.gpu
 
 all: build
@@ -132,7 +132,7 @@ metal-test:
 # Fyne's test driver needs no cgo on Linux, but Fyne's widgets do on macOS: there
 # the ui tests run with cgo.
 UI_CGO = $(if $(filter Darwin,$(shell uname -s)),1,0)
-test: test-deps vet darwin-check metal-check
+test: test-deps vet darwin-check metal-check cuda-check
 	CGO_ENABLED=0 $(GO) test $(ENGINE_PKGS)
 	# The engine's GPU tests (speculative decoding among them) through the Metal
 	# backend's host code on its simulator, whose kernels are the CPU's.
