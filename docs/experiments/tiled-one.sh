@@ -2,13 +2,13 @@
 # tiled-one.sh: the device call for docs/experiments/tiled-one.patch (written in
 # the twenty-ninth session, never run: no GPU started). Before it, on the
 # development machine, with the patch applied:
-#   L="env CGO_ENABLED=0 GOOS=linux GOARCH=amd64"; F='-trimpath -ldflags=-s -w'
-#   $L go build $F -o .devbin/bagel . && $L go test -c $F -o .devbin/engine.test ./engine
-#   $L go test -c $F -o .devbin/cuda.test ./cuda
+#   L="env CGO_ENABLED=0 GOOS=linux GOARCH=amd64"; F='-trimpath -ldflags=-s\ -w'  # eval'd below
+#   eval $L go build $F -o .devbin/bagel . && eval $L go test -c $F -o .devbin/engine.test ./engine
+#   eval $L go test -c $F -o .devbin/cuda.test ./cuda
 #   cp kernels/quant_mma.metal /tmp/q; for d in 1 4; do for u in 1 4; do for q in 1 4; do
 #     sed -e "s/^#define QMM_BATCH 1$/#define QMM_BATCH $q/" -e "s/^#define MOE_UP_BATCH 1$/#define MOE_UP_BATCH $u/" \
 #       -e "s/^#define MOE_DOWN_BATCH 1$/#define MOE_DOWN_BATCH $d/" /tmp/q > kernels/quant_mma.metal
-#     $L go build $F -o .devbin/ptx-d${d}u${u}q${q} ./tools/ptx; done; done; done; cp /tmp/q kernels/quant_mma.metal
+#     eval $L go build $F -o .devbin/ptx-d${d}u${u}q${q} ./tools/ptx; done; done; done; cp /tmp/q kernels/quant_mma.metal
 #   (cd .devbin && tar cf bins.tar bagel engine.test cuda.test ptx-* && xz -9e bins.tar)  # ~12 MB: carry .devbin
 # then `sh docs/experiments/tiled-one.sh` on the device. The pick's PTX comes
 # back in $OUT/ptx: commit it with the pick's defaults set by the same sed.
