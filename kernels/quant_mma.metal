@@ -113,6 +113,51 @@ INLINE void qmm_x8(device const bf16_t *p, bool ok, bool aligned16, thread uint 
     }                                                                           \
   } while (0)
 
+// qmm_chunk adds chunk c's products to a lane's sums acc (qmm_sums_x): the
+// lane's code words q[row][h] with their scale and bias sb[row] (QMM_LOAD_W),
+// times the x rows at xr0 and xr1 (its columns g and 8 + g, already at 8t;
+// ok0, ok1 false past the tile's tokens) for the first ntiles eights of
+// columns.
+INLINE void qmm_chunk(thread const uint (*q)[2], thread const uint *sb, device const bf16_t *xr0,
+                      device const bf16_t *xr1, bool ok0, bool ok1, bool aligned16, int ntiles, int c, int lane,
+                      thread float (*acc)[4]) {
+  const uint ones[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // bf16 1.0 pairs
+  uint a[2][8];  // row r's code pairs: pair i of word h at 4h + i
+  float sc[2], bo[2];
+  UNROLL for (int r = 0; r < 2; r++) {
+    UNROLL for (int h = 0; h < 2; h++)
+      for (int i = 0; i < 4; i++) a[r][4 * h + i] = ((q[r][h] >> (4u * (uint)i)) & 0x000f000fu) | 0x43004300u;
+    sc[r] = as_float(sb[r] << 16);
+    bo[r] = as_float(sb[r] & 0xffff0000u) - 128.0f * sc[r];
+  }
+  UNROLL for (int n = 0; n < 2; n++) {
+    if (n >= ntiles) continue;
+    device const bf16_t *xr = n == 0 ? xr0 : xr1;
+    bool ok = n == 0 ? ok0 : ok1;
+    uint xv[8];
+    qmm_x8(xr + 64 * c, ok, aligned16, xv);
+    qmm_x8(xr + 64 * c + 32, ok, aligned16, xv + 4);
+    uint b[8];  // x pairs as the code pairs: x_i with x_{i+4} of each eight
+    UNROLL for (int h = 0; h < 2; h++) {
+      b[4 * h] = qmm_lo(xv[4 * h], xv[4 * h + 2]);
+      b[4 * h + 1] = qmm_hi(xv[4 * h], xv[4 * h + 2]);
+      b[4 * h + 2] = qmm_lo(xv[4 * h + 1], xv[4 * h + 3]);
+      b[4 * h + 3] = qmm_hi(xv[4 * h + 1], xv[4 * h + 3]);
+    }
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, xs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    UNROLL for (int k = 0; k < 4; k++) {
+      uint ak[4] = {a[0][2 * k], a[1][2 * k], a[0][2 * k + 1], a[1][2 * k + 1]};
+      qmm_16x8x16(s, ak, b[2 * k], b[2 * k + 1], lane);
+      qmm_16x8x16(xs, ones, b[2 * k], b[2 * k + 1], lane);
+    }
+    // xs[0] and xs[1]: Σx of the chunk for tokens 2t and 2t + 1 (xs[2], xs[3] repeat them).
+    acc[n][0] += sc[0] * s[0] + bo[0] * xs[0];
+    acc[n][1] += sc[0] * s[1] + bo[0] * xs[1];
+    acc[n][2] += sc[1] * s[2] + bo[1] * xs[0];
+    acc[n][3] += sc[1] * s[3] + bo[1] * xs[1];
+  }
+}
+
 // qmm_sums_x computes a SIMD-group's share of one threadgroup's tile: rows
 // o..o+15 (those below Out) for up to 16 columns, over the 64-input chunks
 // [c0, c1), and writes its f32 sums to part[nt][row][col] (column 8·nt + col),
@@ -128,7 +173,8 @@ INLINE void qmm_x8(device const bf16_t *p, bool ok, bool aligned16, thread uint 
 // likewise; the matrix unit sums over k in any pairing both operands share.
 // Σx of each column comes from the unit too, as the product of a matrix of
 // ones: every lane gets its columns' sums without shuffles. The next chunk's
-// codes, scales and biases are read a chunk ahead; x, which every threadgroup
+// codes, scales and biases are read a chunk ahead (reading two or four at
+// once lost: docs/history/pruned-paths.md); x, which every threadgroup
 // reads, is in cache.
 INLINE void qmm_sums_x(device const bf16_t *x0, device const bf16_t *x1, bool ok0, bool ok1, int ntiles,
                        device const uint *w, device const bf16_t *scales, device const bf16_t *biases, int o, int In,
@@ -146,48 +192,15 @@ INLINE void qmm_sums_x(device const bf16_t *x0, device const bf16_t *x1, bool ok
   float acc[2][4];
   UNROLL for (int n = 0; n < 2; n++)
     for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
+  device const bf16_t *xr0 = x0 + 8 * t, *xr1 = x1 + 8 * t;
   uint q[2][2], sb[2];
   if (c0 < c1) QMM_LOAD_W(q, sb, c0);
   GRID_WAIT();  // the first weights are in flight; x is the previous kernel's
   bool aligned16 = ALIGNED16(x0) && ALIGNED16(x1);
-  device const bf16_t *xr[2] = {x0 + 8 * t, x1 + 8 * t};
-  bool xok[2] = {ok0, ok1};
-  const uint ones[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // bf16 1.0 pairs
   for (int c = c0; c < c1; c++) {
     uint qn[2][2], sbn[2];
     if (c + 1 < c1) QMM_LOAD_W(qn, sbn, c + 1);
-    uint a[2][8];  // row r's code pairs: pair i of word h at 4h + i
-    float sc[2], bo[2];
-    UNROLL for (int r = 0; r < 2; r++) {
-      UNROLL for (int h = 0; h < 2; h++)
-        for (int i = 0; i < 4; i++) a[r][4 * h + i] = ((q[r][h] >> (4u * (uint)i)) & 0x000f000fu) | 0x43004300u;
-      sc[r] = as_float(sb[r] << 16);
-      bo[r] = as_float(sb[r] & 0xffff0000u) - 128.0f * sc[r];
-    }
-    UNROLL for (int n = 0; n < 2; n++) {
-      if (n >= ntiles) continue;
-      uint xv[8];
-      qmm_x8(xr[n] + 64 * c, xok[n], aligned16, xv);
-      qmm_x8(xr[n] + 64 * c + 32, xok[n], aligned16, xv + 4);
-      uint b[8];  // x pairs as the code pairs: x_i with x_{i+4} of each eight
-      UNROLL for (int h = 0; h < 2; h++) {
-        b[4 * h] = qmm_lo(xv[4 * h], xv[4 * h + 2]);
-        b[4 * h + 1] = qmm_hi(xv[4 * h], xv[4 * h + 2]);
-        b[4 * h + 2] = qmm_lo(xv[4 * h + 1], xv[4 * h + 3]);
-        b[4 * h + 3] = qmm_hi(xv[4 * h + 1], xv[4 * h + 3]);
-      }
-      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, xs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      UNROLL for (int k = 0; k < 4; k++) {
-        uint ak[4] = {a[0][2 * k], a[1][2 * k], a[0][2 * k + 1], a[1][2 * k + 1]};
-        qmm_16x8x16(s, ak, b[2 * k], b[2 * k + 1], lane);
-        qmm_16x8x16(xs, ones, b[2 * k], b[2 * k + 1], lane);
-      }
-      // xs[0] and xs[1]: Σx of the chunk for tokens 2t and 2t + 1 (xs[2], xs[3] repeat them).
-      acc[n][0] += sc[0] * s[0] + bo[0] * xs[0];
-      acc[n][1] += sc[0] * s[1] + bo[0] * xs[1];
-      acc[n][2] += sc[1] * s[2] + bo[1] * xs[0];
-      acc[n][3] += sc[1] * s[3] + bo[1] * xs[1];
-    }
+    qmm_chunk(q, sb, xr0, xr1, ok0, ok1, aligned16, ntiles, c, lane, acc);
     UNROLL for (int r = 0; r < 2; r++) {
       q[r][0] = qn[r][0];
       q[r][1] = qn[r][1];
@@ -448,6 +461,9 @@ KERNEL(qmatmul_mma_multi_conv_bf16,
 #ifndef MOE_MMA_IN_PER_WARP
 #define MOE_MMA_IN_PER_WARP 512
 #endif
+#ifndef MOE_UP_ONE
+#define MOE_UP_ONE 1
+#endif
 
 // moe_up_mma_bf16: moe_up_bf16 on the matrix units (switch tiled-gemv): a
 // tile of 16 rows of an expert's gate and the same 16 of its up, times the
@@ -501,7 +517,7 @@ KERNEL(moe_up_mma_bf16,
   int sgroups = (Is + 15) / 16 * ((T + 15) / 16);
   bool routed = TGID_X >= sgroups;
   int rg = TGID_X - sgroups;  // the routed threadgroup's index
-  int n, o, rows, xdiv;
+  int n, o, rows, xdiv, lead = 0;
   ulong stride;  // an output row's length: Out (routed slots) or Is (shared)
   device const uint *gw, *uw;
   device const bf16_t *gsc, *gbi, *usc, *ubi;
@@ -527,6 +543,7 @@ KERNEL(moe_up_mma_bf16,
     }
     if (rank % 16 != 0) return;  // uniform: an earlier slot's threadgroup takes this one
     n = imin(16, count);
+    lead = ts;
     rows = Out;
     stride = (ulong)Out;
     xdiv = K;
@@ -556,12 +573,15 @@ KERNEL(moe_up_mma_bf16,
     ubi = shared_up_biases;
     dst = hs;
   }
-  BARRIER();  // members
+  // A routed slot alone with its expert (a decode step's every slot) is its
+  // tile's one column: every SIMD-group knows it without members.
+  bool alone = MOE_UP_ONE != 0 && routed && n == 1;
+  if (!alone) BARRIER();  // members
   int nsplit = SIMD_COUNT / 2, mat = SIMD_ID < nsplit ? 0 : 1, sub = SIMD_ID - mat * nsplit;
   int chunks = In / 64, per = (chunks + nsplit - 1) / nsplit;
   int c0 = imin(chunks, sub * per), c1 = imin(chunks, c0 + per);
   int g = lane >> 2;
-  int m0 = members[imin(g, n - 1)], m1 = members[imin(8 + g, n - 1)];
+  int m0 = alone ? lead : members[imin(g, n - 1)], m1 = alone ? lead : members[imin(8 + g, n - 1)];
   qmm_sums_x(x + (ulong)(m0 / xdiv) * (ulong)In, x + (ulong)(m1 / xdiv) * (ulong)In, g < n, 8 + g < n, (n + 7) / 8,
              mat == 0 ? gw : uw, mat == 0 ? gsc : usc, mat == 0 ? gbi : ubi, o, In, rows, gs, c0, c1, lane,
              part + SIMD_ID * 256);
@@ -570,7 +590,8 @@ KERNEL(moe_up_mma_bf16,
     int r = i % 16;
     if (o + r >= rows) continue;
     float gt = qmm_total(part, i, nsplit), ut = qmm_total(part + nsplit * 256, i, nsplit);
-    dst[(ulong)members[i / 16] * stride + (ulong)(o + r)] = f32_to_bf16(siluf(round_bf16(gt)) * round_bf16(ut));
+    int m = alone ? lead : members[i / 16];
+    dst[(ulong)m * stride + (ulong)(o + r)] = f32_to_bf16(siluf(round_bf16(gt)) * round_bf16(ut));
   }
 }
 
@@ -584,6 +605,9 @@ KERNEL(moe_up_mma_bf16,
 // times the weight reads in flight.
 #ifndef MOE_DOWN_MMA_SPLIT
 #define MOE_DOWN_MMA_SPLIT 2
+#endif
+#ifndef MOE_DOWN_ONE
+#define MOE_DOWN_ONE 1
 #endif
 // Its K + 1 = 9 teams of two are 576 threads, which the shuffled product of
 // the compute_75 PTX would give more than 113 registers each: the bound has
@@ -650,35 +674,51 @@ KERNEL(moe_down_mma_bf16,
   if (ids_early == 0) GRID_WAIT();
   int o = TGID_X * 16, slots = T * K;
   if (o >= H) return;  // uniform across the threadgroup
-  for (int i = TID_X; i < slots; i += TG_SIZE_X) {
-    int e = ids[i], r = 0;
-    for (int j = 0; j < i; j++) r += ids[j] == e ? 1 : 0;
-    rank[i] = (short)r;
-  }
-  BARRIER();
-  // Routed items in order of their first slots; each slot's column in its item.
-  for (int i = TID_X; i < slots; i += TG_SIZE_X) {
-    int e = ids[i], r = rank[i], first = i;
-    for (int j = i; j >= 0; j--) {  // the item's first slot: expert e's of rank r - r % 16
-      if (ids[j] == e && rank[j] == r - r % 16) first = j;
+  // A decode step's K slots (T 1) whose experts differ, as a router's top K
+  // do, are K items of a column each, slot s item s: every SIMD-group sees so
+  // from the ids alone, and the ranks, members and leads below, two barriers'
+  // worth, are skipped (MOE_DOWN_ONE 0 keeps them; the items are the same).
+  bool one = false;
+  if (MOE_DOWN_ONE != 0 && T == 1) {
+    uint e = LANE < K ? (uint)ids[LANE] : 0xffffffffu - (uint)LANE;  // past K: unlike any id
+    bool dup = false;
+    for (int j = 0; j < K; j++) {
+      uint ej = simd_shuffle(e, (ushort)j);
+      dup = dup || (j < LANE && ej == e);
     }
-    int it = 0;
-    for (int j = 0; j < first; j++) it += rank[j] % 16 == 0 ? 1 : 0;
-    members[it * 16 + r % 16] = (short)i;
-    if (first == i) {
-      int later = 0;
-      for (int j = i; j < slots; j++) later += ids[j] == e ? 1 : 0;
-      lead[it] = (short)i;
-      cols[it] = (short)imin(16, later);
+    one = simd_ballot_bits(dup) == 0u;
+  }
+  if (!one) {
+    for (int i = TID_X; i < slots; i += TG_SIZE_X) {
+      int e = ids[i], r = 0;
+      for (int j = 0; j < i; j++) r += ids[j] == e ? 1 : 0;
+      rank[i] = (short)r;
     }
+    BARRIER();
+    // Routed items in order of their first slots; each slot's column in its item.
+    for (int i = TID_X; i < slots; i += TG_SIZE_X) {
+      int e = ids[i], r = rank[i], first = i;
+      for (int j = i; j >= 0; j--) {  // the item's first slot: expert e's of rank r - r % 16
+        if (ids[j] == e && rank[j] == r - r % 16) first = j;
+      }
+      int it = 0;
+      for (int j = 0; j < first; j++) it += rank[j] % 16 == 0 ? 1 : 0;
+      members[it * 16 + r % 16] = (short)i;
+      if (first == i) {
+        int later = 0;
+        for (int j = i; j < slots; j++) later += ids[j] == e ? 1 : 0;
+        lead[it] = (short)i;
+        cols[it] = (short)imin(16, later);
+      }
+    }
+    if (TID_X == 0) {
+      int n = 0;
+      for (int j = 0; j < slots; j++) n += rank[j] % 16 == 0 ? 1 : 0;
+      nrouted[0] = n;
+    }
+    BARRIER();
   }
-  if (TID_X == 0) {
-    int n = 0;
-    for (int j = 0; j < slots; j++) n += rank[j] % 16 == 0 ? 1 : 0;
-    nrouted[0] = n;
-  }
-  BARRIER();
-  int nr = nrouted[0], items = nr + (T + 15) / 16, lane = LANE, g = lane >> 2;
+  int nr = one ? K : nrouted[0], items = nr + (T + 15) / 16, lane = LANE, g = lane >> 2;
   int team = SIMD_ID / MOE_DOWN_MMA_SPLIT, sub = SIMD_ID % MOE_DOWN_MMA_SPLIT, teams = SIMD_COUNT / MOE_DOWN_MMA_SPLIT;
   threadgroup float *mine = part + SIMD_ID * 256;
   // Rounds of one item a team, alike for every thread (the team's sums meet
@@ -692,12 +732,12 @@ KERNEL(moe_down_mma_bf16,
       device const uint *wb;
       int in, group;
       if (routed) {
-        n = cols[it];
-        a = members[it * 16 + imin(g, n - 1)];
-        b = members[it * 16 + imin(8 + g, n - 1)];
+        n = one ? 1 : (int)cols[it];
+        a = one ? it : (int)members[it * 16 + imin(g, n - 1)];
+        b = one ? it : (int)members[it * 16 + imin(8 + g, n - 1)];
         x0 = h + (ulong)a * (ulong)I;
         x1 = h + (ulong)b * (ulong)I;
-        ulong mat = (ulong)ids[lead[it]] * (ulong)H;
+        ulong mat = (ulong)ids[one ? it : (int)lead[it]] * (ulong)H;
         in = I;
         group = gs;
         wb = w + mat * (ulong)(I / 8);
@@ -721,7 +761,7 @@ KERNEL(moe_down_mma_bf16,
     if (sub == 0) {
       for (int i = lane; i < 16 * n; i += 32) {
         int r = i % 16, col = i / 16;
-        int dst = routed ? (int)members[it * 16 + col] : slots + t0 + col;
+        int dst = routed ? (one ? it : (int)members[it * 16 + col]) : slots + t0 + col;
         float v = 0.0f;
         for (int s = 0; s < MOE_DOWN_MMA_SPLIT; s++) v += mine[s * 256 + ((col / 8) * 16 + r) * 8 + col % 8];
         ys[dst * 16 + r] = v;
