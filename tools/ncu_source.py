@@ -1,0 +1,46 @@
+"""Print the SASS instructions of a kernel where its warps were sampled most
+(ncu's source page, --csv --print-source sass), with each one's sampled stall
+reasons: where a latency-bound kernel waits (a load's use, a barrier, a
+shuffle).
+
+Usage: python3 tools/ncu_source.py source.csv [top]   (tools/ncu_source.sh runs it)
+"""
+import csv
+import sys
+
+
+def number(s):
+    try:
+        return float(s.replace(",", ""))
+    except (ValueError, AttributeError):
+        return 0.0
+
+
+def main(path, top):
+    with open(path, newline="") as f:
+        lines = [l for l in f if l.startswith('"') and not l.startswith('"Kernel Name"')]
+    rows = list(csv.DictReader(lines))
+    if not rows:
+        print("no rows")
+        return
+    cols = list(rows[0].keys())
+    samples = next((c for c in cols if c.startswith("Warp Stall Sampling (All")), None)
+    if samples is None:
+        print("columns:", cols)
+        return
+    total = sum(number(r[samples]) for r in rows)
+    print(f"{len(rows)} instructions, {total:.0f} samples")
+    # The stall-reason columns: numeric, neither the totals nor addresses.
+    skip = {samples, "Address", "Source", "# Address", "Line"}
+    reasons = [c for c in cols if c not in skip and not c.startswith("Warp Stall Sampling")
+               and "stall" in c.lower() and "Not Issued" not in c and any(number(r[c]) for r in rows)]
+    src = "Source" if "Source" in cols else cols[1]
+    for r in sorted(rows, key=lambda r: number(r[samples]), reverse=True)[:top]:
+        n = number(r[samples])
+        why = sorted(((number(r[c]), c) for c in reasons if number(r[c])), reverse=True)[:3]
+        why = ", ".join(f"{c.replace('stall_', '')} {v:.0f}" for v, c in why)
+        print(f"{100 * n / max(total, 1):5.1f}%  {r.get('Address', r.get('# Address', ''))[-5:]:5s} {r[src][:60]:60s} {why}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 30)
