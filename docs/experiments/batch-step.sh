@@ -9,13 +9,19 @@
 #     reply's conv in one launch (qmatmul_mma_multi_conv_batch_bf16, switch
 #     fused-gdn-conv-batch) instead of qmatmul_mma_multi_bf16 then
 #     conv1d_silu_batch_bf16 (152 µs of the step under ncu, 30 launches).
-# Both keep each row's bits (a row's sums are its own; the conv step is the
+#   short-prompts.patch: a model loaded for several replies starts the
+#     prompt path at 17 tokens (switch short-prompts-together, on; bench
+#     --replies N loads as serve --parallel N does), so short prompts
+#     arriving together prefill in one forward; host code only. Its A/B
+#     below: 4 and 8 replies' 32-token prompts (TTFT, summed) and a lone
+#     reply's 17 / 24 / 31-token prompts (first token), each way.
+# The first two keep each row's bits (a row's sums are its own; the conv step is the
 # lone fused kernel's): the engine's GPU tests check a batched reply against
 # its solo one. The A/B is one binary: BAGEL_KERNEL_TUNING=GDN_REC_BATCH_ROWS=2
 # is main's recurrence geometry, BAGEL_NO_FUSED_GDN_CONV_BATCH=1 main's
 # in-projection and conv; two rounds of the four.
-# Builds on the development machine, from main with both patches applied:
-#   git apply docs/experiments/gdn-batch-rows.patch docs/experiments/conv-batch.patch
+# Builds on the development machine, from main with the three patches applied:
+#   git apply docs/experiments/gdn-batch-rows.patch docs/experiments/conv-batch.patch docs/experiments/short-prompts.patch
 #   L="env CGO_ENABLED=0 GOOS=linux GOARCH=amd64"; F='-trimpath -ldflags=-s\ -w'
 #   eval $L go build $F -o .devbin/bagel . && eval $L go test -c $F -o .devbin/engine.test ./engine
 #   eval $L go test -c $F -o .devbin/cuda.test ./cuda && eval $L go build $F -o .devbin/ptx ./tools/ptx
@@ -45,6 +51,13 @@ for r in 1 2; do
 		BAGEL_TILED_GEMV=1 BAGEL_NO_FUSED_GDN_CONV_BATCH=$NOFUSE BAGEL_KERNEL_TUNING=GDN_REC_BATCH_ROWS=$1 timeout 100 .devbin/bagel $B > /tmp/b.txt 2>&1
 		echo "rows $1, conv $( [ "$2" = 1 ] && echo apart || echo fused ) (round $r, rc $?): alone $(grep -m1 '^decode greedy ' /tmp/b.txt | awk -F '  +' '{print $4}'); all decoding at 1/2/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms, %s) ", $(NF-1), $7, $8}') t=$(el)"
 	done
+done
+for v in 1 ""; do  # short-prompts-together off (main's threshold), then on
+	S="bench -m $M --backend cuda --replies 8 --tokens 128 --prefill= --long= --drafts= --switches=false --lookup=false --projections 0"
+	BAGEL_NO_SHORT_PROMPTS_TOGETHER=$v timeout 60 .devbin/bagel $S --runs 1 --stall-prompt 0 --streams 1,4,8 > /tmp/sp.txt 2>&1
+	echo "short-prompts-together $( [ -n "$v" ] && echo off || echo on ): streams 1/4/8 summed (TTFT ms): $(grep -A5 'streams  aggregate' /tmp/sp.txt | awk '$1 ~ /^[148]$/ {printf "%s (%s) ", $2, $6}') t=$(el)"
+	BAGEL_NO_SHORT_PROMPTS_TOGETHER=$v timeout 60 .devbin/bagel $S --runs 2 --tokens 8 --prefill 17,24,31 --streams= > /tmp/sp1.txt 2>&1
+	echo "   a lone reply's prompt of 17 / 24 / 31 tokens, first token ms: $(grep -E '^prefill ' /tmp/sp1.txt | awk -F '  +' '{printf "%s: %s ", $3, $6}') t=$(el)"
 done
 wait $PP; echo "ptx: $(tail -1 /tmp/ptx.txt) t=$(el)"
 (cd cuda && BAGEL_REQUIRE_GPU=1 timeout 150 ../.devbin/cuda.test -test.count=1 -test.v -test.run 'TestKernels$') > /tmp/kernels.txt 2>&1
