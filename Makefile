@@ -132,11 +132,15 @@ metal-test:
 # Fyne's test driver needs no cgo on Linux, but Fyne's widgets do on macOS: there
 # the ui tests run with cgo.
 UI_CGO = $(if $(filter Darwin,$(shell uname -s)),1,0)
+# The engine package's tests take 6.5 minutes on CI's 2 cores (thirty-first
+# session), near go test's default limit of 10 a package: 25 leaves room for a
+# slower machine and still ends a hung test long before CI's 90 minutes.
+TEST_TIMEOUT = 25m
 test: test-deps vet darwin-check metal-check cuda-check
-	CGO_ENABLED=0 $(GO) test $(ENGINE_PKGS)
+	CGO_ENABLED=0 $(GO) test -timeout $(TEST_TIMEOUT) $(ENGINE_PKGS)
 	# The engine's GPU tests (speculative decoding among them) through the Metal
 	# backend's host code on its simulator, whose kernels are the CPU's.
-	BAGEL_METAL_SIM=1 CGO_ENABLED=0 $(GO) test -run 'GPU|Verify' ./engine
+	BAGEL_METAL_SIM=1 CGO_ENABLED=0 $(GO) test -timeout $(TEST_TIMEOUT) -run 'GPU|Verify' ./engine
 	CGO_ENABLED=$(UI_CGO) $(GO) test ./ui/... .
 
 # Fuzz every parser of user input for a minute each (not part of `make test`,
