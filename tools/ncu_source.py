@@ -8,12 +8,7 @@ Usage: python3 tools/ncu_source.py source.csv [top]   (tools/ncu_source.sh runs 
 import csv
 import sys
 
-
-def number(s):
-    try:
-        return float(s.replace(",", ""))
-    except (ValueError, AttributeError):
-        return 0.0
+from ncu_stalls import number  # tools/ is the script's directory, first on sys.path
 
 
 def main(path, top):
@@ -30,10 +25,8 @@ def main(path, top):
         return
     total = sum(number(r[samples]) for r in rows)
     print(f"{len(rows)} instructions, {total:.0f} samples")
-    # The stall-reason columns: numeric, neither the totals nor addresses.
-    skip = {samples, "Address", "Source", "# Address", "Line"}
-    reasons = [c for c in cols if c not in skip and not c.startswith("Warp Stall Sampling")
-               and "stall" in c.lower() and "Not Issued" not in c and any(number(r[c]) for r in rows)]
+    # The stall reasons' columns (stall_long_sb, ...; not their "(Not Issued)" twins).
+    reasons = [c for c in cols if c.startswith("stall_") and "Not Issued" not in c and any(number(r[c]) for r in rows)]
     src = "Source" if "Source" in cols else cols[1]
     for r in sorted(rows, key=lambda r: number(r[samples]), reverse=True)[:top]:
         n = number(r[samples])

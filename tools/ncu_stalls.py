@@ -27,7 +27,7 @@ STALL = "smsp__average_warps_issue_stalled_"
 def number(s):
     try:
         return float(s.replace(",", ""))
-    except ValueError:
+    except (ValueError, AttributeError):  # a short row gives None
         return 0.0
 
 
