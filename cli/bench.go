@@ -48,6 +48,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 	streamTreeWidth := fs.Int("stream-tree-width", 0, fmt.Sprintf("with --stream-drafts, the oracle's guesses as draft trees of this many branches, 2 to %d: the right one first, the others wrong (what verifying a tree costs in a batch; 0: lines)", engine.MaxTreeWidth))
 	streamDrafts := fs.Int("stream-drafts", 0, fmt.Sprintf("with --streams, also decode each count's replies again with speculative decoding, the oracle guessing up to this many tokens a reply and step, 1 to %d, every guess right (0: not)", engine.MaxDraftLength))
 	streamPrompt := fs.Int("stream-prompt", 32, "with --streams, each reply's prompt, in tokens (their prefills run together where they fit a chunk: the TTFT column)")
+	replies := fs.Int("replies", 0, "load the model for this many replies at once, as bagel serve --parallel does (on CUDA the tiled GEMVs unless the tiled-gemv switch is chosen; the prompt path from 17 tokens with short-prompts-together; 0 or 1: one)")
 	stallPrompt := fs.Int("stall-prompt", 8192, "with --streams, the prompt that joins the most replies but one, to time the stall its prefill causes (0: none)")
 	imagePaths := fs.images("to time through the model's vision tower")
 	draftersRows := fs.Bool("drafters", false, "also decode greedy replies to five questions plainly, with prompt lookup (lines, trees of 2) and with the model's MTP head: each drafter's acceptance and speed on text (needs a tokenizer)")
@@ -112,13 +113,16 @@ func runBench(args []string, out, errOut io.Writer) error {
 	if *stallPrompt < 0 {
 		return fmt.Errorf("--stall-prompt %d: want 0 (none) or a prompt length", *stallPrompt)
 	}
+	if *replies < 0 || *replies > engine.MaxBatch {
+		return fmt.Errorf("--replies %d: want 0 to %d", *replies, engine.MaxBatch)
+	}
 	if *runs < 1 || *tokens < 2 {
 		return fmt.Errorf("--runs must be ≥ 1 and --tokens ≥ 2")
 	}
 	if *projections < 0 || *projections > 10000 {
 		return fmt.Errorf("--projections %d: want 0 (none) to 10000 products a shape", *projections)
 	}
-	b := &bench{dir: *dir, backend: *backendName, runs: *runs, tokens: *tokens, chunk: *chunk, errOut: errOut,
+	b := &bench{dir: *dir, backend: *backendName, runs: *runs, tokens: *tokens, chunk: *chunk, replies: *replies, errOut: errOut,
 		rng: rand.New(rand.NewPCG(*seed, 0xbe1c))}
 	b.contextLength = *tokens + 64
 	for _, n := range append(slices.Clone(prefillLens), longLens...) {
@@ -236,6 +240,7 @@ type bench struct {
 	runs, tokens  int
 	contextLength int
 	chunk         int // prompt tokens per forward (0: the engine's default)
+	replies       int // engine.Options.Replies (--replies)
 	rng           *rand.Rand
 	errOut        io.Writer
 	e             *engine.Engine
@@ -243,7 +248,7 @@ type bench struct {
 }
 
 func (b *bench) load() error {
-	e, err := engine.Load(b.dir, engine.Options{Backend: b.backend, ContextLength: b.contextLength, PrefillChunk: b.chunk})
+	e, err := engine.Load(b.dir, engine.Options{Backend: b.backend, ContextLength: b.contextLength, PrefillChunk: b.chunk, Replies: b.replies})
 	if err != nil {
 		return err
 	}

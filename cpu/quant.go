@@ -165,7 +165,12 @@ func (a *args) quantNamed(w, scales, biases, bitsName, gsName string, rows int) 
 // quantFormat is quantNamed for a matrix of a multi-matrix kernel, whose bits
 // and group size come as one scalar fmtName = bits + 256·gs.
 func (a *args) quantFormat(w, scales, biases, fmtName string, rows int) *quantMatrix {
-	f := a.intArg(fmtName)
+	return a.quantFormatOf(w, scales, biases, fmtName, a.intArg(fmtName), rows)
+}
+
+// quantFormatOf is quantFormat for a format f read elsewhere (fmtName names
+// it in messages): two packed in one scalar, as the batch kernels pass them.
+func (a *args) quantFormatOf(w, scales, biases, fmtName string, f, rows int) *quantMatrix {
 	return a.quantOf(w, scales, biases, fmtName, f%256, fmtName, f/256, a.intArg("In"), rows)
 }
 

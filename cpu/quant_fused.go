@@ -11,6 +11,15 @@ import (
 // unused), each matrix with its own bits and gs, over one x (T, In): four
 // qmatmul_bf16 in one dispatch, each row computed as that kernel computes it.
 func qmatmulMulti(a *args) {
+	qmatmulMultiFormats(a, func(i int) (string, int) {
+		name := "fmt" + fmt.Sprint(i)
+		return name, a.intArg(name)
+	})
+}
+
+// qmatmulMultiFormats is qmatmulMulti with matrix i's format (bits + 256·gs)
+// and its name from format(i).
+func qmatmulMultiFormats(a *args, format func(i int) (string, int)) {
 	T, In := a.intArg("T"), a.intArg("In")
 	x := widen(a.bf16s("x", T*In)) // (T, In)
 	for i := range 4 {
@@ -19,8 +28,9 @@ func qmatmulMulti(a *args) {
 		if Out == 0 {
 			continue
 		}
-		m := a.quantFormat("w"+slot, "scales"+slot, "biases"+slot, "fmt"+slot, Out) // (OutI, In)
-		out := a.bf16s("out"+slot, T*Out)                                           // (T, OutI)
+		name, f := format(i)
+		m := a.quantFormatOf("w"+slot, "scales"+slot, "biases"+slot, name, f, Out) // (OutI, In)
+		out := a.bf16s("out"+slot, T*Out)                                          // (T, OutI)
 		a.parallel(Out, T*In, func(lo, hi int) {
 			row := make([]float32, In)
 			for o := lo; o < hi; o++ {
@@ -60,6 +70,50 @@ func qmatmulMmaMultiConv(a *args) {
 	out0, raw0 := a.bf16s("out0", T*Out0), a.bf16s("raw0", T*Out0)
 	copy(raw0, out0)
 	convInto(slices.Clone(out0), a.bf16s("conv_state", (K-1)*Out0), a.bf16s("conv_w", Out0*K), out0, T, Out0, K)
+}
+
+// qmatmul_mma_multi_conv_batch_bf16: qmatmul_mma_multi_conv_bf16 over a
+// batched step's rows, each sequence's (runs[s] = slot, first row, rows,
+// covering the T rows in order) through its slot's window; the formats two
+// a scalar (fmt01 = fmt0 | fmt1 << 16, fmt23 likewise).
+func qmatmulMmaMultiConvBatch(a *args) {
+	T, Out0, K, stride := a.intArg("T"), a.intArg("Out0"), a.intArg("K"), a.intArg("stride")
+	a.check(K >= 1, "K", "%d, want ≥ 1", K)
+	a.check(T >= 1 && T <= 16, "T", "%d, want 1 to 16 (one tile of rows)", T)
+	runs, R := runsOf(a, runCount(a, T), 16)
+	a.check(R == T, "runs", "cover %d rows, want the launch's %d", R, T)
+	for s, next := 0, 0; s < len(runs); s, next = s+1, next+runs[s].rows {
+		a.check(runs[s].row == next, "runs", "run %d starts at row %d, want %d (the rows in order)", s, runs[s].row, next)
+	}
+	packed := [2]int{a.intArg("fmt01"), a.intArg("fmt23")}
+	qmatmulMultiFormats(a, func(i int) (string, int) {
+		name := []string{"fmt01", "fmt23"}[i/2]
+		return name, packed[i/2] >> (16 * (i % 2)) & 0xffff
+	})
+	out0, raw0 := a.bf16s("out0", T*Out0), a.bf16s("raw0", T*Out0)
+	copy(raw0, out0)
+	window := (K - 1) * Out0
+	windows := a.bf16s("windows", slotSpan(a, "windows", runSlots(runs), stride, window))
+	w, proj := a.bf16s("conv_w", Out0*K), slices.Clone(out0)
+	for _, r := range runs {
+		at, rows := r.slot*stride, out0[r.row*Out0:(r.row+r.rows)*Out0]
+		convInto(proj[r.row*Out0:(r.row+r.rows)*Out0], windows[at:at+window], w, rows, r.rows, Out0, K)
+	}
+}
+
+// runCount is how many runs of the runs table cover a launch's T rows in
+// order (their rows summed), read a run at a time: the kernel takes no S.
+func runCount(a *args, T int) int {
+	table := a.i32s("runs", 3)
+	s, covered := 0, 0
+	for covered < T {
+		s++
+		table = a.i32s("runs", 3*s)
+		rows := int(table[3*s-1])
+		a.check(rows >= 1, "runs", "run %d has %d rows", s-1, rows)
+		covered += rows
+	}
+	return s
 }
 
 // qmatmul_gather_swiglu_bf16: out[t,s,o] = bf16(silu(g)·u) with g =

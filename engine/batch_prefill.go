@@ -27,6 +27,11 @@ import (
 // SwitchPromptsTogether prefills the prompts of a batch's replies together.
 const SwitchPromptsTogether = "prompts-together"
 
+// SwitchShortPromptsTogether starts the prompt path at
+// ops.RepliesPromptMinTokens on a model loaded for several replies
+// (ops.Plan.RepliesPrompts), so that their short prompts go together too.
+const SwitchShortPromptsTogether = "short-prompts-together"
+
 func init() {
 	switches.Register(switches.Switch{
 		Name: SwitchPromptsTogether,
@@ -35,6 +40,14 @@ func init() {
 			"applies at the next prompt).", ops.PromptMinTokens, ops.TiledPromptMinTokens),
 		Default: true,
 		Env:     "BAGEL_NO_PROMPTS_TOGETHER",
+	})
+	switches.Register(switches.Switch{
+		Name: SwitchShortPromptsTogether,
+		Description: fmt.Sprintf("A model loaded for several replies runs prompts of %d tokens and more on the prompt path, so that short prompts "+
+			"arriving together prefill in one forward; a lone reply's prompt of %d to %d tokens then reaches its first token a few milliseconds later "+
+			"(applies at the next model load).", ops.RepliesPromptMinTokens, ops.RepliesPromptMinTokens, ops.TiledPromptMinTokens-1),
+		Default: true,
+		Env:     "BAGEL_NO_SHORT_PROMPTS_TOGETHER",
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"bagel/internal/testmodel"
 	"bagel/ops"
 	"bagel/qwen"
 	"bagel/switches"
@@ -339,4 +340,52 @@ func TestPromptsTogetherKeepTheHead(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestRepliesStartThePromptPathSooner: a model loaded for several replies
+// takes the prompt path from ops.RepliesPromptMinTokens (switch
+// short-prompts-together), so that replies whose 20-token prompts arrive
+// together prefill in one forward, each reply still its solo reply; with the
+// switch off the prompt path starts where a lone model's does.
+func TestRepliesStartThePromptPathSooner(t *testing.T) {
+	defer switches.Reset(SwitchShortPromptsTogether)
+	for _, on := range []bool{true, false} {
+		if err := switches.Set(SwitchShortPromptsTogether, on); err != nil {
+			t.Fatal(err)
+		}
+		e, err := Load(testmodel.Weights(t, "tiny-moe"), Options{Backend: "cpu", ContextLength: 96, PromptCacheBytes: -1, Replies: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ops.PromptMinTokens
+		if on {
+			want = ops.RepliesPromptMinTokens
+		}
+		if e.promptMin != want {
+			t.Errorf("short-prompts-together %v: the prompt path starts at %d tokens, want %d", on, e.promptMin, want)
+		}
+		if on {
+			var reqs []Request
+			for i := range 3 {
+				reqs = append(reqs, Request{PromptIDs: longPrompt(i, 21), MaxTokens: 4, IgnoreStop: true})
+			}
+			var waiting []*batchSeq
+			for _, req := range reqs {
+				s := newBatchSeq(context.Background(), e, req)
+				t.Cleanup(s.cancel) // its stream's goroutine
+				s.prompt = req.PromptIDs
+				waiting = append(waiting, s)
+			}
+			if group := e.promptGroup(waiting); len(group) != len(reqs) {
+				t.Errorf("%d of %d 20-token chunks go together", len(group), len(reqs))
+			}
+			got, _ := runBatch(t, e, reqs, 64)
+			for i, req := range reqs {
+				if want := solo(t, e, req); !slices.Equal(got[i], want) {
+					t.Errorf("reply %d: batched %v, alone %v", i, got[i], want)
+				}
+			}
+		}
+		e.Close()
+	}
 }

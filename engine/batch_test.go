@@ -1014,3 +1014,37 @@ func TestCloseDuringBatch(t *testing.T) {
 		t.Errorf("%d goroutines before, %d after", before, n)
 	}
 }
+
+// TestBatchConvFusedOrApart: a batched step's GDN in-projection with every
+// reply's conv in one launch (fused-gdn-conv-batch, on the tiled GEMVs) and
+// the two launches apart give each greedy reply the same tokens, with one
+// launch fewer a GDN layer and step fused.
+func TestBatchConvFusedOrApart(t *testing.T) {
+	defer switches.Reset(SwitchTiledGEMV, SwitchFusedGDNConvBatch)
+	if err := switches.Set(SwitchTiledGEMV, true); err != nil {
+		t.Fatal(err)
+	}
+	var got [2][][]int32
+	var dispatches [2]float64
+	for i, fused := range []bool{false, true} {
+		if err := switches.Set(SwitchFusedGDNConvBatch, fused); err != nil {
+			t.Fatal(err)
+		}
+		e := batchEngine(t, "tiny-moe", "cpu")
+		var reqs []Request
+		for j := range 3 {
+			reqs = append(reqs, Request{PromptIDs: batchPrompt(j), MaxTokens: 6, IgnoreStop: true, PrefillChunk: 16})
+		}
+		var done []Event
+		got[i], done = runBatch(t, e, reqs, 96)
+		dispatches[i] = done[0].Stats.DispatchesPerToken
+		e.Close()
+	}
+	if !slices.EqualFunc(got[0], got[1], slices.Equal) {
+		t.Errorf("the conv apart gave %v, fused %v", got[0], got[1])
+	}
+	t.Logf("dispatches a token: %.1f apart, %.1f fused; tokens %v", dispatches[0], dispatches[1], got[1])
+	if dispatches[1] >= dispatches[0] {
+		t.Errorf("%.1f dispatches a token fused, %.1f apart: the fused launch did not run", dispatches[1], dispatches[0])
+	}
+}

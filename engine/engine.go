@@ -38,7 +38,9 @@ type Options struct {
 	// reply of a step (H200, 35B-A3B, before the slot pool: 4 replies at 880
 	// tok/s summed against 617, 8 at 1,102 against 657; with it and the batch
 	// pipeline 1,153 and 1,795), at the cost of a lone reply's speed (402
-	// tok/s against 495; docs/batching.md).
+	// tok/s against 495; docs/batching.md). Above 1 the prompt path also
+	// starts at ops.RepliesPromptMinTokens (switch short-prompts-together),
+	// so that the replies' short prompts arriving together go in one forward.
 	Replies int
 	// TokenIDsOnly loads the weights alone: the folder's tokenizer and chat
 	// template are not read (bagel score, which takes token ids, runs on a
@@ -206,6 +208,7 @@ func Load(dir string, opt Options) (*Engine, error) {
 			return err
 		}
 		e.ctx.Plan.TiledPrompts = e.model.TiledPrompts(e.ctx)
+		e.ctx.Plan.RepliesPrompts = opt.Replies > 1 && switches.On(SwitchShortPromptsTogether)
 		e.promptMin = e.ctx.Plan.PromptMin()
 		if err := cancelled(opt.Cancel); err != nil {
 			return err

@@ -28,6 +28,11 @@ const (
 	// tiled-gemv, a speculative verify's too (qmatmul_mma_multi_conv_bf16, up
 	// to 16 tokens, keeping the projections for a rollback's replay).
 	SwitchFusedGDNConv = "fused-gdn-conv"
+	// SwitchFusedGDNConvBatch runs a batched step's GDN in-projection and its
+	// sequences' convs in one launch (qmatmul_mma_multi_conv_batch_bf16, on
+	// the tiled GEMVs a model loaded for several replies takes): one launch
+	// fewer per GDN layer and step.
+	SwitchFusedGDNConvBatch = "fused-gdn-conv-batch"
 	// SwitchFusedMoEDown runs the experts' down projections, their weighted sum,
 	// the shared expert's down projection and its gate in one launch (moe_down_bf16).
 	SwitchFusedMoEDown = "fused-moe-down"
@@ -119,6 +124,8 @@ func init() {
 			Description: "Compute the experts' gate and up projections and SwiGLU in one launch (applies at the next model load)."},
 		{Name: SwitchFusedGDNConv, Env: "BAGEL_NO_FUSED_GDN_CONV",
 			Description: "Run a decode step's Gated DeltaNet in-projection and conv in one launch, and with tiled-gemv a speculative verify's (applies at the next model load)."},
+		{Name: SwitchFusedGDNConvBatch, Env: "BAGEL_NO_FUSED_GDN_CONV_BATCH", Backends: []string{"cuda", "cpu"},
+			Description: "Run a batched step's Gated DeltaNet in-projection and every reply's conv in one launch, on the matrix-unit GEMVs (several replies at once; CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchFusedMoEDown, Env: "BAGEL_NO_FUSED_MOE_DOWN",
 			Description: "Run the experts' down projections with their weighted sum and the shared expert's in one launch (applies at the next model load)."},
 		{Name: SwitchFusedAttnPrep, Env: "BAGEL_NO_FUSED_ATTENTION_PREP",
@@ -155,6 +162,7 @@ func currentPlan() ops.Plan {
 		Projections:      switches.On(SwitchFusedProjections),
 		ExpertSwiGLU:     switches.On(SwitchFusedExpertSwiGLU),
 		GDNConv:          switches.On(SwitchFusedGDNConv),
+		GDNConvBatch:     switches.On(SwitchFusedGDNConvBatch),
 		MoEDown:          switches.On(SwitchFusedMoEDown),
 		AttnPrep:         switches.On(SwitchFusedAttnPrep),
 		SplitKV:          switches.On(SwitchSplitKV),

@@ -194,12 +194,23 @@ KERNEL(gdn_gates_bf16,
 #ifndef GDN_REC_ROWS
 #define GDN_REC_ROWS 2
 #endif
+// GDN_REC_BATCH_ROWS is GDN_REC_ROWS for gdn_recurrence_batch_bf16: a
+// batched step of 8 replies is 4,096 threadgroups of a few rows each at 2,
+// two waves of short ones on an H100; at 8 a quarter of them, each row's
+// loads in flight together (8 replies all decoding 2,380 against 2,293 tok/s,
+// H100, thirty-first session's sweep). A row's sums do not depend on how
+// many rows its SIMD-group holds, so a batched token's bits stay its lone
+// step's.
+#ifndef GDN_REC_BATCH_ROWS
+#define GDN_REC_BATCH_ROWS 8
+#endif
 
-// gdn_rec_load reads a SIMD-group's GDN_REC_ROWS state rows (dv0.. of head
-// h) into S, lane holding dk = lane + 32i; zeros past Dv and Dk.
+// gdn_rec_load reads a SIMD-group's R state rows (dv0.. of head h) into S,
+// lane holding dk = lane + 32i; zeros past Dv and Dk.
+template <int R>
 INLINE void gdn_rec_load(device const float *state, int h, int dv0, int Dk, int Dv, int lane,
                          thread float (*S)[GDN_PER_LANE]) {
-  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+  UNROLL for (int j = 0; j < R; j++) {
     device const float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + j)) * (ulong)Dk;
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
       int d = lane + 32 * i;
@@ -208,33 +219,37 @@ INLINE void gdn_rec_load(device const float *state, int h, int dv0, int Dk, int 
   }
 }
 
-// gdn_rec_write writes the rows' outputs o to orow (a token's [Dv] of head
-// h): lane j writes row j's (a constant index for each j).
+// gdn_rec_write writes the R rows' outputs o to orow (a token's [Dv] of
+// head h): lane j writes row j's (a constant index for each j).
+template <int R>
 INLINE void gdn_rec_write(thread const float *o, device bf16_t *orow, int dv0, int Dv, int lane) {
-  if (lane >= GDN_REC_ROWS) return;
+  if (lane >= R) return;
   float oj = o[0];
-  UNROLL for (int j = 1; j < GDN_REC_ROWS; j++) oj = lane == j ? o[j] : oj;
+  UNROLL for (int j = 1; j < R; j++) oj = lane == j ? o[j] : oj;
   if (dv0 + lane < Dv) orow[dv0 + lane] = f32_to_bf16(oj);
 }
 
-// gdn_rec_in is one token's inputs to a SIMD-group's state rows, as loaded:
-// q and k (lane holds dk = lane + 32i; not yet normalised) and the rows' v.
+// gdn_rec_in is one token's inputs to a SIMD-group's R state rows, as
+// loaded: q and k (lane holds dk = lane + 32i; not yet normalised) and the
+// rows' v.
+template <int R>
 struct gdn_rec_in {
-  float q[GDN_PER_LANE], k[GDN_PER_LANE], v[GDN_REC_ROWS];
+  float q[GDN_PER_LANE], k[GDN_PER_LANE], v[R];
 };
 
 // gdn_rec_fetch loads a token's inputs (its conv row) for rows dv0.. of
 // v-head h, k-head hk. Loads only: gdn_recurrence_bf16 fetches the next token
 // while the rule runs on this one, so a token's memory latency is not paid
 // between tokens.
-INLINE void gdn_rec_fetch(thread gdn_rec_in &inputs, device const bf16_t *row, int h, int hk, int Hk, int Dk, int Dv,
+template <int R>
+INLINE void gdn_rec_fetch(thread gdn_rec_in<R> &inputs, device const bf16_t *row, int h, int hk, int Hk, int Dk, int Dv,
                           int dv0, int live, int lane) {
   UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
     int d = lane + 32 * i;
     inputs.q[i] = i < live && d < Dk ? bf16_to_f32(row[hk * Dk + d]) : 0.0f;
     inputs.k[i] = i < live && d < Dk ? bf16_to_f32(row[(Hk + hk) * Dk + d]) : 0.0f;
   }
-  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+  UNROLL for (int j = 0; j < R; j++) {
     inputs.v[j] = dv0 + j < Dv ? bf16_to_f32(row[2 * Hk * Dk + h * Dv + dv0 + j]) : 0.0f;
   }
 }
@@ -254,11 +269,12 @@ INLINE float gdn_rec_inv(float ss, int Dk) { return rsqrtf(simd_sum(ss) / (float
 // as the rule takes it: bf16(bf16(v·inv)·scale).
 INLINE float gdn_rec_scaled(float v, float inv, float scale) { return round_bf16(round_bf16(v * inv) * scale); }
 
-// gdn_rec_rule advances a SIMD-group's GDN_REC_ROWS state rows S (lane holds
+// gdn_rec_rule advances a SIMD-group's R state rows S (lane holds
 // dk = lane + 32i) by one token: its fetched inputs (q and k normalised here
 // with the inverse norms qInv, kInv unless normed), its gates gt and bt; o
 // gets the rows' outputs, every lane holding them all.
-INLINE void gdn_rec_rule(thread const gdn_rec_in &inputs, float qInv, float kInv, float gt, float bt, int Dk,
+template <int R>
+INLINE void gdn_rec_rule(thread const gdn_rec_in<R> &inputs, float qInv, float kInv, float gt, float bt, int Dk,
                          int normed, int live, thread float (*S)[GDN_PER_LANE], thread float *o) {
   float qScale = 1.0f / (float)Dk;
   float kScale = 1.0f / sqrtf((float)Dk);
@@ -268,8 +284,8 @@ INLINE void gdn_rec_rule(thread const gdn_rec_in &inputs, float qInv, float kInv
     kv[i] = normed == 0 ? gdn_rec_scaled(inputs.k[i], kInv, kScale) : inputs.k[i];
   }
   // The rows' sums side by side: their shuffles overlap.
-  float u[GDN_REC_ROWS];
-  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+  float u[R];
+  UNROLL for (int j = 0; j < R; j++) {
     u[j] = 0.0f;
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
       if (i < live) {
@@ -278,8 +294,8 @@ INLINE void gdn_rec_rule(thread const gdn_rec_in &inputs, float qInv, float kInv
       }
     }
   }
-  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) u[j] = simd_sum(u[j]);
-  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+  UNROLL for (int j = 0; j < R; j++) u[j] = simd_sum(u[j]);
+  UNROLL for (int j = 0; j < R; j++) {
     float delta = bt * (inputs.v[j] - u[j]);
     o[j] = 0.0f;
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
@@ -289,7 +305,7 @@ INLINE void gdn_rec_rule(thread const gdn_rec_in &inputs, float qInv, float kInv
       }
     }
   }
-  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) o[j] = simd_sum(o[j]);
+  UNROLL for (int j = 0; j < R; j++) o[j] = simd_sum(o[j]);
 }
 
 // GDN_REC_SHARED is the tokens whose normalised q and k a threadgroup of
@@ -298,7 +314,7 @@ INLINE void gdn_rec_rule(thread const gdn_rec_in &inputs, float qInv, float kInv
 
 // gdn_rec_rows is gdn_recurrence_bf16's work for one SIMD-group of a
 // threadgroup whose SIMD-groups all hold rows of v-head h (k-head hk): its
-// rows dv0.. (none past Dv: it still shares the loads and barriers) over all
+// R rows dv0.. (none past Dv: it still shares the loads and barriers) over all
 // T tokens, live register slots of GDN_PER_LANE holding a dk (a constant
 // where the kernel knows Dk, so that the slots past it vanish). Per block of
 // up to GDN_REC_SHARED tokens the head's q and k are normalised once for the
@@ -309,6 +325,7 @@ INLINE void gdn_rec_rule(thread const gdn_rec_in &inputs, float qInv, float kInv
 // token j's); then the rule runs token after token, each token's v fetched
 // during the one before. The normalised values are those gdn_rec_rule
 // computes (gdn_rec_scaled): the same bits.
+template <int R>
 INLINE void gdn_rec_rows(device const bf16_t *conv, device const bf16_t *a, device const bf16_t *b,
                          device const float *aLog, device const bf16_t *dtBias, device float *state,
                          device bf16_t *out, int T, int Hk, int Hv, int Dk, int Dv, int normed, int h, int dv0,
@@ -318,8 +335,8 @@ INLINE void gdn_rec_rows(device const bf16_t *conv, device const bf16_t *a, devi
   bool rows = dv0 < Dv;
   float qScale = 1.0f / (float)Dk;
   float kScale = 1.0f / sqrtf((float)Dk);
-  float S[GDN_REC_ROWS][GDN_PER_LANE];
-  gdn_rec_load(state, h, dv0, Dk, Dv, lane, S);
+  float S[R][GDN_PER_LANE];
+  gdn_rec_load<R>(state, h, dv0, Dk, Dv, lane, S);
   float aLogh = aLog[h], dtBiash = bf16_to_f32(dtBias[h]);
   GRID_WAIT();
   for (int c0 = 0; c0 < T; c0 += GDN_REC_SHARED) {
@@ -331,7 +348,7 @@ INLINE void gdn_rec_rows(device const bf16_t *conv, device const bf16_t *a, devi
       gdn_gate_of(bf16_to_f32(a[gi]), bf16_to_f32(b[gi]), aLogh, dtBiash, &gl, &bl);
     }
     for (int j = simd; j < n; j += nsimd) {
-      gdn_rec_in x;
+      gdn_rec_in<R> x;
       gdn_rec_fetch(x, block + (ulong)j * (ulong)width, 0, hk, Hk, Dk, 0, 0, live, lane);
       float qInv = 1.0f, kInv = 1.0f;
       if (normed == 0) {
@@ -348,16 +365,16 @@ INLINE void gdn_rec_rows(device const bf16_t *conv, device const bf16_t *a, devi
     }
     BARRIER();  // the block's q and k are in qs and ks
     if (rows) {
-      float vnext[GDN_REC_ROWS];
-      UNROLL for (int r = 0; r < GDN_REC_ROWS; r++) {
+      float vnext[R];
+      UNROLL for (int r = 0; r < R; r++) {
         vnext[r] = dv0 + r < Dv ? bf16_to_f32(block[2 * Hk * Dk + h * Dv + dv0 + r]) : 0.0f;
       }
       for (int j = 0; j < n; j++) {
-        gdn_rec_in cur;
-        UNROLL for (int r = 0; r < GDN_REC_ROWS; r++) cur.v[r] = vnext[r];
+        gdn_rec_in<R> cur;
+        UNROLL for (int r = 0; r < R; r++) cur.v[r] = vnext[r];
         if (j + 1 < n) {
           device const bf16_t *next = block + (ulong)(j + 1) * (ulong)width;
-          UNROLL for (int r = 0; r < GDN_REC_ROWS; r++) {
+          UNROLL for (int r = 0; r < R; r++) {
             vnext[r] = dv0 + r < Dv ? bf16_to_f32(next[2 * Hk * Dk + h * Dv + dv0 + r]) : 0.0f;
           }
         }
@@ -366,15 +383,15 @@ INLINE void gdn_rec_rows(device const bf16_t *conv, device const bf16_t *a, devi
           cur.q[i] = i < live && d < Dk ? qs[j * GDN_MAX_DK + d] : 0.0f;
           cur.k[i] = i < live && d < Dk ? ks[j * GDN_MAX_DK + d] : 0.0f;
         }
-        float o[GDN_REC_ROWS];
+        float o[R];
         gdn_rec_rule(cur, 1.0f, 1.0f, simd_shuffle(gl, (ushort)j), simd_shuffle(bl, (ushort)j), Dk, 1, live, S, o);
-        gdn_rec_write(o, out + ((ulong)(c0 + j) * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
+        gdn_rec_write<R>(o, out + ((ulong)(c0 + j) * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
       }
     }
     BARRIER();  // every SIMD-group has read qs and ks before the next block writes them
   }
   if (!rows) return;
-  UNROLL for (int j = 0; j < GDN_REC_ROWS; j++) {
+  UNROLL for (int j = 0; j < R; j++) {
     if (dv0 + j >= Dv) continue;
     device float *srow = state + ((ulong)h * (ulong)Dv + (ulong)(dv0 + j)) * (ulong)Dk;
     UNROLL for (int i = 0; i < GDN_PER_LANE; i++) {
@@ -465,10 +482,10 @@ KERNEL(gdn_recurrence_bf16,
   int dv0 = (TGID_X % blocks) * per_group + SIMD_ID * GDN_REC_ROWS;
   if (h >= Hv) return;  // uniform across the threadgroup (its SIMD-groups share the barriers)
   if (Dk == 128) {  // Qwen3.5's heads: four register slots, known here
-    gdn_rec_rows(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, 128, Dv, normed, h, dv0, 4, LANE, SIMD_ID,
+    gdn_rec_rows<GDN_REC_ROWS>(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, 128, Dv, normed, h, dv0, 4, LANE, SIMD_ID,
                  SIMD_COUNT, qs, ks);
   } else {
-    gdn_rec_rows(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, Dk, Dv, normed, h, dv0, (Dk + 31) / 32, LANE,
+    gdn_rec_rows<GDN_REC_ROWS>(conv, a, b, aLog, dtBias, state, out, T, Hk, Hv, Dk, Dv, normed, h, dv0, (Dk + 31) / 32, LANE,
                  SIMD_ID, SIMD_COUNT, qs, ks);
   }
 }
@@ -480,11 +497,12 @@ KERNEL(gdn_recurrence_bf16,
 // [Hv, Dv, Dk] lie stride floats apart from states, slot 0's) into the same
 // rows of out [R, Hv, Dv]. A sequence's threadgroups are those of a launch
 // of it alone (gdn_rec_rows over its tokens: a decode step's one, a
-// verify's few), so its bits are that launch's, and each token's those of
-// a step of it alone. No two sequences share a slot. The state rows are
+// verify's few) but with GDN_REC_BATCH_ROWS rows a SIMD-group, which sums
+// each row as it is summed at GDN_REC_ROWS: its bits are that launch's, and
+// each token's those of a step of it alone. No two sequences share a slot. The state rows are
 // read before GRID_WAIT as gdn_recurrence_bf16 reads them; runs is written
 // by the host before the step's first launch.
-// launch: grid(S * Hv * ceil(Dv, GDN_ROWS_PER_GROUP * GDN_REC_ROWS)) group(GDN_ROWS_PER_GROUP * 32)
+// launch: grid(S * Hv * ceil(Dv, GDN_ROWS_PER_GROUP * GDN_REC_BATCH_ROWS)) group(GDN_ROWS_PER_GROUP * 32)
 // requires: Dk <= GDN_MAX_DK
 KERNEL(gdn_recurrence_batch_bf16,
        BUFFER(const bf16_t, conv, 0),
@@ -503,12 +521,12 @@ KERNEL(gdn_recurrence_batch_bf16,
        PARAM(int, stride, 13)) {
   TG_MEM(float, qs, GDN_REC_SHARED * GDN_MAX_DK);
   TG_MEM(float, ks, GDN_REC_SHARED * GDN_MAX_DK);
-  int per_group = SIMD_COUNT * GDN_REC_ROWS;
+  int per_group = SIMD_COUNT * GDN_REC_BATCH_ROWS;
   int blocks = (Dv + per_group - 1) / per_group;
   int s = TGID_X / (Hv * blocks);
   int g = TGID_X % (Hv * blocks);
   int h = g / blocks;
-  int dv0 = (g % blocks) * per_group + SIMD_ID * GDN_REC_ROWS;
+  int dv0 = (g % blocks) * per_group + SIMD_ID * GDN_REC_BATCH_ROWS;
   if (s >= S) return;  // uniform across the threadgroup
   int width = 2 * Hk * Dk + Hv * Dv;
   ulong row0 = (ulong)runs[3 * s + 1];
@@ -519,13 +537,13 @@ KERNEL(gdn_recurrence_batch_bf16,
   device float *state = states + (ulong)runs[3 * s] * (ulong)stride;
   device bf16_t *orow = out + row0 * (ulong)(Hv * Dv);
   if (Dk == 128 && T == 1) {  // a decode step's token: the rule's one-token body, as main's kernel had it
-    gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, 1, Hk, Hv, 128, Dv, 0, h, dv0, 4, LANE, SIMD_ID,
+    gdn_rec_rows<GDN_REC_BATCH_ROWS>(crow, arow, brow, aLog, dtBias, state, orow, 1, Hk, Hv, 128, Dv, 0, h, dv0, 4, LANE, SIMD_ID,
                  SIMD_COUNT, qs, ks);
   } else if (Dk == 128) {  // as gdn_recurrence_bf16
-    gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, T, Hk, Hv, 128, Dv, 0, h, dv0, 4, LANE, SIMD_ID,
+    gdn_rec_rows<GDN_REC_BATCH_ROWS>(crow, arow, brow, aLog, dtBias, state, orow, T, Hk, Hv, 128, Dv, 0, h, dv0, 4, LANE, SIMD_ID,
                  SIMD_COUNT, qs, ks);
   } else {
-    gdn_rec_rows(crow, arow, brow, aLog, dtBias, state, orow, T, Hk, Hv, Dk, Dv, 0, h, dv0, (Dk + 31) / 32, LANE,
+    gdn_rec_rows<GDN_REC_BATCH_ROWS>(crow, arow, brow, aLog, dtBias, state, orow, T, Hk, Hv, Dk, Dv, 0, h, dv0, (Dk + 31) / 32, LANE,
                  SIMD_ID, SIMD_COUNT, qs, ks);
   }
 }
@@ -566,7 +584,7 @@ KERNEL(gdn_recurrence_tree_bf16,
   int width = 2 * Hk * Dk + Hv * Dv;
   int live = (Dk + 31) / 32;
   float S0[GDN_REC_ROWS][GDN_PER_LANE];
-  gdn_rec_load(state, h, dv0, Dk, Dv, lane, S0);
+  gdn_rec_load<GDN_REC_ROWS>(state, h, dv0, Dk, Dv, lane, S0);
   GRID_WAIT();
   for (int t = 0; t < T; t++) {
     int path[GDN_TREE_MAX];  // t's path, t first
@@ -579,7 +597,7 @@ KERNEL(gdn_recurrence_tree_bf16,
     float o[GDN_REC_ROWS];
     for (int i = n - 1; i >= 0; i--) {
       int node = path[i];
-      gdn_rec_in inputs;
+      gdn_rec_in<GDN_REC_ROWS> inputs;
       gdn_rec_fetch(inputs, conv + (ulong)node * (ulong)width, h, hk, Hk, Dk, Dv, dv0, live, lane);
       float gt, bt;
       gdn_gate(a, b, aLog, dtBias, node * Hv + h, h, &gt, &bt);
@@ -587,7 +605,7 @@ KERNEL(gdn_recurrence_tree_bf16,
       float kInv = gdn_rec_inv(gdn_rec_sumsq(inputs.k), Dk);
       gdn_rec_rule(inputs, qInv, kInv, gt, bt, Dk, 0, live, S, o);
     }
-    gdn_rec_write(o, out + ((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
+    gdn_rec_write<GDN_REC_ROWS>(o, out + ((ulong)t * (ulong)Hv + (ulong)h) * (ulong)Dv, dv0, Dv, lane);
   }
 }
 

@@ -272,7 +272,7 @@ func TestEveryKernelWaitsForTheGrid(t *testing.T) {
 		if end := strings.Index(body[1:], "\nKERNEL("); end >= 0 {
 			body = body[:end+1]
 		}
-		if !strings.Contains(body, "GRID_WAIT();") && !strings.Contains(body, "GRID_WAIT_COMPUTE();") && !strings.Contains(body, "qmv_rows(") && !strings.Contains(body, "qmv_multi(") && !strings.Contains(body, "qmm_tile(") && !strings.Contains(body, "qmm_multi(") && !strings.Contains(body, "gdn_rec_rows(") {
+		if !strings.Contains(body, "GRID_WAIT();") && !strings.Contains(body, "GRID_WAIT_COMPUTE();") && !strings.Contains(body, "qmv_rows(") && !strings.Contains(body, "qmv_multi(") && !strings.Contains(body, "qmm_tile(") && !strings.Contains(body, "qmm_multi(") && !strings.Contains(body, "gdn_rec_rows<") {
 			t.Errorf("%s (kernel %d) never calls GRID_WAIT()", name, i)
 		}
 	}

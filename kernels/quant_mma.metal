@@ -390,6 +390,29 @@ KERNEL(qmatmul_mma_multi_bf16,
   }
 }
 
+// qmm_store writes a tile's outputs (rows o.. of q's matrix, T tokens) from
+// its SIMD-groups' sums part, as qmatmul_mma_multi_bf16 stores them.
+INLINE void qmm_store(qslot q, threadgroup const float *part, int o, int T, int nsum, int tid, int threads) {
+  for (int i = tid; i < 16 * T; i += threads) {
+    int row = o + i % 16, tok = i / 16;
+    if (row < q.Out) q.out[(ulong)tok * (ulong)q.Out + (ulong)row] = f32_to_bf16(qmm_total(part, i, nsum));
+  }
+}
+
+// qmm_conv_rows runs channel row (the tile's column c) through the conv for
+// the tile's tokens t0..t1−1 in order, from window [K−1, Out0] (advanced):
+// each token's projection into raw0 [T, Out0], its conv step's output into
+// out0 [T, Out0] (conv_silu_step).
+INLINE void qmm_conv_rows(threadgroup const float *part, int nsum, int c, int row, int t0, int t1, int Out0, int K,
+                          device bf16_t *window, device const bf16_t *conv_w, device bf16_t *raw0,
+                          device bf16_t *out0) {
+  for (int tok = t0; tok < t1; tok++) {
+    float v = qmm_total(part, c + 16 * tok, nsum);
+    raw0[(ulong)tok * (ulong)Out0 + (ulong)row] = f32_to_bf16(v);
+    conv_silu_step(v, row, Out0, K, window, conv_w, out0 + (ulong)tok * (ulong)Out0);
+  }
+}
+
 // qmatmul_mma_multi_conv_bf16: qmatmul_multi_conv_bf16 on the matrix units,
 // for up to 16 tokens: qmatmul_mma_multi_bf16, matrix 0's channels through
 // the conv step (conv_silu_step) token after token instead of stored. A
@@ -440,18 +463,81 @@ KERNEL(qmatmul_mma_multi_conv_bf16,
                       scales3, biases3, out3, T, In, Out0, Out1, Out2, Out3, fmt0, fmt1, fmt2, fmt3, part, TGID_X,
                       SIMD_ID, SIMD_COUNT, LANE, &o, &t0, &nsum);
   if (TGID_X >= (Out0 + 15) / 16) {  // not matrix 0: as qmatmul_mma_multi_bf16
-    for (int i = TID_X; i < 16 * T; i += TG_SIZE_X) {
-      int row = o + i % 16, tok = i / 16;
-      if (row < q.Out) q.out[(ulong)tok * (ulong)q.Out + (ulong)row] = f32_to_bf16(qmm_total(part, i, nsum));
-    }
+    qmm_store(q, part, o, T, nsum, TID_X, TG_SIZE_X);
     return;
   }
   int row = o + TID_X;  // channel row's thread walks the tokens in order
   if (TID_X >= 16 || row >= Out0) return;
-  for (int tok = 0; tok < T; tok++) {
-    float v = qmm_total(part, TID_X + 16 * tok, nsum);
-    raw0[(ulong)tok * (ulong)Out0 + (ulong)row] = f32_to_bf16(v);
-    conv_silu_step(v, row, Out0, K, conv_state, conv_w, out0 + (ulong)tok * (ulong)Out0);
+  qmm_conv_rows(part, nsum, TID_X, row, 0, T, Out0, K, conv_state, conv_w, raw0, out0);
+}
+
+// qmatmul_mma_multi_conv_batch_bf16: qmatmul_mma_multi_conv_bf16 over a
+// batched step's rows, each sequence's rows through the conv window of its
+// slot: runs i32 [S, 3] (slot, first row, rows) cover the launch's T rows in
+// order, every row a pooled sequence's (ops checks it); slot s's window
+// [K−1, Out0] lies s·stride elements past windows (slot 0's). A thread of
+// channel c walks a run's rows in order as the lone kernel walks a verify's
+// tokens, through the run's window, the runs spread over the threadgroup:
+// a row's projection sums are qmm_sums_x's and its conv step its lone
+// step's, so its bits are those of its sequence alone. The matrices' formats come two a scalar (fmt01 =
+// fmt0 | fmt1 << 16; fmt = bits + 256·gs < 2^16): Metal's 31 arguments.
+// launch: grid(((Out0 + 15) / 16 + (Out1 + 15) / 16 + (Out2 + 15) / 16 + (Out3 + 15) / 16) * ceil(T, 16)) group(min(QMM_WARPS, max(1, In / QMM_IN_PER_WARP)) * 32)
+// requires: K <= CONV_MAX_K
+KERNEL(qmatmul_mma_multi_conv_batch_bf16,
+       BUFFER(const bf16_t, x, 0),
+       BUFFER(const uint, w0, 1),
+       BUFFER(const bf16_t, scales0, 2),
+       BUFFER(const bf16_t, biases0, 3),
+       BUFFER(bf16_t, out0, 4),
+       BUFFER(const uint, w1, 5),
+       BUFFER(const bf16_t, scales1, 6),
+       BUFFER(const bf16_t, biases1, 7),
+       BUFFER(bf16_t, out1, 8),
+       BUFFER(const uint, w2, 9),
+       BUFFER(const bf16_t, scales2, 10),
+       BUFFER(const bf16_t, biases2, 11),
+       BUFFER(bf16_t, out2, 12),
+       BUFFER(const uint, w3, 13),
+       BUFFER(const bf16_t, scales3, 14),
+       BUFFER(const bf16_t, biases3, 15),
+       BUFFER(bf16_t, out3, 16),
+       BUFFER(bf16_t, windows, 17),
+       BUFFER(const bf16_t, conv_w, 18),
+       BUFFER(bf16_t, raw0, 19),
+       BUFFER(const int, runs, 20),
+       PARAM(int, T, 21),
+       PARAM(int, In, 22),
+       PARAM(int, Out0, 23),
+       PARAM(int, Out1, 24),
+       PARAM(int, Out2, 25),
+       PARAM(int, Out3, 26),
+       PARAM(int, fmt01, 27),
+       PARAM(int, fmt23, 28),
+       PARAM(int, K, 29),
+       PARAM(int, stride, 30)) {
+  TG_MEM(float, part, QMM_WARPS * 256);
+  if (T > 16) return;  // one tile of rows (ops checks it): a sequence's conv needs its row before
+  int o, t0, nsum;
+  qslot q = qmm_multi(x, w0, scales0, biases0, out0, w1, scales1, biases1, out1, w2, scales2, biases2, out2, w3,
+                      scales3, biases3, out3, T, In, Out0, Out1, Out2, Out3, fmt01 & 0xffff, fmt01 >> 16,
+                      fmt23 & 0xffff, fmt23 >> 16, part, TGID_X, SIMD_ID, SIMD_COUNT, LANE, &o, &t0, &nsum);
+  if (TGID_X >= (Out0 + 15) / 16) {  // not matrix 0: as qmatmul_mma_multi_bf16
+    qmm_store(q, part, o, T, nsum, TID_X, TG_SIZE_X);
+    return;
+  }
+  // The threads of a run and channel: 16 channels × TG_SIZE_X / 16 runs at
+  // a time (8 for In = 2048), each run's rows in order through its own
+  // slot's window. Runs are apart (a slot each), so walking them at once
+  // keeps every row's bits and spares a step of 8 replies 8 conv steps in
+  // a row (the serial walk lost to conv1d_silu_batch_bf16 at 8 replies).
+  int c = TID_X % 16, row = o + c, lanes = TG_SIZE_X / 16, me = TID_X / 16;
+  if (row >= Out0) return;
+  for (int r = 0, t = 0; t < T; r++) {  // run r: its rows t.., through its slot's window
+    int n = runs[3 * r + 2];
+    if (r % lanes == me)
+      qmm_conv_rows(part, nsum, c, row, t, t + n, Out0, K, windows + (ulong)runs[3 * r] * (ulong)stride, conv_w, raw0,
+                    out0);
+    t += n;
   }
 }
 

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"math"
+	"slices"
 
 	"bagel/backend"
 	"bagel/kernels"
@@ -32,6 +33,36 @@ func Conv1dSiLUBatch(c *Ctx, x, base, runs Tensor, stride int, w, out Tensor, ke
 	}
 	c.dispatch("conv1d_silu_batch_bf16", x.Arg(), base.Arg(), runs.Arg(), w.Arg(), out.Arg(),
 		backend.Int(s), backend.Int(ch), backend.Int(kernelSize), backend.Int(stride))
+}
+
+// QMatmulMultiConvTiledBatch is QMatmulMultiConvTiled over a batched step's
+// rows (up to MultiConvTiledTokens), each sequence's rows through the conv
+// window of its slot (runs i32 [S, 3] as Conv1dSiLUBatch's, covering the
+// rows in order; base is slot 0's window bf16 [K−1, channels], slot s's s ·
+// stride elements past it): the GDN in-projection, its record raw and every
+// sequence's conv in one launch (qmatmul_mma_multi_conv_batch_bf16). Each
+// row's bits are its sequence's alone.
+func QMatmulMultiConvTiledBatch(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, raw, base, runs Tensor, stride int, w Tensor, kernelSize int) {
+	if !TiledGEMVs(c) {
+		fail("qmatmul_multi_conv batch %s: the tiled GEMV needs a device with matrix units", ws[0].Name)
+	}
+	t, args := multiConv(c, x, ws, outs, base, w, kernelSize)
+	if !(t >= 1 && t <= MultiConvTiledTokens) {
+		fail("qmatmul_multi_conv batch: %d rows, want 1 to %d", t, MultiConvTiledTokens)
+	}
+	checkRuns("qmatmul_multi_conv batch", base, runs, t, stride)
+	checkDType("qmatmul_multi_conv batch raw", raw, backend.BF16)
+	if raw.Elements() != t*ws[0].Out {
+		fail("qmatmul_multi_conv batch %s: raw %v, want [%d,%d]", ws[0].Name, raw, t, ws[0].Out)
+	}
+	// args ends T, In, Out0..3, fmt0..3: raw and runs go before them, the
+	// formats two a scalar (the kernel's 31 arguments).
+	n := len(args) - 10
+	tail := slices.Clone(args[n:])
+	args = append(args[:n], raw.Arg(), runs.Arg())
+	args = append(args, tail[:6]...)
+	args = append(args, backend.Int(int(tail[6].Int)|int(tail[7].Int)<<16), backend.Int(int(tail[8].Int)|int(tail[9].Int)<<16))
+	c.dispatch("qmatmul_mma_multi_conv_batch_bf16", append(args, backend.Int(kernelSize), backend.Int(stride))...)
 }
 
 // RunMaxRows is the most rows a sequence of a batched step's runs may have

@@ -16,6 +16,7 @@ type Plan struct {
 	ExpertSwiGLU bool // the experts' gate, up and SwiGLU in one launch
 	MoEDown      bool // the experts' down, their sum and the shared expert's down in one launch
 	GDNConv      bool // a decode step's GDN in-projection and conv in one launch
+	GDNConvBatch bool // a batched step's, every sequence's conv in it (tiled GEMVs)
 	AttnPrep     bool // attention's preamble in one launch (attn_prep_bf16)
 	SplitKV      bool // decode attention over a long context split across threadgroups
 	SplitKVTiled bool // its first half on the matrix units (attention_split_mma_f32)
@@ -36,6 +37,14 @@ type Plan struct {
 	// TiledPromptMinTokens. The engine sets it at load, from the model's
 	// weights and the device.
 	TiledPrompts bool
+	// RepliesPrompts: a model loaded for several replies starts the prompt
+	// path at RepliesPromptMinTokens (switch short-prompts-together), so
+	// that short prompts arriving together (a chat's follow-up messages,
+	// an agent's tool results) prefill in one forward, each weight read once
+	// for all of them, where on the step kernels each would take a forward
+	// of its own. A lone reply's prompt of RepliesPromptMinTokens to
+	// PromptMin−1 tokens reaches its first token later on that path.
+	RepliesPrompts bool
 }
 
 // PromptMinTokens is the fewest tokens a forward runs on the prompt path
@@ -55,8 +64,16 @@ const PromptMinTokens = 32
 // prompt path.
 const TiledPromptMinTokens = 72
 
+// RepliesPromptMinTokens is the prompt path's start on a plan with
+// RepliesPrompts: one token more than a speculative verify's most (a draft
+// of 15 and its token), whose logits must stay the steps' bits.
+const RepliesPromptMinTokens = MultiConvTiledTokens + 1
+
 // PromptMin is the fewest tokens a forward runs on the prompt path on p.
 func (p Plan) PromptMin() int {
+	if p.RepliesPrompts {
+		return RepliesPromptMinTokens
+	}
 	if p.TiledPrompts {
 		return TiledPromptMinTokens
 	}
@@ -177,6 +194,22 @@ func ProjectConvFuses(c *Ctx, ws []QLinear, t int, recording bool, kernelSize in
 		return t <= MultiConvTiledTokens
 	}
 	return t == 1 && !recording
+}
+
+// ProjectConvBatchFuses says whether a batched step's GDN in-projection
+// over t rows runs with its sequences' convs in one launch
+// (ProjectConvBatch): on the tiled GEMVs, one tile of rows, every row a
+// sequence's of the pool (pooled rows of t).
+func ProjectConvBatchFuses(c *Ctx, ws []QLinear, t, pooled, kernelSize int) bool {
+	return c.Plan.GDNConvBatch && c.Plan.Projections && kernelSize <= ConvMaxKernel && tiledMulti(c, ws) &&
+		t <= MultiConvTiledTokens && pooled == t
+}
+
+// ProjectConvBatch is ProjectConv over a batched step's rows, each
+// sequence's through the window of its pool slot (QMatmulMultiConvTiledBatch).
+// Call it where ProjectConvBatchFuses.
+func ProjectConvBatch(c *Ctx, x Tensor, ws []QLinear, outs []Tensor, raw, base, runs Tensor, stride int, w Tensor, kernelSize int) {
+	QMatmulMultiConvTiledBatch(c, x, ws, outs, raw, base, runs, stride, w, kernelSize)
 }
 
 // ProjectConv is the GDN in-projection and conv in one launch, the

@@ -90,13 +90,25 @@ func (g *gatedDeltaNet) forward(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.
 func (g *gatedDeltaNet) forwardBatch(c *ops.Ctx, cfg *Config, seqs []seq, x, out ops.Tensor) {
 	t, shape, s := x.Shape[0], g.shape(cfg), c.Scratch
 	qkv, z, bLogits, aLogits := g.batchInputs(c, t, shape)
-	ops.Project(c, x, []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA}, []ops.Tensor{qkv, z, bLogits, aLogits})
+	ws := []ops.QLinear{g.inProjQKV, g.inProjZ, g.inProjB, g.inProjA}
 	conv := s.Get("gdn.conv", ops.BF16, t, shape.ConvDim())
 	o := s.Get("gdn.out", ops.BF16, t, shape.Hv, shape.Dv)
+	p, pooled := g.shared.batch, 0
+	if p != nil {
+		pooled = p.rows()
+	}
+	fused := p != nil && ops.ProjectConvBatchFuses(c, ws, t, pooled, cfg.ConvKernel)
+	if fused { // every row pooled: the projections and each sequence's conv in one launch, qkv kept (the record)
+		ops.ProjectConvBatch(c, x, ws, []ops.Tensor{conv, z, bLogits, aLogits}, qkv, p.base.conv, p.runs, p.convStride(), g.conv, cfg.ConvKernel)
+	} else {
+		ops.Project(c, x, ws, []ops.Tensor{qkv, z, bLogits, aLogits})
+	}
 	from := 0
-	if p := g.shared.batch; p != nil { // the sequences' states in one pool: their tokens in one launch
+	if p != nil { // the sequences' states in one pool: their tokens in one launch
 		n, r := p.sequences(), p.rows()
-		ops.Conv1dSiLUBatch(c, qkv.Rows(0, r), p.base.conv, p.runs, p.convStride(), g.conv, conv.Rows(0, r), cfg.ConvKernel)
+		if !fused {
+			ops.Conv1dSiLUBatch(c, qkv.Rows(0, r), p.base.conv, p.runs, p.convStride(), g.conv, conv.Rows(0, r), cfg.ConvKernel)
+		}
 		ops.GDNRecurrenceBatch(c, conv.Rows(0, r), aLogits.Rows(0, r), bLogits.Rows(0, r), g.aLog, g.dtBias, p.base.state, p.runs, p.stateStride(),
 			o.Rows(0, r), shape)
 		from, seqs = r, seqs[n:]

@@ -857,6 +857,33 @@ func Specs() []Spec {
 		})
 	}
 
+	// qmatmul_mma_multi_conv_batch_bf16: as qmatmul_multi_bf16 over a batched
+	// step's rows, then windows (a pool of P slots, in/out), conv_w, raw0, runs
+	// (in row order) | T, In, Out0..3, fmt01, fmt23, K, stride
+	for _, p := range []struct {
+		rows          []int
+		In, K, P, pad int
+		slots         [4]slot
+	}{
+		{[]int{1, 1, 1, 1, 1, 1, 1, 1}, hidden, 4, 9, 37, [4]slot{{convDim, 4, 64}, {gdnHv * gdnD, 4, 64}, {gdnHv, 4, 64}, {gdnHv, 4, 64}}}, // 8 replies' step
+		{[]int{1, 5, 1, 3}, hidden, 4, 6, 11, [4]slot{{convDim, 4, 64}, {gdnHv * gdnD, 4, 64}, {gdnHv, 4, 64}, {gdnHv, 4, 64}}},             // verifies beside steps
+		{[]int{1}, 96, 3, 2, 0, [4]slot{{7, 4, 32}, {}, {5, 3, 32}, {3, 6, 32}}},
+		{[]int{16}, 128, 1, 1, 0, [4]slot{{9, 8, 128}, {2, 2, 64}, {}, {}}},
+		{[]int{2, 7, 1}, 128, 8, 5, 1, [4]slot{{40, 4, 128}, {3, 8, 64}, {}, {19, 4, 64}}},
+	} {
+		add("qmatmul_mma_multi_conv_batch_bf16", false, fmt.Sprintf("rows=%v In=%d K=%d channels=%d slots=%d", p.rows, p.In, p.K, p.slots[0].Out, p.P), func(g gen) *Case {
+			t := sum(p.rows)
+			bufs, scalars := multiCase(g, t, p.In, p.slots)
+			ch := p.slots[0].Out
+			stride := (p.K-1)*ch + p.pad
+			bufs = append(bufs, inout("windows", backend.BF16, g.bf16(p.P*stride, 1)), in("conv_w", backend.BF16, g.bf16(ch*p.K, 0.5)),
+				out("raw0", backend.BF16, t*ch), in("runs", backend.I32, g.runsInOrder(p.rows, p.P)))
+			// scalars: T, In, Out0..3, fmt0..3 → the formats two a scalar, then K and stride.
+			packed := append(scalars[:6:6], scalars[6]|scalars[7]<<16, scalars[8]|scalars[9]<<16, p.K, stride)
+			return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(packed...)}
+		})
+	}
+
 	// conv1d_silu_tree_bf16: x, state, w, parent, out | T, C, K
 	for _, p := range []struct{ T, C, K int }{{1, convDim, 4}, {12, convDim, 4}, {7, 33, 3}, {9, 20, 1}, {5, 16, 8}} {
 		add("conv1d_silu_tree_bf16", false, fmt.Sprintf("T=%d C=%d K=%d", p.T, p.C, p.K), func(g gen) *Case {

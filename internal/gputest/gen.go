@@ -132,6 +132,18 @@ func (g gen) runs(counts []int, s int) []byte {
 	return i32Bytes(table)
 }
 
+// runsInOrder is runs with the table's sequences in row order, as a
+// batched step writes it (qmatmul_mma_multi_conv_batch_bf16 walks them so).
+func (g gen) runsInOrder(counts []int, s int) []byte {
+	slots := g.slotIDs(len(counts), s)
+	table, row := make([]int32, 3*len(counts)), 0
+	for i, n := range counts {
+		table[3*i], table[3*i+1], table[3*i+2] = slots[i], int32(row), int32(n)
+		row += n
+	}
+	return i32Bytes(table)
+}
+
 // ones is n counts of one.
 func ones(n int) []int {
 	c := make([]int, n)
