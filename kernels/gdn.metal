@@ -189,7 +189,9 @@ KERNEL(gdn_gates_bf16,
 #define GDN_MAX_DK 256
 #define GDN_PER_LANE 8
 // SIMD-groups per threadgroup of the recurrence.
+#ifndef GDN_ROWS_PER_GROUP
 #define GDN_ROWS_PER_GROUP 4
+#endif
 // GDN_REC_ROWS is the state rows each SIMD-group of gdn_recurrence_bf16 owns.
 #ifndef GDN_REC_ROWS
 #define GDN_REC_ROWS 2
