@@ -155,7 +155,7 @@ func (f *flags) contextLength() *int {
 // prefillChunk declares --prefill-chunk, the prompt tokens of one forward,
 // which parse checks (0 to engine.MaxPrefillChunk).
 func (f *flags) prefillChunk() *int {
-	f.chunk = f.Int("prefill-chunk", 0, fmt.Sprintf("prompt tokens per forward (0: %d, at most %d; larger: faster prompts, more memory)", engine.DefaultPrefillChunk, engine.MaxPrefillChunk))
+	f.chunk = f.Int("prefill-chunk", 0, fmt.Sprintf("prompt tokens per forward (0: %d, at most %d; larger: faster prompts, more memory; smaller: shorter pauses in the other replies while a long prompt prefills)", engine.DefaultPrefillChunk, engine.MaxPrefillChunk))
 	return f.chunk
 }
 

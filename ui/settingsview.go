@@ -148,7 +148,7 @@ func newSettingsForm(s Settings) *settingsForm {
 		item("Max tokens", f.maxTokens, "per reply; 0: until the model stops or the context is full"),
 		item("Thinking", f.thinking, ""),
 		item("Chat titles", f.autoTitles, "off: a chat keeps the first words of its first message as its title"),
-		item("Prompt chunk", f.promptChunk, fmt.Sprintf("prompt tokens read per step: more reads a long prompt faster and takes more memory; 0: the default, %d; at most %d", engine.DefaultPrefillChunk, engine.MaxPrefillChunk)),
+		item("Prompt chunk", f.promptChunk, fmt.Sprintf("prompt tokens read per step: more reads a long prompt faster and takes more memory, fewer pauses the other chats' replies for less while it is read; 0: the default, %d; at most %d", engine.DefaultPrefillChunk, engine.MaxPrefillChunk)),
 		header("Model (applies when a model is loaded)"),
 		item("Context length", f.ctxLen, "tokens of KV cache; 0: the model's default (at most 8,192)"),
 		item("Backend", f.backend, "auto picks Metal on a Mac, CUDA with an NVIDIA GPU, else the CPU"),
