@@ -116,8 +116,9 @@ if has ncu-batch; then
 	# `bench --streams` runs one reply alone six times first (16 tokens each,
 	# ~7,200 launches a run), then the batch (its prompts' prefills between
 	# its first steps). tools/ncu_forwards.py splits at each logits GEMV and
-	# labels the batched steps (the *_batch kernels); the last full one is
-	# printed.
+	# labels the batched steps (the *_batch kernels) with their rows; the
+	# last full one of BATCH rows is printed (those after it have fewer, as
+	# replies end).
 	env ${BATCH_ENV:-BAGEL_TILED_GEMV=1} BAGEL_NO_CUDA_GRAPH=1 timeout 400 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
 		--launch-skip ${NCU_SKIP:-43000} --launch-count ${NCU_COUNT:-6000} \
 		$BAGEL bench -m $M --backend cuda --runs 1 --tokens 16 --prefill "" --long "" --switches=false --drafts "" \
@@ -125,6 +126,6 @@ if has ncu-batch; then
 	echo "ncu-batch: rc $?"
 	python3 tools/ncu_forwards.py "$OUT/ncu-batch.csv" 24 > "$OUT/ncu-batch.txt"
 	grep '^forward' "$OUT/ncu-batch.txt" | cut -c1-70
-	awk '/^forward/ {n++; batched[n] = /batched step/} {buf[n] = buf[n] $0 "\n"} END {for (i = n - 1; i > 0; i--) if (batched[i]) {printf "%s", buf[i]; exit}}' "$OUT/ncu-batch.txt"
+	awk -v rows="batched step of ${BATCH:-8} rows" '/^forward/ {n++; batched[n] = index($0, rows) > 0} {buf[n] = buf[n] $0 "\n"} END {for (i = n - 1; i > 0; i--) if (batched[i]) {printf "%s", buf[i]; exit}}' "$OUT/ncu-batch.txt"
 	gzip -9 "$OUT/ncu-batch.csv"
 fi

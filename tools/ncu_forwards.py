@@ -4,10 +4,11 @@ forwards and sum each forward's kernels by name and grid.
 A forward ends at its logits GEMV (qmatmul_bf16_f32, or qmatmul_mma_bf16_f32
 with the tiled-gemv switch). The plain GEMV's grid says how many tokens it ran
 (rows/4 threadgroups a token at 35B-A3B: 62080 for one token); the tiled one's
-does not, so each forward is also labelled by its GDN in-projection: a step
-of one token runs qmatmul_multi_conv_bf16 (the fused-gdn-conv switch, on by
-default), a verify does not; a batched step of several replies runs the
-*_batch kernels, a prompt the GEMMs.
+does not, so each forward is labelled by its tokens, add_rms_norm_bf16's grid
+(a step of one token, a verify of more; without that kernel, by its GDN
+in-projection: a plain step runs qmatmul_multi_conv_bf16, a verify does not);
+a batched step of several replies runs the *_batch kernels, a prompt the
+GEMMs.
 
 Usage: python3 tools/ncu_forwards.py ncu.csv[.gz] [top]
 Prints, per forward: its launches, its total µs and the logits' grid, then its
@@ -50,12 +51,20 @@ def main(path, top):
             total[(n, g, b)] += us
             count[(n, g, b)] += 1
         names = {n for n, _, _, _ in forward}
+        # add_rms_norm_bf16's grid is the forward's rows (tokens), whichever
+        # GEMVs ran (the tiled step's and verify's share their kernels).
+        rows = [int(g.strip("()").split(",")[0]) for n, g, _, _ in forward if n == "add_rms_norm_bf16"]
         if any(n.endswith("_batch_bf16") or n.endswith("_batch_f32") for n in names):
             kind = "batched step"  # the pooled kernels of several replies' step
+            if rows:
+                kind += f" of {rows[0]} rows"
         elif any(n.startswith("gemm") or n.startswith("qgemm") for n in names):
             kind = "prompt"
         else:
-            kind = "step" if "qmatmul_multi_conv_bf16" in names else "verify"
+            if rows:
+                kind = "step" if rows[0] == 1 else f"verify of {rows[0]} tokens"
+            else:
+                kind = "step" if "qmatmul_multi_conv_bf16" in names else "verify"
         print(f"forward ({kind}): launches {start}-{i} ({len(forward)}), {sum(total.values()):.0f} µs, logits grid {grid}")
         for key in sorted(total, key=total.get, reverse=True)[:top]:
             n, g, b = key
