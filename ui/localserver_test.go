@@ -239,3 +239,46 @@ func TestLocalServerJoinsTheChatsBatch(t *testing.T) {
 	test.Tap(v.on)
 	h.pump()
 }
+
+// TestPanelCountsTheServersRequests: with the chats and the Local server in
+// one batch, the panel's note beside a chat's reply counts the client's
+// request that steps with it, and their rate together.
+func TestPanelCountsTheServersRequests(t *testing.T) {
+	s := testSettings()
+	s.ChatParallel = 2
+	h, v, port := serverDialogWith(t, s)
+	test.Tap(v.on)
+	h.pump()
+	if h.a.batch == nil || h.a.server.batch != h.a.batch {
+		t.Fatalf("the server's batch %p, the chats' %p: want the chats'", h.a.server.batch, h.a.batch)
+	}
+	h.hold()
+	h.typeAndSend("Count to ten.")
+	conv := h.a.conv.ID
+	h.waitFor("the chat's first words", func() bool { g := h.a.gens[conv]; return g != nil && g.latest.Content != "" })
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(port)+"/v1/completions", "application/json",
+			strings.NewReader(`{"max_tokens":400,"temperature":0,"prompt":"The sky is"}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	h.waitFor("the note counting the request", func() bool {
+		return strings.Contains(h.a.othersAnswering(), "1 chat and 1 Local server request answering")
+	})
+	if note := h.a.othersAnswering(); !strings.Contains(note, "tok/s together") {
+		t.Errorf("the note %q gives no rate together", note)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h.release()
+	h.waitFor("the chat's reply", func() bool { return len(h.a.gens) == 0 })
+	if note := h.a.othersAnswering(); note != "" {
+		t.Errorf("with nothing answering the note is %q", note)
+	}
+	test.Tap(v.on)
+	h.pump()
+}

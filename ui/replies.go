@@ -107,17 +107,29 @@ func (a *App) stoppable() *generation {
 	return a.busyElsewhere()
 }
 
-// othersAnswering is the panel's note while several chats answer at once:
-// how many, how many of the batch's replies (the chats' and the Local
-// server's) wait for a place, and the chats' decode rate together ("" for
-// one).
+// othersAnswering is the panel's note while several replies answer at
+// once: how many chats, and how many of the Local server's requests where
+// they step in the chats' batch; how many of the batch's replies wait for a
+// place; and their decode rate together ("" for one).
 func (a *App) othersAnswering() string {
-	if len(a.gens) < 2 {
+	chats, requests := len(a.gens), 0
+	shared := a.batch != nil && a.server.srv != nil && a.server.batch == a.batch
+	if shared {
+		requests = a.server.running
+	}
+	if chats+requests < 2 {
 		return ""
 	}
 	total := 0.0
 	for _, g := range a.gens {
 		total += g.rate
+	}
+	if requests > 0 {
+		total = max(total, a.server.rate) // the server counts every token of the batch
+	}
+	who := fmt.Sprintf("%d chats answering", chats)
+	if requests > 0 {
+		who = fmt.Sprintf("%s and %s answering", plural(chats, "chat"), plural(requests, "Local server request"))
 	}
 	waiting := ""
 	if a.batch != nil {
@@ -125,5 +137,13 @@ func (a *App) othersAnswering() string {
 			waiting = fmt.Sprintf(" (%d waiting for a place)", w)
 		}
 	}
-	return fmt.Sprintf(" · %d chats answering%s, %.0f tok/s together", len(a.gens), waiting, total)
+	return fmt.Sprintf(" · %s%s, %.0f tok/s together", who, waiting, total)
+}
+
+// plural is n and noun, with an s past one: "1 chat", "2 chats".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
