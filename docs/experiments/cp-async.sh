@@ -11,6 +11,10 @@
 #   eval $L go test -c $F -o .devbin/engine.test ./engine && eval $L go build $F -o .devbin/ptx ./tools/ptx
 #   (cd .devbin && tar cf bins.tar bagel cuda.test engine.test ptx && xz -T2 -6 bins.tar && rm -f bagel *.test ptx)
 # then on the device (carry .devbin): sh docs/experiments/cp-async.sh
+# QMM_ASYNC=4 reaches moe_up_mma_bf16 (8 SIMD-groups: two slices of part
+# each) and the 4-SIMD-group GEMVs (the in-projections, the head); 6 reaches
+# only the latter (three slices a SIMD-group), so 4 against 6 tells the
+# experts' share from the dense GEMVs'.
 # To land it (if it wins): QMM_ASYNC's default to the winning stages, the
 # PTX from $OUT/ptx into cuda/ptx, docs/batching.md; else docs/history.
 set -u
