@@ -205,11 +205,10 @@ func TestLocalServerStepsRequestsTogether(t *testing.T) {
 	h.pump()
 }
 
-// TestLocalServerJoinsTheChatsBatch: with the chats answering together
-// (Replies at once 2) and the server's requests one at a time, a client's
-// request steps in the chats' batch (its tokens counted there): a request
-// of its own would wait for the engine's turn, and new chat replies for it.
-func TestLocalServerJoinsTheChatsBatch(t *testing.T) {
+// serverInChatsBatch is the Local server switched on with the chats
+// answering together (Replies at once 2): its requests step in the chats'
+// batch.
+func serverInChatsBatch(t *testing.T) (*harness, *serverView, int) {
 	s := testSettings()
 	s.ChatParallel = 2
 	h, v, port := serverDialogWith(t, s)
@@ -218,6 +217,15 @@ func TestLocalServerJoinsTheChatsBatch(t *testing.T) {
 	if h.a.batch == nil || h.a.server.batch != h.a.batch {
 		t.Fatalf("the server's batch %p, the chats' %p: want the chats'", h.a.server.batch, h.a.batch)
 	}
+	return h, v, port
+}
+
+// TestLocalServerJoinsTheChatsBatch: with the chats answering together
+// (Replies at once 2) and the server's requests one at a time, a client's
+// request steps in the chats' batch (its tokens counted there): a request
+// of its own would wait for the engine's turn, and new chat replies for it.
+func TestLocalServerJoinsTheChatsBatch(t *testing.T) {
+	h, v, port := serverInChatsBatch(t)
 	before := h.a.batch.Tokens()
 	resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(port)+"/v1/completions", "application/json",
 		strings.NewReader(`{"max_tokens":7,"temperature":0,"prompt":"Hello there"}`))
@@ -244,14 +252,7 @@ func TestLocalServerJoinsTheChatsBatch(t *testing.T) {
 // one batch, the panel's note beside a chat's reply counts the client's
 // request that steps with it, and their rate together.
 func TestPanelCountsTheServersRequests(t *testing.T) {
-	s := testSettings()
-	s.ChatParallel = 2
-	h, v, port := serverDialogWith(t, s)
-	test.Tap(v.on)
-	h.pump()
-	if h.a.batch == nil || h.a.server.batch != h.a.batch {
-		t.Fatalf("the server's batch %p, the chats' %p: want the chats'", h.a.server.batch, h.a.batch)
-	}
+	h, v, port := serverInChatsBatch(t)
 	h.hold()
 	h.typeAndSend("Count to ten.")
 	conv := h.a.conv.ID
