@@ -2,18 +2,21 @@
 # up-groups.sh: moe_up_mma_bf16 with a register cap (MOE_UP_MMA_MIN_GROUPS,
 # up-groups.patch), alone and with 16 SIMD-groups a tile
 # (MOE_MMA_IN_PER_WARP=256, which lost at main's 72 registers: one
-# threadgroup a multiprocessor, three waves), and the GDN recurrence's first
-# v read before its barrier (GDN_V_EARLY, gdn-v-early.patch, on in the
-# patch), one binary, BAGEL_KERNEL_TUNING.
-# Build on the development machine with both patches applied:
+# threadgroup a multiprocessor, three waves), with two trims of a step's
+# latency on in their patches: the GDN recurrence's first v read before its
+# barrier (GDN_V_EARLY, gdn-v-early.patch) and moe_down_mma_bf16's routing
+# weights and shared gate read at its start (MOE_DOWN_EARLY,
+# down-early.patch); one binary, BAGEL_KERNEL_TUNING.
+# Build on the development machine with the three patches applied:
 #   L="env CGO_ENABLED=0 GOOS=linux GOARCH=amd64"; F='-trimpath -ldflags=-s\ -w'
 #   eval $L go build $F -o .devbin/bagel . && eval $L go test -c $F -o .devbin/cuda.test ./cuda
 #   eval $L go test -c $F -o .devbin/engine.test ./engine
 #   (cd .devbin && tar cf bins.tar bagel cuda.test engine.test && xz -T2 -6 bins.tar && rm -f bagel *.test)
 # then on the device (carry .devbin): sh docs/experiments/up-groups.sh
-# ('' is main's moe_up with GDN_V_EARLY on; GDN_V_EARLY=0 is main.)
-# To land a winner: its values as the defaults (GDN_V_EARLY's to 0 if it
-# loses), the PTX regenerated
+# (GDN_V_EARLY=0,MOE_DOWN_EARLY=0 is main; '' main with the two trims;
+# MOE_MMA_IN_PER_WARP=256 alone lost before, so it is not run again.)
+# To land a winner: its values as the defaults (the trims' to 0, or their
+# code out, if they lose), the PTX regenerated
 # (go run ./tools/ptx -out cuda/ptx on the device), docs/batching.md.
 set -u
 T0=$(date +%s)
@@ -30,7 +33,7 @@ grep -E "FAIL|panic|error" /tmp/k.txt | head -8 | tee -a $LOG
 say "synth"
 C="-m $M --backend cuda --runs 1 --prefill= --long= --drafts= --switches=false --lookup=false --projections 0 --stall-prompt 0"
 for r in 1 2; do
-	for a in GDN_V_EARLY=0 "" MOE_MMA_IN_PER_WARP=256 "$W" MOE_UP_MMA_MIN_GROUPS=2; do
+	for a in GDN_V_EARLY=0,MOE_DOWN_EARLY=0 "" "$W" MOE_UP_MMA_MIN_GROUPS=2; do
 		BAGEL_TILED_GEMV=1 BAGEL_KERNEL_TUNING=$a timeout 120 .devbin/bagel bench $C --tokens 200 --streams 1,2,4,8 > /tmp/b.txt 2>&1
 		say "'$a' (round $r, rc $?): alone $(grep -m1 '^decode greedy ' /tmp/b.txt | awk -F '  +' '{print $4, "tok/s", $9, "ms"}'); all decoding at 1/2/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
 	done
