@@ -10,21 +10,23 @@
 # Build on the development machine with the three patches applied:
 #   L="env CGO_ENABLED=0 GOOS=linux GOARCH=amd64"; F='-trimpath -ldflags=-s\ -w'
 #   eval $L go build $F -o .devbin/bagel . && eval $L go test -c $F -o .devbin/cuda.test ./cuda
-#   eval $L go test -c $F -o .devbin/engine.test ./engine
-#   (cd .devbin && tar cf bins.tar bagel cuda.test engine.test && xz -T2 -6 bins.tar && rm -f bagel *.test)
+#   eval $L go test -c $F -o .devbin/engine.test ./engine && eval $L go build $F -o .devbin/ptx ./tools/ptx
+#   (cd .devbin && tar cf bins.tar bagel cuda.test engine.test ptx && xz -T2 -6 bins.tar && rm -f bagel *.test ptx)
 # then on the device (carry .devbin): sh docs/experiments/up-groups.sh
 # (GDN_V_EARLY=0,MOE_DOWN_EARLY=0 is main; '' main with the two trims;
 # MOE_MMA_IN_PER_WARP=256 alone lost before, so it is not run again.)
 # To land a winner: its values as the defaults (the trims' to 0, or their
-# code out, if they lose), the PTX regenerated
-# (go run ./tools/ptx -out cuda/ptx on the device), docs/batching.md.
+# code out, if they lose), the PTX from $OUT/ptx (built from the patches'
+# defaults: the two trims on, no register cap; other defaults need it built
+# again) into cuda/ptx, go test ./cuda -run EmbeddedPTXIsCurrent, docs/batching.md.
 set -u
 T0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 LOG=$OUT/log.txt
 say() { echo "$* t=$(( $(date +%s) - T0 ))" | tee -a $LOG; }
-(cd .devbin && xz -dc bins.tar.xz | tar x && chmod +x bagel cuda.test engine.test) || exit 1
+(cd .devbin && xz -dc bins.tar.xz | tar x && chmod +x bagel cuda.test engine.test ptx) || exit 1
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader)"
+mkdir -p $OUT/ptx; .devbin/ptx -out $OUT/ptx > /tmp/ptx.txt 2>&1 &
 W="MOE_MMA_IN_PER_WARP=256,MOE_UP_MMA_MIN_GROUPS=2"
 (cd cuda && BAGEL_KERNEL_TUNING=$W BAGEL_REQUIRE_GPU=1 timeout 100 ../.devbin/cuda.test -test.count=1 -test.v -test.run 'TestKernels$') > /tmp/k.txt 2>&1
 say "kernels under $W: rc $? $(grep -c '| pass |' /tmp/k.txt) pass"
@@ -43,3 +45,4 @@ say "plain GEMVs alone: $(grep -m1 '^decode greedy ' /tmp/p.txt | awk -F '  +' '
 (cd engine && BAGEL_KERNEL_TUNING=$W BAGEL_REQUIRE_GPU=1 timeout 200 ../.devbin/engine.test -test.count=1 -test.run 'GPUBatch|GPUPaths' -test.v) > /tmp/e.txt 2>&1
 say "engine GPU batch tests under $W: rc $? $(grep -c -- '--- PASS' /tmp/e.txt) pass"
 grep -- "--- FAIL\|panic" /tmp/e.txt | head -6 | tee -a $LOG
+wait; say "ptx: $(tail -1 /tmp/ptx.txt)"
