@@ -22,13 +22,18 @@ from collections import defaultdict
 LOGITS = ("qmatmul_bf16_f32", "qmatmul_mma_bf16_f32")
 
 
-def launches(path):
-    """(kernel, grid, group, µs) per launch, in launch order."""
+def rows(path):
+    """ncu's --csv rows (dicts by its header) of path, gzipped or not."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", newline="") as f:
         lines = [l for l in f if l.startswith('"')]  # ncu prints its own log lines first
+    return list(csv.DictReader(lines))
+
+
+def launches(path):
+    """(kernel, grid, group, µs) per launch, in launch order."""
     out = []
-    for row in csv.DictReader(lines):
+    for row in rows(path):
         if row.get("Metric Name") != "gpu__time_duration.sum":
             continue
         value = float(row["Metric Value"].replace(",", ""))

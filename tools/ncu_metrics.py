@@ -4,18 +4,11 @@ threadgroup, and print each group's launches and median of every metric.
 Usage: python3 tools/ncu_metrics.py ncu.csv[.gz] [kernel-substring ...]
 With substrings, only the kernels whose names contain one of them.
 """
-import csv
-import gzip
 import statistics
 import sys
 from collections import defaultdict
 
-
-def rows(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", newline="") as f:
-        lines = [l for l in f if l.startswith('"')]  # ncu prints its own log lines first
-    return csv.DictReader(lines)
+from ncu_forwards import rows  # tools/ is the script's directory, first on sys.path
 
 
 def main():
