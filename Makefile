@@ -146,7 +146,7 @@ test: test-deps vet darwin-check metal-check cuda-check
 # Fuzz every parser of user input for a minute each (not part of `make test`,
 # which runs the fuzz targets' seeds). Findings land in testdata/fuzz/.
 FUZZ_TARGETS := ./safetensors:FuzzParseHeader ./safetensors:FuzzParseQuantization ./qwen:FuzzParseConfig \
-	./tokenizer:FuzzEncodeDecode ./tokenizer:FuzzRenderTemplate ./hub:FuzzModelInfo ./ui:FuzzLoadSettings \
+	./tokenizer:FuzzEncodeDecode ./tokenizer:FuzzRenderTemplate ./hub:FuzzModelInfo ./ui:FuzzLoadSettings ./tokenizer:FuzzParseTokenizer \
 	./server:FuzzRequestBodies ./server:FuzzToolScanner ./remote:FuzzRemoteStream
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$pkg $$fn"; \

@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -54,5 +56,51 @@ func FuzzRenderTemplate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, system, content, role string) {
 		msgs := []Message{{Role: "system", Content: system}, {Role: role, Content: content}}
 		_, _ = tmpl.Render(msgs, RenderOptions{AddGenerationPrompt: true, EnableThinking: len(content)%2 == 0})
+	})
+}
+
+// tinyTokenizerJSON is a byte-level BPE of the 256 byte tokens, two merges
+// ("h e", "he l") and one special token: a seed small enough to mutate.
+func tinyTokenizerJSON() string {
+	var vocab strings.Builder
+	vocab.WriteString("{")
+	for b := 0; b < 256; b++ {
+		q, _ := json.Marshal(string(byteToRune[b]))
+		fmt.Fprintf(&vocab, "%s:%d,", q, b)
+	}
+	vocab.WriteString(`"he":256,"hel":257}`)
+	return `{"added_tokens":[{"id":258,"content":"<|end|>","special":true}],` +
+		`"normalizer":{"type":"NFC"},` +
+		`"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"\\s+|\\w+|[^\\s\\w]+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]},` +
+		`"decoder":{"type":"ByteLevel"},` +
+		`"model":{"type":"BPE","vocab":` + vocab.String() + `,"merges":["h e","he l"]}}`
+}
+
+// FuzzParseTokenizer: any tokenizer.json a model folder may hold is refused
+// with an error, or loads into a tokenizer whose ids stay inside its
+// vocabulary and which does not use more memory than the file could
+// describe (a lone huge id must not allocate gigabytes).
+func FuzzParseTokenizer(f *testing.F) {
+	f.Add([]byte(tinyTokenizerJSON()))
+	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":2147483647},"merges":[]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tok, err := parseTokenizer(data)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an error without a message")
+			}
+			return
+		}
+		if tok.VocabSize() > len(data)+maxIDGap {
+			t.Fatalf("%d bytes of file give %d ids", len(data), tok.VocabSize())
+		}
+		for _, s := range []string{"hello <|end|> world", "  x\n", "日本"} {
+			for _, id := range tok.Encode(s) {
+				if id < 0 || int(id) >= tok.VocabSize() {
+					t.Fatalf("%q: id %d outside the vocabulary of %d", s, id, tok.VocabSize())
+				}
+			}
+			tok.Decode(tok.Encode(s))
+		}
 	})
 }

@@ -92,6 +92,12 @@ type modelFile struct {
 // (tokenizers' byte_level.rs).
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 
+// maxIDGap bounds how far a tokenizer's ids may run past its count of
+// tokens. Real ones are dense (Qwen's 151,643 vocabulary ids, then its added
+// tokens); the tables below are sized by the largest id, so a lone id of
+// 2³¹−1 in a damaged file would otherwise ask for some 90 GB.
+const maxIDGap = 1 << 16
+
 // tokenizerLimit bounds the tokenizer files (tokenizer.json is about 11 MB for Qwen).
 const tokenizerLimit = 256 << 20
 
@@ -184,6 +190,9 @@ func parseTokenizer(data []byte) (*Tokenizer, error) {
 		t.vocab[a.Content] = int32(a.ID)
 		t.added = append(t.added, addedToken{content: a.Content, id: int32(a.ID), special: a.Special})
 		size = max(size, a.ID+1)
+	}
+	if entries := len(m.Vocab) + len(f.AddedTokens); size > entries+maxIDGap {
+		return nil, fmt.Errorf("token ids run to %d, yet the file names only %d tokens: ids this sparse are not a tokenizer's (the file is damaged)", size-1, entries)
 	}
 	t.idToToken = make([]string, size)
 	t.tokenBytes = make([][]byte, size)

@@ -195,6 +195,7 @@ func TestLoadErrors(t *testing.T) {
 		{"normalizer", map[string]string{"tokenizer.json": `{"normalizer": {"type": "Lowercase"}, "model": {"type": "BPE", "vocab": {}, "merges": []}, ` + byteLevel + `}`}, "normalizer Lowercase is not supported"},
 		{"pretokenizer", map[string]string{"tokenizer.json": `{"pre_tokenizer": {"type": "Whitespace"}, "model": {"type": "BPE", "vocab": {}, "merges": []}, "decoder": {"type": "ByteLevel"}}`}, "pre-tokenizer Whitespace is not supported"},
 		{"no byte tokens", map[string]string{"tokenizer.json": `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, ` + byteLevel + `}`}, "vocab has no byte-level token"},
+		{"a lone huge id", map[string]string{"tokenizer.json": `{"model": {"type": "BPE", "vocab": {"a": 0, "b": 2147483647}, "merges": []}, ` + byteLevel + `}`}, "token ids run to 2147483647, yet the file names only 2 tokens"},
 		{"bad config", map[string]string{"tokenizer.json": string(gunzipFile(t, filepath.Join(testdataDir, "qwen3", "tokenizer.json.gz"))), "tokenizer_config.json": `{"eos_token": `}, "tokenizer_config.json: malformed JSON"},
 	}
 	for _, c := range cases {
