@@ -147,7 +147,7 @@ test: test-deps vet darwin-check metal-check cuda-check
 # which runs the fuzz targets' seeds). Findings land in testdata/fuzz/.
 FUZZ_TARGETS := ./safetensors:FuzzParseHeader ./safetensors:FuzzParseQuantization ./qwen:FuzzParseConfig \
 	./tokenizer:FuzzEncodeDecode ./tokenizer:FuzzRenderTemplate ./hub:FuzzModelInfo ./ui:FuzzLoadSettings ./tokenizer:FuzzParseTokenizer \
-	./server:FuzzRequestBodies ./server:FuzzToolScanner ./remote:FuzzRemoteStream
+	./server:FuzzRequestBodies ./server:FuzzToolScanner ./remote:FuzzRemoteStream ./vision:FuzzImageSize
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$pkg $$fn"; \
 	  CGO_ENABLED=0 $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime 60s $$pkg || exit 1; done

@@ -164,6 +164,11 @@ func (e *Engine) prepareImage(data []byte) (*preparedImage, error) {
 	if err != nil {
 		return nil, err
 	}
+	merge := e.Config.Vision.Merge
+	if opts.MergeSize != merge || opts.PatchSize != e.Config.Vision.Patch {
+		return nil, fmt.Errorf("preprocessor_config.json cuts patches of %d merged %d×%d, the vision tower takes %d merged %d×%d",
+			opts.PatchSize, opts.MergeSize, opts.MergeSize, e.Config.Vision.Patch, merge, merge)
+	}
 	start := time.Now()
 	img, err := vision.Decode(data)
 	if err != nil {
@@ -174,14 +179,9 @@ func (e *Engine) prepareImage(data []byte) (*preparedImage, error) {
 		return nil, err
 	}
 	grid := qwen.ImageGrid{Frames: p.GridT, Rows: p.GridH, Cols: p.GridW}
-	merge := e.Config.Vision.Merge
 	out := &Image{Key: sha256.Sum256(data), Grid: grid, Width: p.GridW * opts.PatchSize, Height: p.GridH * opts.PatchSize,
 		Tokens: e.model.VisionTokens(grid), MergedRows: grid.Rows / merge, MergedCols: grid.Cols / merge,
 		Prepare: time.Since(start), data: data, mediaType: mediaType(data)}
-	if opts.MergeSize != merge || opts.PatchSize != e.Config.Vision.Patch {
-		return nil, fmt.Errorf("preprocessor_config.json cuts patches of %d merged %d×%d, the vision tower takes %d merged %d×%d",
-			opts.PatchSize, opts.MergeSize, opts.MergeSize, e.Config.Vision.Patch, merge, merge)
-	}
 	return &preparedImage{img: out, pixels: p.Data}, nil
 }
 

@@ -148,7 +148,8 @@ func tokenErrors(got, want [][]float64) (median, largest float64) {
 }
 
 // TestImageRefusedWithoutATower: a text model says why it cannot read an
-// image, and a file that is not an image is named as such.
+// image, a file that is not an image is named as such, and so is a
+// processor the tower does not take.
 func TestImageRefusedWithoutATower(t *testing.T) {
 	e, err := Load(visionModel(t), Options{Backend: "cpu", ContextLength: 64})
 	if err != nil {
@@ -157,6 +158,21 @@ func TestImageRefusedWithoutATower(t *testing.T) {
 	defer e.Close()
 	if _, err := e.EncodeImage([]byte("not an image at all")); err == nil {
 		t.Error("a text file was encoded as an image")
+	}
+	// A processor whose patches the tower does not take is named before
+	// the image is read (its budget scaled to them could be anything).
+	dir := visionModel(t)
+	cfg := filepath.Join(dir, "preprocessor_config.json")
+	if err := os.WriteFile(cfg, []byte(`{"patch_size": 1, "merge_size": 2, "size": {"shortest_edge": 64, "longest_edge": 67108864}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	odd, err := Load(dir, Options{Backend: "cpu", ContextLength: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer odd.Close()
+	if _, err := odd.EncodeImage([]byte("not an image at all")); err == nil || !strings.Contains(err.Error(), "cuts patches of 1 merged 2×2, the vision tower takes") {
+		t.Errorf("a processor the tower does not take: %v", err)
 	}
 	text, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 32})
 	if err != nil {

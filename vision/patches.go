@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 
 	"bagel/internal/par"
+	"bagel/internal/regular"
 )
 
 // Options are the image processor's (preprocessor_config.json): the patch
@@ -30,6 +30,17 @@ func DefaultOptions() Options {
 	return Options{PatchSize: 16, TemporalPatch: 2, MergeSize: 2, MinPixels: 256 * 256, MaxPixels: 4096 * 4096,
 		Mean: [3]float32{0.5, 0.5, 0.5}, Std: [3]float32{0.5, 0.5, 0.5}}
 }
+
+// MaxBudgetPixels bounds a processor's pixel budget (max_pixels, and so
+// min_pixels, which scales small images up to it): 4 times the released
+// Qwen3.5's 4096², 65,536 tokens and 1.6 GB of patches an image. A damaged
+// config's min_pixels of 2⁴⁰ would otherwise scale every image up to a
+// terabyte.
+const MaxBudgetPixels = 8192 * 8192
+
+// maxPatch bounds the patch, temporal patch and merge sizes (16, 2 and 2
+// released), so that no product of them overflows.
+const maxPatch = 64
 
 // maxAspect is the processor's limit on an image's longer side over its shorter.
 const maxAspect = 200
@@ -132,7 +143,7 @@ func (o Options) patchify(img *Image) *Patches {
 // mean and std) over DefaultOptions; a folder without one gets the defaults.
 func LoadOptions(dir string) (Options, error) {
 	o := DefaultOptions()
-	data, err := os.ReadFile(filepath.Join(dir, "preprocessor_config.json"))
+	data, err := regular.ReadFile(filepath.Join(dir, "preprocessor_config.json"), 1<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return o, nil
 	}
@@ -171,8 +182,12 @@ func LoadOptions(dir string) (Options, error) {
 	switch {
 	case o.PatchSize <= 0 || o.TemporalPatch <= 0 || o.MergeSize <= 0:
 		return o, fmt.Errorf("preprocessor_config.json: patch %d, temporal patch %d, merge %d", o.PatchSize, o.TemporalPatch, o.MergeSize)
+	case o.PatchSize > maxPatch || o.TemporalPatch > maxPatch || o.MergeSize > maxPatch:
+		return o, fmt.Errorf("preprocessor_config.json: patch %d, temporal patch %d, merge %d; at most %d each", o.PatchSize, o.TemporalPatch, o.MergeSize, maxPatch)
 	case o.MinPixels <= 0 || o.MaxPixels < o.MinPixels:
 		return o, fmt.Errorf("preprocessor_config.json: a pixel budget of %d to %d", o.MinPixels, o.MaxPixels)
+	case o.MaxPixels > MaxBudgetPixels:
+		return o, fmt.Errorf("preprocessor_config.json: a pixel budget of up to %d pixels; Bagel reads at most %d (8192²)", o.MaxPixels, MaxBudgetPixels)
 	case o.Std[0] == 0 || o.Std[1] == 0 || o.Std[2] == 0:
 		return o, fmt.Errorf("preprocessor_config.json: image_std %v", o.Std)
 	}

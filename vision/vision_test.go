@@ -227,9 +227,18 @@ func TestLoadOptions(t *testing.T) {
 	if err != nil || o.PatchSize != 14 || o.MinPixels != 3136 || o.MaxPixels != 12845056 || o.Mean[0] != 0.48 || o.Std[2] != 0.27 {
 		t.Errorf("released form: %+v %v", o, err)
 	}
-	write(`{"min_pixels": 100, "max_pixels": 10}`)
-	if _, err := LoadOptions(dir); err == nil || !strings.Contains(err.Error(), "pixel budget") {
-		t.Errorf("max under min: %v", err)
+	for _, c := range []struct{ file, want string }{
+		{`{"min_pixels": 100, "max_pixels": 10}`, "a pixel budget of 100 to 10"},
+		// A damaged budget would scale every image up to terabytes.
+		{`{"min_pixels": 1099511627776, "max_pixels": 1099511627776}`, "Bagel reads at most 67108864"},
+		{`{"patch_size": 4294967296, "merge_size": 4294967296}`, "at most 64 each"},
+		{`{"patch_size": -2}`, "patch -2"},
+		{`{"patch_size": "16"}`, "preprocessor_config.json: json"},
+	} {
+		write(c.file)
+		if _, err := LoadOptions(dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error with %q", c.file, err, c.want)
+		}
 	}
 }
 
