@@ -2,9 +2,9 @@ package engine
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 
+	"bagel/internal/regular"
 	"bagel/ops"
 	"bagel/qwen"
 	"bagel/safetensors"
@@ -114,7 +114,7 @@ func MTPFiles(dir string) (declared, present bool) {
 			MTPLayers int `json:"mtp_num_hidden_layers"`
 		} `json:"text_config"`
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil && json.Unmarshal(data, &cfg) == nil {
+	if data, err := regular.ReadFile(filepath.Join(dir, "config.json"), 64<<20); err == nil && json.Unmarshal(data, &cfg) == nil {
 		declared = cfg.MTPLayers > 0 || cfg.TextConfig.MTPLayers > 0
 	}
 	ck, err := safetensors.Open(dir)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+
+	"bagel/internal/regular"
 )
 
 // The Hub cache, laid out as huggingface_hub lays it out, so that a model
@@ -74,7 +76,7 @@ func Snapshot(cache, repo, revision string) (string, error) {
 	}
 	dir := repoDir(cache, repo)
 	commit := revision
-	if ref, err := os.ReadFile(filepath.Join(dir, "refs", revision)); err == nil {
+	if ref, err := regular.ReadFile(filepath.Join(dir, "refs", revision), 1<<10); err == nil {
 		commit = strings.TrimSpace(string(ref))
 		if err := checkCommit(filepath.Join(dir, "refs", revision), commit); err != nil {
 			return "", err

@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"bagel/internal/regular"
 )
 
 // DefaultEndpoint is the Hub; HF_ENDPOINT replaces it (a mirror).
@@ -55,7 +57,7 @@ func token() string {
 	if path == "" {
 		path = filepath.Join(hfHome(), "token")
 	}
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path, 1<<16) // a token is some 40 bytes
 	if err != nil {
 		return ""
 	}

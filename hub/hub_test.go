@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -776,5 +777,50 @@ func TestLibrarySeesVisionTowers(t *testing.T) {
 		if got := Describe(c.name, c.dir, "folder").Vision; got != c.want {
 			t.Errorf("%s: Vision = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestLibraryPassesOverOddFiles: a named pipe where config.json, a shard
+// or a ref should be (opening one for reading blocks until something
+// writes it) and a ref that is not a commit id are named as problems or
+// passed over, and the listing comes back at once.
+func TestLibraryPassesOverOddFiles(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	pipeConfig := filepath.Join(dir, "pipe-config")
+	pipeShard := filepath.Join(dir, "pipe-shard")
+	for _, d := range []string{pipeConfig, pipeShard} {
+		os.MkdirAll(d, 0o755)
+	}
+	if err := syscall.Mkfifo(filepath.Join(pipeConfig, "config.json"), 0o644); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	os.WriteFile(filepath.Join(pipeShard, "config.json"), []byte(`{"model_type":"qwen3_5","vision_config":{}}`), 0o644)
+	syscall.Mkfifo(filepath.Join(pipeShard, "model.safetensors"), 0o644)
+	// A cache repository whose refs are a pipe and a path out of the cache.
+	repo := filepath.Join(cache, "models--org--odd")
+	os.MkdirAll(filepath.Join(repo, "refs"), 0o755)
+	syscall.Mkfifo(filepath.Join(repo, "refs", "main"), 0o644)
+	os.WriteFile(filepath.Join(repo, "refs", "dev"), []byte("../../../"+filepath.Base(dir)+"/pipe-shard"), 0o644)
+
+	done := make(chan []LocalModel)
+	go func() { done <- Library(cache, "", []string{pipeConfig, pipeShard}) }()
+	var models []LocalModel
+	select {
+	case models = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the listing hangs on a named pipe")
+	}
+	byName := map[string]LocalModel{}
+	for _, m := range models {
+		byName[m.Name] = m
+	}
+	if m := byName["pipe-config"]; !strings.Contains(m.Problem, "config.json: not a regular file (a named pipe)") {
+		t.Errorf("a pipe for config.json: %+v", m)
+	}
+	if m := byName["pipe-shard"]; !strings.Contains(m.Problem, "model.safetensors: not a regular file (a named pipe)") || m.Vision {
+		t.Errorf("a pipe for a shard: %+v", m)
+	}
+	if len(models) != 2 {
+		t.Errorf("refs that are a pipe or not a commit id were listed: %+v", models)
 	}
 }

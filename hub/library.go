@@ -3,12 +3,20 @@ package hub
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"bagel/internal/regular"
 )
+
+// configLimit bounds the JSON files a listing reads (a config.json is a few
+// KB, an index some hundreds).
+const configLimit = 64 << 20
 
 // LocalModel is a model folder found on the disk.
 type LocalModel struct {
@@ -51,12 +59,13 @@ func Library(cache, lmstudio string, folders []string) []LocalModel {
 		refs, _ := filepath.Glob(filepath.Join(r, "refs", "*"))
 		seen := map[string]bool{}
 		for _, ref := range refs {
-			commit, err := os.ReadFile(ref)
-			if err != nil || seen[string(commit)] {
+			data, err := regular.ReadFile(ref, 1<<10)
+			commit := strings.TrimSpace(string(data))
+			if err != nil || !isHex(commit, 40) || seen[commit] { // a ref names a commit; anything else is not the cache's
 				continue
 			}
-			seen[string(commit)] = true
-			snap := filepath.Join(r, "snapshots", strings.TrimSpace(string(commit)))
+			seen[commit] = true
+			snap := filepath.Join(r, "snapshots", commit)
 			label := name
 			if rev := filepath.Base(ref); rev != "main" {
 				label += "@" + rev
@@ -85,9 +94,13 @@ func Library(cache, lmstudio string, folders []string) []LocalModel {
 // Describe is the LocalModel of folder dir, listed as name from source.
 func Describe(name, dir, source string) LocalModel {
 	m := LocalModel{Name: name, Dir: dir, Source: source}
-	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
-	if err != nil {
-		m.Problem = "no readable config.json"
+	data, err := regular.ReadFile(filepath.Join(dir, "config.json"), configLimit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		m.Problem = "no config.json"
+		return m
+	case err != nil:
+		m.Problem = err.Error()
 		return m
 	}
 	var cfg struct {
@@ -104,9 +117,13 @@ func Describe(name, dir, source string) LocalModel {
 		m.Problem = "no .safetensors files"
 	}
 	for _, s := range shards {
-		st, err := os.Stat(s) // follows the cache's links to the blobs
-		if err != nil {
+		st, err := regular.Check(s) // follows the cache's links to the blobs
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			m.Problem = filepath.Base(s) + " is missing (an interrupted download?)"
+			continue
+		case err != nil:
+			m.Problem = err.Error()
 			continue
 		}
 		m.Bytes += st.Size()
@@ -122,7 +139,7 @@ func holdsVisionTensors(dir string, shards []string) bool {
 	tower := func(name string) bool {
 		return strings.HasPrefix(name, "vision_tower.") || strings.HasPrefix(name, "model.visual.")
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json")); err == nil {
+	if data, err := regular.ReadFile(filepath.Join(dir, "model.safetensors.index.json"), configLimit); err == nil {
 		var idx struct {
 			WeightMap map[string]string `json:"weight_map"`
 		}
@@ -136,7 +153,7 @@ func holdsVisionTensors(dir string, shards []string) bool {
 		}
 	}
 	for _, s := range shards {
-		f, err := os.Open(s)
+		f, err := regular.Open(s)
 		if err != nil {
 			continue
 		}
