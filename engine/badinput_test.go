@@ -244,11 +244,11 @@ func TestBrokenModelFolders(t *testing.T) {
 			var m map[string]any
 			json.Unmarshal(data, &m)
 			added := m["added_tokens"].([]any)
-			m["added_tokens"] = append(added, map[string]any{"id": 9999999, "content": "<|far|>", "special": true,
+			m["added_tokens"] = append(added, map[string]any{"id": 200000, "content": "<|far|>", "special": true,
 				"single_word": false, "lstrip": false, "rstrip": false, "normalized": false})
 			out, _ := json.Marshal(m)
 			os.WriteFile(filepath.Join(dir, "tokenizer.json"), out, 0o644)
-		}, []string{"tokenizer.json", "10000000 token ids", "belongs to another model"}},
+		}, []string{"tokenizer.json", "200001 token ids", "belongs to another model"}},
 		{"tokenizer without merges", func(t *testing.T, dir string) {
 			tok := filepath.Join(testmodel.Dir(t, model), "tokenizer.json")
 			data, _ := os.ReadFile(tok)
