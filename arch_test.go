@@ -27,8 +27,8 @@ var allowed = map[string][]string{
 	"cli":       {"drafter", "engine", "hub", "remote", "server", "switches", "synth", "tokenizer"},
 	"cpu":       {"backend", "internal/par", "kernels"},
 	"cuda":      {"backend", "kernels", "switches"},
-	"drafter":   nil, // token ids in, token ids out: no model, no engine
-	"hub":       nil, // HTTP and files: no model
+	"drafter":   nil,                  // token ids in, token ids out: no model, no engine
+	"hub":       {"internal/regular"}, // HTTP and files: no model
 	"kernels":   {"backend"},
 	"metal":     {"backend", "kernels", "metal/mtl", "switches"},
 	"metal/mtl": {"backend", "kernels"},
@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"qwen":      {"internal/jsonmsg", "internal/par", "internal/regular", "ops", "safetensors"}, // no switch: the kernel plan is ops.Plan
 	// The engine registers the backends (their init) and asks CUDA and Metal
 	// for the device's memory (budget_*.go).
-	"engine":      {"backend", "cpu", "cuda", "drafter", "metal", "ops", "qwen", "safetensors", "switches", "tokenizer", "vision"},
+	"engine":      {"backend", "cpu", "cuda", "drafter", "internal/regular", "metal", "ops", "qwen", "safetensors", "switches", "tokenizer", "vision"},
 	"safetensors": {"internal/regular"},
 	"server":      {"engine", "internal/jsonmsg", "tokenizer"}, // the engine's API over HTTP
 	"remote":      {"engine"},                                  // another server's model, as the engine's events
@@ -44,7 +44,7 @@ var allowed = map[string][]string{
 	"switches":    nil,
 	"synth":       nil,
 	"tokenizer":   {"internal/regular"},
-	"vision":      {"internal/par"}, // image files to the vision tower's patches: no model
+	"vision":      {"internal/par", "internal/regular"}, // image files to the vision tower's patches: no model
 	"ui":          {"assets", "engine", "hub", "internal/jsonmsg", "internal/locale", "remote", "server", "store"},
 	// The yardstick of every path: a checkpoint reader and plain loops, nothing
 	// the kernels share.
