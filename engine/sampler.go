@@ -41,6 +41,11 @@ func (s Sampling) additive() bool { return s.PresencePenalty != 0 || s.Frequency
 // weights).
 const MaxRepetitionPenalty = 100.0
 
+// MaxRepetitionContext bounds the repetition penalty's window: the device
+// path sizes a buffer by it every step (a settings file's 10¹⁵ crashed the
+// reply), and no context is longer.
+const MaxRepetitionContext = 1 << 18
+
 // Validate reports a setting outside its range, naming it.
 func (s Sampling) Validate() error {
 	switch {
@@ -54,8 +59,8 @@ func (s Sampling) Validate() error {
 		return fmt.Errorf("min-p must be in [0, 1], got %g", s.MinP)
 	case s.RepetitionPenalty < 0 || s.RepetitionPenalty > MaxRepetitionPenalty || math.IsNaN(s.RepetitionPenalty):
 		return fmt.Errorf("repetition penalty must be between 0 and %g (1: off), got %g", MaxRepetitionPenalty, s.RepetitionPenalty)
-	case s.RepetitionContext < 0:
-		return fmt.Errorf("repetition context must be ≥ 0, got %d", s.RepetitionContext)
+	case s.RepetitionContext < 0 || s.RepetitionContext > MaxRepetitionContext:
+		return fmt.Errorf("repetition context must be 0 (the default, 20) to %d tokens, got %d", MaxRepetitionContext, s.RepetitionContext)
 	case !(math.Abs(s.PresencePenalty) <= MaxAdditivePenalty):
 		return fmt.Errorf("presence penalty must be between −%g and %g (0: off), got %g", MaxAdditivePenalty, MaxAdditivePenalty, s.PresencePenalty)
 	case !(math.Abs(s.FrequencyPenalty) <= MaxAdditivePenalty):

@@ -88,7 +88,8 @@ func TestPresenceAndFrequencyPenalties(t *testing.T) {
 			t.Errorf("presence %g frequency %g: token %d, want %d (logits after %v)", c.presence, c.frequency, got, c.want, logits)
 		}
 	}
-	for _, bad := range []Sampling{{PresencePenalty: 2.5}, {FrequencyPenalty: -3}, {PresencePenalty: math.NaN()}} {
+	// (A repetition window past MaxRepetitionContext sized a buffer of 10¹⁵ ids.)
+	for _, bad := range []Sampling{{PresencePenalty: 2.5}, {FrequencyPenalty: -3}, {PresencePenalty: math.NaN()}, {RepetitionContext: 1e15}} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v passed Validate", bad)
 		}

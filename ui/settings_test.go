@@ -156,21 +156,21 @@ func TestSettingsFile(t *testing.T) {
 // bad value used to reset the whole file to the defaults.)
 func TestSettingsKeepWhatIsValid(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
-	file := `{"top_p": 5, "max_tokens": "lots", "temperature": 0.3, "recent_models": ["/m/a", "/m/b"],
+	file := `{"top_p": 5, "max_tokens": "lots", "repetition_context": 1000000000000000, "temperature": 0.3, "recent_models": ["/m/a", "/m/b"],
 	  "pending_download": "org/name", "models": {"/m/a": {"temperature": 0.5, "max_tokens": 100}}}`
 	os.WriteFile(path, []byte(file), 0o644)
 	s, err := LoadSettings(path)
 	if err == nil {
-		t.Fatal("no warning for two bad values")
+		t.Fatal("no warning for three bad values")
 	}
-	for _, w := range []string{"top_p", "max_tokens is a string; want a whole number", "settings.json.bak"} {
+	for _, w := range []string{"top_p", "max_tokens is a string; want a whole number", "repetition context must be 0 (the default, 20) to 262144 tokens", "settings.json.bak"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("the warning %q does not mention %q", err, w)
 		}
 	}
 	def := DefaultSettings()
-	if s.TopP != def.TopP || s.MaxTokens != def.MaxTokens {
-		t.Errorf("the bad values were kept: top_p %g, max_tokens %d", s.TopP, s.MaxTokens)
+	if s.TopP != def.TopP || s.MaxTokens != def.MaxTokens || s.RepetitionContext != def.RepetitionContext {
+		t.Errorf("the bad values were kept: top_p %g, max_tokens %d, repetition_context %d", s.TopP, s.MaxTokens, s.RepetitionContext)
 	}
 	if s.Temperature != 0.3 || len(s.Recent) != 2 || s.PendingDownload != "org/name" || s.Models["/m/a"].MaxTokens != 100 {
 		t.Errorf("valid settings were lost: %+v", s)
