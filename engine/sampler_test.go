@@ -2,6 +2,8 @@ package engine
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -109,6 +111,36 @@ func TestAdditivePenaltiesAreHostPicked(t *testing.T) {
 		p := e.planDecode(req, []int32{1})
 		if _, host := p.pick.(hostPicker); !host || p.spec != nil || p.pipe != nil || p.onDevice {
 			t.Errorf("%+v: picker %T, speculation %v, pipeline %v", req, p.pick, p.spec != nil, p.pipe != nil)
+		}
+	}
+}
+
+// TestTopKPastTheWindow: a top k past topKWindow (one sort instead of the
+// sorted window, which took seconds a token for a k of the vocabulary) gives
+// what the window gives: largest first, ties by lower index, −0 tied with +0.
+func TestTopKPastTheWindow(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := range 40 {
+		n := topKWindow + 1 + r.IntN(3000)
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.IntN(41)-20) / 4 // many ties, both signs
+			if v[i] == 0 && r.IntN(2) == 0 {
+				v[i] = float32(math.Copysign(0, -1))
+			}
+		}
+		k := topKWindow + 1 + r.IntN(n)
+		got := TopK(v, k)
+		want := make([]int, n) // insertion sort: stable, largest first
+		for i := range want {
+			want[i] = i
+			for j := i; j > 0 && v[want[j]] > v[want[j-1]]; j-- {
+				want[j], want[j-1] = want[j-1], want[j]
+			}
+		}
+		want = want[:min(k, n)]
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d (n %d, k %d): %v…, want %v…", trial, n, k, got[:8], want[:8])
 		}
 	}
 }

@@ -130,10 +130,39 @@ func summarise(pos int, logits []float32, top int) Position {
 	return p
 }
 
+// topKWindow is the largest k TopK keeps in a sorted window.
+const topKWindow = 1024
+
 // TopK returns the indices of the k largest values, largest first (ties: lower
-// index). It keeps a sorted window of k, so one pass costs O(n) for small k.
+// index). It keeps a sorted window of k, so one pass costs O(n) for small k;
+// past topKWindow it sorts every value once instead (the window's inserts
+// cost O(k) each: a top-k of the whole 248,320-token vocabulary, a client's
+// "top_k": 1000000, took 3.3 s a token on a 2-core machine, the sort 20 ms).
 func TopK(v []float32, k int) []int {
 	k = min(k, len(v))
+	if k > topKWindow {
+		// One sort of keys that order by value, largest first, then by index:
+		// the value's bits made monotonic and inverted above, the index below.
+		keys := make([]uint64, len(v))
+		for i, x := range v {
+			if x == 0 {
+				x = 0 // −0 ties with +0, as in the window
+			}
+			b := math.Float32bits(x)
+			if b>>31 != 0 {
+				b = ^b
+			} else {
+				b |= 1 << 31
+			}
+			keys[i] = uint64(^b)<<32 | uint64(i)
+		}
+		slices.Sort(keys)
+		best := make([]int, k)
+		for i := range best {
+			best[i] = int(uint32(keys[i]))
+		}
+		return best
+	}
 	best := make([]int, 0, k+1)
 	for i, x := range v {
 		if len(best) == k && (k == 0 || x <= v[best[k-1]]) {
