@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 )
 
 // Sampling are the sampler settings, with mlx-lm's meanings (MLX_QWEN35.md §5):
@@ -136,11 +135,7 @@ func (p *sampler) draw(logits []float32) int {
 	case p.s.TopK > 0:
 		order = TopK(logits, p.s.TopK)
 	case (p.s.TopP > 0 && p.s.TopP < 1) || p.s.MinP > 0:
-		order = make([]int, len(logits))
-		for i := range order {
-			order[i] = i
-		}
-		sort.SliceStable(order, func(a, b int) bool { return logits[order[a]] > logits[order[b]] })
+		order = TopK(logits, len(logits)) // every index, largest first, ties by index
 	default:
 		order = make([]int, len(logits))
 		for i := range order {
