@@ -144,3 +144,30 @@ func TestTopKPastTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestMadeCountsCarryOver: one sampler over a growing reply (its counts
+// kept from pick to pick) penalizes as a fresh sampler over the whole reply
+// does, bit for bit, and a history that does not go on from the last is
+// counted afresh.
+func TestMadeCountsCarryOver(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	s := Sampling{PresencePenalty: 0.7, FrequencyPenalty: 0.3}
+	kept := newSampler(s)
+	history := []int32{9}
+	for step := range 200 {
+		if step == 120 { // another reply (a regenerate) through the same sampler
+			history = []int32{9, 3, 3}
+		}
+		base := make([]float32, 50)
+		for i := range base {
+			base[i] = float32(r.NormFloat64())
+		}
+		a, b := slices.Clone(base), slices.Clone(base)
+		kept.sample(a, history)
+		newSampler(s).sample(b, history)
+		if !slices.Equal(a, b) {
+			t.Fatalf("step %d: the kept counts penalize otherwise than counting afresh", step)
+		}
+		history = append(history, int32(r.IntN(12)))
+	}
+}
