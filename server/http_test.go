@@ -65,6 +65,7 @@ func TestBadRequestsAreNamed(t *testing.T) {
 		{"max_tokens 0", "/v1/chat/completions", `{"max_tokens":0,` + hi + `}`, nil, 400, "max_tokens = 0"},
 		{"a negative temperature", "/v1/chat/completions", `{"temperature":-1,` + hi + `}`, nil, 400, "temperature"},
 		{"an empty stop", "/v1/chat/completions", `{"stop":"",` + hi + `}`, nil, 400, "stop string is empty"},
+		{"a stop string of 2000 bytes", "/v1/chat/completions", `{"stop":"` + strings.Repeat("x", 2000) + `",` + hi + `}`, nil, 400, "a stop string of 2000 bytes: at most 1024"},
 		{"a stop of numbers", "/v1/chat/completions", `{"stop":[1,2],` + hi + `}`, nil, 400, "stop must be a string"},
 		{"presence penalty out of range", "/v1/chat/completions", `{"presence_penalty":3,` + hi + `}`, nil, 400, "presence penalty must be between"},
 		{"no prompt", "/v1/completions", `{}`, nil, 400, "prompt is missing"},

@@ -271,6 +271,9 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 	return g, nil
 }
 
+// maxStopBytes bounds a stop string (stop strings are words and markers).
+const maxStopBytes = 1024
+
 // settings are the request fields every API shares; nil: the model's default.
 type settings struct {
 	Temperature, TopP, MinP, RepetitionPenalty *float64
@@ -324,6 +327,12 @@ func (s *Server) settle(g *generation, r settings) error {
 	for _, st := range g.stops {
 		if st == "" {
 			return bad("invalid_stop", "a stop string is empty")
+		}
+		// The stopper holds back and checks, each token, every end of the
+		// text that could still begin a stop string: a long one costs each
+		// token that much more.
+		if len(st) > maxStopBytes {
+			return bad("invalid_stop", fmt.Sprintf("a stop string of %d bytes: at most %d", len(st), maxStopBytes))
 		}
 	}
 	if len(g.stops) > 16 {
