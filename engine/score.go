@@ -137,7 +137,7 @@ const topKWindow = 1024
 // index). It keeps a sorted window of k, so one pass costs O(n) for small k;
 // past topKWindow it sorts every value once instead (the window's inserts
 // cost O(k) each: a top-k of the whole 248,320-token vocabulary, a client's
-// "top_k": 1000000, took 3.3 s a token on a 2-core machine, the sort 20 ms).
+// "top_k": 1000000, took 3.3 s a token on a 2-core machine, the sort 30 ms).
 func TopK(v []float32, k int) []int {
 	k = min(k, len(v))
 	if k > topKWindow {
