@@ -63,9 +63,34 @@ func TestImagesMatchTransformers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	checkGoldenTower(t, e, dir, &g)
-	images, exactRows, bf16Rows := checkGoldenImages(t, e, dir, &g)
-	checkGoldenPrompt(t, e, dir, &g, images, exactRows, bf16Rows)
+	checkGolden(t, e, dir, &g)
+}
+
+// TestGPUImagesMatchTransformers holds each GPU backend (CUDA; Metal, and
+// its simulator in make test) to transformers the same way, with the same
+// bands: the tower's kernels (linear_bf16, attention_full_bf16, ...) and a
+// prompt holding images on the device.
+func TestGPUImagesMatchTransformers(t *testing.T) {
+	root := testmodel.Root(t)
+	dir := filepath.Join(root, "testdata", "models", "tiny-vision")
+	var g visionGolden
+	if err := json.Unmarshal(mustRead(t, filepath.Join(root, "testdata", "goldens", "tiny-vision.json")), &g); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range gpuBackends() {
+		t.Run(name, func(t *testing.T) {
+			checkGolden(t, loadGPU(t, dir, name, 128), dir, &g)
+		})
+	}
+}
+
+// checkGolden holds e (the model in dir) to the golden g: the tower on the
+// processor's pixels, each image's rows, the prompt's logits.
+func checkGolden(t *testing.T, e *Engine, dir string, g *visionGolden) {
+	t.Helper()
+	checkGoldenTower(t, e, dir, g)
+	images, exactRows, bf16Rows := checkGoldenImages(t, e, dir, g)
+	checkGoldenPrompt(t, e, dir, g, images, exactRows, bf16Rows)
 }
 
 // checkGoldenTower runs the staged image's pixels as transformers' processor
