@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -106,13 +107,23 @@ func (c *Client) Info(ctx context.Context, repo, revision string) (*ModelInfo, e
 	return &info, nil
 }
 
+// maxAnswerBytes bounds an answer of the Hub's API (a search, a model's
+// file list): a repository of 100,000 files lists them in some 20 MB, and an
+// endless answer (a broken mirror, a captive portal) is refused by name
+// rather than read until memory runs out.
+var maxAnswerBytes int64 = 64 << 20
+
 func (c *Client) getJSON(ctx context.Context, what, u string, v any) error {
 	resp, err := c.do(ctx, what, func() (*http.Request, error) { return http.NewRequest(http.MethodGet, u, nil) })
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+	body := &io.LimitedReader{R: resp.Body, N: maxAnswerBytes + 1}
+	if err := json.NewDecoder(body).Decode(v); err != nil {
+		if body.N <= 0 {
+			return fmt.Errorf("%s: the Hub's answer runs past %d MB, more than any model's listing: is HF_ENDPOINT a Hub?", what, maxAnswerBytes>>20)
+		}
 		return fmt.Errorf("%s: the Hub's answer is not the JSON expected: %w", what, err)
 	}
 	return nil

@@ -266,9 +266,18 @@ func (c *Client) fetch(ctx context.Context, dir, repo, commit string, f File, do
 			}
 			out.Seek(0, io.SeekStart)
 		}
-		n, err := io.Copy(out, &counting{ctx: ctx, r: resp.Body, done: done, report: func() { report(f.Path) }})
+		// At most one byte past what the listing gives: a server that sends
+		// more (a broken mirror, an endless answer) is refused, not
+		// written to the disk until it fills.
+		body := io.LimitReader(resp.Body, f.Bytes()-have+1)
+		n, err := io.Copy(out, &counting{ctx: ctx, r: body, done: done, report: func() { report(f.Path) }})
 		resp.Body.Close()
 		have += n
+		if have > f.Bytes() {
+			out.Close()
+			os.Remove(part) // a wrong file is never resumed
+			return fmt.Errorf("%s: the Hub sent more than the %d bytes its listing gives the file", what, f.Bytes())
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -42,6 +43,7 @@ type fakeHub struct {
 	status      int  // answer every API call with this status (0: off)
 	busy        int  // answer this many requests with 429 first
 	stallAfter  int  // send this many bytes of each LFS transfer, then nothing until the client leaves (0: off)
+	extra       int  // bytes past its listed size sent with sub/tokenizer_config.json (-1: without end)
 	requests    []string
 	rangeFrom   []int // the start of every Range request to the CDN
 	// mangle, when set, rewrites the info API's answer (a hostile Hub);
@@ -128,6 +130,14 @@ func (f *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Write(data)
+		f.mu.Lock()
+		extra := f.extra
+		f.mu.Unlock()
+		for sent := 0; p == "sub/tokenizer_config.json" && (extra < 0 || sent < extra); sent += 4096 {
+			if _, err := w.Write(make([]byte, 4096)); err != nil {
+				return // the client went away
+			}
+		}
 	default:
 		http.NotFound(w, r)
 	}
@@ -822,5 +832,51 @@ func TestLibraryPassesOverOddFiles(t *testing.T) {
 	}
 	if len(models) != 2 {
 		t.Errorf("refs that are a pipe or not a commit id were listed: %+v", models)
+	}
+}
+
+// TestHubThatSendsTooMuch: a server that answers past what it should (a
+// broken mirror, an endless answer) is refused by name, with nothing kept,
+// rather than read into memory or written to the disk until either fills.
+func TestHubThatSendsTooMuch(t *testing.T) {
+	for _, extra := range []int{1, 1 << 20, -1} {
+		f := newFakeHub(t)
+		f.extra = extra
+		cache := t.TempDir()
+		_, err := f.client().Download(context.Background(), cache, f.repo, DownloadOptions{})
+		if err == nil || !strings.Contains(err.Error(), "more than the") || !strings.Contains(err.Error(), "tokenizer_config.json") {
+			t.Fatalf("%d bytes too many: %v", extra, err)
+		}
+		filepath.WalkDir(cache, func(path string, d os.DirEntry, err error) error {
+			if info, err := d.Info(); err == nil && !d.IsDir() && info.Size() > 300_000 {
+				t.Errorf("%d bytes too many: left %s of %d bytes", extra, path, info.Size())
+			}
+			return nil
+		})
+	}
+
+	defer func(was int64) { maxAnswerBytes = was }(maxAnswerBytes)
+	maxAnswerBytes = 1 << 20
+	endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		item := `{"rfilename": "x.json", "size": 1},`
+		if r.URL.Path == "/api/models" { // a search
+			io.WriteString(w, `[`)
+			item = `{"id": "a/b", "downloads": 1},`
+		} else {
+			io.WriteString(w, `{"id": "a/b", "sha": "`+strings.Repeat("c", 40)+`", "siblings": [`)
+		}
+		for {
+			if _, err := io.WriteString(w, item); err != nil {
+				return
+			}
+		}
+	}))
+	defer endless.Close()
+	c := &Client{Endpoint: endless.URL, HTTP: &http.Client{}, Backoff: time.Millisecond}
+	if _, err := c.Info(context.Background(), "a/b", ""); err == nil || !strings.Contains(err.Error(), "runs past 1 MB") {
+		t.Errorf("an endless listing: %v", err)
+	}
+	if _, err := c.Search(context.Background(), "qwen", SearchOptions{}); err == nil || !strings.Contains(err.Error(), "runs past 1 MB") {
+		t.Errorf("an endless search: %v", err)
 	}
 }
