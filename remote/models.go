@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 )
 
@@ -16,6 +17,11 @@ type Model struct {
 // ServerHeader is the Server header of the last model list (the software,
 // where the server names it).
 func (c *Client) ServerHeader() string { return c.server }
+
+// maxModelListBytes bounds a server's model list (a router of some
+// thousand models lists them in well under a megabyte): an endless answer
+// is refused by name rather than read until memory runs out.
+var maxModelListBytes int64 = 16 << 20
 
 // Models lists the models the server serves.
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
@@ -35,7 +41,11 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	var list struct {
 		Data []Model `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+	body := &io.LimitedReader{R: resp.Body, N: maxModelListBytes + 1}
+	if err := json.NewDecoder(body).Decode(&list); err != nil {
+		if body.N <= 0 {
+			return nil, fmt.Errorf("the server %s's model list runs past %d MB: is it an OpenAI-compatible API?", c.base.Host, maxModelListBytes>>20)
+		}
 		return nil, fmt.Errorf("the server %s's model list is not the API's JSON (%v)", c.base.Host, err)
 	}
 	return list.Data, nil

@@ -213,6 +213,20 @@ func TestFaults(t *testing.T) {
 	if _, _, last := read(t, cl.Generate(context.Background(), hi)); last.Err == nil || !strings.Contains(last.Err.Error(), "refused the connection") {
 		t.Errorf("refused: %v", last.Err)
 	}
+	// A model list without end: refused by name, not read until memory runs out.
+	defer func(was int64) { maxModelListBytes = was }(maxModelListBytes)
+	maxModelListBytes = 1 << 20
+	endless := fake(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"object": "list", "data": [`)
+		for {
+			if _, err := io.WriteString(w, `{"id": "m", "object": "model"},`); err != nil {
+				return
+			}
+		}
+	})
+	if _, err := endless.Models(context.Background()); err == nil || !strings.Contains(err.Error(), "model list runs past 1 MB") {
+		t.Errorf("an endless model list: %v", err)
+	}
 	// A certificate the client does not trust.
 	tls := httptest.NewTLSServer(stream())
 	defer tls.Close()
