@@ -52,18 +52,13 @@ type visionGolden struct {
 // the same way, and the engine may stray at most 1.3× as far (as the text
 // model's bands, reference_band_test.go).
 func TestImagesMatchTransformers(t *testing.T) {
-	root := testmodel.Root(t)
-	dir := filepath.Join(root, "testdata", "models", "tiny-vision")
-	var g visionGolden
-	if err := json.Unmarshal(mustRead(t, filepath.Join(root, "testdata", "goldens", "tiny-vision.json")), &g); err != nil {
-		t.Fatal(err)
-	}
+	dir, g := tinyVision(t)
 	e, err := Load(dir, Options{Backend: "cpu", ContextLength: 128})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	checkGolden(t, e, dir, &g)
+	checkGolden(t, e, dir, g)
 }
 
 // TestGPUImagesMatchTransformers holds each GPU backend (CUDA; Metal, and
@@ -71,17 +66,23 @@ func TestImagesMatchTransformers(t *testing.T) {
 // bands: the tower's kernels (linear_bf16, attention_full_bf16, ...) and a
 // prompt holding images on the device.
 func TestGPUImagesMatchTransformers(t *testing.T) {
+	dir, g := tinyVision(t)
+	for _, name := range gpuBackends() {
+		t.Run(name, func(t *testing.T) {
+			checkGolden(t, loadGPU(t, dir, name, 128), dir, g)
+		})
+	}
+}
+
+// tinyVision is the tiny-vision checkpoint's folder and its golden.
+func tinyVision(t *testing.T) (string, *visionGolden) {
+	t.Helper()
 	root := testmodel.Root(t)
-	dir := filepath.Join(root, "testdata", "models", "tiny-vision")
 	var g visionGolden
 	if err := json.Unmarshal(mustRead(t, filepath.Join(root, "testdata", "goldens", "tiny-vision.json")), &g); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range gpuBackends() {
-		t.Run(name, func(t *testing.T) {
-			checkGolden(t, loadGPU(t, dir, name, 128), dir, &g)
-		})
-	}
+	return filepath.Join(root, "testdata", "models", "tiny-vision"), &g
 }
 
 // checkGolden holds e (the model in dir) to the golden g: the tower on the
