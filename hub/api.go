@@ -122,7 +122,7 @@ func (c *Client) getJSON(ctx context.Context, what, u string, v any) error {
 	body := &io.LimitedReader{R: resp.Body, N: maxAnswerBytes + 1}
 	if err := json.NewDecoder(body).Decode(v); err != nil {
 		if body.N <= 0 {
-			return fmt.Errorf("%s: the Hub's answer runs past %d MB, more than any model's listing: is HF_ENDPOINT a Hub?", what, maxAnswerBytes>>20)
+			return fmt.Errorf("%s: the answer of %s runs past %d MB, more than any model's listing: is it a Hub (HF_ENDPOINT)?", what, c.Endpoint, maxAnswerBytes>>20)
 		}
 		return fmt.Errorf("%s: the Hub's answer is not the JSON expected: %w", what, err)
 	}

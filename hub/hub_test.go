@@ -133,8 +133,12 @@ func (f *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		extra := f.extra
 		f.mu.Unlock()
-		for sent := 0; p == "sub/tokenizer_config.json" && (extra < 0 || sent < extra); sent += 4096 {
-			if _, err := w.Write(make([]byte, 4096)); err != nil {
+		for sent, n := 0, 0; p == "sub/tokenizer_config.json" && (extra < 0 || sent < extra); sent += n {
+			n = 4096
+			if extra >= 0 {
+				n = min(n, extra-sent)
+			}
+			if _, err := w.Write(make([]byte, n)); err != nil {
 				return // the client went away
 			}
 		}
