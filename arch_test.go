@@ -45,7 +45,7 @@ var allowed = map[string][]string{
 	"synth":       nil,
 	"tokenizer":   {"internal/regular"},
 	"vision":      {"internal/par", "internal/regular"}, // image files to the vision tower's patches: no model
-	"ui":          {"assets", "engine", "hub", "internal/jsonmsg", "internal/locale", "remote", "server", "store"},
+	"ui":          {"assets", "engine", "hub", "internal/jsonmsg", "internal/locale", "internal/regular", "remote", "server", "store"},
 	// The yardstick of every path: a checkpoint reader and plain loops, nothing
 	// the kernels share.
 	"reference":          {"safetensors"},

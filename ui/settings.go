@@ -14,6 +14,7 @@ import (
 
 	"bagel/engine"
 	"bagel/internal/jsonmsg"
+	"bagel/internal/regular"
 	"bagel/server"
 )
 
@@ -229,9 +230,15 @@ func (s *Settings) addRecent(dir string) {
 // the file as it was is first copied to path + ".bak" (the app saves its
 // settings over path when it closes), and the error says what was set aside
 // and where the copy is; it is a warning: the settings returned are usable.
+// maxSettingsBytes bounds the settings file (the app's own writes some
+// kilobytes: recent models, each model's settings).
+const maxSettingsBytes = 16 << 20
+
 func LoadSettings(path string) (Settings, error) {
 	s := DefaultSettings()
-	data, err := os.ReadFile(path)
+	// As a regular file only (a named pipe there would hold the app's start
+	// forever), of at most maxSettingsBytes.
+	data, err := regular.ReadFile(path, maxSettingsBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}

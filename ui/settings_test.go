@@ -1,12 +1,15 @@
 package ui
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
@@ -146,6 +149,28 @@ func TestSettingsFile(t *testing.T) {
 	os.WriteFile(path, []byte(`{oops`), 0o644)
 	if _, err := LoadSettings(path); err == nil || !strings.Contains(err.Error(), "settings.json") {
 		t.Fatalf("broken JSON: %v", err)
+	}
+	// A named pipe where the file should be: refused at once by name (a read
+	// would wait forever for a writer), the defaults used.
+	os.Remove(path)
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		s, err := LoadSettings(path)
+		if !reflect.DeepEqual(s, DefaultSettings()) {
+			err = fmt.Errorf("settings %+v, want the defaults (%v)", s, err)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err == nil || !strings.Contains(err.Error(), "named pipe") {
+			t.Errorf("a named pipe: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a named pipe as the settings file: LoadSettings still waiting after 5 s")
 	}
 }
 
