@@ -66,15 +66,15 @@ func runBench(args []string, out, errOut io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	prefillLens, err := parseLengths("--prefill", *prefill)
+	prefillLens, err := parseLengths("--prefill", "a token count", *prefill)
 	if err != nil {
 		return err
 	}
-	longLens, err := parseLengths("--long", *long)
+	longLens, err := parseLengths("--long", "a token count", *long)
 	if err != nil {
 		return err
 	}
-	widths, err := parseLengths("--tree-widths", *treeWidths)
+	widths, err := parseLengths("--tree-widths", "a tree width", *treeWidths)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 			return fmt.Errorf("--tree-widths %d: want 2 to %d", w, engine.MaxTreeWidth)
 		}
 	}
-	draftLens, err := parseLengths("--drafts", *drafts)
+	draftLens, err := parseLengths("--drafts", "a draft length", *drafts)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func runBench(args []string, out, errOut io.Writer) error {
 			return fmt.Errorf("--drafts %d: want 1 to %d", n, engine.MaxDraftLength)
 		}
 	}
-	counts, err := parseLengths("--streams", *streamCounts)
+	counts, err := parseLengths("--streams", "a number of replies", *streamCounts)
 	if err != nil {
 		return err
 	}
@@ -481,8 +481,9 @@ func (b *bench) add(name, switchSetting string, st engine.Stats) {
 	b.report.Results = append(b.report.Results, r)
 }
 
-// parseLengths reads "128,512" (empty: none).
-func parseLengths(flag, s string) ([]int, error) {
+// parseLengths reads "128,512" (empty: none), each a whole number of 1 or
+// more; what names one in the error ("a token count").
+func parseLengths(flag, what, s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
@@ -490,7 +491,7 @@ func parseLengths(flag, s string) ([]int, error) {
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%s: %q is not a token count", flag, f)
+			return nil, fmt.Errorf("%s: %q is not %s (a whole number, 1 or more)", flag, f, what)
 		}
 		out = append(out, n)
 	}

@@ -100,6 +100,8 @@ func TestSynthThenBench(t *testing.T) {
 		"synth --like qwen9 --out " + dir:                       `no built-in shape "qwen9"`,
 		"synth --like qwen3.5-35b-a3b --experts 4 --out " + dir: "fewer than the 8 experts",
 		"bench -m " + dir + " --prefill 12,x":                   `--prefill: "x" is not a token count`,
+		"bench -m " + dir + " --streams 0":                      `--streams: "0" is not a number of replies`,
+		"bench -m " + dir + " --drafts 2,-1":                    `--drafts: "-1" is not a draft length`,
 	} {
 		code, _, stderr := runCLI(strings.Fields(args)...)
 		if code != 1 || !strings.Contains(stderr, want) {
