@@ -2,11 +2,15 @@ package synth
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"bagel/safetensors"
 )
 
 // tiny is a shape small enough to write in milliseconds, with every kind of layer.
@@ -138,4 +142,57 @@ func TestBuiltInShapes(t *testing.T) {
 	if gb := float64(Bytes(s, DefaultQuant)) / 1e9; gb < 18 || gb > 21 {
 		t.Errorf("qwen3.5-35b-a3b at 4 bits: %.1f GB", gb)
 	}
+}
+
+// TestWeightsCentredOnZero: a synthetic 4-bit matrix's weights average zero
+// as a trained checkpoint's do. Leaning by −scale/2 (biases centred on
+// −scale·2^(bits−1) where the codes' mean is (2^bits − 1)/2) made every
+// token's residual stream collapse onto one direction and route to the same
+// experts, so batches and prompts of the synthetic MoE read far fewer
+// experts than a real one.
+func TestWeightsCentredOnZero(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(dir, Options{Shape: tiny, Quant: tinyQuant, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := safetensors.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for _, path := range []string{
+		"language_model.model.layers.0.mlp.switch_mlp.down_proj",
+		"language_model.model.layers.0.linear_attn.out_proj",
+		"language_model.model.layers.3.self_attn.o_proj",
+	} {
+		w, _ := ck.Tensor(path + ".weight")
+		sc, _ := ck.Tensor(path + ".scales")
+		bi, _ := ck.Tensor(path + ".biases")
+		if w == nil || sc == nil || bi == nil {
+			t.Fatalf("%s: missing", path)
+		}
+		groups := sc.Elements()
+		per := w.Elements() * 8 / groups // 4-bit codes a group
+		var sum, sq float64
+		for g := range groups {
+			s, b := bf16At(sc.Data, g), bf16At(bi.Data, g)
+			for j := range per {
+				k := g*per + j
+				code := binary.LittleEndian.Uint32(w.Data[4*(k/8):]) >> (4 * (k % 8)) & 15
+				v := s*float64(code) + b
+				sum += v
+				sq += v * v
+			}
+		}
+		n := float64(groups * per)
+		mean := sum / n
+		std := math.Sqrt(sq/n - mean*mean)
+		if math.Abs(mean) > 0.03*std {
+			t.Errorf("%s: mean %.3g against std %.3g (%.3f of it); want about zero", path, mean, std, math.Abs(mean)/std)
+		}
+	}
+}
+
+func bf16At(b []byte, i int) float64 {
+	return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16))
 }

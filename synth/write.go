@@ -82,7 +82,15 @@ func plan(s Shape, q Quant) (tensors []tensor, overrides map[string]any) {
 		scale := float32(1/math.Sqrt(float64(in))) / half
 		add(path+".weight", "U32", append(append([]int{}, lead...), out, in*bits/32), fill{kind: 'u'})
 		add(path+".scales", "BF16", append(append([]int{}, lead...), out, in/q.GroupSize), fill{kind: 'n', mean: scale, std: scale / 4})
-		add(path+".biases", "BF16", append(append([]int{}, lead...), out, in/q.GroupSize), fill{kind: 'n', mean: -scale * half, std: scale})
+		// The biases centre each group on zero (mid is the codes' mean), as a
+		// trained checkpoint's groups are. Centred on −scale·half, every
+		// weight leaned by −scale/2: the 4-bit projections' outputs then
+		// shared a direction of their inputs' mean, the residual stream
+		// collapsed onto it, and every token routed to the same experts (4
+		// replies' 32 slots: 8 experts past the first layer), which made a
+		// batch's and a prompt's experts look far cheaper than a real model's.
+		mid := float32(int(1)<<bits-1) / 2
+		add(path+".biases", "BF16", append(append([]int{}, lead...), out, in/q.GroupSize), fill{kind: 'n', mean: -scale * mid, std: scale})
 	}
 	p := "language_model.model."
 	qlin(p+"embed_tokens", s.Vocab, s.Hidden, 0, q.Bits)
