@@ -1,9 +1,12 @@
 // Package synth writes synthetic MLX-layout Qwen3.5 checkpoints: the tensor names,
 // shapes, dtypes, quantization and file layout (shards of at most 5 GB with
 // model.safetensors.index.json) of a real `mlx-community/*-4bit` folder, filled
-// with random weights of sane magnitude. Bagel loads one like any checkpoint;
-// `bagel bench` measures speed on it at the exact shapes of a model nobody has to
-// download, and another engine can be compared on identical shapes.
+// with random weights of sane magnitude, each quantization group centred on zero
+// as a trained one is (so that tokens keep apart through the layers and a MoE's
+// tokens route to different experts, as a real model's do). Bagel loads one like
+// any checkpoint; `bagel bench` measures speed on it at the exact shapes of a
+// model nobody has to download, and another engine can be compared on identical
+// shapes.
 //
 // It is written by hand because nothing else writes this layout from Go: mlx-lm's
 // converter needs the real weights and Python.
