@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"bagel/backend"
 	"bagel/safetensors"
 )
 
@@ -175,7 +176,8 @@ func TestWeightsCentredOnZero(t *testing.T) {
 		per := w.Elements() * 8 / groups // 4-bit codes a group
 		var sum, sq float64
 		for g := range groups {
-			s, b := bf16At(sc.Data, g), bf16At(bi.Data, g)
+			s := float64(backend.BF16ToF32(binary.LittleEndian.Uint16(sc.Data[2*g:])))
+			b := float64(backend.BF16ToF32(binary.LittleEndian.Uint16(bi.Data[2*g:])))
 			for j := range per {
 				k := g*per + j
 				code := binary.LittleEndian.Uint32(w.Data[4*(k/8):]) >> (4 * (k % 8)) & 15
@@ -191,8 +193,4 @@ func TestWeightsCentredOnZero(t *testing.T) {
 			t.Errorf("%s: mean %.3g against std %.3g (%.3f of it); want about zero", path, mean, std, math.Abs(mean)/std)
 		}
 	}
-}
-
-func bf16At(b []byte, i int) float64 {
-	return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16))
 }
