@@ -7,7 +7,8 @@
 # kernels: the tiled GEMVs (main's load for several replies), the tiled
 # GEMVs with the experts on the plain kernels (BAGEL_EXP_PLAIN_EXPERTS=both,
 # the thirty-third session's plain-experts.patch, in synth-centred.patch),
-# and the plain GEMVs throughout.
+# and the plain GEMVs throughout; on the centred checkpoint, every kernel of
+# a batched step of 8 rows under ncu (tools/gpubench.sh's ncu-batch).
 # .devbin/bins.tar.xz holds bagel built with the patch applied:
 #   git apply docs/experiments/synth-centred.patch
 #   L="env CGO_ENABLED=0 GOOS=linux GOARCH=amd64"; F='-trimpath -ldflags=-s\ -w'
@@ -38,5 +39,13 @@ for kind in new old; do
 		say "$kind [$m] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
 		cp /tmp/b.txt "$OUT/streams-$kind-$(echo "$m" | tr ';=' '__').txt"
 	done
+	if [ $kind = new ]; then # every kernel of a batched step of 8 rows, tiled GEMVs, graphs off (tools/gpubench.sh's ncu-batch)
+		BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 200 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
+			--launch-skip 43000 --launch-count 6000 .devbin/bagel bench $C --prefill= --drafts= --tokens 16 --streams 8 > $OUT/ncu-batch.csv 2> /dev/null
+		say "ncu-batch (rc $?)"
+		python3 tools/ncu_forwards.py $OUT/ncu-batch.csv 30 > $OUT/ncu-batch.txt
+		awk '/^forward/ {n++; batched[n] = index($0, "batched step of 8 rows") > 0} {buf[n] = buf[n] $0 "\n"} END {for (i = n - 1; i > 0; i--) if (batched[i]) {printf "%s", buf[i]; exit}}' $OUT/ncu-batch.txt | tee -a $LOG
+		gzip -9 $OUT/ncu-batch.csv
+	fi
 	rm -rf $M
 done
