@@ -23,6 +23,17 @@ import (
 // chunk keeps its boundaries (those of its lone reply's prefill) and goes
 // with others only where it takes the prompt path alone
 // (ops.Plan.PromptMin), so each reply's cache gets its lone reply's bits.
+//
+// A chunk under the prompt path (a short prompt; the few tokens after a
+// chat's conversation ends, where its state is kept for the next turn, and
+// before the reply's first: every templated prompt has them) takes the step
+// kernels alone, each token's sums those of a decode step. Such chunks of
+// several sequences go together as the rows of one batched step
+// (qwen.Model.ForwardRows: a sequence's tokens one after another, as a
+// verify's), up to qwen.MaxBatch rows, where the lone chunk's forward takes
+// the step's kernels (not where promptKernels moves it to the tiled GEMVs):
+// the openings of eight chat replies arriving together (2 to 6 tokens each)
+// then take two or three forwards, not eight.
 
 // SwitchPromptsTogether prefills the prompts of a batch's replies together.
 const SwitchPromptsTogether = "prompts-together"
@@ -37,7 +48,8 @@ func init() {
 		Name: SwitchPromptsTogether,
 		Description: fmt.Sprintf("Replies that answer together prefill their prompts in one forward, each weight read once for all of them "+
 			"(chunks of %d tokens or more, %d where a MoE model's shorter prompts take the tiled GEMVs, up to a prefill chunk in all; "+
-			"applies at the next prompt).", ops.PromptMinTokens, ops.TiledPromptMinTokens),
+			"shorter chunks, such as the few tokens that open each chat reply, as the rows of one batched step, up to %d; "+
+			"applies at the next prompt).", ops.PromptMinTokens, ops.TiledPromptMinTokens, qwen.MaxBatch),
 		Default: true,
 		Env:     "BAGEL_NO_PROMPTS_TOGETHER",
 	})
@@ -105,13 +117,20 @@ func (e *Engine) promptGroup(seqs []*batchSeq) []promptChunk {
 		return cmp.Compare(len(a.prompt)-a.prefill, len(b.prompt)-b.prefill)
 	})
 	group := []promptChunk{e.nextChunk(waiting[0])}
-	if !e.together(group[0]) {
-		return group
+	// Beside a chunk on the prompt path, others on it up to a prefill
+	// chunk's tokens; beside one on the step kernels, others on them up to
+	// a batched step's rows.
+	with, most := e.together, e.prefillChunk
+	if !with(group[0]) {
+		with, most = e.rowsTogether, qwen.MaxBatch
+		if !with(group[0]) {
+			return group
+		}
 	}
 	tokens := group[0].end - waiting[0].prefill
 	for _, s := range waiting[1:] {
 		pc := e.nextChunk(s)
-		if n := pc.end - s.prefill; e.together(pc) && tokens+n <= e.prefillChunk {
+		if n := pc.end - s.prefill; with(pc) && tokens+n <= most {
 			group, tokens = append(group, pc), tokens+n
 		}
 	}
@@ -138,6 +157,16 @@ func (e *Engine) together(pc promptChunk) bool {
 		(s.images == nil || !s.images.holdsImage(s.prefill, pc.end))
 }
 
+// rowsTogether says whether chunk pc, under the prompt path, may share a
+// batched step with others: with the switch on, a chunk without an image
+// that a batched step's rows take (qwen.RecordRows tokens at most) and whose
+// lone forward runs the step's kernels as they are.
+func (e *Engine) rowsTogether(pc promptChunk) bool {
+	s, n := pc.s, pc.end-pc.s.prefill
+	return switches.On(SwitchPromptsTogether) && n < e.promptMin && n <= qwen.RecordRows && !e.movesToTiled(n) &&
+		(s.images == nil || !s.images.holdsImage(s.prefill, pc.end))
+}
+
 // forwardChunks runs group's chunks, one forward for all of them, and waits
 // for it. On the device goroutine.
 func (e *Engine) forwardChunks(group []promptChunk) error {
@@ -160,6 +189,16 @@ func (e *Engine) forwardChunks(group []promptChunk) error {
 	caches, chunks := make([]*qwen.Cache, len(group)), make([][]int32, len(group))
 	for i, pc := range group {
 		caches[i], chunks[i] = pc.s.cache, pc.s.prompt[pc.s.prefill:pc.end]
+	}
+	if len(chunks[0]) < e.promptMin { // rowsTogether's
+		logits, _, err := e.model.ForwardRows(e.ctx, caches, chunks)
+		if err != nil {
+			return err
+		}
+		if _, err = ops.ReadBytes(e.ctx, ops.View(logits, 0, ops.F32, []int{1})); err != nil { // waits for the rows
+			return err
+		}
+		return e.countSlots() // the batch record, on its first use
 	}
 	hidden, err := e.model.ForwardPrompts(e.ctx, caches, chunks)
 	if err != nil {

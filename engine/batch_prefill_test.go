@@ -11,6 +11,7 @@ import (
 	"bagel/ops"
 	"bagel/qwen"
 	"bagel/switches"
+	"bagel/tokenizer"
 )
 
 // TestPromptsTogetherEqualAlone: prompt chunks of several sequences run in
@@ -275,71 +276,104 @@ func TestPromptGroupChoices(t *testing.T) {
 	if got = ends(e.promptGroup(all)); len(got) != 1 {
 		t.Errorf("with the switch off: %v, want one chunk", got)
 	}
+	// Chunks under the prompt path go together as a step's rows, least
+	// prompt first, up to qwen.MaxBatch rows: 5 and 6, not another 6 nor
+	// 8 beside them, nor a chunk of more rows than a step takes.
+	if err := switches.Set(SwitchPromptsTogether, true); err != nil {
+		t.Fatal(err)
+	}
+	rows := []*batchSeq{seq(9, 0), seq(6, 0), seq(40, 33), seq(7, 0), seq(min, 0)}
+	got = ends(e.promptGroup(rows))
+	want = []string{"6:0-5", "40:33-39"}
+	if !slices.Equal(got, want) {
+		t.Errorf("short chunks: %v, want %v", got, want)
+	}
 }
 
 // TestPromptsTogetherKeepTheHead: with the MTP head drafting, prompts run
 // together leave each sequence's head cache as its own Forward leaves it:
 // the head's guesses after them, and the logits of each guess, are bit for
 // bit those after the chunks alone (the demo model's head, on the CPU), a
-// first chunk at position 0 and a second after it.
+// first chunk at position 0 and a second after it; chunks on the prompt
+// path together (ForwardPrompts), and short ones as a batched step's rows
+// (ForwardRows).
 func TestPromptsTogetherKeepTheHead(t *testing.T) {
 	withDemoHead(t, func(e *Engine) error {
-		defer e.scratch.Reset()
-		var together, alone []*qwen.Cache
-		for range 3 {
-			for _, list := range []*[]*qwen.Cache{&together, &alone} {
-				k, err := e.model.NewCache(e.ctx, 256)
-				if err != nil {
-					return err
-				}
-				defer k.Free(e.ctx)
-				*list = append(*list, k)
-			}
-		}
 		min := e.promptMin
-		for round, lengths := range [][]int{{min + 8, min + 25, min}, {min + 1, min, min + 38}} {
-			chunks := make([][]int32, len(lengths))
-			for i, n := range lengths {
-				chunks[i] = longPrompt(10*round+i, n)
-				if _, err := e.model.Forward(e.ctx, alone[i], chunks[i], false); err != nil {
-					return err
-				}
-			}
-			if _, err := e.model.ForwardPrompts(e.ctx, together, chunks); err != nil {
-				return err
-			}
+		if err := headAfterChunks(e, [][]int{{min + 8, min + 25, min}, {min + 1, min, min + 38}}, func(caches []*qwen.Cache, chunks [][]int32) error {
+			_, err := e.model.ForwardPrompts(e.ctx, caches, chunks)
+			return err
+		}); err != nil {
+			return fmt.Errorf("prompts together: %w", err)
 		}
-		for i := range together {
-			var guesses [2][]int32
-			var logits [2][]byte
-			for j, k := range []*qwen.Cache{together[i], alone[i]} {
-				if !e.model.MTPReady(k) {
-					return fmt.Errorf("sequence %d: the head is out of step (%s)", i, []string{"together", "alone"}[j])
-				}
-				var err error
-				guesses[j], err = e.model.MTPDraft(e.ctx, k, 42, 3, func(l ops.Tensor) (int32, error) {
-					raw, err := ops.ReadBytes(e.ctx, l)
-					logits[j] = append(logits[j], raw...)
-					if err != nil {
-						return 0, err
-					}
-					rows, err := e.readTopK(l, 1, 1)
-					if err != nil {
-						return 0, err
-					}
-					return rows[0].ids[0], nil
-				})
-				if err != nil {
-					return err
-				}
-			}
-			if !slices.Equal(guesses[0], guesses[1]) || !bytes.Equal(logits[0], logits[1]) {
-				return fmt.Errorf("sequence %d: the head guesses %v after the prompts together, %v after them alone (logits equal: %v)",
-					i, guesses[0], guesses[1], bytes.Equal(logits[0], logits[1]))
-			}
+		if err := headAfterChunks(e, [][]int{{5, 1, 9}, {3, 7, 2}}, func(caches []*qwen.Cache, chunks [][]int32) error {
+			_, _, err := e.model.ForwardRows(e.ctx, caches, chunks)
+			return err
+		}); err != nil {
+			return fmt.Errorf("short chunks as rows: %w", err)
 		}
 		return nil
 	})
+}
+
+// headAfterChunks runs rounds of chunks (their lengths) through
+// runTogether for three sequences and alone through Forward for three others, then
+// compares each pair's MTP guesses and their logits.
+func headAfterChunks(e *Engine, rounds [][]int, runTogether func([]*qwen.Cache, [][]int32) error) error {
+	defer e.scratch.Reset()
+	var together, alone []*qwen.Cache
+	for range 3 {
+		for _, list := range []*[]*qwen.Cache{&together, &alone} {
+			k, err := e.model.NewCache(e.ctx, 256)
+			if err != nil {
+				return err
+			}
+			defer k.Free(e.ctx)
+			*list = append(*list, k)
+		}
+	}
+	for round, lengths := range rounds {
+		chunks := make([][]int32, len(lengths))
+		for i, n := range lengths {
+			chunks[i] = longPrompt(10*round+i, n)
+			if _, err := e.model.Forward(e.ctx, alone[i], chunks[i], false); err != nil {
+				return err
+			}
+		}
+		if err := runTogether(together, chunks); err != nil {
+			return err
+		}
+	}
+	for i := range together {
+		var guesses [2][]int32
+		var logits [2][]byte
+		for j, k := range []*qwen.Cache{together[i], alone[i]} {
+			if !e.model.MTPReady(k) {
+				return fmt.Errorf("sequence %d: the head is out of step (%s)", i, []string{"together", "alone"}[j])
+			}
+			var err error
+			guesses[j], err = e.model.MTPDraft(e.ctx, k, 42, 3, func(l ops.Tensor) (int32, error) {
+				raw, err := ops.ReadBytes(e.ctx, l)
+				logits[j] = append(logits[j], raw...)
+				if err != nil {
+					return 0, err
+				}
+				rows, err := e.readTopK(l, 1, 1)
+				if err != nil {
+					return 0, err
+				}
+				return rows[0].ids[0], nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if !slices.Equal(guesses[0], guesses[1]) || !bytes.Equal(logits[0], logits[1]) {
+			return fmt.Errorf("sequence %d: the head guesses %v after the chunks together, %v after them alone (logits equal: %v)",
+				i, guesses[0], guesses[1], bytes.Equal(logits[0], logits[1]))
+		}
+	}
+	return nil
 }
 
 // TestRepliesStartThePromptPathSooner: a model loaded for several replies
@@ -383,6 +417,73 @@ func TestRepliesStartThePromptPathSooner(t *testing.T) {
 			for i, req := range reqs {
 				if want := solo(t, e, req); !slices.Equal(got[i], want) {
 					t.Errorf("reply %d: batched %v, alone %v", i, got[i], want)
+				}
+			}
+		}
+		e.Close()
+	}
+}
+
+// TestShortChunksTogetherEqualSolo: chunks under the prompt path of several
+// replies go together as the rows of one batched step (rowsTogether): four
+// chat replies arriving together, each prompt a short conversation whose
+// few tokens after its end (where its state is kept for the next turn) and
+// before the reply are a chunk of their own, each reply (three greedy, one
+// seeded sampled) its solo reply token for token, with the tiled GEMVs on
+// and off; with the switch off the same batch launches more kernels (but on
+// a model loaded for one reply on CUDA, whose short chunks take the tiled
+// GEMVs alone).
+func TestShortChunksTogetherEqualSolo(t *testing.T) {
+	withTiledGEMV(t, "batch", func(t *testing.T) { testShortChunksTogether(t, "cpu") })
+}
+
+func TestGPUShortChunksTogetherEqualSolo(t *testing.T) {
+	for _, name := range gpuBackends() {
+		withTiledGEMV(t, name, func(t *testing.T) { testShortChunksTogether(t, name) })
+	}
+}
+
+func testShortChunksTogether(t *testing.T, backendName string) {
+	defer switches.Reset(SwitchPromptsTogether)
+	for _, name := range []string{"tiny-moe", "tiny-dense"} {
+		e := loadOn(t, testmodel.Dir(t, name), Options{Backend: backendName, ContextLength: 128, PromptCacheBytes: -1})
+		var reqs []Request
+		for i, q := range []string{"Hi!", "What is a bagel?", "Why?", "Name an oven."} {
+			req := Request{Messages: []tokenizer.Message{{Role: "user", Content: q}}, MaxTokens: 5, IgnoreStop: true}
+			if i == 1 {
+				req.Sampling = Sampling{Temperature: 0.8, TopK: 20, TopP: 1, Seed: 7}
+			}
+			prompt, err := e.PromptTokens(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end := e.conversationEnd(req, prompt); end >= len(prompt)-1 || len(prompt) > e.promptMin {
+				t.Fatalf("%s: prompt %d of %d tokens, its conversation ending at %d: want a tail and no chunk on the prompt path", name, i, len(prompt), end)
+			}
+			reqs = append(reqs, req)
+		}
+		runBatch(t, e, reqs, 0) // the pool's first allocation and what else a first batch launches
+		var dispatches [2]int64
+		var got [2][][]int32
+		for j, on := range []bool{true, false} {
+			if err := switches.Set(SwitchPromptsTogether, on); err != nil {
+				t.Fatal(err)
+			}
+			before := e.Counters().Dispatches
+			got[j], _ = runBatch(t, e, reqs, 0)
+			dispatches[j] = e.Counters().Dispatches - before
+		}
+		t.Logf("%s on %s: %d kernels with the short chunks together, %d apart", name, backendName, dispatches[0], dispatches[1])
+		// A model loaded for one reply on CUDA runs such chunks alone on the
+		// tiled GEMVs (short-prompt-tiled), so they stay apart there.
+		if apart := e.movesToTiled(2); dispatches[0] > dispatches[1] || apart != (dispatches[0] == dispatches[1]) {
+			t.Errorf("%s: the batch launched %d kernels with its short chunks together, %d apart (want as many: %v)", name, dispatches[0], dispatches[1], apart)
+		}
+		for i, req := range reqs {
+			want, _, _ := collect(t, e.Generate(context.Background(), req)) // its chunks cut where the batch cuts them
+			for j, mode := range []string{"together", "apart"} {
+				if !slices.Equal(got[j][i], want) {
+					t.Errorf("%s on %s, short chunks %s: reply %d %v, alone %v", name, backendName, mode, i, got[j][i], want)
 				}
 			}
 		}

@@ -22,10 +22,17 @@ import (
 // BAGEL_REQUIRE_GPU is set.
 func loadGPU(t *testing.T, dir, backendName string, contextLength int) *Engine {
 	t.Helper()
-	e, err := Load(dir, Options{Backend: backendName, ContextLength: contextLength})
+	return loadOn(t, dir, Options{Backend: backendName, ContextLength: contextLength})
+}
+
+// loadOn loads the checkpoint in dir with opt, closed when the test ends;
+// on a GPU backend it skips as loadGPU does.
+func loadOn(t *testing.T, dir string, opt Options) *Engine {
+	t.Helper()
+	e, err := Load(dir, opt)
 	if err != nil {
-		if os.Getenv("BAGEL_REQUIRE_GPU") == "" && strings.Contains(err.Error(), "no ") {
-			t.Skipf("%s unavailable: %v", backendName, err)
+		if opt.Backend != "cpu" && os.Getenv("BAGEL_REQUIRE_GPU") == "" && strings.Contains(err.Error(), "no ") {
+			t.Skipf("%s unavailable: %v", opt.Backend, err)
 		}
 		t.Fatal(err)
 	}

@@ -21,11 +21,19 @@ const shortPromptMinTokens = 2
 // decode step's kernels, so that its logits are the steps'.
 func (e *Engine) promptKernels(t int) (restore func()) {
 	p := &e.ctx.Plan
-	if !p.ShortPromptTiled || p.TiledGEMV || t < shortPromptMinTokens || t >= p.PromptMin() {
+	if !e.movesToTiled(t) {
 		return func() {}
 	}
 	p.TiledGEMV = true
 	return func() { p.TiledGEMV = false }
+}
+
+// movesToTiled says whether promptKernels moves a prompt's forward of t
+// tokens to the tiled GEMVs (the plan's switch is a no-op on a device
+// without them: Metal's forward keeps the plain ones).
+func (e *Engine) movesToTiled(t int) bool {
+	p := &e.ctx.Plan
+	return p.ShortPromptTiled && !p.TiledGEMV && t >= shortPromptMinTokens && t < p.PromptMin() && ops.TiledGEMVs(e.ctx)
 }
 
 // forwardPrompt runs tokens, a chunk of a prompt, at the cache position on
