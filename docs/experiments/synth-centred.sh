@@ -8,11 +8,14 @@
 # GEMVs with the experts on the plain kernels (BAGEL_EXP_PLAIN_EXPERTS=both,
 # the thirty-third session's plain-experts.patch, in synth-centred.patch),
 # and the plain GEMVs throughout; on the centred checkpoint, every kernel of
-# a batched step of 8 rows under ncu (tools/gpubench.sh's ncu-batch).
+# a batched step of 8 rows under ncu (tools/gpubench.sh's ncu-batch), 8-token
+# prompts' chunks together as a step's rows or apart, and main's batch tests
+# (.devbin also holds engine.test, built from main without the patch).
 # .devbin/bins.tar.xz holds bagel built with the patch applied:
 #   git apply docs/experiments/synth-centred.patch
 #   L="env CGO_ENABLED=0 GOOS=linux GOARCH=amd64"; F='-trimpath -ldflags=-s\ -w'
-#   eval $L go build $F -o .devbin/bagel . && (cd .devbin && tar cf bins.tar bagel && xz -T2 -6 bins.tar && rm -f bagel)
+#   eval $L go build $F -o .devbin/bagel . && git checkout synth/write.go ops/experts.go && eval $L go test -c $F -o .devbin/engine.test ./engine
+#   (cd .devbin && tar cf bins.tar bagel engine.test && xz -T2 -6 bins.tar && rm -f bagel engine.test)
 # then on the device (carry .devbin): sh docs/experiments/synth-centred.sh
 set -u
 T0=$(date +%s)
@@ -39,6 +42,13 @@ for kind in new old; do
 		say "$kind [$m] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
 		cp /tmp/b.txt "$OUT/streams-$kind-$(echo "$m" | tr ';=' '__').txt"
 	done
+	if [ $kind = new ]; then # 8-token prompts: their chunks as a batched step's rows (main since 4541fd3) or each alone
+		for m in BAGEL_TILED_GEMV=1 "BAGEL_TILED_GEMV=1;BAGEL_NO_PROMPTS_TOGETHER=1"; do
+			env $(echo "$m" | tr ';' ' ') timeout 60 .devbin/bagel bench $C --prefill= --drafts= --tokens 32 --streams 4,8 --stream-prompt 8 > /tmp/b.txt 2>&1
+			say "short prompts [$m] (rc $?):"
+			grep -A4 'streams  aggregate' /tmp/b.txt | tee -a $LOG
+		done
+	fi
 	if [ $kind = new ]; then # every kernel of a batched step of 8 rows, tiled GEMVs, graphs off (tools/gpubench.sh's ncu-batch)
 		BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 200 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
 			--launch-skip 43000 --launch-count 6000 .devbin/bagel bench $C --prefill= --drafts= --tokens 16 --streams 8 > $OUT/ncu-batch.csv 2> /dev/null
@@ -48,4 +58,10 @@ for kind in new old; do
 		gzip -9 $OUT/ncu-batch.csv
 	fi
 	rm -rf $M
+	if [ $kind = new ]; then # main's batch tests on the GPU (engine.test built from main, without the patch)
+		(cd engine && BAGEL_REQUIRE_GPU=1 timeout 170 ../.devbin/engine.test -test.count=1 -test.v \
+			-test.run 'TestGPUShortChunks|TestGPUBatchEqualsSolo|TestGPUBatchPromptsTogether|TestGPUPromptsTogether') > /tmp/t.txt 2>&1
+		say "engine GPU tests (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/t.txt | tr '\n' ' ')"
+		grep -E 'kernels with|FAIL|alone' /tmp/t.txt | head -20 | tee -a $LOG
+	fi
 done
