@@ -181,6 +181,23 @@ func TestGPUBatchPromptsTogetherEqualSolo(t *testing.T) {
 	}
 }
 
+// togetherAndApart runs reqs as a batch with the prompts-together switch on,
+// then off (after a first batch that allocates the pool), and returns each
+// run's replies and kernel launches.
+func togetherAndApart(t *testing.T, e *Engine, reqs []Request) (got [2][][]int32, dispatches [2]int64) {
+	t.Helper()
+	runBatch(t, e, reqs, 0) // the pool's first allocation and what else a first batch launches
+	for j, on := range []bool{true, false} {
+		if err := switches.Set(SwitchPromptsTogether, on); err != nil {
+			t.Fatal(err)
+		}
+		before := e.Counters().Dispatches
+		got[j], _ = runBatch(t, e, reqs, 0)
+		dispatches[j] = e.Counters().Dispatches - before
+	}
+	return got, dispatches
+}
+
 func testBatchPromptsTogether(t *testing.T, backendName string) {
 	defer switches.Reset(SwitchPromptsTogether)
 	for _, name := range []string{"tiny-moe", "tiny-dense"} {
@@ -194,17 +211,7 @@ func testBatchPromptsTogether(t *testing.T, backendName string) {
 			}
 			reqs = append(reqs, req)
 		}
-		runBatch(t, e, reqs, 0) // the pool's first allocation and what else a first batch launches
-		var dispatches [2]int64
-		var got [2][][]int32
-		for j, on := range []bool{true, false} {
-			if err := switches.Set(SwitchPromptsTogether, on); err != nil {
-				t.Fatal(err)
-			}
-			before := e.Counters().Dispatches
-			got[j], _ = runBatch(t, e, reqs, 0)
-			dispatches[j] = e.Counters().Dispatches - before
-		}
+		got, dispatches := togetherAndApart(t, e, reqs)
 		t.Logf("%s on %s: %d kernels with the prompts together, %d apart", name, backendName, dispatches[0], dispatches[1])
 		if dispatches[0] >= dispatches[1] {
 			t.Errorf("%s: the batch launched %d kernels with its prompts together, %d apart", name, dispatches[0], dispatches[1])
@@ -462,17 +469,7 @@ func testShortChunksTogether(t *testing.T, backendName string) {
 			}
 			reqs = append(reqs, req)
 		}
-		runBatch(t, e, reqs, 0) // the pool's first allocation and what else a first batch launches
-		var dispatches [2]int64
-		var got [2][][]int32
-		for j, on := range []bool{true, false} {
-			if err := switches.Set(SwitchPromptsTogether, on); err != nil {
-				t.Fatal(err)
-			}
-			before := e.Counters().Dispatches
-			got[j], _ = runBatch(t, e, reqs, 0)
-			dispatches[j] = e.Counters().Dispatches - before
-		}
+		got, dispatches := togetherAndApart(t, e, reqs)
 		t.Logf("%s on %s: %d kernels with the short chunks together, %d apart", name, backendName, dispatches[0], dispatches[1])
 		// A model loaded for one reply on CUDA runs such chunks alone on the
 		// tiled GEMVs (short-prompt-tiled), so they stay apart there.
