@@ -7,7 +7,8 @@
 # kernels: the tiled GEMVs (main's load for several replies), the tiled
 # GEMVs with the experts on the plain kernels (BAGEL_EXP_PLAIN_EXPERTS=both,
 # the thirty-third session's plain-experts.patch, in synth-centred.patch),
-# and the plain GEMVs throughout; on the centred checkpoint, every kernel of
+# and the plain GEMVs throughout (the old checkpoint: the tiled GEMVs only);
+# on the centred checkpoint, every kernel of
 # a batched step of 8 rows under ncu (tools/gpubench.sh's ncu-batch), 8-token
 # prompts' chunks together as a step's rows or apart, and main's batch tests
 # (.devbin also holds engine.test, built from main without the patch).
@@ -37,7 +38,9 @@ for kind in new old; do
 	say "$kind lone (rc $?):"
 	grep -E '^(decode greedy|prefill 2048)|a verify =' /tmp/b.txt | grep -v 'pipeline=off' | cut -c1-160 | tee -a $LOG
 	cp /tmp/b.txt $OUT/lone-$kind.txt
-	for m in BAGEL_TILED_GEMV=1 "BAGEL_TILED_GEMV=1;BAGEL_EXP_PLAIN_EXPERTS=both" BAGEL_TILED_GEMV=0; do
+	loads='BAGEL_TILED_GEMV=1 BAGEL_TILED_GEMV=1;BAGEL_EXP_PLAIN_EXPERTS=both BAGEL_TILED_GEMV=0'
+	[ $kind = old ] && loads=BAGEL_TILED_GEMV=1 # the old checkpoint: main's load for several replies only
+	for m in $loads; do
 		env $(echo "$m" | tr ';' ' ') timeout 120 .devbin/bagel bench $C --prefill= --drafts= --tokens 128 --streams 1,4,8 > /tmp/b.txt 2>&1
 		say "$kind [$m] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
 		cp /tmp/b.txt "$OUT/streams-$kind-$(echo "$m" | tr ';=' '__').txt"
