@@ -29,8 +29,8 @@ import (
 // before the reply's first: every templated prompt has them) takes the step
 // kernels alone, each token's sums those of a decode step. Such chunks of
 // several sequences go together as the rows of one batched step
-// (qwen.Model.ForwardRows: a sequence's tokens one after another, as a
-// verify's), up to qwen.MaxBatch rows, where the lone chunk's forward takes
+// (qwen.Model.ForwardPromptRows: a sequence's tokens one after another, as
+// a verify's, without the logits), up to qwen.MaxBatch rows, where the lone chunk's forward takes
 // the step's kernels (not where promptKernels moves it to the tiled GEMVs):
 // the openings of eight chat replies arriving together (2 to 6 tokens each)
 // then take two or three forwards, not eight.
@@ -191,11 +191,11 @@ func (e *Engine) forwardChunks(group []promptChunk) error {
 		caches[i], chunks[i] = pc.s.cache, pc.s.prompt[pc.s.prefill:pc.end]
 	}
 	if len(chunks[0]) < e.promptMin { // rowsTogether's
-		logits, _, err := e.model.ForwardRows(e.ctx, caches, chunks)
+		hidden, err := e.model.ForwardPromptRows(e.ctx, caches, chunks)
 		if err != nil {
 			return err
 		}
-		if _, err = ops.ReadBytes(e.ctx, ops.View(logits, 0, ops.F32, []int{1})); err != nil { // waits for the rows
+		if _, err = ops.ReadBytes(e.ctx, ops.View(hidden, 0, ops.BF16, []int{2})); err != nil { // waits for the rows
 			return err
 		}
 		return e.countSlots() // the batch record, on its first use

@@ -117,7 +117,8 @@ func testPromptsTogether(t *testing.T, backendName string, capacity int) {
 
 // TestForwardPromptsRefusals: a chunk the prompt path would not take alone,
 // two chunks for one cache, a chunk past its context and a token outside the
-// vocabulary are refused with what is wrong, before any work.
+// vocabulary are refused with what is wrong, before any work; so are short
+// chunks a batched step's rows would not take (ForwardPromptRows).
 func TestForwardPromptsRefusals(t *testing.T) {
 	e := batchEngine(t, "tiny-moe", "cpu")
 	defer e.Close()
@@ -150,6 +151,24 @@ func TestForwardPromptsRefusals(t *testing.T) {
 			_, err := e.model.ForwardPrompts(e.ctx, c.caches, c.chunks)
 			if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
 				t.Errorf("want an error with %q, got %v", c.want, err)
+			}
+		}
+		// A prompt's short chunks as a step's rows: more than a step's rows,
+		// one cache twice, a token outside the vocabulary, a count amiss.
+		for _, c := range []struct {
+			caches []*qwen.Cache
+			chunks [][]int32
+			want   string
+		}{
+			{[]*qwen.Cache{a, b}, [][]int32{long[:4], long[:qwen.RecordRows+1]}, "want 1 to 16"},
+			{[]*qwen.Cache{a, b}, [][]int32{long[:9], long[:8]}, "17 tokens of 2 sequences, at most 16"},
+			{[]*qwen.Cache{a, a}, [][]int32{long[:4], long[:4]}, "shares its cache"},
+			{[]*qwen.Cache{a, b}, [][]int32{long[:4], bad[:5]}, "outside the vocabulary"},
+			{[]*qwen.Cache{a}, nil, "0 token lists for 1 sequences"},
+		} {
+			_, err := e.model.ForwardPromptRows(e.ctx, c.caches, c.chunks)
+			if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
+				t.Errorf("rows: want an error with %q, got %v", c.want, err)
 			}
 		}
 		if a.Offset != 0 || b.Offset != 0 {
@@ -303,7 +322,7 @@ func TestPromptGroupChoices(t *testing.T) {
 // bit those after the chunks alone (the demo model's head, on the CPU), a
 // first chunk at position 0 and a second after it; chunks on the prompt
 // path together (ForwardPrompts), and short ones as a batched step's rows
-// (ForwardRows).
+// (ForwardPromptRows).
 func TestPromptsTogetherKeepTheHead(t *testing.T) {
 	withDemoHead(t, func(e *Engine) error {
 		min := e.promptMin
@@ -314,7 +333,7 @@ func TestPromptsTogetherKeepTheHead(t *testing.T) {
 			return fmt.Errorf("prompts together: %w", err)
 		}
 		if err := headAfterChunks(e, [][]int{{5, 1, 9}, {3, 7, 2}}, func(caches []*qwen.Cache, chunks [][]int32) error {
-			_, _, err := e.model.ForwardRows(e.ctx, caches, chunks)
+			_, err := e.model.ForwardPromptRows(e.ctx, caches, chunks)
 			return err
 		}); err != nil {
 			return fmt.Errorf("short chunks as rows: %w", err)

@@ -27,7 +27,7 @@ func (m *Model) ForwardBatch(c *ops.Ctx, caches []*Cache, tokens []int32) (ops.T
 	if err := m.checkIDs(tokens); err != nil {
 		return ops.Tensor{}, err
 	}
-	return m.forwardBatch(c, caches, ones(len(caches)), tokens, ops.Tensor{})
+	return m.forwardBatch(c, caches, ones(len(caches)), tokens, ops.Tensor{}, true)
 }
 
 // ForwardBatchIDs is ForwardBatch on tokens already on the device, ids i32
@@ -36,7 +36,7 @@ func (m *Model) ForwardBatchIDs(c *ops.Ctx, caches []*Cache, ids ops.Tensor) (op
 	if ids.DType != ops.I32 || ids.Elements() != len(caches) {
 		return ops.Tensor{}, fmt.Errorf("batched step: ids %v for %d sequences", ids, len(caches))
 	}
-	return m.forwardBatch(c, caches, ones(len(caches)), nil, ids)
+	return m.forwardBatch(c, caches, ones(len(caches)), nil, ids, true)
 }
 
 // ones is n counts of one row.
@@ -50,14 +50,16 @@ func ones(n int) []int {
 
 // forwardBatch runs counts[b] rows of caches[b]'s sequence, the sequences'
 // rows one after the other (tokens from the host, or devIDs on the device),
-// and returns the logits of every row. Where the caches share a pool, each
+// and returns the logits of every row (with logits false, the final hidden
+// rows under the final norm, bf16 [R, hidden]: a prompt's rows need no
+// logits, and on the plain GEMVs each row's would read the head again). Where the caches share a pool, each
 // layer's conv, GDN rule, attention preamble and attention take one launch
 // each for all rows (a verify's rows too: its tokens one after the other
 // through its slot's state) but a draft tree's, which come last and take
 // the tree's launches; otherwise each sequence takes its own. A
 // sequence of more rows (a verify) has its GDN inputs recorded in the
 // model's batch record for ReplayGDN.
-func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens []int32, devIDs ops.Tensor) (ops.Tensor, error) {
+func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens []int32, devIDs ops.Tensor, logits bool) (ops.Tensor, error) {
 	if err := checkBatch(caches, counts); err != nil {
 		return ops.Tensor{}, err
 	}
@@ -85,7 +87,10 @@ func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens [
 	if err != nil {
 		return ops.Tensor{}, err
 	}
-	logits := m.logits(c, normed)
+	out := normed
+	if logits {
+		out = m.logits(c, normed)
+	}
 	m.keepMTP(c, caches, counts, ids, normed)
 	row := 0
 	for i, k := range caches {
@@ -97,7 +102,7 @@ func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens [
 		}
 		row += counts[i]
 	}
-	return logits, nil
+	return out, nil
 }
 
 // checkBatch refuses a batched step the step kernels do not serve: no

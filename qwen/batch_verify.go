@@ -33,6 +33,28 @@ func (m *Model) ForwardRows(c *ops.Ctx, caches []*Cache, rows [][]int32) (ops.Te
 	return m.ForwardTrees(c, caches, rows, nil)
 }
 
+// ForwardPromptRows is ForwardRows for chunks of prompts: sequence b runs
+// rows[b], its prompt's next tokens, and it returns their final hidden
+// rows under the final norm, bf16 [R, hidden], without the logits; each
+// row's sums are those a decode step of its token gets (the step kernels),
+// so a chunk leaves its cache as its own Forward of it does on the same
+// kernels.
+func (m *Model) ForwardPromptRows(c *ops.Ctx, caches []*Cache, rows [][]int32) (ops.Tensor, error) {
+	if len(rows) != len(caches) {
+		return ops.Tensor{}, fmt.Errorf("batched step: %d token lists for %d sequences", len(rows), len(caches))
+	}
+	counts := make([]int, len(rows))
+	var tokens []int32
+	for b, r := range rows {
+		if err := m.checkIDs(r); err != nil {
+			return ops.Tensor{}, err
+		}
+		counts[b] = len(r)
+		tokens = append(tokens, r...)
+	}
+	return m.forwardBatch(c, caches, counts, tokens, ops.Tensor{}, false)
+}
+
 // ForwardTrees is ForwardRows in which a sequence's rows may be a draft
 // tree: parents[b], where set, the flattened parents of rows[b] as
 // ForwardTree takes them (rows[b][0] the root, its next token). Such a
@@ -79,7 +101,7 @@ func (m *Model) ForwardTrees(c *ops.Ctx, caches []*Cache, rows [][]int32, parent
 	}
 	m.trees = trees
 	defer func() { m.trees = nil }()
-	logits, err := m.forwardBatch(c, ordered, counts, tokens, ops.Tensor{})
+	logits, err := m.forwardBatch(c, ordered, counts, tokens, ops.Tensor{}, true)
 	return logits, starts, err
 }
 
