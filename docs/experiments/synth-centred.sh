@@ -52,8 +52,14 @@ for kind in new old; do
 			grep -A4 'streams  aggregate' /tmp/b.txt | tee -a $LOG
 		done
 	fi
+	if [ $kind = new ]; then # main's batch tests on the GPU (engine.test built from main, without the patch)
+		(cd engine && BAGEL_REQUIRE_GPU=1 timeout 170 ../.devbin/engine.test -test.count=1 -test.v \
+			-test.run 'TestGPUShortChunks|TestGPUBatchEqualsSolo|TestGPUBatchPromptsTogether|TestGPUPromptsTogether') > /tmp/t.txt 2>&1
+		say "engine GPU tests (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/t.txt | tr '\n' ' ')"
+		grep -E 'kernels with|FAIL|alone' /tmp/t.txt | head -20 | tee -a $LOG
+	fi
 	if [ $kind = new ]; then # every kernel of a batched step of 8 rows, tiled GEMVs, graphs off (tools/gpubench.sh's ncu-batch)
-		BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 200 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
+		BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 120 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
 			--launch-skip 43000 --launch-count 6000 .devbin/bagel bench $C --prefill= --drafts= --tokens 16 --streams 8 > $OUT/ncu-batch.csv 2> /dev/null
 		say "ncu-batch (rc $?)"
 		python3 tools/ncu_forwards.py $OUT/ncu-batch.csv 30 > $OUT/ncu-batch.txt
@@ -61,10 +67,4 @@ for kind in new old; do
 		gzip -9 $OUT/ncu-batch.csv
 	fi
 	rm -rf $M
-	if [ $kind = new ]; then # main's batch tests on the GPU (engine.test built from main, without the patch)
-		(cd engine && BAGEL_REQUIRE_GPU=1 timeout 170 ../.devbin/engine.test -test.count=1 -test.v \
-			-test.run 'TestGPUShortChunks|TestGPUBatchEqualsSolo|TestGPUBatchPromptsTogether|TestGPUPromptsTogether') > /tmp/t.txt 2>&1
-		say "engine GPU tests (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/t.txt | tr '\n' ' ')"
-		grep -E 'kernels with|FAIL|alone' /tmp/t.txt | head -20 | tee -a $LOG
-	fi
 done
