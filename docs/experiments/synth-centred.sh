@@ -58,13 +58,13 @@ for kind in new old; do
 		say "engine GPU tests (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/t.txt | tr '\n' ' ')"
 		grep -E 'kernels with|FAIL|alone' /tmp/t.txt | head -20 | tee -a $LOG
 	fi
-	if [ $kind = new ]; then # every kernel of a batched step of 8 rows, tiled GEMVs, graphs off (tools/gpubench.sh's ncu-batch)
-		BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 120 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
-			--launch-skip 43000 --launch-count 6000 .devbin/bagel bench $C --prefill= --drafts= --tokens 16 --streams 8 > $OUT/ncu-batch.csv 2> /dev/null
-		say "ncu-batch (rc $?)"
-		python3 tools/ncu_forwards.py $OUT/ncu-batch.csv 30 > $OUT/ncu-batch.txt
-		awk '/^forward/ {n++; batched[n] = index($0, "batched step of 8 rows") > 0} {buf[n] = buf[n] $0 "\n"} END {for (i = n - 1; i > 0; i--) if (batched[i]) {printf "%s", buf[i]; exit}}' $OUT/ncu-batch.txt | tee -a $LOG
-		gzip -9 $OUT/ncu-batch.csv
-	fi
-	rm -rf $M
+	[ $kind = old ] && rm -rf $M # the centred one stays for ncu, last
 done
+C_NEW="-m /tmp/m-new --backend cuda --runs 1 --long= --switches=false --lookup=false --projections 0 --stall-prompt 0"
+# every kernel of a batched step of 8 rows, tiled GEMVs, graphs off (tools/gpubench.sh's ncu-batch)
+BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 120 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
+	--launch-skip 43000 --launch-count 6000 .devbin/bagel bench $C_NEW --prefill= --drafts= --tokens 16 --streams 8 > $OUT/ncu-batch.csv 2> /dev/null
+say "ncu-batch (rc $?)"
+python3 tools/ncu_forwards.py $OUT/ncu-batch.csv 30 > $OUT/ncu-batch.txt
+awk '/^forward/ {n++; batched[n] = index($0, "batched step of 8 rows") > 0} {buf[n] = buf[n] $0 "\n"} END {for (i = n - 1; i > 0; i--) if (batched[i]) {printf "%s", buf[i]; exit}}' $OUT/ncu-batch.txt | tee -a $LOG
+gzip -9 $OUT/ncu-batch.csv
