@@ -483,7 +483,8 @@ func TestEncodeImageStops(t *testing.T) {
 // image's pads expanded, its chunk through the multimodal forward, the
 // slot's rotary shift in the batched steps); a second turn in a batch
 // reuses the first turn's conversation, image and all, and a reply about
-// another image of the same size reuses none of it.
+// another image of the same size reuses none of it; two turns after the
+// same image prefill their new tokens together.
 func TestBatchedRepliesWithImages(t *testing.T) {
 	e, data, imgA, imgB := twoImages(t)
 	v := e.Config.Vision
@@ -522,6 +523,25 @@ func TestBatchedRepliesWithImages(t *testing.T) {
 	}
 	if r := done[1].Stats.ReusedPromptTokens; r != 0 {
 		t.Errorf("another image of the same size reused %d tokens of the others' conversations", r)
+	}
+	// Two turns after the same image, both reusing its conversation: their
+	// new tokens, past the image (the caches' rotary shift set), go together
+	// as a step's rows (rowsTogether), each reply still its solo one.
+	var third []Request
+	for _, tail := range [][]int32{{70}, {72}} {
+		third = append(third, Request{PromptIDs: append(append(slices.Clone(withImage), got[0]...), tail...), Images: []*Image{imgA}, MaxTokens: 4, IgnoreStop: true,
+			NoPromptCache: true}) // each reuses the first turn's but keeps nothing
+	}
+	var alone [][]int32
+	for _, req := range third {
+		ids, _, _ := collect(t, e.Generate(context.Background(), req))
+		alone = append(alone, ids)
+	}
+	ids, done := runBatch(t, e, third, 96)
+	for i := range third {
+		if done[i].Kind != EventDone || !slices.Equal(ids[i], alone[i]) || done[i].Stats.ReusedPromptTokens == 0 {
+			t.Errorf("third turn, reply %d: %v (%v, %d tokens reused), alone %v", i, ids[i], done[i].Err, done[i].Stats.ReusedPromptTokens, alone[i])
+		}
 	}
 }
 
