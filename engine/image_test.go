@@ -494,11 +494,7 @@ func TestBatchedRepliesWithImages(t *testing.T) {
 		{PromptIDs: []int32{9, 8, 7, 6}, MaxTokens: 6, IgnoreStop: true},
 		{PromptIDs: withImage, Images: []*Image{imgB}, MaxTokens: 6, IgnoreStop: true, PrefillChunk: 5}, // the image split over chunks
 	}
-	var solo [][]int32
-	for _, req := range reqs {
-		ids, _, _ := collect(t, e.Generate(context.Background(), req))
-		solo = append(solo, ids)
-	}
+	solo := eachAlone(t, e, reqs)
 	got, done := runBatch(t, e, reqs, 64)
 	for i := range reqs {
 		if done[i].Kind != EventDone || !slices.Equal(got[i], solo[i]) {
@@ -532,17 +528,25 @@ func TestBatchedRepliesWithImages(t *testing.T) {
 		third = append(third, Request{PromptIDs: append(append(slices.Clone(withImage), got[0]...), tail...), Images: []*Image{imgA}, MaxTokens: 4, IgnoreStop: true,
 			NoPromptCache: true}) // each reuses the first turn's but keeps nothing
 	}
-	var alone [][]int32
-	for _, req := range third {
-		ids, _, _ := collect(t, e.Generate(context.Background(), req))
-		alone = append(alone, ids)
-	}
+	alone := eachAlone(t, e, third)
 	ids, done := runBatch(t, e, third, 96)
 	for i := range third {
 		if done[i].Kind != EventDone || !slices.Equal(ids[i], alone[i]) || done[i].Stats.ReusedPromptTokens == 0 {
 			t.Errorf("third turn, reply %d: %v (%v, %d tokens reused), alone %v", i, ids[i], done[i].Err, done[i].Stats.ReusedPromptTokens, alone[i])
 		}
 	}
+}
+
+// eachAlone is each request's reply generated alone, as the request asks
+// (its prompt reuse too), one after another.
+func eachAlone(t *testing.T, e *Engine, reqs []Request) [][]int32 {
+	t.Helper()
+	var replies [][]int32
+	for _, req := range reqs {
+		ids, _, _ := collect(t, e.Generate(context.Background(), req))
+		replies = append(replies, ids)
+	}
+	return replies
 }
 
 // TestEncodeImagesInOrder: a request's images read together come back in
