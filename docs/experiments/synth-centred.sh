@@ -18,6 +18,7 @@
 #   eval $L go build $F -o .devbin/bagel . && git checkout synth/write.go ops/experts.go && eval $L go test -c $F -o .devbin/engine.test ./engine
 #   (cd .devbin && tar cf bins.tar bagel engine.test && xz -T2 -6 bins.tar && rm -f bagel engine.test)
 # then on the device (carry .devbin): sh docs/experiments/synth-centred.sh
+# (QUICK=1: only the three loads at 1, 4 and 8 on the centred checkpoint).
 set -u
 T0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
@@ -34,10 +35,12 @@ for kind in new old; do
 	BAGEL_SYNTH_OLD_BIAS=$old .devbin/bagel synth --like qwen3.5-35b-a3b --tokenizer /tmp/tok --out $M > /dev/null 2>&1
 	say "$kind: model ready"
 	C="-m $M --backend cuda --runs 1 --long= --switches=false --lookup=false --projections 0 --stall-prompt 0"
-	timeout 150 .devbin/bagel bench $C --tokens 200 --prefill 2048 --drafts 4 > /tmp/b.txt 2>&1
-	say "$kind lone (rc $?):"
-	grep -E '^(decode greedy|prefill 2048)|a verify =' /tmp/b.txt | grep -v 'pipeline=off' | cut -c1-160 | tee -a $LOG
-	cp /tmp/b.txt $OUT/lone-$kind.txt
+	if [ -z "${QUICK:-}" ]; then
+		timeout 150 .devbin/bagel bench $C --tokens 200 --prefill 2048 --drafts 4 > /tmp/b.txt 2>&1
+		say "$kind lone (rc $?):"
+		grep -E '^(decode greedy|prefill 2048)|a verify =' /tmp/b.txt | grep -v 'pipeline=off' | cut -c1-160 | tee -a $LOG
+		cp /tmp/b.txt $OUT/lone-$kind.txt
+	fi
 	loads='BAGEL_TILED_GEMV=1 BAGEL_TILED_GEMV=1;BAGEL_EXP_PLAIN_EXPERTS=both BAGEL_TILED_GEMV=0'
 	[ $kind = old ] && loads=BAGEL_TILED_GEMV=1 # the old checkpoint: main's load for several replies only
 	for m in $loads; do
@@ -45,6 +48,7 @@ for kind in new old; do
 		say "$kind [$m] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
 		cp /tmp/b.txt "$OUT/streams-$kind-$(echo "$m" | tr ';=' '__').txt"
 	done
+	[ -n "${QUICK:-}" ] && exit 0 # QUICK=1: the three loads on the centred checkpoint only
 	if [ $kind = new ]; then # 8-token prompts: their chunks as a batched step's rows (main since 4541fd3) or each alone
 		for m in BAGEL_TILED_GEMV=1 "BAGEL_TILED_GEMV=1;BAGEL_NO_PROMPTS_TOGETHER=1"; do
 			env $(echo "$m" | tr ';' ' ') timeout 60 .devbin/bagel bench $C --prefill= --drafts= --tokens 32 --streams 4,8 --stream-prompt 8 > /tmp/b.txt 2>&1
