@@ -30,10 +30,10 @@ import (
 // kernels alone, each token's sums those of a decode step. Such chunks of
 // several sequences go together as the rows of one batched step
 // (qwen.Model.ForwardPromptRows: a sequence's tokens one after another, as
-// a verify's, without the logits), up to qwen.MaxBatch rows, where the lone chunk's forward takes
-// the step's kernels (not where promptKernels moves it to the tiled GEMVs):
-// the openings of eight chat replies arriving together (2 to 6 tokens each)
-// then take two or three forwards, not eight.
+// a verify's, without the logits), up to qwen.MaxBatch rows, where the lone
+// chunk's forward takes the step's kernels (not where promptKernels moves
+// it to the tiled GEMVs): the openings of eight chat replies arriving
+// together (2 to 6 tokens each) then take two or three forwards, not eight.
 
 // SwitchPromptsTogether prefills the prompts of a batch's replies together.
 const SwitchPromptsTogether = "prompts-together"
@@ -152,9 +152,13 @@ func (e *Engine) nextChunk(s *batchSeq) promptChunk {
 // together says whether chunk pc may share its forward with others: with
 // the switch on, a chunk without an image that takes the prompt path alone.
 func (e *Engine) together(pc promptChunk) bool {
-	s := pc.s
-	return switches.On(SwitchPromptsTogether) && pc.end-s.prefill >= e.promptMin &&
-		(s.images == nil || !s.images.holdsImage(s.prefill, pc.end))
+	return switches.On(SwitchPromptsTogether) && pc.end-pc.s.prefill >= e.promptMin && !pc.holdsImage()
+}
+
+// holdsImage says whether chunk pc holds some of an image's pads (its
+// forward is the multimodal one, alone).
+func (pc promptChunk) holdsImage() bool {
+	return pc.s.images != nil && pc.s.images.holdsImage(pc.s.prefill, pc.end)
 }
 
 // rowsTogether says whether chunk pc, under the prompt path, may share a
@@ -162,9 +166,8 @@ func (e *Engine) together(pc promptChunk) bool {
 // that a batched step's rows take (qwen.RecordRows tokens at most) and whose
 // lone forward runs the step's kernels as they are.
 func (e *Engine) rowsTogether(pc promptChunk) bool {
-	s, n := pc.s, pc.end-pc.s.prefill
-	return switches.On(SwitchPromptsTogether) && n < e.promptMin && n <= qwen.RecordRows && !e.movesToTiled(n) &&
-		(s.images == nil || !s.images.holdsImage(s.prefill, pc.end))
+	n := pc.end - pc.s.prefill
+	return switches.On(SwitchPromptsTogether) && n < e.promptMin && n <= qwen.RecordRows && !e.movesToTiled(n) && !pc.holdsImage()
 }
 
 // forwardChunks runs group's chunks, one forward for all of them, and waits
@@ -175,7 +178,7 @@ func (e *Engine) forwardChunks(group []promptChunk) error {
 		chunk := s.prompt[s.prefill:end]
 		var logits ops.Tensor
 		var err error
-		if s.images != nil && s.images.holdsImage(s.prefill, end) {
+		if group[0].holdsImage() {
 			logits, err = e.model.ForwardMultimodal(e.ctx, s.cache, chunk, s.images.chunk(s.prefill, end, e.Config.HiddenSize), false)
 		} else {
 			logits, err = e.forwardChunk(s.cache, chunk) // a lone reply's chunk's kernels

@@ -52,13 +52,13 @@ func ones(n int) []int {
 // rows one after the other (tokens from the host, or devIDs on the device),
 // and returns the logits of every row (with logits false, the final hidden
 // rows under the final norm, bf16 [R, hidden]: a prompt's rows need no
-// logits, and on the plain GEMVs each row's would read the head again). Where the caches share a pool, each
-// layer's conv, GDN rule, attention preamble and attention take one launch
-// each for all rows (a verify's rows too: its tokens one after the other
-// through its slot's state) but a draft tree's, which come last and take
-// the tree's launches; otherwise each sequence takes its own. A
-// sequence of more rows (a verify) has its GDN inputs recorded in the
-// model's batch record for ReplayGDN.
+// logits, and on the plain GEMVs each row's would read the head again).
+// Where the caches share a pool, each layer's conv, GDN rule, attention
+// preamble and attention take one launch each for all rows (a verify's rows
+// too: its tokens one after the other through its slot's state) but a draft
+// tree's, which come last and take the tree's launches; otherwise each
+// sequence takes its own. A sequence of more rows (a verify) has its GDN
+// inputs recorded in the model's batch record for ReplayGDN.
 func (m *Model) forwardBatch(c *ops.Ctx, caches []*Cache, counts []int, tokens []int32, devIDs ops.Tensor, logits bool) (ops.Tensor, error) {
 	if err := checkBatch(caches, counts); err != nil {
 		return ops.Tensor{}, err
