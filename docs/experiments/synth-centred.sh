@@ -18,7 +18,7 @@
 #   eval $L go build $F -o .devbin/bagel . && git checkout synth/write.go ops/experts.go && eval $L go test -c $F -o .devbin/engine.test ./engine
 #   (cd .devbin && tar cf bins.tar bagel engine.test && xz -T2 -6 bins.tar && rm -f bagel engine.test)
 # then on the device (carry .devbin): sh docs/experiments/synth-centred.sh
-# (QUICK=1: only the three loads at 1, 4 and 8 on the centred checkpoint).
+# (QUICK=1: only the three loads at 1, 4 and 8 and main's batch tests on the centred checkpoint).
 set -u
 T0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
@@ -48,8 +48,7 @@ for kind in new old; do
 		say "$kind [$m] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
 		cp /tmp/b.txt "$OUT/streams-$kind-$(echo "$m" | tr ';=' '__').txt"
 	done
-	[ -n "${QUICK:-}" ] && exit 0 # QUICK=1: the three loads on the centred checkpoint only
-	if [ $kind = new ]; then # 8-token prompts: their chunks as a batched step's rows (main since 4541fd3) or each alone
+	if [ $kind = new ] && [ -z "${QUICK:-}" ]; then # 8-token prompts: their chunks as a batched step's rows (main since 4541fd3) or each alone
 		for m in BAGEL_TILED_GEMV=1 "BAGEL_TILED_GEMV=1;BAGEL_NO_PROMPTS_TOGETHER=1"; do
 			env $(echo "$m" | tr ';' ' ') timeout 60 .devbin/bagel bench $C --prefill= --drafts= --tokens 32 --streams 4,8 --stream-prompt 8 > /tmp/b.txt 2>&1
 			say "short prompts [$m] (rc $?):"
@@ -62,6 +61,7 @@ for kind in new old; do
 		say "engine GPU tests (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/t.txt | tr '\n' ' ')"
 		grep -E 'kernels with|FAIL|alone' /tmp/t.txt | head -20 | tee -a $LOG
 	fi
+	[ -n "${QUICK:-}" ] && exit 0 # QUICK=1: the three loads and the tests on the centred checkpoint only
 	[ $kind = old ] && rm -rf $M # the centred one stays for ncu, last
 done
 C_NEW="-m /tmp/m-new --backend cuda --runs 1 --long= --switches=false --lookup=false --projections 0 --stall-prompt 0"
