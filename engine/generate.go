@@ -223,7 +223,7 @@ func (e *Engine) PromptTokens(req Request) ([]int32, error) {
 	if len(req.PromptIDs) > 0 {
 		for _, id := range req.PromptIDs {
 			if id < 0 || int(id) >= e.Config.VocabSize {
-				return nil, fmt.Errorf("prompt token id %d is outside the vocabulary (0..%d)", id, e.Config.VocabSize-1)
+				return nil, &PromptError{fmt.Errorf("prompt token id %d is outside the vocabulary (0..%d)", id, e.Config.VocabSize-1)}
 			}
 		}
 		return req.PromptIDs, nil
@@ -251,7 +251,7 @@ func (e *Engine) PromptTokens(req Request) ([]int32, error) {
 		ids = e.tok.Encode(req.Prompt)
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("the prompt is empty")
+		return nil, &PromptError{errors.New("the prompt is empty")}
 	}
 	return ids, nil
 }
@@ -290,6 +290,13 @@ type ConversationError struct{ Err error }
 
 func (e *ConversationError) Error() string { return e.Err.Error() }
 func (e *ConversationError) Unwrap() error { return e.Err }
+
+// PromptError is a prompt the model cannot read (empty, or a token id
+// outside the vocabulary): the caller's to fix.
+type PromptError struct{ Err error }
+
+func (e *PromptError) Error() string { return e.Err.Error() }
+func (e *PromptError) Unwrap() error { return e.Err }
 
 // PromptTooLongError is a prompt that leaves no room in the context for a
 // reply (the caller's to fix, so a server answers it as a bad request).

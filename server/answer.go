@@ -174,11 +174,14 @@ func finishReason(r string) string {
 func errorStatus(err error) (int, string) {
 	var long *engine.PromptTooLongError
 	var conv *engine.ConversationError
+	var prompt *engine.PromptError
 	switch {
 	case errors.As(err, &long):
 		return http.StatusBadRequest, "context_length_exceeded"
 	case errors.As(err, &conv):
 		return http.StatusBadRequest, "invalid_conversation"
+	case errors.As(err, &prompt):
+		return http.StatusBadRequest, "invalid_prompt"
 	case errors.Is(err, engine.ErrClosed):
 		return http.StatusServiceUnavailable, "model_unloaded"
 	default:

@@ -253,3 +253,28 @@ func qwen35Model(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestRealEnginePromptErrorsAreTheClients: a prompt the model cannot read (a
+// token id outside the vocabulary, an empty text) is the client's to fix: a
+// 400 that names it, not a server error.
+func TestRealEnginePromptErrorsAreTheClients(t *testing.T) {
+	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ts := serve(t, e, Options{})
+	for _, c := range []struct{ name, body, want string }{
+		{"a token id outside the vocabulary", `{"prompt":[1,2,999999999],"max_tokens":2}`, "token id 999999999 is outside the vocabulary"},
+		{"an empty prompt", `{"prompt":"","max_tokens":2}`, "the prompt is empty"},
+	} {
+		for _, streamed := range []string{"false", "true"} {
+			resp, body := post(t, ts.URL, "/v1/completions", strings.Replace(c.body, "{", `{"stream":`+streamed+",", 1))
+			e, _ := body["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			if resp.StatusCode != 400 || e["code"] != "invalid_prompt" || !strings.Contains(msg, c.want) {
+				t.Errorf("%s (stream %s): %d %v; want 400 invalid_prompt with %q", c.name, streamed, resp.StatusCode, body, c.want)
+			}
+		}
+	}
+}
