@@ -107,7 +107,8 @@ func writeJSON(w http.ResponseWriter, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// parseOllama checks a chat (chat) or generate request.
+// parseOllama checks a chat (chat) or generate request that asks for a
+// reply (not ollamaLoadsOnly).
 func (s *Server) parseOllama(r ollamaRequest, chat bool) (*generation, error) {
 	bad := func(format string, a ...any) (*generation, error) {
 		return nil, &httpError{http.StatusBadRequest, "invalid_request", fmt.Sprintf(format, a...)}
@@ -124,9 +125,6 @@ func (s *Server) parseOllama(r ollamaRequest, chat bool) (*generation, error) {
 		g.req.EnableThinking = false
 	}
 	if chat {
-		if len(r.Messages) == 0 {
-			return bad("messages is empty: send at least one user message")
-		}
 		var rawImages [][]byte
 		for i, m := range r.Messages {
 			if len(m.Images) > 0 && m.Role != "user" {
@@ -172,9 +170,6 @@ func (s *Server) parseOllama(r ollamaRequest, chat bool) (*generation, error) {
 			return nil, err
 		}
 	} else {
-		if r.Prompt == nil {
-			return bad("prompt is missing")
-		}
 		if r.Raw && len(r.Images) > 0 {
 			return bad("images with raw: the template places images (leave raw out)")
 		}
@@ -220,12 +215,34 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) { s.ollama(w
 
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) { s.ollama(w, r, false) }
 
+// ollamaLoadsOnly says whether r only asks to load the model, as Ollama
+// reads a chat without messages or a generate request without a prompt.
+func ollamaLoadsOnly(r ollamaRequest, chat bool) bool {
+	if chat {
+		return len(r.Messages) == 0
+	}
+	return r.Prompt == nil || *r.Prompt == ""
+}
+
 // ollama answers /api/chat (chat) or /api/generate.
 func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chat bool) {
 	start := time.Now()
 	var req ollamaRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		bodyError(w, err)
+		return
+	}
+	if s.ollamaModel(req.Model) && ollamaLoadsOnly(req, chat) {
+		// Ollama's way to load a model ahead of its first request (clients
+		// send it to warm a model up): the model here is loaded while the
+		// server runs, so the answer is at once, with no reply generated.
+		m := map[string]any{"model": req.Model, "created_at": time.Now().UTC().Format(time.RFC3339Nano), "done": true, "done_reason": "load"}
+		if chat {
+			m["message"] = ollamaMessage{Role: "assistant"}
+		} else {
+			m["response"] = ""
+		}
+		writeJSON(w, m)
 		return
 	}
 	g, err := s.parseOllama(req, chat)

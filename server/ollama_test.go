@@ -139,11 +139,9 @@ func TestOllamaInfoAndErrors(t *testing.T) {
 	}{
 		{"/api/show", `{"model":"llama3"}`, 404, `model "llama3" not found`},
 		{"/api/chat", `{"model":"llama3","messages":[{"role":"user","content":"x"}]}`, 404, `model "llama3" not found`},
-		{"/api/chat", `{"model":"tiny","messages":[]}`, 400, "messages is empty"},
 		{"/api/chat", `{"model":"tiny","format":"json","messages":[{"role":"user","content":"x"}]}`, 400, "format"},
 		{"/api/chat", `{"model":"tiny","messages":[{"role":"user","content":"x","images":["aGk="]}]}`, 400, "not a PNG, JPEG, GIF or WebP"},
 		{"/api/chat", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"options":{"temperature":-3}}`, 400, "temperature"},
-		{"/api/generate", `{"model":"tiny"}`, 400, "prompt is missing"},
 		{"/api/chat", `{"model":`, 400, "JSON"},
 		{"/api/pull", `{"model":"tiny"}`, 404, "no endpoint"},
 	} {
@@ -152,5 +150,37 @@ func TestOllamaInfoAndErrors(t *testing.T) {
 		if resp.StatusCode != c.status || !strings.Contains(msg, c.want) {
 			t.Errorf("%s %s: %d %v, want %d and {\"error\"} with %q", c.path, c.body, resp.StatusCode, body, c.status, c.want)
 		}
+	}
+}
+
+// TestOllamaLoadRequests: a chat without messages or a generate request
+// without a prompt is Ollama's request to load the model: answered at once
+// with done_reason "load", streamed or not, and nothing generated.
+func TestOllamaLoadRequests(t *testing.T) {
+	eng := &fakeEngine{script: hello, ctxLen: 4096}
+	ts := serve(t, eng, Options{})
+	for _, c := range []struct{ path, body string }{
+		{"/api/chat", `{"model":"tiny","messages":[]}`},
+		{"/api/chat", `{"model":"tiny:latest"}`},
+		{"/api/generate", `{"model":"tiny"}`},
+		{"/api/generate", `{"model":"tiny","prompt":"","stream":false}`},
+	} {
+		resp, lines := ndjson(t, ts.URL, c.path, c.body)
+		if resp.StatusCode != 200 || len(lines) != 1 || lines[0]["done"] != true || lines[0]["done_reason"] != "load" {
+			t.Errorf("%s %s: %d %v; want one line, done with done_reason load", c.path, c.body, resp.StatusCode, lines)
+			continue
+		}
+		if msg, _ := lines[0]["message"].(map[string]any); c.path == "/api/chat" && (msg["role"] != "assistant" || msg["content"] != "") {
+			t.Errorf("%s %s: message %v; want the assistant's, empty", c.path, c.body, lines[0]["message"])
+		}
+		if r, ok := lines[0]["response"]; c.path == "/api/generate" && (!ok || r != "") {
+			t.Errorf("%s %s: response %v; want an empty one", c.path, c.body, r)
+		}
+	}
+	if n := len(eng.requests()); n != 0 {
+		t.Errorf("%d requests reached the engine; want none", n)
+	}
+	if resp, body := post(t, ts.URL, "/api/generate", `{"model":"llama3"}`); resp.StatusCode != 404 {
+		t.Errorf("loading another model: %d %v; want 404", resp.StatusCode, body)
 	}
 }
