@@ -55,6 +55,13 @@ func TestBadRequestsAreNamed(t *testing.T) {
 		{"no messages", "/v1/chat/completions", `{"messages":[]}`, nil, 400, "messages is empty"},
 		{"another model", "/v1/chat/completions", `{"model":"gpt-9",` + hi + `}`, nil, 404, `"gpt-9" is not served here`},
 		{"n = 3", "/v1/chat/completions", `{"n":3,` + hi + `}`, nil, 400, "n = 3"},
+		{"JSON mode", "/v1/chat/completions", `{"response_format":{"type":"json_object"},` + hi + `}`, nil, 400, `response_format "json_object" is not supported`},
+		{"a JSON schema", "/v1/chat/completions", `{"response_format":{"type":"json_schema","json_schema":{"name":"x"}},` + hi + `}`, nil, 400, `response_format "json_schema"`},
+		{"a call required without tools", "/v1/chat/completions", `{"tool_choice":"required",` + hi + `}`, nil, 400, `tool_choice "required" asks for a tool call, but the request has no tools`},
+		{"a named call without tools", "/v1/chat/completions", `{"tool_choice":{"type":"function","function":{"name":"f"}},` + hi + `}`, nil, 400, "the request has no tools"},
+		{"best of 3", "/v1/completions", `{"prompt":"a","best_of":3}`, nil, 400, "best_of = 3"},
+		{"echo", "/v1/completions", `{"prompt":"a","echo":true}`, nil, 400, "echo is not supported"},
+		{"a suffix", "/v1/completions", `{"prompt":"a","suffix":"b"}`, nil, 400, "suffix"},
 		{"tools", "/v1/chat/completions", `{"tools":[{"type":"function"}],` + hi + `}`, nil, 400, "tools"},
 		{"logprobs not a bool", "/v1/chat/completions", `{"logprobs":"yes",` + hi + `}`, nil, 400, "logprobs must be true or false"},
 		{"too many top logprobs", "/v1/chat/completions", `{"logprobs":true,"top_logprobs":30,` + hi + `}`, nil, 400, "top_logprobs = 30"},
@@ -80,6 +87,25 @@ func TestBadRequestsAreNamed(t *testing.T) {
 		msg, _ := e["message"].(string)
 		if resp.StatusCode != c.status || !strings.Contains(msg, c.want) {
 			t.Errorf("%s: %d %q; want %d and a message with %q", c.name, resp.StatusCode, msg, c.status, c.want)
+		}
+	}
+}
+
+// TestPlainOptionsAreServed: the options the server refuses in their other
+// values are served at their plain ones (text, one completion, no echo, no
+// suffix), as clients send them by default.
+func TestPlainOptionsAreServed(t *testing.T) {
+	ts := serve(t, &fakeEngine{script: hello, ctxLen: 64}, Options{})
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"response_format":{"type":"text"},` + hi + `}`},
+		{"/v1/chat/completions", `{"response_format":null,` + hi + `}`},
+		{"/v1/chat/completions", `{"tool_choice":"auto",` + hi + `}`},
+		{"/v1/chat/completions", `{"tool_choice":"none",` + hi + `}`},
+		{"/v1/completions", `{"prompt":"a","best_of":1,"echo":false,"suffix":null}`},
+		{"/v1/completions", `{"prompt":"a","suffix":""}`},
+	} {
+		if resp, body := post(t, ts.URL, c.path, c.body); resp.StatusCode != 200 {
+			t.Errorf("%s %s: %d %v; want 200", c.path, c.body, resp.StatusCode, body)
 		}
 	}
 }

@@ -43,8 +43,17 @@ type chatRequest struct {
 	TemplateKwargs  struct {
 		EnableThinking *bool `json:"enable_thinking"`
 	} `json:"chat_template_kwargs"`
-	// Prompt is /v1/completions' raw prompt.
+	// ResponseFormat asks for structured output; only plain text is served
+	// (as /v1/responses' text.format and Ollama's format).
+	ResponseFormat *struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
+	// Prompt is /v1/completions' raw prompt; Echo, Suffix and BestOf are
+	// its options this server refuses rather than ignores.
 	Prompt *prompt `json:"prompt"`
+	Echo   bool    `json:"echo"`
+	Suffix *string `json:"suffix"`
+	BestOf *int    `json:"best_of"`
 }
 
 type streamOptions struct {
@@ -186,6 +195,14 @@ func (s *Server) parse(r chatRequest, chat bool) (*generation, error) {
 	switch {
 	case r.N != nil && *r.N != 1:
 		return bad("unsupported_n", fmt.Sprintf("n = %d: this server writes one choice a request", *r.N))
+	case r.ResponseFormat != nil && r.ResponseFormat.Type != "" && r.ResponseFormat.Type != "text":
+		return bad("unsupported_response_format", fmt.Sprintf("response_format %q is not supported yet (plain text only): ask for JSON in the prompt", clip(r.ResponseFormat.Type)))
+	case r.BestOf != nil && *r.BestOf != 1:
+		return bad("unsupported_best_of", fmt.Sprintf("best_of = %d: this server writes one completion a request", *r.BestOf))
+	case r.Echo:
+		return bad("unsupported_echo", "echo is not supported: the completion's text is the reply alone")
+	case r.Suffix != nil && *r.Suffix != "":
+		return bad("unsupported_suffix", "suffix (text after the insertion) is not supported: the prompt is continued at its end only")
 	}
 	thinking := true
 	if r.TemplateKwargs.EnableThinking != nil {
@@ -345,6 +362,12 @@ func (s *Server) settle(g *generation, r settings) error {
 // "none", "required", or {"type": "function", "function": {"name": NAME}}.
 func (s *Server) parseToolChoice(r chatRequest, g *generation) error {
 	if len(r.Tools) == 0 {
+		// "auto" and "none" ask nothing of a request without tools; a call
+		// asked for ("required", a named function) cannot be made.
+		var mode string
+		if t := strings.TrimSpace(string(r.ToolChoice)); t != "" && t != "null" && (json.Unmarshal(r.ToolChoice, &mode) != nil || (mode != "auto" && mode != "none")) {
+			return &httpError{http.StatusBadRequest, "invalid_tool_choice", fmt.Sprintf("tool_choice %s asks for a tool call, but the request has no tools", clip(t))}
+		}
 		return nil
 	}
 	c := toolChoice{mode: "auto"}
