@@ -29,6 +29,11 @@ type messagesRequest struct {
 	Thinking      *struct {
 		Type string `json:"type"` // "enabled" or "disabled"
 	} `json:"thinking"`
+	// OutputFormat asks for structured output (a JSON schema), which is
+	// refused: only plain text is served.
+	OutputFormat *struct {
+		Type string `json:"type"`
+	} `json:"output_format"`
 	Tools      []anthTool `json:"tools"`
 	ToolChoice *struct {
 		Type string `json:"type"` // auto, any, tool, none
@@ -208,6 +213,12 @@ func (s *Server) parseMessages(r messagesRequest) (*generation, error) {
 		default:
 			return bad("messages[%d] has role %q; want user or assistant (the system prompt goes in system)", i, clip(m.Role))
 		}
+	}
+	if f := r.OutputFormat; f != nil && f.Type != "" && f.Type != "text" {
+		return bad("output_format %q is not supported yet (plain text only): ask for JSON in the prompt", clip(f.Type))
+	}
+	if tc := r.ToolChoice; len(r.Tools) == 0 && tc != nil && (tc.Type == "any" || tc.Type == "tool") {
+		return bad("tool_choice %q asks for a tool call, but the request has no tools", tc.Type)
 	}
 	if len(r.Tools) > 0 {
 		for i, t := range r.Tools {

@@ -200,6 +200,9 @@ func TestAnthropicErrors(t *testing.T) {
 		{`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, `only a base64 source is read`},
 		{`{"max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"x"}]}`, "server tool"},
 		{`{"max_tokens":5,"tool_choice":{"type":"tool","name":"g"},"tools":[{"name":"f","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"x"}]}`, `names the function "g", which is not among the tools`},
+		{`{"max_tokens":5,"output_format":{"type":"json_schema","schema":{}},"messages":[{"role":"user","content":"x"}]}`, `output_format "json_schema" is not supported`},
+		{`{"max_tokens":5,"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"x"}]}`, `tool_choice "any" asks for a tool call, but the request has no tools`},
+		{`{"max_tokens":5,"tool_choice":{"type":"tool","name":"f"},"messages":[{"role":"user","content":"x"}]}`, "the request has no tools"},
 		{`{"max_tokens":5,"messages":`, "JSON"},
 	} {
 		resp, body := post(t, ts.URL, "/v1/messages", c.body, "x-api-key: k")

@@ -358,17 +358,22 @@ func (s *Server) settle(g *generation, r settings) error {
 	return nil
 }
 
+// choiceWithoutTools refuses the tool_choice of a request without tools
+// where it asks for a call ("required", a named function); "auto" and
+// "none" ask nothing of it.
+func choiceWithoutTools(choice json.RawMessage) error {
+	var mode string
+	if t := strings.TrimSpace(string(choice)); t != "" && t != "null" && (json.Unmarshal(choice, &mode) != nil || (mode != "auto" && mode != "none")) {
+		return &httpError{http.StatusBadRequest, "invalid_tool_choice", fmt.Sprintf("tool_choice %s asks for a tool call, but the request has no tools", clip(t))}
+	}
+	return nil
+}
+
 // parseToolChoice reads tools and tool_choice: "auto" (the default),
 // "none", "required", or {"type": "function", "function": {"name": NAME}}.
 func (s *Server) parseToolChoice(r chatRequest, g *generation) error {
 	if len(r.Tools) == 0 {
-		// "auto" and "none" ask nothing of a request without tools; a call
-		// asked for ("required", a named function) cannot be made.
-		var mode string
-		if t := strings.TrimSpace(string(r.ToolChoice)); t != "" && t != "null" && (json.Unmarshal(r.ToolChoice, &mode) != nil || (mode != "auto" && mode != "none")) {
-			return &httpError{http.StatusBadRequest, "invalid_tool_choice", fmt.Sprintf("tool_choice %s asks for a tool call, but the request has no tools", clip(t))}
-		}
-		return nil
+		return choiceWithoutTools(r.ToolChoice)
 	}
 	c := toolChoice{mode: "auto"}
 	if len(r.ToolChoice) > 0 && string(r.ToolChoice) != "null" {

@@ -306,6 +306,8 @@ func (s *Server) parseResponses(r responsesRequest) (*generation, map[string]boo
 		if err := g.chooseTools(c, s.eng.ToolCallPrefix); err != nil {
 			return bad("invalid_tool_choice", "%v", err)
 		}
+	} else if err := choiceWithoutTools(r.ToolChoice); err != nil {
+		return nil, nil, err
 	}
 	if err := s.settle(g, settings{Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MinP: r.MinP,
 		RepetitionPenalty: r.RepetitionPenalty, Seed: r.Seed, MaxTokens: r.MaxOutputTokens}); err != nil {

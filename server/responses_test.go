@@ -257,6 +257,7 @@ func TestResponsesRefusals(t *testing.T) {
 		{`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`, `only data: URLs`},
 		{`{"input":[{"type":"computer_call"}]}`, `"computer_call" item`},
 		{`{"input":"Hi","text":{"format":{"type":"json_schema"}}}`, `text.format "json_schema"`},
+		{`{"input":"Hi","tool_choice":"required"}`, `tool_choice "required" asks for a tool call, but the request has no tools`},
 		{`{"input":"Hi","max_output_tokens":0}`, "max_output_tokens = 0"},
 		{`{"input":[]}`, "input must be a string or a list of items"},
 		{`{"input":[{"role":"robot","content":"x"}]}`, `role "robot"`},
