@@ -18,7 +18,9 @@
 #   eval $L go build $F -o .devbin/bagel . && git checkout synth/write.go ops/experts.go && eval $L go test -c $F -o .devbin/engine.test ./engine
 #   (cd .devbin && tar cf bins.tar bagel engine.test && xz -T2 -6 bins.tar && rm -f bagel engine.test)
 # then on the device (carry .devbin): sh docs/experiments/synth-centred.sh
-# (QUICK=1: only the three loads at 1, 4 and 8 and main's batch tests on the centred checkpoint).
+# (QUICK=1: only the three loads at 1, 4 and 8 and main's batch tests on the
+# centred checkpoint; REST=1 on the same warm machine: the rest, the
+# checkpoint that QUICK=1 wrote kept).
 set -u
 T0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
@@ -32,7 +34,7 @@ gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_
 for kind in new old; do
 	M=/tmp/m-$kind
 	old=0; [ $kind = old ] && old=1
-	BAGEL_SYNTH_OLD_BIAS=$old .devbin/bagel synth --like qwen3.5-35b-a3b --tokenizer /tmp/tok --out $M > /dev/null 2>&1
+	[ -f $M/config.json ] || BAGEL_SYNTH_OLD_BIAS=$old .devbin/bagel synth --like qwen3.5-35b-a3b --tokenizer /tmp/tok --out $M > /dev/null 2>&1
 	say "$kind: model ready"
 	C="-m $M --backend cuda --runs 1 --long= --switches=false --lookup=false --projections 0 --stall-prompt 0"
 	if [ -z "${QUICK:-}" ]; then
@@ -43,6 +45,7 @@ for kind in new old; do
 	fi
 	loads='BAGEL_TILED_GEMV=1 BAGEL_TILED_GEMV=1;BAGEL_EXP_PLAIN_EXPERTS=both BAGEL_TILED_GEMV=0'
 	[ $kind = old ] && loads=BAGEL_TILED_GEMV=1 # the old checkpoint: main's load for several replies only
+	[ $kind = new ] && [ -n "${REST:-}" ] && loads= # REST=1: QUICK=1's part done by the call before
 	for m in $loads; do
 		env $(echo "$m" | tr ';' ' ') timeout 120 .devbin/bagel bench $C --prefill= --drafts= --tokens 128 --streams 1,4,8 > /tmp/b.txt 2>&1
 		say "$kind [$m] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
@@ -55,7 +58,7 @@ for kind in new old; do
 			grep -A4 'streams  aggregate' /tmp/b.txt | tee -a $LOG
 		done
 	fi
-	if [ $kind = new ]; then # main's batch tests on the GPU (engine.test built from main, without the patch)
+	if [ $kind = new ] && [ -z "${REST:-}" ]; then # main's batch tests on the GPU (engine.test built from main, without the patch)
 		(cd engine && BAGEL_REQUIRE_GPU=1 timeout 170 ../.devbin/engine.test -test.count=1 -test.v \
 			-test.run 'TestGPUShortChunks|TestGPUBatchEqualsSolo|TestGPUBatchPromptsTogether|TestGPUPromptsTogether') > /tmp/t.txt 2>&1
 		say "engine GPU tests (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/t.txt | tr '\n' ' ')"
