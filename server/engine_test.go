@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,12 +19,7 @@ import (
 // CPU: a second turn of the same chat reads its first turn's prompt from the
 // prompt cache, and the usage says so (prompt_tokens_details.cached_tokens).
 func TestRealEngineReusesTheConversation(t *testing.T) {
-	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ts := serve(t, e, Options{})
+	ts := serveTinyMoE(t, 512)
 	c := client(ts.URL)
 	msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You are terse."), openai.UserMessage("Name a colour.")}
 	first, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "tiny", Messages: msgs,
@@ -52,12 +48,7 @@ func TestRealEngineReusesTheConversation(t *testing.T) {
 // tools reach the prompt, a forced call begins with Qwen3's opening, and a
 // conversation the template refuses is a 400, not a 500.
 func TestRealEngineQwen3Tools(t *testing.T) {
-	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ts := serve(t, e, Options{})
+	ts := serveTinyMoE(t, 1024)
 	prompt := func(body string) (float64, map[string]any) {
 		resp, out := post(t, ts.URL, "/v1/chat/completions", body)
 		if resp.StatusCode != 200 {
@@ -152,12 +143,7 @@ func TestRealEngineResponsesAndForcedCalls(t *testing.T) {
 // per token whose top choice is the token itself (greedy), their bytes
 // spelling the reply's text.
 func TestRealEngineLogprobs(t *testing.T) {
-	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ts := serve(t, e, Options{})
+	ts := serveTinyMoE(t, 256)
 	resp, err := client(ts.URL).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "tiny",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")}, MaxTokens: openai.Int(5), Temperature: openai.Float(0),
 		Logprobs: openai.Bool(true), TopLogprobs: openai.Int(3), ReasoningEffort: "none"})
@@ -258,23 +244,30 @@ func qwen35Model(t *testing.T) string {
 // token id outside the vocabulary, an empty text) is the client's to fix: a
 // 400 that names it, not a server error.
 func TestRealEnginePromptErrorsAreTheClients(t *testing.T) {
-	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ts := serve(t, e, Options{})
+	ts := serveTinyMoE(t, 256)
 	for _, c := range []struct{ name, body, want string }{
 		{"a token id outside the vocabulary", `{"prompt":[1,2,999999999],"max_tokens":2}`, "token id 999999999 is outside the vocabulary"},
 		{"an empty prompt", `{"prompt":"","max_tokens":2}`, "the prompt is empty"},
 	} {
 		for _, streamed := range []string{"false", "true"} {
 			resp, body := post(t, ts.URL, "/v1/completions", strings.Replace(c.body, "{", `{"stream":`+streamed+",", 1))
-			e, _ := body["error"].(map[string]any)
-			msg, _ := e["message"].(string)
-			if resp.StatusCode != 400 || e["code"] != "invalid_prompt" || !strings.Contains(msg, c.want) {
+			apiErr, _ := body["error"].(map[string]any)
+			msg, _ := apiErr["message"].(string)
+			if resp.StatusCode != 400 || apiErr["code"] != "invalid_prompt" || !strings.Contains(msg, c.want) {
 				t.Errorf("%s (stream %s): %d %v; want 400 invalid_prompt with %q", c.name, streamed, resp.StatusCode, body, c.want)
 			}
 		}
 	}
+}
+
+// serveTinyMoE serves the tiny MoE checkpoint on the CPU with a context of
+// contextLength tokens, the engine closed after the server.
+func serveTinyMoE(t *testing.T, contextLength int) *httptest.Server {
+	t.Helper()
+	e, err := engine.Load(testmodel.Dir(t, "tiny-moe"), engine.Options{Backend: "cpu", ContextLength: contextLength})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return serve(t, e, Options{})
 }
