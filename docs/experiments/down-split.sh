@@ -1,0 +1,64 @@
+#!/bin/sh
+# down-split.sh: moe_down_mma_bf16 with its tokens split over threadgroups
+# (tpg, tokens a threadgroup; down-split.patch, with BAGEL_EXP_DOWN_TPG
+# choosing it, 16 = main's one threadgroup for all of a launch's tokens).
+# The centred checkpoint's batched step of 8 rows spends 52 µs a layer in
+# this kernel on an H100, its 65 items in 8 rounds of 9 in each of 128
+# threadgroups (synth-centred.sh, forty-first session).
+# .devbin/bins.tar.xz holds bagel, cuda.test, engine.test and ptx built with
+# the patch applied (tpg 16 stands for main: the same launches):
+#   git apply docs/experiments/down-split.patch
+#   make gpu-build && (cd .devbin && tar cf bins.tar bagel cuda.test engine.test ptx \
+#     && xz -T2 -9e bins.tar && rm -f bagel cuda.test engine.test ptx)
+# On the device (carry .devbin): OUT=$OUT sh docs/experiments/down-split.sh
+# It brings back the PTX for main ($OUT/ptx) should the patch land.
+set -u
+T0=$(date +%s)
+OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+LOG=$OUT/log.txt
+say() { echo "$* t=$(( $(date +%s) - T0 ))" | tee -a $LOG; }
+(cd .devbin && xz -dc bins.tar.xz | tar x && chmod +x bagel cuda.test engine.test ptx) || exit 1
+say "$(nvidia-smi --query-gpu=name --format=csv,noheader)"
+mkdir -p $OUT/ptx && .devbin/ptx -out $OUT/ptx >> $LOG 2>&1
+say "ptx (rc $?): $(cut -c1-12 $OUT/ptx/kernels.sha256)"
+(cd cuda && BAGEL_REQUIRE_GPU=1 timeout 240 ../.devbin/cuda.test -test.count=1 -test.v \
+	-test.run 'TestKernels$|TestTiledExpertsTokenInvariance|TestTiledGEMVTokenInvariance') > /tmp/c.txt 2>&1
+say "cuda kernel tests (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/c.txt | tr '\n' ' ')"
+grep -E 'moe_down_mma|FAIL|differs' /tmp/c.txt | head -30 | tee -a $LOG
+mkdir -p /tmp/tok
+gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
+gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
+M=/tmp/m-new
+.devbin/bagel synth --like qwen3.5-35b-a3b --tokenizer /tmp/tok --out $M > /dev/null 2>&1
+say "model ready"
+C="-m $M --backend cuda --runs 1 --long= --switches=false --lookup=false --projections 0 --stall-prompt 0"
+# A load for several replies at 1, 4 and 8: main, then each tpg.
+for b in 16 1 2 4; do
+	bin=.devbin/bagel; tpg=$b
+	BAGEL_EXP_DOWN_TPG=$tpg BAGEL_TILED_GEMV=1 timeout 120 $bin bench $C --prefill= --drafts= --tokens 128 --streams 1,4,8 > /tmp/b.txt 2>&1
+	say "[$b] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
+	cat /tmp/b.txt >> $LOG
+done
+# Drafts of 4 in the batch (a reply's 5 rows share experts) and a lone
+# reply's verifies (T 5), tiled GEMVs.
+for b in 16 1 4; do
+	BAGEL_EXP_DOWN_TPG=$b BAGEL_TILED_GEMV=1 timeout 120 .devbin/bagel bench $C --prefill= --drafts= --tokens 128 --streams 4,8 --stream-drafts 4 > /tmp/b.txt 2>&1
+	say "[$b] drafts of 4 in the batch (rc $?):"
+	grep -B2 -A6 'streams  aggregate' /tmp/b.txt | tee -a $LOG
+	BAGEL_EXP_DOWN_TPG=$b BAGEL_TILED_GEMV=1 timeout 120 .devbin/bagel bench $C --tokens 200 --prefill= --drafts 4 > /tmp/b.txt 2>&1
+	say "[$b] lone, tiled (rc $?): $(grep -E 'a verify =' /tmp/b.txt | cut -c1-150)"
+	grep -E '^decode greedy' /tmp/b.txt | cut -c1-130 | tee -a $LOG
+done
+# Main's batch tests and the verify's on the GPU with a token a threadgroup.
+(cd engine && BAGEL_EXP_DOWN_TPG=1 BAGEL_REQUIRE_GPU=1 timeout 200 ../.devbin/engine.test -test.count=1 -test.v \
+	-test.run 'TestGPUBatch|TestGPUShortChunks|TestGPUPromptsTogether|TestGPUSpeculative|TestGPUMTPVerify|TestGPUPooled|TestGPUPathsMatchTheReference') > /tmp/t.txt 2>&1
+say "engine GPU tests, tpg 1 (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/t.txt | tr '\n' ' ')"
+grep -E 'FAIL|differ' /tmp/t.txt | head -20 | tee -a $LOG
+# Every kernel of a batched step of 8 rows, tpg 1, graphs off.
+BAGEL_EXP_DOWN_TPG=1 BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 150 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
+	--launch-skip 49000 --launch-count 5000 .devbin/bagel bench $C --prefill= --drafts= --tokens 16 --streams 8 > $OUT/ncu-batch.csv 2> /dev/null
+say "ncu-batch (rc $?)"
+python3 tools/ncu_forwards.py $OUT/ncu-batch.csv 30 > $OUT/ncu-batch.txt
+grep '^forward' $OUT/ncu-batch.txt | cut -c1-70 | tee -a $LOG
+awk '/^forward/ {n++; batched[n] = index($0, "batched step of 8 rows") > 0} {buf[n] = buf[n] $0 "\n"} END {for (i = n - 1; i > 0; i--) if (batched[i]) {printf "%s", buf[i]; exit}}' $OUT/ncu-batch.txt | tee -a $LOG
+gzip -9 $OUT/ncu-batch.csv
