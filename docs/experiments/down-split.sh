@@ -39,6 +39,12 @@ for b in 16 1 2 4; do
 	say "[$b] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
 	cat /tmp/b.txt >> $LOG
 done
+# With a token a threadgroup: the down's teams of 1 or 3 SIMD-groups (main
+# 2), and the experts' up with 256 or 1024 inputs a SIMD-group (main 512).
+for t in MOE_DOWN_MMA_SPLIT=1 MOE_DOWN_MMA_SPLIT=3 MOE_MMA_IN_PER_WARP=256 MOE_MMA_IN_PER_WARP=1024; do
+	BAGEL_KERNEL_TUNING=$t BAGEL_EXP_DOWN_TPG=1 BAGEL_TILED_GEMV=1 timeout 120 .devbin/bagel bench $C --prefill= --drafts= --tokens 128 --streams 1,4,8 > /tmp/b.txt 2>&1
+	say "[1, $t] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
+done
 # Drafts of 4 in the batch (a reply's 5 rows share experts) and a lone
 # reply's verifies (T 5), tiled GEMVs.
 for b in 16 1 4; do
@@ -56,7 +62,7 @@ say "engine GPU tests, tpg 1 (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/t.txt | t
 grep -E 'FAIL|differ' /tmp/t.txt | head -20 | tee -a $LOG
 # Every kernel of a batched step of 8 rows, tpg 1, graphs off.
 BAGEL_EXP_DOWN_TPG=1 BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 150 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
-	--launch-skip 49000 --launch-count 5000 .devbin/bagel bench $C --prefill= --drafts= --tokens 16 --streams 8 > $OUT/ncu-batch.csv 2> /dev/null
+	--launch-skip 50000 --launch-count 3000 .devbin/bagel bench $C --prefill= --drafts= --tokens 16 --streams 8 > $OUT/ncu-batch.csv 2> /dev/null
 say "ncu-batch (rc $?)"
 python3 tools/ncu_forwards.py $OUT/ncu-batch.csv 30 > $OUT/ncu-batch.txt
 grep '^forward' $OUT/ncu-batch.txt | cut -c1-70 | tee -a $LOG
