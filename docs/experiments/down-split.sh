@@ -33,21 +33,24 @@ M=/tmp/m-new
 say "model ready"
 C="-m $M --backend cuda --runs 1 --long= --switches=false --lookup=false --projections 0 --stall-prompt 0"
 # A load for several replies at 1, 4 and 8: main, then each tpg.
-for b in 16 1 2 4; do
+tpgs="16 1 2 4"; [ -n "${SLIM:-}" ] && tpgs="16 1" # SLIM=1: little device time left
+for b in $tpgs; do
 	bin=.devbin/bagel; tpg=$b
 	BAGEL_EXP_DOWN_TPG=$tpg BAGEL_TILED_GEMV=1 timeout 120 $bin bench $C --prefill= --drafts= --tokens 128 --streams 1,4,8 > /tmp/b.txt 2>&1
 	say "[$b] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
 	cat /tmp/b.txt >> $LOG
 done
+[ -n "${SLIM:-}" ] && tuning= || tuning='MOE_DOWN_MMA_SPLIT=1 MOE_DOWN_MMA_SPLIT=3 MOE_MMA_IN_PER_WARP=256 MOE_MMA_IN_PER_WARP=1024'
 # With a token a threadgroup: the down's teams of 1 or 3 SIMD-groups (main
 # 2), and the experts' up with 256 or 1024 inputs a SIMD-group (main 512).
-for t in MOE_DOWN_MMA_SPLIT=1 MOE_DOWN_MMA_SPLIT=3 MOE_MMA_IN_PER_WARP=256 MOE_MMA_IN_PER_WARP=1024; do
+for t in $tuning; do
 	BAGEL_KERNEL_TUNING=$t BAGEL_EXP_DOWN_TPG=1 BAGEL_TILED_GEMV=1 timeout 120 .devbin/bagel bench $C --prefill= --drafts= --tokens 128 --streams 1,4,8 > /tmp/b.txt 2>&1
 	say "[1, $t] (rc $?): all decoding at 1/4/8: $(grep -A5 'streams  aggregate' /tmp/b.txt | awk '$1 ~ /^[1248]$/ {printf "%s (%s ms) ", $(NF-1), $7}')"
 done
 # Drafts of 4 in the batch (a reply's 5 rows share experts) and a lone
 # reply's verifies (T 5), tiled GEMVs.
-for b in 16 1; do
+[ -n "${SLIM:-}" ] && drafts= || drafts="16 1"
+for b in $drafts; do
 	BAGEL_EXP_DOWN_TPG=$b BAGEL_TILED_GEMV=1 timeout 120 .devbin/bagel bench $C --prefill= --drafts= --tokens 128 --streams 8 --stream-drafts 4 > /tmp/b.txt 2>&1
 	say "[$b] drafts of 4 in the batch (rc $?):"
 	grep -B2 -A6 'streams  aggregate' /tmp/b.txt | tee -a $LOG
@@ -60,6 +63,7 @@ done
 	-test.run 'TestGPUBatch|TestGPUShortChunks|TestGPUPromptsTogether|TestGPUSpeculative|TestGPUMTPVerify|TestGPUPooled|TestGPUPathsMatchTheReference') > /tmp/t.txt 2>&1
 say "engine GPU tests, tpg 1 (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/t.txt | tr '\n' ' ')"
 grep -E 'FAIL|differ' /tmp/t.txt | head -20 | tee -a $LOG
+[ -n "${SLIM:-}" ] && exit 0
 # Every kernel of a batched step of 8 rows, tpg 1, graphs off.
 BAGEL_EXP_DOWN_TPG=1 BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 150 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
 	--launch-skip 50000 --launch-count 3000 .devbin/bagel bench $C --prefill= --drafts= --tokens 16 --streams 8 > $OUT/ncu-batch.csv 2> /dev/null
