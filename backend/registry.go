@@ -83,6 +83,15 @@ type AsyncReader interface {
 	ReadAsync(b Buffer, off, n int) (PendingRead, error)
 }
 
+// AtDispatchRunner is an optional Device capability: a device whose work
+// runs as it is dispatched (the CPU reference), so nothing it does overlaps
+// the host. A step launched ahead of the host's read there runs before the
+// token it follows is handed on: the engine's decode pipeline would only
+// hold each token back a step.
+type AtDispatchRunner interface {
+	RunsAtDispatch() bool
+}
+
 // PendingRead is a read-back under way (AsyncReader).
 type PendingRead interface {
 	// Wait blocks until the bytes are there and returns them (a host sync).

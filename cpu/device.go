@@ -125,8 +125,15 @@ func (d *Device) Read(b backend.Buffer, off int, dst []byte) error {
 
 var _ backend.AsyncReader = (*Device)(nil)
 
+var _ backend.AtDispatchRunner = (*Device)(nil)
+
+// RunsAtDispatch is true: every dispatch has run when Dispatch returns.
+func (d *Device) RunsAtDispatch() bool { return true }
+
 // ReadAsync reads at once: the CPU backend's work is done by the time it is
-// submitted. It lets the engine's decode pipeline run (and be tested) here.
+// submitted. It lets the engine's tests run the decode pipeline here; the
+// engine itself does not (RunsAtDispatch: a step launched ahead would run
+// before the token it follows reached the reader).
 func (d *Device) ReadAsync(b backend.Buffer, off, n int) (backend.PendingRead, error) {
 	if n < 0 || n > backend.AsyncReadMax {
 		return nil, fmt.Errorf("cpu: read of %d bytes: at most %d at a time", n, backend.AsyncReadMax)

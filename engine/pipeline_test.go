@@ -139,3 +139,26 @@ func TestGPUDecodePipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUDecodesWithoutThePipeline: outside the engine's tests the CPU
+// backend, whose work runs as it is dispatched, decodes step by step (a step
+// launched ahead would run before the token it follows reaches the reader),
+// and its reply is the pipelined one.
+func TestCPUDecodesWithoutThePipeline(t *testing.T) {
+	defer switches.Reset(SwitchDecodePipeline)
+	e, err := Load(testmodel.Weights(t, "tiny-dense"), Options{Backend: "cpu", ContextLength: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	req := Request{PromptIDs: []int32{9707, 11, 1246, 525, 3555, 30}, MaxTokens: 6, IgnoreStop: true}
+	piped, _ := greedyReply(t, e, req, true)
+	pipelineAtDispatch = false
+	defer func() { pipelineAtDispatch = true }()
+	if e.CanPipeline() {
+		t.Fatal("the CPU backend runs the decode pipeline outside the engine's tests")
+	}
+	if plain, _ := greedyReply(t, e, req, true); !slices.Equal(plain, piped) {
+		t.Errorf("without the pipeline %v, with it %v", plain, piped)
+	}
+}

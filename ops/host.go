@@ -143,6 +143,13 @@ func CanReadAsync(c *Ctx) bool {
 	return ok
 }
 
+// RunsAtDispatch says whether the context's device runs its work as it is
+// dispatched (backend.AtDispatchRunner), so that nothing overlaps the host.
+func RunsAtDispatch(c *Ctx) bool {
+	r, ok := c.Dev.(backend.AtDispatchRunner)
+	return ok && r.RunsAtDispatch()
+}
+
 // ReadBytesAsync submits the recorded work and queues a read of t's bytes
 // behind it (CanReadAsync devices only); the read's Wait returns them.
 func ReadBytesAsync(c *Ctx, t Tensor) (backend.PendingRead, error) {
