@@ -21,10 +21,6 @@ say() { echo "$* t=$(( $(date +%s) - T0 ))" | tee -a $LOG; }
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader)"
 mkdir -p $OUT/ptx && .devbin/ptx -out $OUT/ptx >> $LOG 2>&1
 say "ptx (rc $?): $(cut -c1-12 $OUT/ptx/kernels.sha256)"
-(cd cuda && BAGEL_REQUIRE_GPU=1 timeout 150 ../.devbin/cuda.test -test.count=1 -test.v \
-	-test.run 'TestKernels$|TestTiledExpertsTokenInvariance|TestTiledGEMVTokenInvariance') > /tmp/c.txt 2>&1
-say "cuda kernel tests (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/c.txt | tr '\n' ' ')"
-grep -E 'moe_down_mma|FAIL|differs' /tmp/c.txt | head -30 | tee -a $LOG
 mkdir -p /tmp/tok
 gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
 gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
@@ -58,8 +54,12 @@ for b in $drafts; do
 	say "[$b] lone, tiled (rc $?): $(grep -E 'a verify =' /tmp/b.txt | cut -c1-150)"
 	grep -E '^decode greedy' /tmp/b.txt | cut -c1-130 | tee -a $LOG
 done
+(cd cuda && BAGEL_REQUIRE_GPU=1 timeout ${TEST_S:-150} ../.devbin/cuda.test -test.count=1 -test.v \
+	-test.run 'TestKernels$|TestTiledExpertsTokenInvariance|TestTiledGEMVTokenInvariance') > /tmp/c.txt 2>&1
+say "cuda kernel tests (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/c.txt | tr '\n' ' ')"
+grep -E 'moe_down_mma|FAIL|differs' /tmp/c.txt | head -30 | tee -a $LOG
 # Main's batch tests and the verify's on the GPU with a token a threadgroup.
-(cd engine && BAGEL_EXP_DOWN_TPG=1 BAGEL_REQUIRE_GPU=1 timeout 150 ../.devbin/engine.test -test.count=1 -test.v \
+(cd engine && BAGEL_EXP_DOWN_TPG=1 BAGEL_REQUIRE_GPU=1 timeout ${TEST_S:-150} ../.devbin/engine.test -test.count=1 -test.v \
 	-test.run 'TestGPUBatch|TestGPUShortChunks|TestGPUPromptsTogether|TestGPUSpeculative|TestGPUMTPVerify|TestGPUPooled|TestGPUPathsMatchTheReference') > /tmp/t.txt 2>&1
 say "engine GPU tests, tpg 1 (rc $?): $(grep -E '^(--- |ok|FAIL)' /tmp/t.txt | tr '\n' ' ')"
 grep -E 'FAIL|differ' /tmp/t.txt | head -20 | tee -a $LOG
