@@ -350,11 +350,23 @@ func writeStreamsBench(w io.Writer, s *streamsBench) {
 	fmt.Fprintf(w, "  one reply alone (Generate): %.1f tok/s\n", s.SoloTokPerS)
 	fmt.Fprintf(w, "  %7s  %13s  %8s  %10s  %11s  %9s  %11s  %14s  %13s  %8s\n", "streams", "aggregate t/s", "× alone", "per stream", "slowest t/s", "TTFT ms",
 		"GPU ms/step", "dispatches/step", "all decoding", "× alone")
+	none := false
 	for _, r := range s.Rows {
-		fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %11.1f  %9.1f  %11.2f  %14.0f  %13.1f  %8.2f\n", r.Streams, r.AggregateTPS, r.AggregateTPS/s.SoloTokPerS,
-			r.PerStreamTPS, r.SlowestTPS, r.TTFTms, r.GPUmsPerStep, r.DispatchesPerStep, r.SteadyTPS, r.SteadyTPS/s.SoloTokPerS)
+		// No span with every reply decoding (replies of a few tokens, the
+		// last one's prompt still prefilling when the first ended): "-".
+		steady, times := "-", "-"
+		if r.SteadyTPS > 0 {
+			steady, times = fmt.Sprintf("%.1f", r.SteadyTPS), fmt.Sprintf("%.2f", r.SteadyTPS/s.SoloTokPerS)
+		} else {
+			none = true
+		}
+		fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %11.1f  %9.1f  %11.2f  %14.0f  %13s  %8s\n", r.Streams, r.AggregateTPS, r.AggregateTPS/s.SoloTokPerS,
+			r.PerStreamTPS, r.SlowestTPS, r.TTFTms, r.GPUmsPerStep, r.DispatchesPerStep, steady, times)
 	}
 	fmt.Fprintf(w, "  (aggregate: every reply's tokens from the first reply's first to the last one's last, the others' prefills among them; all decoding: while every reply decodes)\n")
+	if none {
+		fmt.Fprintf(w, "  (-: the replies never all decoded at once; more --tokens give them a span)\n")
+	}
 	if s.Drafts > 0 {
 		trees := ""
 		if s.TreeWidth > 0 {

@@ -448,3 +448,29 @@ func TestSteadyRate(t *testing.T) {
 		t.Errorf("a reply of one token: steady rate %.3f, want 0", got)
 	}
 }
+
+// TestStreamsTableWithoutASpanAllDecoding: a count of replies that never all
+// decoded at once (replies of a few tokens) shows "-" for the all-decoding
+// rate and says why, rather than a rate of 0.
+func TestStreamsTableWithoutASpanAllDecoding(t *testing.T) {
+	var b strings.Builder
+	writeStreamsBench(&b, &streamsBench{PromptTokens: 8, Tokens: 2, Runs: 1, SoloTokPerS: 2,
+		Rows: []streamsRow{{Streams: 1, AggregateTPS: 2, SteadyTPS: 2}, {Streams: 2, AggregateTPS: 0.5}}})
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	rows := map[string][]string{}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) == 10 {
+			rows[f[0]] = f
+		}
+	}
+	if one := rows["1"]; len(one) != 10 || one[8] != "2.0" || one[9] != "1.00" {
+		t.Errorf("one reply all decoding: %q", one)
+	}
+	if two := rows["2"]; len(two) != 10 || two[8] != "-" || two[9] != "-" {
+		t.Errorf("two replies with no span all decoding: %q", two)
+	}
+	if !strings.Contains(out, "never all decoded at once") {
+		t.Errorf("no word on the missing span:\n%s", out)
+	}
+}
