@@ -33,8 +33,9 @@ func init() {
 		Description: "Decoding launches the next step before reading the last one's token, which stays on the device " +
 			"(greedy replies, sampled ones with device sampling, and batches of greedy replies answering together; " +
 			"devices that read back asynchronously while they work: CUDA, Metal; applies at the next generation).",
-		Default: true,
-		Env:     "BAGEL_NO_DECODE_PIPELINE",
+		Default:  true,
+		Env:      "BAGEL_NO_DECODE_PIPELINE",
+		Backends: []string{"cuda", "metal"}, // the CPU's work runs as it is dispatched (CanPipeline)
 	})
 }
 
