@@ -96,14 +96,24 @@ var wideMoE = testmodel.Spec{ModelType: "qwen3_5_moe", Hidden: 2048, Layers: 2, 
 	HeadDim: 128, Hk: 4, Hv: 16, Dk: 128, Dv: 128, ConvKernel: 4, Experts: 8, TopK: 2, MoEInter: 512, Share: 512,
 	Vocab: 512, Bits: 4, GroupSize: 64, RouterBits: 8}
 
-// withTiledGEMV runs f as subtests of name with the tiled-GEMV switch off and
-// on (SwitchTiledGEMV, read at model load: f loads its model).
+// withTiledGEMV runs f as subtests of name with the tiled-GEMV switch off,
+// on (the experts on their plain kernels), and on with the tiled experts
+// (SwitchTiledGEMV, SwitchTiledExperts, read at model load: f loads its
+// model).
 func withTiledGEMV(t *testing.T, name string, f func(t *testing.T)) {
 	defer switches.Reset(SwitchTiledGEMV)
-	for _, on := range []bool{false, true} {
-		if err := switches.Set(SwitchTiledGEMV, on); err != nil {
+	defer switches.Reset(SwitchTiledExperts)
+	for _, c := range []struct{ gemv, experts bool }{{false, false}, {true, false}, {true, true}} {
+		if err := switches.Set(SwitchTiledGEMV, c.gemv); err != nil {
 			t.Fatal(err)
 		}
-		t.Run(fmt.Sprintf("%s/tiled-gemv=%v", name, on), f)
+		if err := switches.Set(SwitchTiledExperts, c.experts); err != nil {
+			t.Fatal(err)
+		}
+		sub := fmt.Sprintf("%s/tiled-gemv=%v", name, c.gemv)
+		if c.experts {
+			sub += ",tiled-experts"
+		}
+		t.Run(sub, f)
 	}
 }

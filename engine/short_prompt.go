@@ -24,8 +24,9 @@ func (e *Engine) promptKernels(t int) (restore func()) {
 	if !e.movesToTiled(t) {
 		return func() {}
 	}
-	p.TiledGEMV = true
-	return func() { p.TiledGEMV = false }
+	was := p.TiledExperts // a prompt's experts take the tiled kernels, its tokens often sharing them
+	p.TiledGEMV, p.TiledExperts = true, true
+	return func() { p.TiledGEMV, p.TiledExperts = false, was }
 }
 
 // movesToTiled says whether promptKernels moves a prompt's forward of t

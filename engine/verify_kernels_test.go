@@ -17,7 +17,8 @@ import (
 // kernel chosen for one and not the other would break the bit equality that
 // TestVerifyLogitsAreDecodeLogits checks on a GPU; on the CPU both run one
 // reference, so only the kernels' names tell. The wide MoE (4-bit in groups
-// of 64) takes the matrix-unit experts.
+// of 64) takes the matrix-unit experts with tiled-experts on, and the plain
+// ones without.
 func TestVerifyTakesTheStepsMatrixUnitKernels(t *testing.T) {
 	dirs := map[string]string{"wide-moe": t.TempDir()}
 	testmodel.WriteRandom(t, dirs["wide-moe"], wideMoE)
@@ -56,12 +57,15 @@ func TestVerifyTakesTheStepsMatrixUnitKernels(t *testing.T) {
 			if !maps.Equal(step, verify) {
 				t.Errorf("a step runs matrix-unit kernels %v, a verify %v", slices.Sorted(maps.Keys(step)), slices.Sorted(maps.Keys(verify)))
 			}
-			on := switches.On(SwitchTiledGEMV)
+			on, experts := switches.On(SwitchTiledGEMV), switches.On(SwitchTiledExperts)
 			if !on && len(step) > 0 {
 				t.Errorf("tiled-gemv off, yet a step runs %v", slices.Sorted(maps.Keys(step)))
 			}
-			if on && name == "wide-moe" && !(step["moe_up_mma_bf16"] && step["moe_down_mma_bf16"] && step["qmatmul_mma_bf16_f32"]) {
-				t.Errorf("tiled-gemv on: the wide MoE's step runs %v, without the matrix-unit experts or logits", slices.Sorted(maps.Keys(step)))
+			if on && name == "wide-moe" && !step["qmatmul_mma_bf16_f32"] {
+				t.Errorf("tiled-gemv on: the wide MoE's step runs %v, without the matrix-unit logits", slices.Sorted(maps.Keys(step)))
+			}
+			if tiledExperts := step["moe_up_mma_bf16"] && step["moe_down_mma_bf16"]; on && name == "wide-moe" && tiledExperts != experts {
+				t.Errorf("tiled-gemv on, tiled-experts %v: the wide MoE's step runs %v", experts, slices.Sorted(maps.Keys(step)))
 			}
 		})
 	}
