@@ -53,6 +53,10 @@ type streamsRow struct {
 	DraftedTPS          float64 `json:"drafted_aggregate_tok_per_s,omitempty"`
 	DraftedPerStreamTPS float64 `json:"drafted_per_stream_tok_per_s,omitempty"`
 	TokensPerStep       float64 `json:"drafted_tokens_per_step,omitempty"`
+	// DraftedError says a drafted reply differed from its plain one (greedy
+	// speculative decoding must give the plain tokens): the row's drafted
+	// rates are not shown, its plain ones and the other rows are.
+	DraftedError string `json:"drafted_error,omitempty"`
 	// The same prompts' replies sampled (--stream-sampled): summed and
 	// median rate.
 	SampledTPS          float64 `json:"sampled_aggregate_tok_per_s,omitempty"`
@@ -169,13 +173,17 @@ func (b *bench) draftedRow(row *streamsRow, reqs []engine.Request, runs []stream
 	if err != nil {
 		return err
 	}
+	for i, r := range again {
+		if !slices.Equal(r.ids, runs[i].ids) {
+			row.DraftedError = fmt.Sprintf("a drafted reply differs from its plain reply (reply %d of %d, from token %d)",
+				i, len(runs), firstDifference(r.ids, runs[i].ids))
+			return nil
+		}
+	}
 	d := streamsRowOf(again)
 	row.DraftedTPS, row.DraftedPerStreamTPS = d.AggregateTPS, d.PerStreamTPS
 	var steps []float64
-	for i, r := range again {
-		if !slices.Equal(r.ids, runs[i].ids) {
-			return fmt.Errorf("a drafted reply differs from its plain reply (reply %d of %d)", i, len(runs))
-		}
+	for _, r := range again {
 		if st := r.stats; st.GeneratedTokens > st.DraftAccepted {
 			steps = append(steps, float64(st.GeneratedTokens)/float64(st.GeneratedTokens-st.DraftAccepted))
 		}
@@ -185,6 +193,17 @@ func (b *bench) draftedRow(row *streamsRow, reqs []engine.Request, runs []stream
 		row.TokensPerStep = steps[len(steps)/2]
 	}
 	return nil
+}
+
+// firstDifference is the first index where a and b differ (the shorter's
+// length where one is the other's start).
+func firstDifference(a, b []int32) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 // sampledRow runs reqs again sampled as a chat's reply with Qwen's
@@ -376,6 +395,10 @@ func writeStreamsBench(w io.Writer, s *streamsBench) {
 			s.Drafts, trees, engine.MaxBatch)
 		fmt.Fprintf(w, "  %7s  %13s  %8s  %10s  %15s\n", "streams", "aggregate t/s", "× plain", "per stream", "tokens/step")
 		for _, r := range s.Rows {
+			if r.DraftedError != "" {
+				fmt.Fprintf(w, "  %7d  failed: %s\n", r.Streams, r.DraftedError)
+				continue
+			}
 			fmt.Fprintf(w, "  %7d  %13.1f  %8.2f  %10.1f  %15.2f\n", r.Streams, r.DraftedTPS, r.DraftedTPS/r.AggregateTPS, r.DraftedPerStreamTPS, r.TokensPerStep)
 		}
 	}

@@ -477,3 +477,34 @@ func TestStreamsTableWithoutASpanAllDecoding(t *testing.T) {
 		t.Errorf("no word on the missing span:\n%s", out)
 	}
 }
+
+// TestStreamsTableWithAFailedDraftedRow: a drafted reply that differs from
+// its plain one fails its row of the drafted table, naming the reply and
+// token, and leaves the plain table and the other drafted rows.
+func TestStreamsTableWithAFailedDraftedRow(t *testing.T) {
+	var b strings.Builder
+	writeStreamsBench(&b, &streamsBench{PromptTokens: 8, Tokens: 16, Runs: 1, SoloTokPerS: 2, Drafts: 4, Rows: []streamsRow{
+		{Streams: 1, AggregateTPS: 2, SteadyTPS: 2, DraftedError: "a drafted reply differs from its plain reply (reply 0 of 1, from token 9)"},
+		{Streams: 2, AggregateTPS: 3.5, SteadyTPS: 3.8, DraftedTPS: 7, DraftedPerStreamTPS: 3.5, TokensPerStep: 2.5}}})
+	out := b.String()
+	for _, want := range []string{
+		"        1            2.0", // the plain row of one reply
+		"        1  failed: a drafted reply differs from its plain reply (reply 0 of 1, from token 9)",
+		"        2            7.0      2.00", // the drafted row of two
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}
+
+func TestFirstDifference(t *testing.T) {
+	for _, c := range []struct {
+		a, b []int32
+		want int
+	}{{[]int32{1, 2, 3}, []int32{1, 2, 4}, 2}, {[]int32{1, 2}, []int32{1, 2, 3}, 2}, {nil, []int32{1}, 0}, {[]int32{5}, []int32{6}, 0}} {
+		if got := firstDifference(c.a, c.b); got != c.want {
+			t.Errorf("firstDifference(%v, %v) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
