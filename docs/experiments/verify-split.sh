@@ -9,7 +9,7 @@
 # checkpoint, and `bench --streams 1 --stream-drafts 4` stopping on "a drafted
 # reply differs from its plain reply".
 # .devbin/bins.tar.xz (12.8 MB, xz -9e): bagel, cuda.test, engine.test and ptx
-# with the patch applied to 8d0ba2b, and bagel-main (8d0ba2b) for the A/B:
+# with the patch applied to 3e82293, and bagel-main (3e82293) for the A/B:
 #   git worktree add /tmp/wt HEAD && cd /tmp/wt && go build -o B/bagel-main . &&
 #   git apply docs/experiments/verify-split.patch && go build -o B/bagel . &&
 #   go test -c -o B/cuda.test ./cuda && go test -c -o B/engine.test ./engine &&
