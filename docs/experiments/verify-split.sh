@@ -65,3 +65,13 @@ for b in bagel-main bagel; do
 	say "[$b] streams with drafts (rc $?):"
 	grep -A14 'replies decoded together' /tmp/b.txt | tee -a $LOG
 done
+# main's batched step of 8 rows under ncu, its experts on their plain
+# kernels (the batch's default since 8d0ba2b): where a row's 0.55–0.62 ms goes
+# (docs/batching.md, Next 1). Graphs off, every kernel's GPU time.
+BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 150 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
+	--launch-skip 50000 --launch-count 3000 .devbin/bagel-main bench $C --long= --prefill= --drafts= --tokens 16 --streams 8 > $OUT/ncu-batch.csv 2> /dev/null
+say "ncu-batch, plain experts (rc $?)"
+python3 tools/ncu_forwards.py $OUT/ncu-batch.csv 30 > $OUT/ncu-batch.txt
+grep '^forward' $OUT/ncu-batch.txt | cut -c1-70 | tee -a $LOG
+awk '/^forward/ {n++; batched[n] = index($0, "batched step of 8 rows") > 0} {buf[n] = buf[n] $0 "\n"} END {for (i = n - 1; i > 0; i--) if (batched[i]) {printf "%s", buf[i]; exit}}' $OUT/ncu-batch.txt | tee -a $LOG
+gzip -9 $OUT/ncu-batch.csv
