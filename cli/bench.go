@@ -318,6 +318,7 @@ func (b *bench) oracleWith(promptLen, draftLen, width int, switchSetting string)
 	was := engine.SwitchOn(engine.SwitchSpeculative)
 	defer engine.SetSwitch(engine.SwitchSpeculative, was)
 	var all []engine.Stats
+	mismatch := ""
 	for r := range b.runs {
 		b.progress(fmt.Sprintf("decode greedy, oracle drafts of %d, width %d (run %d/%d)", draftLen, width, r+1, b.runs))
 		ids := b.randomPrompt(promptLen)
@@ -335,9 +336,12 @@ func (b *bench) oracleWith(promptLen, draftLen, width int, switchSetting string)
 		if width > 1 {
 			d = drafter.OracleTreeDrafter{Oracle: d.(drafter.OracleDrafter), Width: width}
 		}
-		st, _, err := b.generate(ids, b.tokens, engine.Sampling{}, d, draftLen)
+		st, drafted, err := b.generate(ids, b.tokens, engine.Sampling{}, d, draftLen)
 		if err != nil {
 			return fmt.Errorf("oracle drafts: %w", err)
+		}
+		if !slices.Equal(drafted, reply) && mismatch == "" {
+			mismatch = fmt.Sprintf("run %d's drafted reply differs from its plain reply from token %d of %d", r+1, firstDifference(drafted, reply), len(reply))
 		}
 		all = append(all, st)
 	}
@@ -351,6 +355,7 @@ func (b *bench) oracleWith(promptLen, draftLen, width int, switchSetting string)
 		name += fmt.Sprintf(" (%d/%d accepted)", st.DraftAccepted, st.DraftProposed)
 	}
 	b.add(name, strings.TrimSpace(switchSetting+" "+engine.SwitchSpeculative+"=on"), st)
+	b.report.Results[len(b.report.Results)-1].Mismatch = mismatch
 	return nil
 }
 

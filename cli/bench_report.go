@@ -61,7 +61,10 @@ type benchResult struct {
 	PrefillGPUms             float64 `json:"prefill_gpu_ms,omitempty"`           // device time to the first token
 	Verifies                 int     `json:"verifies,omitempty"`                 // speculative steps that verified guesses
 	VerifyMs                 float64 `json:"verify_ms,omitempty"`                // wall ms a verify (its drafting excluded)
-	Error                    string  `json:"error,omitempty"`                    // why this figure could not be measured
+	// Mismatch says an oracle row's drafted reply differed from its plain
+	// one (greedy speculative decoding must give the plain tokens).
+	Mismatch string `json:"mismatch,omitempty"`
+	Error    string `json:"error,omitempty"` // why this figure could not be measured
 }
 
 func writeBenchTable(w io.Writer, r *benchReport) {
@@ -145,6 +148,9 @@ func writeVerifyCosts(w io.Writer, rs []benchResult) {
 			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify = %.2f decode steps of %.2f ms%s\n", label, x.Verifies, x.VerifyMs, x.VerifyMs/step, step, idle)
 		} else {
 			fmt.Fprintf(w, "%s: %d verifies, %.2f ms a verify\n", label, x.Verifies, x.VerifyMs)
+		}
+		if x.Mismatch != "" {
+			fmt.Fprintf(w, "  wrong: %s (greedy speculative decoding must give the plain reply: a verify did not give its decode steps' logits)\n", x.Mismatch)
 		}
 	}
 }

@@ -69,6 +69,9 @@ func TestSynthThenBench(t *testing.T) {
 				continue
 			}
 			oracles[n] = true
+			if x.Mismatch != "" {
+				t.Errorf("oracle row %q: %s", x.Name, x.Mismatch)
+			}
 			if a != p || p == 0 || x.Switch != "speculative-ngram=on" {
 				t.Errorf("oracle row %q %s: want every draft accepted", x.Name, x.Switch)
 			}
@@ -226,18 +229,22 @@ func TestVerifyLineShowsIdle(t *testing.T) {
 		{Name: "decode greedy, oracle drafts of 4", Switch: engine.SwitchSpeculative + "=on", DecodeTokPerSec: 1500,
 			Tokens: 21, Verifies: 4, VerifyMs: 3.25, IdleMsPerToken: 0.06, IdleInsideMsPerToken: 0.01},
 		{Name: "decode greedy, oracle drafts of 2", Switch: engine.SwitchSpeculative + "=on", DecodeTokPerSec: 900,
-			Tokens: 21, Verifies: 7, VerifyMs: 3},
+			Tokens: 21, Verifies: 7, VerifyMs: 3, Mismatch: "run 1's drafted reply differs from its plain reply from token 17 of 21"},
 	}}
 	var b strings.Builder
 	writeBenchTable(&b, r)
 	out := b.String()
 	for _, want := range []string{
 		"decode greedy, oracle drafts of 4: 4 verifies, 3.25 ms a verify = 1.30 decode steps of 2.50 ms; GPU idle 0.300 ms a verify, 0.050 of it between graph segments\n",
-		"decode greedy, oracle drafts of 2: 7 verifies, 3.00 ms a verify = 1.20 decode steps of 2.50 ms\n",
+		"decode greedy, oracle drafts of 2: 7 verifies, 3.00 ms a verify = 1.20 decode steps of 2.50 ms\n" +
+			"  wrong: run 1's drafted reply differs from its plain reply from token 17 of 21 (",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("want %q in:\n%s", want, out)
 		}
+	}
+	if strings.Count(out, "wrong:") != 1 {
+		t.Errorf("a wrong line for a row whose drafted reply matched:\n%s", out)
 	}
 }
 
