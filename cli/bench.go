@@ -354,8 +354,7 @@ func (b *bench) oracleWith(promptLen, draftLen, width int, switchSetting string)
 	if st.DraftProposed > 0 {
 		name += fmt.Sprintf(" (%d/%d accepted)", st.DraftAccepted, st.DraftProposed)
 	}
-	b.add(name, strings.TrimSpace(switchSetting+" "+engine.SwitchSpeculative+"=on"), st)
-	b.report.Results[len(b.report.Results)-1].Mismatch = mismatch
+	b.add(name, strings.TrimSpace(switchSetting+" "+engine.SwitchSpeculative+"=on"), st).Mismatch = mismatch
 	return nil
 }
 
@@ -462,7 +461,8 @@ func (b *bench) eachSwitch(greedy engine.Sampling, prefillLen int) error {
 	return b.load()
 }
 
-func (b *bench) add(name, switchSetting string, st engine.Stats) {
+// add records st as a row of the report and returns it.
+func (b *bench) add(name, switchSetting string, st engine.Stats) *benchResult {
 	r := benchResult{Name: name, Switch: switchSetting, PromptTokens: st.PromptTokens, Tokens: st.GeneratedTokens,
 		DecodeTokPerSec: st.DecodeTokensPerSec, PrefillTokPerSec: st.PrefillTokensPerSec,
 		TTFTms: float64(st.TimeToFirstToken.Microseconds()) / 1000, DispatchesPerToken: st.DispatchesPerToken,
@@ -484,6 +484,7 @@ func (b *bench) add(name, switchSetting string, st engine.Stats) {
 		}
 	}
 	b.report.Results = append(b.report.Results, r)
+	return &b.report.Results[len(b.report.Results)-1]
 }
 
 // parseLengths reads "128,512" (empty: none), each a whole number of 1 or

@@ -95,10 +95,10 @@ const (
 	// without it, a verify of 5 tokens 3.12 ms against 5.63; plain decode
 	// 404 against 495 tok/s).
 	SwitchTiledGEMV = "tiled-gemv"
-	// SwitchTiledExperts runs the experts' gate, up and down on the matrix
-	// units too where tiled-gemv runs a forward's GEMVs (moe_up_mma_bf16,
-	// moe_down_mma_bf16: an expert's rows read once for the tokens routed to
-	// it in a launch). Off by default: where a step's tokens route apart, as
+	// SwitchTiledExperts runs the experts' gate, up and down of decode steps
+	// and verifies on the matrix units (moe_up_mma_bf16, moe_down_mma_bf16:
+	// an expert's rows read once for the tokens routed to it in a launch),
+	// with tiled-gemv or without. Off by default: where a step's tokens route apart, as
 	// a real model's replies and a verify's tokens do, each tile of those
 	// kernels serves one slot and their plain kernels are faster (H100, the
 	// 35B-A3B's shapes, a synthetic checkpoint that routes apart, forty-first
@@ -158,7 +158,7 @@ func init() {
 		{Name: SwitchTiledGEMV, Env: "BAGEL_TILED_GEMV", Backends: []string{"cuda", "cpu"}, Verifies: true,
 			Description: "Run the 4-bit projections, experts and logits of decode steps on the matrix units, each weight dequantized once for all of a speculative verify's tokens: faster speculative decoding, a slower plain decode step (experimental; CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchTiledExperts, Env: "BAGEL_TILED_EXPERTS", Backends: []string{"cuda", "cpu"},
-			Description: "With tiled-gemv, run the experts' projections of decode steps and verifies on the matrix units too, an expert's rows read once for all the tokens routed to it (off: their plain kernels, the faster where replies route to different experts; CUDA sm_80+ and CPU; applies at the next model load)."},
+			Description: "Run the experts' projections of decode steps and verifies on the matrix units, an expert's rows read once for all the tokens routed to it (off: their plain kernels, the faster where replies route to different experts; CUDA sm_80+ and CPU; applies at the next model load)."},
 		{Name: SwitchShortPromptTiled, Env: "BAGEL_NO_SHORT_PROMPT_TILED", Backends: []string{"cuda", "cpu"},
 			Description: "Run a prompt of fewer than 32 tokens (a short message, a long prompt's last chunk; fewer than 72 on a MoE model whose experts take them) on the matrix-unit GEMVs of tiled-gemv, though decoding keeps the plain ones (CUDA sm_80+; on the CPU only when chosen, where it runs the slower references; applies at the next model load)."},
 		{Name: SwitchPrefillSplitAttention, Env: "BAGEL_NO_PREFILL_SPLIT_ATTENTION",

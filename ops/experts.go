@@ -46,10 +46,10 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 	// The decode path's experts and shared expert in one launch (moe_up_bf16):
 	// then only the router and the scalar gate are projected here.
 	fusedUp := !grouped && c.Plan.ExpertSwiGLU && MoEUpFits(m.Gate, m.SharedGate, m.SharedUp)
-	// TiledGEMV with TiledExperts: the experts on the matrix units
-	// (moe_up_mma_bf16), for a step and a verify alike, so that their bits
-	// agree (as the plain kernels' do).
-	tiledUp := fusedUp && c.Plan.TiledGEMV && c.Plan.TiledExperts && MoEUpTiledFits(c, m.Gate, m.SharedGate, m.SharedUp)
+	// TiledExperts: the experts on the matrix units (moe_up_mma_bf16), for a
+	// step and a verify alike, so that their bits agree (as the plain
+	// kernels' do), whatever the plan's other GEMVs.
+	tiledUp := fusedUp && c.Plan.TiledExperts && MoEUpTiledFits(c, m.Gate, m.SharedGate, m.SharedUp)
 	var su Tensor
 	if fusedUp {
 		Project(c, x, []QLinear{m.Router, m.SharedExpertGate}, []Tensor{routerLogits, gateLogit})
@@ -107,8 +107,7 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 }
 
 // TiledExperts says whether m's experts can run on the matrix units (on a
-// plan with TiledGEMV and TiledExperts), for a step and any forward under
-// the prompt path:
+// plan with TiledExperts), for a step and any forward under the prompt path:
 // moe_up_mma_bf16 (the fused up on weights it takes), then moe_down_mma_bf16
 // 16 tokens at a time.
 func TiledExperts(c *Ctx, m Experts) bool {

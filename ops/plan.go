@@ -26,9 +26,9 @@ type Plan struct {
 	PrefillSplit bool // a prompt's attention on the split-KV kernels
 	PrefillFlash bool // a prompt's attention as flash attention on the matrix units
 	TiledGEMV    bool // decode and verify GEMVs on the matrix units (qmatmul_mma_bf16 and kin)
-	// TiledExperts: with TiledGEMV, the experts' gate, up and down on the
-	// matrix units too (moe_up_mma_bf16, moe_down_mma_bf16: an expert's rows
-	// read once for up to 16 of a launch's tokens routed to it); without,
+	// TiledExperts: the experts' gate, up and down on the matrix units
+	// (moe_up_mma_bf16, moe_down_mma_bf16: an expert's rows read once for up
+	// to 16 of a launch's tokens routed to it), whatever TiledGEMV; without,
 	// on their plain kernels (moe_up_bf16, moe_down_bf16, each slot reading
 	// its own expert), which were the faster where a launch's tokens route
 	// apart, as a real model's replies do (H100, docs/batching.md).
