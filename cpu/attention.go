@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"bagel/backend"
+	"bagel/kernels"
 )
 
 // split_qgate_bf16: the gated q projection is laid out per head [q_h | gate_h];
@@ -239,13 +240,17 @@ func attend(a *args, sees func(t, j int) bool) {
 // empty): partial[t,h,s,:] = [Σ e^(score−m)·v (D values) | m | Σ e^(score−m)].
 func attentionSplit(a *args) { splitPartials(a, false) }
 
-// attention_split_mma_f32: as attention_split_f32, but the ranges cut all of
-// kvLen alike (c = ⌈kvLen/S⌉), each query's range masked past its position.
+// attention_split_mma_f32: as attention_split_f32, but each range whole
+// blocks of the tiled kernel's FA_BK keys (c = ⌈⌈n/S⌉/FA_BK⌉·FA_BK): a query's
+// ranges are its own, whatever the launch's other queries.
 func attentionSplitMMA(a *args) { splitPartials(a, true) }
 
-// splitPartials is attention_split_f32 (byKVLen false) and
+// faBK is the tiled split kernel's block of keys (kernels' FA_BK).
+var faBK = kernels.Defines()["FA_BK"]
+
+// splitPartials is attention_split_f32 (blocks false) and
 // attention_split_mma_f32 (true).
-func splitPartials(a *args, byKVLen bool) {
+func splitPartials(a *args, blocks bool) {
 	T, Hq, Hkv, D := a.intArg("T"), a.intArg("Hq"), a.intArg("Hkv"), a.intArg("D")
 	Cap, kvLen, S, scale := a.intArg("Cap"), a.intArg("kvLen"), a.intArg("S"), a.floatArg("scale")
 	a.check(Hkv > 0 && Hq%Hkv == 0, "Hkv", "%d does not divide Hq=%d", Hkv, Hq)
@@ -264,8 +269,8 @@ func splitPartials(a *args, byKVLen bool) {
 			kvh := h / (Hq / Hkv)
 			n := kvLen - T + t + 1
 			c := (n + S - 1) / S
-			if byKVLen {
-				c = (kvLen + S - 1) / S
+			if blocks {
+				c = (c + faBK - 1) / faBK * faBK
 			}
 			first, end := min(n, s*c), min(n, s*c+c)
 			for d := range D {

@@ -66,6 +66,18 @@ func TestTiledGEMVTokenInvariance(t *testing.T) {
 	gputest.TokenInvariance(t, dev, "qmatmul_mma_bf16_f32", [][5]int{{5, 2048, 4000, 4, 64}})
 }
 
+// TestSplitAttentionTokenInvariance: split-KV attention gives a verify's
+// query the bits of a launch of it alone at its position (its decode step),
+// on the plain and the matrix-unit split kernels.
+func TestSplitAttentionTokenInvariance(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+	for _, kernel := range []string{"attention_split_f32", "attention_split_mma_f32"} {
+		gputest.SplitAttentionInvariance(t, dev, kernel, gputest.SplitInvarianceShapes)
+	}
+}
+
 // TestTiledExpertsTokenInvariance: the matrix-unit experts (up and down) give
 // a token the same bits alone as beside others that share its experts or not
 // (a verify against a decode step), on the 35B-A3B's shapes and ragged ones.

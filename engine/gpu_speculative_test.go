@@ -55,6 +55,30 @@ func TestGPUSpeculativeGreedyEqualsPlain(t *testing.T) {
 func TestVerifyLogitsAreDecodeLogits(t *testing.T) {
 	ids := otherIDs  // inside every test vocabulary
 	const before = 7 // the cache's tokens before the verify
+	verifyEqualsSteps(t, ids, before)
+}
+
+// TestVerifyLogitsPastSplitKeysAreDecodeLogits is the same where a decode
+// step's attention splits its keys across threadgroups (ops.Attend): a
+// verify of 5 after 160 keys, one of 5 across the 128 keys from which steps
+// split (its first queries' steps did not), and one of 10 after 160 (more
+// queries than the tiled split kernel takes at once).
+func TestVerifyLogitsPastSplitKeysAreDecodeLogits(t *testing.T) {
+	ids := make([]int32, 170)
+	for i := range ids {
+		ids[i] = otherIDs[i%len(otherIDs)] + int32(i/len(otherIDs))
+	}
+	for _, c := range []struct{ before, verify int }{{160, 5}, {125, 5}, {160, 10}} {
+		t.Run(fmt.Sprintf("%d+%d", c.before, c.verify), func(t *testing.T) {
+			verifyEqualsSteps(t, ids[:c.before+c.verify], c.before)
+		})
+	}
+}
+
+// verifyEqualsSteps checks, on the CPU and each GPU backend, with the tiled
+// GEMVs off and on, that a verify of ids[before:] after ids[:before] gives
+// the logits of decode steps of the same tokens, bit for bit.
+func verifyEqualsSteps(t *testing.T, ids []int32, before int) {
 	dirs := map[string]string{"wide-moe": t.TempDir()}
 	testmodel.WriteRandom(t, dirs["wide-moe"], wideMoE)
 	for _, name := range testmodel.Names {

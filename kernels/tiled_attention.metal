@@ -72,13 +72,27 @@ INLINE void fa_plain(device const bf16_t *q, device const bf16_t *kcache, device
   }
 }
 
+// fa_split_range is split s of a query's n keys for the split kernels on the
+// matrix units: S ranges of c = ⌈n/S⌉ keys rounded up to a whole block of
+// FA_BK, range s = [s·c, min(n, (s+1)·c)) (empty past n). Each query's own n,
+// not the launch's: a speculative verify's token then sums its keys in the
+// blocks its decode step did (every range starts on a multiple of FA_BK, so
+// a tile walking several rows' ranges at once meets each row's blocks where
+// that row alone would), and gets that step's bits.
+INLINE void fa_split_range(int n, int S, int s, thread int *first, thread int *end) {
+  int c = ((n + S - 1) / S + FA_BK - 1) / FA_BK * FA_BK;
+  *first = imin(n, s * c);
+  *end = imin(n, *first + c);
+}
+
 // fa_split_plain is fa_split's fallback, one row a SIMD-group at a time.
 INLINE void fa_split_plain(device const bf16_t *q, device const bf16_t *kcache, device const bf16_t *vcache,
                            device float *partial, int T, int Hq, int Hkv, int D, int Cap, int kvLen, int S, int s,
-                           int kvh, int kfirst, int kend, float scale, int lane, int simd, int nsg) {
+                           int kvh, float scale, int lane, int simd, int nsg) {
   int G = Hq / Hkv;
   for (int r = simd; r < T * G; r += nsg) {
-    int t = r / G, h = kvh * G + r % G, last = imin(kend, kvLen - T + t + 1);
+    int t = r / G, h = kvh * G + r % G, first, last;
+    fa_split_range(kvLen - T + t + 1, S, s, &first, &last);
     device const bf16_t *qr = q + ((ulong)t * (ulong)Hq + (ulong)h) * (ulong)D;
     float qv[FA_MAX_D / 32], ov[FA_MAX_D / 32];
     UNROLL for (int i = 0; i < FA_MAX_D / 32; i++) {
@@ -87,7 +101,7 @@ INLINE void fa_split_plain(device const bf16_t *q, device const bf16_t *kcache, 
       ov[i] = 0.0f;
     }
     float m = -3.0e38f, l = 0.0f;
-    for (int j = kfirst; j < last; j++) {
+    for (int j = first; j < last; j++) {
       ulong row = ((ulong)kvh * (ulong)Cap + (ulong)j) * (ulong)D;
       float sc = 0.0f;
       UNROLL for (int i = 0; i < FA_MAX_D / 32; i++) {
@@ -175,10 +189,12 @@ struct fa_acc {
 // + 4, the first and the second half of the output's 16-wide blocks) over
 // keys kfirst..kend−1 of one kv-head (head: its first cache row). The lane's
 // rows g and g + 8 take their queries from q + qoff[i] (−1: no row) and see
-// the keys up to pos[i]; live says the SIMD-group has a row, wlast is its
-// rows' newest key. Every thread of the threadgroup calls it (it loads and
-// waits together).
-INLINE void fa_core(thread fa_acc &a, device const bf16_t *q, thread const long *qoff, thread const int *pos,
+// the keys lo[i]..pos[i]; live says the SIMD-group has a row, wlast is its
+// rows' newest key. A block of keys none of a row's leaves its sums as they
+// were, bit for bit (scale 1, nothing added). Every thread of the
+// threadgroup calls it (it loads and waits together).
+INLINE void fa_core(thread fa_acc &a, device const bf16_t *q, thread const long *qoff, thread const int *lo,
+                    thread const int *pos,
                     bool live, int wlast, device const bf16_t *kcache, device const bf16_t *vcache,
                     threadgroup bf16_t *Ks, threadgroup bf16_t *Vs, ulong head, int kfirst, int kend, int D,
                     float scale, int tid, int lane, int simd) {
@@ -235,7 +251,7 @@ INLINE void fa_core(thread fa_acc &a, device const bf16_t *q, thread const long 
       UNROLL for (int nb = 0; nb < FA_BK / 8; nb++)
         for (int i = 0; i < 4; i++) {
           int key = j0 + 8 * nb + 2 * qd + (i & 1), row = i >> 1;
-          float v = key <= pos[row] && key < kend ? s[nb][i] * sl : -3.0e38f;  // exp2 of it less the max: 0
+          float v = key >= lo[row] && key <= pos[row] && key < kend ? s[nb][i] * sl : -3.0e38f;  // exp2 of it less the max: 0
           s[nb][i] = v;
           mx[row] = fmaxf(mx[row], v);
         }
@@ -302,7 +318,8 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
     pos[row] = kvLen - T + t;  // it sees keys 0..pos
   }
   fa_acc a;
-  fa_core(a, q, qoff, pos, w0 < T, kvLen - T + w0 + 15, kcache, vcache, Ks, Vs, (ulong)kvh * (ulong)Cap, 0,
+  int lo[2] = {0, 0};
+  fa_core(a, q, qoff, lo, pos, w0 < T, kvLen - T + w0 + 15, kcache, vcache, Ks, Vs, (ulong)kvh * (ulong)Cap, 0,
           kvLen - T + imin(t0 + FA_BQ, T), D, scale, tid, lane, simd);
   int nkb = D / 16, half = (nkb + 1) / 2, db0 = (simd >> 2) * half, ndb = imin(nkb, db0 + half) - db0;
   UNROLL for (int row = 0; row < 2; row++) {
@@ -317,10 +334,11 @@ INLINE void fa_tiled(device const bf16_t *q, device const bf16_t *kcache, device
 }
 
 // fa_split: a kv-head's rows r = t·G + g (query t at position kvLen − T + t,
-// q-head kvh·G + g; 16 a pair of SIMD-groups, r < T·G) over keys
-// kfirst..kend−1, written as split s's partials: [Σ e^(score−m)·v | m | Σ
-// e^(score−m)] (m in the scores' units; a row that sees none of the keys:
-// o = 0, m = −3e38, l = 0).
+// q-head kvh·G + g; 16 a pair of SIMD-groups, r < T·G) over split s of their
+// own keys (fa_split_range; the tile walks the rows' union, kfirst..kend−1),
+// written as split s's partials: [Σ e^(score−m)·v | m | Σ e^(score−m)] (m in
+// the scores' units; a row that sees none of the keys: o = 0, m = −3e38,
+// l = 0).
 INLINE void fa_split(device const bf16_t *q, device const bf16_t *kcache, device const bf16_t *vcache,
                      device float *partial, threadgroup bf16_t *Ks, threadgroup bf16_t *Vs, int T, int Hq, int Hkv,
                      int D, int Cap, int kvLen, int S, int s, int kvh, int kfirst, int kend, float scale, int tid,
@@ -328,16 +346,17 @@ INLINE void fa_split(device const bf16_t *q, device const bf16_t *kcache, device
   int g = lane >> 2, qd = lane & 3, G = Hq / Hkv, R = T * G;
   int r0 = 16 * (simd & 3);  // the SIMD-group's first row
   long qoff[2];
-  int pos[2], hrow[2], trow[2];
+  int lo[2], pos[2], hrow[2], trow[2];
   UNROLL for (int row = 0; row < 2; row++) {
-    int r = r0 + g + 8 * row;
+    int r = r0 + g + 8 * row, end;
     trow[row] = r / G;
     hrow[row] = kvh * G + r % G;
     qoff[row] = r < R ? ((long)trow[row] * (long)Hq + (long)hrow[row]) * (long)D : -1;
-    pos[row] = kvLen - T + trow[row];
+    fa_split_range(kvLen - T + trow[row] + 1, S, s, &lo[row], &end);
+    pos[row] = end - 1;
   }
   fa_acc a;
-  fa_core(a, q, qoff, pos, r0 < R, kvLen - T + imin(r0 + 15, R - 1) / G, kcache, vcache, Ks, Vs,
+  fa_core(a, q, qoff, lo, pos, r0 < R, kvLen - T + imin(r0 + 15, R - 1) / G, kcache, vcache, Ks, Vs,
           (ulong)kvh * (ulong)Cap, kfirst, kend, D, scale, tid, lane, simd);
   int nkb = D / 16, half = (nkb + 1) / 2, db0 = (simd >> 2) * half, ndb = imin(nkb, db0 + half) - db0;
   UNROLL for (int row = 0; row < 2; row++) {
@@ -393,9 +412,9 @@ KERNEL(attention_flash_bf16,
 // attention_split_mma_f32: split-KV attention's first half (attention_merge_bf16
 // is the second) on the matrix units for decode and short verifies: one
 // threadgroup a (kv-head, range) runs all T·G rows of the kv-head's q-heads
-// (G = Hq/Hkv) as fa_split, the keys cut into S ranges of c = ⌈kvLen/S⌉ for
-// every row alike (range s = [s·c, min(kvLen, (s+1)·c)), each row masked past
-// its own position), written as attention_split_f32's partials. Where
+// (G = Hq/Hkv) as fa_split, each row's keys cut into S ranges by
+// fa_split_range (its own keys, in whole blocks: a row's partials are those
+// of a launch of its query alone), written as attention_split_f32's partials. Where
 // attention_split_f32 gives each query head a SIMD-group and sums every key's
 // products over the lanes (at 32K, 82 µs an attention layer on an H200: its
 // instructions, not the 67 MB of keys and values, bound it), here two
@@ -418,8 +437,11 @@ KERNEL(attention_split_mma_f32,
        PARAM(float, scale, 11)) {
   GRID_WAIT();
   int kvh = TGID_X / S, s = TGID_X % S;
-  int c = (kvLen + S - 1) / S;
-  int kfirst = imin(kvLen, s * c), kend = imin(kvLen, kfirst + c);
+  // The rows' ranges only grow with their keys: the union is the first
+  // row's start to the last row's end.
+  int kfirst, kend, unused;
+  fa_split_range(kvLen - T + 1, S, s, &kfirst, &unused);
+  fa_split_range(kvLen, S, s, &unused, &kend);
 #if defined(MMA_WARP_NATIVE)
   TG_MEM_ALIGNED16(bf16_t, Ks, FA_BK * FA_LD);
   TG_MEM_ALIGNED16(bf16_t, Vs, FA_BK * FA_LD);
@@ -429,7 +451,7 @@ KERNEL(attention_split_mma_f32,
     return;
   }
 #endif
-  fa_split_plain(q, kcache, vcache, partial, T, Hq, Hkv, D, Cap, kvLen, S, s, kvh, kfirst, kend, scale, LANE, SIMD_ID,
+  fa_split_plain(q, kcache, vcache, partial, T, Hq, Hkv, D, Cap, kvLen, S, s, kvh, scale, LANE, SIMD_ID,
                  SIMD_COUNT);
 }
 
@@ -467,8 +489,8 @@ KERNEL(attention_split_mma_batch_f32,
   device const bf16_t *qr = q + (ulong)r * (ulong)(Hq * D);
   device float *pr = partial + (ulong)r * (ulong)(Hq * S * (D + 2));
   int kvh = item / S, s = item % S;
-  int c = (kvLen + S - 1) / S;
-  int kfirst = imin(kvLen, s * c), kend = imin(kvLen, kfirst + c);
+  int kfirst, kend;
+  fa_split_range(kvLen, S, s, &kfirst, &kend);
 #if defined(MMA_WARP_NATIVE)
   TG_MEM_ALIGNED16(bf16_t, Ks, FA_BK * FA_LD);
   TG_MEM_ALIGNED16(bf16_t, Vs, FA_BK * FA_LD);
@@ -478,6 +500,6 @@ KERNEL(attention_split_mma_batch_f32,
     return;
   }
 #endif
-  fa_split_plain(qr, kcache + at, vcache + at, pr, 1, Hq, Hkv, D, Cap, kvLen, S, s, kvh, kfirst, kend, scale, LANE,
+  fa_split_plain(qr, kcache + at, vcache + at, pr, 1, Hq, Hkv, D, Cap, kvLen, S, s, kvh, scale, LANE,
                  SIMD_ID, SIMD_COUNT);
 }

@@ -60,21 +60,35 @@ func promptFlash(c *Ctx, d int) bool { return c.Plan.PrefillFlash && FlashAttent
 // Attend computes causal attention of q bf16 [T, Hq, D] (at positions kvLen−T..)
 // over the cache's first kvLen keys and values [Hkv, capacity, D] into out
 // [T, Hq, D], scaled by scale. The plan picks: decode past splitKVMinContext
-// keys split across threadgroups (on the matrix units with SplitKVTiled); a
+// keys split across threadgroups (on the matrix units with SplitKVTiled; a
+// verify's queries each as its decode step, those of fewer keys unsplit); a
 // prompt as flash attention on the matrix units, else on the split-KV kernels
 // (each kv-head's keys read once for its q-heads); else one threadgroup a
 // head. partial and promptPartial are SplitPartial's and PromptPartial's.
 func Attend(c *Ctx, q, keys, values, out Tensor, kvLen int, scale float32, partial, promptPartial Tensor) {
 	t, hq, hkv, d := q.Shape[0], q.Shape[1], keys.Shape[0], q.Shape[2]
-	split, tiled, splits := decodeSplit(c, partial, t, hq, hkv, d, keys.Shape[1])
+	split, tiled, splits := decodeSplit(c, partial, hq, hkv, d, keys.Shape[1])
 	switch {
 	case split && kvLen >= splitKVMinContext:
-		part := View(partial, 0, F32, []int{t, hq, splits, d + 2})
-		if tiled {
-			AttentionSplitKVTiled(c, q, keys, values, out, part, kvLen, scale, splits)
+		if below := splitKVMinContext - (kvLen - t + 1); below > 0 {
+			// A verify across the threshold: its queries of fewer keys take
+			// the one-kernel attention their decode steps took, so that each
+			// keeps its step's bits (AttendBatch splits its rows alike).
+			Attention(c, q.Rows(0, below), keys, values, out.Rows(0, below), kvLen-t+below, scale)
+			q, out, t = q.Rows(below, t), out.Rows(below, t), t-below
+		}
+		if !tiled {
+			AttentionSplitKV(c, q, keys, values, out, View(partial, 0, F32, []int{t, hq, splits, d + 2}), kvLen, scale, splits)
 			return
 		}
-		AttentionSplitKV(c, q, keys, values, out, part, kvLen, scale, splits)
+		// As many queries a launch as the tiled kernel takes (each query's
+		// ranges and bits are its own, whatever the launch's others).
+		per := hkv * flashRows / hq
+		for r := 0; r < t; r += per {
+			e := min(t, r+per)
+			part := View(partial, 0, F32, []int{e - r, hq, splits, d + 2})
+			AttentionSplitKVTiled(c, q.Rows(r, e), keys, values, out.Rows(r, e), part, kvLen-t+e, scale, splits)
+		}
 	case c.Plan.PrefillFlash && (Prompt(c, t) || wideStep(t, kvLen)) && FlashAttention(c, d):
 		// A prompt on the matrix units: a tile of queries reads a key once.
 		AttentionFlash(c, q, keys, values, out, kvLen, scale)
@@ -96,17 +110,17 @@ func Attend(c *Ctx, q, keys, values, out Tensor, kvLen int, scale float32, parti
 // queries reads it once.
 func wideStep(t, kvLen int) bool { return t > splitKVMaxQueries && kvLen >= splitKVMinContext }
 
-// decodeSplit says how the plan runs the attention of t queries past
-// splitKVMinContext keys (decode, a verify's few tokens; partial is
+// decodeSplit says how the plan runs the attention of a decode step's query
+// past splitKVMinContext keys, and so each of a verify's few (partial is
 // SplitPartial's): split across threadgroups or not, on the matrix units
 // (tiled) or not, and into how many ranges of a cache of capacity keys.
-// Attend and AttendBatch both ask it, so a batched row takes a lone query's
-// kernel.
-func decodeSplit(c *Ctx, partial Tensor, t, hq, hkv, d, capacity int) (split, tiled bool, splits int) {
+// Attend and AttendBatch both ask it, so a verify's and a batched row's
+// queries take a lone query's kernel.
+func decodeSplit(c *Ctx, partial Tensor, hq, hkv, d, capacity int) (split, tiled bool, splits int) {
 	switch {
 	case partial.Buf == nil || !SplitKVFits(hq, hkv):
 		return false, false, 0
-	case c.Plan.SplitKVTiled && SplitKVTiledFits(c, t, hq, hkv, d):
+	case c.Plan.SplitKVTiled && SplitKVTiledFits(c, 1, hq, hkv, d):
 		return true, true, SplitKVTiledSplits(capacity)
 	}
 	return true, false, SplitKVSplits(capacity)

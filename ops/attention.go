@@ -178,8 +178,10 @@ func splitKVMerge(c *Ctx, q, out, partial Tensor, splits int) {
 
 // AttentionSplitKVTiled is AttentionSplitKV with its first half on the
 // matrix units (attention_split_mma_f32: a threadgroup a kv-head and range
-// runs all the queries of the kv-head's q-heads), the keys cut into ranges of
-// ⌈kvLen/splits⌉ for every query alike. Use it where SplitKVTiledFits says.
+// runs all the queries of the kv-head's q-heads), each query's keys cut into
+// ranges of ⌈n/splits⌉ rounded up to whole blocks of the kernel's 32 keys (n
+// its own keys): a query's bits do not depend on the launch's other queries.
+// Use it where SplitKVTiledFits says.
 func AttentionSplitKVTiled(c *Ctx, q, kCache, vCache, out, partial Tensor, kvLen int, scale float32, splits int) {
 	hq, hkv, args := splitKVArgs(c, q, kCache, vCache, out, partial, kvLen, scale, splits)
 	t, d := q.Shape[0], q.Shape[2]

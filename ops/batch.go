@@ -150,7 +150,7 @@ func AttendBatch(c *Ctx, q, keys, values, seqs Tensor, stride int, kvLens []int,
 		fail("attention batch: q %v cache %v out %v", q, keys, out)
 	}
 	split, kernel := math.MaxInt32, "attention_split_batch_f32" // the rows of split keys or more take the split kernels
-	splitting, tiled, ranges := decodeSplit(c, partial, 1, hq, hkv, d, capacity)
+	splitting, tiled, ranges := decodeSplit(c, partial, hq, hkv, d, capacity)
 	if splitting {
 		split = splitKVMinContext
 	}

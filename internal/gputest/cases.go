@@ -599,14 +599,15 @@ func Specs() []Spec {
 			}, Scalars: append(ints(p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen, p.S), backend.Float(float32(1/math.Sqrt(float64(p.D)))))}
 		})
 	}
-	// attention_split_mma_f32: as attention_split_f32, the ranges cut over kvLen.
-	// Every row sees some of every range (the last range is at least T keys
-	// long; an empty one's −3e38 would swamp the relative error): decode at
-	// 32K and 1K, a verify of 5 and of 8 (64 rows), D = 80, the plain fallback.
+	// attention_split_mma_f32: as attention_split_f32, each range whole blocks
+	// of FA_BK keys. Every row sees some of every range (an empty one's −3e38
+	// would swamp the relative error; SplitAttentionInvariance has rows whose
+	// ranges differ): decode at 32K and 1K, a verify of 5 and of 8 (64 rows),
+	// D = 80, the plain fallback.
 	for _, p := range []struct{ T, Hq, Hkv, D, Cap, kvLen, S int }{
 		{1, qHeads, kvHeads, headDim, 32768, 32768, 128}, {1, qHeads, kvHeads, headDim, 1100, 1024, 16},
-		{5, qHeads, kvHeads, headDim, 4096, 4000, 64}, {8, qHeads, kvHeads, headDim, 300, 300, 4},
-		{3, 6, 2, 80, 50, 48, 4}, {2, 4, 2, 36, 64, 60, 3},
+		{5, qHeads, kvHeads, headDim, 4096, 4064, 64}, {8, qHeads, kvHeads, headDim, 300, 300, 4},
+		{3, 6, 2, 80, 50, 48, 2}, {2, 4, 2, 36, 64, 60, 2},
 	} {
 		add("attention_split_mma_f32", p.kvLen > 4096, fmt.Sprintf("T=%d Hq=%d Hkv=%d D=%d Cap=%d kvLen=%d S=%d", p.T, p.Hq, p.Hkv, p.D, p.Cap, p.kvLen, p.S), func(g gen) *Case {
 			c := p.Hkv * p.Cap * p.D

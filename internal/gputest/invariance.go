@@ -3,6 +3,7 @@ package gputest
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -177,6 +178,61 @@ func MultiConvInvariance(t *testing.T, dev backend.Device, shapes [][6]int) {
 		}
 		if !bytes.Equal(window, all[17]) {
 			t.Errorf("%s %v: the conv window after %d tokens differs from %d launches of one", kernel, s, T, T)
+		}
+	}
+}
+
+// SplitInvarianceShapes are SplitAttentionInvariance's shapes: a verify of 5
+// past 128 keys (the 35B-A3B's heads, 4 ranges), one whose rows' ranges
+// differ (at 130 keys the first three rows' ranges are 32 keys, the last
+// two's 64), one of 8 at 300, one over a long cache, the plain fallback's
+// head size (36) and a grouped-query ratio of 3.
+var SplitInvarianceShapes = [][7]int{{5, 16, 2, 256, 256, 165, 4}, {5, 16, 2, 256, 256, 130, 4},
+	{8, 16, 2, 256, 300, 300, 4}, {5, 16, 2, 256, 4096, 1000, 64}, {3, 4, 2, 36, 64, 60, 2}, {4, 6, 2, 80, 200, 150, 3}}
+
+// SplitAttentionInvariance checks that split-KV attention (kernel, a first
+// half of the attention_split_f32 family, then attention_merge_bf16) gives
+// each of a launch's T queries the bits of a launch of that query alone at
+// its own position: what a speculative verify past the split keys needs to
+// agree with the decode steps it replaces. Each shape is T, Hq, Hkv, D, Cap,
+// kvLen, S.
+func SplitAttentionInvariance(t *testing.T, dev backend.Device, kernel string, shapes [][7]int) {
+	t.Helper()
+	for _, s := range shapes {
+		T, Hq, Hkv, D, Cap, kvLen, S := s[0], s[1], s[2], s[3], s[4], s[5], s[6]
+		g := gen{newRand(kernel, fmt.Sprint("invariance", s))}
+		q, kc, vc := g.bf16(T*Hq*D, 1), g.bf16(Hkv*Cap*D, 1), g.bf16(Hkv*Cap*D, 1)
+		scale := backend.Float(float32(1 / math.Sqrt(float64(D))))
+		// run attends queries q (tokens of them) over the first n keys.
+		run := func(q []byte, tokens, n int) []byte {
+			split, err := execute(dev, &Case{Kernel: kernel, Buffers: []Buffer{
+				in("q", backend.BF16, q), in("kcache", backend.BF16, kc), in("vcache", backend.BF16, vc),
+				out("partial", backend.F32, tokens*Hq*S*(D+2)),
+			}, Scalars: append(ints(tokens, Hq, Hkv, D, Cap, n, S), scale)})
+			if err != nil {
+				t.Fatalf("%s %v: %v", kernel, s, err)
+			}
+			merged, err := execute(dev, &Case{Kernel: "attention_merge_bf16", Buffers: []Buffer{
+				in("partial", backend.F32, split[3]), out("out", backend.BF16, tokens*Hq*D),
+			}, Scalars: ints(tokens, Hq, D, S)})
+			if err != nil {
+				t.Fatalf("attention_merge_bf16 %v: %v", s, err)
+			}
+			return merged[1]
+		}
+		all := run(q, T, kvLen)
+		row := Hq * D * 2
+		for tok := 0; tok < T; tok++ {
+			alone := run(q[tok*row:(tok+1)*row], 1, kvLen-T+tok+1)
+			if got := all[tok*row : (tok+1)*row]; !bytes.Equal(alone, got) {
+				diff := 0
+				for i := 0; i < Hq*D; i++ {
+					if !bytes.Equal(alone[2*i:2*i+2], got[2*i:2*i+2]) {
+						diff++
+					}
+				}
+				t.Errorf("%s %v: query %d's %d of %d outputs differ from a launch of it alone at its position", kernel, s, tok, diff, Hq*D)
+			}
 		}
 	}
 }
