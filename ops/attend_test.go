@@ -1,7 +1,6 @@
 package ops_test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"testing"
@@ -27,20 +26,11 @@ func TestAttendVerifyIsItsSteps(t *testing.T) {
 		t.Fatal("the CPU runs no tiled split")
 	}
 	bf16s := func(n int, seed float64) []byte {
-		b := make([]byte, 2*n)
-		for i := range n {
-			v := float32(math.Sin(seed*float64(i+1)+0.3*float64(i%7))) * 2
-			binary.LittleEndian.PutUint16(b[2*i:], uint16(math.Float32bits(v)>>16))
-		}
-		return b
+		return sineBF16s(n, func(i int) float64 {
+			return float64(float32(math.Sin(seed*float64(i+1)+0.3*float64(i%7))) * 2)
+		})
 	}
-	upload := func(data []byte, shape ...int) ops.Tensor {
-		x, err := ops.Upload(c, ops.BF16, shape, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	upload := func(data []byte, shape ...int) ops.Tensor { return uploadBF16(t, c, data, shape...) }
 	keys, values := upload(bf16s(hkv*capacity*d, 1.7), hkv, capacity, d), upload(bf16s(hkv*capacity*d, 0.9), hkv, capacity, d)
 	scale := float32(1 / math.Sqrt(d))
 	row := hq * d * 2

@@ -12,6 +12,26 @@ import (
 	"bagel/ops"
 )
 
+// sineBF16s is n bf16 values (little-endian, truncated from f32) of v(i):
+// test data whose every value differs.
+func sineBF16s(n int, v func(i int) float64) []byte {
+	b := make([]byte, 2*n)
+	for i := range n {
+		binary.LittleEndian.PutUint16(b[2*i:], uint16(math.Float32bits(float32(v(i)))>>16))
+	}
+	return b
+}
+
+// uploadBF16 puts bf16 data of shape on c's device.
+func uploadBF16(t *testing.T, c *ops.Ctx, data []byte, shape ...int) ops.Tensor {
+	t.Helper()
+	x, err := ops.Upload(c, ops.BF16, shape, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
 func mustPanic(t *testing.T, want string, f func()) {
 	t.Helper()
 	defer func() {
@@ -166,20 +186,9 @@ func TestAddRMSNormIsAddThenNorm(t *testing.T) {
 	c := ops.NewCtx(dev, ops.NewArena(dev))
 	const R, N = 3, 200
 	bf16s := func(n int, seed float64) []byte {
-		b := make([]byte, 2*n)
-		for i := range n {
-			v := float32(math.Sin(seed*float64(i+1))) * 3
-			binary.LittleEndian.PutUint16(b[2*i:], uint16(math.Float32bits(v)>>16))
-		}
-		return b
+		return sineBF16s(n, func(i int) float64 { return float64(float32(math.Sin(seed*float64(i+1))) * 3) })
 	}
-	upload := func(data []byte, shape ...int) ops.Tensor {
-		x, err := ops.Upload(c, ops.BF16, shape, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	upload := func(data []byte, shape ...int) ops.Tensor { return uploadBF16(t, c, data, shape...) }
 	aData, bData, wData := bf16s(R*N, 1.3), bf16s(R*N, 0.7), bf16s(N, 2.9)
 	a1, a2, b, w := upload(aData, R, N), upload(aData, R, N), upload(bData, R, N), upload(wData, N)
 	out1, out2 := c.Scratch.Get("out1", ops.BF16, R, N), c.Scratch.Get("out2", ops.BF16, R, N)
