@@ -4,7 +4,9 @@
 # occupancy and stall metrics (tools/ncu_stalls.sh's set) of moe_up_bf16 and
 # moe_down_bf16 in batched steps of 8 rows (a load for several replies) and
 # in a plain lone step. Binary: .devbin/chains.tar.xz's bagel (b8afbf8 with
-# chains.patch of 3595431, inert without BAGEL_EXP_CHAINS).
+# chains.patch of 3595431, inert without BAGEL_EXP_CHAINS); any build of main
+# serves: CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath
+# -ldflags="-s -w" -o bagel . && tar c bagel | xz -9 > .devbin/chains.tar.xz
 # The batch's window: the forty-third session's first ncu of the same bench
 # (all kernels) found its batched steps from launch 50,188 on.
 # On the device (carry .devbin): OUT=$OUT sh docs/experiments/experts-ncu.sh
