@@ -1,7 +1,7 @@
 #!/bin/sh
 # cudacheck: parse the assembled CUDA source of the kernels (kernels.CUDASource,
 # as NVRTC gets it) with clang's CUDA front end for sm_80 (the matrix units'
-# code) and sm_75 (the embedded PTX's), against the builtins
+# code), sm_75 (the embedded PTX's) and sm_90 (Hopper's), against the builtins
 # declared in kernels/cuda_stub (no CUDA toolkit here). Catches syntax and type
 # errors, and calls to functions CUDA lacks, before a kernel change costs a GPU
 # machine's call; what only NVRTC and ptxas know (registers, the PTX) needs the
@@ -24,6 +24,9 @@ check() {
 }
 check
 ARCH=sm_75 check
+# Hopper's code (sm_90: GRID_WAIT), which this clang cannot
+# target: sm_80's front end with the architecture macro of sm_90.
+check -U__CUDA_ARCH__ -D__CUDA_ARCH__=900 -Wno-macro-redefined
 # A broken kernel must fail, so a check that passes everything is noticed.
 good=$(cat "$cu")
 printf '%s\nKERNEL(cudacheck_broken, BUFFER(float, out, 0)) { out[0] = no_such_function(1.0f); }\n' "$good" > "$cu"
@@ -31,4 +34,4 @@ if check 2>/dev/null; then
 	echo "cudacheck: a broken kernel parsed (is the check working?)" >&2
 	exit 1
 fi
-echo "cudacheck: the CUDA source parses for sm_80 and sm_75"
+echo "cudacheck: the CUDA source parses for sm_80, sm_75 and (as sm_80 with its macro) sm_90"
