@@ -3,6 +3,11 @@
 reasons: where a latency-bound kernel waits (a load's use, a barrier, a
 shuffle).
 
+Then, where the page has the executed instructions, the kernel's executed
+instructions by opcode (predicate and modifiers dropped: FFMA, PRMT, LDG,
+SHFL, IMAD...), each one's share: where an instruction-bound kernel spends
+its issue slots.
+
 Usage: python3 tools/ncu_source.py source.csv [top]   (tools/ncu_source.sh runs it)
 """
 import csv
@@ -33,6 +38,28 @@ def main(path, top):
         why = sorted(((number(r[c]), c) for c in reasons if number(r[c])), reverse=True)[:3]
         why = ", ".join(f"{c.replace('stall_', '')} {v:.0f}" for v, c in why)
         print(f"{100 * n / max(total, 1):5.1f}%  {r.get('Address', r.get('# Address', ''))[-5:]:5s} {r[src][:60]:60s} {why}")
+    executed_by_opcode(rows, cols, src, top)
+
+
+def opcode(sass):
+    """The opcode of a SASS line: "@!P0 LDG.E.128 R4, [R2.64]" gives LDG."""
+    words = sass.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else "?"
+
+
+def executed_by_opcode(rows, cols, src, top):
+    col = next((c for c in cols if c.startswith("Warp Instructions Executed") or c == "Instructions Executed"), None)
+    if col is None:
+        return
+    by = {}
+    for r in rows:
+        by[opcode(r[src])] = by.get(opcode(r[src]), 0) + number(r[col])
+    total = sum(by.values())
+    print(f"{total:.0f} instructions executed ({col}), by opcode:")
+    for op, n in sorted(by.items(), key=lambda kv: kv[1], reverse=True)[:top]:
+        print(f"{100 * n / max(total, 1):5.1f}%  {op}")
 
 
 if __name__ == "__main__":

@@ -14,11 +14,12 @@
 #   env $L go test -c -trimpath -ldflags="-s -w" -o /tmp/sb/cuda.test ./cuda &&
 #   env $L go test -c -trimpath -ldflags="-s -w" -o /tmp/sb/engine.test ./engine &&
 #   (cd /tmp/sb && tar c bagel cuda.test engine.test | xz -9 > $OLDPWD/.devbin/warp.tar.xz)
-# About 110 s on the device, after its start (carry .devbin/warp.tar.xz):
+# Then ncu's source page of moe_up_bf16 and moe_down_warp_bf16 in a batched
+# step of 8: their executed instructions by opcode (docs/batching.md, Next 1).
+# About 170 s on the device, after its start (carry .devbin/warp.tar.xz; the
+# forty-fourth session left one built from the patch in .devbin):
 #   OUT=$OUT sh docs/experiments/warp.sh
-# If it wins at 8 replies: the ncu of moe_down_warp_bf16 in a batched step of
-# 8 (docs/history/batching-log.md, the forty-fourth session, has the
-# commands), then land it without BAGEL_EXP_WARP.
+# If it wins at 8 replies, land it without BAGEL_EXP_WARP.
 set -u
 T0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
@@ -48,3 +49,15 @@ run main BAGEL_EXP_WARP=0
 run warp
 run main BAGEL_EXP_WARP=0
 run warp
+# Where the batch's plain up and the new down spend their instructions: ncu's
+# source page (executed instructions by SASS opcode, and where warps wait)
+# for one launch of each in a batched step of 8 rows.
+for k in moe_up_bf16 moe_down_warp_bf16; do
+	BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 100 ncu --clock-control none -k regex:"^$k\$" \
+		--launch-skip-before-match 50700 --launch-count 1 --section SourceCounters --section WarpStateStats \
+		-f -o /tmp/$k /tmp/br/bagel bench $C --tokens 16 --streams 8 > /dev/null 2>&1
+	say "ncu source $k (rc $?)"
+	ncu --import /tmp/$k.ncu-rep --page source --csv --print-source sass > $OUT/$k-src.csv 2> /dev/null
+	python3 tools/ncu_source.py $OUT/$k-src.csv 24 | tee -a $LOG
+	gzip -9 $OUT/$k-src.csv
+done
