@@ -10,6 +10,7 @@ its issue slots.
 
 Usage: python3 tools/ncu_source.py source.csv [top]   (tools/ncu_source.sh runs it)
 """
+import collections
 import csv
 import sys
 
@@ -24,15 +25,16 @@ def main(path, top):
         print("no rows")
         return
     cols = list(rows[0].keys())
+    src = "Source" if "Source" in cols else cols[1]
     samples = next((c for c in cols if c.startswith("Warp Stall Sampling (All")), None)
     if samples is None:
         print("columns:", cols)
+        executed_by_opcode(rows, cols, src, top)
         return
     total = sum(number(r[samples]) for r in rows)
     print(f"{len(rows)} instructions, {total:.0f} samples")
     # The stall reasons' columns (stall_long_sb, ...; not their "(Not Issued)" twins).
     reasons = [c for c in cols if c.startswith("stall_") and "Not Issued" not in c and any(number(r[c]) for r in rows)]
-    src = "Source" if "Source" in cols else cols[1]
     for r in sorted(rows, key=lambda r: number(r[samples]), reverse=True)[:top]:
         n = number(r[samples])
         why = sorted(((number(r[c]), c) for c in reasons if number(r[c])), reverse=True)[:3]
@@ -53,12 +55,12 @@ def executed_by_opcode(rows, cols, src, top):
     col = next((c for c in cols if c.startswith("Warp Instructions Executed") or c == "Instructions Executed"), None)
     if col is None:
         return
-    by = {}
+    by = collections.Counter()
     for r in rows:
-        by[opcode(r[src])] = by.get(opcode(r[src]), 0) + number(r[col])
+        by[opcode(r[src])] += number(r[col])
     total = sum(by.values())
     print(f"{total:.0f} instructions executed ({col}), by opcode:")
-    for op, n in sorted(by.items(), key=lambda kv: kv[1], reverse=True)[:top]:
+    for op, n in by.most_common(top):
         print(f"{100 * n / max(total, 1):5.1f}%  {op}")
 
 
