@@ -26,6 +26,7 @@ var registry = map[string]func(a *args){
 	"qmatmul_multi_bf16":                qmatmulMulti,
 	"qmatmul_gather_swiglu_bf16":        qmatmulGatherSwiglu,
 	"moe_down_bf16":                     moeDown,
+	"moe_down_warp_bf16":                moeDown, // moe_down_bf16 at halves 1, an item a SIMD-group
 	"moe_down_mma_bf16":                 moeDown, // the same products; only the GPUs' order of sums differs
 	"moe_up_bf16":                       moeUp,
 	"moe_up_mma_bf16":                   moeUp, // the same products; only the GPUs' order of sums differs

@@ -92,6 +92,18 @@ func TestTiledExpertsTokenInvariance(t *testing.T) {
 		{5, 8, 256, 2048, 512, 512, 64, 64}, {16, 8, 9, 2048, 512, 512, 64, 64}, {16, 3, 3, 40, 128, 192, 128, 64}})
 }
 
+// TestWarpExpertsMatchPlain: moe_down_warp_bf16 gives moe_down_bf16's bits
+// (a batch's replies their lone steps'), on the 35B-A3B's shapes and ragged
+// ones: halves of no rows, rows of several pieces a lane, 8-bit codes.
+func TestWarpExpertsMatchPlain(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := openOrSkip(t)
+	gputest.MoEDownMatches(t, dev, "moe_down_warp_bf16", [][10]int{{8, 8, 256, 2048, 512, 512, 4, 64, 4, 64},
+		{1, 8, 256, 2048, 512, 512, 4, 64, 4, 64}, {3, 3, 5, 13, 64, 96, 4, 32, 8, 32}, {2, 3, 5, 11, 1024, 96, 4, 128, 4, 32},
+		{5, 2, 4, 20, 32, 512, 8, 32, 4, 64}, {2, 2, 3, 9, 96, 64, 8, 32, 4, 32}})
+}
+
 // TestTiledMultiConvTokenInvariance: the matrix units' GDN in-projection and
 // conv over a verify's tokens gives each token a decode step's bits, and the
 // window the steps' (the 35B-A3B's shapes and ragged ones).

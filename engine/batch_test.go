@@ -176,6 +176,32 @@ func batchEqualsSolo(t *testing.T, backendName string) {
 	}
 }
 
+// TestGPUBatchOfEightEqualsSolo: eight greedy replies decoded together (a
+// step of eight rows: the experts' down on moe_down_warp_bf16, which takes
+// ops.MoEDownWarpMinTokens rows or more) each equal their reply alone, with
+// the experts on their plain kernels and on the matrix units.
+func TestGPUBatchOfEightEqualsSolo(t *testing.T) {
+	for _, name := range gpuBackends() {
+		withTiledGEMV(t, name, func(t *testing.T) {
+			e := batchEngineWith(t, "tiny-moe", name, 256)
+			defer e.Close()
+			var reqs []Request
+			for i := range ops.MoEDownWarpMinTokens {
+				reqs = append(reqs, Request{PromptIDs: batchPrompt(i), MaxTokens: 6 + i, IgnoreStop: true, PrefillChunk: 16})
+			}
+			got, done := runBatch(t, e, reqs, 256)
+			for i, req := range reqs {
+				if done[i].Kind != EventDone || done[i].Reason != ReasonLength {
+					t.Fatalf("sequence %d ended %v %q %v", i, done[i].Kind, done[i].Reason, done[i].Err)
+				}
+				if want := solo(t, e, req); !slices.Equal(got[i], want) {
+					t.Errorf("sequence %d batched %v, alone %v", i, got[i], want)
+				}
+			}
+		})
+	}
+}
+
 // TestBatchCancelOneLeavesTheOthers: a sequence cancelled after its third
 // token ends "cancelled" within a step, and the others' replies are theirs
 // alone; the slots are reused by the next batch without a byte more.

@@ -435,3 +435,88 @@ KERNEL(moe_down_bf16,
   float g = sigmoidf(bf16_to_f32(gate[t]));
   out[(ulong)t * (ulong)H + (ulong)(o0 + LANE)] = f32_to_bf16(round_bf16(routed) + g * shared);
 }
+
+// MOE_DOWN_WARP_ITEMS is how many items (SIMD-groups) a threadgroup of
+// moe_down_warp_bf16 takes.
+#ifndef MOE_DOWN_WARP_ITEMS
+#define MOE_DOWN_WARP_ITEMS 4
+#endif
+
+// moe_down_warp_bf16: moe_down_bf16 at halves 1 (4- and 8-bit codes) with a
+// threadgroup's work on one SIMD-group, for a launch of several tokens (a
+// batch of replies): an item is token t's 2·QMV_ROWS output rows from o0,
+// each half of the SIMD-group QMV_ROWS of them, walking the K routed slots
+// and then the shared expert in turn, where moe_down_bf16 gives each slot a
+// SIMD-group and combines their sums through threadgroup memory behind a
+// barrier (ncu, a batched step of 8 rows on an H100: 8 instructions a code,
+// its issue slots half busy, the memory 29%). Each slot's sums are
+// moe_down_bf16's (qmv_rows_w on the half's 16 lanes) and the combine runs
+// in slot order as there: the same bits. Every slot's rows are asked into
+// L2 first, before the wait for h, so that the walk's loads wait on L2.
+// ids_early as moe_down_bf16's.
+// launch: grid(ceil(ceil(H, 2 * QMV_ROWS) * T, MOE_DOWN_WARP_ITEMS)) group(MOE_DOWN_WARP_ITEMS * 32)
+KERNEL(moe_down_warp_bf16,
+       BUFFER(const bf16_t, h, 0),
+       BUFFER(const int, ids, 1),
+       BUFFER(const bf16_t, weights, 2),
+       BUFFER(const uint, w, 3),
+       BUFFER(const bf16_t, scales, 4),
+       BUFFER(const bf16_t, biases, 5),
+       BUFFER(const bf16_t, hs, 6),
+       BUFFER(const uint, shared_w, 7),
+       BUFFER(const bf16_t, shared_scales, 8),
+       BUFFER(const bf16_t, shared_biases, 9),
+       BUFFER(const bf16_t, gate, 10),
+       BUFFER(bf16_t, out, 11),
+       PARAM(int, T, 12),
+       PARAM(int, K, 13),
+       PARAM(int, H, 14),
+       PARAM(int, I, 15),
+       PARAM(int, Is, 16),
+       PARAM(int, bits, 17),
+       PARAM(int, gs, 18),
+       PARAM(int, shared_bits, 19),
+       PARAM(int, shared_gs, 20),
+       PARAM(int, ids_early, 21),
+       PARAM(int, halves, 22)) {
+  if (ids_early == 0) GRID_WAIT();
+  int item = TGID_X * MOE_DOWN_WARP_ITEMS + SIMD_ID;
+  int t = item % T;  // tokens fastest: they share the shared expert's rows
+  int o0 = (item / T) * 2 * QMV_ROWS;
+  if (o0 >= H) return;  // no barrier below
+  int side = LANE >> 4, lane = LANE & 15;
+  int o = o0 + side * QMV_ROWS;
+  int nrows = imax(0, imin(QMV_ROWS, H - o));
+  // Every slot's rows (nrows rows, contiguous) into L2, a lane a line of its
+  // half's.
+  for (int s = 0; s <= K; s++) {
+    bool slot = s < K;
+    int in = slot ? I : Is, b = slot ? bits : shared_bits;
+    ulong row = slot ? (ulong)ids[t * K + s] * (ulong)H + (ulong)o : (ulong)o;
+    device const uchar *p = (device const uchar *)((slot ? w : shared_w) + row * (ulong)(in / 32 * b));
+    for (int at = lane * 128; at < nrows * in / 32 * b * 4; at += 16 * 128) PREFETCH_L2(p + at);
+  }
+  float routed = 0.0f, shared = 0.0f;
+  for (int s = 0; s <= K; s++) {
+    // Slot s's pointers (moe_down_bf16's), then one copy of qmv_rows_w.
+    bool slot = s < K;
+    int in = slot ? I : Is, b = slot ? bits : shared_bits, group = slot ? gs : shared_gs;
+    ulong row = slot ? (ulong)ids[t * K + s] * (ulong)H + (ulong)o : (ulong)o;
+    ulong wrow = row * (ulong)(in / 32 * b), srow = row * (ulong)(in / group);
+    float acc[QMV_ROWS];
+    qmv_rows_w(slot ? h + (ulong)(t * K + s) * (ulong)I : hs + (ulong)t * (ulong)Is, (slot ? w : shared_w) + wrow,
+               (slot ? scales : shared_scales) + srow, (slot ? biases : shared_biases) + srow, nrows, in, b, group,
+               lane, 0, 1, 16, acc);
+    float v = acc[0];  // this lane's row of its half's
+    UNROLL for (int r = 1; r < QMV_ROWS; r++) {
+      if (lane == r) v = acc[r];
+    }
+    if (slot)
+      routed += bf16_to_f32(weights[t * K + s]) * round_bf16(v);
+    else
+      shared = round_bf16(v);
+  }
+  if (lane >= nrows) return;
+  float g = sigmoidf(bf16_to_f32(gate[t]));
+  out[(ulong)t * (ulong)H + (ulong)(o + lane)] = f32_to_bf16(round_bf16(routed) + g * shared);
+}

@@ -1,5 +1,11 @@
 package ops
 
+import "os"
+
+// expWarp (experiment, BAGEL_EXP_WARP=0 turns it off): launches of
+// MoEDownWarpMinTokens tokens or more take moe_down_warp_bf16.
+var expWarp = os.Getenv("BAGEL_EXP_WARP") != "0"
+
 // Experts is a mixture-of-experts block: a router, E experts of SwiGLU MLPs
 // (stacked [E, ...]) of which each token takes the top K, weighted by the
 // router's softmax (renormalised over the K when NormTopK), and a shared
@@ -94,6 +100,10 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 		return
 	case c.Plan.MoEDown && k+1 <= moeDownMaxSlots:
 		// The router's top-k ran two dispatches back.
+		if expWarp && MoEDownWarpFits(ids, m.Down, m.SharedDown) {
+			MoEDownWarp(c, gate, ids, weights, m.Down, sg, m.SharedDown, gateLogit, out, true)
+			return
+		}
 		MoEDown(c, gate, ids, weights, m.Down, sg, m.SharedDown, gateLogit, out, true)
 		return
 	default:

@@ -332,6 +332,30 @@ func MoEDown(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLi
 	moeDown(c, "moe_down_bf16", h, ids, weights, down, hs, shared, gate, out, idsEarly)
 }
 
+// MoEDownWarp is MoEDown (the same bits) with each threadgroup's work on
+// one SIMD-group walking the slots (moe_down_warp_bf16), for a launch of
+// several tokens: fewer instructions a code where the launch has enough rows
+// to fill the GPU with SIMD-groups (MoEDownWarpFits).
+func MoEDownWarp(c *Ctx, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor, idsEarly bool) {
+	if !MoEDownWarpFits(ids, down, shared) {
+		fail("moe_down_warp: %s or %s does not have 4- or 8-bit codes, or ids %v has fewer than %d tokens", down.Name, shared.Name, ids, MoEDownWarpMinTokens)
+	}
+	moeDown(c, "moe_down_warp_bf16", h, ids, weights, down, hs, shared, gate, out, idsEarly)
+}
+
+// MoEDownWarpMinTokens is the fewest tokens MoEDownWarp takes: a launch of T
+// tokens of the 35B-A3B has T·256 SIMD-groups, 15.5 a multiprocessor of an
+// H100 at 8, where it beat moe_down_bf16, and it lost at 4 (forty-fourth
+// session, docs/history/batching-log.md).
+const MoEDownWarpMinTokens = 8
+
+// MoEDownWarpFits says whether MoEDownWarp takes these: where moe_down_bf16
+// gives each half of a SIMD-group its rows (4- or 8-bit codes, both), for a
+// launch of MoEDownWarpMinTokens tokens or more.
+func MoEDownWarpFits(ids Tensor, down, shared QLinear) bool {
+	return byteCodes(down.Bits) && byteCodes(shared.Bits) && len(ids.Shape) == 2 && ids.Shape[0] >= MoEDownWarpMinTokens
+}
+
 // moeDown checks MoEDown's arguments and dispatches kernel with them.
 func moeDown(c *Ctx, kernel string, h, ids, weights Tensor, down QLinear, hs Tensor, shared QLinear, gate, out Tensor, idsEarly bool) {
 	for _, t := range []struct {

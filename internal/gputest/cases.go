@@ -337,6 +337,18 @@ func Specs() []Spec {
 		})
 	}
 
+	// moe_down_warp_bf16: as moe_down_bf16 at halves 1; ragged rows (a half
+	// of none), rows of several pieces a lane, 8-bit codes.
+	for _, p := range []struct{ T, K, E, H, I, Is, bits, gs, sbits, sgs int }{
+		{1, topK, experts, hidden, moeInt, moeInt, 4, 64, 4, 64}, {8, topK, experts, hidden, moeInt, moeInt, 4, 64, 4, 64},
+		{3, 3, 5, 13, 64, 96, 4, 32, 8, 32}, {2, 3, 5, 11, 1024, 96, 4, 128, 4, 32}, {2, 2, 3, 9, 96, 64, 8, 32, 4, 32},
+	} {
+		add("moe_down_warp_bf16", false, fmt.Sprintf("T=%d K=%d E=%d H=%d I=%d Is=%d bits=%d/%d gs=%d/%d", p.T, p.K, p.E, p.H, p.I, p.Is, p.bits, p.sbits, p.gs, p.sgs), func(g gen) *Case {
+			return &Case{Tol: tolBF16, Buffers: moeDownBuffers(g, p.T, p.K, p.E, p.H, p.I, p.Is, p.bits, p.gs, p.sbits, p.sgs),
+				Scalars: ints(p.T, p.K, p.H, p.I, p.Is, p.bits, p.gs, p.sbits, p.sgs, 1, 1)}
+		})
+	}
+
 	// moe_down_bf16: h, ids, weights, w, scales, biases, hs, shared_w, shared_scales, shared_biases, gate, out
 	//   | T, K, H, I, Is, bits, gs, shared_bits, shared_gs, ids_early, halves
 	for _, p := range []struct{ T, K, E, H, I, Is, bits, gs, sbits, sgs, early, halves int }{

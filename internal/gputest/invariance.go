@@ -96,6 +96,29 @@ func MoEUpInvariance(t *testing.T, dev backend.Device, kernel string, shapes [][
 	}
 }
 
+// MoEDownMatches checks that kernel, of the moe_down_bf16 family, gives
+// moe_down_bf16's bits at halves 1 and ids_early 0 and 1: each shape is T, K,
+// E, H, I, Is, bits, gs, shared bits, shared gs.
+func MoEDownMatches(t *testing.T, dev backend.Device, kernel string, shapes [][10]int) {
+	t.Helper()
+	for _, s := range shapes {
+		T, K, E, H, I, Is, bits, gs, sbits, sgs := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9]
+		bufs := moeDownBuffers(gen{newRand(kernel, fmt.Sprint("matches", s))}, T, K, E, H, I, Is, bits, gs, sbits, sgs)
+		for _, early := range []int{0, 1} {
+			run := func(kernel string) []byte {
+				outs, err := execute(dev, &Case{Kernel: kernel, Buffers: bufs, Scalars: ints(T, K, H, I, Is, bits, gs, sbits, sgs, early, 1)})
+				if err != nil {
+					t.Fatalf("%s %v: %v", kernel, s, err)
+				}
+				return outs[11]
+			}
+			if want, got := run("moe_down_bf16"), run(kernel); !bytes.Equal(got, want) {
+				t.Errorf("%s %v ids_early %d: out differs from moe_down_bf16's", kernel, s, early)
+			}
+		}
+	}
+}
+
 // MoEDownInvariance is TokenInvariance for kernel of the moe_down_bf16 family
 // (its buffers and scalars, ids_early 1, halves 0): a launch over T tokens
 // gives every token's output the bits of a launch of that token alone. Each
