@@ -623,6 +623,10 @@ KERNEL(moe_up_pair_bf16,
   uint q[2 * QMV_ROWS][4];
   qmv_piece(gw4, stride, nrows, c, end, q);
   qmv_piece(uw4, stride, nrows, c, end, q + QMV_ROWS);
+  // The piece's scales and biases load with its codes, all at once.
+  bf16_t gs_[QMV_ROWS], gb_[QMV_ROWS], us_[QMV_ROWS], ub_[QMV_ROWS];
+  qmv_piece_sb(gsc, gbi, sstride, nrows, c < end ? c * 32 / gs : -1, gs_, gb_);
+  qmv_piece_sb(usc, ubi, sstride, nrows, c < end ? c * 32 / gs : -1, us_, ub_);
   GRID_WAIT();  // the weights are in flight; x is the previous kernel's
   float acc[2 * QMV_ROWS];
   UNROLL for (int r = 0; r < 2 * QMV_ROWS; r++) acc[r] = 0.0f;
@@ -651,19 +655,20 @@ KERNEL(moe_up_pair_bf16,
         }
       }
     }
-    int gi = c * 32 / gs;
     UNROLL for (int r = 0; r < QMV_ROWS; r++) {
       if (r < nrows) {
-        float sc = bf16_to_f32(gsc[(ulong)r * sstride + (ulong)gi]);
-        acc[r] += sc * (qe[r] + qo[r]) + (bf16_to_f32(gbi[(ulong)r * sstride + (ulong)gi]) - 128.0f * sc) * xs;
-        float su = bf16_to_f32(usc[(ulong)r * sstride + (ulong)gi]);
-        acc[QMV_ROWS + r] += su * (qe[QMV_ROWS + r] + qo[QMV_ROWS + r]) +
-                             (bf16_to_f32(ubi[(ulong)r * sstride + (ulong)gi]) - 128.0f * su) * xs;
+        float sc = bf16_to_f32(gs_[r]);
+        acc[r] += sc * (qe[r] + qo[r]) + (bf16_to_f32(gb_[r]) - 128.0f * sc) * xs;
+        float su = bf16_to_f32(us_[r]);
+        acc[QMV_ROWS + r] += su * (qe[QMV_ROWS + r] + qo[QMV_ROWS + r]) + (bf16_to_f32(ub_[r]) - 128.0f * su) * xs;
       }
     }
     if (c + 32 < end) {
+      int gn = (c + 32) * 32 / gs;
       qmv_piece(gw4, stride, nrows, c + 32, end, q);
       qmv_piece(uw4, stride, nrows, c + 32, end, q + QMV_ROWS);
+      qmv_piece_sb(gsc, gbi, sstride, nrows, gn, gs_, gb_);
+      qmv_piece_sb(usc, ubi, sstride, nrows, gn, us_, ub_);
     }
   }
   UNROLL for (int r = 0; r < 2 * QMV_ROWS; r++)

@@ -29,7 +29,7 @@ say() { echo "$* t=$(( $(date +%s) - T0 ))" | tee -a $LOG; }
 mkdir -p /tmp/br
 (cd /tmp/br && xz -dc $OLDPWD/.devbin/pair.tar.xz | tar x && chmod +x bagel cuda.test engine.test) || exit 1
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader)"
-(cd cuda && timeout 90 /tmp/br/cuda.test -test.run 'TestWarpExpertsMatchPlain' -test.v > $OUT/tests.txt 2>&1)
+(cd cuda && BAGEL_KERNEL_TUNING=QMV_SB_EARLY=1 timeout 90 /tmp/br/cuda.test -test.run 'TestWarpExpertsMatchPlain' -test.v > $OUT/tests.txt 2>&1)
 say "cuda tests (rc $?): $(grep -c -- '--- PASS' $OUT/tests.txt) passed, $(grep -c -- '--- FAIL' $OUT/tests.txt) failed"
 (cd engine && timeout 90 /tmp/br/engine.test -test.run 'TestGPUBatchOfEightEqualsSolo' -test.v >> $OUT/tests.txt 2>&1)
 say "+ engine tests (rc $?): $(grep -c -- '--- PASS' $OUT/tests.txt) passed, $(grep -c -- '--- FAIL' $OUT/tests.txt) failed"
@@ -46,24 +46,36 @@ run() { # name env...
 	env "$@" BAGEL_TILED_GEMV=1 timeout 40 /tmp/br/bagel bench $C --tokens 128 --streams 1,4,8 > /tmp/b.txt 2>&1
 	say "[$name] (rc $?): $(grep -E '^ +(1|4|8) ' /tmp/b.txt | awk '{printf "%s: %s all decoding, %s ms a step; ", $1, $9, $7}')"
 }
+# QMV_SB_EARLY=1 (main's plain GEMVs loading a piece's scales and biases
+# with its codes) must not change a token: greedy replies alone, both ways.
+for sb in 0 1; do
+	BAGEL_KERNEL_TUNING=QMV_SB_EARLY=$sb BAGEL_EXP_WARP=0 BAGEL_EXP_PAIR=0 timeout 60 /tmp/br/bagel generate -m $M --backend cuda \
+		--temp 0 --max-tokens 96 --raw -p "The quick brown fox" > $OUT/gen-sb$sb.txt 2> /dev/null
+	BAGEL_KERNEL_TUNING=QMV_SB_EARLY=$sb BAGEL_EXP_PAIR=1 timeout 60 /tmp/br/bagel generate -m $M --backend cuda \
+		--temp 0 --max-tokens 96 --raw -p "The quick brown fox" > $OUT/gen-pair-sb$sb.txt 2> /dev/null
+done
+for f in gen-pair-sb0 gen-sb1 gen-pair-sb1; do
+	say "$f against gen-sb0 ($(wc -c < $OUT/gen-sb0.txt) bytes): $(cmp -s $OUT/$f.txt $OUT/gen-sb0.txt && echo same || echo DIFFERENT)"
+done
 for round in 1 2; do
 	run main BAGEL_EXP_WARP=0 BAGEL_EXP_PAIR=0
-	run warp BAGEL_EXP_PAIR=0
-	run pair BAGEL_EXP_WARP=0
+	run main-sb BAGEL_EXP_WARP=0 BAGEL_EXP_PAIR=0 BAGEL_KERNEL_TUNING=QMV_SB_EARLY=1
 	run both
-	run both-lone BAGEL_EXP_PAIR=1
 	run both-cap5 BAGEL_KERNEL_TUNING=MOE_UP_PAIR_MIN_GROUPS=5
+	run both-cap5-sb BAGEL_KERNEL_TUNING=MOE_UP_PAIR_MIN_GROUPS=5,QMV_SB_EARLY=1
+	run both-cap5-lone BAGEL_EXP_PAIR=1 BAGEL_KERNEL_TUNING=MOE_UP_PAIR_MIN_GROUPS=5
+	run both-cap5-sb-lone BAGEL_EXP_PAIR=1 BAGEL_KERNEL_TUNING=MOE_UP_PAIR_MIN_GROUPS=5,QMV_SB_EARLY=1
 done
 METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__warps_active.avg.pct_of_peak_sustained_active
 for p in 0 8; do
-	BAGEL_EXP_PAIR=$p BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 100 ncu --csv --clock-control none -k regex:'moe_(up|down)' \
+	BAGEL_KERNEL_TUNING=MOE_UP_PAIR_MIN_GROUPS=5,QMV_SB_EARLY=1 BAGEL_EXP_PAIR=$p BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 100 ncu --csv --clock-control none -k regex:'moe_(up|down)' \
 		--launch-skip-before-match 50700 --launch-count 8 --metrics "$METRICS" /tmp/br/bagel bench $C --tokens 16 --streams 8 > $OUT/ncu-$p.csv 2> /dev/null
 	say "ncu PAIR=$p (rc $?)"
 	python3 tools/ncu_metrics.py $OUT/ncu-$p.csv | tee -a $LOG
 	gzip -9 $OUT/ncu-$p.csv
 done
 k=moe_up_pair_bf16
-BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 100 ncu --clock-control none -k regex:"^$k\$" \
+BAGEL_KERNEL_TUNING=MOE_UP_PAIR_MIN_GROUPS=5 BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 100 ncu --clock-control none -k regex:"^$k\$" \
 	--launch-skip-before-match 50700 --launch-count 1 --section SourceCounters --section WarpStateStats \
 	-f -o /tmp/$k /tmp/br/bagel bench $C --tokens 16 --streams 8 > /dev/null 2>&1
 say "ncu source $k (rc $?)"
