@@ -129,7 +129,7 @@ INLINE void qmv_piece(device const u32x4 *w4, ulong stride, int nrows, int c, in
 // row's pair loads after the piece's sums, behind its own branch (ncu: four
 // round trips to memory, one after another, where a threadgroup stalls most).
 #ifndef QMV_SB_EARLY
-#define QMV_SB_EARLY 0
+#define QMV_SB_EARLY 1
 #endif
 
 // qmv_piece_sb loads the scale and bias of group g (in a row of sstride

@@ -524,7 +524,7 @@ KERNEL(moe_down_warp_bf16,
 // MOE_UP_PAIR_MIN_GROUPS (experiment): a register cap for that many
 // threadgroups of moe_up_pair_bf16 a multiprocessor (0: the compiler's choice).
 #ifndef MOE_UP_PAIR_MIN_GROUPS
-#define MOE_UP_PAIR_MIN_GROUPS 0
+#define MOE_UP_PAIR_MIN_GROUPS 5
 #endif
 #if MOE_UP_PAIR_MIN_GROUPS > 0
 #define KERNEL_BOUNDS_moe_up_pair_bf16 BOUNDS(QMV_SPLIT * 32, MOE_UP_PAIR_MIN_GROUPS)
