@@ -29,7 +29,6 @@ var registry = map[string]func(a *args){
 	"moe_down_warp_bf16":                moeDown, // moe_down_bf16 at halves 1, an item a SIMD-group
 	"moe_down_mma_bf16":                 moeDown, // the same products; only the GPUs' order of sums differs
 	"moe_up_bf16":                       moeUp,
-	"moe_up_pair_bf16":                  moeUp, // moe_up_bf16, the gate's and up's rows side by side
 	"moe_up_mma_bf16":                   moeUp, // the same products; only the GPUs' order of sums differs
 	"qmatmul_multi_conv_bf16":           qmatmulMultiConv,
 	"qgemm_bf16":                        qgemmBF16,

@@ -124,17 +124,12 @@ INLINE void qmv_piece(device const u32x4 *w4, ulong stride, int nrows, int c, in
   }
 }
 
-// QMV_SB_EARLY 1 (experiment) has qmv_rows_w's 4-bit 16-byte path load a
-// piece's scales and biases with its codes, all rows at once: otherwise each
-// row's pair loads after the piece's sums, behind its own branch (ncu: four
-// round trips to memory, one after another, where a threadgroup stalls most).
-#ifndef QMV_SB_EARLY
-#define QMV_SB_EARLY 1
-#endif
-
 // qmv_piece_sb loads the scale and bias of group g (in a row of sstride
 // groups) of rows 0..QMV_ROWS-1 at scales and biases into s and b: rows past
 // nrows take row nrows - 1's, and a g below 0 (a lane with no piece) zeros.
+// All at once, beside the piece's codes: loaded row by row after the sums,
+// behind a branch each, they cost a kernel four round trips to memory one
+// after another (moe_up_bf16).
 INLINE void qmv_piece_sb(device const bf16_t *scales, device const bf16_t *biases, ulong sstride, int nrows, int g,
                          thread bf16_t *s, thread bf16_t *b) {
   UNROLL for (int r = 0; r < QMV_ROWS; r++) {
@@ -168,10 +163,6 @@ INLINE void qmv_rows_w(device const bf16_t *x, device const uint *w, device cons
     int c = split * per + lane;
     uint q[QMV_ROWS][4];
     qmv_piece(w4, wstride / 4, nrows, c, end, q);
-#if QMV_SB_EARLY
-    bf16_t ps[QMV_ROWS], pb[QMV_ROWS];
-    qmv_piece_sb(scales, biases, sstride, nrows, c < end ? c * 32 / gs : -1, ps, pb);
-#endif
     GRID_WAIT();  // the weights are in flight; x is the previous kernel's
     for (; c < end; c += width) {
       // Two sums a row, of the even and the odd inputs: independent FMA
@@ -202,16 +193,6 @@ INLINE void qmv_rows_w(device const bf16_t *x, device const uint *w, device cons
           }
         }
       }
-#if QMV_SB_EARLY
-      UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-        if (r < nrows) {
-          float sc = bf16_to_f32(ps[r]);
-          acc[r] += sc * (qe[r] + qo[r]) + (bf16_to_f32(pb[r]) - 128.0f * sc) * xs;
-        }
-      }
-      qmv_piece(w4, wstride / 4, nrows, c + width, end, q);
-      qmv_piece_sb(scales, biases, sstride, nrows, c + width < end ? (c + width) * 32 / gs : -1, ps, pb);
-#else
       int g = c * 32 / gs;
       UNROLL for (int r = 0; r < QMV_ROWS; r++) {
         if (r < nrows) {
@@ -221,7 +202,6 @@ INLINE void qmv_rows_w(device const bf16_t *x, device const uint *w, device cons
         }
       }
       qmv_piece(w4, wstride / 4, nrows, c + width, end, q);
-#endif
     }
   } else if (bits == 8 && wide) {
     // 16-byte pieces of 16 codes, as above.

@@ -255,66 +255,24 @@ KERNEL(qmatmul_gather_swiglu_bf16,
     out[(ulong)ts * (ulong)Out + (ulong)(o + LANE)] = f32_to_bf16(h);
 }
 
-// moe_up_group is threadgroup g of moe_up_bf16: with blocks = ceil(Out,
-// QMV_ROWS), a group below blocks·T·K takes QMV_ROWS rows of routed slot
-// ts = g / blocks, whose expert is e; the groups past them take the shared
-// expert's rows. The pointers are chosen first so that a kernel holds one copy
-// of qmv_swiglu.
-INLINE void moe_up_group(int g, int e, device const bf16_t *x, device const uint *gate_w,
-                         device const bf16_t *gate_scales, device const bf16_t *gate_biases, device const uint *up_w,
-                         device const bf16_t *up_scales, device const bf16_t *up_biases, device bf16_t *out,
-                         device const uint *shared_gate_w, device const bf16_t *shared_gate_scales,
-                         device const bf16_t *shared_gate_biases, device const uint *shared_up_w,
-                         device const bf16_t *shared_up_scales, device const bf16_t *shared_up_biases,
-                         device bf16_t *hs, int T, int K, int In, int Out, int Is, int bits, int gs,
-                         threadgroup float *partial, int lane, int simd, int nsimd) {
-  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
-  int routed = blocks * T * K;
-  device const bf16_t *xr;
-  device const uint *gw, *uw;
-  device const bf16_t *gsc, *gbi, *usc, *ubi;
-  device bf16_t *dst;
-  int nrows;
-  if (g < routed) {
-    int ts = g / blocks;  // t·K + s
-    int o = (g % blocks) * QMV_ROWS;
-    nrows = imin(QMV_ROWS, Out - o);
-    ulong row = (ulong)e * (ulong)Out + (ulong)o;
-    ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
-    xr = x + (ulong)(ts / K) * (ulong)In;
-    gw = gate_w + wrow;
-    gsc = gate_scales + srow;
-    gbi = gate_biases + srow;
-    uw = up_w + wrow;
-    usc = up_scales + srow;
-    ubi = up_biases + srow;
-    dst = out + (ulong)ts * (ulong)Out + (ulong)o;
-  } else {
-    int sblocks = (Is + QMV_ROWS - 1) / QMV_ROWS;
-    int t = (g - routed) / sblocks;
-    int o = ((g - routed) % sblocks) * QMV_ROWS;
-    if (t >= T) return;  // uniform across the threadgroup
-    nrows = imin(QMV_ROWS, Is - o);
-    ulong wrow = (ulong)o * (ulong)(In / 32 * bits), srow = (ulong)o * (ulong)(In / gs);
-    xr = x + (ulong)t * (ulong)In;
-    gw = shared_gate_w + wrow;
-    gsc = shared_gate_scales + srow;
-    gbi = shared_gate_biases + srow;
-    uw = shared_up_w + wrow;
-    usc = shared_up_scales + srow;
-    ubi = shared_up_biases + srow;
-    dst = hs + (ulong)t * (ulong)Is + (ulong)o;
-  }
-  float h;
-  if (qmv_swiglu(xr, gw, gsc, gbi, uw, usc, ubi, nrows, In, bits, gs, partial, lane, simd, nsimd, &h))
-    dst[lane] = f32_to_bf16(h);
-}
-
 // moe_up_bf16: qmatmul_gather_swiglu_bf16 for the K routed slots and the same
 // for the shared expert in one launch: hs[t, o] = bf16(silu(g)·u) with g =
 // bf16(x[t]·Wsg[o]), u = bf16(x[t]·Wsu[o]) (what qmatmul_multi_bf16 and
 // swiglu_bf16 compute). The shared expert has the routed experts' bits and
-// group size. Threadgroups past the routed rows take the shared expert's.
+// group size. A threadgroup takes an item, QMV_ROWS rows of a routed slot
+// (threadgroup g below ceil(Out, QMV_ROWS)·T·K: slot g / ceil(Out, QMV_ROWS))
+// or, past them, of the shared expert, split across its SIMD-groups; a routed
+// item waits for the router's ids, the shared expert's start loading their
+// weights at once. 4-bit rows read in 16-byte pieces (the weights and x
+// 16-byte aligned) sum the gate's and the up's rows side by side on one
+// unpacked x, with the piece's scales and biases loaded beside its codes:
+// each row's sums, its lanes' reduction and the combine are qmv_rows_w's and
+// qmv_swiglu's, in their order, so the bits are those of qmv_swiglu, which
+// the other rows take. Summing the gate's rows and then the up's through
+// qmv_rows_w paid twice a piece's x and pointers and loaded each row's scale
+// and bias after its sums, four round trips one after another (ncu, a
+// batched step of 8 rows on an H100: 50.3 against 40.2 µs a launch,
+// forty-fifth session, docs/history/batching-log.md).
 // launch: grid(ceil(Out, QMV_ROWS) * T * K + ceil(Is, QMV_ROWS) * T) group(min(single(T, QMV_SPLIT, min(QMV_SPLIT, QMV_SPLIT_MANY)), max(1, In * bits / 4096)) * 32)
 KERNEL(moe_up_bf16,
        BUFFER(const bf16_t, x, 0),
@@ -342,16 +300,127 @@ KERNEL(moe_up_bf16,
        PARAM(int, gs, 22)) {
   TG_MEM(float, partial, 2 * QMV_SPLIT * QMV_ROWS);
   int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
-  // A routed slot's threadgroup waits for the router's ids; the shared
-  // expert's start loading their weights at once (qmv_rows waits after).
-  int e = 0;
-  if (TGID_X < blocks * T * K) {
+  int routed = blocks * T * K;
+  int g = TGID_X, lane = LANE, simd = SIMD_ID, nsimd = SIMD_COUNT;
+  // The item's pointers.
+  device const bf16_t *xr;
+  device const uint *gw, *uw;
+  device const bf16_t *gsc, *gbi, *usc, *ubi;
+  device bf16_t *dst;
+  int nrows;
+  if (g < routed) {
     GRID_WAIT();
-    e = ids[TGID_X / blocks];
+    int ts = g / blocks;  // t·K + s
+    int o = (g - ts * blocks) * QMV_ROWS;
+    nrows = imin(QMV_ROWS, Out - o);
+    ulong row = (ulong)ids[ts] * (ulong)Out + (ulong)o;
+    ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
+    xr = x + (ulong)(ts / K) * (ulong)In;
+    gw = gate_w + wrow;
+    gsc = gate_scales + srow;
+    gbi = gate_biases + srow;
+    uw = up_w + wrow;
+    usc = up_scales + srow;
+    ubi = up_biases + srow;
+    dst = out + (ulong)ts * (ulong)Out + (ulong)o;
+  } else {
+    int sblocks = (Is + QMV_ROWS - 1) / QMV_ROWS;
+    int t = (g - routed) / sblocks;
+    int o = (g - routed - t * sblocks) * QMV_ROWS;
+    if (t >= T) return;  // uniform across the threadgroup
+    nrows = imin(QMV_ROWS, Is - o);
+    ulong wrow = (ulong)o * (ulong)(In / 32 * bits), srow = (ulong)o * (ulong)(In / gs);
+    xr = x + (ulong)t * (ulong)In;
+    gw = shared_gate_w + wrow;
+    gsc = shared_gate_scales + srow;
+    gbi = shared_gate_biases + srow;
+    uw = shared_up_w + wrow;
+    usc = shared_up_scales + srow;
+    ubi = shared_up_biases + srow;
+    dst = hs + (ulong)t * (ulong)Is + (ulong)o;
   }
-  moe_up_group(TGID_X, e, x, gate_w, gate_scales, gate_biases, up_w, up_scales, up_biases, out, shared_gate_w,
-               shared_gate_scales, shared_gate_biases, shared_up_w, shared_up_scales, shared_up_biases, hs, T, K, In,
-               Out, Is, bits, gs, partial, LANE, SIMD_ID, SIMD_COUNT);
+  ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
+  if (!(bits == 4 && QMV_WORDS == 0 && (wstride & 3ul) == 0ul && ALIGNED16(gw) && ALIGNED16(uw) && ALIGNED16(xr))) {
+    float h;
+    if (qmv_swiglu(xr, gw, gsc, gbi, uw, usc, ubi, nrows, In, bits, gs, partial, lane, simd, nsimd, &h))
+      dst[lane] = f32_to_bf16(h);
+    return;
+  }
+  device const u32x4 *gw4 = (device const u32x4 *)gw, *uw4 = (device const u32x4 *)uw;
+  device const u32x4 *x4 = (device const u32x4 *)xr;
+  ulong stride = wstride / 4;
+  int pieces = In / 32, per = (pieces + nsimd - 1) / nsimd;
+  int end = imin(pieces, (simd + 1) * per);
+  int c = simd * per + lane;
+  // q holds piece c of the gate's rows, then of the up's.
+  uint q[2 * QMV_ROWS][4];
+  qmv_piece(gw4, stride, nrows, c, end, q);
+  qmv_piece(uw4, stride, nrows, c, end, q + QMV_ROWS);
+  // The piece's scales and biases load with its codes, all at once.
+  bf16_t gs_[QMV_ROWS], gb_[QMV_ROWS], us_[QMV_ROWS], ub_[QMV_ROWS];
+  qmv_piece_sb(gsc, gbi, sstride, nrows, c < end ? c * 32 / gs : -1, gs_, gb_);
+  qmv_piece_sb(usc, ubi, sstride, nrows, c < end ? c * 32 / gs : -1, us_, ub_);
+  GRID_WAIT();  // the weights are in flight; x is the previous kernel's
+  float acc[2 * QMV_ROWS];
+  UNROLL for (int r = 0; r < 2 * QMV_ROWS; r++) acc[r] = 0.0f;
+  for (; c < end; c += 32) {
+    // qmv_rows_w's 4-bit sums, for the 8 rows at once.
+    float qe[2 * QMV_ROWS], qo[2 * QMV_ROWS];
+    UNROLL for (int r = 0; r < 2 * QMV_ROWS; r++) {
+      qe[r] = 0.0f;
+      qo[r] = 0.0f;
+    }
+    float xs = 0.0f;
+    UNROLL for (int k = 0; k < 4; k++) {
+      u32x4 xq = x4[4 * c + k];
+      uint xk[4] = {xq.x, xq.y, xq.z, xq.w};
+      float xv[8];
+      UNROLL for (int i = 0; i < 4; i++) {
+        xv[2 * i] = as_float(xk[i] << 16);
+        xv[2 * i + 1] = as_float(xk[i] & 0xffff0000u);
+        xs += xv[2 * i] + xv[2 * i + 1];
+      }
+      UNROLL for (int r = 0; r < 2 * QMV_ROWS; r++) {
+        uint lo = q[r][k] & 0x0f0f0f0fu, hi = (q[r][k] >> 4) & 0x0f0f0f0fu;
+        UNROLL for (int i = 0; i < 4; i++) {
+          qe[r] = fmaf(byte_f128(lo, i), xv[2 * i], qe[r]);
+          qo[r] = fmaf(byte_f128(hi, i), xv[2 * i + 1], qo[r]);
+        }
+      }
+    }
+    UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+      if (r < nrows) {
+        float sc = bf16_to_f32(gs_[r]);
+        acc[r] += sc * (qe[r] + qo[r]) + (bf16_to_f32(gb_[r]) - 128.0f * sc) * xs;
+        float su = bf16_to_f32(us_[r]);
+        acc[QMV_ROWS + r] += su * (qe[QMV_ROWS + r] + qo[QMV_ROWS + r]) + (bf16_to_f32(ub_[r]) - 128.0f * su) * xs;
+      }
+    }
+    if (c + 32 < end) {
+      int gn = (c + 32) * 32 / gs;
+      qmv_piece(gw4, stride, nrows, c + 32, end, q);
+      qmv_piece(uw4, stride, nrows, c + 32, end, q + QMV_ROWS);
+      qmv_piece_sb(gsc, gbi, sstride, nrows, gn, gs_, gb_);
+      qmv_piece_sb(usc, ubi, sstride, nrows, gn, us_, ub_);
+    }
+  }
+  UNROLL for (int r = 0; r < 2 * QMV_ROWS; r++)
+    for (int o = 16; o > 0; o >>= 1) acc[r] += simd_shuffle_xor(acc[r], (uint)o);
+  // qmv_swiglu's combine: the gate's partial sums, then the up's.
+  if (lane == 0) {
+    UNROLL for (int r = 0; r < QMV_ROWS; r++) {
+      partial[simd * QMV_ROWS + r] = acc[r];
+      partial[(nsimd + simd) * QMV_ROWS + r] = acc[QMV_ROWS + r];
+    }
+  }
+  BARRIER();
+  if (simd != 0 || lane >= nrows) return;
+  float gt = 0.0f, ut = 0.0f;
+  for (int s = 0; s < nsimd; s++) {
+    gt += partial[s * QMV_ROWS + lane];
+    ut += partial[(nsimd + s) * QMV_ROWS + lane];
+  }
+  dst[lane] = f32_to_bf16(siluf(round_bf16(gt)) * round_bf16(ut));
 }
 
 // MOE_MAX_SLOTS bounds K + 1 (the routed experts and the shared one) of
@@ -519,173 +588,4 @@ KERNEL(moe_down_warp_bf16,
   if (lane >= nrows) return;
   float g = sigmoidf(bf16_to_f32(gate[t]));
   out[(ulong)t * (ulong)H + (ulong)(o + lane)] = f32_to_bf16(round_bf16(routed) + g * shared);
-}
-
-// MOE_UP_PAIR_MIN_GROUPS (experiment): a register cap for that many
-// threadgroups of moe_up_pair_bf16 a multiprocessor (0: the compiler's choice).
-#ifndef MOE_UP_PAIR_MIN_GROUPS
-#define MOE_UP_PAIR_MIN_GROUPS 5
-#endif
-#if MOE_UP_PAIR_MIN_GROUPS > 0
-#define KERNEL_BOUNDS_moe_up_pair_bf16 BOUNDS(QMV_SPLIT * 32, MOE_UP_PAIR_MIN_GROUPS)
-#endif
-
-// moe_up_pair_bf16: moe_up_bf16 (the same items, threadgroups and bits) with
-// an item's gate rows and up rows summed side by side on one unpacked x, for
-// a launch of several tokens (a batch of replies: thousands of items).
-// moe_up_bf16 sums the gate's rows and then the up's, each through
-// qmv_rows_w, and so pays twice a piece's x, its loads' guards and its
-// pointers (ncu, a batched step of 8 rows on an H100: 7 instructions a 4-bit
-// code, about 2.4 of them the sums, its issue slots 64% busy). Each row's
-// sums, its lanes' reduction and the combine are qmv_rows_w's and
-// qmv_swiglu's, in their order. 4-bit codes with the weights and x 16-byte
-// aligned take this path; others take qmv_swiglu's.
-// launch: grid(ceil(Out, QMV_ROWS) * T * K + ceil(Is, QMV_ROWS) * T) group(min(single(T, QMV_SPLIT, min(QMV_SPLIT, QMV_SPLIT_MANY)), max(1, In * bits / 4096)) * 32)
-KERNEL(moe_up_pair_bf16,
-       BUFFER(const bf16_t, x, 0),
-       BUFFER(const int, ids, 1),
-       BUFFER(const uint, gate_w, 2),
-       BUFFER(const bf16_t, gate_scales, 3),
-       BUFFER(const bf16_t, gate_biases, 4),
-       BUFFER(const uint, up_w, 5),
-       BUFFER(const bf16_t, up_scales, 6),
-       BUFFER(const bf16_t, up_biases, 7),
-       BUFFER(bf16_t, out, 8),
-       BUFFER(const uint, shared_gate_w, 9),
-       BUFFER(const bf16_t, shared_gate_scales, 10),
-       BUFFER(const bf16_t, shared_gate_biases, 11),
-       BUFFER(const uint, shared_up_w, 12),
-       BUFFER(const bf16_t, shared_up_scales, 13),
-       BUFFER(const bf16_t, shared_up_biases, 14),
-       BUFFER(bf16_t, hs, 15),
-       PARAM(int, T, 16),
-       PARAM(int, K, 17),
-       PARAM(int, In, 18),
-       PARAM(int, Out, 19),
-       PARAM(int, Is, 20),
-       PARAM(int, bits, 21),
-       PARAM(int, gs, 22)) {
-  TG_MEM(float, partial, 2 * QMV_SPLIT * QMV_ROWS);
-  int blocks = (Out + QMV_ROWS - 1) / QMV_ROWS;
-  int routed = blocks * T * K;
-  int g = TGID_X, lane = LANE, simd = SIMD_ID, nsimd = SIMD_COUNT;
-  // The item's pointers, as moe_up_group's.
-  device const bf16_t *xr;
-  device const uint *gw, *uw;
-  device const bf16_t *gsc, *gbi, *usc, *ubi;
-  device bf16_t *dst;
-  int nrows;
-  if (g < routed) {
-    GRID_WAIT();
-    int ts = g / blocks;  // t·K + s
-    int o = (g - ts * blocks) * QMV_ROWS;
-    nrows = imin(QMV_ROWS, Out - o);
-    ulong row = (ulong)ids[ts] * (ulong)Out + (ulong)o;
-    ulong wrow = row * (ulong)(In / 32 * bits), srow = row * (ulong)(In / gs);
-    xr = x + (ulong)(ts / K) * (ulong)In;
-    gw = gate_w + wrow;
-    gsc = gate_scales + srow;
-    gbi = gate_biases + srow;
-    uw = up_w + wrow;
-    usc = up_scales + srow;
-    ubi = up_biases + srow;
-    dst = out + (ulong)ts * (ulong)Out + (ulong)o;
-  } else {
-    int sblocks = (Is + QMV_ROWS - 1) / QMV_ROWS;
-    int t = (g - routed) / sblocks;
-    int o = (g - routed - t * sblocks) * QMV_ROWS;
-    if (t >= T) return;  // uniform across the threadgroup
-    nrows = imin(QMV_ROWS, Is - o);
-    ulong wrow = (ulong)o * (ulong)(In / 32 * bits), srow = (ulong)o * (ulong)(In / gs);
-    xr = x + (ulong)t * (ulong)In;
-    gw = shared_gate_w + wrow;
-    gsc = shared_gate_scales + srow;
-    gbi = shared_gate_biases + srow;
-    uw = shared_up_w + wrow;
-    usc = shared_up_scales + srow;
-    ubi = shared_up_biases + srow;
-    dst = hs + (ulong)t * (ulong)Is + (ulong)o;
-  }
-  ulong wstride = (ulong)(In / 32 * bits), sstride = (ulong)(In / gs);
-  if (!(bits == 4 && QMV_WORDS == 0 && (wstride & 3ul) == 0ul && ALIGNED16(gw) && ALIGNED16(uw) && ALIGNED16(xr))) {
-    float h;
-    if (qmv_swiglu(xr, gw, gsc, gbi, uw, usc, ubi, nrows, In, bits, gs, partial, lane, simd, nsimd, &h))
-      dst[lane] = f32_to_bf16(h);
-    return;
-  }
-  device const u32x4 *gw4 = (device const u32x4 *)gw, *uw4 = (device const u32x4 *)uw;
-  device const u32x4 *x4 = (device const u32x4 *)xr;
-  ulong stride = wstride / 4;
-  int pieces = In / 32, per = (pieces + nsimd - 1) / nsimd;
-  int end = imin(pieces, (simd + 1) * per);
-  int c = simd * per + lane;
-  // q holds piece c of the gate's rows, then of the up's.
-  uint q[2 * QMV_ROWS][4];
-  qmv_piece(gw4, stride, nrows, c, end, q);
-  qmv_piece(uw4, stride, nrows, c, end, q + QMV_ROWS);
-  // The piece's scales and biases load with its codes, all at once.
-  bf16_t gs_[QMV_ROWS], gb_[QMV_ROWS], us_[QMV_ROWS], ub_[QMV_ROWS];
-  qmv_piece_sb(gsc, gbi, sstride, nrows, c < end ? c * 32 / gs : -1, gs_, gb_);
-  qmv_piece_sb(usc, ubi, sstride, nrows, c < end ? c * 32 / gs : -1, us_, ub_);
-  GRID_WAIT();  // the weights are in flight; x is the previous kernel's
-  float acc[2 * QMV_ROWS];
-  UNROLL for (int r = 0; r < 2 * QMV_ROWS; r++) acc[r] = 0.0f;
-  for (; c < end; c += 32) {
-    // qmv_rows_w's 4-bit sums, for the 8 rows at once.
-    float qe[2 * QMV_ROWS], qo[2 * QMV_ROWS];
-    UNROLL for (int r = 0; r < 2 * QMV_ROWS; r++) {
-      qe[r] = 0.0f;
-      qo[r] = 0.0f;
-    }
-    float xs = 0.0f;
-    UNROLL for (int k = 0; k < 4; k++) {
-      u32x4 xq = x4[4 * c + k];
-      uint xk[4] = {xq.x, xq.y, xq.z, xq.w};
-      float xv[8];
-      UNROLL for (int i = 0; i < 4; i++) {
-        xv[2 * i] = as_float(xk[i] << 16);
-        xv[2 * i + 1] = as_float(xk[i] & 0xffff0000u);
-        xs += xv[2 * i] + xv[2 * i + 1];
-      }
-      UNROLL for (int r = 0; r < 2 * QMV_ROWS; r++) {
-        uint lo = q[r][k] & 0x0f0f0f0fu, hi = (q[r][k] >> 4) & 0x0f0f0f0fu;
-        UNROLL for (int i = 0; i < 4; i++) {
-          qe[r] = fmaf(byte_f128(lo, i), xv[2 * i], qe[r]);
-          qo[r] = fmaf(byte_f128(hi, i), xv[2 * i + 1], qo[r]);
-        }
-      }
-    }
-    UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-      if (r < nrows) {
-        float sc = bf16_to_f32(gs_[r]);
-        acc[r] += sc * (qe[r] + qo[r]) + (bf16_to_f32(gb_[r]) - 128.0f * sc) * xs;
-        float su = bf16_to_f32(us_[r]);
-        acc[QMV_ROWS + r] += su * (qe[QMV_ROWS + r] + qo[QMV_ROWS + r]) + (bf16_to_f32(ub_[r]) - 128.0f * su) * xs;
-      }
-    }
-    if (c + 32 < end) {
-      int gn = (c + 32) * 32 / gs;
-      qmv_piece(gw4, stride, nrows, c + 32, end, q);
-      qmv_piece(uw4, stride, nrows, c + 32, end, q + QMV_ROWS);
-      qmv_piece_sb(gsc, gbi, sstride, nrows, gn, gs_, gb_);
-      qmv_piece_sb(usc, ubi, sstride, nrows, gn, us_, ub_);
-    }
-  }
-  UNROLL for (int r = 0; r < 2 * QMV_ROWS; r++)
-    for (int o = 16; o > 0; o >>= 1) acc[r] += simd_shuffle_xor(acc[r], (uint)o);
-  // qmv_swiglu's combine: the gate's partial sums, then the up's.
-  if (lane == 0) {
-    UNROLL for (int r = 0; r < QMV_ROWS; r++) {
-      partial[simd * QMV_ROWS + r] = acc[r];
-      partial[(nsimd + simd) * QMV_ROWS + r] = acc[QMV_ROWS + r];
-    }
-  }
-  BARRIER();
-  if (simd != 0 || lane >= nrows) return;
-  float gt = 0.0f, ut = 0.0f;
-  for (int s = 0; s < nsimd; s++) {
-    gt += partial[s * QMV_ROWS + lane];
-    ut += partial[(nsimd + s) * QMV_ROWS + lane];
-  }
-  dst[lane] = f32_to_bf16(siluf(round_bf16(gt)) * round_bf16(ut));
 }

@@ -1,23 +1,5 @@
 package ops
 
-import (
-	"os"
-	"strconv"
-)
-
-// expWarp (experiment, BAGEL_EXP_WARP=0 turns it off): launches of
-// MoEDownWarpMinTokens tokens or more take moe_down_warp_bf16.
-var expWarp = os.Getenv("BAGEL_EXP_WARP") != "0"
-
-// expPair (experiment, BAGEL_EXP_PAIR=n; 0 turns it off, 8 when unset):
-// launches of n tokens or more take moe_up_pair_bf16.
-var expPair = func() int {
-	if n, err := strconv.Atoi(os.Getenv("BAGEL_EXP_PAIR")); err == nil {
-		return n
-	}
-	return 8
-}()
-
 // Experts is a mixture-of-experts block: a router, E experts of SwiGLU MLPs
 // (stacked [E, ...]) of which each token takes the top K, weighted by the
 // router's softmax (renormalised over the K when NormTopK), and a shared
@@ -81,8 +63,6 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 	switch {
 	case tiledUp:
 		MoEUpTiled(c, x, ids, m.Gate, m.Up, gate, m.SharedGate, m.SharedUp, sg)
-	case fusedUp && expPair > 0 && t >= expPair:
-		moeUp(c, "moe_up_pair_bf16", x, ids, m.Gate, m.Up, gate, m.SharedGate, m.SharedUp, sg)
 	case fusedUp:
 		MoEUp(c, x, ids, m.Gate, m.Up, gate, m.SharedGate, m.SharedUp, sg)
 	case grouped:
@@ -114,7 +94,7 @@ func MoE(c *Ctx, x Tensor, m Experts, out Tensor) {
 		return
 	case c.Plan.MoEDown && k+1 <= moeDownMaxSlots:
 		// The router's top-k ran two dispatches back.
-		if expWarp && MoEDownWarpFits(ids, m.Down, m.SharedDown) {
+		if MoEDownWarpFits(ids, m.Down, m.SharedDown) {
 			MoEDownWarp(c, gate, ids, weights, m.Down, sg, m.SharedDown, gateLogit, out, true)
 			return
 		}

@@ -314,20 +314,11 @@ func Specs() []Spec {
 	for _, p := range []struct{ T, K, E, In, Out, Is, bits, gs int }{
 		{1, topK, experts, hidden, moeInt, moeInt, 4, 64}, {5, topK, experts, hidden, moeInt, moeInt, 4, 64},
 		{2, 3, 4, 128, 17, 40, 8, 128}, {2, 3, 6, 96, 13, 7, 3, 32},
+		// 4-bit rows of one piece a lane and of several, ragged.
+		{8, topK, experts, hidden, moeInt, moeInt, 4, 64}, {3, 3, 5, 96, 13, 7, 4, 32}, {2, 3, 5, 4096, 40, 24, 4, 128},
+		{4, 2, 3, 320, 9, 12, 4, 64},
 	} {
 		add("moe_up_bf16", false, fmt.Sprintf("T=%d K=%d E=%d %d→%d Is=%d bits=%d gs=%d", p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs), func(g gen) *Case {
-			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E))}
-			return &Case{Tol: tolBF16, Buffers: append(bufs, moeUpWeights(g, p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs)...),
-				Scalars: ints(p.T, p.K, p.In, p.Out, p.Is, p.bits, p.gs)}
-		})
-	}
-
-	// moe_up_pair_bf16: as moe_up_bf16 (4-bit rows on its own sums, others
-	// on moe_up_bf16's).
-	for _, p := range []struct{ T, K, E, In, Out, Is, bits, gs int }{
-		{8, topK, experts, hidden, moeInt, moeInt, 4, 64}, {3, 3, 5, 96, 13, 7, 4, 32}, {2, 3, 4, 128, 17, 40, 8, 128},
-	} {
-		add("moe_up_pair_bf16", false, fmt.Sprintf("T=%d K=%d E=%d %d→%d Is=%d bits=%d gs=%d", p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs), func(g gen) *Case {
 			bufs := []Buffer{in("x", backend.BF16, g.bf16(p.T*p.In, 1)), in("ids", backend.I32, g.experts(p.T, p.K, p.E))}
 			return &Case{Tol: tolBF16, Buffers: append(bufs, moeUpWeights(g, p.T, p.K, p.E, p.In, p.Out, p.Is, p.bits, p.gs)...),
 				Scalars: ints(p.T, p.K, p.In, p.Out, p.Is, p.bits, p.gs)}

@@ -96,33 +96,6 @@ func MoEUpInvariance(t *testing.T, dev backend.Device, kernel string, shapes [][
 	}
 }
 
-// MoEUpMatches checks that kernel, of the moe_up_bf16 family, gives
-// moe_up_bf16's bits: each shape is T, K, E, In, Out, Is, bits, gs.
-func MoEUpMatches(t *testing.T, dev backend.Device, kernel string, shapes [][8]int) {
-	t.Helper()
-	for _, s := range shapes {
-		T, K, E, In, Out, Is, bits, gs := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
-		g := gen{newRand(kernel, fmt.Sprint("matches", s))}
-		bufs := append([]Buffer{in("x", backend.BF16, g.bf16(T*In, 1)), in("ids", backend.I32, g.experts(T, K, E))},
-			moeUpWeights(g, T, K, E, In, Out, Is, bits, gs)...)
-		run := func(kernel string) (routed, shared []byte) {
-			outs, err := execute(dev, &Case{Kernel: kernel, Buffers: bufs, Scalars: ints(T, K, In, Out, Is, bits, gs)})
-			if err != nil {
-				t.Fatalf("%s %v: %v", kernel, s, err)
-			}
-			return outs[8], outs[15]
-		}
-		wantR, wantS := run("moe_up_bf16")
-		gotR, gotS := run(kernel)
-		if !bytes.Equal(gotR, wantR) {
-			t.Errorf("%s %v: the routed experts' out differs from moe_up_bf16's", kernel, s)
-		}
-		if !bytes.Equal(gotS, wantS) {
-			t.Errorf("%s %v: the shared expert's hs differs from moe_up_bf16's", kernel, s)
-		}
-	}
-}
-
 // MoEDownMatches checks that kernel, of the moe_down_bf16 family, gives
 // moe_down_bf16's bits at halves 1 and ids_early 0 and 1: each shape is T, K,
 // E, H, I, Is, bits, gs, shared bits, shared gs.
