@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"bagel/backend"
 	"bagel/cpu"
@@ -28,8 +29,13 @@ type Spec struct {
 const (
 	tolExact = 0    // copies
 	tolBF16  = 4e-3 // bf16 outputs of f32 math
-	tolF32   = 1e-4 // f32 outputs
-	tolState = 1e-3 // the GDN state after several tokens
+	// tolOneBF16 is one bf16 step of a lone element (2^-7 of its value at
+	// most): an output of one element whose f32 sum, in another order than
+	// the reference's, rounds to its neighbour (the shared expert's gate
+	// logit on the matrix units: rel err 0.00515 in a forty-fifth session run).
+	tolOneBF16 = 1.0 / 128
+	tolF32     = 1e-4 // f32 outputs
+	tolState   = 1e-3 // the GDN state after several tokens
 	// tolGEMM holds the exact prompt GEMMs to the GEMV's sums: each weight
 	// rounded to bf16 before its products (exact 0) is 2.6e-3 away on such
 	// inputs (measured on the CPU); the exact GEMMs on the H200, 1-2e-4.
@@ -257,9 +263,13 @@ func Specs() []Spec {
 			label += fmt.Sprintf(" %d:%db", sl.Out, sl.bits)
 		}
 		for _, kernel := range []string{"qmatmul_multi_bf16", "qmatmul_mma_multi_bf16"} {
+			tol := tolBF16
+			if kernel == "qmatmul_mma_multi_bf16" && p.T == 1 && slices.ContainsFunc(p.slots[:], func(s slot) bool { return s.Out == 1 }) {
+				tol = tolOneBF16
+			}
 			add(kernel, false, label, func(g gen) *Case {
 				bufs, scalars := multiCase(g, p.T, p.In, p.slots)
-				return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(scalars...)}
+				return &Case{Tol: tol, Buffers: bufs, Scalars: ints(scalars...)}
 			})
 		}
 	}
