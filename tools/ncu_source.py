@@ -3,7 +3,8 @@
 reasons: where a latency-bound kernel waits (a load's use, a barrier, a
 shuffle).
 
-Then, where the page has the executed instructions, the kernel's executed
+Then the kernel's samples summed by stall reason (what its warps wait on
+as a whole), and, where the page has the executed instructions, its executed
 instructions by opcode (predicate and modifiers dropped: FFMA, PRMT, LDG,
 SHFL, IMAD...), each one's share: where an instruction-bound kernel spends
 its issue slots.
@@ -40,6 +41,10 @@ def main(path, top):
         why = sorted(((number(r[c]), c) for c in reasons if number(r[c])), reverse=True)[:3]
         why = ", ".join(f"{c.replace('stall_', '')} {v:.0f}" for v, c in why)
         print(f"{100 * n / max(total, 1):5.1f}%  {r.get('Address', r.get('# Address', ''))[-5:]:5s} {r[src][:60]:60s} {why}")
+    by = collections.Counter({c.replace("stall_", ""): sum(number(r[c]) for r in rows) for c in reasons})
+    print("samples by stall reason:")
+    for c, n in by.most_common(top):
+        print(f"{100 * n / max(total, 1):5.1f}%  {c}")
     executed_by_opcode(rows, cols, src, top)
 
 
