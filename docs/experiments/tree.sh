@@ -16,7 +16,7 @@
 #   env $L go test -c -trimpath -ldflags="-s -w" -o /tmp/sb/engine.test ./engine &&
 #   git checkout kernels && env $L go build -trimpath -ldflags="-s -w" -o /tmp/sb/bagel-main . &&
 #   (cd /tmp/sb && tar c bagel bagel-main ptx cuda.test engine.test | xz -9 > $OLDPWD/.devbin/tree.tar.xz)
-# About 230 s on the device (carry .devbin/tree.tar.xz):
+# About 260 s on the device (carry .devbin/tree.tar.xz):
 #   OUT=$OUT sh docs/experiments/tree.sh
 # If it wins, land the patch with the PTX it brings back (ptx.tar.xz).
 set -u
@@ -53,6 +53,12 @@ for round in 1 2; do
 		BAGEL_TILED_GEMV=1 timeout 40 /tmp/br/$b bench $C --tokens 128 --streams 1,4,8 > /tmp/b.txt 2>&1
 		say "[$b] (rc $?): $(grep -E '^ +(1|4|8) ' /tmp/b.txt | awk '{printf "%s: %s all decoding, %s ms a step; ", $1, $9, $7}')"
 	done
+done
+# The up's register cap for the patch's kernel (MOE_UP_MIN_GROUPS, 5 by
+# default: 96 registers), one round each.
+for cap in 4 6; do
+	BAGEL_KERNEL_TUNING=MOE_UP_MIN_GROUPS=$cap BAGEL_TILED_GEMV=1 timeout 40 /tmp/br/bagel bench $C --tokens 128 --streams 1,4,8 > /tmp/b.txt 2>&1
+	say "[bagel, MOE_UP_MIN_GROUPS=$cap] (rc $?): $(grep -E '^ +(1|4|8) ' /tmp/b.txt | awk '{printf "%s: %s all decoding, %s ms a step; ", $1, $9, $7}')"
 done
 for b in bagel-main bagel; do # the default load's lone reply
 	timeout 40 /tmp/br/$b bench -m $M --backend cuda --runs 3 --switches=false --lookup=false --projections 0 \
