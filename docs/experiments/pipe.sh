@@ -7,14 +7,27 @@
 #  - walks moe_down_warp_bf16's slots of 4-bit rows of up to 512 inputs with
 #    the next slot's codes, scales and x in registers (MOE_DOWN_PIPE), and its
 #    rows' sums in a tree;
-#  - BAGEL_EXP_DOWN_WARP_MIN (a build-only knob, not in the patch): the
+#  - BAGEL_EXP_DOWN_WARP_MIN (pipe-knob.patch, for the measurement only): the
 #    fewest tokens moe_down_warp_bf16 takes (main: 8).
 # Every change keeps main's bits (GPU tests: TestWarpExpertsMatchPlain with
 # ragged cases for the walk, the batch tests; greedy replies).
-# Build (here): git apply docs/experiments/pipe.patch, the knob, then bagel,
-# ptx, cuda.test, engine.test from the tree and bagel-main from main, into
-# .devbin/pipe.tar.xz (see tree.sh's build line).
+# Build (here; the forty-sixth session left them in .devbin/pipe.tar.xz):
+#   git apply docs/experiments/pipe.patch docs/experiments/pipe-knob.patch && mkdir -p /tmp/sb &&
+#   L="CGO_ENABLED=0 GOOS=linux GOARCH=amd64" &&
+#   env $L go build -trimpath -ldflags="-s -w" -o /tmp/sb/bagel . &&
+#   env $L go build -trimpath -ldflags="-s -w" -o /tmp/sb/ptx ./tools/ptx &&
+#   env $L go test -c -trimpath -ldflags="-s -w" -o /tmp/sb/cuda.test ./cuda &&
+#   env $L go test -c -trimpath -ldflags="-s -w" -o /tmp/sb/engine.test ./engine &&
+#   git checkout kernels cuda ops && env $L go build -trimpath -ldflags="-s -w" -o /tmp/sb/bagel-main . &&
+#   (cd /tmp/sb && tar c bagel bagel-main ptx cuda.test engine.test | xz -9 > $OLDPWD/.devbin/pipe.tar.xz)
 # About 330 s on the device (carry .devbin/pipe.tar.xz): OUT=$OUT sh docs/experiments/pipe.sh
+# The log comes back line by line, so a call cut short still reports what
+# ran (the PTX, the tests and the first benches come first).
+# To land: git apply docs/experiments/pipe.patch (pipe-knob.patch only if
+# the down's kernel from 4 tokens wins: then MoEDownWarpMinTokens = 4 as a
+# constant), the PTX from ptx.tar.xz into cuda/ptx (the patch's defaults
+# are MOE_UP_TREE 1 and MOE_DOWN_PIPE 1; a knob that loses is deleted, and
+# the PTX then needs another run of tools/ptx).
 set -u
 T0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
@@ -31,10 +44,8 @@ cp /tmp/br/cuda.test /tmp/br/engine.test .devbin/
 say "cuda (rc $?): $(grep -c -- '^--- PASS' /tmp/tests.txt) passed, $(grep -c -- '^--- FAIL' /tmp/tests.txt) failed"
 (cd engine && BAGEL_REQUIRE_GPU=1 timeout 200 ../.devbin/engine.test -test.v -test.count=1 -test.run 'GPU.*Batch' > /tmp/tests-engine.txt 2>&1)
 say "engine (rc $?): $(grep -c -- '^--- PASS' /tmp/tests-engine.txt) passed, $(grep -c -- '^--- FAIL' /tmp/tests-engine.txt) failed"
-(cd engine && BAGEL_EXP_DOWN_WARP_MIN=2 BAGEL_REQUIRE_GPU=1 timeout 200 ../.devbin/engine.test -test.v -test.count=1 -test.run 'GPUBatch' > /tmp/tests-engine2.txt 2>&1)
-say "engine, down warp from 2 tokens (rc $?): $(grep -c -- '^--- PASS' /tmp/tests-engine2.txt) passed, $(grep -c -- '^--- FAIL' /tmp/tests-engine2.txt) failed"
-cat /tmp/tests.txt /tmp/tests-engine.txt /tmp/tests-engine2.txt | grep -E -- '^--- FAIL|FAIL:|panic|differs' | head -12 | cut -c1-300 | tee -a $LOG
-cat /tmp/tests.txt /tmp/tests-engine.txt /tmp/tests-engine2.txt | gzip -9 > $OUT/tests.txt.gz
+cat /tmp/tests.txt /tmp/tests-engine.txt | grep -E -- '^--- FAIL|FAIL:|panic|differs' | head -12 | cut -c1-300 | tee -a $LOG
+cat /tmp/tests.txt /tmp/tests-engine.txt | gzip -9 > $OUT/tests.txt.gz
 mkdir -p /tmp/tok
 gzip -dc testdata/tokenizer/qwen3/tokenizer.json.gz > /tmp/tok/tokenizer.json
 gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_config.json
@@ -64,6 +75,10 @@ for b in bagel-main bagel; do # the default load's lone reply
 	say "lone [$b] (rc $?): $(grep -iE 'decode' /tmp/lone.txt | head -3 | tr -s ' ' | tr '\n' ';')"
 	cat /tmp/lone.txt >> $OUT/lone.txt
 done
+(cd engine && BAGEL_EXP_DOWN_WARP_MIN=2 BAGEL_REQUIRE_GPU=1 timeout 200 ../.devbin/engine.test -test.v -test.count=1 -test.run 'GPUBatch' > /tmp/tests-engine2.txt 2>&1)
+say "engine, down warp from 2 tokens (rc $?): $(grep -c -- '^--- PASS' /tmp/tests-engine2.txt) passed, $(grep -c -- '^--- FAIL' /tmp/tests-engine2.txt) failed"
+grep -E -- '^--- FAIL|FAIL:|panic|differs' /tmp/tests-engine2.txt | head -6 | cut -c1-300 | tee -a $LOG
+gzip -9c /tmp/tests-engine2.txt > $OUT/tests-engine2.txt.gz
 METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
 for b in bagel; do # main's: up 40.2, down 32.0 µs a launch (forty-fifth session)
 	BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 100 ncu --csv --clock-control none -k regex:'moe_up_bf16|moe_down_warp_bf16' \
