@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"bagel/backend"
 	"bagel/cpu"
@@ -24,18 +23,15 @@ type Spec struct {
 // Tolerances on ‖gpu−cpu‖/‖cpu‖. A bf16 output differs from the reference only
 // where an f32 ulp of difference (summation order, a GPU exp or rsqrt) crosses a
 // bf16 rounding boundary, which moves that element by one bf16 ulp (2^−8
-// relative); over a tensor that stays far below 1e-3. f32 outputs differ by
-// accumulation order only.
+// relative); over a tensor that stays far below 1e-3. An output of a few
+// elements, where one such flip can exceed the tolerance, passes when every
+// element is within one bf16 step (withinOneBF16Step; not for tolExact). f32
+// outputs differ by accumulation order only.
 const (
 	tolExact = 0    // copies
 	tolBF16  = 4e-3 // bf16 outputs of f32 math
-	// tolOneBF16 is one bf16 step of a lone element (2^-7 of its value at
-	// most): an output of one element whose f32 sum, in another order than
-	// the reference's, rounds to its neighbour (the shared expert's gate
-	// logit on the matrix units: rel err 0.00515 in a forty-fifth session run).
-	tolOneBF16 = 1.0 / 128
-	tolF32     = 1e-4 // f32 outputs
-	tolState   = 1e-3 // the GDN state after several tokens
+	tolF32   = 1e-4 // f32 outputs
+	tolState = 1e-3 // the GDN state after several tokens
 	// tolGEMM holds the exact prompt GEMMs to the GEMV's sums: each weight
 	// rounded to bf16 before its products (exact 0) is 2.6e-3 away on such
 	// inputs (measured on the CPU); the exact GEMMs on the H200, 1-2e-4.
@@ -263,13 +259,9 @@ func Specs() []Spec {
 			label += fmt.Sprintf(" %d:%db", sl.Out, sl.bits)
 		}
 		for _, kernel := range []string{"qmatmul_multi_bf16", "qmatmul_mma_multi_bf16"} {
-			tol := tolBF16
-			if kernel == "qmatmul_mma_multi_bf16" && p.T == 1 && slices.ContainsFunc(p.slots[:], func(s slot) bool { return s.Out == 1 }) {
-				tol = tolOneBF16
-			}
 			add(kernel, false, label, func(g gen) *Case {
 				bufs, scalars := multiCase(g, p.T, p.In, p.slots)
-				return &Case{Tol: tol, Buffers: bufs, Scalars: ints(scalars...)}
+				return &Case{Tol: tolBF16, Buffers: bufs, Scalars: ints(scalars...)}
 			})
 		}
 	}

@@ -2,6 +2,7 @@ package gputest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"slices"
 	"testing"
@@ -110,6 +111,37 @@ func TestRelErr(t *testing.T) {
 	}
 	if got := relErr([]float64{math.NaN(), 1}, []float64{1, 1}); !math.IsNaN(got) {
 		t.Errorf("a NaN gives %v", got)
+	}
+}
+
+// TestWithinOneBF16Step pins the floor for small bf16 outputs: a
+// neighbouring bf16 value passes, two steps, a sign change or a non-finite
+// value do not.
+func TestWithinOneBF16Step(t *testing.T) {
+	bf := func(v ...uint16) []byte {
+		b := make([]byte, 2*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(b[2*i:], x)
+		}
+		return b
+	}
+	for _, c := range []struct {
+		got, want []uint16
+		ok        bool
+	}{
+		{[]uint16{0x3f80, 0x4000}, []uint16{0x3f80, 0x4000}, true}, // equal
+		{[]uint16{0x3f81}, []uint16{0x3f80}, true},                 // 1 + 2^-7 against 1
+		{[]uint16{0x3f7f}, []uint16{0x3f80}, true},                 // across the exponent
+		{[]uint16{0xbf81, 0x4000}, []uint16{0xbf80, 0x4000}, true}, // negative
+		{[]uint16{0x8000}, []uint16{0x0000}, true},                 // −0 and +0
+		{[]uint16{0x3f82}, []uint16{0x3f80}, false},                // two steps
+		{[]uint16{0x8001}, []uint16{0x0001}, false},                // sign
+		{[]uint16{0x7f80}, []uint16{0x7f7f}, false},                // ∞ beside the largest
+		{[]uint16{0x7fc0}, []uint16{0x7fc0}, false},                // NaN
+	} {
+		if got := withinOneBF16Step(bf(c.got...), bf(c.want...)); got != c.ok {
+			t.Errorf("withinOneBF16Step(%#x, %#x) = %v, want %v", c.got, c.want, got, c.ok)
+		}
 	}
 }
 
