@@ -16,7 +16,7 @@
 #   env $L go test -c -trimpath -ldflags="-s -w" -o /tmp/wb/cuda.test ./cuda &&
 #   env $L go test -c -trimpath -ldflags="-s -w" -o /tmp/wb/engine.test ./engine &&
 #   git checkout kernels && (cd /tmp/wb && tar c * | xz -9 > $OLDPWD/.devbin/w8-gdn.tar.xz)
-# About 420 s on the device (carry .devbin/w8-gdn.tar.xz): OUT=$OUT sh docs/experiments/w8-gdn.sh
+# About 450 s on the device (carry .devbin/w8-gdn.tar.xz): OUT=$OUT sh docs/experiments/w8-gdn.sh
 # The log comes back line by line; the PTX first (ptx-w8.tar.xz lands w8
 # alone, ptx-wg.tar.xz both), then make gpu-test's two commands on both
 # patches, then the benches.
@@ -46,10 +46,6 @@ gzip -dc testdata/tokenizer/qwen3/tokenizer_config.json.gz > /tmp/tok/tokenizer_
 M=/tmp/m-new
 /tmp/bw/bagel-main synth --like qwen3.5-35b-a3b --tokenizer /tmp/tok --out $M > /dev/null 2>&1
 say "model ready"
-for b in bagel-main bagel-wg; do # the default load: plain GEMVs, neither patch changes its bits
-	timeout 60 /tmp/bw/$b generate -m $M --backend cuda --temp 0 --max-tokens 96 --raw -p "The quick brown fox" > /tmp/gen-$b.txt 2> /dev/null
-done
-say "greedy replies, default load: $(cmp -s /tmp/gen-bagel-wg.txt /tmp/gen-bagel-main.txt && echo same || echo DIFFERENT) ($(wc -c < /tmp/gen-bagel-main.txt) bytes)"
 C="-m $M --backend cuda --runs 1 --switches=false --lookup=false --projections 0 --stall-prompt 0 --long= --prefill= --drafts="
 bench() { # label, env...; $B the binary
 	label=$1; shift
@@ -60,9 +56,11 @@ for round in 1 2; do
 	B=bagel-main bench main X=1
 	B=bagel-w8 bench w8 X=1
 	B=bagel-wg bench "w8 + gdn-regs" X=1
-	B=bagel-wg bench "w8 + gdn-regs, GDN_REC_BATCH_MIN_GROUPS=4" BAGEL_KERNEL_TUNING=GDN_REC_BATCH_MIN_GROUPS=4
-	B=bagel-wg bench "w8 + gdn-regs, GDN_REC_BATCH_MIN_GROUPS=8" BAGEL_KERNEL_TUNING=GDN_REC_BATCH_MIN_GROUPS=8
+	for g in 4 6 8; do
+		B=bagel-wg bench "w8 + gdn-regs, GDN_REC_BATCH_MIN_GROUPS=$g" BAGEL_KERNEL_TUNING=GDN_REC_BATCH_MIN_GROUPS=$g
+	done
 done
+B=bagel-wg bench "w8 + gdn-regs, GDN_REC_BATCH_ROWS=4" BAGEL_KERNEL_TUNING=GDN_REC_BATCH_ROWS=4
 for b in bagel-main bagel-wg; do # the default load's lone reply
 	timeout 40 /tmp/bw/$b bench -m $M --backend cuda --runs 3 --switches=false --lookup=false --projections 0 \
 		--stall-prompt 0 --long= --prefill= --drafts= --tokens 200 > /tmp/lone.txt 2>&1
@@ -70,7 +68,7 @@ for b in bagel-main bagel-wg; do # the default load's lone reply
 	cat /tmp/lone.txt >> $OUT/lone.txt
 done
 METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,launch__waves_per_multiprocessor,smsp__issue_active.avg.pct_of_peak_sustained_active
-for t in 0 4 8; do # main's: 19.5 µs a launch, 254 registers, 3.88 waves
+for t in 0 6 8; do # main's: 19.5 µs a launch, 254 registers, 3.88 waves
 	BAGEL_KERNEL_TUNING=GDN_REC_BATCH_MIN_GROUPS=$t BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 100 ncu --csv --clock-control none \
 		-k regex:'gdn_recurrence_batch' --launch-skip-before-match 50700 --launch-count 10 --metrics "$METRICS" \
 		/tmp/bw/bagel-wg bench $C --tokens 16 --streams 8 > /tmp/ncu.csv 2> /dev/null
