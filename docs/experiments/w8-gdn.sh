@@ -16,7 +16,7 @@
 #   env $L go test -c -trimpath -ldflags="-s -w" -o /tmp/wb/cuda.test ./cuda &&
 #   env $L go test -c -trimpath -ldflags="-s -w" -o /tmp/wb/engine.test ./engine &&
 #   git checkout kernels && (cd /tmp/wb && tar c * | xz -9 > $OLDPWD/.devbin/w8-gdn.tar.xz)
-# About 450 s on the device (carry .devbin/w8-gdn.tar.xz): OUT=$OUT sh docs/experiments/w8-gdn.sh
+# About 490 s on the device (carry .devbin/w8-gdn.tar.xz): OUT=$OUT sh docs/experiments/w8-gdn.sh
 # The log comes back line by line; the PTX first (ptx-w8.tar.xz lands w8
 # alone, ptx-wg.tar.xz both), then make gpu-test's two commands on both
 # patches, then the benches.
@@ -75,3 +75,14 @@ for t in 0 6 8; do # main's: 19.5 µs a launch, 254 registers, 3.88 waves
 	say "ncu [wg, GDN_REC_BATCH_MIN_GROUPS=$t] (rc $?)"
 	python3 tools/ncu_metrics.py /tmp/ncu.csv | tee -a $LOG
 done
+# Where the GDN in-projection with its conv waits in a batched step of 8
+# rows (20.1 µs a layer for 14 MB, DRAM 22%, issue slots 48%: Next 1 in
+# docs/batching.md): ncu's warp sampling by SASS instruction, one launch.
+k=qmatmul_mma_multi_conv_batch_bf16
+BAGEL_TILED_GEMV=1 BAGEL_NO_CUDA_GRAPH=1 timeout 120 ncu --clock-control none -k regex:"^$k\$" \
+	--launch-skip-before-match 50700 --launch-count 1 --section SourceCounters --section WarpStateStats \
+	-f -o /tmp/$k /tmp/bw/bagel-w8 bench $C --tokens 16 --streams 8 > /tmp/$k.log 2>&1
+say "ncu source [$k, w8] (rc $?)"
+ncu --import /tmp/$k.ncu-rep --page source --csv --print-source sass > /tmp/$k-src.csv 2> /dev/null
+python3 tools/ncu_source.py /tmp/$k-src.csv 24 | tee -a $LOG
+gzip -9c /tmp/$k-src.csv > $OUT/$k-src.csv.gz
