@@ -1,6 +1,6 @@
 #!/bin/sh
-# w8-gdn.sh: land w8.patch (won, forty-seventh session: it waits for its
-# PTX) and measure gdn-regs.patch on top of it.
+# w8-gdn.sh: w8.patch (ahead by a little in one call of the forty-seventh
+# session) beside main again with its own PTX, to land, and gdn-regs.patch on top of it.
 # w8.patch (QMM_W8): the tiled GEMVs' lane takes words 2t and 2t + 1 of a
 # row's chunk in one 8-byte load (main: words t and t + 4, two 4-byte loads
 # each half a sector); other bits, a token's output still independent of the
